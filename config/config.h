@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// egwd's configuration: one JSON file, loaded strictly (config/loader.cpp).
+//
+// The structs below are plain values; the loader fills them and checks every cross reference
+// (a route's port and VRF, a neighbour's port, a port's VRF) so that code past the loader can
+// rely on names resolving. Addresses are kept in host byte order. See docs/configuration.md for
+// the file format with an example per field.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace egw::config {
+
+// An IPv4 prefix, host byte order. `addr` keeps the host bits as written (an interface
+// address such as 10.0.0.1/24); network() masks them.
+struct Ipv4Prefix {
+    uint32_t addr = 0;
+    uint8_t len = 0;
+
+    uint32_t mask() const { return len == 0 ? 0 : ~uint32_t{0} << (32 - len); }
+    uint32_t network() const { return addr & mask(); }
+    bool contains(uint32_t ip) const { return (ip & mask()) == network(); }
+    bool operator==(const Ipv4Prefix&) const = default;
+};
+
+struct MacAddr {
+    uint8_t bytes[6] = {};
+    bool operator==(const MacAddr&) const = default;
+};
+
+struct EalConfig {
+    std::string lcores = "0-1";          // EAL -l
+    unsigned main_lcore = 0;             // EAL --main-lcore; the control thread runs here
+    bool no_huge = true;                 // --no-huge
+    unsigned memory_mb = 512;            // -m
+    std::string file_prefix = "egw";     // --file-prefix
+    std::vector<std::string> vdevs;      // --vdev=...
+    std::vector<std::string> pci_allow;  // -a ...; empty with vdevs only means --no-pci
+    std::vector<std::string> extra_args; // appended verbatim
+};
+
+struct MempoolConfig {
+    unsigned mbufs = 16383;      // per pool (one pool for all ports)
+    unsigned cache = 256;
+    unsigned data_room = 2176;   // RTE_MBUF_DEFAULT_BUF_SIZE
+};
+
+enum class PortRole { inside, outside };
+
+struct PortConfig {
+    std::string name;            // egw's name for the port, used everywhere else in the file
+    std::string device;          // DPDK device name: "net_tap0", "net_pcap0", "0000:01:00.0"
+    PortRole role = PortRole::inside;
+    std::string vrf = "default"; // name of a declared VRF
+    std::vector<Ipv4Prefix> addresses;
+    std::optional<MacAddr> mac;  // absent: use the device's MAC and enable promiscuous mode
+    unsigned mtu = 1500;
+    unsigned rx_desc = 1024;
+    unsigned tx_desc = 1024;
+};
+
+struct NeighborConfig {
+    std::string port;
+    uint32_t ip = 0;
+    MacAddr mac;
+};
+
+struct VrfConfig {
+    std::string name;
+    uint32_t table = 0;          // Linux-style table number; EgressService.spec.network may name either
+};
+
+struct RouteConfig {
+    std::string vrf = "default";
+    Ipv4Prefix prefix;
+    std::optional<uint32_t> via; // next hop; absent means directly connected on `port`
+    std::string port;
+};
+
+struct ClusterConfig {
+    std::vector<Ipv4Prefix> pod_cidrs;
+    std::vector<Ipv4Prefix> service_cidrs;
+    std::vector<uint32_t> node_ips;
+};
+
+enum class DefaultAction { route, masquerade, drop };
+
+struct TimeoutConfig {
+    unsigned tcp_established_s = 7440;
+    unsigned tcp_transitory_s = 240;
+    unsigned udp_s = 300;
+    unsigned icmp_s = 60;
+};
+
+struct SessionConfig {
+    unsigned max_sessions = 1u << 20;   // across all workers
+    uint16_t port_min = 1024;           // NAT port range, split into one block per worker
+    uint16_t port_max = 65535;
+    TimeoutConfig timeouts;
+};
+
+struct ArpConfig {
+    unsigned max_neighbors = 4096;
+    unsigned hold_packets = 256;        // packets held for unresolved next hops, all neighbours together
+    unsigned retry_ms = 1000;           // ARP request retransmission while unresolved
+    unsigned reachable_s = 300;         // learned entries are re-requested after this
+};
+
+struct NodeConfig {
+    std::string name;                   // this gateway's Kubernetes node name
+    std::map<std::string, std::string> labels;
+};
+
+enum class StateSource { files, kubernetes };
+
+struct StateConfig {
+    StateSource source = StateSource::files;
+    std::string path;                   // files: directory of manifests, relative to the config file
+    unsigned poll_ms = 200;             // files: how often the directory is re-scanned
+    std::string kubeconfig;             // kubernetes: path, or empty for in-cluster / $KUBECONFIG
+};
+
+struct Config {
+    std::string file;                   // the path it was loaded from
+    EalConfig eal;
+    std::vector<unsigned> workers;      // data-plane lcores
+    MempoolConfig mempool;
+    std::vector<PortConfig> ports;
+    std::vector<NeighborConfig> neighbors;
+    std::vector<VrfConfig> vrfs;        // always contains "default" (table 254) first
+    std::vector<RouteConfig> routes;
+    ClusterConfig cluster;
+    DefaultAction default_action = DefaultAction::masquerade;
+    SessionConfig sessions;
+    ArpConfig arp;
+    NodeConfig node;
+    StateConfig state;
+
+    const PortConfig* find_port(const std::string& name) const;
+    const VrfConfig* find_vrf(const std::string& name_or_table) const;
+};
+
+// Thrown by the loader. what() reads "<file>: <json path>: <what was expected>", for example
+// "config/demo.json: $.ports[1].addresses[0]: expected an IPv4 prefix like 10.0.0.1/24, got \"10.0.0.300/24\"".
+class ConfigError : public std::runtime_error {
+public:
+    ConfigError(const std::string& file, const std::string& path, const std::string& expected);
+    const std::string& file() const { return file_; }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string file_;
+    std::string path_;
+};
+
+// Reads and validates the file. Throws ConfigError on any problem; never returns a partial config.
+Config load_file(const std::string& path);
+// Same, from text already in memory; `file` is only used in messages and to resolve relative paths.
+Config load_text(const std::string& text, const std::string& file);
+
+// Parsing helpers shared with the manifest reader.
+std::optional<uint32_t> parse_ipv4(const std::string& s);
+std::optional<Ipv4Prefix> parse_ipv4_prefix(const std::string& s);
+std::optional<MacAddr> parse_mac(const std::string& s);
+std::string format_ipv4(uint32_t ip);
+std::string format_prefix(const Ipv4Prefix& p);
+std::string format_mac(const MacAddr& m);
+
+const char* to_string(PortRole r);
+const char* to_string(DefaultAction a);
+
+}  // namespace egw::config
