@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# The egw demo, on one machine with no NIC and no cluster (Debian 12, as root):
+#
+#   scripts/demo.sh [--no-build]
+#
+# builds egw (scripts/build.sh installs what it needs), puts egwd between a pod network and two
+# external networks made of network namespaces (scripts/netns.sh), sends TCP, UDP and ping from
+# the pods, and prints for each flow the source address the external server saw and the egwd port
+# it left through. Then it deletes the web EgressService and shows the next connection leave with
+# the default action. egwd reads a copy of config/demo-manifests, so the repository is never
+# edited. Everything it starts is stopped and removed on exit, error or Ctrl-C.
+#
+# --no-build skips scripts/build.sh (egw already built). EGW_NETNS_PREFIX (default egw) names the
+# namespaces; EGWD overrides the binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "demo.sh: run as root: it creates network namespaces and runs DPDK" >&2
+  exit 1
+fi
+
+export EGW_NETNS_PREFIX=${EGW_NETNS_PREFIX:-egw}
+EGWD=${EGWD:-build/control/egwd}
+PEER=tests/e2e/peer.py
+DEMO_TIMEOUT=${DEMO_TIMEOUT:-75}   # seconds after the build; the demo itself needs about 20
+
+work=""
+egwd_pid=""
+watchdog_pid=""
+server_pids=()
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  set +e
+  if [ -n "$watchdog_pid" ]; then
+    pkill -TERM -P "$watchdog_pid" 2>/dev/null   # its sleep
+    kill "$watchdog_pid" 2>/dev/null
+  fi
+  for pid in "${server_pids[@]}"; do kill "$pid" 2>/dev/null; done
+  if [ -n "$egwd_pid" ] && kill -0 "$egwd_pid" 2>/dev/null; then
+    stop_egwd
+  fi
+  bash scripts/netns.sh down
+  if [ -n "$work" ]; then
+    rm -rf "/var/run/dpdk/egw-demo-$$"
+    if [ $rc -ne 0 ] && [ -f "$work/egwd.log" ]; then
+      echo "--- last lines of egwd's log ---" >&2
+      tail -n 20 "$work/egwd.log" >&2
+    fi
+    rm -rf "$work"
+  fi
+  [ $rc -ne 0 ] && echo "demo.sh: failed (exit $rc); everything it started has been removed" >&2
+  exit $rc
+}
+trap cleanup EXIT
+trap 'echo; echo "demo.sh: interrupted" >&2; exit 130' INT TERM
+
+# SIGINT, then SIGKILL after 10 s; leaves egwd's exit code in egwd_code.
+egwd_code=""
+stop_egwd() {
+  local i
+  kill -INT "$egwd_pid" 2>/dev/null || true
+  for i in $(seq 100); do
+    kill -0 "$egwd_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$egwd_pid" 2>/dev/null; then
+    echo "egwd did not stop within 10 s: SIGKILL" >&2
+    kill -KILL "$egwd_pid" 2>/dev/null || true
+  fi
+  egwd_code=0
+  wait "$egwd_pid" 2>/dev/null || egwd_code=$?
+  egwd_pid=""
+}
+
+in_ns() { local role=$1; shift; ip netns exec "$EGW_NETNS_PREFIX-$role" "$@"; }
+
+build=yes
+case ${1:-} in
+  "") ;;
+  --no-build) build=no ;;
+  *) echo "usage: $0 [--no-build]" >&2; exit 2 ;;
+esac
+
+if [ $build = yes ]; then
+  say "building egw (scripts/build.sh)"
+  bash scripts/build.sh
+fi
+[ -x "$EGWD" ] || { echo "demo.sh: $EGWD was not built" >&2; exit 1; }
+
+# From here on the demo ends by itself: the watchdog interrupts it (and so cleans up) if anything
+# hangs.
+( sleep "$DEMO_TIMEOUT"; echo "demo.sh: still running after ${DEMO_TIMEOUT}s, giving up" >&2; kill -TERM $$ ) &
+watchdog_pid=$!
+disown "$watchdog_pid"   # no "Terminated" notice when cleanup stops it
+
+say "topology: namespaces $EGW_NETNS_PREFIX-{pods,pods2,ext1,ext2} (scripts/netns.sh up)"
+bash scripts/netns.sh up
+bash scripts/netns.sh show
+
+say "starting egwd on config/demo.json (manifests copied to a temporary directory)"
+work=$(mktemp -d -t egw-demo.XXXXXX)
+config=$(python3 "$PEER" stage --config config/demo.json --dir "$work" --file-prefix "egw-demo-$$")
+status="$work/status.json"
+"$EGWD" -c "$config" --status-file "$status" --log-level info 2>"$work/egwd.log" </dev/null &
+egwd_pid=$!
+ready=""
+for _ in $(seq 300); do
+  kill -0 "$egwd_pid" 2>/dev/null || { echo "demo.sh: egwd exited early" >&2; exit 1; }
+  if [ -f "$status" ] && python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get("ready") else 1)' "$status" 2>/dev/null; then
+    ready=yes
+    break
+  fi
+  sleep 0.1
+done
+[ -n "$ready" ] || { echo "demo.sh: egwd not ready within 30 s" >&2; exit 1; }
+echo "egwd is ready (pid $egwd_pid); log: $work/egwd.log"
+
+say "external servers on 192.0.2.100 (ext1), 198.51.100.100 (ext2) and pod 10.244.2.10 (pods2), port 8080"
+for role in ext1 ext2 pods2; do
+  ip netns exec "$EGW_NETNS_PREFIX-$role" python3 "$PEER" serve --tcp 8080 --udp 8080 --icmp --lifetime "$DEMO_TIMEOUT" \
+    >"$work/server-$role.log" 2>&1 &
+  server_pids+=($!)
+done
+for role in ext1 ext2 pods2; do
+  for _ in $(seq 50); do grep -q '^ready' "$work/server-$role.log" && break; sleep 0.1; done
+  grep -q '^ready' "$work/server-$role.log" || { echo "demo.sh: server in $role did not start" >&2; exit 1; }
+done
+
+# One flow a line: label, protocol, pod address, pod source port (or -), destination, the
+# namespace of the server, and the source address the server should see.
+flows=(
+  "web       tcp  10.244.1.10 40001 192.0.2.100    ext1  192.0.2.50"
+  "web       udp  10.244.1.10 40002 192.0.2.100    ext1  192.0.2.50"
+  "web       icmp 10.244.1.10 -     192.0.2.100    ext1  192.0.2.50"
+  "web       tcp  10.244.1.11 40001 192.0.2.100    ext1  192.0.2.50"
+  "db        tcp  10.244.1.20 40001 198.51.100.100 ext2  198.51.100.1"
+  "db        udp  10.244.1.20 40002 198.51.100.100 ext2  198.51.100.1"
+  "db        icmp 10.244.1.20 -     198.51.100.100 ext2  198.51.100.1"
+  "pod-cidr  tcp  10.244.1.10 40003 10.244.2.10    pods2 10.244.1.10"
+  "pod-cidr  icmp 10.244.1.10 -     10.244.2.10    pods2 10.244.1.10"
+  "no-egress tcp  10.244.1.30 40001 192.0.2.100    ext1  192.0.2.1"
+  "no-egress udp  10.244.1.30 40002 192.0.2.100    ext1  192.0.2.1"
+)
+
+# Runs one flow and prints "<seen>" (the address the server saw) or "FAILED: <why>".
+run_flow() {
+  local proto=$1 pod=$2 sport=$3 dst=$4 role=$5 out token line
+  if [ "$proto" = icmp ]; then
+    token="demo-$pod-$dst-$RANDOM"
+    if ! out=$(in_ns pods python3 "$PEER" ping "$dst" --bind "$pod" --count 1 --timeout 5 --token "$token" 2>&1); then
+      echo "FAILED: $out"; return
+    fi
+    for _ in $(seq 20); do
+      line=$(grep " token=$token\$" "$work/server-$role.log" | head -n 1 || true)
+      [ -n "$line" ] && break
+      sleep 0.1
+    done
+    if [ -n "$line" ]; then echo "$line" | awk '{print $2}'; else echo "FAILED: echo request not seen by the server"; fi
+  else
+    if out=$(in_ns pods python3 "$PEER" "$proto" "$dst" 8080 --bind "$pod:$sport" --timeout 5 2>&1); then
+      echo "$out"
+    else
+      echo "FAILED: $out"
+    fi
+  fi
+}
+
+say "traffic from the pods"
+: >"$work/flows.tsv"
+for f in "${flows[@]}"; do
+  read -r label proto pod sport dst role want <<<"$f"
+  seen=$(run_flow "$proto" "$pod" "$sport" "$dst" "$role")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$proto" "$pod" "$sport" "$dst" "$want" "$seen" >>"$work/flows.tsv"
+  printf '  %-9s %-4s %-11s -> %-14s seen as %s\n' "$label" "$proto" "$pod" "$dst" "$seen"
+done
+
+say "a few malformed frames from the pods (truncated header, fragment, protocol 253)"
+for kind in truncated fragment proto253; do
+  in_ns pods python3 "$PEER" inject --iface eth0 --dst-mac 02:e9:00:00:00:01 --kind "$kind" --count 2
+done
+
+# Let egwd rewrite its status file (every 500 ms) so that it holds the flows above.
+sleep 1.2
+
+say "what the servers saw, and the egwd port each flow left through"
+python3 - "$work/flows.tsv" "$status" <<'EOF'
+import json
+import sys
+
+flows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
+status = json.load(open(sys.argv[2]))
+sessions = status.get("sessions", [])
+
+def egress_port(proto, pod, sport, dst):
+    for s in reversed(sessions):
+        if s.get("proto") != proto or not s.get("remote", "").startswith(dst + ":"):
+            continue
+        inside = s.get("inside", "")
+        if inside == f"{pod}:{sport}" or (proto == "icmp" and inside.startswith(pod + ":")):
+            return s.get("port", "?")
+    return "- (routed, no NAT)" if dst.startswith("10.244.") else "- (no session)"
+
+print("  web = default/web (LoadBalancerIP, ingress 192.0.2.50); db = default/db (Network, VRF blue);\n"
+      "  pod-cidr = to a pod of another pod subnet; no-egress = a pod of no EgressService\n")
+rows = [("flow", "proto", "pod", "destination", "server saw", "left via", "check")]
+bad = 0
+for label, proto, pod, sport, dst, want, seen in flows:
+    pod_addr = pod if sport == "-" else f"{pod}:{sport}"
+    dest = dst if proto == "icmp" else f"{dst}:8080"
+    ok = seen.split(":")[0] == want
+    bad += not ok
+    rows.append((label, proto, pod_addr, dest, seen, egress_port(proto, pod, sport, dst),
+                 "ok" if ok else f"UNEXPECTED (want {want})"))
+widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+for i, r in enumerate(rows):
+    print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    if i == 0:
+        print("  " + "  ".join("-" * w for w in widths))
+
+print("\nservices (EgressService status.host as egwd would write it):")
+for s in status.get("services", []):
+    print(f"  {s.get('key'):<12} status.host={s.get('status_host')!r:<8} mode={s.get('mode')}"
+          f"  ingress={s.get('ingress_ip') or '-'}  network={s.get('network') or '-'}  vrf={s.get('vrf')}"
+          f"  endpoints={s.get('endpoints')}  programmed={s.get('programmed')}"
+          f"  packets out/in={s.get('packets_out')}/{s.get('packets_in')}"
+          + (f"  reason={s['reason']}" if s.get("reason") else ""))
+
+print("\nports:")
+for p in status.get("ports", []):
+    print(f"  {p.get('name'):<6} rx {p.get('rx_packets'):>6} packets  tx {p.get('tx_packets'):>6} packets")
+
+drops = {k: v for k, v in status.get("drops", {}).items() if v}
+print("\ndrops:", ", ".join(f"{k}={v}" for k, v in sorted(drops.items())) or "none")
+if bad:
+    print(f"\n{bad} flow(s) did not arrive as expected")
+open(sys.argv[1] + ".bad", "w").write(str(bad))
+EOF
+
+say "deleting the EgressService default/web"
+python3 "$PEER" delete-egress-service "$work/manifests" default/web
+start=$(date +%s.%N)
+deadline=$(( $(date +%s) + 3 ))
+after=""
+while [ "$(date +%s)" -le "$deadline" ]; do
+  after=$(in_ns pods python3 "$PEER" tcp 192.0.2.100 8080 --bind 10.244.1.10 --timeout 1 2>/dev/null || true)
+  case $after in 192.0.2.1:*) break ;; esac
+  sleep 0.1
+done
+took=$(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$start")
+echo "  next connection 10.244.1.10 -> 192.0.2.100:8080 seen as ${after:-nothing} after ${took}s"
+case $after in
+  192.0.2.1:*) echo "  (the default action, masquerade to ext1's address 192.0.2.1)" ;;
+  *) echo "demo.sh: web traffic did not fall back to the default action" >&2; exit 1 ;;
+esac
+
+say "stopping egwd"
+stop_egwd
+echo "egwd exited with $egwd_code"
+
+bad=$(cat "$work/flows.tsv.bad")
+if [ "$bad" -ne 0 ] || [ "$egwd_code" -ne 0 ]; then
+  exit 1
+fi
+say "demo finished; removing the topology"

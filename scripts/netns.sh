@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Builds or removes the end-to-end topology: four network namespaces, each joined to the root
+# namespace by a veth pair. egwd runs in the root namespace and drives the root-side ends with
+# net_af_packet (config/demo.json names them), so those ends carry no address of their own.
+#
+#   scripts/netns.sh up      remove what a previous run left, then build the topology
+#   scripts/netns.sh down    remove it; never fails on missing pieces
+#   scripts/netns.sh show    print the namespaces and their addresses
+#
+# EGW_NETNS_PREFIX (default "egw") names the namespaces <prefix>-pods, <prefix>-pods2,
+# <prefix>-ext1 and <prefix>-ext2. The root-side interface names are fixed (egw-pods, egw-pods2,
+# egw-ext1, egw-ext2) because the configuration names them, so only one topology can exist at a
+# time: `up` and `down` also remove the namespaces at the far end of those interfaces, whatever
+# prefix created them. The interface inside every namespace is called eth0.
+#
+#   pod side                              egwd (root ns)                     external side
+#   <p>-pods  eth0 10.244.1.10,.11,.20,.30 == egw-pods  | inside  pods
+#   <p>-pods2 eth0 10.244.2.10             == egw-pods2 | inside  pods2
+#                                             egw-ext1  | outside ext1 (default) == eth0 192.0.2.100    <p>-ext1
+#                                             egw-ext2  | outside ext2 (blue)    == eth0 198.51.100.100 <p>-ext2
+set -uo pipefail
+
+prefix=${EGW_NETNS_PREFIX:-egw}
+case $prefix in
+  ""|*[!A-Za-z0-9_.-]*) echo "netns.sh: EGW_NETNS_PREFIX must be letters, digits, '.', '_' or '-'" >&2; exit 2 ;;
+esac
+
+# role  root-side interface  addresses (first is the primary)                   default gateway
+topology=(
+  "pods  egw-pods  10.244.1.10/24,10.244.1.11/24,10.244.1.20/24,10.244.1.30/24 10.244.1.1"
+  "pods2 egw-pods2 10.244.2.10/24                                              10.244.2.1"
+  "ext1  egw-ext1  192.0.2.100/24                                              -"
+  "ext2  egw-ext2  198.51.100.100/24                                           -"
+)
+roles=(pods pods2 ext1 ext2)
+
+ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx -- "$1"; }
+
+# Writes a sysctl through /proc so that interface names with dots or dashes need no escaping.
+# Missing keys (IPv6 compiled out, for instance) are not an error.
+set_sysctl() { # [netns] path value
+  local ns=$1 path=$2 value=$3
+  if [ -n "$ns" ]; then
+    ip netns exec "$ns" sh -c "[ -w '/proc/sys/$path' ] && echo '$value' > '/proc/sys/$path'" 2>/dev/null || true
+  else
+    [ -w "/proc/sys/$path" ] && echo "$value" >"/proc/sys/$path" 2>/dev/null || true
+  fi
+}
+
+down() {
+  local role ifname peer
+  for role in "${roles[@]}"; do
+    ifname="egw-$role"
+    if ip link show dev "$ifname" >/dev/null 2>&1; then
+      # The namespace at the far end of a fixed interface is a leftover of some run, perhaps
+      # with another prefix; remove it when its name says it is one of ours.
+      peer=$(ip -o link show dev "$ifname" 2>/dev/null | sed -n 's/.* link-netns \([^ ]*\).*/\1/p')
+      case $peer in
+        *-"$role") ip netns delete "$peer" 2>/dev/null || true ;;
+      esac
+      ip link delete dev "$ifname" 2>/dev/null || true
+    fi
+  done
+  for role in "${roles[@]}"; do
+    ns_exists "$prefix-$role" && { ip netns delete "$prefix-$role" 2>/dev/null || true; }
+  done
+  return 0
+}
+
+up() {
+  local line role ifname addrs gw ns a
+  down
+  for line in "${topology[@]}"; do
+    read -r role ifname addrs gw <<<"$line"
+    ns="$prefix-$role"
+    ip netns add "$ns" || return 1
+    # No IPv6 inside: router solicitations and DAD would only be noise on egwd's ports.
+    set_sysctl "$ns" net/ipv6/conf/default/disable_ipv6 1
+    set_sysctl "$ns" net/ipv6/conf/all/disable_ipv6 1
+    ip -n "$ns" link set dev lo up || return 1
+    ip link add "$ifname" type veth peer name eth0 netns "$ns" || return 1
+
+    # Root side: a bare wire for net_af_packet. No IPv6, no ARP answers from the root kernel,
+    # and no GRO/TSO/GSO so that egwd sees every frame as it was on the wire.
+    set_sysctl "" "net/ipv6/conf/$ifname/disable_ipv6" 1
+    set_sysctl "" "net/ipv4/conf/$ifname/arp_ignore" 8
+    ethtool -K "$ifname" gro off tso off gso off >/dev/null 2>&1 ||
+      echo "netns.sh: warning: could not turn off GRO/TSO on $ifname" >&2
+    ip link set dev "$ifname" up || return 1
+
+    # Namespace side: complete checksums in every frame (af_packet does not fill them in) and
+    # no segmentation offload, so that every frame fits the MTU.
+    ip netns exec "$ns" ethtool -K eth0 tx off tso off gso off >/dev/null 2>&1 ||
+      echo "netns.sh: warning: could not turn off TX checksum offload in $ns" >&2
+    for a in ${addrs//,/ }; do
+      ip -n "$ns" addr add "$a" dev eth0 || return 1
+    done
+    ip -n "$ns" link set dev eth0 up || return 1
+    if [ "$gw" != "-" ]; then
+      ip -n "$ns" route add default via "$gw" dev eth0 || return 1
+    fi
+  done
+  return 0
+}
+
+show() {
+  local role
+  for role in "${roles[@]}"; do
+    if ns_exists "$prefix-$role"; then
+      echo "== $prefix-$role"
+      ip -n "$prefix-$role" -br addr show dev eth0 2>/dev/null
+      ip -n "$prefix-$role" route show 2>/dev/null | sed 's/^/   /'
+    else
+      echo "== $prefix-$role (absent)"
+    fi
+  done
+  ip -br link show 2>/dev/null | grep -E '^egw-(pods|pods2|ext1|ext2)[@ ]' || true
+}
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "netns.sh: must run as root (network namespaces and veth pairs)" >&2
+  exit 1
+fi
+
+case ${1:-} in
+  up)
+    if ! up; then
+      echo "netns.sh: building the topology failed; removing what was built" >&2
+      down
+      exit 1
+    fi
+    ;;
+  down) down ;;
+  show) show ;;
+  *) echo "usage: $0 up|down|show   (EGW_NETNS_PREFIX=${prefix})" >&2; exit 2 ;;
+esac

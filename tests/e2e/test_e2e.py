@@ -1,0 +1,544 @@
+# SPDX-License-Identifier: Apache-2.0
+"""End-to-end tests: the real egwd between real kernel hosts in network namespaces.
+
+scripts/netns.sh builds the topology (pods, pods2, ext1, ext2 namespaces joined by veth pairs to
+egwd's four net_af_packet ports in the root namespace); egwd runs on a staged copy of
+config/demo.json and its manifests; tests/e2e/peer.py serves in the external namespaces and
+sends from the pod namespace, and the servers answer with the source address they saw.
+
+Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_e2e.py
+EGWD names the binary (default build/control/egwd); EGW_E2E_KEEP=1 keeps the work directory
+(egwd's log, status file and server logs) for a look after the run.
+"""
+
+import atexit
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+import peer  # noqa: E402  (tests/e2e/peer.py: stage_config, delete_egress_service)
+
+NETNS_SH = REPO / "scripts" / "netns.sh"
+PEER = HERE / "peer.py"
+DEMO_CONFIG = REPO / "config" / "demo.json"
+
+PREFIX = f"egwe2e{os.getpid()}"            # namespaces <prefix>-pods, -pods2, -ext1, -ext2
+FILE_PREFIX = f"egw-e2e-{os.getpid()}"     # DPDK runtime directory of the egwd under test
+PODS_MAC = "02:e9:00:00:00:01"             # egwd's port "pods"
+
+WEB_PODS = ("10.244.1.10", "10.244.1.11")  # default/web, sourceIPBy LoadBalancerIP
+WEB_INGRESS = "192.0.2.50"
+DB_POD = "10.244.1.20"                     # default/db, sourceIPBy Network, network blue
+OTHER_POD = "10.244.1.30"                  # endpoint of no EgressService
+POD2 = "10.244.2.10"                       # a pod in the other pod subnet
+EXT1 = "192.0.2.100"
+EXT1_GW = "192.0.2.1"                      # masquerade address on ext1
+EXT2 = "198.51.100.100"
+EXT2_GW = "198.51.100.1"                   # masquerade address on ext2 (VRF blue)
+SERVICE_PORT = 8080
+
+READY_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+CONVERGE_TIMEOUT = 3.0                     # manifest changes converge within ~1 s
+
+
+def egwd_path():
+    path = Path(os.environ.get("EGWD", "build/control/egwd"))
+    if not path.is_absolute() and not path.exists():
+        path = REPO / path
+    return path.resolve()
+
+
+def ns(role):
+    return f"{PREFIX}-{role}"
+
+
+def run(cmd, timeout, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def run_peer(role, *args, timeout=20.0):
+    """Runs peer.py inside a namespace of the topology; never hangs past `timeout`."""
+    cmd = ["ip", "netns", "exec", ns(role), sys.executable, str(PEER), *map(str, args)]
+    try:
+        return run(cmd, timeout)
+    except subprocess.TimeoutExpired as e:
+        return subprocess.CompletedProcess(cmd, 124, e.stdout or "", f"killed after {timeout}s")
+
+
+def tail(path, lines=40):
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return f"({path} unreadable)"
+
+
+def stop_process(proc, sig=signal.SIGINT, grace=STOP_TIMEOUT):
+    """Sends `sig`, waits `grace` seconds, then SIGKILL. Returns the exit code."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        try:
+            proc.send_signal(sig)
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        except ProcessLookupError:
+            pass
+    return proc.returncode
+
+
+class Topology:
+    """Everything the suite starts, torn down in one idempotent place (also at exit and on
+    SIGTERM, so that an interrupted run leaves no namespace or process behind)."""
+
+    def __init__(self):
+        self.workdir = None
+        self.egwd = None
+        self.egwd_log = None
+        self.servers = {}
+        self.netns_up = False
+        self.lock = threading.Lock()
+        self.previous_sigterm = None
+
+    def cleanup(self):
+        with self.lock:
+            for proc in self.servers.values():
+                stop_process(proc, signal.SIGTERM, grace=3)
+            self.servers.clear()
+            stop_process(self.egwd)
+            self.egwd = None
+            if self.egwd_log:
+                self.egwd_log.close()
+                self.egwd_log = None
+            if self.netns_up:
+                run(["bash", str(NETNS_SH), "down"], 60, env={**os.environ, "EGW_NETNS_PREFIX": PREFIX})
+                self.netns_up = False
+            shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}", ignore_errors=True)
+            if self.workdir:
+                if os.environ.get("EGW_E2E_KEEP"):
+                    print(f"\ne2e: work directory kept in {self.workdir}", file=sys.stderr)
+                else:
+                    shutil.rmtree(self.workdir, ignore_errors=True)
+                self.workdir = None
+            if self.previous_sigterm is not None:
+                signal.signal(signal.SIGTERM, self.previous_sigterm)
+                self.previous_sigterm = None
+
+
+class EgressGatewayE2E(unittest.TestCase):
+    topo = None
+
+    # --- suite set-up and tear-down --------------------------------------------------------
+
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("end-to-end tests need root (network namespaces, veth, AF_PACKET)")
+        if shutil.which("ip") is None or run(["ip", "netns", "list"], 10).returncode != 0:
+            raise unittest.SkipTest("`ip netns` is unavailable (iproute2 missing or no netns support)")
+        egwd = egwd_path()
+        if not os.access(egwd, os.X_OK):
+            raise FileNotFoundError(f"egwd binary not found at {egwd}: build it with scripts/build.sh "
+                                    "or point EGWD at it")
+
+        cls.topo = topo = Topology()
+        cls.addClassCleanup(topo.cleanup)
+        atexit.register(topo.cleanup)
+        topo.previous_sigterm = signal.signal(signal.SIGTERM, cls._on_sigterm)
+
+        topo.workdir = Path(tempfile.mkdtemp(prefix="egw-e2e-"))
+        cls.config, cls.manifests = peer.stage_config(DEMO_CONFIG, topo.workdir, FILE_PREFIX)
+        cls.status_file = topo.workdir / "status.json"
+        cls.egwd_log_path = topo.workdir / "egwd.log"
+
+        topo.netns_up = True
+        r = run(["bash", str(NETNS_SH), "up"], 60, env={**os.environ, "EGW_NETNS_PREFIX": PREFIX})
+        if r.returncode != 0:
+            raise RuntimeError(f"scripts/netns.sh up failed:\n{r.stdout}{r.stderr}")
+
+        topo.egwd_log = open(cls.egwd_log_path, "w")
+        topo.egwd = subprocess.Popen(
+            [str(egwd), "-c", str(cls.config), "--status-file", str(cls.status_file),
+             "--log-level", "debug"],
+            cwd=REPO, stdin=subprocess.DEVNULL, stdout=topo.egwd_log, stderr=subprocess.STDOUT)
+        cls.wait_ready()
+
+        for role in ("ext1", "ext2", "pods2"):
+            log = topo.workdir / f"server-{role}.log"
+            with open(log, "w") as out:
+                topo.servers[role] = subprocess.Popen(
+                    ["ip", "netns", "exec", ns(role), sys.executable, str(PEER), "serve",
+                     "--tcp", str(SERVICE_PORT), "--udp", str(SERVICE_PORT), "--icmp",
+                     "--lifetime", "1800"],
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        for role in topo.servers:
+            cls.wait_for(lambda role=role: "ready" in cls.server_log(role), 10,
+                         lambda role=role: f"server in {ns(role)} did not start:\n{cls.server_log(role)}")
+
+    @staticmethod
+    def _on_sigterm(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.topo:
+            cls.topo.cleanup()
+
+    @classmethod
+    def wait_ready(cls):
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if cls.topo.egwd.poll() is not None:
+                raise RuntimeError(f"egwd exited with {cls.topo.egwd.returncode} before it was ready:\n"
+                                   f"{tail(cls.egwd_log_path)}")
+            status = cls.read_status()
+            if status and status.get("ready") is True:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"egwd not ready within {READY_TIMEOUT:g}s (status file "
+                           f"{'present' if cls.status_file.exists() else 'absent'}):\n{tail(cls.egwd_log_path)}")
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def wait_for(predicate, timeout, message):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() >= deadline:
+                raise AssertionError(message() if callable(message) else message)
+            time.sleep(0.1)
+
+    @classmethod
+    def server_log(cls, role):
+        try:
+            return (cls.topo.workdir / f"server-{role}.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    @classmethod
+    def read_status(cls):
+        for _ in range(3):
+            try:
+                return json.loads(cls.status_file.read_text())
+            except FileNotFoundError:
+                return None
+            except (OSError, ValueError):
+                time.sleep(0.05)  # rewritten by rename, so this is only a race with the first write
+        return None
+
+    def fresh_status(self, rewrites=2, timeout=5.0):
+        """The status after the file has been rewritten `rewrites` times from now: it then
+        counts everything that happened before this call."""
+        def stamp():
+            try:
+                st = self.status_file.stat()
+                return st.st_ino, st.st_mtime_ns
+            except OSError:
+                return None
+        seen = [stamp()]
+
+        def rewritten():
+            now = stamp()
+            if now is not None and now != seen[-1]:
+                seen.append(now)
+            return len(seen) > rewrites
+        self.wait_for(rewritten, timeout, lambda: f"status file not rewritten {rewrites} times in "
+                      f"{timeout:g}s\n{self.diag()}")
+        status = self.read_status()
+        self.assertIsNotNone(status, "status file unreadable")
+        return status
+
+    def diag(self):
+        """What to read when a test fails: egwd's state and the end of its log."""
+        parts = []
+        if self.topo.egwd is not None and self.topo.egwd.poll() is not None:
+            parts.append(f"egwd EXITED with {self.topo.egwd.returncode}")
+        status = self.read_status() or {}
+        parts.append(f"drops: {status.get('drops')}")
+        for p in status.get("ports", []):
+            parts.append(f"port {p.get('name')}: rx {p.get('rx_packets')} tx {p.get('tx_packets')}")
+        for s in status.get("services", []):
+            parts.append(f"service {json.dumps(s, sort_keys=True)}")
+        for s in status.get("sessions", [])[-10:]:
+            parts.append(f"session {json.dumps(s, sort_keys=True)}")
+        parts.append(f"neighbors: {status.get('neighbors')}")
+        parts.append("--- egwd log (tail) ---\n" + tail(self.egwd_log_path, 30))
+        return "\n".join(parts)
+
+    def client(self, proto, src, dst, port=SERVICE_PORT, sport=None, timeout=5.0):
+        """Runs a TCP or UDP client from the pods namespace; returns (ok, what the server saw
+        or the error)."""
+        bind = f"{src}:{sport}" if sport else src
+        r = run_peer("pods", proto, dst, port, "--bind", bind, "--timeout", timeout,
+                     timeout=timeout + 10)
+        if r.returncode != 0:
+            return False, (r.stderr or r.stdout).strip()
+        return True, r.stdout.strip()
+
+    def seen(self, proto, src, dst, port=SERVICE_PORT, sport=None):
+        ok, out = self.client(proto, src, dst, port, sport)
+        if not ok:
+            self.fail(f"{proto.upper()} {src}{':' + str(sport) if sport else ''} -> {dst}:{port} "
+                      f"got no answer: {out}\n{self.diag()}")
+        return out
+
+    def assert_seen_from(self, proto, src, dst, expected_ip, sport=None):
+        """The server saw the connection from `expected_ip`; returns the "ip:port" it saw."""
+        out = self.seen(proto, src, dst, sport=sport)
+        ip, _, port = out.partition(":")
+        self.assertEqual(ip, expected_ip, f"{proto.upper()} from {src} to {dst} arrived from {out}, "
+                         f"expected {expected_ip}\n{self.diag()}")
+        self.assertTrue(port.isdigit(), f"server answered {out!r}")
+        return out
+
+    def assert_ping_seen_from(self, src, dst, server_role, expected_ip, count=2):
+        token = f"{src}-{time.monotonic_ns()}"
+        r = run_peer("pods", "ping", dst, "--bind", src, "--count", count, "--timeout", 6,
+                     "--token", token, timeout=20)
+        self.assertEqual(r.returncode, 0, f"ping {src} -> {dst}: {r.stderr.strip()}\n{self.diag()}")
+        self.assertEqual(len(r.stdout.strip().splitlines()), count, r.stdout)
+        self.wait_for(lambda: re.search(rf"^icmp {re.escape(expected_ip)} .*token={re.escape(token)}$",
+                                        self.server_log(server_role), re.M),
+                      3, lambda: f"{ns(server_role)} did not see the echo requests of {src} come from "
+                      f"{expected_ip}:\n{self.server_log(server_role)[-2000:]}\n{self.diag()}")
+
+    def find_session(self, status, proto, inside):
+        for s in status.get("sessions", []):
+            if s.get("proto") == proto and s.get("inside") == inside:
+                return s
+        return None
+
+    def service(self, status, key):
+        for s in status.get("services", []):
+            if s.get("key") == key:
+                return s
+        return None
+
+    def port(self, status, name):
+        for p in status.get("ports", []):
+            if p.get("name") == name:
+                return p
+        self.fail(f"port {name} missing from the status file: {status.get('ports')}")
+
+    def assert_egwd_alive(self):
+        self.assertIsNone(self.topo.egwd.poll(), f"egwd exited with {self.topo.egwd.returncode}\n"
+                          f"{tail(self.egwd_log_path)}")
+
+    def wait_web_translated(self, timeout):
+        """Polls new TCP connections from a web pod until they arrive from the ingress IP."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            ok, last = self.client("tcp", WEB_PODS[0], EXT1,
+                                   timeout=max(0.5, min(1.5, deadline - time.monotonic())))
+            if ok and last.startswith(WEB_INGRESS + ":"):
+                return
+            time.sleep(0.1)
+        self.fail(f"web traffic not translated to {WEB_INGRESS} again within {timeout:g}s "
+                  f"(last: {last})\n{self.diag()}")
+
+    # --- tests -----------------------------------------------------------------------------
+
+    def test_00_status_shows_both_services_programmed(self):
+        def programmed():
+            status = self.read_status() or {}
+            web, db = self.service(status, "default/web"), self.service(status, "default/db")
+            return (web, db) if web and db and web.get("programmed") and db.get("programmed") else None
+        web, db = self.wait_for(programmed, 5, lambda: f"services not programmed\n{self.diag()}")
+        self.assertEqual(web["mode"], "LoadBalancerIP")
+        self.assertEqual(web["ingress_ip"], WEB_INGRESS)
+        self.assertEqual(web["status_host"], "gw-1")
+        self.assertTrue(web["serve_here"])
+        self.assertEqual(web["endpoints"], 2)
+        self.assertEqual(db["mode"], "Network")
+        self.assertEqual(db["status_host"], "ALL")
+        self.assertIn(db["network"], ("blue", "100"))
+        self.assertEqual(db["vrf"], "blue")
+        self.assertEqual(db["endpoints"], 1)
+        status = self.read_status()
+        self.assertEqual({p["name"] for p in status["ports"]}, {"pods", "pods2", "ext1", "ext2"})
+
+    def test_01_web_tcp_leaves_with_ingress_ip(self):
+        before = self.fresh_status(rewrites=1)
+        self.assert_seen_from("tcp", WEB_PODS[0], EXT1, WEB_INGRESS)
+        after = self.fresh_status()
+        web_before = self.service(before, "default/web") or {}
+        web_after = self.service(after, "default/web")
+        self.assertGreater(web_after["packets_out"], web_before.get("packets_out", 0))
+        self.assertGreater(web_after["packets_in"], web_before.get("packets_in", 0))
+
+    def test_01_web_udp_leaves_with_ingress_ip(self):
+        self.assert_seen_from("udp", WEB_PODS[0], EXT1, WEB_INGRESS)
+
+    def test_01_web_ping_works_and_leaves_with_ingress_ip(self):
+        self.assert_ping_seen_from(WEB_PODS[0], EXT1, "ext1", WEB_INGRESS)
+
+    def test_02_db_leaves_through_vrf_blue_with_network_address(self):
+        before = self.fresh_status(rewrites=1)
+        tcp = self.assert_seen_from("tcp", DB_POD, EXT2, EXT2_GW, sport=41020)
+        udp = self.assert_seen_from("udp", DB_POD, EXT2, EXT2_GW, sport=41021)
+        self.assert_ping_seen_from(DB_POD, EXT2, "ext2", EXT2_GW)
+        after = self.fresh_status()
+
+        self.assertGreaterEqual(self.port(after, "ext2")["tx_packets"] - self.port(before, "ext2")["tx_packets"],
+                                2 + 1 + 2, f"port ext2 did not send the flows\n{self.diag()}")
+        for proto, inside, outside in (("tcp", f"{DB_POD}:41020", tcp), ("udp", f"{DB_POD}:41021", udp)):
+            session = self.find_session(after, proto, inside)
+            self.assertIsNotNone(session, f"no {proto} session for {inside}\n{self.diag()}")
+            self.assertEqual(session["port"], "ext2", session)
+            self.assertIn(session["vrf"], ("blue", "100"), session)
+            self.assertEqual(session["outside"], outside, session)
+            self.assertEqual(session["remote"], f"{EXT2}:{SERVICE_PORT}", session)
+            self.assertEqual(session["service"], "default/db", session)
+
+    def test_03_both_services_at_once(self):
+        flows = [("tcp", WEB_PODS[0], EXT1, WEB_INGRESS), ("udp", WEB_PODS[0], EXT1, WEB_INGRESS),
+                 ("tcp", WEB_PODS[1], EXT1, WEB_INGRESS), ("tcp", DB_POD, EXT2, EXT2_GW),
+                 ("udp", DB_POD, EXT2, EXT2_GW)] * 4
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(flows) // 2) as pool:
+            results = list(pool.map(lambda f: (f, self.client(*f[:3], timeout=8)), flows))
+        failures = [f"{p} {src}->{dst}: expected {want}, got {out!r} (ok={ok})"
+                    for (p, src, dst, want), (ok, out) in results
+                    if not ok or not out.startswith(want + ":")]
+        self.assertEqual(failures, [], f"\n{self.diag()}")
+
+    def test_04_pod_to_pod_cidr_is_not_translated(self):
+        self.assertEqual(self.seen("tcp", WEB_PODS[0], POD2, sport=41040), f"{WEB_PODS[0]}:41040")
+        self.assertEqual(self.seen("udp", WEB_PODS[0], POD2, sport=41041), f"{WEB_PODS[0]}:41041")
+        self.assert_ping_seen_from(WEB_PODS[0], POD2, "pods2", WEB_PODS[0])
+
+    def test_05_two_pods_same_source_port_get_distinct_outside_ports(self):
+        for proto in ("tcp", "udp"):
+            with self.subTest(proto=proto):
+                a = self.assert_seen_from(proto, WEB_PODS[0], EXT1, WEB_INGRESS, sport=40000)
+                b = self.assert_seen_from(proto, WEB_PODS[1], EXT1, WEB_INGRESS, sport=40000)
+                self.assertNotEqual(a, b, f"both {proto} flows seen as {a}")
+                status = self.fresh_status()
+                for pod, outside in ((WEB_PODS[0], a), (WEB_PODS[1], b)):
+                    session = self.find_session(status, proto, f"{pod}:40000")
+                    self.assertIsNotNone(session, f"no {proto} session for {pod}:40000\n{self.diag()}")
+                    self.assertEqual(session["outside"], outside, session)
+                    self.assertEqual(session["port"], "ext1", session)
+
+    def test_06_deleting_egress_service_falls_back_to_default_action(self):
+        self.assert_seen_from("tcp", WEB_PODS[0], EXT1, WEB_INGRESS)
+        path, original = peer.delete_egress_service(self.manifests, "default/web")
+        changed = time.monotonic()
+
+        def restore():
+            path.write_text(original)
+            self.wait_web_translated(timeout=6)
+        self.addCleanup(restore)
+
+        # New connections leave with the default action (masquerade to ext1's address).
+        last = None
+        while True:
+            left = CONVERGE_TIMEOUT - (time.monotonic() - changed)
+            if left <= 0:
+                self.fail(f"web traffic still not masqueraded to {EXT1_GW} {CONVERGE_TIMEOUT:g}s after "
+                          f"the EgressService was deleted (last: {last})\n{self.diag()}")
+            ok, last = self.client("tcp", WEB_PODS[0], EXT1, timeout=max(0.5, min(1.5, left)))
+            if ok and last.startswith(EXT1_GW + ":"):
+                break
+            time.sleep(0.05)
+        elapsed = time.monotonic() - changed
+
+        # Its state is gone: no programmed entry, no session still using the ingress IP.
+        def state_gone():
+            status = self.read_status() or {}
+            web = self.service(status, "default/web")
+            stale = [s for s in status.get("sessions", []) if s.get("outside", "").startswith(WEB_INGRESS + ":")]
+            return (web is None or not web.get("programmed")) and not stale
+        self.fresh_status(rewrites=1)
+        self.wait_for(state_gone, CONVERGE_TIMEOUT, lambda: f"default/web state left after deletion\n{self.diag()}")
+        self.assertLess(elapsed, CONVERGE_TIMEOUT)
+
+    def test_07_malformed_manifest_leaves_others_in_force(self):
+        bad = self.manifests / "zz-e2e-malformed.yaml"
+        self.addCleanup(lambda: bad.unlink(missing_ok=True))
+        bad.write_text("apiVersion: k8s.ovn.org/v1\nkind: EgressService\nmetadata: {name: [unclosed\n"
+                       "spec:\n  sourceIPBy: : :\n")
+        self.wait_for(lambda: bad.name in self.egwd_log_path.read_text(errors="replace"), CONVERGE_TIMEOUT,
+                      lambda: f"egwd did not log the malformed file {bad.name}\n{self.diag()}")
+        time.sleep(0.5)  # a few more scans with the bad file present
+        self.assert_egwd_alive()
+        self.assert_seen_from("tcp", WEB_PODS[0], EXT1, WEB_INGRESS)
+        self.assert_seen_from("udp", WEB_PODS[1], EXT1, WEB_INGRESS)
+        self.assert_seen_from("tcp", DB_POD, EXT2, EXT2_GW)
+        web = self.service(self.read_status(), "default/web")
+        self.assertTrue(web and web.get("programmed"), web)
+
+    def test_08_broken_config_is_refused_with_file_and_path(self):
+        cfg = json.loads(self.config.read_text())
+        ext1 = next(i for i, p in enumerate(cfg["ports"]) if p["name"] == "ext1")
+        cases = {
+            "unknown_field": (lambda c: c["ports"][ext1].__setitem__("colour", "red"),
+                              [f"ports[{ext1}]", "colour"]),
+            "bad_address": (lambda c: c["ports"][ext1].__setitem__("addresses", ["192.0.2.300/24"]),
+                            [f"ports[{ext1}].addresses[0]"]),
+        }
+        for name, (mutate, expected) in cases.items():
+            with self.subTest(case=name):
+                broken = json.loads(json.dumps(cfg))
+                mutate(broken)
+                broken["eal"]["file_prefix"] = f"{FILE_PREFIX}-broken"
+                path = self.topo.workdir / f"broken-{name}.json"
+                path.write_text(json.dumps(broken, indent=2))
+                try:
+                    r = run([str(egwd_path()), "-c", str(path)], 15, cwd=REPO, stdin=subprocess.DEVNULL)
+                finally:
+                    shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}-broken", ignore_errors=True)
+                self.assertNotEqual(r.returncode, 0, f"egwd accepted a broken config:\n{r.stderr}")
+                self.assertIn(str(path), r.stderr)
+                for text in expected:
+                    self.assertIn(text, r.stderr, f"stderr does not name {text}:\n{r.stderr}")
+        self.assert_egwd_alive()
+
+    def test_09_malformed_packets_are_dropped_and_counted(self):
+        burst = {"truncated": 5, "ihl": 5, "totlen": 5, "fragment": 5, "fragment-tail": 5, "proto253": 5}
+        expected = {"malformed": 15, "fragment": 10, "unsupported_protocol": 5}
+        before = self.fresh_status(rewrites=1).get("drops", {})
+        for kind, count in burst.items():
+            r = run_peer("pods", "inject", "--iface", "eth0", "--dst-mac", PODS_MAC, "--kind", kind,
+                         "--count", count, "--src", WEB_PODS[0], "--dst", EXT1)
+            self.assertEqual(r.returncode, 0, r.stderr)
+
+        def risen():
+            drops = (self.read_status() or {}).get("drops", {})
+            return all(drops.get(k, 0) - before.get(k, 0) >= n for k, n in expected.items()) and drops
+        drops = self.wait_for(risen, 5, lambda: f"drop counters did not rise by {expected} "
+                              f"(before {before})\n{self.diag()}")
+        for reason, n in expected.items():
+            self.assertGreaterEqual(drops[reason] - before.get(reason, 0), n, reason)
+        self.assert_egwd_alive()
+        self.assert_seen_from("tcp", WEB_PODS[0], EXT1, WEB_INGRESS)
+
+    def test_10_pod_of_no_egress_service_is_masqueraded(self):
+        self.assert_seen_from("tcp", OTHER_POD, EXT1, EXT1_GW)
+        self.assert_seen_from("udp", OTHER_POD, EXT1, EXT1_GW)
+
+    def test_99_egwd_stops_cleanly_on_sigint(self):
+        code = stop_process(self.topo.egwd, signal.SIGINT, grace=STOP_TIMEOUT)
+        self.assertEqual(code, 0, f"egwd exited with {code} on SIGINT\n{tail(self.egwd_log_path)}")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
