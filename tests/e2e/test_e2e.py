@@ -29,6 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.dont_write_bytecode = True             # leave no __pycache__ in the tree
 import peer  # noqa: E402  (tests/e2e/peer.py: stage_config, delete_egress_service)
 
 NETNS_SH = REPO / "scripts" / "netns.sh"
