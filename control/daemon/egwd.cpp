@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// egwd: the egress gateway daemon. The main lcore runs this control loop; worker lcores run the
+// data plane (dataplane/worker.cpp).
+//
+//   egwd -c FILE [--status-file PATH] [--log-level LEVEL] [--mbufs N] [--duration S]
+//   egwd EAL-ARGS... -- -c FILE ...          (EAL arguments passed through unchanged)
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_rcu_qsbr.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "config/config.h"
+#include "control/daemon/neighbor_resolver.h"
+#include "control/daemon/policy_builder.h"
+#include "control/daemon/runtime.h"
+#include "control/daemon/status_file.h"
+#include "control/manifests/manifest_dir.h"
+#include "control/model/rules.h"
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void on_signal(int) { g_stop = 1; }
+
+struct Options {
+    std::string config;
+    std::string status_file;
+    std::string log_level = "info";
+    unsigned mbufs = 0;
+    double duration = 0;
+    std::vector<std::string> eal_args;
+};
+
+void usage(std::ostream& os) {
+    os << "usage: egwd [EAL-ARGS... --] -c FILE [options]\n"
+          "  -c, --config FILE       configuration (JSON), see docs/configuration.md\n"
+          "      --status-file PATH  rewrite PATH with the daemon's state as JSON every 500 ms\n"
+          "      --log-level LEVEL   trace, debug, info (default), warn, error\n"
+          "      --mbufs N           mbuf pool size, overriding mempool.mbufs\n"
+          "      --duration S        stop by itself after S seconds\n"
+          "EAL arguments before \"--\" replace the config's eal section entirely.\n";
+}
+
+std::optional<Options> parse_args(int argc, char** argv) {
+    Options o;
+    int first = 1;
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--") == 0) {
+            for (int j = 1; j < i; ++j)
+                o.eal_args.emplace_back(argv[j]);
+            first = i + 1;
+            break;
+        }
+    for (int i = first; i < argc; ++i) {
+        std::string a = argv[i];
+        auto value = [&](const char* what) -> std::string {
+            if (i + 1 >= argc)
+                throw std::invalid_argument(a + " needs " + what);
+            return argv[++i];
+        };
+        if (a == "-c" || a == "--config")
+            o.config = value("a file");
+        else if (a == "--status-file")
+            o.status_file = value("a path");
+        else if (a == "--log-level")
+            o.log_level = value("a level");
+        else if (a == "--mbufs")
+            o.mbufs = static_cast<unsigned>(std::stoul(value("a count")));
+        else if (a == "--duration")
+            o.duration = std::stod(value("seconds"));
+        else if (a == "-h" || a == "--help") {
+            usage(std::cout);
+            return std::nullopt;
+        } else
+            throw std::invalid_argument("unknown option " + a);
+    }
+    if (o.config.empty())
+        throw std::invalid_argument("-c FILE is required");
+    return o;
+}
+
+using egw::model::ServiceState;
+
+// Logs what changed in the evaluated Services, one line per Service and event.
+void log_changes(const std::map<std::string, ServiceState>& before, const std::vector<ServiceState>& after,
+                 const std::vector<egw::control::ServiceView>& views) {
+    std::map<std::string, const egw::control::ServiceView*> by_key;
+    for (const auto& v : views)
+        by_key[v.state.key] = &v;
+    for (const auto& s : after) {
+        auto it = before.find(s.key);
+        const auto* v = by_key[s.key];
+        bool changed = it == before.end() || !(it->second == s);
+        if (!changed)
+            continue;
+        std::string why = v && !v->problem.empty() ? v->problem : s.reason;
+        if (it == before.end() || it->second.status_host != s.status_host || it->second.serve_here != s.serve_here)
+            spdlog::info("{}: status.host=\"{}\"{}{}", s.key, s.status_host, why.empty() ? "" : " (",
+                         why.empty() ? "" : why + ")");
+        if (v && v->programmed)
+            spdlog::info("{}: translating {} endpoint(s) {} in VRF {}", s.key, s.endpoint_ipv4s.size(),
+                         s.mode == egw::model::Mode::network
+                             ? std::string("by masquerade")
+                             : "to " + egw::config::format_ipv4(s.ingress_ipv4.value_or(0)),
+                         v->vrf);
+        else if (v && !v->problem.empty())
+            spdlog::warn("{}: not programmed: {}", s.key, v->problem);
+    }
+    std::map<std::string, bool> now;
+    for (const auto& s : after)
+        now[s.key] = true;
+    for (const auto& [k, s] : before)
+        if (!now.count(k))
+            spdlog::info("{}: EgressService removed, its state is gone", k);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    auto logger = spdlog::stderr_color_mt("egwd");
+    spdlog::set_default_logger(logger);
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+    Options opt;
+    try {
+        auto o = parse_args(argc, argv);
+        if (!o)
+            return 0;
+        opt = *o;
+    } catch (const std::exception& e) {
+        std::cerr << "egwd: " << e.what() << "\n";
+        usage(std::cerr);
+        return 2;
+    }
+    spdlog::set_level(spdlog::level::from_str(opt.log_level));
+
+    egw::config::Config cfg;
+    try {
+        cfg = egw::config::load_file(opt.config);
+    } catch (const std::exception& e) {
+        std::cerr << "egwd: " << e.what() << "\n";
+        return 2;
+    }
+    if (cfg.state.source != egw::config::StateSource::files) {
+        std::cerr << "egwd: " << opt.config << ": $.state.source: the kubernetes source is not available in this build yet\n";
+        return 2;
+    }
+
+    auto eal = egw::control::Runtime::eal_arguments(cfg, opt.eal_args, argv[0]);
+    std::vector<char*> eal_argv;
+    for (auto& s : eal)
+        eal_argv.push_back(s.data());
+    eal_argv.push_back(nullptr);
+    if (rte_eal_init(static_cast<int>(eal.size()), eal_argv.data()) < 0) {
+        spdlog::error("EAL initialisation failed: {}", rte_strerror(rte_errno));
+        return 1;
+    }
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+
+    int rc = 0;
+    {
+        egw::control::Runtime rt(cfg);
+        try {
+            rt.setup(opt.mbufs);
+            egw::control::PolicyBuilder builder(cfg, rt.port_ids(), rt.port_macs());
+            egw::control::NeighborResolver resolver(cfg, rt);
+            resolver.install_static();
+
+            egw::manifests::ManifestDir manifests(cfg.state.path);
+            egw::model::GatewayIdentity self{cfg.node.name, cfg.node.labels};
+            std::map<std::string, ServiceState> last_states;
+
+            auto& handle = rt.shared().policy;
+            auto publish = [&](std::unique_ptr<egw::dp::PolicySnapshot> next) {
+                uint64_t t0 = rte_rdtsc();
+                const egw::dp::PolicySnapshot* old = handle.current.exchange(next.release(), std::memory_order_acq_rel);
+                // Wait until no worker can still be reading the old version, then free it.
+                rte_rcu_qsbr_synchronize(rt.shared().qsbr, RTE_QSBR_THRID_INVALID);
+                delete old;
+                spdlog::debug("published policy generation {} in {} us", builder.generation(),
+                              (rte_rdtsc() - t0) * 1000000 / rte_get_tsc_hz());
+            };
+            auto reconcile = [&](bool force) {
+                auto scan = manifests.scan();
+                for (const auto& e : scan.errors)
+                    spdlog::error("manifest {}", e);
+                if (!scan.changed && !force)
+                    return;
+                auto states = egw::model::evaluate_single_gateway(manifests.objects(), self, cfg.cluster.pod_cidrs);
+                publish(builder.build(states));
+                log_changes(last_states, states, builder.views());
+                last_states.clear();
+                for (auto& s : states)
+                    last_states[s.key] = s;
+            };
+
+            reconcile(true);
+            rt.start_ports();
+            rt.launch_workers();
+            spdlog::info("egwd running: node {}, {} port(s), manifests from {}", cfg.node.name, rt.ports().size(),
+                         cfg.state.path);
+
+            using clock = std::chrono::steady_clock;
+            auto start = clock::now();
+            auto next_scan = start, next_tick = start, next_status = start;
+            while (!g_stop) {
+                auto now = clock::now();
+                const auto* snap = handle.current.load(std::memory_order_acquire);
+                resolver.poll(*snap);
+                if (now >= next_tick) {
+                    resolver.tick(*snap);
+                    next_tick = now + std::chrono::milliseconds(100);
+                }
+                if (now >= next_scan) {
+                    reconcile(false);
+                    next_scan = now + std::chrono::milliseconds(cfg.state.poll_ms);
+                }
+                if (!opt.status_file.empty() && now >= next_status) {
+                    egw::control::StatusInputs in{rt, builder, resolver, true};
+                    if (!egw::control::write_status_file(opt.status_file, egw::control::collect_status(in)))
+                        spdlog::warn("cannot write status file {}", opt.status_file);
+                    next_status = now + std::chrono::milliseconds(500);
+                }
+                if (opt.duration > 0 && std::chrono::duration<double>(now - start).count() >= opt.duration)
+                    break;
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+            }
+            spdlog::info("stopping");
+            rt.stop();
+            if (!opt.status_file.empty()) {
+                egw::control::StatusInputs in{rt, builder, resolver, false};
+                egw::control::write_status_file(opt.status_file, egw::control::collect_status(in));
+            }
+            delete handle.current.exchange(nullptr);
+        } catch (const std::exception& e) {
+            spdlog::error("{}", e.what());
+            rc = 1;
+        }
+    }
+    rte_eal_cleanup();
+    return rc;
+}

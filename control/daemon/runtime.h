@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The DPDK side of the daemon: EAL, the mbuf pool, ports and queues, rings, RCU, and the worker
+// lcores. Owned by the control thread; workers only see DataplaneShared and their Worker.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "dataplane/worker.h"
+
+struct rte_mempool;
+
+namespace egw::control {
+
+class RuntimeError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct PortInfo {
+    std::string name;          // egw's name from the config
+    std::string device;
+    uint16_t id = 0;           // DPDK port id
+    std::array<uint8_t, 6> mac{};
+    uint16_t rx_queues = 1;
+};
+
+class Runtime {
+public:
+    // Builds the EAL argument list from the config unless `eal_args` is non-empty (then those are
+    // passed through unchanged, as the benchmark rig requires).
+    static std::vector<std::string> eal_arguments(const config::Config& cfg, const std::vector<std::string>& eal_args,
+                                                  const char* argv0);
+
+    explicit Runtime(const config::Config& cfg);
+    ~Runtime();
+
+    // EAL must be initialised. Creates the pool (`mbufs` overrides the config when non-zero), the
+    // ports, rings, RCU and the workers' state. Throws RuntimeError naming what failed.
+    void setup(unsigned mbufs);
+    void start_ports();
+    void launch_workers();
+    void stop();               // stops workers (waits) then ports
+
+    dp::DataplaneShared& shared() { return shared_; }
+    std::vector<dp::Worker*>& workers() { return workers_; }
+    const std::vector<PortInfo>& ports() const { return ports_; }
+    rte_mempool* pool() const { return pool_; }
+    std::vector<uint16_t> port_ids() const;
+    std::vector<std::array<uint8_t, 6>> port_macs() const;   // indexed by DPDK port id
+    uint64_t tsc_hz() const { return tsc_hz_; }
+
+private:
+    const config::Config& cfg_;
+    dp::DataplaneShared shared_;
+    std::vector<dp::Worker*> workers_;
+    std::vector<PortInfo> ports_;
+    rte_mempool* pool_ = nullptr;
+    uint64_t tsc_hz_ = 0;
+    bool launched_ = false;
+    bool ports_started_ = false;
+};
+
+}  // namespace egw::control

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "control/daemon/status_file.h"
+
+#include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_pause.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "control/daemon/neighbor_resolver.h"
+#include "control/daemon/policy_builder.h"
+#include "control/daemon/runtime.h"
+
+namespace egw::control {
+
+namespace {
+
+// Worker counters are plain per-lcore increments; an atomic load on this side is enough to read
+// them whole on every platform DPDK runs on.
+inline uint64_t rd(const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); }
+
+std::string endpoint(uint32_t ip_be, uint16_t port_be) {
+    return config::format_ipv4(rte_be_to_cpu_32(ip_be)) + ":" + std::to_string(rte_be_to_cpu_16(port_be));
+}
+
+const char* proto_name(uint8_t p) {
+    switch (p) {
+    case 6: return "tcp";
+    case 17: return "udp";
+    case 1: return "icmp";
+    default: return "other";
+    }
+}
+
+std::string tcp_state(const dp::Session& s) {
+    if (s.proto != 6)
+        return "";
+    if (s.tcp_seen & dp::kTcpClosing)
+        return "closing";
+    if ((s.tcp_seen & (dp::kTcpSeenInside | dp::kTcpSeenOutside)) == (dp::kTcpSeenInside | dp::kTcpSeenOutside))
+        return "established";
+    return "opening";
+}
+
+}  // namespace
+
+nlohmann::json collect_status(const StatusInputs& in) {
+    using nlohmann::json;
+    Runtime& rt = in.runtime;
+    auto& workers = rt.workers();
+    json doc;
+    doc["generation"] = in.policy.generation();
+    doc["ready"] = in.ready;
+
+    // Ask every worker for its sessions; they answer between bursts.
+    for (auto* w : workers)
+        w->dump_request.fetch_add(1, std::memory_order_release);
+
+    std::map<uint32_t, std::string> id_to_key;
+    for (auto& [k, id] : in.policy.ids())
+        id_to_key[id] = k;
+
+    json services = json::array();
+    for (const auto& v : in.policy.views()) {
+        const auto& s = v.state;
+        json j;
+        j["key"] = s.key;
+        j["status_host"] = s.status_host;
+        j["reason"] = v.problem.empty() ? s.reason : v.problem;
+        j["serve_here"] = s.serve_here;
+        j["mode"] = model::to_string(s.mode);
+        j["ingress_ip"] = s.ingress_ipv4 ? config::format_ipv4(*s.ingress_ipv4) : "";
+        j["network"] = s.network;
+        j["vrf"] = v.vrf;
+        j["endpoints"] = s.endpoint_ipv4s.size();
+        j["programmed"] = v.programmed;
+        uint64_t po = 0, bo = 0, pi = 0, bi = 0, sc = 0, sx = 0, pf = 0;
+        for (auto* w : workers) {
+            const dp::ServiceCounters& c = w->service_counters[v.id];
+            po += rd(c.packets_out);
+            bo += rd(c.bytes_out);
+            pi += rd(c.packets_in);
+            bi += rd(c.bytes_in);
+            sc += rd(c.sessions_created);
+            sx += rd(c.sessions_closed);
+            pf += rd(c.port_alloc_failures);
+        }
+        j["packets_out"] = po;
+        j["bytes_out"] = bo;
+        j["packets_in"] = pi;
+        j["bytes_in"] = bi;
+        j["sessions_created"] = sc;
+        j["sessions_active"] = sc >= sx ? sc - sx : 0;
+        j["port_alloc_failures"] = pf;
+        services.push_back(j);
+    }
+    doc["services"] = services;
+
+    json ports = json::array();
+    for (const auto& p : rt.ports()) {
+        rte_eth_stats st{};
+        rte_eth_stats_get(p.id, &st);
+        ports.push_back({{"name", p.name}, {"device", p.device}, {"rx_packets", st.ipackets}, {"tx_packets", st.opackets},
+                         {"rx_bytes", st.ibytes}, {"tx_bytes", st.obytes}, {"rx_missed", st.imissed},
+                         {"rx_errors", st.ierrors}, {"tx_errors", st.oerrors}});
+    }
+    doc["ports"] = ports;
+
+    json drops = json::object();
+    for (unsigned r = 0; r < dp::kDropReasonCount; ++r) {
+        uint64_t n = 0;
+        for (auto* w : workers)
+            n += rd(w->counters.drops[r]);
+        drops[dp::kDropReasonNames[r]] = n;
+    }
+    drops["neighbor_unresolved"] = drops["neighbor_unresolved"].get<uint64_t>() + in.neighbors.held_dropped();
+    doc["drops"] = drops;
+
+    json wjs = json::array();
+    for (auto* w : workers) {
+        const auto& c = w->counters;
+        wjs.push_back({{"index", w->index}, {"rx_packets", rd(c.rx_packets)}, {"tx_packets", rd(c.tx_packets)},
+                       {"handed_off", rd(c.handed_off)}, {"held", rd(c.held)}, {"routed", rd(c.routed)},
+                       {"sessions_created", rd(c.sessions_created)}, {"sessions_closed", rd(c.sessions_closed)},
+                       {"sessions_expired", rd(c.sessions_expired)}, {"busy_cycles", rd(c.busy_cycles)},
+                       {"total_cycles", rd(c.total_cycles)}});
+    }
+    doc["workers"] = wjs;
+
+    std::map<uint16_t, std::string> port_names;
+    for (const auto& p : rt.ports())
+        port_names[p.id] = p.name;
+    json sessions = json::array();
+    uint64_t deadline = rte_rdtsc() + rte_get_tsc_hz() / 20;  // 50 ms
+    for (auto* w : workers) {
+        uint32_t want = w->dump_request.load(std::memory_order_relaxed);
+        while (w->dump_done.load(std::memory_order_acquire) != want && rte_rdtsc() < deadline)
+            rte_pause();
+        if (w->dump_done.load(std::memory_order_acquire) != want)
+            continue;  // a stopped worker: no listing this time
+        for (uint32_t i = 0; i < w->dump_count && sessions.size() < in.max_sessions; ++i) {
+            const dp::Session& s = w->dump_buffer[i].session;
+            auto it = id_to_key.find(s.service_id);
+            sessions.push_back({{"worker", w->index}, {"proto", proto_name(s.proto)},
+                                {"inside", endpoint(s.pod_ip, s.pod_port)}, {"outside", endpoint(s.nat_ip, s.nat_port)},
+                                {"remote", endpoint(s.remote_ip, s.remote_port)},
+                                {"service", s.service_id && it != id_to_key.end() ? it->second : ""},
+                                {"port", port_names.count(s.out_port) ? port_names[s.out_port] : ""},
+                                {"vrf", in.policy.vrf_name(s.vrf)}, {"state", tcp_state(s)},
+                                {"idle_ms", w->dump_buffer[i].idle_ticks * 1000 / rte_get_tsc_hz()}});
+        }
+    }
+    doc["sessions"] = sessions;
+
+    json neighbors = json::array();
+    for (const auto& n : in.neighbors.list())
+        neighbors.push_back({{"port", n.port}, {"ip", config::format_ipv4(n.ip)}, {"mac", n.mac}, {"state", n.state},
+                             {"held", n.held}});
+    doc["neighbors"] = neighbors;
+    return doc;
+}
+
+bool write_status_file(const std::string& path, const nlohmann::json& doc) {
+    std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::trunc);
+        if (!f)
+            return false;
+        f << doc.dump(1) << '\n';
+        if (!f)
+            return false;
+    }
+    return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace egw::control

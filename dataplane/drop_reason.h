@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Why a packet was dropped. One list feeds the per-worker counters, the status file, the CLI and
+// the metrics, so a reason is named once, here.
+#pragma once
+
+#include <cstdint>
+
+namespace egw::dp {
+
+#define EGW_DROP_REASONS(X)                                                                   \
+    X(malformed, "truncated or inconsistent Ethernet/IPv4/L4 header, or bad IPv4 checksum")  \
+    X(not_ipv4, "EtherType other than IPv4 and ARP")                                          \
+    X(foreign_mac, "unicast frame for another MAC (seen on a promiscuous port)")               \
+    X(fragment, "IPv4 fragment (no reassembly)")                                              \
+    X(unsupported_protocol, "protocol other than TCP, UDP and ICMP where translation is needed") \
+    X(ttl_exceeded, "TTL would reach zero")                                                   \
+    X(no_route, "no route in the VRF nor in the default table")                               \
+    X(no_session, "packet from outside with no session and not routable")                     \
+    X(neighbor_unresolved, "next hop not resolved and the hold queue is full")                \
+    X(session_limit, "maximum session count reached")                                         \
+    X(port_exhausted, "no free NAT port for this destination")                                \
+    X(default_action_drop, "traffic of no EgressService while the default action is drop")    \
+    X(local, "addressed to the gateway itself and not ARP or ICMP echo")                      \
+    X(icmp_unsupported, "ICMP type that is neither echo nor a translatable error")            \
+    X(tx_full, "the port's transmit queue was full")                                          \
+    X(handoff_full, "the owning worker's hand-off ring was full")                             \
+    X(stale_session, "reply for a session whose Service policy changed")
+
+enum class DropReason : uint8_t {
+#define EGW_X(name, help) name,
+    EGW_DROP_REASONS(EGW_X)
+#undef EGW_X
+    count
+};
+
+inline constexpr unsigned kDropReasonCount = static_cast<unsigned>(DropReason::count);
+
+inline constexpr const char* kDropReasonNames[] = {
+#define EGW_X(name, help) #name,
+    EGW_DROP_REASONS(EGW_X)
+#undef EGW_X
+};
+
+inline constexpr const char* kDropReasonHelp[] = {
+#define EGW_X(name, help) help,
+    EGW_DROP_REASONS(EGW_X)
+#undef EGW_X
+};
+
+}  // namespace egw::dp

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// PolicySnapshot: everything a worker needs to classify, translate and route a packet, frozen.
+//
+// Writer: the control thread builds a complete new snapshot beside the live one (allocation is
+// fine there), then publishes it with one release store into PolicyHandle::current.
+// Readers: every worker loads the pointer (acquire) once per poll-loop iteration and uses only
+// that snapshot until the iteration ends; then it reports a quiescent state to DPDK RCU (QSBR).
+// Reclamation: after the store, the control thread waits for an RCU grace period
+// (rte_rcu_qsbr_start/check) and only then deletes the previous snapshot. Nothing in a
+// published snapshot is ever written.
+//
+// Services are identified by a dense id, stable for the life of a Service in this process (it
+// indexes the per-worker counters). The `version` of a service changes whenever anything about
+// its translation changes; sessions remember the version they were made under and are dropped
+// the moment it no longer matches, which is how a policy change "stops translating at once".
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dataplane/tables/flat_map.h"
+
+namespace egw::dp {
+
+inline constexpr unsigned kMaxPorts = 16;
+inline constexpr unsigned kMaxVrfs = 256;
+inline constexpr unsigned kMaxWorkers = 16;
+inline constexpr unsigned kMaxPortAddresses = 8;
+// Service id 0 stands for "no EgressService" (the default action), so real ids start at 1.
+inline constexpr uint32_t kMaxServices = 16384;
+inline constexpr uint32_t kDefaultPolicyId = 0;
+inline constexpr uint8_t kDefaultVrf = 0;
+
+enum class PortRole : uint8_t { none, inside, outside };
+enum class DefaultAction : uint8_t { route, masquerade, drop };
+enum class ServiceMode : uint8_t {
+    inactive,         // not served by this gateway: its endpoints take the default action
+    snat_ingress_ip,  // sourceIPBy LoadBalancerIP: NAPT to the ingress IP
+    masquerade,       // sourceIPBy Network: NAPT to the egress port's address
+};
+
+struct PortPolicy {
+    PortRole role = PortRole::none;
+    uint8_t vrf = kDefaultVrf;
+    uint8_t n_addrs = 0;
+    uint8_t mac[6] = {};
+    uint32_t addrs[kMaxPortAddresses] = {};  // host order; addrs[0] is the masquerade address
+    uint8_t prefix_len[kMaxPortAddresses] = {};
+};
+
+struct ServicePolicy {
+    uint32_t version = 0;  // 0: no such service
+    ServiceMode mode = ServiceMode::inactive;
+    uint8_t vrf = kDefaultVrf;
+    uint32_t nat_ip = 0;   // host order, snat_ingress_ip only
+};
+
+struct NextHop {
+    uint16_t port = 0;
+    uint32_t gateway = 0;  // host order; 0: the destination itself is on-link
+};
+
+// NAT addresses this gateway owns on the outside: replies to them are looked up in sessions.
+enum NatAddressFlags : uint32_t {
+    kNatIngressIp = 1u << 0,     // a served Service's ingress IP (answered to ARP on outside ports)
+    kNatPortAddress = 1u << 1,   // an outside port's own address (masquerade)
+};
+
+struct PolicySnapshot {
+    uint64_t generation = 0;
+    DefaultAction default_action = DefaultAction::masquerade;
+    uint32_t default_version = 1;  // changes when what the default action translates to changes
+
+    std::array<PortPolicy, kMaxPorts> ports{};
+    std::vector<ServicePolicy> services = std::vector<ServicePolicy>(kMaxServices);
+
+    FlatMap endpoints;       // pod IPv4 -> service id (served or not)
+    FlatMap nat_addresses;   // IPv4 -> NatAddressFlags
+    FlatMap node_ips;        // IPv4 -> 1
+    std::vector<std::pair<uint32_t, uint32_t>> cluster_cidrs;  // (network, mask), pod + service CIDRs
+
+    // Routes: one FlatMap keyed by route_key(vrf, len, network) -> index into next_hops, and per
+    // VRF the prefix lengths present, longest first, so a lookup probes only lengths in use.
+    FlatMap routes;
+    std::vector<NextHop> next_hops;
+    std::vector<std::vector<uint8_t>> vrf_prefix_lengths = std::vector<std::vector<uint8_t>>(kMaxVrfs);
+
+    static uint64_t route_key(uint8_t vrf, uint8_t len, uint32_t network) {
+        return uint64_t{vrf} << 40 | uint64_t{len} << 32 | network;
+    }
+
+    // Longest-prefix match in one VRF; nullptr when it has no route.
+    const NextHop* lookup_route_in(uint8_t vrf, uint32_t dst) const {
+        for (uint8_t len : vrf_prefix_lengths[vrf]) {
+            uint32_t mask = len == 0 ? 0 : ~uint32_t{0} << (32 - len);
+            uint32_t nh = routes.find(route_key(vrf, len, dst & mask));
+            if (nh != FlatMap::kMissing)
+                return &next_hops[nh];
+        }
+        return nullptr;
+    }
+
+    // The semantics of `ip rule ... lookup <table>`: the VRF first, the default table when the VRF
+    // has no route.
+    const NextHop* lookup_route(uint8_t vrf, uint32_t dst) const {
+        const NextHop* nh = lookup_route_in(vrf, dst);
+        if (!nh && vrf != kDefaultVrf)
+            nh = lookup_route_in(kDefaultVrf, dst);
+        return nh;
+    }
+
+    // Pod CIDRs, service CIDRs and node IPs: destinations that are never translated.
+    bool inside_cluster(uint32_t dst) const {
+        for (auto& [net, mask] : cluster_cidrs)
+            if ((dst & mask) == net)
+                return true;
+        return node_ips.contains(dst);
+    }
+
+    bool is_port_address(uint16_t port, uint32_t ip) const {
+        const PortPolicy& p = ports[port];
+        for (unsigned i = 0; i < p.n_addrs; ++i)
+            if (p.addrs[i] == ip)
+                return true;
+        return false;
+    }
+};
+
+// The published pointer. Lives in the shared data-plane state.
+struct PolicyHandle {
+    std::atomic<const PolicySnapshot*> current{nullptr};
+    static_assert(std::atomic<const PolicySnapshot*>::is_always_lock_free);
+};
+
+}  // namespace egw::dp

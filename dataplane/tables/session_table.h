@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// SessionTable: the NAPT sessions of ONE worker.
+//
+// Writer and reader: the owning worker lcore only. Each session belongs to exactly one worker:
+// the NAT port space of every address is cut into one block per worker (see nat_ports.h), so a
+// reply's destination port names the worker that made the session, and packets that arrive on
+// another worker are handed to the owner through a ring before any lookup. Hence no locks and no
+// lock-free hash flags: two plain rte_hash instances (inside->outside and outside->inside keys)
+// index one pool of 64-byte sessions.
+// Publication: none; other threads never touch it. The control thread asks for a copy
+// (Worker::dump_*) and the worker fills it between bursts.
+// Reclamation: a session is freed on the spot by its worker (expiry sweep, policy change, TCP
+// close); the pool and hashes are freed at shutdown after the worker has stopped.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+struct rte_hash;
+
+namespace egw::dp {
+
+// Five-tuple in network byte order as read from the packet. For ICMP echo the identifier is the
+// "source port" on the inside and the "destination port" of the outside key; the other port is 0.
+struct FlowKey {
+    uint32_t src;
+    uint32_t dst;
+    uint16_t sport;
+    uint16_t dport;
+    uint8_t proto;
+    uint8_t pad[3];
+};
+static_assert(sizeof(FlowKey) == 16);
+
+// TCP tracking is flags-only (as VPP's NAT44-ED): established once both sides have been seen
+// and neither sent FIN or RST; everything else uses the transitory timeout.
+enum TcpSeen : uint8_t {
+    kTcpSeenInside = 1,
+    kTcpSeenOutside = 2,
+    kTcpClosing = 4,
+};
+
+struct alignas(64) Session {
+    // All addresses and ports in network byte order, as they appear on the wire.
+    uint32_t pod_ip;
+    uint32_t remote_ip;
+    uint16_t pod_port;
+    uint16_t remote_port;
+    uint32_t nat_ip;
+    uint16_t nat_port;
+    uint8_t proto;
+    uint8_t tcp_seen;
+
+    uint32_t service_version;  // the policy version this translation was made under
+    uint16_t service_id;       // 0: default-action masquerade
+    uint8_t vrf;
+    uint8_t in_use;            // SessionFlags
+
+    uint32_t route_generation;  // low bits of the snapshot generation the cached routes below came from
+    uint64_t last_seen;         // TSC
+
+    uint16_t out_port;          // egress port toward the remote side
+    uint16_t in_port;           // egress port toward the pod; kPortUnset until the first reply
+    uint32_t out_neighbor;      // NeighborTable slot or NeighborTable::kNone
+    uint32_t in_neighbor;
+    uint32_t out_next_hop;      // host order: gateway, or the remote itself when on-link
+    uint32_t in_next_hop;       // host order
+
+    uint16_t l3_delta;          // RFC 1624 delta pod_ip -> nat_ip (folded)
+    uint16_t l4_delta;          // + pod_port -> nat_port, and the pseudo-header for TCP/UDP
+};
+static_assert(sizeof(Session) == 64, "a session must stay one cache line");
+
+inline constexpr uint16_t kPortUnset = 0xffff;
+
+enum SessionFlags : uint8_t {
+    kSessionInUse = 1,
+    kSessionMasquerade = 2,    // translated to the egress port's address, so bound to that port
+};
+
+class SessionTable {
+public:
+    static constexpr uint32_t kNone = ~uint32_t{0};
+    static constexpr unsigned kBulk = 32;
+
+    SessionTable() = default;
+    SessionTable(const SessionTable&) = delete;
+    SessionTable& operator=(const SessionTable&) = delete;
+    ~SessionTable();
+
+    // `name` must be unique in the process (rte_hash names are global).
+    bool init(const char* name, uint32_t capacity, int socket);
+
+    uint32_t capacity() const { return capacity_; }
+    uint32_t active() const { return active_; }
+
+    // Bulk lookups: idx[i] = session index or kNone. n <= kBulk.
+    void lookup_inside(const FlowKey* const* keys, unsigned n, uint32_t* idx) const;
+    void lookup_outside(const FlowKey* const* keys, unsigned n, uint32_t* idx) const;
+    uint32_t find_inside(const FlowKey& k) const;
+    uint32_t find_outside(const FlowKey& k) const;
+
+    // Creates a session from `s` (its tuple fields must be set), indexing both keys.
+    // Returns kNone when the pool is full.
+    uint32_t create(const Session& s);
+    void destroy(uint32_t idx);
+
+    Session& at(uint32_t idx) { return pool_[idx]; }
+    const Session& at(uint32_t idx) const { return pool_[idx]; }
+
+    static FlowKey inside_key(const Session& s) {
+        return FlowKey{s.pod_ip, s.remote_ip, s.pod_port, s.remote_port, s.proto, {}};
+    }
+    static FlowKey outside_key(const Session& s) {
+        return FlowKey{s.remote_ip, s.nat_ip, s.remote_port, s.nat_port, s.proto, {}};
+    }
+
+    size_t memory_bytes() const { return memory_bytes_; }
+
+private:
+    rte_hash* inside_ = nullptr;
+    rte_hash* outside_ = nullptr;
+    Session* pool_ = nullptr;
+    uint32_t* free_ = nullptr;  // stack of free indices
+    uint32_t n_free_ = 0;
+    uint32_t capacity_ = 0;
+    uint32_t active_ = 0;
+    size_t memory_bytes_ = 0;
+};
+
+}  // namespace egw::dp

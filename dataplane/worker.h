@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The worker lcore: polls its receive queues, translates and routes bursts, transmits.
+//
+// Everything a worker writes per packet lives in its own cache-aligned Worker struct (sessions,
+// transmit buffers, counters). What it reads and does not own is in DataplaneShared: the
+// published policy snapshot, the neighbour table, and rings to the control thread and to the
+// other workers. Nothing here allocates, locks, logs, throws or makes a system call on the
+// packet path.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "dataplane/drop_reason.h"
+#include "dataplane/tables/neighbor_table.h"
+#include "dataplane/tables/policy.h"
+#include "dataplane/tables/session_table.h"
+
+struct rte_mbuf;
+struct rte_ring;
+struct rte_rcu_qsbr;
+
+namespace egw::dp {
+
+inline constexpr unsigned kBurst = 32;
+inline constexpr unsigned kTxBufferSize = 2 * kBurst;  // a burst plus a burst of hand-offs/injects
+inline constexpr unsigned kSweepPerIteration = 8;
+
+struct Timeouts {
+    uint64_t tcp_established = 0;  // in TSC ticks
+    uint64_t tcp_transitory = 0;
+    uint64_t udp = 0;
+    uint64_t icmp = 0;
+};
+
+// Shared by all workers and the control thread; written by the control thread only.
+struct DataplaneShared {
+    PolicyHandle policy;
+    NeighborTable* neighbors = nullptr;
+    rte_rcu_qsbr* qsbr = nullptr;          // workers are RCU threads 0..n_workers-1
+    rte_ring* to_control = nullptr;        // multi-producer: ARP replies and packets awaiting ARP
+    unsigned n_workers = 1;
+    uint16_t nat_port_min = 1024;
+    uint16_t nat_port_max = 65535;
+    Timeouts timeouts;
+    int next_hop_field = -1;               // mbuf dynfield offset: next hop of a held packet
+    std::atomic<bool> stop{false};
+};
+
+struct WorkerCounters {
+    uint64_t drops[kDropReasonCount];
+    uint64_t rx_packets;
+    uint64_t tx_packets;
+    uint64_t handed_off;                   // sent to another worker
+    uint64_t held;                         // sent to the control thread to wait for ARP
+    uint64_t to_control;                   // ARP replies given to the control thread
+    uint64_t sessions_created;
+    uint64_t sessions_closed;
+    uint64_t sessions_expired;
+    uint64_t routed;                       // forwarded untouched (cluster destination or default route)
+    uint64_t busy_cycles;                  // iterations that moved at least one packet
+    uint64_t total_cycles;
+    uint64_t iterations;
+};
+
+// Per Service id (0 = traffic of no EgressService), one cache line each.
+struct alignas(64) ServiceCounters {
+    uint64_t packets_out;
+    uint64_t bytes_out;
+    uint64_t packets_in;
+    uint64_t bytes_in;
+    uint64_t sessions_created;
+    uint64_t sessions_closed;
+    uint64_t port_alloc_failures;
+    uint64_t unused;
+};
+
+// One row of a session listing, filled by the worker on request.
+struct SessionRecord {
+    Session session;
+    uint64_t idle_ticks;
+};
+
+struct RxQueue {
+    uint16_t port;
+    uint16_t queue;
+};
+
+struct TxBuffer {
+    uint16_t n;
+    rte_mbuf* pkts[kTxBufferSize];
+};
+
+struct alignas(64) Worker {
+    unsigned index = 0;                    // 0..n_workers-1; also the RCU thread id and tx queue
+    DataplaneShared* shared = nullptr;
+    RxQueue rxq[kMaxPorts * 2]{};
+    unsigned n_rxq = 0;
+    uint16_t n_ports = 0;                  // DPDK port ids 0..n_ports-1 are egw's ports
+    uint16_t nat_port_lo = 0;              // this worker's block of the NAT port range, inclusive
+    uint16_t nat_port_hi = 0;
+    uint32_t port_block = 0;               // size of every worker's block
+    rte_ring* handoff_in[kMaxWorkers]{};   // [w]: packets from worker w (single producer/consumer)
+    rte_ring* handoff_out[kMaxWorkers]{};  // [w]: packets for worker w
+    rte_ring* inject = nullptr;            // from the control thread: finished frames to transmit
+    uint64_t now = 0;
+    uint32_t sweep_cursor = 0;
+    SessionTable sessions;
+    TxBuffer tx[kMaxPorts]{};
+    WorkerCounters counters{};
+    ServiceCounters* service_counters = nullptr;  // [kMaxServices]
+
+    // Session listing requested by the control thread: it sets dump_capacity and bumps
+    // dump_request; the worker copies up to that many sessions and publishes dump_done.
+    std::atomic<uint32_t> dump_request{0};
+    std::atomic<uint32_t> dump_done{0};
+    SessionRecord* dump_buffer = nullptr;
+    uint32_t dump_capacity = 0;
+    uint32_t dump_count = 0;
+};
+
+// Sets up the worker's NAT port block for worker `index` of `shared.n_workers`.
+void worker_assign_port_block(Worker& w);
+
+// The worker owning a NAT port (host order) of the configured range.
+unsigned owner_of_port(const DataplaneShared& shared, uint16_t port_host);
+
+// Handles a burst of received packets (any mix of ports). Outputs go to the tx buffers, the
+// hand-off rings or the control ring; call worker_flush() afterwards.
+void worker_process_burst(Worker& w, const PolicySnapshot& p, rte_mbuf** pkts, uint16_t n);
+
+// Transmits what the tx buffers hold.
+void worker_flush(Worker& w);
+
+// Frees up to kSweepPerIteration expired sessions' worth of scanning.
+void worker_expire_step(Worker& w, const PolicySnapshot& p);
+
+// One poll-loop iteration: receive, hand-offs, injected frames, transmit, expiry, listing
+// requests, quiescent state. Returns the number of packets received.
+unsigned worker_poll_once(Worker& w);
+
+// rte_eal_remote_launch entry point: loops until shared->stop.
+int worker_main(void* worker);
+
+}  // namespace egw::dp
