@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The EgressService rules (SPEC.md section 2; reference/egress-service-semantics.md sections 2-4):
+// label selectors, and what a deployment with a single egw gateway makes of each EgressService.
+//
+// evaluate_single_gateway() is a pure function of the objects: call it again after any change and
+// diff the result. It decides both what status.host must say and whether this gateway programs
+// the Service.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "control/model/objects.h"
+
+namespace egw::model {
+
+// Validates a selector the way Kubernetes does (metav1.LabelSelectorAsSelector): keys are
+// qualified names with an optional DNS-subdomain prefix, values are label values, In and NotIn
+// need at least one value, Exists and DoesNotExist take none. On failure, *why (if given) says
+// what is wrong, naming the offending part ("matchExpressions[0].key \"a:b\": ...").
+bool selector_valid(const LabelSelector& sel, std::string* why = nullptr);
+
+// Whether the labels satisfy the selector. An empty selector matches everything. The selector is
+// not validated here; an unknown operator matches nothing.
+bool selector_matches(const LabelSelector& sel, const std::map<std::string, std::string>& labels);
+
+enum class Mode { load_balancer_ip, network };
+
+const char* to_string(Mode m);  // "LoadBalancerIP", "Network"
+
+struct ServiceState {
+    std::string key;                 // "namespace/name" of the EgressService (and of its Service)
+    Mode mode = Mode::load_balancer_ip;  // an empty or missing sourceIPBy is LoadBalancerIP
+    std::string status_host;         // what status.host must say: this node's name, "ALL" or ""
+    std::string reason;              // why status_host is "" or why this gateway does not serve it;
+                                     // empty exactly when serve_here
+    bool serve_here = false;         // this gateway programs the Service
+    std::string network;             // spec.network as written, "" = default table
+    // The Service's addresses, filled whenever the Service exists, whatever the outcome (the CLI
+    // shows them). In Network mode they are informational only: no load-balancer SNAT is done.
+    std::optional<uint32_t> ingress_ipv4;  // host order; the last IPv4 ingress entry
+    std::string ingress_ipv6;        // the last non-IPv4 entry's ip ("" for a hostname-only entry)
+    std::vector<uint32_t> endpoint_ipv4s;  // cluster-networked IPv4 endpoint addresses, sorted, unique
+    std::vector<std::string> endpoint_nodes;  // nodes hosting an endpoint (IPv4/IPv6 slices), sorted
+    bool etp_local = false;          // externalTrafficPolicy: Local
+    bool operator==(const ServiceState&) const = default;
+};
+
+struct GatewayIdentity {
+    std::string node_name;
+    std::map<std::string, std::string> labels;
+};
+
+// One entry per EgressService in `objects`, sorted by key, for a deployment whose only egw gateway
+// is `self`. `pod_cidrs` tells cluster-networked endpoints (inside) from host-networked ones
+// (outside, never counted or SNATed). When `objects` holds a Node named self.node_name, its labels
+// (merged over self.labels) and its Ready condition are used; otherwise the node is taken as Ready
+// with self.labels.
+std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, const GatewayIdentity& self,
+                                                  const std::vector<egw::config::Ipv4Prefix>& pod_cidrs);
+
+// The node label that marks the chosen host: "egress-service.k8s.ovn.org/<namespace>-<name>" for
+// key "<namespace>/<name>".
+std::string node_label_for(const std::string& key);
+
+// The prefix of those labels, "egress-service.k8s.ovn.org/".
+inline constexpr const char* kNodeLabelPrefix = "egress-service.k8s.ovn.org/";
+
+// status.host for sourceIPBy: Network.
+inline constexpr const char* kHostAll = "ALL";
+
+}  // namespace egw::model
