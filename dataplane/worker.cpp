@@ -501,9 +501,12 @@ void translate_in2out(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt,
             track_tcp(s, mt.l4, true);
     } else {
         // A pod reports an error about a packet it received from the remote: the quoted packet's
-        // destination is the pod and must become the NAT address and port again.
+        // destination is the pod and must become the NAT address and port again. The error may
+        // come from a router in front of the pod (path MTU discovery), so the outer source is
+        // not necessarily the pod: its checksum delta is taken from the address being replaced.
+        uint32_t outer_delta = csum_delta32(ip->src_addr, s.nat_ip);
         ip->src_addr = s.nat_ip;
-        ip->hdr_checksum = csum_apply(ip->hdr_checksum, uint32_t{s.l3_delta} + ttl_decrement(ip));
+        ip->hdr_checksum = csum_apply(ip->hdr_checksum, outer_delta + ttl_decrement(ip));
         rte_ipv4_hdr* in = mt.inner_ip;
         in->dst_addr = s.nat_ip;
         in->hdr_checksum = csum_apply(in->hdr_checksum, s.l3_delta);
@@ -536,8 +539,11 @@ void translate_out2in(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt,
     uint16_t l3_back = csum_delta_invert(s.l3_delta);
     uint16_t l4_back = csum_delta_invert(s.l4_delta);
     rte_ipv4_hdr* ip = mt.ip;
+    // An ICMP error is matched by the packet it quotes, so its outer destination need not be the
+    // session's NAT address: take that delta from the address being replaced.
+    uint32_t outer_delta = mt.kind == Kind::icmp_error ? csum_delta32(ip->dst_addr, s.pod_ip) : l3_back;
     ip->dst_addr = s.pod_ip;
-    ip->hdr_checksum = csum_apply(ip->hdr_checksum, uint32_t{l3_back} + ttl_decrement(ip));
+    ip->hdr_checksum = csum_apply(ip->hdr_checksum, outer_delta + ttl_decrement(ip));
     if (mt.kind != Kind::icmp_error) {
         set_port_dst(mt, s.pod_port, l4_back);
         if (mt.kind == Kind::tcp)
