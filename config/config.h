@@ -174,5 +174,6 @@ std::string format_mac(const MacAddr& m);
 
 const char* to_string(PortRole r);
 const char* to_string(DefaultAction a);
+const char* to_string(StateSource s);  // "files" / "kubernetes"
 
 }  // namespace egw::config

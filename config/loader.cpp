@@ -1,0 +1,1082 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The strict loader of egwd's JSON configuration (see config.h and docs/configuration.md).
+//
+// Every problem is reported as one ConfigError "<file>: <json path>: expected ..., got ...". The
+// loader walks the document section by section, in a fixed order, and stops at the first error.
+// Nothing is returned until the whole file has been read and every cross reference checked, so a
+// caller either gets a complete Config or an exception.
+#include "config/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <initializer_list>
+#include <limits>
+#include <set>
+#include <string_view>
+#include <utility>
+
+namespace egw::config {
+
+ConfigError::ConfigError(const std::string& file, const std::string& path, const std::string& expected)
+    : std::runtime_error(file + ": " + path + ": " + expected), file_(file), path_(path) {}
+
+// ---------------------------------------------------------------------------------------------
+// Address helpers
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// A decimal number of at most `max_digits` digits, no sign, no leading zero (except "0" itself).
+bool parse_decimal(std::string_view s, size_t max_digits, uint64_t max_value, uint64_t& out) {
+    if (s.empty() || s.size() > max_digits) return false;
+    if (s.size() > 1 && s[0] == '0') return false;
+    uint64_t v = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') return false;
+        v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (v > max_value) return false;
+    out = v;
+    return true;
+}
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+}  // namespace
+
+std::optional<uint32_t> parse_ipv4(const std::string& s) {
+    std::string_view rest(s);
+    uint32_t ip = 0;
+    for (int i = 0; i < 4; ++i) {
+        size_t end = rest.size();
+        if (i < 3) {
+            end = rest.find('.');
+            if (end == std::string_view::npos) return std::nullopt;
+        }
+        uint64_t octet = 0;
+        if (!parse_decimal(rest.substr(0, end), 3, 255, octet)) return std::nullopt;
+        ip = (ip << 8) | static_cast<uint32_t>(octet);
+        rest = i < 3 ? rest.substr(end + 1) : std::string_view();
+    }
+    return ip;
+}
+
+std::optional<Ipv4Prefix> parse_ipv4_prefix(const std::string& s) {
+    size_t slash = s.find('/');
+    if (slash == std::string::npos) return std::nullopt;
+    auto addr = parse_ipv4(s.substr(0, slash));
+    if (!addr) return std::nullopt;
+    uint64_t len = 0;
+    if (!parse_decimal(std::string_view(s).substr(slash + 1), 2, 32, len)) return std::nullopt;
+    return Ipv4Prefix{*addr, static_cast<uint8_t>(len)};
+}
+
+std::optional<MacAddr> parse_mac(const std::string& s) {
+    if (s.size() != 17) return std::nullopt;
+    MacAddr m;
+    for (size_t i = 0; i < 6; ++i) {
+        int hi = hex_value(s[3 * i]);
+        int lo = hex_value(s[3 * i + 1]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        if (i < 5 && s[3 * i + 2] != ':') return std::nullopt;
+        m.bytes[i] = static_cast<uint8_t>(hi << 4 | lo);
+    }
+    return m;
+}
+
+std::string format_ipv4(uint32_t ip) {
+    return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." +
+           std::to_string((ip >> 8) & 0xff) + "." + std::to_string(ip & 0xff);
+}
+
+std::string format_prefix(const Ipv4Prefix& p) {
+    return format_ipv4(p.addr) + "/" + std::to_string(p.len);
+}
+
+std::string format_mac(const MacAddr& m) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(17);
+    for (size_t i = 0; i < 6; ++i) {
+        if (i) out += ':';
+        out += digits[m.bytes[i] >> 4];
+        out += digits[m.bytes[i] & 0xf];
+    }
+    return out;
+}
+
+const char* to_string(PortRole r) {
+    switch (r) {
+    case PortRole::inside: return "inside";
+    case PortRole::outside: return "outside";
+    }
+    return "?";
+}
+
+const char* to_string(DefaultAction a) {
+    switch (a) {
+    case DefaultAction::route: return "route";
+    case DefaultAction::masquerade: return "masquerade";
+    case DefaultAction::drop: return "drop";
+    }
+    return "?";
+}
+
+const char* to_string(StateSource s) {
+    switch (s) {
+    case StateSource::files: return "files";
+    case StateSource::kubernetes: return "kubernetes";
+    }
+    return "?";
+}
+
+const PortConfig* Config::find_port(const std::string& name) const {
+    for (const auto& p : ports)
+        if (p.name == name) return &p;
+    return nullptr;
+}
+
+const VrfConfig* Config::find_vrf(const std::string& name_or_table) const {
+    for (const auto& v : vrfs)
+        if (v.name == name_or_table) return &v;
+    uint64_t table = 0;
+    if (!parse_decimal(name_or_table, 10, std::numeric_limits<uint32_t>::max(), table)) return nullptr;
+    for (const auto& v : vrfs)
+        if (v.table == table) return &v;
+    return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The loader
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+using json = nlohmann::json;
+
+// Debian's DPDK 22.11 is built with RTE_MAX_LCORE 128: lcore ids are 0..127.
+constexpr uint64_t kMaxLcore = 127;
+// rte_config.h: RTE_MEMPOOL_CACHE_MAX_SIZE and RTE_PKTMBUF_HEADROOM.
+constexpr uint64_t kMempoolCacheMax = 512;
+constexpr uint64_t kMbufHeadroom = 128;
+constexpr uint32_t kDefaultTable = 254;
+constexpr const char* kDefaultVrf = "default";
+
+bool is_identifier(std::string_view k) {
+    if (k.empty()) return false;
+    if (!(std::isalpha(static_cast<unsigned char>(k[0])) || k[0] == '_')) return false;
+    return std::all_of(k.begin(), k.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+std::string quote(std::string_view s) {
+    return json(std::string(s)).dump(-1, ' ', true, json::error_handler_t::replace);
+}
+
+// `$.a.b` for identifier keys, `$.a["k/x"]` for any other key.
+std::string key_path(const std::string& base, std::string_view k) {
+    if (is_identifier(k)) return base + "." + std::string(k);
+    return base + "[" + quote(k) + "]";
+}
+
+std::string index_path(const std::string& base, size_t i) {
+    return base + "[" + std::to_string(i) + "]";
+}
+
+// What a value is, for the "got ..." half of a message.
+std::string describe(const json& j) {
+    switch (j.type()) {
+    case json::value_t::object: return j.empty() ? "an empty object" : "an object";
+    case json::value_t::array: return j.empty() ? "an empty array" : "an array";
+    case json::value_t::null: return "null";
+    case json::value_t::string: {
+        const auto& s = j.get_ref<const std::string&>();
+        constexpr size_t kMax = 64;
+        if (s.size() <= kMax) return quote(s);
+        size_t cut = kMax;
+        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;  // UTF-8 boundary
+        return quote(s.substr(0, cut)) + "...";
+    }
+    default: return j.dump();
+    }
+}
+
+std::string join(std::initializer_list<std::string_view> items) {
+    std::string out;
+    for (auto it : items) {
+        if (!out.empty()) out += ", ";
+        out += it;
+    }
+    return out;
+}
+
+bool valid_dns_label(std::string_view s, size_t max) {
+    if (s.empty() || s.size() > max) return false;
+    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+    if (!alnum(s.front()) || !alnum(s.back())) return false;
+    return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-'; });
+}
+
+// DNS-1123 subdomain: dot-separated DNS labels, 253 characters at most.
+bool valid_dns_subdomain(std::string_view s) {
+    if (s.empty() || s.size() > 253) return false;
+    while (true) {
+        size_t dot = s.find('.');
+        if (!valid_dns_label(s.substr(0, dot), 63)) return false;
+        if (dot == std::string_view::npos) return true;
+        s = s.substr(dot + 1);
+    }
+}
+
+// Kubernetes label name part / value: at most 63 of [A-Za-z0-9-_.], alphanumeric at both ends.
+bool valid_label_name(std::string_view s, bool allow_empty) {
+    if (s.empty()) return allow_empty;
+    if (s.size() > 63) return false;
+    auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+    if (!alnum(s.front()) || !alnum(s.back())) return false;
+    return std::all_of(s.begin(), s.end(),
+                       [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+bool valid_label_key(std::string_view s) {
+    size_t slash = s.find('/');
+    if (slash == std::string_view::npos) return valid_label_name(s, false);
+    return valid_dns_subdomain(s.substr(0, slash)) && valid_label_name(s.substr(slash + 1), false);
+}
+
+// Port names: the CLI and the rest of the file refer to them.
+bool valid_port_name(std::string_view s) {
+    if (s.empty() || s.size() > 32) return false;
+    if (!std::isalnum(static_cast<unsigned char>(s[0]))) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    });
+}
+
+// VRF names: printable, no space or '/', not a bare number (numbers name tables in find_vrf).
+enum class VrfNameProblem { none, empty, bad_char, too_long, numeric };
+VrfNameProblem check_vrf_name(std::string_view s) {
+    if (s.empty()) return VrfNameProblem::empty;
+    if (s.size() > 63) return VrfNameProblem::too_long;
+    for (char c : s)
+        if (c <= ' ' || c == '/' || c == 0x7f) return VrfNameProblem::bad_char;
+    if (std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return VrfNameProblem::numeric;
+    return VrfNameProblem::none;
+}
+
+bool valid_file_prefix(std::string_view s) {
+    if (s.empty() || s.size() > 64) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    });
+}
+
+// "[dddd:]bb:dd.f" -> "dddd:bb:dd.f" in lower case, or nullopt. `s` is only the address, no devargs.
+std::optional<std::string> normalize_pci(std::string_view s) {
+    std::string full(s);
+    if (full.size() == 7) full = "0000:" + full;
+    if (full.size() != 12) return std::nullopt;
+    // dddd:bb:dd.f
+    static constexpr const char* shape = "hhhh:hh:hh.h";
+    for (size_t i = 0; i < 12; ++i) {
+        if (shape[i] == 'h') {
+            if (hex_value(full[i]) < 0) return std::nullopt;
+            full[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(full[i])));
+        } else if (full[i] != shape[i]) {
+            return std::nullopt;
+        }
+    }
+    if (hex_value(full[8]) * 16 + hex_value(full[9]) > 0x1f) return std::nullopt;  // device 0..1f
+    if (hex_value(full[11]) > 7) return std::nullopt;                               // function 0..7
+    return full;
+}
+
+// An EAL -l argument. `simple` holds the set when the text is a plain list of ids and ranges
+// ("0-3", "0,2,4", "0-1,4"); EAL's mapping syntax ("(0-3)@1", "4@2") is passed through unchecked.
+struct LcoreSpec {
+    enum Kind { simple, mapped, invalid } kind = invalid;
+    std::set<unsigned> set;
+};
+
+LcoreSpec parse_lcores(std::string_view s) {
+    LcoreSpec out;
+    if (s.empty()) return out;
+    if (s.find_first_of("@()") != std::string_view::npos) {
+        out.kind = LcoreSpec::mapped;
+        return out;
+    }
+    while (true) {
+        size_t comma = s.find(',');
+        std::string_view item = s.substr(0, comma);
+        size_t dash = item.find('-');
+        uint64_t lo = 0, hi = 0;
+        if (dash == std::string_view::npos) {
+            if (!parse_decimal(item, 3, kMaxLcore, lo)) return out;
+            hi = lo;
+        } else if (!parse_decimal(item.substr(0, dash), 3, kMaxLcore, lo) ||
+                   !parse_decimal(item.substr(dash + 1), 3, kMaxLcore, hi) || lo > hi) {
+            return out;
+        }
+        for (uint64_t i = lo; i <= hi; ++i) out.set.insert(static_cast<unsigned>(i));
+        if (comma == std::string_view::npos) break;
+        s = s.substr(comma + 1);
+    }
+    out.kind = LcoreSpec::simple;
+    return out;
+}
+
+std::string format_lcore_set(const std::set<unsigned>& s) {
+    std::string out;
+    for (unsigned v : s) out += (out.empty() ? "" : ",") + std::to_string(v);
+    return out;
+}
+
+bool is_unicast_mac(const MacAddr& m) {
+    if (m.bytes[0] & 1) return false;
+    return std::any_of(std::begin(m.bytes), std::end(m.bytes), [](uint8_t b) { return b != 0; });
+}
+
+// The parser: builds the document and rejects a key repeated within one object, which plain
+// nlohmann::json would silently resolve to the last occurrence.
+class DuplicateKeyCheck {
+public:
+    explicit DuplicateKeyCheck(const std::string& file) : file_(file) {}
+
+    bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+        switch (event) {
+        case json::parse_event_t::object_start:
+        case json::parse_event_t::array_start: {
+            std::string path = frames_.empty() ? std::string("$") : element_path();
+            frames_.push_back(Frame{event == json::parse_event_t::array_start, std::move(path), {}, {}, 0});
+            break;
+        }
+        case json::parse_event_t::object_end:
+        case json::parse_event_t::array_end:
+            frames_.pop_back();
+            element_done();
+            break;
+        case json::parse_event_t::key: {
+            Frame& f = frames_.back();
+            f.key = parsed.get<std::string>();
+            if (!f.keys.insert(f.key).second)
+                throw ConfigError(file_, key_path(f.path, f.key),
+                                  "expected each key at most once per object, got " + quote(f.key) + " twice");
+            break;
+        }
+        case json::parse_event_t::value:
+            element_done();
+            break;
+        }
+        return true;
+    }
+
+private:
+    struct Frame {
+        bool array;
+        std::string path;
+        std::set<std::string> keys;
+        std::string key;
+        size_t index;
+    };
+
+    std::string element_path() const {
+        const Frame& f = frames_.back();
+        return f.array ? index_path(f.path, f.index) : key_path(f.path, f.key);
+    }
+    void element_done() {
+        if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+    }
+
+    const std::string& file_;
+    std::vector<Frame> frames_;
+};
+
+class Loader;
+
+// A JSON object whose keys are checked against the accepted ones on construction.
+class Obj {
+public:
+    Obj(const Loader& l, const json& j, std::string path, std::initializer_list<std::string_view> keys,
+        const std::string& what);
+
+    const json* get(const std::string& k) const {
+        auto it = j_.find(k);
+        return it == j_.end() ? nullptr : &*it;
+    }
+    const json& require(const std::string& k, const std::string& what) const;
+    std::string at(std::string_view k) const { return key_path(path_, k); }
+    const std::string& path() const { return path_; }
+
+private:
+    const Loader& l_;
+    const json& j_;
+    std::string path_;
+};
+
+class Loader {
+public:
+    explicit Loader(std::string file) : file_(std::move(file)) {}
+
+    Config load(const std::string& text) {
+        json doc;
+        try {
+            DuplicateKeyCheck check(file_);
+            doc = json::parse(text, std::ref(check), true, /*ignore_comments=*/true);
+        } catch (const json::parse_error& e) {
+            fail("$", "expected valid JSON, got " + syntax_error(text, e));
+        }
+        Config c;
+        c.file = file_;
+        read(doc, c);
+        return c;
+    }
+
+    [[noreturn]] void fail(const std::string& path, const std::string& message) const {
+        throw ConfigError(file_, path, message);
+    }
+    [[noreturn]] void expected(const std::string& path, const std::string& what, const json& got) const {
+        fail(path, "expected " + what + ", got " + describe(got));
+    }
+
+private:
+    static std::string syntax_error(const std::string& text, const json::parse_error& e) {
+        // e.byte is the 1-based offset of the character where parsing stopped.
+        size_t stop = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+        size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<long>(stop), '\n'));
+        size_t line_start = text.rfind('\n', stop == 0 ? std::string::npos : stop - 1);
+        size_t column = stop == 0 ? 1 : (line_start == std::string::npos ? stop + 1 : stop - line_start);
+        // nlohmann's text: "[json.exception.parse_error.101] parse error at line L, column C: <detail>"
+        std::string detail = e.what();
+        size_t col = detail.find("column ");
+        size_t sep = col == std::string::npos ? std::string::npos : detail.find(": ", col);
+        if (sep != std::string::npos) detail = detail.substr(sep + 2);
+        return "a syntax error at line " + std::to_string(line) + ", column " + std::to_string(column) + " (" +
+               detail + ")";
+    }
+
+    // --- scalar readers -------------------------------------------------------------------
+
+    uint64_t integer(const json& j, const std::string& path, uint64_t lo, uint64_t hi) const {
+        std::string what = "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+        uint64_t v = 0;
+        if (j.is_number_unsigned()) {
+            v = j.get<uint64_t>();
+        } else if (j.is_number_integer() && j.get<int64_t>() == 0) {
+            v = 0;  // "-0"
+        } else {
+            expected(path, what, j);
+        }
+        if (v < lo || v > hi) expected(path, what, j);
+        return v;
+    }
+
+    template <typename T>
+    void opt_integer(const Obj& o, const char* key, T& dst, uint64_t lo, uint64_t hi) const {
+        if (const json* j = o.get(key)) dst = static_cast<T>(integer(*j, o.at(key), lo, hi));
+    }
+
+    bool boolean(const json& j, const std::string& path) const {
+        if (!j.is_boolean()) expected(path, "true or false", j);
+        return j.get<bool>();
+    }
+
+    const std::string& string(const json& j, const std::string& path, const std::string& what) const {
+        if (!j.is_string()) expected(path, what, j);
+        return j.get_ref<const std::string&>();
+    }
+
+    const std::string& nonempty_string(const json& j, const std::string& path, const std::string& what) const {
+        const std::string& s = string(j, path, what);
+        if (s.empty()) expected(path, what, j);
+        return s;
+    }
+
+    const json& array(const json& j, const std::string& path, const std::string& what, bool nonempty) const {
+        if (!j.is_array() || (nonempty && j.empty())) expected(path, what, j);
+        return j;
+    }
+
+    uint32_t ipv4(const json& j, const std::string& path) const {
+        static const std::string what = "an IPv4 address like 192.0.2.1";
+        auto ip = parse_ipv4(string(j, path, what));
+        if (!ip) expected(path, what, j);
+        return *ip;
+    }
+
+    // A network prefix (route, CIDR): host bits must be zero.
+    Ipv4Prefix network_prefix(const json& j, const std::string& path) const {
+        static const std::string what = "an IPv4 prefix like 10.0.0.0/16";
+        auto p = parse_ipv4_prefix(string(j, path, what));
+        if (!p) expected(path, what, j);
+        if (p->addr != p->network())
+            fail(path, "expected a prefix without host bits, got " + describe(j) + " (did you mean \"" +
+                           format_prefix(Ipv4Prefix{p->network(), p->len}) + "\"?)");
+        return *p;
+    }
+
+    // An interface address with its prefix length: host bits are the address.
+    Ipv4Prefix interface_address(const json& j, const std::string& path) const {
+        static const std::string what = "an IPv4 prefix like 10.0.0.1/24";
+        auto p = parse_ipv4_prefix(string(j, path, what));
+        if (!p) expected(path, what, j);
+        const uint32_t a = p->addr;
+        const bool special = (a >> 24) == 0 || (a >> 24) == 127 || (a >> 28) == 0xe || (a >> 28) == 0xf;
+        if (p->len == 0 || special)
+            expected(path, "a unicast interface address with a prefix length from 1 to 32, like 10.0.0.1/24", j);
+        return *p;
+    }
+
+    MacAddr unicast_mac(const json& j, const std::string& path) const {
+        static const std::string what = "a MAC address like 02:00:00:00:00:01";
+        auto m = parse_mac(string(j, path, what));
+        if (!m) expected(path, what, j);
+        if (!is_unicast_mac(*m))
+            expected(path, "a unicast MAC address (not zero, lowest bit of the first byte clear)", j);
+        return *m;
+    }
+
+    std::vector<std::string> string_list(const Obj& o, const char* key, const std::string& what) const {
+        std::vector<std::string> out;
+        const json* j = o.get(key);
+        if (!j) return out;
+        array(*j, o.at(key), "an array of " + what, false);
+        for (size_t i = 0; i < j->size(); ++i) out.push_back(nonempty_string((*j)[i], index_path(o.at(key), i), what));
+        return out;
+    }
+
+    // --- sections -------------------------------------------------------------------------
+
+    void read(const json& doc, Config& c) const {
+        Obj top(*this, doc, "$",
+                {"eal", "workers", "mempool", "ports", "neighbors", "vrfs", "routes", "cluster", "default_action",
+                 "sessions", "arp", "node", "state"},
+                "a JSON object");
+        LcoreSpec lcores = read_eal(top, c.eal);
+        read_workers(top, c, lcores);
+        read_mempool(top, c.mempool);
+        read_vrfs(top, c.vrfs);
+        read_ports(top, c);
+        read_neighbors(top, c);
+        read_routes(top, c);
+        read_cluster(top, c.cluster);
+        read_default_action(top, c.default_action);
+        read_sessions(top, c.sessions, c.workers.size());
+        read_arp(top, c.arp);
+        read_node(top, c.node);
+        read_state(top, c.state);
+    }
+
+    LcoreSpec read_eal(const Obj& top, EalConfig& e) const {
+        LcoreSpec spec = parse_lcores(e.lcores);
+        const json* j = top.get("eal");
+        if (!j) return spec;
+        Obj o(*this, *j, top.at("eal"),
+              {"lcores", "main_lcore", "no_huge", "memory_mb", "file_prefix", "vdevs", "pci_allow", "extra_args"},
+              "an object");
+        if (const json* v = o.get("lcores")) {
+            static const std::string what = "an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to " +
+                                            std::to_string(kMaxLcore) + "), or EAL's \"lcore@cpu\" form";
+            e.lcores = string(*v, o.at("lcores"), what);
+            spec = parse_lcores(e.lcores);
+            if (spec.kind == LcoreSpec::invalid) expected(o.at("lcores"), what, *v);
+        }
+        opt_integer(o, "main_lcore", e.main_lcore, 0, kMaxLcore);
+        if (spec.kind == LcoreSpec::simple && !spec.set.count(e.main_lcore))
+            fail(o.get("main_lcore") ? o.at("main_lcore") : o.at("lcores"),
+                 "expected the main lcore to be one of the lcores \"" + e.lcores + "\", got " +
+                     std::to_string(e.main_lcore));
+        if (const json* v = o.get("no_huge")) e.no_huge = boolean(*v, o.at("no_huge"));
+        opt_integer(o, "memory_mb", e.memory_mb, 1, 1u << 20);
+        if (const json* v = o.get("file_prefix")) {
+            static const std::string what = "a file prefix of 1 to 64 characters from [A-Za-z0-9._-]";
+            e.file_prefix = string(*v, o.at("file_prefix"), what);
+            if (!valid_file_prefix(e.file_prefix)) expected(o.at("file_prefix"), what, *v);
+        }
+        e.vdevs = string_list(o, "vdevs", "virtual device specifications like \"net_tap0,iface=egw0\"");
+        std::set<std::string> names;
+        for (size_t i = 0; i < e.vdevs.size(); ++i) {
+            std::string name = e.vdevs[i].substr(0, e.vdevs[i].find(','));
+            bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+                return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+            });
+            std::string path = index_path(o.at("vdevs"), i);
+            if (!ok)
+                expected(path, "a virtual device specification like \"net_tap0,iface=egw0\"", (*o.get("vdevs"))[i]);
+            if (!names.insert(name).second)
+                fail(path, "expected each virtual device name once, got " + quote(name) + " twice");
+        }
+        e.pci_allow = string_list(o, "pci_allow", "PCI addresses like \"0000:01:00.0\"");
+        std::set<std::string> pcis;
+        for (size_t i = 0; i < e.pci_allow.size(); ++i) {
+            std::string addr = e.pci_allow[i].substr(0, e.pci_allow[i].find(','));
+            auto norm = normalize_pci(addr);
+            std::string path = index_path(o.at("pci_allow"), i);
+            if (!norm)
+                expected(path, "a PCI address like \"0000:01:00.0\" (optionally followed by \",devargs\")",
+                         (*o.get("pci_allow"))[i]);
+            if (!pcis.insert(*norm).second)
+                fail(path, "expected each PCI address once, got " + quote(*norm) + " twice");
+        }
+        e.extra_args = string_list(o, "extra_args", "non-empty EAL arguments");
+        return spec;
+    }
+
+    void read_workers(const Obj& top, Config& c, const LcoreSpec& lcores) const {
+        static const std::string what = "a non-empty array of worker lcore ids like [1]";
+        const json& j = array(top.require("workers", what), top.at("workers"), what, true);
+        std::set<unsigned> seen;
+        for (size_t i = 0; i < j.size(); ++i) {
+            std::string path = index_path(top.at("workers"), i);
+            auto id = static_cast<unsigned>(integer(j[i], path, 0, kMaxLcore));
+            if (id == c.eal.main_lcore)
+                fail(path, "expected a worker lcore other than the main lcore " + std::to_string(c.eal.main_lcore) +
+                               " ($.eal.main_lcore), got " + std::to_string(id));
+            if (lcores.kind == LcoreSpec::simple && !lcores.set.count(id))
+                fail(path, "expected one of the lcores \"" + c.eal.lcores + "\" ($.eal.lcores: " +
+                               format_lcore_set(lcores.set) + "), got " + std::to_string(id));
+            if (!seen.insert(id).second) fail(path, "expected each worker lcore once, got " + std::to_string(id) + " twice");
+            c.workers.push_back(id);
+        }
+    }
+
+    void read_mempool(const Obj& top, MempoolConfig& m) const {
+        const json* j = top.get("mempool");
+        if (!j) return;
+        Obj o(*this, *j, top.at("mempool"), {"mbufs", "cache", "data_room"}, "an object");
+        opt_integer(o, "mbufs", m.mbufs, 1, 1u << 26);
+        opt_integer(o, "cache", m.cache, 0, kMempoolCacheMax);
+        opt_integer(o, "data_room", m.data_room, kMbufHeadroom + 128, 65535);
+        // rte_mempool_create refuses a cache whose flush threshold (1.5 x cache) exceeds the pool.
+        if (uint64_t{m.cache} * 3 / 2 > m.mbufs)
+            fail(o.get("cache") ? o.at("cache") : o.at("mbufs"),
+                 "expected a cache of at most mbufs / 1.5 (" + std::to_string(uint64_t{m.mbufs} * 2 / 3) +
+                     " for " + std::to_string(m.mbufs) + " mbufs), got " + std::to_string(m.cache));
+    }
+
+    void read_vrfs(const Obj& top, std::vector<VrfConfig>& vrfs) const {
+        vrfs.push_back(VrfConfig{kDefaultVrf, kDefaultTable});
+        const json* j = top.get("vrfs");
+        if (!j) return;
+        array(*j, top.at("vrfs"), "an array of VRFs like [{\"name\": \"blue\", \"table\": 100}]", false);
+        bool default_listed = false;
+        for (size_t i = 0; i < j->size(); ++i) {
+            Obj o(*this, (*j)[i], index_path(top.at("vrfs"), i), {"name", "table"},
+                  "a VRF like {\"name\": \"blue\", \"table\": 100}");
+            static const std::string name_what = "a VRF name like \"blue\"";
+            const json& name_j = o.require("name", name_what);
+            const std::string& name = string(name_j, o.at("name"), name_what);
+            switch (check_vrf_name(name)) {
+            case VrfNameProblem::none: break;
+            case VrfNameProblem::empty: expected(o.at("name"), name_what, name_j);
+            case VrfNameProblem::too_long: expected(o.at("name"), "a VRF name of at most 63 characters", name_j);
+            case VrfNameProblem::bad_char:
+                expected(o.at("name"), "a VRF name without spaces, control characters or '/'", name_j);
+            case VrfNameProblem::numeric:
+                expected(o.at("name"), "a VRF name that is not a number (numbers refer to tables)", name_j);
+            }
+            static const std::string table_what = "a routing table number from 1 to 4294967294";
+            uint32_t table = 0;
+            if (name == kDefaultVrf) {
+                if (const json* t = o.get("table")) {
+                    table = static_cast<uint32_t>(integer(*t, o.at("table"), 1, 4294967294u));
+                    if (table != kDefaultTable)
+                        fail(o.at("table"), "expected table 254 for the VRF \"default\" (Linux's main table), got " +
+                                                std::to_string(table));
+                }
+                if (default_listed) fail(o.at("name"), "expected each VRF name once, got \"default\" twice");
+                default_listed = true;
+                continue;  // already first in the list
+            }
+            table = static_cast<uint32_t>(integer(o.require("table", table_what), o.at("table"), 1, 4294967294u));
+            for (const auto& v : vrfs) {
+                if (v.name == name) fail(o.at("name"), "expected each VRF name once, got " + quote(name) + " twice");
+                if (v.table == table)
+                    fail(o.at("table"), "expected each table number once, got " + std::to_string(table) +
+                                            ", already used by VRF " + quote(v.name));
+            }
+            vrfs.push_back(VrfConfig{name, table});
+        }
+    }
+
+    // Whether `device` can exist once EAL has started with these arguments.
+    void check_device(const EalConfig& e, const std::string& device, const std::string& path) const {
+        auto pci = normalize_pci(device.substr(0, std::min<size_t>(device.find('_'), device.size())));
+        if (pci) {
+            // egwd passes --no-pci when pci_allow is empty, so a PCI port must be listed there.
+            for (const auto& a : e.pci_allow)
+                if (normalize_pci(a.substr(0, a.find(','))) == pci) return;
+            fail(path, "expected a PCI device listed in $.eal.pci_allow, got " + quote(device));
+        }
+        for (const auto& v : e.vdevs)
+            if (v.substr(0, v.find(',')) == device) return;
+        fail(path, "expected a device declared in $.eal.vdevs (like \"net_af_packet0\") or a PCI address, got " +
+                       quote(device));
+    }
+
+    void read_ports(const Obj& top, Config& c) const {
+        static const std::string what = "a non-empty array of ports";
+        const json& j = array(top.require("ports", what), top.at("ports"), what, true);
+        std::set<std::string> devices;
+        for (size_t i = 0; i < j.size(); ++i) {
+            Obj o(*this, j[i], index_path(top.at("ports"), i),
+                  {"name", "device", "role", "vrf", "addresses", "mac", "mtu", "rx_desc", "tx_desc"},
+                  "a port like {\"name\": \"ext1\", \"device\": \"net_af_packet0\", \"role\": \"outside\"}");
+            PortConfig p;
+
+            static const std::string name_what = "a port name of 1 to 32 characters from [A-Za-z0-9._-]";
+            const json& name_j = o.require("name", name_what);
+            p.name = string(name_j, o.at("name"), name_what);
+            if (!valid_port_name(p.name)) expected(o.at("name"), name_what, name_j);
+            if (c.find_port(p.name)) fail(o.at("name"), "expected each port name once, got " + quote(p.name) + " twice");
+
+            static const std::string dev_what = "a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\"";
+            p.device = nonempty_string(o.require("device", dev_what), o.at("device"), dev_what);
+            check_device(c.eal, p.device, o.at("device"));
+            std::string dev_key = p.device;
+            if (auto pci = normalize_pci(p.device)) dev_key = *pci;
+            if (!devices.insert(dev_key).second)
+                fail(o.at("device"), "expected each device in one port only, got " + quote(p.device) + " twice");
+
+            static const std::string role_what = "\"inside\" or \"outside\"";
+            const json& role_j = o.require("role", role_what);
+            const std::string& role = string(role_j, o.at("role"), role_what);
+            if (role == "inside") p.role = PortRole::inside;
+            else if (role == "outside") p.role = PortRole::outside;
+            else expected(o.at("role"), role_what, role_j);
+
+            if (const json* v = o.get("vrf")) {
+                p.vrf = string(*v, o.at("vrf"), "a VRF name");
+                if (!find_vrf_by_name(c.vrfs, p.vrf))
+                    fail(o.at("vrf"), "expected a VRF declared in $.vrfs (" + vrf_names(c.vrfs) + "), got " + describe(*v));
+            }
+
+            if (const json* v = o.get("addresses")) {
+                array(*v, o.at("addresses"), "an array of IPv4 prefixes like [\"10.0.0.1/24\"]", false);
+                for (size_t k = 0; k < v->size(); ++k) {
+                    std::string path = index_path(o.at("addresses"), k);
+                    Ipv4Prefix a = interface_address((*v)[k], path);
+                    // The same address twice in one VRF would make the gateway's own address ambiguous.
+                    for (const auto& a2 : p.addresses)
+                        if (a2.addr == a.addr)
+                            fail(path, "expected each address once, got " + format_ipv4(a.addr) + " twice");
+                    for (const auto& other : c.ports)
+                        if (other.vrf == p.vrf)
+                            for (const auto& a2 : other.addresses)
+                                if (a2.addr == a.addr)
+                                    fail(path, "expected an address unique in VRF " + quote(p.vrf) + ", got " +
+                                                   format_ipv4(a.addr) + " which port " + quote(other.name) +
+                                                   " already has");
+                    p.addresses.push_back(a);
+                }
+            }
+            if (const json* v = o.get("mac")) p.mac = unicast_mac(*v, o.at("mac"));
+            opt_integer(o, "mtu", p.mtu, 68, 16128);
+            opt_integer(o, "rx_desc", p.rx_desc, 16, 32768);
+            opt_integer(o, "tx_desc", p.tx_desc, 16, 32768);
+            c.ports.push_back(std::move(p));
+        }
+        for (PortRole r : {PortRole::inside, PortRole::outside})
+            if (std::none_of(c.ports.begin(), c.ports.end(), [&](const PortConfig& p) { return p.role == r; }))
+                fail(top.at("ports"), std::string("expected at least one port with role \"") + to_string(r) +
+                                          "\", got none");
+    }
+
+    static const VrfConfig* find_vrf_by_name(const std::vector<VrfConfig>& vrfs, const std::string& name) {
+        for (const auto& v : vrfs)
+            if (v.name == name) return &v;
+        return nullptr;
+    }
+
+    static std::string vrf_names(const std::vector<VrfConfig>& vrfs) {
+        std::string out;
+        for (const auto& v : vrfs) out += (out.empty() ? "" : ", ") + quote(v.name);
+        return out;
+    }
+
+    static std::string port_names(const std::vector<PortConfig>& ports) {
+        std::string out;
+        for (const auto& p : ports) out += (out.empty() ? "" : ", ") + quote(p.name);
+        return out;
+    }
+
+    static std::string address_list(const PortConfig& p) {
+        if (p.addresses.empty()) return "it has no addresses";
+        std::string out;
+        for (const auto& a : p.addresses) out += (out.empty() ? "" : ", ") + format_prefix(a);
+        return "its addresses are " + out;
+    }
+
+    const PortConfig& port_ref(const Config& c, const Obj& o, const json& j) const {
+        const std::string& name = string(j, o.at("port"), "a port name");
+        const PortConfig* p = c.find_port(name);
+        if (!p) fail(o.at("port"), "expected a port declared in $.ports (" + port_names(c.ports) + "), got " + describe(j));
+        return *p;
+    }
+
+    // A next hop or neighbour must be on-link: inside one of the port's prefixes, not the port itself.
+    void check_on_link(const PortConfig& p, uint32_t ip, const std::string& path, const std::string& role) const {
+        bool on_link = false;
+        for (const auto& a : p.addresses) {
+            if (a.addr == ip)
+                fail(path, "expected " + role + " other than port " + quote(p.name) + "'s own address, got " +
+                               format_ipv4(ip));
+            on_link = on_link || a.contains(ip);
+        }
+        if (!on_link)
+            fail(path, "expected " + role + " on-link on port " + quote(p.name) + " (" + address_list(p) + "), got " +
+                           format_ipv4(ip));
+    }
+
+    void read_neighbors(const Obj& top, Config& c) const {
+        const json* j = top.get("neighbors");
+        if (!j) return;
+        array(*j, top.at("neighbors"), "an array of static neighbours", false);
+        for (size_t i = 0; i < j->size(); ++i) {
+            Obj o(*this, (*j)[i], index_path(top.at("neighbors"), i), {"port", "ip", "mac"},
+                  "a neighbour like {\"port\": \"ext1\", \"ip\": \"192.0.2.254\", \"mac\": \"02:00:00:00:00:fe\"}");
+            NeighborConfig n;
+            const PortConfig& p = port_ref(c, o, o.require("port", "a port name"));
+            n.port = p.name;
+            n.ip = ipv4(o.require("ip", "an IPv4 address like 192.0.2.254"), o.at("ip"));
+            check_on_link(p, n.ip, o.at("ip"), "a neighbour address");
+            for (const auto& other : c.neighbors)
+                if (other.port == n.port && other.ip == n.ip)
+                    fail(o.at("ip"), "expected each neighbour once per port, got " + format_ipv4(n.ip) + " on port " +
+                                         quote(n.port) + " twice");
+            n.mac = unicast_mac(o.require("mac", "a MAC address like 02:00:00:00:00:fe"), o.at("mac"));
+            c.neighbors.push_back(n);
+        }
+    }
+
+    void read_routes(const Obj& top, Config& c) const {
+        const json* j = top.get("routes");
+        if (!j) return;
+        array(*j, top.at("routes"), "an array of routes", false);
+        for (size_t i = 0; i < j->size(); ++i) {
+            Obj o(*this, (*j)[i], index_path(top.at("routes"), i), {"vrf", "prefix", "via", "port"},
+                  "a route like {\"prefix\": \"0.0.0.0/0\", \"via\": \"192.0.2.254\", \"port\": \"ext1\"}");
+            RouteConfig r;
+            if (const json* v = o.get("vrf")) {
+                r.vrf = string(*v, o.at("vrf"), "a VRF name");
+                if (!find_vrf_by_name(c.vrfs, r.vrf))
+                    fail(o.at("vrf"), "expected a VRF declared in $.vrfs (" + vrf_names(c.vrfs) + "), got " + describe(*v));
+            }
+            r.prefix = network_prefix(o.require("prefix", "an IPv4 prefix like 0.0.0.0/0"), o.at("prefix"));
+            const PortConfig& p = port_ref(c, o, o.require("port", "the name of the port the route leaves through"));
+            r.port = p.name;
+            if (p.vrf != r.vrf)
+                fail(o.at("port"), "expected a port in VRF " + quote(r.vrf) + ", got " + quote(p.name) +
+                                       " which is in VRF " + quote(p.vrf));
+            if (const json* v = o.get("via")) {
+                r.via = ipv4(*v, o.at("via"));
+                check_on_link(p, *r.via, o.at("via"), "a next hop");
+            }
+            for (const auto& other : c.routes)
+                if (other.vrf == r.vrf && other.prefix == r.prefix)
+                    fail(o.at("prefix"), "expected each prefix once per VRF, got " + format_prefix(r.prefix) +
+                                             " twice in VRF " + quote(r.vrf));
+            c.routes.push_back(r);
+        }
+    }
+
+    std::vector<Ipv4Prefix> prefix_list(const Obj& o, const char* key, bool required) const {
+        static const std::string what = "a non-empty array of IPv4 prefixes like [\"10.244.0.0/16\"]";
+        std::vector<Ipv4Prefix> out;
+        const json* j = required ? &o.require(key, what) : o.get(key);
+        if (!j) return out;
+        array(*j, o.at(key), required ? what : "an array of IPv4 prefixes like [\"10.96.0.0/12\"]", required);
+        for (size_t i = 0; i < j->size(); ++i) {
+            std::string path = index_path(o.at(key), i);
+            Ipv4Prefix p = network_prefix((*j)[i], path);
+            if (std::find(out.begin(), out.end(), p) != out.end())
+                fail(path, "expected each prefix once, got " + format_prefix(p) + " twice");
+            out.push_back(p);
+        }
+        return out;
+    }
+
+    void read_cluster(const Obj& top, ClusterConfig& cl) const {
+        const json& j = top.require("cluster", "an object like {\"pod_cidrs\": [\"10.244.0.0/16\"]}");
+        Obj o(*this, j, top.at("cluster"), {"pod_cidrs", "service_cidrs", "node_ips"}, "an object");
+        cl.pod_cidrs = prefix_list(o, "pod_cidrs", true);
+        cl.service_cidrs = prefix_list(o, "service_cidrs", false);
+        if (const json* v = o.get("node_ips")) {
+            array(*v, o.at("node_ips"), "an array of IPv4 addresses like [\"172.18.0.2\"]", false);
+            for (size_t i = 0; i < v->size(); ++i) {
+                std::string path = index_path(o.at("node_ips"), i);
+                uint32_t ip = ipv4((*v)[i], path);
+                if (std::find(cl.node_ips.begin(), cl.node_ips.end(), ip) != cl.node_ips.end())
+                    fail(path, "expected each node IP once, got " + format_ipv4(ip) + " twice");
+                cl.node_ips.push_back(ip);
+            }
+        }
+    }
+
+    void read_default_action(const Obj& top, DefaultAction& a) const {
+        const json* j = top.get("default_action");
+        if (!j) return;
+        static const std::string what = "\"route\", \"masquerade\" or \"drop\"";
+        const std::string& s = string(*j, top.at("default_action"), what);
+        if (s == "route") a = DefaultAction::route;
+        else if (s == "masquerade") a = DefaultAction::masquerade;
+        else if (s == "drop") a = DefaultAction::drop;
+        else expected(top.at("default_action"), what, *j);
+    }
+
+    void read_sessions(const Obj& top, SessionConfig& s, size_t workers) const {
+        const json* j = top.get("sessions");
+        if (!j) return;
+        Obj o(*this, *j, top.at("sessions"), {"max", "port_min", "port_max", "timeouts"}, "an object");
+        opt_integer(o, "max", s.max_sessions, 1, 1u << 28);
+        opt_integer(o, "port_min", s.port_min, 1, 65535);
+        opt_integer(o, "port_max", s.port_max, 1, 65535);
+        if (s.port_min > s.port_max)
+            fail(o.get("port_max") ? o.at("port_max") : o.at("port_min"),
+                 "expected port_min <= port_max, got port_min " + std::to_string(s.port_min) + " and port_max " +
+                     std::to_string(s.port_max));
+        const size_t ports = size_t{s.port_max} - s.port_min + 1;
+        if (ports < workers)
+            fail(o.get("port_max") ? o.at("port_max") : o.at("port_min"),
+                 "expected a NAT port range of at least " + std::to_string(workers) +
+                     " ports (one block per worker), got " + std::to_string(ports));
+        if (const json* t = o.get("timeouts")) {
+            Obj to(*this, *t, o.at("timeouts"), {"tcp_established", "tcp_transitory", "udp", "icmp"}, "an object");
+            constexpr uint64_t kWeek = 7 * 24 * 3600;
+            opt_integer(to, "tcp_established", s.timeouts.tcp_established_s, 1, kWeek);
+            opt_integer(to, "tcp_transitory", s.timeouts.tcp_transitory_s, 1, kWeek);
+            opt_integer(to, "udp", s.timeouts.udp_s, 1, kWeek);
+            opt_integer(to, "icmp", s.timeouts.icmp_s, 1, kWeek);
+        }
+    }
+
+    void read_arp(const Obj& top, ArpConfig& a) const {
+        const json* j = top.get("arp");
+        if (!j) return;
+        Obj o(*this, *j, top.at("arp"), {"max_neighbors", "hold_packets", "retry_ms", "reachable_s"}, "an object");
+        opt_integer(o, "max_neighbors", a.max_neighbors, 1, 1u << 20);
+        opt_integer(o, "hold_packets", a.hold_packets, 0, 65536);
+        opt_integer(o, "retry_ms", a.retry_ms, 10, 60000);
+        opt_integer(o, "reachable_s", a.reachable_s, 1, 86400);
+    }
+
+    void read_node(const Obj& top, NodeConfig& n) const {
+        const json& j = top.require("node", "an object like {\"name\": \"gw-1\"}");
+        Obj o(*this, j, top.at("node"), {"name", "labels"}, "an object like {\"name\": \"gw-1\"}");
+        static const std::string name_what =
+            "a node name that is a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253) like \"gw-1\"";
+        const json& name_j = o.require("name", name_what);
+        n.name = string(name_j, o.at("name"), name_what);
+        if (!valid_dns_subdomain(n.name)) expected(o.at("name"), name_what, name_j);
+        if (const json* l = o.get("labels")) {
+            if (!l->is_object()) expected(o.at("labels"), "an object of label keys to string values", *l);
+            for (const auto& [k, v] : l->items()) {
+                std::string path = key_path(o.at("labels"), k);
+                if (!valid_label_key(k))
+                    fail(path, "expected a Kubernetes label key like \"example.com/role\" (optional DNS prefix, "
+                               "name of at most 63 characters from [A-Za-z0-9._-]), got " + quote(k));
+                static const std::string value_what =
+                    "a label value of at most 63 characters from [A-Za-z0-9._-], alphanumeric at both ends";
+                const std::string& s = string(v, path, value_what);
+                if (!valid_label_name(s, true)) expected(path, value_what, v);
+                n.labels[k] = s;
+            }
+        }
+    }
+
+    std::string resolve(const std::string& p) const {
+        namespace fs = std::filesystem;
+        fs::path rel(p);
+        fs::path full = rel.is_absolute() ? rel : fs::path(file_).parent_path() / rel;
+        std::error_code ec;
+        fs::path abs = fs::absolute(full, ec);
+        if (!ec) full = abs;
+        full = full.lexically_normal();
+        if (!full.has_filename() && full.has_parent_path() && full != full.root_path()) full = full.parent_path();
+        return full.string();
+    }
+
+    void read_state(const Obj& top, StateConfig& s) const {
+        const json& j = top.require("state", "an object like {\"source\": \"files\", \"path\": \"manifests\"}");
+        Obj o(*this, j, top.at("state"), {"source", "path", "poll_ms", "kubeconfig"},
+              "an object like {\"source\": \"files\", \"path\": \"manifests\"}");
+        if (const json* v = o.get("source")) {
+            static const std::string what = "\"files\" or \"kubernetes\"";
+            const std::string& src = string(*v, o.at("source"), what);
+            if (src == "files") s.source = StateSource::files;
+            else if (src == "kubernetes") s.source = StateSource::kubernetes;
+            else expected(o.at("source"), what, *v);
+        }
+        opt_integer(o, "poll_ms", s.poll_ms, 10, 60000);
+        static const std::string kc_what = "a kubeconfig path, or \"\" for in-cluster credentials";
+        const json* kc = o.get("kubeconfig");
+        const std::string* kc_text = kc ? &string(*kc, o.at("kubeconfig"), kc_what) : nullptr;
+        if (s.source == StateSource::files) {
+            static const std::string what =
+                "the manifest directory, relative to the configuration file's directory, like \"manifests\"";
+            s.path = resolve(nonempty_string(o.require("path", what + " (required with source \"files\")"),
+                                             o.at("path"), what));
+            // A kubeconfig with the files source would be silently unused: most likely a half-edited file.
+            if (kc_text && !kc_text->empty())
+                expected(o.at("kubeconfig"),
+                         "no kubeconfig with source \"files\" (it is only read with source \"kubernetes\")", *kc);
+        } else {
+            if (const json* v = o.get("path"))
+                expected(o.at("path"), "no path with source \"kubernetes\" (it is only read with source \"files\")",
+                         *v);
+            if (kc_text && !kc_text->empty()) s.kubeconfig = resolve(*kc_text);
+        }
+    }
+
+    std::string file_;
+};
+
+Obj::Obj(const Loader& l, const json& j, std::string path, std::initializer_list<std::string_view> keys,
+         const std::string& what)
+    : l_(l), j_(j), path_(std::move(path)) {
+    if (!j.is_object()) l.expected(path_, what, j);
+    for (const auto& item : j.items()) {
+        const std::string& k = item.key();
+        if (std::find(keys.begin(), keys.end(), std::string_view(k)) == keys.end())
+            l.fail(key_path(path_, k), "unknown key " + quote(k) + ", expected one of: " + join(keys));
+    }
+}
+
+const json& Obj::require(const std::string& k, const std::string& what) const {
+    if (const json* v = get(k)) return *v;
+    l_.fail(at(k), "missing required key, expected " + what);
+}
+
+}  // namespace
+
+Config load_text(const std::string& text, const std::string& file) {
+    return Loader(file).load(text);
+}
+
+Config load_file(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) throw ConfigError(path, "$", std::string("expected a readable file, got \"") + std::strerror(errno) + "\"");
+    std::string text;
+    char buf[65536];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    const bool failed = std::ferror(f) != 0;
+    const int err = errno;
+    std::fclose(f);
+    if (failed) throw ConfigError(path, "$", std::string("expected a readable file, got \"") + std::strerror(err) + "\"");
+    return load_text(text, path);
+}
+
+}  // namespace egw::config

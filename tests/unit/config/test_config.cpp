@@ -1,0 +1,1203 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Unit tests of the strict configuration loader (config/loader.cpp): helpers, the happy path,
+// and one case per kind of error with the exact message.
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+
+namespace {
+
+using namespace egw::config;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* kFile = "test.json";
+
+uint32_t ip(const char* s) {
+    auto v = parse_ipv4(s);
+    EXPECT_TRUE(v.has_value()) << s;
+    return v.value_or(0);
+}
+
+Ipv4Prefix prefix(const char* s) {
+    auto v = parse_ipv4_prefix(s);
+    EXPECT_TRUE(v.has_value()) << s;
+    return v.value_or(Ipv4Prefix{});
+}
+
+MacAddr mac(const char* s) {
+    auto v = parse_mac(s);
+    EXPECT_TRUE(v.has_value()) << s;
+    return v.value_or(MacAddr{});
+}
+
+// The smallest interesting valid file: two VRFs, an inside port and an outside port in each.
+json base() {
+    return json::parse(R"({
+      "eal": {"vdevs": ["net_tap0,iface=egw0", "net_tap1", "net_tap2"]},
+      "workers": [1],
+      "ports": [
+        {"name": "in", "device": "net_tap0", "role": "inside", "addresses": ["10.244.1.1/24"]},
+        {"name": "out", "device": "net_tap1", "role": "outside", "addresses": ["192.0.2.1/24"]},
+        {"name": "blue1", "device": "net_tap2", "role": "outside", "vrf": "blue", "addresses": ["198.51.100.1/24"]}
+      ],
+      "vrfs": [{"name": "blue", "table": 100}],
+      "cluster": {"pod_cidrs": ["10.244.0.0/16"]},
+      "node": {"name": "gw-1"},
+      "state": {"source": "files", "path": "manifests"}
+    })");
+}
+
+// Loads `text` and returns what() of the ConfigError, checking that file() and path() agree with
+// the message's prefix.
+std::string error_of(const std::string& text, const std::string& file = kFile) {
+    try {
+        load_text(text, file);
+    } catch (const ConfigError& e) {
+        std::string what = e.what();
+        EXPECT_EQ(e.file(), file);
+        EXPECT_EQ(what.rfind(e.file() + ": " + e.path() + ": ", 0), 0u) << what;
+        return what;
+    } catch (const std::exception& e) {
+        return std::string("unexpected exception: ") + e.what();
+    }
+    return "no error";
+}
+
+std::string error_of_json(const json& j) { return error_of(j.dump(2)); }
+
+std::string msg(const std::string& path, const std::string& expected) {
+    return std::string(kFile) + ": " + path + ": " + expected;
+}
+
+// A fresh directory under the system's temp directory, removed at the end of the test.
+class TempDir {
+public:
+    TempDir() {
+        std::random_device rd;
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            fs::path p = fs::temp_directory_path() / ("egw-config-test-" + std::to_string(rd()));
+            if (fs::create_directory(p)) {
+                path_ = p;
+                return;
+            }
+        }
+        throw std::runtime_error("cannot create a temp directory");
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    const fs::path& path() const { return path_; }
+    fs::path write(const std::string& name, const std::string& text) const {
+        fs::path p = path_ / name;
+        fs::create_directories(p.parent_path());
+        std::ofstream(p) << text;
+        return p;
+    }
+
+private:
+    fs::path path_;
+};
+
+// The source tree: $EGW_SOURCE_ROOT (set by `meson test`), else the tree this binary was built
+// from (so that running the test binary by hand works too).
+std::string source_root() {
+    if (const char* root = std::getenv("EGW_SOURCE_ROOT")) return root;
+#ifdef EGW_BUILD_SOURCE_ROOT
+    return EGW_BUILD_SOURCE_ROOT;
+#else
+    return ".";
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+TEST(ParseIpv4, AcceptsDottedQuads) {
+    EXPECT_EQ(parse_ipv4("0.0.0.0"), 0u);
+    EXPECT_EQ(parse_ipv4("255.255.255.255"), 0xffffffffu);
+    EXPECT_EQ(parse_ipv4("10.0.0.1"), 0x0a000001u);
+    EXPECT_EQ(parse_ipv4("192.0.2.254"), 0xc00002feu);
+}
+
+TEST(ParseIpv4, RejectsEverythingElse) {
+    for (const char* s : {"", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.256", "01.2.3.4", "1.2.3.00", "+1.2.3.4",
+                          "1..3.4", "1.2.3.", ".1.2.3", "1.2.3.4 ", " 1.2.3.4", "1.2.3.-4", "a.b.c.d",
+                          "1.2.3.4/24", "0x1.2.3.4", "1000.1.1.1", "1.2.3.4\n"})
+        EXPECT_FALSE(parse_ipv4(s).has_value()) << '"' << s << '"';
+}
+
+TEST(ParseIpv4Prefix, KeepsHostBits) {
+    auto p = parse_ipv4_prefix("10.0.0.1/24");
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->addr, 0x0a000001u);
+    EXPECT_EQ(p->len, 24);
+    EXPECT_EQ(p->network(), 0x0a000000u);
+    EXPECT_EQ(p->mask(), 0xffffff00u);
+    EXPECT_TRUE(p->contains(ip("10.0.0.200")));
+    EXPECT_FALSE(p->contains(ip("10.0.1.1")));
+    auto all = parse_ipv4_prefix("0.0.0.0/0");
+    ASSERT_TRUE(all);
+    EXPECT_EQ(all->mask(), 0u);
+    EXPECT_TRUE(all->contains(ip("203.0.113.9")));
+    auto host = parse_ipv4_prefix("192.0.2.7/32");
+    ASSERT_TRUE(host);
+    EXPECT_EQ(host->mask(), 0xffffffffu);
+}
+
+TEST(ParseIpv4Prefix, RejectsEverythingElse) {
+    for (const char* s : {"", "10.0.0.0", "10.0.0.0/", "10.0.0.0/33", "10.0.0.0/024", "10.0.0.0/+4",
+                          "10.0.0.0/24/1", "10.0.0.0/2a", "10.0.0/8", "/8", "10.0.0.0 /8", "10.0.0.0/-1",
+                          "10.0.0.0/100"})
+        EXPECT_FALSE(parse_ipv4_prefix(s).has_value()) << '"' << s << '"';
+}
+
+TEST(ParseMac, AcceptsColonHex) {
+    auto m = parse_mac("02:e9:0A:bC:00:ff");
+    ASSERT_TRUE(m);
+    const uint8_t want[6] = {0x02, 0xe9, 0x0a, 0xbc, 0x00, 0xff};
+    EXPECT_TRUE(std::equal(std::begin(want), std::end(want), m->bytes));
+}
+
+TEST(ParseMac, RejectsEverythingElse) {
+    for (const char* s : {"", "02:00:00:00:00", "02-00-00-00-00-01", "0g:00:00:00:00:01", "2:0:0:0:0:1",
+                          "02:00:00:00:00:011", "02:00:00:00:00:0", "0200.0000.0001", "02:00:00:00:00:01:",
+                          " 02:00:00:00:00:01"})
+        EXPECT_FALSE(parse_mac(s).has_value()) << '"' << s << '"';
+}
+
+TEST(Format, RoundTrips) {
+    EXPECT_EQ(format_ipv4(0xc0000201u), "192.0.2.1");
+    EXPECT_EQ(format_ipv4(0), "0.0.0.0");
+    EXPECT_EQ(format_prefix(Ipv4Prefix{0x0a000001u, 24}), "10.0.0.1/24");
+    EXPECT_EQ(format_prefix(prefix("0.0.0.0/0")), "0.0.0.0/0");
+    EXPECT_EQ(format_mac(mac("02:E9:00:0a:00:01")), "02:e9:00:0a:00:01");
+    for (const char* s : {"1.2.3.4", "255.0.255.0", "10.244.1.1"}) EXPECT_EQ(format_ipv4(ip(s)), s);
+}
+
+TEST(ToString, Enums) {
+    EXPECT_STREQ(to_string(PortRole::inside), "inside");
+    EXPECT_STREQ(to_string(PortRole::outside), "outside");
+    EXPECT_STREQ(to_string(DefaultAction::route), "route");
+    EXPECT_STREQ(to_string(DefaultAction::masquerade), "masquerade");
+    EXPECT_STREQ(to_string(DefaultAction::drop), "drop");
+    EXPECT_STREQ(to_string(StateSource::files), "files");
+    EXPECT_STREQ(to_string(StateSource::kubernetes), "kubernetes");
+}
+
+TEST(ConfigError, FormatsFilePathAndExpectation) {
+    ConfigError e("a.json", "$.x", "expected y, got z");
+    EXPECT_STREQ(e.what(), "a.json: $.x: expected y, got z");
+    EXPECT_EQ(e.file(), "a.json");
+    EXPECT_EQ(e.path(), "$.x");
+}
+
+TEST(Find, PortsAndVrfsByNameOrTable) {
+    Config c = load_text(base().dump(), kFile);
+    ASSERT_NE(c.find_port("out"), nullptr);
+    EXPECT_EQ(c.find_port("out")->device, "net_tap1");
+    EXPECT_EQ(c.find_port("nope"), nullptr);
+    ASSERT_NE(c.find_vrf("blue"), nullptr);
+    EXPECT_EQ(c.find_vrf("blue")->table, 100u);
+    ASSERT_NE(c.find_vrf("100"), nullptr);
+    EXPECT_EQ(c.find_vrf("100")->name, "blue");
+    ASSERT_NE(c.find_vrf("254"), nullptr);
+    EXPECT_EQ(c.find_vrf("254")->name, "default");
+    EXPECT_EQ(c.find_vrf("default")->table, 254u);
+    EXPECT_EQ(c.find_vrf("0100"), nullptr);
+    EXPECT_EQ(c.find_vrf("+100"), nullptr);
+    EXPECT_EQ(c.find_vrf("101"), nullptr);
+    EXPECT_EQ(c.find_vrf(""), nullptr);
+    EXPECT_EQ(c.find_vrf("99999999999"), nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Happy paths
+// ---------------------------------------------------------------------------------------------
+
+TEST(Load, MinimalFileGetsDefaults) {
+    Config c = load_text(R"({
+      "eal": {"vdevs": ["net_tap0", "net_tap1"]},
+      "workers": [1],
+      "ports": [{"name": "a", "device": "net_tap0", "role": "inside"},
+                {"name": "b", "device": "net_tap1", "role": "outside"}],
+      "cluster": {"pod_cidrs": ["10.244.0.0/16"]},
+      "node": {"name": "gw-1"},
+      "state": {"path": "m"}
+    })", "/etc/egw/egw.json");
+    EXPECT_EQ(c.file, "/etc/egw/egw.json");
+    EXPECT_EQ(c.eal.lcores, "0-1");
+    EXPECT_EQ(c.eal.main_lcore, 0u);
+    EXPECT_TRUE(c.eal.no_huge);
+    EXPECT_EQ(c.eal.memory_mb, 512u);
+    EXPECT_EQ(c.eal.file_prefix, "egw");
+    EXPECT_TRUE(c.eal.pci_allow.empty());
+    EXPECT_TRUE(c.eal.extra_args.empty());
+    EXPECT_EQ(c.mempool.mbufs, 16383u);
+    EXPECT_EQ(c.mempool.cache, 256u);
+    EXPECT_EQ(c.mempool.data_room, 2176u);
+    ASSERT_EQ(c.ports.size(), 2u);
+    EXPECT_EQ(c.ports[0].vrf, "default");
+    EXPECT_TRUE(c.ports[0].addresses.empty());
+    EXPECT_FALSE(c.ports[0].mac.has_value());
+    EXPECT_EQ(c.ports[0].mtu, 1500u);
+    EXPECT_EQ(c.ports[0].rx_desc, 1024u);
+    EXPECT_EQ(c.ports[0].tx_desc, 1024u);
+    ASSERT_EQ(c.vrfs.size(), 1u);
+    EXPECT_EQ(c.vrfs[0].name, "default");
+    EXPECT_EQ(c.vrfs[0].table, 254u);
+    EXPECT_TRUE(c.routes.empty());
+    EXPECT_TRUE(c.neighbors.empty());
+    EXPECT_TRUE(c.cluster.service_cidrs.empty());
+    EXPECT_TRUE(c.cluster.node_ips.empty());
+    EXPECT_EQ(c.default_action, DefaultAction::masquerade);
+    EXPECT_EQ(c.sessions.max_sessions, 1u << 20);
+    EXPECT_EQ(c.sessions.port_min, 1024);
+    EXPECT_EQ(c.sessions.port_max, 65535);
+    EXPECT_EQ(c.sessions.timeouts.tcp_established_s, 7440u);
+    EXPECT_EQ(c.sessions.timeouts.tcp_transitory_s, 240u);
+    EXPECT_EQ(c.sessions.timeouts.udp_s, 300u);
+    EXPECT_EQ(c.sessions.timeouts.icmp_s, 60u);
+    EXPECT_EQ(c.arp.max_neighbors, 4096u);
+    EXPECT_EQ(c.arp.hold_packets, 256u);
+    EXPECT_EQ(c.arp.retry_ms, 1000u);
+    EXPECT_EQ(c.arp.reachable_s, 300u);
+    EXPECT_TRUE(c.node.labels.empty());
+    EXPECT_EQ(c.state.source, StateSource::files);
+    EXPECT_EQ(c.state.path, "/etc/egw/m");
+    EXPECT_EQ(c.state.poll_ms, 200u);
+    EXPECT_EQ(c.state.kubeconfig, "");
+}
+
+TEST(Load, FullFileEveryFieldLands) {
+    Config c = load_text(R"({
+      "eal": {"lcores": "0-3", "main_lcore": 3, "no_huge": false, "memory_mb": 2048, "file_prefix": "egw-x",
+              "vdevs": ["net_tap0,iface=egw0", "net_null0"], "pci_allow": ["0000:01:00.0", "02:00.1,rx_vec_en=0"],
+              "extra_args": ["--log-level=lib.eal:debug", "--in-memory"]},
+      "workers": [2, 0, 1],
+      "mempool": {"mbufs": 32767, "cache": 512, "data_room": 9344},
+      "ports": [
+        {"name": "pods", "device": "net_tap0", "role": "inside", "vrf": "default",
+         "addresses": ["10.244.1.1/24", "10.244.9.1/32"], "mac": "02:00:00:00:00:01", "mtu": 9000,
+         "rx_desc": 2048, "tx_desc": 512},
+        {"name": "up", "device": "0000:01:00.0", "role": "outside", "addresses": ["192.0.2.1/24"]},
+        {"name": "blue", "device": "0000:02:00.1", "role": "outside", "vrf": "blue", "addresses": ["198.51.100.1/25"]},
+        {"name": "sink", "device": "net_null0", "role": "outside", "vrf": "red"}
+      ],
+      "neighbors": [{"port": "up", "ip": "192.0.2.254", "mac": "02:00:00:00:00:fe"},
+                    {"port": "blue", "ip": "198.51.100.126", "mac": "02:00:00:00:01:FE"}],
+      "vrfs": [{"name": "blue", "table": 100}, {"name": "default", "table": 254}, {"name": "red", "table": 4294967294}],
+      "routes": [
+        {"prefix": "0.0.0.0/0", "via": "192.0.2.254", "port": "up"},
+        {"vrf": "blue", "prefix": "0.0.0.0/0", "via": "198.51.100.126", "port": "blue"},
+        {"vrf": "red", "prefix": "203.0.113.0/24", "port": "sink"},
+        {"vrf": "default", "prefix": "203.0.113.0/24", "port": "up"}
+      ],
+      "cluster": {"pod_cidrs": ["10.244.0.0/16", "10.245.0.0/16"], "service_cidrs": ["10.96.0.0/12"],
+                  "node_ips": ["172.18.0.2", "172.18.0.3"]},
+      "default_action": "drop",
+      "sessions": {"max": 1000, "port_min": 2000, "port_max": 3000,
+                   "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}},
+      "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30},
+      "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
+      "state": {"source": "kubernetes", "kubeconfig": "/etc/kubernetes/admin.conf"}
+    })", "cfg/egw.json");
+
+    EXPECT_EQ(c.file, "cfg/egw.json");
+    EXPECT_EQ(c.eal.lcores, "0-3");
+    EXPECT_EQ(c.eal.main_lcore, 3u);
+    EXPECT_FALSE(c.eal.no_huge);
+    EXPECT_EQ(c.eal.memory_mb, 2048u);
+    EXPECT_EQ(c.eal.file_prefix, "egw-x");
+    EXPECT_EQ(c.eal.vdevs, (std::vector<std::string>{"net_tap0,iface=egw0", "net_null0"}));
+    EXPECT_EQ(c.eal.pci_allow, (std::vector<std::string>{"0000:01:00.0", "02:00.1,rx_vec_en=0"}));
+    EXPECT_EQ(c.eal.extra_args, (std::vector<std::string>{"--log-level=lib.eal:debug", "--in-memory"}));
+    EXPECT_EQ(c.workers, (std::vector<unsigned>{2, 0, 1}));
+    EXPECT_EQ(c.mempool.mbufs, 32767u);
+    EXPECT_EQ(c.mempool.cache, 512u);
+    EXPECT_EQ(c.mempool.data_room, 9344u);
+
+    ASSERT_EQ(c.ports.size(), 4u);
+    const PortConfig& pods = c.ports[0];
+    EXPECT_EQ(pods.name, "pods");
+    EXPECT_EQ(pods.device, "net_tap0");
+    EXPECT_EQ(pods.role, PortRole::inside);
+    EXPECT_EQ(pods.vrf, "default");
+    ASSERT_EQ(pods.addresses.size(), 2u);
+    EXPECT_EQ(pods.addresses[0], (Ipv4Prefix{ip("10.244.1.1"), 24}));
+    EXPECT_EQ(pods.addresses[1], (Ipv4Prefix{ip("10.244.9.1"), 32}));
+    ASSERT_TRUE(pods.mac.has_value());
+    EXPECT_EQ(*pods.mac, mac("02:00:00:00:00:01"));
+    EXPECT_EQ(pods.mtu, 9000u);
+    EXPECT_EQ(pods.rx_desc, 2048u);
+    EXPECT_EQ(pods.tx_desc, 512u);
+    EXPECT_EQ(c.ports[1].device, "0000:01:00.0");
+    EXPECT_EQ(c.ports[1].role, PortRole::outside);
+    EXPECT_EQ(c.ports[1].vrf, "default");
+    EXPECT_FALSE(c.ports[1].mac.has_value());
+    EXPECT_EQ(c.ports[2].vrf, "blue");
+    EXPECT_EQ(c.ports[2].addresses[0], (Ipv4Prefix{ip("198.51.100.1"), 25}));
+    EXPECT_EQ(c.ports[3].vrf, "red");
+    EXPECT_TRUE(c.ports[3].addresses.empty());
+
+    ASSERT_EQ(c.neighbors.size(), 2u);
+    EXPECT_EQ(c.neighbors[0].port, "up");
+    EXPECT_EQ(c.neighbors[0].ip, ip("192.0.2.254"));
+    EXPECT_EQ(c.neighbors[0].mac, mac("02:00:00:00:00:fe"));
+    EXPECT_EQ(c.neighbors[1].port, "blue");
+    EXPECT_EQ(c.neighbors[1].mac, mac("02:00:00:00:01:fe"));
+
+    ASSERT_EQ(c.vrfs.size(), 3u);
+    EXPECT_EQ(c.vrfs[0].name, "default");
+    EXPECT_EQ(c.vrfs[0].table, 254u);
+    EXPECT_EQ(c.vrfs[1].name, "blue");
+    EXPECT_EQ(c.vrfs[1].table, 100u);
+    EXPECT_EQ(c.vrfs[2].name, "red");
+    EXPECT_EQ(c.vrfs[2].table, 4294967294u);
+
+    ASSERT_EQ(c.routes.size(), 4u);
+    EXPECT_EQ(c.routes[0].vrf, "default");
+    EXPECT_EQ(c.routes[0].prefix, prefix("0.0.0.0/0"));
+    EXPECT_EQ(c.routes[0].via, ip("192.0.2.254"));
+    EXPECT_EQ(c.routes[0].port, "up");
+    EXPECT_EQ(c.routes[1].vrf, "blue");
+    EXPECT_EQ(c.routes[1].via, ip("198.51.100.126"));
+    EXPECT_EQ(c.routes[2].vrf, "red");
+    EXPECT_EQ(c.routes[2].prefix, prefix("203.0.113.0/24"));
+    EXPECT_FALSE(c.routes[2].via.has_value());
+    EXPECT_EQ(c.routes[2].port, "sink");
+    EXPECT_EQ(c.routes[3].vrf, "default");
+
+    EXPECT_EQ(c.cluster.pod_cidrs, (std::vector<Ipv4Prefix>{prefix("10.244.0.0/16"), prefix("10.245.0.0/16")}));
+    EXPECT_EQ(c.cluster.service_cidrs, (std::vector<Ipv4Prefix>{prefix("10.96.0.0/12")}));
+    EXPECT_EQ(c.cluster.node_ips, (std::vector<uint32_t>{ip("172.18.0.2"), ip("172.18.0.3")}));
+    EXPECT_EQ(c.default_action, DefaultAction::drop);
+    EXPECT_EQ(c.sessions.max_sessions, 1000u);
+    EXPECT_EQ(c.sessions.port_min, 2000);
+    EXPECT_EQ(c.sessions.port_max, 3000);
+    EXPECT_EQ(c.sessions.timeouts.tcp_established_s, 1u);
+    EXPECT_EQ(c.sessions.timeouts.tcp_transitory_s, 2u);
+    EXPECT_EQ(c.sessions.timeouts.udp_s, 3u);
+    EXPECT_EQ(c.sessions.timeouts.icmp_s, 4u);
+    EXPECT_EQ(c.arp.max_neighbors, 10u);
+    EXPECT_EQ(c.arp.hold_packets, 0u);
+    EXPECT_EQ(c.arp.retry_ms, 100u);
+    EXPECT_EQ(c.arp.reachable_s, 30u);
+    EXPECT_EQ(c.node.name, "gw-1.example.com");
+    EXPECT_EQ(c.node.labels, (std::map<std::string, std::string>{{"egw.example.com/gateway", "true"}, {"zone", ""}}));
+    EXPECT_EQ(c.state.source, StateSource::kubernetes);
+    EXPECT_EQ(c.state.path, "");
+    EXPECT_EQ(c.state.kubeconfig, "/etc/kubernetes/admin.conf");
+}
+
+TEST(Load, CommentsAreAccepted) {
+    Config c = load_text(R"(// leading comment
+    {
+      // line comment before a key
+      "eal": {"vdevs": ["net_tap0", /* inline */ "net_tap1"]},
+      "workers": [1], // trailing comment
+      /* block
+         comment */
+      "ports": [{"name": "a", "device": "net_tap0", "role": "inside"},
+                {"name": "b", "device": "net_tap1", "role": "outside"}],
+      "cluster": {"pod_cidrs": ["10.244.0.0/16"]},
+      "node": {"name": "gw-1"},
+      "state": {"path": "m"}
+    }
+    // trailing comment)", kFile);
+    EXPECT_EQ(c.ports.size(), 2u);
+}
+
+TEST(Load, DefaultVrfIsInsertedFirst) {
+    Config c = load_text(base().dump(), kFile);
+    ASSERT_EQ(c.vrfs.size(), 2u);
+    EXPECT_EQ(c.vrfs[0].name, "default");
+    EXPECT_EQ(c.vrfs[0].table, 254u);
+    EXPECT_EQ(c.vrfs[1].name, "blue");
+}
+
+TEST(Load, DefaultVrfMayBeListedAnywhere) {
+    json j = base();
+    j["vrfs"] = json::parse(R"([{"name": "blue", "table": 100}, {"name": "default", "table": 254}])");
+    Config c = load_text(j.dump(), kFile);
+    ASSERT_EQ(c.vrfs.size(), 2u);
+    EXPECT_EQ(c.vrfs[0].name, "default");
+    EXPECT_EQ(c.vrfs[1].name, "blue");
+
+    j["vrfs"] = json::parse(R"([{"name": "default"}, {"name": "blue", "table": 100}])");
+    c = load_text(j.dump(), kFile);
+    ASSERT_EQ(c.vrfs.size(), 2u);
+    EXPECT_EQ(c.vrfs[0].table, 254u);
+}
+
+TEST(Load, LcoreMappingSyntaxIsPassedThrough) {
+    json j = base();
+    j["eal"]["lcores"] = "0@0,(1-2)@(4-5)";
+    j["workers"] = {1, 2};
+    Config c = load_text(j.dump(), kFile);
+    EXPECT_EQ(c.eal.lcores, "0@0,(1-2)@(4-5)");
+    EXPECT_EQ(c.workers, (std::vector<unsigned>{1, 2}));
+}
+
+TEST(Load, LcoreListsWithGaps) {
+    json j = base();
+    j["eal"]["lcores"] = "0-1,4,6-7";
+    j["workers"] = {4, 7, 1};
+    Config c = load_text(j.dump(), kFile);
+    EXPECT_EQ(c.workers, (std::vector<unsigned>{4, 7, 1}));
+}
+
+TEST(Load, NegativeZeroIsZero) {
+    Config c = load_text(R"({"eal": {"vdevs": ["net_tap0", "net_tap1"], "main_lcore": -0}, "workers": [1],
+      "ports": [{"name": "a", "device": "net_tap0", "role": "inside"}, {"name": "b", "device": "net_tap1", "role": "outside"}],
+      "cluster": {"pod_cidrs": ["10.244.0.0/16"]}, "node": {"name": "gw-1"}, "state": {"path": "m"}})", kFile);
+    EXPECT_EQ(c.eal.main_lcore, 0u);
+}
+
+TEST(StatePath, ResolvedAgainstTheConfigDirectory) {
+    json j = base();
+    EXPECT_EQ(load_text(j.dump(), "/srv/egw/egw.json").state.path, "/srv/egw/manifests");
+    j["state"]["path"] = "../shared/./manifests/";
+    EXPECT_EQ(load_text(j.dump(), "/srv/egw/egw.json").state.path, "/srv/shared/manifests");
+    j["state"]["path"] = ".";
+    EXPECT_EQ(load_text(j.dump(), "/srv/egw/egw.json").state.path, "/srv/egw");
+    j["state"]["path"] = "/var/lib/egw/manifests";
+    EXPECT_EQ(load_text(j.dump(), "/srv/egw/egw.json").state.path, "/var/lib/egw/manifests");
+}
+
+TEST(StatePath, RelativeConfigFileIsAnchoredAtTheWorkingDirectory) {
+    json j = base();
+    const fs::path want = (fs::current_path() / "sub" / "dir" / "manifests").lexically_normal();
+    EXPECT_EQ(load_text(j.dump(), "sub/dir/egw.json").state.path, want.string());
+    EXPECT_EQ(load_text(j.dump(), "egw.json").state.path, (fs::current_path() / "manifests").string());
+}
+
+TEST(StatePath, LoadFileResolvesNextToTheFile) {
+    TempDir dir;
+    json j = base();
+    j["state"]["path"] = "demo-manifests";
+    fs::path file = dir.write("etc/egw.json", "// a comment\n" + j.dump(2));
+    Config c = load_file(file.string());
+    EXPECT_EQ(c.file, file.string());
+    EXPECT_EQ(c.state.path, (dir.path() / "etc" / "demo-manifests").string());
+    EXPECT_FALSE(fs::exists(c.state.path));  // need not exist at load time
+}
+
+TEST(StatePath, EmptyKubeconfigAndPollAreAcceptedWithEitherSource) {
+    json j = base();
+    j["state"] = json::parse(R"({"source": "files", "path": "m", "poll_ms": 500, "kubeconfig": ""})");
+    Config c = load_text(j.dump(), "/srv/egw/egw.json");
+    EXPECT_EQ(c.state.poll_ms, 500u);
+    EXPECT_EQ(c.state.kubeconfig, "");
+    j["state"] = json::parse(R"({"source": "kubernetes", "poll_ms": 500, "kubeconfig": ""})");
+    c = load_text(j.dump(), "/srv/egw/egw.json");
+    EXPECT_EQ(c.state.source, StateSource::kubernetes);
+    EXPECT_EQ(c.state.kubeconfig, "");
+}
+
+TEST(StatePath, KubeconfigIsResolvedToo) {
+    json j = base();
+    j["state"] = json::parse(R"({"source": "kubernetes", "kubeconfig": "kube/config"})");
+    EXPECT_EQ(load_text(j.dump(), "/srv/egw/egw.json").state.kubeconfig, "/srv/egw/kube/config");
+    j["state"] = json::parse(R"({"source": "kubernetes"})");
+    Config c = load_text(j.dump(), "/srv/egw/egw.json");
+    EXPECT_EQ(c.state.kubeconfig, "");
+    EXPECT_EQ(c.state.path, "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// File-level errors
+// ---------------------------------------------------------------------------------------------
+
+TEST(FileErrors, MissingFileNamesTheFile) {
+    TempDir dir;
+    const std::string path = (dir.path() / "missing.json").string();
+    try {
+        load_file(path);
+        FAIL() << "no error";
+    } catch (const ConfigError& e) {
+        EXPECT_EQ(e.file(), path);
+        EXPECT_EQ(std::string(e.what()), path + ": $: expected a readable file, got \"No such file or directory\"");
+    }
+}
+
+TEST(FileErrors, DirectoryIsNotAFile) {
+    TempDir dir;
+    const std::string path = dir.path().string();
+    try {
+        load_file(path);
+        FAIL() << "no error";
+    } catch (const ConfigError& e) {
+        EXPECT_EQ(std::string(e.what()), path + ": $: expected a readable file, got \"Is a directory\"");
+    }
+}
+
+TEST(FileErrors, LoadFileNamesTheFileInValidationErrors) {
+    TempDir dir;
+    json j = base();
+    j["workers"] = {9};
+    fs::path file = dir.write("bad.json", j.dump(2));
+    try {
+        load_file(file.string());
+        FAIL() << "no error";
+    } catch (const ConfigError& e) {
+        EXPECT_EQ(e.file(), file.string());
+        EXPECT_EQ(e.path(), "$.workers[0]");
+        EXPECT_EQ(std::string(e.what()),
+                  file.string() + ": $.workers[0]: expected one of the lcores \"0-1\" ($.eal.lcores: 0,1), got 9");
+    }
+}
+
+TEST(FileErrors, SyntaxErrorNamesLineAndColumn) {
+    EXPECT_EQ(error_of("{\n  \"workers\": [1],\n  }"),
+              msg("$", "expected valid JSON, got a syntax error at line 3, column 3 (syntax error while parsing "
+                       "object key - unexpected '}'; expected string literal)"));
+    EXPECT_EQ(error_of("// only a comment\n{\"workers\": [1,]}"),
+              msg("$", "expected valid JSON, got a syntax error at line 2, column 16 (syntax error while parsing "
+                       "value - unexpected ']'; expected '[', '{', or a literal)"));
+}
+
+TEST(FileErrors, SyntaxErrorInAFileNamesTheFile) {
+    TempDir dir;
+    fs::path file = dir.write("broken.json", "{\n  \"workers\": [1]\n  \"ports\": []\n}\n");
+    try {
+        load_file(file.string());
+        FAIL() << "no error";
+    } catch (const ConfigError& e) {
+        EXPECT_EQ(e.file(), file.string());
+        EXPECT_EQ(e.path(), "$");
+        // nlohmann/json stops at the end of the unexpected token: the closing quote of "ports".
+        EXPECT_NE(std::string(e.what()).find("line 3, column 9"), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).rfind(file.string() + ": $: expected valid JSON, got a syntax error", 0), 0u)
+            << e.what();
+    }
+}
+
+TEST(FileErrors, EmptyAndTrailingGarbage) {
+    EXPECT_EQ(error_of(""), msg("$", "expected valid JSON, got a syntax error at line 1, column 1 (syntax error "
+                                     "while parsing value - unexpected end of input; expected '[', '{', or a "
+                                     "literal)"));
+    EXPECT_NE(error_of(base().dump() + " {}").find(": $: expected valid JSON, got a syntax error at line 1"),
+              std::string::npos);
+}
+
+TEST(FileErrors, TopLevelMustBeAnObject) {
+    EXPECT_EQ(error_of("[]"), msg("$", "expected a JSON object, got an empty array"));
+    EXPECT_EQ(error_of("\"x\""), msg("$", "expected a JSON object, got \"x\""));
+}
+
+TEST(FileErrors, TheExampleFromTheDocs) {
+    json j = base();
+    j["ports"][1]["addresses"][0] = "10.0.0.300/24";
+    try {
+        load_text(j.dump(), "config/demo.json");
+        FAIL() << "no error";
+    } catch (const ConfigError& e) {
+        EXPECT_STREQ(e.what(),
+                     "config/demo.json: $.ports[1].addresses[0]: expected an IPv4 prefix like 10.0.0.1/24, got "
+                     "\"10.0.0.300/24\"");
+        EXPECT_EQ(e.path(), "$.ports[1].addresses[0]");
+        EXPECT_EQ(e.file(), "config/demo.json");
+    }
+}
+
+TEST(FileErrors, DuplicateJsonKeys) {
+    EXPECT_EQ(error_of(R"({"workers": [1], "workers": [1]})"),
+              msg("$.workers", "expected each key at most once per object, got \"workers\" twice"));
+    std::string text = base().dump(2);
+    // Repeat a key inside the second port.
+    const std::string needle = "\"name\": \"out\",";
+    text.replace(text.find(needle), needle.size(), needle + " \"mtu\": 1500, \"mtu\": 9000,");
+    EXPECT_EQ(error_of(text), msg("$.ports[1].mtu", "expected each key at most once per object, got \"mtu\" twice"));
+    EXPECT_EQ(error_of(R"({"node": {"labels": {"a/b": "1", "a/b": "2"}}})"),
+              msg("$.node.labels[\"a/b\"]", "expected each key at most once per object, got \"a/b\" twice"));
+    EXPECT_EQ(error_of(R"({"x": [[1, 2], [{"k": 1, "k": 2}]]})"),
+              msg("$.x[1][0].k", "expected each key at most once per object, got \"k\" twice"));
+}
+
+TEST(FileErrors, ErrorsInDocumentOrderFirstOneWins) {
+    json j = base();
+    j["workers"] = {7};
+    j["sessions"] = {{"max", 0}};
+    EXPECT_EQ(error_of_json(j), msg("$.workers[0]", "expected one of the lcores \"0-1\" ($.eal.lcores: 0,1), got 7"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// One case per field error, each with the whole message
+// ---------------------------------------------------------------------------------------------
+
+struct ErrorCase {
+    const char* name;
+    std::function<void(json&)> mutate;
+    const char* path;
+    const char* expected;
+};
+
+// Shown by GoogleTest when a case fails.
+void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.name << " (" << c.path << ")"; }
+
+class FieldError : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(FieldError, NamesPathAndExpectation) {
+    const ErrorCase& c = GetParam();
+    json j = base();
+    c.mutate(j);
+    EXPECT_EQ(error_of_json(j), msg(c.path, c.expected));
+}
+
+const char* const kTopKeys =
+    "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, node, state";
+const char* const kPortKeys = "name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc";
+
+#define J(text) json::parse(text)
+
+const ErrorCase kCases[] = {
+    // --- unknown keys, everywhere ------------------------------------------------------------
+    {"UnknownTopLevel", [](json& j) { j["worker"] = {1}; }, "$.worker",
+     "unknown key \"worker\", expected one of: eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, "
+     "default_action, sessions, arp, node, state"},
+    {"UnknownEal", [](json& j) { j["eal"]["lcore"] = "0-1"; }, "$.eal.lcore",
+     "unknown key \"lcore\", expected one of: lcores, main_lcore, no_huge, memory_mb, file_prefix, vdevs, "
+     "pci_allow, extra_args"},
+    {"UnknownMempool", [](json& j) { j["mempool"] = {{"size", 1}}; }, "$.mempool.size",
+     "unknown key \"size\", expected one of: mbufs, cache, data_room"},
+    {"UnknownPort", [](json& j) { j["ports"][1]["ip"] = "1.2.3.4"; }, "$.ports[1].ip",
+     "unknown key \"ip\", expected one of: name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc"},
+    {"UnknownNeighbor",
+     [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2.9", "mac": "02:00:00:00:00:09", "ttl": 1}])"); },
+     "$.neighbors[0].ttl", "unknown key \"ttl\", expected one of: port, ip, mac"},
+    {"UnknownVrf", [](json& j) { j["vrfs"][0]["id"] = 1; }, "$.vrfs[0].id",
+     "unknown key \"id\", expected one of: name, table"},
+    {"UnknownRoute",
+     [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "port": "out", "gateway": "192.0.2.254"}])"); },
+     "$.routes[0].gateway", "unknown key \"gateway\", expected one of: vrf, prefix, via, port"},
+    {"UnknownCluster", [](json& j) { j["cluster"]["pod_cidr"] = "10.0.0.0/8"; }, "$.cluster.pod_cidr",
+     "unknown key \"pod_cidr\", expected one of: pod_cidrs, service_cidrs, node_ips"},
+    {"UnknownSessions", [](json& j) { j["sessions"] = {{"max_sessions", 5}}; }, "$.sessions.max_sessions",
+     "unknown key \"max_sessions\", expected one of: max, port_min, port_max, timeouts"},
+    {"UnknownTimeout", [](json& j) { j["sessions"] = J(R"({"timeouts": {"tcp": 5}})"); }, "$.sessions.timeouts.tcp",
+     "unknown key \"tcp\", expected one of: tcp_established, tcp_transitory, udp, icmp"},
+    {"UnknownArp", [](json& j) { j["arp"] = {{"timeout", 5}}; }, "$.arp.timeout",
+     "unknown key \"timeout\", expected one of: max_neighbors, hold_packets, retry_ms, reachable_s"},
+    {"UnknownNode", [](json& j) { j["node"]["label"] = json::object(); }, "$.node.label",
+     "unknown key \"label\", expected one of: name, labels"},
+    {"UnknownState", [](json& j) { j["state"]["dir"] = "x"; }, "$.state.dir",
+     "unknown key \"dir\", expected one of: source, path, poll_ms, kubeconfig"},
+    {"UnknownKeyNeedsQuoting", [](json& j) { j["eal"]["no huge"] = true; }, "$.eal[\"no huge\"]",
+     "unknown key \"no huge\", expected one of: lcores, main_lcore, no_huge, memory_mb, file_prefix, vdevs, "
+     "pci_allow, extra_args"},
+
+    // --- wrong JSON types -------------------------------------------------------------------
+    {"EalNotObject", [](json& j) { j["eal"] = "x"; }, "$.eal", "expected an object, got \"x\""},
+    {"BoolAsString", [](json& j) { j["eal"]["no_huge"] = "yes"; }, "$.eal.no_huge", "expected true or false, got \"yes\""},
+    {"BoolAsNumber", [](json& j) { j["eal"]["no_huge"] = 1; }, "$.eal.no_huge", "expected true or false, got 1"},
+    {"LcoresAsNumber", [](json& j) { j["eal"]["lcores"] = 3; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got 3"},
+    {"VdevsNotArray", [](json& j) { j["eal"]["vdevs"] = "net_tap0"; }, "$.eal.vdevs",
+     "expected an array of virtual device specifications like \"net_tap0,iface=egw0\", got \"net_tap0\""},
+    {"ExtraArgNotString", [](json& j) { j["eal"]["extra_args"] = {"--a", 5}; }, "$.eal.extra_args[1]",
+     "expected non-empty EAL arguments, got 5"},
+    {"WorkersNotArray", [](json& j) { j["workers"] = 1; }, "$.workers",
+     "expected a non-empty array of worker lcore ids like [1], got 1"},
+    {"WorkerAsString", [](json& j) { j["workers"] = {"1"}; }, "$.workers[0]", "expected an integer from 0 to 127, got \"1\""},
+    {"PortsNotArray", [](json& j) { j["ports"] = json::object(); }, "$.ports",
+     "expected a non-empty array of ports, got an empty object"},
+    {"PortNotObject", [](json& j) { j["ports"][0] = "in"; }, "$.ports[0]",
+     "expected a port like {\"name\": \"ext1\", \"device\": \"net_af_packet0\", \"role\": \"outside\"}, got \"in\""},
+    {"PortNameNumber", [](json& j) { j["ports"][0]["name"] = 1; }, "$.ports[0].name",
+     "expected a port name of 1 to 32 characters from [A-Za-z0-9._-], got 1"},
+    {"AddressesNotArray", [](json& j) { j["ports"][0]["addresses"] = "10.244.1.1/24"; }, "$.ports[0].addresses",
+     "expected an array of IPv4 prefixes like [\"10.0.0.1/24\"], got \"10.244.1.1/24\""},
+    {"MacNull", [](json& j) { j["ports"][0]["mac"] = nullptr; }, "$.ports[0].mac",
+     "expected a MAC address like 02:00:00:00:00:01, got null"},
+    {"VrfsNotArray", [](json& j) { j["vrfs"] = J(R"({"blue": 100})"); }, "$.vrfs",
+     "expected an array of VRFs like [{\"name\": \"blue\", \"table\": 100}], got an object"},
+    {"RoutesNotArray", [](json& j) { j["routes"] = json::object(); }, "$.routes",
+     "expected an array of routes, got an empty object"},
+    {"NeighborsNotArray", [](json& j) { j["neighbors"] = true; }, "$.neighbors",
+     "expected an array of static neighbours, got true"},
+    {"PodCidrsNotArray", [](json& j) { j["cluster"]["pod_cidrs"] = "10.244.0.0/16"; }, "$.cluster.pod_cidrs",
+     "expected a non-empty array of IPv4 prefixes like [\"10.244.0.0/16\"], got \"10.244.0.0/16\""},
+    {"NodeIpsNotArray", [](json& j) { j["cluster"]["node_ips"] = "172.18.0.2"; }, "$.cluster.node_ips",
+     "expected an array of IPv4 addresses like [\"172.18.0.2\"], got \"172.18.0.2\""},
+    {"DefaultActionNumber", [](json& j) { j["default_action"] = 1; }, "$.default_action",
+     "expected \"route\", \"masquerade\" or \"drop\", got 1"},
+    {"LabelsArray", [](json& j) { j["node"]["labels"] = {"a"}; }, "$.node.labels",
+     "expected an object of label keys to string values, got an array"},
+    {"LabelValueBool", [](json& j) { j["node"]["labels"]["egw.example.com/gateway"] = true; },
+     "$.node.labels[\"egw.example.com/gateway\"]",
+     "expected a label value of at most 63 characters from [A-Za-z0-9._-], alphanumeric at both ends, got true"},
+    {"StateNotObject", [](json& j) { j["state"] = "files"; }, "$.state",
+     "expected an object like {\"source\": \"files\", \"path\": \"manifests\"}, got \"files\""},
+
+    // --- numbers: range, sign, non-integer ----------------------------------------------------
+    {"Negative", [](json& j) { j["ports"][0]["mtu"] = -1; }, "$.ports[0].mtu", "expected an integer from 68 to 16128, got -1"},
+    {"Fraction", [](json& j) { j["ports"][0]["mtu"] = 1500.5; }, "$.ports[0].mtu",
+     "expected an integer from 68 to 16128, got 1500.5"},
+    {"FloatWithoutFraction", [](json& j) { j["ports"][0]["mtu"] = 1500.0; }, "$.ports[0].mtu",
+     "expected an integer from 68 to 16128, got 1500.0"},
+    {"NumberAsString", [](json& j) { j["ports"][0]["mtu"] = "1500"; }, "$.ports[0].mtu",
+     "expected an integer from 68 to 16128, got \"1500\""},
+    {"TooLarge", [](json& j) { j["ports"][0]["mtu"] = 70000; }, "$.ports[0].mtu",
+     "expected an integer from 68 to 16128, got 70000"},
+    {"TooSmall", [](json& j) { j["ports"][0]["mtu"] = 67; }, "$.ports[0].mtu", "expected an integer from 68 to 16128, got 67"},
+    {"RxDescZero", [](json& j) { j["ports"][0]["rx_desc"] = 0; }, "$.ports[0].rx_desc",
+     "expected an integer from 16 to 32768, got 0"},
+    {"TxDescHuge", [](json& j) { j["ports"][0]["tx_desc"] = 1u << 20; }, "$.ports[0].tx_desc",
+     "expected an integer from 16 to 32768, got 1048576"},
+    {"MemoryZero", [](json& j) { j["eal"]["memory_mb"] = 0; }, "$.eal.memory_mb",
+     "expected an integer from 1 to 1048576, got 0"},
+    {"Uint64Overflow", [](json& j) { j["eal"]["memory_mb"] = 18446744073709551615ull; }, "$.eal.memory_mb",
+     "expected an integer from 1 to 1048576, got 18446744073709551615"},
+    {"MainLcoreTooBig", [](json& j) { j["eal"]["main_lcore"] = 128; }, "$.eal.main_lcore",
+     "expected an integer from 0 to 127, got 128"},
+    {"MbufsZero", [](json& j) { j["mempool"] = {{"mbufs", 0}}; }, "$.mempool.mbufs",
+     "expected an integer from 1 to 67108864, got 0"},
+    {"CacheOverDpdkMax", [](json& j) { j["mempool"] = {{"cache", 513}}; }, "$.mempool.cache",
+     "expected an integer from 0 to 512, got 513"},
+    {"CacheTooBigForPool", [](json& j) { j["mempool"] = {{"mbufs", 300}, {"cache", 256}}; }, "$.mempool.cache",
+     "expected a cache of at most mbufs / 1.5 (200 for 300 mbufs), got 256"},
+    {"SmallPoolDefaultCache", [](json& j) { j["mempool"] = {{"mbufs", 100}}; }, "$.mempool.mbufs",
+     "expected a cache of at most mbufs / 1.5 (66 for 100 mbufs), got 256"},
+    {"DataRoomTooSmall", [](json& j) { j["mempool"] = {{"data_room", 128}}; }, "$.mempool.data_room",
+     "expected an integer from 256 to 65535, got 128"},
+    {"SessionsMaxZero", [](json& j) { j["sessions"] = {{"max", 0}}; }, "$.sessions.max",
+     "expected an integer from 1 to 268435456, got 0"},
+    {"PortMinZero", [](json& j) { j["sessions"] = {{"port_min", 0}}; }, "$.sessions.port_min",
+     "expected an integer from 1 to 65535, got 0"},
+    {"PortMaxTooBig", [](json& j) { j["sessions"] = {{"port_max", 65536}}; }, "$.sessions.port_max",
+     "expected an integer from 1 to 65535, got 65536"},
+    {"PortMinAboveMax", [](json& j) { j["sessions"] = {{"port_min", 2000}, {"port_max", 1999}}; }, "$.sessions.port_max",
+     "expected port_min <= port_max, got port_min 2000 and port_max 1999"},
+    {"PortMinAboveDefaultMax", [](json& j) { j["sessions"] = {{"port_min", 1024}, {"port_max", 1000}}; },
+     "$.sessions.port_max", "expected port_min <= port_max, got port_min 1024 and port_max 1000"},
+    {"PortRangeSmallerThanWorkers",
+     [](json& j) {
+         j["eal"]["lcores"] = "0-2";
+         j["workers"] = {1, 2};
+         j["sessions"] = {{"port_min", 5000}, {"port_max", 5000}};
+     },
+     "$.sessions.port_max", "expected a NAT port range of at least 2 ports (one block per worker), got 1"},
+    {"TimeoutZero", [](json& j) { j["sessions"] = J(R"({"timeouts": {"udp": 0}})"); }, "$.sessions.timeouts.udp",
+     "expected an integer from 1 to 604800, got 0"},
+    {"TimeoutNegative", [](json& j) { j["sessions"] = J(R"({"timeouts": {"icmp": -10}})"); }, "$.sessions.timeouts.icmp",
+     "expected an integer from 1 to 604800, got -10"},
+    {"TimeoutFraction", [](json& j) { j["sessions"] = J(R"({"timeouts": {"tcp_established": 0.5}})"); },
+     "$.sessions.timeouts.tcp_established", "expected an integer from 1 to 604800, got 0.5"},
+    {"TimeoutTransitoryHuge", [](json& j) { j["sessions"] = J(R"({"timeouts": {"tcp_transitory": 604801}})"); },
+     "$.sessions.timeouts.tcp_transitory", "expected an integer from 1 to 604800, got 604801"},
+    {"ArpRetryTooFast", [](json& j) { j["arp"] = {{"retry_ms", 5}}; }, "$.arp.retry_ms",
+     "expected an integer from 10 to 60000, got 5"},
+    {"ArpMaxNeighborsZero", [](json& j) { j["arp"] = {{"max_neighbors", 0}}; }, "$.arp.max_neighbors",
+     "expected an integer from 1 to 1048576, got 0"},
+    {"ArpHoldNegative", [](json& j) { j["arp"] = {{"hold_packets", -1}}; }, "$.arp.hold_packets",
+     "expected an integer from 0 to 65536, got -1"},
+    {"ArpReachableZero", [](json& j) { j["arp"] = {{"reachable_s", 0}}; }, "$.arp.reachable_s",
+     "expected an integer from 1 to 86400, got 0"},
+    {"PollTooFast", [](json& j) { j["state"]["poll_ms"] = 1; }, "$.state.poll_ms",
+     "expected an integer from 10 to 60000, got 1"},
+    {"TableZero", [](json& j) { j["vrfs"][0]["table"] = 0; }, "$.vrfs[0].table",
+     "expected an integer from 1 to 4294967294, got 0"},
+    {"TableReservedMax", [](json& j) { j["vrfs"][0]["table"] = 4294967295u; }, "$.vrfs[0].table",
+     "expected an integer from 1 to 4294967294, got 4294967295"},
+
+    // --- missing required keys and empty required lists ---------------------------------------
+    {"MissingWorkers", [](json& j) { j.erase("workers"); }, "$.workers",
+     "missing required key, expected a non-empty array of worker lcore ids like [1]"},
+    {"EmptyWorkers", [](json& j) { j["workers"] = json::array(); }, "$.workers",
+     "expected a non-empty array of worker lcore ids like [1], got an empty array"},
+    {"MissingPorts", [](json& j) { j.erase("ports"); }, "$.ports", "missing required key, expected a non-empty array of ports"},
+    {"EmptyPorts", [](json& j) { j["ports"] = json::array(); }, "$.ports",
+     "expected a non-empty array of ports, got an empty array"},
+    {"MissingPortName", [](json& j) { j["ports"][1].erase("name"); }, "$.ports[1].name",
+     "missing required key, expected a port name of 1 to 32 characters from [A-Za-z0-9._-]"},
+    {"MissingPortDevice", [](json& j) { j["ports"][1].erase("device"); }, "$.ports[1].device",
+     "missing required key, expected a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\""},
+    {"MissingPortRole", [](json& j) { j["ports"][1].erase("role"); }, "$.ports[1].role",
+     "missing required key, expected \"inside\" or \"outside\""},
+    {"MissingCluster", [](json& j) { j.erase("cluster"); }, "$.cluster",
+     "missing required key, expected an object like {\"pod_cidrs\": [\"10.244.0.0/16\"]}"},
+    {"MissingPodCidrs", [](json& j) { j["cluster"] = json::object(); }, "$.cluster.pod_cidrs",
+     "missing required key, expected a non-empty array of IPv4 prefixes like [\"10.244.0.0/16\"]"},
+    {"EmptyPodCidrs", [](json& j) { j["cluster"]["pod_cidrs"] = json::array(); }, "$.cluster.pod_cidrs",
+     "expected a non-empty array of IPv4 prefixes like [\"10.244.0.0/16\"], got an empty array"},
+    {"MissingNode", [](json& j) { j.erase("node"); }, "$.node", "missing required key, expected an object like {\"name\": \"gw-1\"}"},
+    {"MissingNodeName", [](json& j) { j["node"] = json::object(); }, "$.node.name",
+     "missing required key, expected a node name that is a DNS-1123 subdomain (lower-case letters, digits, '-' "
+     "and '.', at most 253) like \"gw-1\""},
+    {"MissingState", [](json& j) { j.erase("state"); }, "$.state",
+     "missing required key, expected an object like {\"source\": \"files\", \"path\": \"manifests\"}"},
+    {"MissingStatePath", [](json& j) { j["state"].erase("path"); }, "$.state.path",
+     "missing required key, expected the manifest directory, relative to the configuration file's directory, like "
+     "\"manifests\" (required with source \"files\")"},
+    {"MissingVrfName", [](json& j) { j["vrfs"][0].erase("name"); }, "$.vrfs[0].name",
+     "missing required key, expected a VRF name like \"blue\""},
+    {"MissingVrfTable", [](json& j) { j["vrfs"][0].erase("table"); }, "$.vrfs[0].table",
+     "missing required key, expected a routing table number from 1 to 4294967294"},
+    {"MissingRoutePort", [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0"}])"); }, "$.routes[0].port",
+     "missing required key, expected the name of the port the route leaves through"},
+    {"MissingRoutePrefix", [](json& j) { j["routes"] = J(R"([{"port": "out"}])"); }, "$.routes[0].prefix",
+     "missing required key, expected an IPv4 prefix like 0.0.0.0/0"},
+    {"MissingNeighborMac", [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2.9"}])"); },
+     "$.neighbors[0].mac", "missing required key, expected a MAC address like 02:00:00:00:00:fe"},
+    {"MissingNeighborIp", [](json& j) { j["neighbors"] = J(R"([{"port": "out", "mac": "02:00:00:00:00:09"}])"); },
+     "$.neighbors[0].ip", "missing required key, expected an IPv4 address like 192.0.2.254"},
+    {"MissingNeighborPort", [](json& j) { j["neighbors"] = J(R"([{"ip": "192.0.2.9", "mac": "02:00:00:00:00:09"}])"); },
+     "$.neighbors[0].port", "missing required key, expected a port name"},
+
+    // --- EAL and workers ---------------------------------------------------------------------
+    {"LcoresOpenRange", [](json& j) { j["eal"]["lcores"] = "0-"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got \"0-\""},
+    {"LcoresReversed", [](json& j) { j["eal"]["lcores"] = "3-1"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got \"3-1\""},
+    {"LcoresWords", [](json& j) { j["eal"]["lcores"] = "all"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got \"all\""},
+    {"LcoresEmpty", [](json& j) { j["eal"]["lcores"] = ""; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got \"\""},
+    {"LcoresBeyondMax", [](json& j) { j["eal"]["lcores"] = "0-128"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got \"0-128\""},
+    {"MainNotInLcores", [](json& j) { j["eal"]["main_lcore"] = 2; }, "$.eal.main_lcore",
+     "expected the main lcore to be one of the lcores \"0-1\", got 2"},
+    {"DefaultMainNotInLcores", [](json& j) { j["eal"]["lcores"] = "1-2"; }, "$.eal.lcores",
+     "expected the main lcore to be one of the lcores \"1-2\", got 0"},
+    {"WorkerIsMain", [](json& j) { j["workers"] = {0}; }, "$.workers[0]",
+     "expected a worker lcore other than the main lcore 0 ($.eal.main_lcore), got 0"},
+    {"WorkerNotInLcores", [](json& j) { j["eal"]["lcores"] = "0-1,4"; j["workers"] = {1, 3}; }, "$.workers[1]",
+     "expected one of the lcores \"0-1,4\" ($.eal.lcores: 0,1,4), got 3"},
+    {"WorkerDuplicate", [](json& j) { j["eal"]["lcores"] = "0-3"; j["workers"] = {1, 2, 1}; }, "$.workers[2]",
+     "expected each worker lcore once, got 1 twice"},
+    {"WorkerTooBig", [](json& j) { j["eal"]["lcores"] = "0@0,1@1"; j["workers"] = {1000}; }, "$.workers[0]",
+     "expected an integer from 0 to 127, got 1000"},
+    {"FilePrefixWithSlash", [](json& j) { j["eal"]["file_prefix"] = "../egw"; }, "$.eal.file_prefix",
+     "expected a file prefix of 1 to 64 characters from [A-Za-z0-9._-], got \"../egw\""},
+    {"VdevEmptyName", [](json& j) { j["eal"]["vdevs"][1] = ",iface=x"; }, "$.eal.vdevs[1]",
+     "expected a virtual device specification like \"net_tap0,iface=egw0\", got \",iface=x\""},
+    {"VdevEmptyString", [](json& j) { j["eal"]["vdevs"][1] = ""; }, "$.eal.vdevs[1]",
+     "expected virtual device specifications like \"net_tap0,iface=egw0\", got \"\""},
+    {"VdevDuplicate", [](json& j) { j["eal"]["vdevs"][2] = "net_tap0,iface=other"; }, "$.eal.vdevs[2]",
+     "expected each virtual device name once, got \"net_tap0\" twice"},
+    {"PciBad", [](json& j) { j["eal"]["pci_allow"] = {"0000:01:00"}; }, "$.eal.pci_allow[0]",
+     "expected a PCI address like \"0000:01:00.0\" (optionally followed by \",devargs\"), got \"0000:01:00\""},
+    {"PciBadFunction", [](json& j) { j["eal"]["pci_allow"] = {"0000:01:00.8"}; }, "$.eal.pci_allow[0]",
+     "expected a PCI address like \"0000:01:00.0\" (optionally followed by \",devargs\"), got \"0000:01:00.8\""},
+    {"PciDuplicate", [](json& j) { j["eal"]["pci_allow"] = {"0000:01:00.0", "01:00.0,x=1"}; }, "$.eal.pci_allow[1]",
+     "expected each PCI address once, got \"0000:01:00.0\" twice"},
+
+    // --- ports -------------------------------------------------------------------------------
+    {"PortNameWithSpace", [](json& j) { j["ports"][0]["name"] = "my port"; }, "$.ports[0].name",
+     "expected a port name of 1 to 32 characters from [A-Za-z0-9._-], got \"my port\""},
+    {"PortNameEmpty", [](json& j) { j["ports"][0]["name"] = ""; }, "$.ports[0].name",
+     "expected a port name of 1 to 32 characters from [A-Za-z0-9._-], got \"\""},
+    {"PortNameDuplicate", [](json& j) { j["ports"][2]["name"] = "in"; }, "$.ports[2].name",
+     "expected each port name once, got \"in\" twice"},
+    {"PortDeviceDuplicate", [](json& j) { j["ports"][2]["device"] = "net_tap0"; }, "$.ports[2].device",
+     "expected each device in one port only, got \"net_tap0\" twice"},
+    {"PortPciDeviceDuplicate",
+     [](json& j) {
+         j["eal"]["pci_allow"] = {"0000:01:00.0"};
+         j["ports"][1]["device"] = "0000:01:00.0";
+         j["ports"][2]["device"] = "01:00.0";
+     },
+     "$.ports[2].device", "expected each device in one port only, got \"01:00.0\" twice"},
+    {"PortDeviceNotDeclared", [](json& j) { j["ports"][1]["device"] = "net_tap7"; }, "$.ports[1].device",
+     "expected a device declared in $.eal.vdevs (like \"net_af_packet0\") or a PCI address, got \"net_tap7\""},
+    {"PortPciNotAllowed", [](json& j) { j["eal"]["pci_allow"] = {"0000:01:00.0"}; j["ports"][1]["device"] = "0000:01:00.1"; },
+     "$.ports[1].device", "expected a PCI device listed in $.eal.pci_allow, got \"0000:01:00.1\""},
+    {"PortPciWithVdevsOnly", [](json& j) { j["ports"][1]["device"] = "0000:01:00.1"; }, "$.ports[1].device",
+     "expected a PCI device listed in $.eal.pci_allow, got \"0000:01:00.1\""},
+    {"PortPciNoAllowListAtAll",
+     [](json& j) {
+         j["eal"] = json::object();
+         j["ports"][0]["device"] = "0000:01:00.0";
+     },
+     "$.ports[0].device", "expected a PCI device listed in $.eal.pci_allow, got \"0000:01:00.0\""},
+    {"PortDeviceEmpty", [](json& j) { j["ports"][1]["device"] = ""; }, "$.ports[1].device",
+     "expected a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\", got \"\""},
+    {"PortBadRole", [](json& j) { j["ports"][1]["role"] = "external"; }, "$.ports[1].role",
+     "expected \"inside\" or \"outside\", got \"external\""},
+    {"PortUnknownVrf", [](json& j) { j["ports"][1]["vrf"] = "red"; }, "$.ports[1].vrf",
+     "expected a VRF declared in $.vrfs (\"default\", \"blue\"), got \"red\""},
+    {"PortVrfByTableNumber", [](json& j) { j["ports"][1]["vrf"] = "100"; }, "$.ports[1].vrf",
+     "expected a VRF declared in $.vrfs (\"default\", \"blue\"), got \"100\""},
+    {"NoOutsidePort",
+     [](json& j) {
+         j["ports"][1]["role"] = "inside";
+         j["ports"][2]["role"] = "inside";
+     },
+     "$.ports", "expected at least one port with role \"outside\", got none"},
+    {"NoInsidePort", [](json& j) { j["ports"][0]["role"] = "outside"; }, "$.ports",
+     "expected at least one port with role \"inside\", got none"},
+    {"AddressOctetTooBig", [](json& j) { j["ports"][0]["addresses"][0] = "10.0.0.300/24"; }, "$.ports[0].addresses[0]",
+     "expected an IPv4 prefix like 10.0.0.1/24, got \"10.0.0.300/24\""},
+    {"AddressWithoutLength", [](json& j) { j["ports"][0]["addresses"][0] = "10.244.1.1"; }, "$.ports[0].addresses[0]",
+     "expected an IPv4 prefix like 10.0.0.1/24, got \"10.244.1.1\""},
+    {"AddressLengthZero", [](json& j) { j["ports"][0]["addresses"][0] = "10.244.1.1/0"; }, "$.ports[0].addresses[0]",
+     "expected a unicast interface address with a prefix length from 1 to 32, like 10.0.0.1/24, got \"10.244.1.1/0\""},
+    {"AddressMulticast", [](json& j) { j["ports"][0]["addresses"][0] = "224.0.0.1/24"; }, "$.ports[0].addresses[0]",
+     "expected a unicast interface address with a prefix length from 1 to 32, like 10.0.0.1/24, got \"224.0.0.1/24\""},
+    {"AddressLoopback", [](json& j) { j["ports"][0]["addresses"][0] = "127.0.0.1/8"; }, "$.ports[0].addresses[0]",
+     "expected a unicast interface address with a prefix length from 1 to 32, like 10.0.0.1/24, got \"127.0.0.1/8\""},
+    {"AddressIpv6", [](json& j) { j["ports"][0]["addresses"][0] = "fd00::1/64"; }, "$.ports[0].addresses[0]",
+     "expected an IPv4 prefix like 10.0.0.1/24, got \"fd00::1/64\""},
+    {"AddressDuplicateInPort", [](json& j) { j["ports"][0]["addresses"] = {"10.244.1.1/24", "10.244.1.1/16"}; },
+     "$.ports[0].addresses[1]", "expected each address once, got 10.244.1.1 twice"},
+    {"AddressDuplicateInVrf", [](json& j) { j["ports"][1]["addresses"] = {"10.244.1.1/24"}; }, "$.ports[1].addresses[0]",
+     "expected an address unique in VRF \"default\", got 10.244.1.1 which port \"in\" already has"},
+    {"MacBad", [](json& j) { j["ports"][0]["mac"] = "02:00:00:00:00"; }, "$.ports[0].mac",
+     "expected a MAC address like 02:00:00:00:00:01, got \"02:00:00:00:00\""},
+    {"MacMulticast", [](json& j) { j["ports"][0]["mac"] = "01:00:5e:00:00:01"; }, "$.ports[0].mac",
+     "expected a unicast MAC address (not zero, lowest bit of the first byte clear), got \"01:00:5e:00:00:01\""},
+    {"MacBroadcast", [](json& j) { j["ports"][0]["mac"] = "ff:ff:ff:ff:ff:ff"; }, "$.ports[0].mac",
+     "expected a unicast MAC address (not zero, lowest bit of the first byte clear), got \"ff:ff:ff:ff:ff:ff\""},
+    {"MacZero", [](json& j) { j["ports"][0]["mac"] = "00:00:00:00:00:00"; }, "$.ports[0].mac",
+     "expected a unicast MAC address (not zero, lowest bit of the first byte clear), got \"00:00:00:00:00:00\""},
+
+    // --- neighbours --------------------------------------------------------------------------
+    {"NeighborUnknownPort",
+     [](json& j) { j["neighbors"] = J(R"([{"port": "ext9", "ip": "192.0.2.9", "mac": "02:00:00:00:00:09"}])"); },
+     "$.neighbors[0].port", "expected a port declared in $.ports (\"in\", \"out\", \"blue1\"), got \"ext9\""},
+    {"NeighborBadIp",
+     [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2", "mac": "02:00:00:00:00:09"}])"); },
+     "$.neighbors[0].ip", "expected an IPv4 address like 192.0.2.1, got \"192.0.2\""},
+    {"NeighborNotOnLink",
+     [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.3.9", "mac": "02:00:00:00:00:09"}])"); },
+     "$.neighbors[0].ip",
+     "expected a neighbour address on-link on port \"out\" (its addresses are 192.0.2.1/24), got 192.0.3.9"},
+    {"NeighborIsOwnAddress",
+     [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2.1", "mac": "02:00:00:00:00:09"}])"); },
+     "$.neighbors[0].ip", "expected a neighbour address other than port \"out\"'s own address, got 192.0.2.1"},
+    {"NeighborDuplicate",
+     [](json& j) {
+         j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2.9", "mac": "02:00:00:00:00:09"},
+                                {"port": "out", "ip": "192.0.2.9", "mac": "02:00:00:00:00:0a"}])");
+     },
+     "$.neighbors[1].ip", "expected each neighbour once per port, got 192.0.2.9 on port \"out\" twice"},
+    {"NeighborMulticastMac",
+     [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2.9", "mac": "03:00:00:00:00:09"}])"); },
+     "$.neighbors[0].mac",
+     "expected a unicast MAC address (not zero, lowest bit of the first byte clear), got \"03:00:00:00:00:09\""},
+    {"NeighborPortWithoutAddress",
+     [](json& j) {
+         j["ports"][1].erase("addresses");
+         j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2.9", "mac": "02:00:00:00:00:09"}])");
+     },
+     "$.neighbors[0].ip", "expected a neighbour address on-link on port \"out\" (it has no addresses), got 192.0.2.9"},
+
+    // --- VRFs --------------------------------------------------------------------------------
+    {"DefaultVrfOtherTable", [](json& j) { j["vrfs"].push_back(J(R"({"name": "default", "table": 100})")); },
+     "$.vrfs[1].table", "expected table 254 for the VRF \"default\" (Linux's main table), got 100"},
+    {"DefaultVrfTwice", [](json& j) { j["vrfs"] = J(R"([{"name": "default"}, {"name": "default", "table": 254}])"); },
+     "$.vrfs[1].name", "expected each VRF name once, got \"default\" twice"},
+    {"VrfNameDuplicate", [](json& j) { j["vrfs"].push_back(J(R"({"name": "blue", "table": 200})")); }, "$.vrfs[1].name",
+     "expected each VRF name once, got \"blue\" twice"},
+    {"VrfTableDuplicate", [](json& j) { j["vrfs"].push_back(J(R"({"name": "red", "table": 100})")); }, "$.vrfs[1].table",
+     "expected each table number once, got 100, already used by VRF \"blue\""},
+    {"VrfTableOfDefault", [](json& j) { j["vrfs"][0]["table"] = 254; }, "$.vrfs[0].table",
+     "expected each table number once, got 254, already used by VRF \"default\""},
+    {"VrfNameEmpty", [](json& j) { j["vrfs"][0]["name"] = ""; }, "$.vrfs[0].name",
+     "expected a VRF name like \"blue\", got \"\""},
+    {"VrfNameSpace", [](json& j) { j["vrfs"][0]["name"] = "my vrf"; }, "$.vrfs[0].name",
+     "expected a VRF name without spaces, control characters or '/', got \"my vrf\""},
+    {"VrfNameSlash", [](json& j) { j["vrfs"][0]["name"] = "a/b"; }, "$.vrfs[0].name",
+     "expected a VRF name without spaces, control characters or '/', got \"a/b\""},
+    {"VrfNameNumeric", [](json& j) { j["vrfs"][0]["name"] = "100"; }, "$.vrfs[0].name",
+     "expected a VRF name that is not a number (numbers refer to tables), got \"100\""},
+    {"VrfNameTooLong", [](json& j) { j["vrfs"][0]["name"] = std::string(64, 'v'); }, "$.vrfs[0].name",
+     "expected a VRF name of at most 63 characters, got \"vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv\""},
+    {"VrfNotObject", [](json& j) { j["vrfs"][0] = "blue"; }, "$.vrfs[0]",
+     "expected a VRF like {\"name\": \"blue\", \"table\": 100}, got \"blue\""},
+
+    // --- routes ------------------------------------------------------------------------------
+    {"RouteUnknownVrf", [](json& j) { j["routes"] = J(R"([{"vrf": "red", "prefix": "0.0.0.0/0", "port": "out"}])"); },
+     "$.routes[0].vrf", "expected a VRF declared in $.vrfs (\"default\", \"blue\"), got \"red\""},
+    {"RouteUnknownPort", [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "port": "ext"}])"); },
+     "$.routes[0].port", "expected a port declared in $.ports (\"in\", \"out\", \"blue1\"), got \"ext\""},
+    {"RouteHostBits", [](json& j) { j["routes"] = J(R"([{"prefix": "10.0.0.1/8", "port": "out"}])"); },
+     "$.routes[0].prefix", "expected a prefix without host bits, got \"10.0.0.1/8\" (did you mean \"10.0.0.0/8\"?)"},
+    {"RouteBadPrefix", [](json& j) { j["routes"] = J(R"([{"prefix": "default", "port": "out"}])"); },
+     "$.routes[0].prefix", "expected an IPv4 prefix like 10.0.0.0/16, got \"default\""},
+    {"RoutePortInOtherVrf", [](json& j) { j["routes"] = J(R"([{"vrf": "blue", "prefix": "0.0.0.0/0", "port": "out"}])"); },
+     "$.routes[0].port", "expected a port in VRF \"blue\", got \"out\" which is in VRF \"default\""},
+    {"RouteDefaultVrfPortInBlue", [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "port": "blue1"}])"); },
+     "$.routes[0].port", "expected a port in VRF \"default\", got \"blue1\" which is in VRF \"blue\""},
+    {"RouteViaNotOnLink",
+     [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "via": "198.51.100.254", "port": "out"}])"); },
+     "$.routes[0].via", "expected a next hop on-link on port \"out\" (its addresses are 192.0.2.1/24), got 198.51.100.254"},
+    {"RouteViaOwnAddress", [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "via": "192.0.2.1", "port": "out"}])"); },
+     "$.routes[0].via", "expected a next hop other than port \"out\"'s own address, got 192.0.2.1"},
+    {"RouteViaBad", [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "via": "192.0.2.0254", "port": "out"}])"); },
+     "$.routes[0].via", "expected an IPv4 address like 192.0.2.1, got \"192.0.2.0254\""},
+    {"RouteViaNumber", [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "via": 3221225982, "port": "out"}])"); },
+     "$.routes[0].via", "expected an IPv4 address like 192.0.2.1, got 3221225982"},
+    {"RouteDuplicate",
+     [](json& j) {
+         j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "via": "192.0.2.254", "port": "out"},
+                             {"vrf": "blue", "prefix": "0.0.0.0/0", "port": "blue1"},
+                             {"vrf": "default", "prefix": "0.0.0.0/0", "via": "192.0.2.253", "port": "out"}])");
+     },
+     "$.routes[2].prefix", "expected each prefix once per VRF, got 0.0.0.0/0 twice in VRF \"default\""},
+
+    // --- cluster, default action -------------------------------------------------------------
+    {"PodCidrHostBits", [](json& j) { j["cluster"]["pod_cidrs"] = {"10.244.1.1/16"}; }, "$.cluster.pod_cidrs[0]",
+     "expected a prefix without host bits, got \"10.244.1.1/16\" (did you mean \"10.244.0.0/16\"?)"},
+    {"PodCidrDuplicate", [](json& j) { j["cluster"]["pod_cidrs"] = {"10.244.0.0/16", "10.244.0.0/16"}; },
+     "$.cluster.pod_cidrs[1]", "expected each prefix once, got 10.244.0.0/16 twice"},
+    {"ServiceCidrBad", [](json& j) { j["cluster"]["service_cidrs"] = {"10.96.0.0/40"}; }, "$.cluster.service_cidrs[0]",
+     "expected an IPv4 prefix like 10.0.0.0/16, got \"10.96.0.0/40\""},
+    {"NodeIpBad", [](json& j) { j["cluster"]["node_ips"] = {"172.18.0.2", "172.18.0"}; }, "$.cluster.node_ips[1]",
+     "expected an IPv4 address like 192.0.2.1, got \"172.18.0\""},
+    {"NodeIpDuplicate", [](json& j) { j["cluster"]["node_ips"] = {"172.18.0.2", "172.18.0.2"}; }, "$.cluster.node_ips[1]",
+     "expected each node IP once, got 172.18.0.2 twice"},
+    {"DefaultActionUnknown", [](json& j) { j["default_action"] = "snat"; }, "$.default_action",
+     "expected \"route\", \"masquerade\" or \"drop\", got \"snat\""},
+    {"DefaultActionCase", [](json& j) { j["default_action"] = "Drop"; }, "$.default_action",
+     "expected \"route\", \"masquerade\" or \"drop\", got \"Drop\""},
+
+    // --- node --------------------------------------------------------------------------------
+    {"NodeNameUpperCase", [](json& j) { j["node"]["name"] = "GW-1"; }, "$.node.name",
+     "expected a node name that is a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253) like "
+     "\"gw-1\", got \"GW-1\""},
+    {"NodeNameLeadingDash", [](json& j) { j["node"]["name"] = "-gw"; }, "$.node.name",
+     "expected a node name that is a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253) like "
+     "\"gw-1\", got \"-gw\""},
+    {"NodeNameEmptyLabel", [](json& j) { j["node"]["name"] = "gw..example"; }, "$.node.name",
+     "expected a node name that is a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253) like "
+     "\"gw-1\", got \"gw..example\""},
+    {"NodeNameTooLong", [](json& j) { j["node"]["name"] = std::string(254, 'a'); }, "$.node.name",
+     "expected a node name that is a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253) like "
+     "\"gw-1\", got \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"..."},
+    {"LabelKeyBad", [](json& j) { j["node"]["labels"]["-bad"] = "x"; }, "$.node.labels[\"-bad\"]",
+     "expected a Kubernetes label key like \"example.com/role\" (optional DNS prefix, name of at most 63 characters "
+     "from [A-Za-z0-9._-]), got \"-bad\""},
+    {"LabelKeyBadPrefix", [](json& j) { j["node"]["labels"]["Example.com/x"] = "x"; }, "$.node.labels[\"Example.com/x\"]",
+     "expected a Kubernetes label key like \"example.com/role\" (optional DNS prefix, name of at most 63 characters "
+     "from [A-Za-z0-9._-]), got \"Example.com/x\""},
+    {"LabelValueSpace", [](json& j) { j["node"]["labels"]["zone"] = "a b"; }, "$.node.labels.zone",
+     "expected a label value of at most 63 characters from [A-Za-z0-9._-], alphanumeric at both ends, got \"a b\""},
+    {"LabelValueTooLong", [](json& j) { j["node"]["labels"]["zone"] = std::string(64, 'z'); }, "$.node.labels.zone",
+     "expected a label value of at most 63 characters from [A-Za-z0-9._-], alphanumeric at both ends, got "
+     "\"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\""},
+
+    // --- state -------------------------------------------------------------------------------
+    {"StateSourceUnknown", [](json& j) { j["state"]["source"] = "etcd"; }, "$.state.source",
+     "expected \"files\" or \"kubernetes\", got \"etcd\""},
+    {"StatePathEmpty", [](json& j) { j["state"]["path"] = ""; }, "$.state.path",
+     "expected the manifest directory, relative to the configuration file's directory, like \"manifests\", got \"\""},
+    {"StatePathNumber", [](json& j) { j["state"]["path"] = 7; }, "$.state.path",
+     "expected the manifest directory, relative to the configuration file's directory, like \"manifests\", got 7"},
+    {"StateKubeconfigWithFiles", [](json& j) { j["state"]["kubeconfig"] = "/root/.kube/config"; }, "$.state.kubeconfig",
+     "expected no kubeconfig with source \"files\" (it is only read with source \"kubernetes\"), got "
+     "\"/root/.kube/config\""},
+    {"StatePathWithKubernetes", [](json& j) { j["state"]["source"] = "kubernetes"; }, "$.state.path",
+     "expected no path with source \"kubernetes\" (it is only read with source \"files\"), got \"manifests\""},
+    {"StateKubeconfigWithFilesBadType", [](json& j) { j["state"]["kubeconfig"] = false; }, "$.state.kubeconfig",
+     "expected a kubeconfig path, or \"\" for in-cluster credentials, got false"},
+    {"StatePollWithKubernetesChecked", [](json& j) { j["state"] = J(R"({"source": "kubernetes", "poll_ms": 0})"); },
+     "$.state.poll_ms", "expected an integer from 10 to 60000, got 0"},
+    {"StateKubeconfigNumber", [](json& j) { j["state"] = J(R"({"source": "kubernetes", "kubeconfig": 1})"); },
+     "$.state.kubeconfig", "expected a kubeconfig path, or \"\" for in-cluster credentials, got 1"},
+};
+
+#undef J
+
+INSTANTIATE_TEST_SUITE_P(Config, FieldError, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<ErrorCase>& p) { return std::string(p.param.name); });
+
+// ---------------------------------------------------------------------------------------------
+// The files shipped in config/
+// ---------------------------------------------------------------------------------------------
+
+TEST(ShippedFiles, DemoLoadsWithTheAgreedTopology) {
+    const std::string file = source_root() + "/config/demo.json";
+    Config c = load_file(file);
+    EXPECT_EQ(c.eal.lcores, "0-1");
+    EXPECT_EQ(c.eal.main_lcore, 0u);
+    EXPECT_EQ(c.workers, (std::vector<unsigned>{1}));
+    EXPECT_TRUE(c.eal.no_huge);
+    EXPECT_EQ(c.eal.memory_mb, 512u);
+    EXPECT_EQ(c.eal.file_prefix, "egw-demo");
+    EXPECT_EQ(c.eal.vdevs, (std::vector<std::string>{"net_af_packet0,iface=egw-pods,qpairs=1",
+                                                     "net_af_packet1,iface=egw-pods2,qpairs=1",
+                                                     "net_af_packet2,iface=egw-ext1,qpairs=1",
+                                                     "net_af_packet3,iface=egw-ext2,qpairs=1"}));
+    EXPECT_EQ(c.mempool.mbufs, 8191u);
+
+    struct Want {
+        const char* name;
+        const char* device;
+        PortRole role;
+        const char* vrf;
+        const char* address;
+        const char* mac;
+    };
+    const Want want[] = {
+        {"pods", "net_af_packet0", PortRole::inside, "default", "10.244.1.1/24", "02:e9:00:00:00:01"},
+        {"pods2", "net_af_packet1", PortRole::inside, "default", "10.244.2.1/24", "02:e9:00:00:00:02"},
+        {"ext1", "net_af_packet2", PortRole::outside, "default", "192.0.2.1/24", "02:e9:00:00:00:03"},
+        {"ext2", "net_af_packet3", PortRole::outside, "blue", "198.51.100.1/24", "02:e9:00:00:00:04"},
+    };
+    ASSERT_EQ(c.ports.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+        SCOPED_TRACE(want[i].name);
+        EXPECT_EQ(c.ports[i].name, want[i].name);
+        EXPECT_EQ(c.ports[i].device, want[i].device);
+        EXPECT_EQ(c.ports[i].role, want[i].role);
+        EXPECT_EQ(c.ports[i].vrf, want[i].vrf);
+        EXPECT_EQ(c.ports[i].addresses, (std::vector<Ipv4Prefix>{prefix(want[i].address)}));
+        EXPECT_EQ(c.ports[i].mac, mac(want[i].mac));
+    }
+    ASSERT_EQ(c.vrfs.size(), 2u);
+    EXPECT_EQ(c.vrfs[1].name, "blue");
+    EXPECT_EQ(c.vrfs[1].table, 100u);
+    ASSERT_EQ(c.routes.size(), 1u);
+    EXPECT_EQ(c.routes[0].vrf, "default");
+    EXPECT_EQ(c.routes[0].prefix, prefix("203.0.113.0/24"));
+    EXPECT_EQ(c.routes[0].via, ip("192.0.2.254"));
+    EXPECT_EQ(c.routes[0].port, "ext1");
+    EXPECT_EQ(c.cluster.pod_cidrs, (std::vector<Ipv4Prefix>{prefix("10.244.0.0/16")}));
+    EXPECT_EQ(c.cluster.service_cidrs, (std::vector<Ipv4Prefix>{prefix("10.96.0.0/12")}));
+    EXPECT_EQ(c.cluster.node_ips, (std::vector<uint32_t>{ip("172.18.0.2"), ip("172.18.0.3")}));
+    EXPECT_EQ(c.default_action, DefaultAction::masquerade);
+    EXPECT_EQ(c.sessions.max_sessions, 65536u);
+    EXPECT_EQ(c.sessions.timeouts.tcp_established_s, 300u);
+    EXPECT_EQ(c.sessions.timeouts.tcp_transitory_s, 30u);
+    EXPECT_EQ(c.sessions.timeouts.udp_s, 30u);
+    EXPECT_EQ(c.sessions.timeouts.icmp_s, 10u);
+    EXPECT_EQ(c.node.name, "gw-1");
+    EXPECT_EQ(c.node.labels, (std::map<std::string, std::string>{{"egw.example.com/gateway", "true"}}));
+    EXPECT_EQ(c.state.source, StateSource::files);
+    EXPECT_EQ(fs::path(c.state.path), fs::absolute(fs::path(source_root()) / "config" / "demo-manifests").lexically_normal());
+}
+
+TEST(ShippedFiles, ExampleNicLoads) {
+    Config c = load_file(source_root() + "/config/example-nic.json");
+    EXPECT_FALSE(c.eal.no_huge);
+    EXPECT_EQ(c.eal.memory_mb, 2048u);
+    EXPECT_EQ(c.workers.size(), 2u);
+    EXPECT_EQ(c.eal.pci_allow.size(), 3u);
+    EXPECT_EQ(c.state.source, StateSource::kubernetes);
+    ASSERT_EQ(c.vrfs.size(), 2u);
+    // Two outside ports, one of them in VRF blue, and a default route in each VRF.
+    size_t outside = 0;
+    for (const auto& p : c.ports) outside += p.role == PortRole::outside;
+    EXPECT_EQ(outside, 2u);
+    for (const auto& v : c.vrfs) {
+        SCOPED_TRACE(v.name);
+        EXPECT_TRUE(std::any_of(c.routes.begin(), c.routes.end(), [&](const RouteConfig& r) {
+            return r.vrf == v.name && r.prefix.len == 0 && r.via.has_value();
+        }));
+    }
+}
+
+}  // namespace
