@@ -38,10 +38,7 @@ cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   set +e
-  if [ -n "$watchdog_pid" ]; then
-    pkill -TERM -P "$watchdog_pid" 2>/dev/null   # its sleep
-    kill "$watchdog_pid" 2>/dev/null
-  fi
+  [ -n "$watchdog_pid" ] && kill "$watchdog_pid" 2>/dev/null
   for pid in "${server_pids[@]}"; do kill "$pid" 2>/dev/null; done
   if [ -n "$egwd_pid" ] && kill -0 "$egwd_pid" 2>/dev/null; then
     stop_egwd
@@ -96,9 +93,14 @@ fi
 
 # From here on the demo ends by itself: the watchdog interrupts it (and so cleans up) if anything
 # hangs.
-( sleep "$DEMO_TIMEOUT"; echo "demo.sh: still running after ${DEMO_TIMEOUT}s, giving up" >&2; kill -TERM $$ ) &
+(
+  trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM   # cleanup stops the watchdog and its sleep
+  sleep "$DEMO_TIMEOUT" & sleeper=$!
+  wait "$sleeper"
+  echo "demo.sh: still running after ${DEMO_TIMEOUT}s, giving up" >&2
+  kill -TERM $$
+) &
 watchdog_pid=$!
-disown "$watchdog_pid"   # no "Terminated" notice when cleanup stops it
 
 say "topology: namespaces $EGW_NETNS_PREFIX-{pods,pods2,ext1,ext2} (scripts/netns.sh up)"
 bash scripts/netns.sh up
@@ -181,8 +183,8 @@ for f in "${flows[@]}"; do
   printf '  %-9s %-4s %-11s -> %-14s seen as %s\n' "$label" "$proto" "$pod" "$dst" "$seen"
 done
 
-say "a few malformed frames from the pods (truncated header, fragment, protocol 253)"
-for kind in truncated fragment proto253; do
+say "a few malformed frames from the pods (truncated header, IHL < 5, protocol 253)"
+for kind in truncated ihl proto253; do
   in_ns pods python3 "$PEER" inject --iface eth0 --dst-mac 02:e9:00:00:00:01 --kind "$kind" --count 2
 done
 
@@ -226,8 +228,10 @@ for i, r in enumerate(rows):
 
 print("\nservices (EgressService status.host as egwd would write it):")
 for s in status.get("services", []):
-    print(f"  {s.get('key'):<12} status.host={s.get('status_host')!r:<8} mode={s.get('mode')}"
-          f"  ingress={s.get('ingress_ip') or '-'}  network={s.get('network') or '-'}  vrf={s.get('vrf')}"
+    source = (f"ingress={s.get('ingress_ip') or '-'}" if s.get("mode") == "LoadBalancerIP"
+              else f"network={s.get('network') or '-'}")
+    print(f"  {s.get('key'):<12} status.host={s.get('status_host')!r:<7} mode={s.get('mode'):<15}"
+          f"{source:<19} vrf={s.get('vrf'):<8}"
           f"  endpoints={s.get('endpoints')}  programmed={s.get('programmed')}"
           f"  packets out/in={s.get('packets_out')}/{s.get('packets_in')}"
           + (f"  reason={s['reason']}" if s.get("reason") else ""))

@@ -513,22 +513,46 @@ class EgressGatewayE2E(unittest.TestCase):
                     self.assertIn(text, r.stderr, f"stderr does not name {text}:\n{r.stderr}")
         self.assert_egwd_alive()
 
+    def ext1_reassembly_requests(self):
+        """Ip ReasmReqds of the ext1 namespace's kernel: how many fragments reached it."""
+        r = run(["ip", "netns", "exec", ns("ext1"), "cat", "/proc/net/snmp"], 10)
+        ip = [line.split()[1:] for line in r.stdout.splitlines() if line.startswith("Ip:")]
+        self.assertEqual(len(ip), 2, r.stdout + r.stderr)
+        return int(dict(zip(*ip))["ReasmReqds"])
+
     def test_09_malformed_packets_are_dropped_and_counted(self):
-        burst = {"truncated": 5, "ihl": 5, "totlen": 5, "fragment": 5, "fragment-tail": 5, "proto253": 5}
-        expected = {"malformed": 15, "fragment": 10, "unsupported_protocol": 5}
-        before = self.fresh_status(rewrites=1).get("drops", {})
-        for kind, count in burst.items():
+        # Malformed IPv4 headers and an unknown protocol are dropped with their reasons.
+        #
+        # Fragments are sent too, but net_af_packet puts its sockets in a PACKET_FANOUT group
+        # with PACKET_FANOUT_FLAG_DEFRAG (DPDK 22.11 has no devarg to turn that off): the kernel
+        # of the root namespace keeps lone fragments for reassembly and egwd never receives them.
+        # So the test checks that no fragment comes out on ext1, and holds egwd to the "fragment"
+        # counter only when its port did receive them (another PMD, or a later DPDK). The counter
+        # itself is covered by the packet tests.
+        counted = {"truncated": 5, "ihl": 5, "totlen": 5, "proto253": 5}
+        fragments = {"fragment": 5, "fragment-tail": 5}
+        expected = {"malformed": 15, "unsupported_protocol": 5}
+        before = self.fresh_status(rewrites=1)
+        reasm_before = self.ext1_reassembly_requests()
+        for kind, count in {**counted, **fragments}.items():
             r = run_peer("pods", "inject", "--iface", "eth0", "--dst-mac", PODS_MAC, "--kind", kind,
                          "--count", count, "--src", WEB_PODS[0], "--dst", EXT1)
             self.assertEqual(r.returncode, 0, r.stderr)
 
+        after = self.fresh_status()
+        received = self.port(after, "pods")["rx_packets"] - self.port(before, "pods")["rx_packets"]
+        if received >= sum(counted.values()) + sum(fragments.values()):
+            expected["fragment"] = sum(fragments.values())
+        drops_before = before.get("drops", {})
+
         def risen():
             drops = (self.read_status() or {}).get("drops", {})
-            return all(drops.get(k, 0) - before.get(k, 0) >= n for k, n in expected.items()) and drops
+            return all(drops.get(k, 0) - drops_before.get(k, 0) >= n for k, n in expected.items()) and drops
         drops = self.wait_for(risen, 5, lambda: f"drop counters did not rise by {expected} "
-                              f"(before {before})\n{self.diag()}")
+                              f"(before {drops_before}; port pods received {received} frames)\n{self.diag()}")
         for reason, n in expected.items():
-            self.assertGreaterEqual(drops[reason] - before.get(reason, 0), n, reason)
+            self.assertGreaterEqual(drops[reason] - drops_before.get(reason, 0), n, reason)
+        self.assertEqual(self.ext1_reassembly_requests(), reasm_before, "fragments were forwarded to ext1")
         self.assert_egwd_alive()
         self.assert_seen_from("tcp", WEB_PODS[0], EXT1, WEB_INGRESS)
 
