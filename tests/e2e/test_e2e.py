@@ -87,6 +87,12 @@ def tail(path, lines=40):
         return f"({path} unreadable)"
 
 
+def describe_exit(code):
+    if code is not None and code < 0:
+        return f"signal {signal.Signals(-code).name}"
+    return f"code {code}"
+
+
 def stop_process(proc, sig=signal.SIGINT, grace=STOP_TIMEOUT):
     """Sends `sig`, waits `grace` seconds, then SIGKILL. Returns the exit code."""
     if proc is None:
@@ -205,14 +211,15 @@ class EgressGatewayE2E(unittest.TestCase):
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
             if cls.topo.egwd.poll() is not None:
-                raise RuntimeError(f"egwd exited with {cls.topo.egwd.returncode} before it was ready:\n"
-                                   f"{tail(cls.egwd_log_path)}")
+                raise RuntimeError(f"egwd exited with {describe_exit(cls.topo.egwd.returncode)} before it "
+                                   f"was ready:\n{tail(cls.egwd_log_path)}")
             status = cls.read_status()
             if status and status.get("ready") is True:
                 return
             time.sleep(0.1)
-        raise RuntimeError(f"egwd not ready within {READY_TIMEOUT:g}s (status file "
-                           f"{'present' if cls.status_file.exists() else 'absent'}):\n{tail(cls.egwd_log_path)}")
+        state = "present" if cls.status_file.exists() else "absent"
+        raise RuntimeError(f"egwd not ready within {READY_TIMEOUT:g}s (status file {state}):\n"
+                           f"{tail(cls.egwd_log_path)}")
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -271,7 +278,7 @@ class EgressGatewayE2E(unittest.TestCase):
         """What to read when a test fails: egwd's state and the end of its log."""
         parts = []
         if self.topo.egwd is not None and self.topo.egwd.poll() is not None:
-            parts.append(f"egwd EXITED with {self.topo.egwd.returncode}")
+            parts.append(f"egwd EXITED with {describe_exit(self.topo.egwd.returncode)}")
         status = self.read_status() or {}
         parts.append(f"drops: {status.get('drops')}")
         for p in status.get("ports", []):
@@ -340,8 +347,8 @@ class EgressGatewayE2E(unittest.TestCase):
         self.fail(f"port {name} missing from the status file: {status.get('ports')}")
 
     def assert_egwd_alive(self):
-        self.assertIsNone(self.topo.egwd.poll(), f"egwd exited with {self.topo.egwd.returncode}\n"
-                          f"{tail(self.egwd_log_path)}")
+        self.assertIsNone(self.topo.egwd.poll(), f"egwd exited with "
+                          f"{describe_exit(self.topo.egwd.returncode)}\n{tail(self.egwd_log_path)}")
 
     def wait_web_translated(self, timeout):
         """Polls new TCP connections from a web pod until they arrive from the ingress IP."""
@@ -399,8 +406,8 @@ class EgressGatewayE2E(unittest.TestCase):
         self.assert_ping_seen_from(DB_POD, EXT2, "ext2", EXT2_GW)
         after = self.fresh_status()
 
-        self.assertGreaterEqual(self.port(after, "ext2")["tx_packets"] - self.port(before, "ext2")["tx_packets"],
-                                2 + 1 + 2, f"port ext2 did not send the flows\n{self.diag()}")
+        sent = self.port(after, "ext2")["tx_packets"] - self.port(before, "ext2")["tx_packets"]
+        self.assertGreaterEqual(sent, 2 + 1 + 2, f"port ext2 did not send the flows\n{self.diag()}")
         for proto, inside, outside in (("tcp", f"{DB_POD}:41020", tcp), ("udp", f"{DB_POD}:41021", udp)):
             session = self.find_session(after, proto, inside)
             self.assertIsNotNone(session, f"no {proto} session for {inside}\n{self.diag()}")
@@ -466,10 +473,12 @@ class EgressGatewayE2E(unittest.TestCase):
         def state_gone():
             status = self.read_status() or {}
             web = self.service(status, "default/web")
-            stale = [s for s in status.get("sessions", []) if s.get("outside", "").startswith(WEB_INGRESS + ":")]
+            stale = [s for s in status.get("sessions", [])
+                     if s.get("outside", "").startswith(WEB_INGRESS + ":")]
             return (web is None or not web.get("programmed")) and not stale
         self.fresh_status(rewrites=1)
-        self.wait_for(state_gone, CONVERGE_TIMEOUT, lambda: f"default/web state left after deletion\n{self.diag()}")
+        self.wait_for(state_gone, CONVERGE_TIMEOUT,
+                      lambda: f"default/web state left after deletion\n{self.diag()}")
         self.assertLess(elapsed, CONVERGE_TIMEOUT)
 
     def test_07_malformed_manifest_leaves_others_in_force(self):
