@@ -71,6 +71,29 @@ inline void tx_enqueue(Worker& w, rte_mbuf* m, uint16_t port) {
     b.pkts[b.n++] = m;
 }
 
+inline bool same_mac(const uint8_t* a, const uint8_t* b) {
+    uint32_t a4, b4;
+    uint16_t a2, b2;
+    std::memcpy(&a4, a, 4);
+    std::memcpy(&b4, b, 4);
+    std::memcpy(&a2, a + 4, 2);
+    std::memcpy(&b2, b + 4, 2);
+    return ((a4 ^ b4) | (a2 ^ b2)) == 0;
+}
+
+// Header checksum check without a loop for the common 20-byte header.
+inline bool ipv4_header_checksum_ok(const rte_ipv4_hdr* ip, uint32_t ihl) {
+    if (likely(ihl == sizeof(rte_ipv4_hdr))) {
+        uint32_t w[5];
+        std::memcpy(w, ip, sizeof w);
+        uint64_t sum = uint64_t{w[0]} + w[1] + w[2] + w[3] + w[4];
+        sum = (sum & 0xffffffff) + (sum >> 32);
+        sum = (sum & 0xffffffff) + (sum >> 32);
+        return csum_fold(static_cast<uint32_t>(sum)) == 0xffff;
+    }
+    return csum_fold(csum_partial(ip, ihl)) == 0xffff;
+}
+
 inline uint32_t& next_hop_of(const Worker& w, rte_mbuf* m) {
     return *RTE_MBUF_DYNFIELD(m, w.shared->next_hop_field, uint32_t*);
 }
@@ -289,8 +312,7 @@ bool parse(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt) {
         return false;
     }
     // Promiscuous ports see other hosts' unicast; only ours, broadcast and multicast go on.
-    if (unlikely(!(eth->dst_addr.addr_bytes[0] & 1) &&
-                 std::memcmp(eth->dst_addr.addr_bytes, p.ports[m->port].mac, 6) != 0)) {
+    if (unlikely(!(eth->dst_addr.addr_bytes[0] & 1) && !same_mac(eth->dst_addr.addr_bytes, p.ports[m->port].mac))) {
         drop(w, m, DropReason::foreign_mac);
         return false;
     }
@@ -310,7 +332,7 @@ bool parse(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt) {
         drop(w, m, DropReason::malformed);
         return false;
     }
-    if (!(m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_GOOD) && unlikely(csum_fold(csum_partial(ip, ihl)) != 0xffff)) {
+    if (!(m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_GOOD) && unlikely(!ipv4_header_checksum_ok(ip, ihl))) {
         drop(w, m, DropReason::malformed);
         return false;
     }
@@ -326,10 +348,7 @@ bool parse(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt) {
     mt.ip = ip;
     mt.l4 = reinterpret_cast<uint8_t*>(ip) + ihl;
     mt.l4_len = total - ihl;
-    std::memset(&mt.key, 0, sizeof mt.key);
-    mt.key.src = ip->src_addr;
-    mt.key.dst = ip->dst_addr;
-    mt.key.proto = ip->next_proto_id;
+    mt.key = FlowKey{ip->src_addr, ip->dst_addr, 0, 0, ip->next_proto_id, {}};
 
     switch (ip->next_proto_id) {
     case IPPROTO_TCP: {
@@ -526,8 +545,11 @@ void translate_out2in(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt,
         return;
     }
     if (s.in_port == kPortUnset) {
+        // Toward the pod in the default table, where the inside routes are: the Service's VRF
+        // governs its endpoints' egress ("from <endpoint> lookup <table>"), and its own default
+        // route would send the reply straight back out.
         uint32_t pod = rte_be_to_cpu_32(s.pod_ip);
-        const NextHop* nh = p.lookup_route(s.vrf, pod);
+        const NextHop* nh = p.lookup_route(kDefaultVrf, pod);
         if (unlikely(!nh)) {
             drop(w, m, DropReason::no_route);
             return;
@@ -576,13 +598,20 @@ bool allocate_port(Worker& w, Session& s) {
             return true;
         }
     }
-    // Start from a hash of the tuple so pods don't all probe the same ports; then walk linearly.
+    // Probe pseudo-random ports of the block (seeded by the tuple): unlike a linear walk, this
+    // does not pile up behind runs of taken ports, so the expected number of probes stays
+    // 1/(1 - fill) and 64 misses in a row only happen when the block is really full.
     uint32_t span = uint32_t{w.nat_port_hi} - w.nat_port_lo + 1;
-    uint32_t h = (s.pod_ip * 0x9E3779B1u) ^ (uint32_t{s.pod_port} * 0x85EBCA6Bu) ^ s.remote_ip;
-    uint32_t start = (h ^ (h >> 15)) % span;
+    uint32_t x = (s.pod_ip * 0x9E3779B1u) ^ (uint32_t{s.pod_port} * 0x85EBCA6Bu) ^ (s.remote_ip * 0xC2B2AE35u) ^
+                 s.remote_port ^ 0x27d4eb2fu;
+    if (x == 0)
+        x = 1;  // xorshift never leaves zero
     constexpr unsigned kAttempts = 64;
-    for (unsigned i = 0; i < kAttempts && i < span; ++i) {
-        uint16_t port = static_cast<uint16_t>(w.nat_port_lo + (start + i) % span);
+    for (unsigned i = 0; i < kAttempts; ++i) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        uint16_t port = static_cast<uint16_t>(w.nat_port_lo + x % span);
         k.dport = be16(port);
         if (w.sessions.find_outside(k) == SessionTable::kNone) {
             s.nat_port = k.dport;

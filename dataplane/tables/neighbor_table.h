@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -57,8 +58,14 @@ public:
         uint64_t m = slots_[slot].mac.load(std::memory_order_acquire);
         if (!(m & kValid))
             return false;
-        for (int b = 0; b < 6; ++b)
-            out[b] = static_cast<uint8_t>(m >> (8 * b));
+        // Bytes were packed least significant first, so on little-endian hosts the first six
+        // bytes of the word are the MAC in order.
+        if constexpr (std::endian::native == std::endian::little) {
+            std::memcpy(out, &m, 6);
+        } else {
+            for (int b = 0; b < 6; ++b)
+                out[b] = static_cast<uint8_t>(m >> (8 * b));
+        }
         return true;
     }
 

@@ -1,108 +1,164 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dataplane/tables/session_table.h"
 
-#include <rte_hash.h>
 #include <rte_hash_crc.h>
 #include <rte_malloc.h>
+#include <rte_prefetch.h>
 
-#include <cstdio>
 #include <cstring>
 
 namespace egw::dp {
 
-namespace {
-
-rte_hash* make_hash(const char* name, uint32_t entries, int socket) {
-    rte_hash_parameters params{};
-    params.name = name;
-    params.entries = entries;
-    params.key_len = sizeof(FlowKey);
-    params.hash_func = rte_hash_crc;
-    params.hash_func_init_val = 0;
-    params.socket_id = socket;
-    // Single owner: no concurrency flags. The extendable bucket table keeps inserts from failing
-    // on cuckoo path exhaustion before the pool itself is full.
-    params.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE;
-    return rte_hash_create(&params);
+uint32_t SessionTable::hash(const FlowKey& k) {
+    uint64_t a, b;
+    std::memcpy(&a, &k, 8);
+    std::memcpy(&b, reinterpret_cast<const uint8_t*>(&k) + 8, 8);
+    return rte_hash_crc_8byte(b, rte_hash_crc_8byte(a, 0x9747b28c));
 }
 
-}  // namespace
+bool SessionTable::inside_match(const Session& s, const FlowKey& k) {
+    return s.pod_ip == k.src && s.remote_ip == k.dst && s.pod_port == k.sport && s.remote_port == k.dport &&
+           s.proto == k.proto;
+}
+
+bool SessionTable::outside_match(const Session& s, const FlowKey& k) {
+    return s.remote_ip == k.src && s.nat_ip == k.dst && s.remote_port == k.sport && s.nat_port == k.dport &&
+           s.proto == k.proto;
+}
 
 SessionTable::~SessionTable() {
-    if (inside_)
-        rte_hash_free(inside_);
-    if (outside_)
-        rte_hash_free(outside_);
+    rte_free(inside_);
+    rte_free(outside_);
     rte_free(pool_);
     rte_free(free_);
 }
 
 bool SessionTable::init(const char* name, uint32_t capacity, int socket) {
     capacity_ = capacity;
-    char hname[RTE_HASH_NAMESIZE];
-    // rte_hash wants room for the cuckoo displacement; 25% headroom keeps inserts O(1).
-    uint32_t entries = capacity + capacity / 4 + 64;
-    std::snprintf(hname, sizeof hname, "%s_i", name);
-    inside_ = make_hash(hname, entries, socket);
-    std::snprintf(hname, sizeof hname, "%s_o", name);
-    outside_ = make_hash(hname, entries, socket);
-    pool_ = static_cast<Session*>(rte_zmalloc_socket("egw_sessions", sizeof(Session) * size_t{capacity}, 64, socket));
-    free_ = static_cast<uint32_t*>(rte_malloc_socket("egw_session_free", sizeof(uint32_t) * size_t{capacity}, 64, socket));
+    // At most half of the slots in use: 2 * capacity / 7 buckets, rounded up to a power of two.
+    uint64_t want = (uint64_t{capacity} * 2 + kWays - 1) / kWays;
+    uint64_t buckets = 8;
+    while (buckets < want)
+        buckets <<= 1;
+    mask_ = static_cast<uint32_t>(buckets - 1);
+    size_t table_bytes = sizeof(Bucket) * buckets;
+    inside_ = static_cast<Bucket*>(rte_malloc_socket(name, table_bytes, 64, socket));
+    outside_ = static_cast<Bucket*>(rte_malloc_socket(name, table_bytes, 64, socket));
+    pool_ = static_cast<Session*>(rte_zmalloc_socket(name, sizeof(Session) * size_t{capacity}, 64, socket));
+    free_ = static_cast<uint32_t*>(rte_malloc_socket(name, sizeof(uint32_t) * size_t{capacity}, 64, socket));
     if (!inside_ || !outside_ || !pool_ || !free_)
         return false;
+    std::memset(inside_, 0xff, table_bytes);
+    std::memset(outside_, 0xff, table_bytes);
+    for (uint64_t b = 0; b < buckets; ++b)
+        inside_[b].overflowed = outside_[b].overflowed = 0;
     for (uint32_t i = 0; i < capacity; ++i)
         free_[i] = capacity - 1 - i;
     n_free_ = capacity;
-    // Measured, not estimated: rte_hash reports nothing, so count what we asked for. Buckets of
-    // 8 entries (64 B) + key slots (align16(8 + 16) = 32 B each) + the free-slot ring (4 B).
-    size_t hash_bytes = (size_t{entries} / 8 + 1) * 64 + size_t{entries} * 32 + size_t{entries} * 4;
-    memory_bytes_ = 2 * hash_bytes + sizeof(Session) * size_t{capacity} + sizeof(uint32_t) * size_t{capacity};
+    memory_bytes_ = 2 * table_bytes + sizeof(Session) * size_t{capacity} + sizeof(uint32_t) * size_t{capacity};
     return true;
 }
 
+template <bool Inside>
+uint32_t SessionTable::find(const Bucket* table, const FlowKey& k, uint32_t h) const {
+    uint32_t b = h & mask_;
+    for (;;) {
+        const Bucket& bk = table[b];
+        for (unsigned j = 0; j < kWays; ++j) {
+            if (bk.sig[j] != h || bk.idx[j] == kEmpty)
+                continue;
+            const Session& s = pool_[bk.idx[j]];
+            if (Inside ? inside_match(s, k) : outside_match(s, k))
+                return bk.idx[j];
+        }
+        if (!bk.overflowed)
+            return kNone;
+        b = (b + 1) & mask_;
+    }
+}
+
+// Three passes so that memory loads overlap: hash and prefetch every bucket, then pick the first
+// signature match and prefetch its session, then confirm against the session (falling back to
+// the full walk on a signature collision or an overflowed bucket).
+template <bool Inside>
+void SessionTable::lookup_bulk(const Bucket* table, const FlowKey* const* keys, unsigned n, uint32_t* idx) const {
+    uint32_t h[kBulk];
+    for (unsigned i = 0; i < n; ++i) {
+        h[i] = hash(*keys[i]);
+        rte_prefetch0(&table[h[i] & mask_]);
+    }
+    for (unsigned i = 0; i < n; ++i) {
+        const Bucket& bk = table[h[i] & mask_];
+        uint32_t cand = kNone;
+        for (unsigned j = 0; j < kWays; ++j)
+            if (bk.sig[j] == h[i] && bk.idx[j] != kEmpty) {
+                cand = bk.idx[j];
+                break;
+            }
+        idx[i] = cand;
+        if (cand != kNone)
+            rte_prefetch0(&pool_[cand]);
+    }
+    for (unsigned i = 0; i < n; ++i) {
+        uint32_t c = idx[i];
+        if (c != kNone && (Inside ? inside_match(pool_[c], *keys[i]) : outside_match(pool_[c], *keys[i])))
+            continue;
+        const Bucket& bk = table[h[i] & mask_];
+        idx[i] = (c == kNone && !bk.overflowed) ? kNone : find<Inside>(table, *keys[i], h[i]);
+    }
+}
+
 void SessionTable::lookup_inside(const FlowKey* const* keys, unsigned n, uint32_t* idx) const {
-    void* data[kBulk];
-    uint64_t hits = 0;
-    rte_hash_lookup_bulk_data(inside_, reinterpret_cast<const void**>(const_cast<const FlowKey**>(keys)), n, &hits, data);
-    for (unsigned i = 0; i < n; ++i)
-        idx[i] = (hits >> i) & 1 ? static_cast<uint32_t>(reinterpret_cast<uintptr_t>(data[i])) : kNone;
+    lookup_bulk<true>(inside_, keys, n, idx);
 }
 
 void SessionTable::lookup_outside(const FlowKey* const* keys, unsigned n, uint32_t* idx) const {
-    void* data[kBulk];
-    uint64_t hits = 0;
-    rte_hash_lookup_bulk_data(outside_, reinterpret_cast<const void**>(const_cast<const FlowKey**>(keys)), n, &hits, data);
-    for (unsigned i = 0; i < n; ++i)
-        idx[i] = (hits >> i) & 1 ? static_cast<uint32_t>(reinterpret_cast<uintptr_t>(data[i])) : kNone;
+    lookup_bulk<false>(outside_, keys, n, idx);
 }
 
-uint32_t SessionTable::find_inside(const FlowKey& k) const {
-    void* data;
-    return rte_hash_lookup_data(inside_, &k, &data) >= 0 ? static_cast<uint32_t>(reinterpret_cast<uintptr_t>(data)) : kNone;
+uint32_t SessionTable::find_inside(const FlowKey& k) const { return find<true>(inside_, k, hash(k)); }
+
+uint32_t SessionTable::find_outside(const FlowKey& k) const { return find<false>(outside_, k, hash(k)); }
+
+void SessionTable::insert(Bucket* table, uint32_t h, uint32_t idx) {
+    // The table is never more than half full, so an empty slot is always found.
+    uint32_t b = h & mask_;
+    for (;;) {
+        Bucket& bk = table[b];
+        for (unsigned j = 0; j < kWays; ++j)
+            if (bk.idx[j] == kEmpty) {
+                bk.sig[j] = h;
+                bk.idx[j] = idx;
+                return;
+            }
+        bk.overflowed = 1;
+        b = (b + 1) & mask_;
+    }
 }
 
-uint32_t SessionTable::find_outside(const FlowKey& k) const {
-    void* data;
-    return rte_hash_lookup_data(outside_, &k, &data) >= 0 ? static_cast<uint32_t>(reinterpret_cast<uintptr_t>(data)) : kNone;
+void SessionTable::erase(Bucket* table, uint32_t h, uint32_t idx) {
+    uint32_t b = h & mask_;
+    for (uint32_t n = 0; n <= mask_; ++n) {
+        Bucket& bk = table[b];
+        for (unsigned j = 0; j < kWays; ++j)
+            if (bk.idx[j] == idx) {
+                bk.idx[j] = kEmpty;
+                return;
+            }
+        if (!bk.overflowed)
+            return;
+        b = (b + 1) & mask_;
+    }
 }
 
 uint32_t SessionTable::create(const Session& s) {
     if (n_free_ == 0)
         return kNone;
     uint32_t idx = free_[--n_free_];
-    FlowKey ik = inside_key(s), ok = outside_key(s);
-    void* data = reinterpret_cast<void*>(uintptr_t{idx});
-    if (rte_hash_add_key_data(inside_, &ik, data) < 0) {
-        free_[n_free_++] = idx;
-        return kNone;
-    }
-    if (rte_hash_add_key_data(outside_, &ok, data) < 0) {
-        rte_hash_del_key(inside_, &ik);
-        free_[n_free_++] = idx;
-        return kNone;
-    }
     pool_[idx] = s;
     pool_[idx].in_use = static_cast<uint8_t>(s.in_use | kSessionInUse);
+    insert(inside_, hash(inside_key(s)), idx);
+    insert(outside_, hash(outside_key(s)), idx);
     ++active_;
     return idx;
 }
@@ -111,9 +167,8 @@ void SessionTable::destroy(uint32_t idx) {
     Session& s = pool_[idx];
     if (!(s.in_use & kSessionInUse))
         return;
-    FlowKey ik = inside_key(s), ok = outside_key(s);
-    rte_hash_del_key(inside_, &ik);
-    rte_hash_del_key(outside_, &ok);
+    erase(inside_, hash(inside_key(s)), idx);
+    erase(outside_, hash(outside_key(s)), idx);
     s.in_use = 0;
     free_[n_free_++] = idx;
     --active_;

@@ -6,8 +6,15 @@
 // the NAT port space of every address is cut into one block per worker (see nat_ports.h), so a
 // reply's destination port names the worker that made the session, and packets that arrive on
 // another worker are handed to the owner through a ring before any lookup. Hence no locks and no
-// lock-free hash flags: two plain rte_hash instances (inside->outside and outside->inside keys)
-// index one pool of 64-byte sessions.
+// lock-free hash flags: two indexes (inside->outside and outside->inside keys) over one pool
+// of 64-byte sessions.
+//
+// The indexes are egw's own, not rte_hash: a bucket is one cache line of seven (signature,
+// session index) pairs, and the key is checked against the session itself, so a hit costs the
+// bucket line and the session line that translation reads anyway (rte_hash adds a key-store
+// line). Buckets are kept at most half full; an insert that finds its bucket full moves on to
+// the next one and marks the full one "overflowed", and a lookup stops at the first bucket that
+// never overflowed. Deleting just empties the slot.
 // Publication: none; other threads never touch it. The control thread asks for a copy
 // (Worker::dump_*) and the worker fills it between bursts.
 // Reclamation: a session is freed on the spot by its worker (expiry sweep, policy change, TCP
@@ -16,8 +23,6 @@
 
 #include <cstddef>
 #include <cstdint>
-
-struct rte_hash;
 
 namespace egw::dp {
 
@@ -89,7 +94,7 @@ public:
     SessionTable& operator=(const SessionTable&) = delete;
     ~SessionTable();
 
-    // `name` must be unique in the process (rte_hash names are global).
+    // `name` labels the DPDK allocations. Returns false when memory runs out.
     bool init(const char* name, uint32_t capacity, int socket);
 
     uint32_t capacity() const { return capacity_; }
@@ -119,8 +124,29 @@ public:
     size_t memory_bytes() const { return memory_bytes_; }
 
 private:
-    rte_hash* inside_ = nullptr;
-    rte_hash* outside_ = nullptr;
+    static constexpr uint32_t kEmpty = ~uint32_t{0};
+    static constexpr unsigned kWays = 7;
+    struct alignas(64) Bucket {
+        uint32_t sig[kWays];
+        uint32_t idx[kWays];
+        uint32_t overflowed;
+        uint32_t unused;
+    };
+    static_assert(sizeof(Bucket) == 64);
+
+    static uint32_t hash(const FlowKey& k);
+    static bool inside_match(const Session& s, const FlowKey& k);
+    static bool outside_match(const Session& s, const FlowKey& k);
+    template <bool Inside>
+    uint32_t find(const Bucket* table, const FlowKey& k, uint32_t h) const;
+    template <bool Inside>
+    void lookup_bulk(const Bucket* table, const FlowKey* const* keys, unsigned n, uint32_t* idx) const;
+    void insert(Bucket* table, uint32_t h, uint32_t idx);
+    void erase(Bucket* table, uint32_t h, uint32_t idx);
+
+    Bucket* inside_ = nullptr;
+    Bucket* outside_ = nullptr;
+    uint32_t mask_ = 0;
     Session* pool_ = nullptr;
     uint32_t* free_ = nullptr;  // stack of free indices
     uint32_t n_free_ = 0;

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// egw-bench: pushes pre-built traffic through one worker context on this lcore and prints, in
+// one run, the plain forwarding rate of the same packets beside the SNAT pipeline's.
+//
+// Each burst is made the way net_pcap's replay makes it (allocate mbufs, copy stored 60-byte
+// frames in), so "io-forward" is this rig's ceiling: generate + transmit to net_null. "snat"
+// is generate + the full pipeline (parse, bulk session lookup, translate, route, neighbour,
+// transmit to net_null). The difference is what egw costs per packet.
+//
+//   egw-bench [--flows N[,N...]] [--services M] [--seconds S] [--destinations D]
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_ring.h>
+#include <rte_udp.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "control/daemon/policy_builder.h"
+#include "dataplane/checksum.h"
+#include "dataplane/worker.h"
+
+namespace {
+
+using namespace egw;
+
+constexpr uint32_t kFrameLen = 60;
+constexpr uint8_t kInsideMac[6] = {0x02, 0, 0, 0, 0, 0x02};
+constexpr uint8_t kOutsideMac[6] = {0x02, 0, 0, 0, 0, 0x03};
+constexpr uint8_t kGatewayMac[6] = {0x02, 0, 0, 0, 0, 0x04};
+constexpr uint32_t kPodBase = 0x0a800000;       // 10.128.0.0/14
+constexpr uint32_t kDstBase = 0xc6336400 + 10;  // 198.51.100.10
+constexpr uint32_t kIngressBase = 0xcb007100 + 10;  // 203.0.113.10..
+constexpr uint32_t kGateway = 0xcb007101;       // 203.0.113.1
+
+struct Args {
+    std::vector<uint32_t> flows{10000, 1000000};
+    unsigned services = 64;
+    unsigned destinations = 64;
+    double seconds = 3;
+};
+
+struct Frame {
+    uint8_t bytes[kFrameLen];
+};
+
+// Flow i: pod = i mod P (P pods, P = min(N, 16384)), each pod in service pod mod M, source port
+// 1024 + (i div P), destination kDstBase + i mod D, port 53. Every 5-tuple is distinct.
+std::vector<Frame> make_frames(uint32_t flows, unsigned dsts, uint32_t pods) {
+    std::vector<Frame> out(flows);
+    for (uint32_t i = 0; i < flows; ++i) {
+        uint8_t* b = out[i].bytes;
+        std::memset(b, 0, kFrameLen);
+        auto* eth = reinterpret_cast<rte_ether_hdr*>(b);
+        std::memcpy(eth->dst_addr.addr_bytes, kInsideMac, 6);
+        uint8_t src_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
+        std::memcpy(eth->src_addr.addr_bytes, src_mac, 6);
+        eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+        auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
+        ip->version_ihl = 0x45;
+        ip->total_length = rte_cpu_to_be_16(kFrameLen - 14);
+        ip->time_to_live = 64;
+        ip->next_proto_id = IPPROTO_UDP;
+        ip->src_addr = rte_cpu_to_be_32(kPodBase + 1 + i % pods);
+        ip->dst_addr = rte_cpu_to_be_32(kDstBase + i % dsts);
+        ip->hdr_checksum = rte_ipv4_cksum(ip);
+        auto* udp = reinterpret_cast<rte_udp_hdr*>(ip + 1);
+        udp->src_port = rte_cpu_to_be_16(static_cast<uint16_t>(1024 + i / pods));
+        udp->dst_port = rte_cpu_to_be_16(53);
+        udp->dgram_len = rte_cpu_to_be_16(kFrameLen - 14 - 20);
+        udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+    }
+    std::mt19937 rng(1);
+    std::shuffle(out.begin(), out.end(), rng);
+    return out;
+}
+
+struct Rig {
+    rte_mempool* pool = nullptr;
+    uint16_t inside = 0, outside = 0;
+    dp::DataplaneShared shared;
+    dp::Worker* worker = nullptr;
+    config::Config cfg;
+    std::unique_ptr<control::PolicyBuilder> builder;
+    const dp::PolicySnapshot* snap = nullptr;
+    size_t heap_before = 0;
+    size_t session_heap = 0;
+};
+
+size_t heap_in_use() {
+    rte_malloc_socket_stats st{};
+    rte_malloc_get_socket_stats(static_cast<int>(rte_socket_id()), &st);
+    return st.heap_allocsz_bytes;
+}
+
+void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods) {
+    static unsigned instance = 0;
+    ++instance;
+    r.cfg = config::Config{};
+    config::PortConfig in, out;
+    in.name = "inside";
+    in.role = config::PortRole::inside;
+    in.addresses = {{0x0a800001, 14}};
+    out.name = "outside";
+    out.role = config::PortRole::outside;
+    out.addresses = {{0xcb00710a, 24}};
+    r.cfg.ports = {in, out};
+    r.cfg.vrfs = {{"default", 254}};
+    config::RouteConfig def;
+    def.prefix = {0, 0};
+    def.via = kGateway;
+    def.port = "outside";
+    r.cfg.routes = {def};
+    r.cfg.cluster.pod_cidrs = {{kPodBase, 14}};
+    r.cfg.default_action = config::DefaultAction::masquerade;
+
+    std::vector<std::array<uint8_t, 6>> macs(dp::kMaxPorts);
+    std::copy(kInsideMac, kInsideMac + 6, macs[r.inside].begin());
+    std::copy(kOutsideMac, kOutsideMac + 6, macs[r.outside].begin());
+    r.builder = std::make_unique<control::PolicyBuilder>(r.cfg, std::vector<uint16_t>{r.inside, r.outside}, macs);
+    std::vector<model::ServiceState> states(services);
+    for (unsigned s = 0; s < services; ++s) {
+        auto& st = states[s];
+        st.key = "bench/svc-" + std::to_string(s);
+        st.status_host = "bench";
+        st.serve_here = true;
+        st.ingress_ipv4 = kIngressBase + s;
+    }
+    for (uint32_t p = 0; p < pods; ++p)
+        states[p % services].endpoint_ipv4s.push_back(kPodBase + 1 + p);
+    r.snap = r.builder->build(states).release();
+    r.shared.policy.current.store(r.snap);
+    r.shared.n_workers = 1;
+    r.shared.nat_port_min = 1024;
+    r.shared.nat_port_max = 65535;
+    uint64_t hz = rte_get_tsc_hz();
+    r.shared.timeouts = dp::Timeouts{7440 * hz, 240 * hz, 300 * hz, 60 * hz};
+    r.shared.neighbors = new dp::NeighborTable(64);
+    uint32_t slot = r.shared.neighbors->insert(r.outside, kGateway);
+    r.shared.neighbors->set_mac(slot, kGatewayMac);
+    r.shared.to_control = rte_ring_create(("bench_ctl" + std::to_string(instance)).c_str(), 1024, 0, RING_F_SC_DEQ);
+
+    void* mem = rte_zmalloc("bench_worker", sizeof(dp::Worker), 64);
+    r.worker = new (mem) dp::Worker();
+    r.worker->shared = &r.shared;
+    r.worker->n_ports = static_cast<uint16_t>(std::max(r.inside, r.outside) + 1);
+    dp::worker_assign_port_block(*r.worker);
+    r.worker->service_counters = static_cast<dp::ServiceCounters*>(
+        rte_zmalloc("bench_svc", sizeof(dp::ServiceCounters) * dp::kMaxServices, 64));
+    r.heap_before = heap_in_use();
+    if (!r.worker->sessions.init(("bench" + std::to_string(instance)).c_str(), flows, 0)) {
+        std::fprintf(stderr, "egw-bench: cannot allocate %u sessions (raise -m)\n", flows);
+        std::exit(1);
+    }
+    r.session_heap = heap_in_use() - r.heap_before;
+}
+
+void teardown_rig(Rig& r) {
+    rte_free(r.worker->service_counters);
+    r.worker->~Worker();
+    rte_free(r.worker);
+    rte_ring_free(r.shared.to_control);
+    delete r.shared.neighbors;
+    r.shared.policy.current.store(nullptr);
+    delete r.snap;
+}
+
+// Fills `pkts` with the next burst of frames, as a pcap replay would.
+inline bool generate(rte_mempool* pool, const std::vector<Frame>& frames, size_t& cursor, rte_mbuf** pkts, unsigned n,
+                     uint16_t port) {
+    if (rte_pktmbuf_alloc_bulk(pool, pkts, n) != 0)
+        return false;
+    for (unsigned i = 0; i < n; ++i) {
+        rte_mbuf* m = pkts[i];
+        std::memcpy(rte_pktmbuf_mtod(m, void*), frames[cursor].bytes, kFrameLen);
+        m->data_len = m->pkt_len = kFrameLen;
+        m->port = port;
+        if (++cursor == frames.size())
+            cursor = 0;
+    }
+    return true;
+}
+
+struct Result {
+    double mpps;
+    double cycles_per_packet;
+};
+
+enum class Mode { io_forward, snat };
+
+Result run(Rig& r, const std::vector<Frame>& frames, Mode mode, double seconds, size_t& cursor) {
+    rte_mbuf* pkts[dp::kBurst];
+    uint64_t hz = rte_get_tsc_hz();
+    uint64_t start = rte_rdtsc(), end = start + static_cast<uint64_t>(seconds * static_cast<double>(hz));
+    uint64_t packets = 0, now = start;
+    while (now < end) {
+        for (int k = 0; k < 64; ++k) {
+            if (!generate(r.pool, frames, cursor, pkts, dp::kBurst, r.inside))
+                continue;
+            if (mode == Mode::io_forward) {
+                uint16_t sent = rte_eth_tx_burst(r.outside, 0, pkts, dp::kBurst);
+                for (uint16_t i = sent; i < dp::kBurst; ++i)
+                    rte_pktmbuf_free(pkts[i]);
+            } else {
+                r.worker->now = rte_rdtsc();
+                dp::worker_process_burst(*r.worker, *r.snap, pkts, dp::kBurst);
+                dp::worker_flush(*r.worker);
+            }
+            packets += dp::kBurst;
+        }
+        now = rte_rdtsc();
+    }
+    double secs = static_cast<double>(now - start) / static_cast<double>(hz);
+    return Result{static_cast<double>(packets) / secs / 1e6, static_cast<double>(now - start) / static_cast<double>(packets)};
+}
+
+uint64_t total_drops(const dp::Worker& w) {
+    uint64_t n = 0;
+    for (unsigned i = 0; i < dp::kDropReasonCount; ++i)
+        n += w.counters.drops[i];
+    return n;
+}
+
+std::vector<uint32_t> parse_list(const char* s) {
+    std::vector<uint32_t> v;
+    std::string str(s);
+    size_t pos = 0;
+    while (pos <= str.size()) {
+        size_t comma = str.find(',', pos);
+        v.push_back(static_cast<uint32_t>(std::stoul(str.substr(pos, comma - pos))));
+        if (comma == std::string::npos)
+            break;
+        pos = comma + 1;
+    }
+    return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int consumed = rte_eal_init(argc, argv);
+    if (consumed < 0) {
+        std::fprintf(stderr, "egw-bench: EAL init failed\n");
+        return 1;
+    }
+    argc -= consumed;
+    argv += consumed;
+    spdlog::set_level(spdlog::level::warn);
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        std::string k = argv[i];
+        if (i + 1 >= argc) {
+            std::fprintf(stderr, "egw-bench: %s needs a value\n", k.c_str());
+            return 2;
+        }
+        const char* v = argv[++i];
+        if (k == "--flows")
+            a.flows = parse_list(v);
+        else if (k == "--services")
+            a.services = static_cast<unsigned>(std::stoul(v));
+        else if (k == "--destinations")
+            a.destinations = static_cast<unsigned>(std::stoul(v));
+        else if (k == "--seconds")
+            a.seconds = std::stod(v);
+        else {
+            std::fprintf(stderr, "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds S]\n");
+            return 2;
+        }
+    }
+
+    static const rte_mbuf_dynfield next_hop_desc = {"egw_next_hop", sizeof(uint32_t), alignof(uint32_t), 0};
+    int field = rte_mbuf_dynfield_register(&next_hop_desc);
+
+    uint16_t inside = 0, outside = 0;
+    if (rte_eth_dev_get_port_by_name("net_null0", &inside) != 0 || rte_eth_dev_get_port_by_name("net_null1", &outside) != 0) {
+        std::fprintf(stderr, "egw-bench: needs --vdev=net_null0,no-rx=1 --vdev=net_null1,no-rx=1\n");
+        return 1;
+    }
+    rte_mempool* pool = rte_pktmbuf_pool_create("bench_pool", 65535, 512, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+    if (!pool) {
+        std::fprintf(stderr, "egw-bench: cannot create the mbuf pool\n");
+        return 1;
+    }
+    rte_eth_conf conf{};
+    for (uint16_t p : {inside, outside}) {
+        if (rte_eth_dev_configure(p, 1, 1, &conf) != 0 || rte_eth_rx_queue_setup(p, 0, 1024, 0, nullptr, pool) != 0 ||
+            rte_eth_tx_queue_setup(p, 0, 1024, 0, nullptr) != 0 || rte_eth_dev_start(p) != 0) {
+            std::fprintf(stderr, "egw-bench: cannot start port %u\n", p);
+            return 1;
+        }
+    }
+    double ghz = static_cast<double>(rte_get_tsc_hz()) / 1e9;
+    std::printf("egw-bench: one worker on lcore %u, TSC %.2f GHz, 60-byte UDP frames (64 on the wire), %u Services, %u "
+                "destinations, %.1f s per measurement\n\n",
+                rte_lcore_id(), ghz, a.services, a.destinations, a.seconds);
+    std::printf("| flows = sessions | io-forward Mpps | SNAT Mpps | SNAT / io-forward | cycles/pkt io | cycles/pkt SNAT | "
+                "egw cycles/pkt | new sessions/s | memory/session |\n");
+    std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    int rc = 0;
+    for (uint32_t flows : a.flows) {
+        uint32_t pods = std::min<uint32_t>(flows, 16384);
+        auto frames = make_frames(flows, a.destinations, pods);
+        Rig r;
+        r.pool = pool;
+        r.inside = inside;
+        r.outside = outside;
+        r.shared.next_hop_field = field;
+        setup_rig(r, flows + flows / 8, a.services, pods);
+
+        // First pass: every packet opens a session.
+        size_t cursor = 0;
+        rte_mbuf* pkts[dp::kBurst];
+        uint64_t t0 = rte_rdtsc();
+        uint64_t sent = 0;
+        while (sent < flows) {
+            unsigned n = static_cast<unsigned>(std::min<uint64_t>(dp::kBurst, flows - sent));
+            if (!generate(pool, frames, cursor, pkts, n, inside))
+                break;
+            r.worker->now = rte_rdtsc();
+            dp::worker_process_burst(*r.worker, *r.snap, pkts, static_cast<uint16_t>(n));
+            dp::worker_flush(*r.worker);
+            sent += n;
+        }
+        double cps = static_cast<double>(flows) / (static_cast<double>(rte_rdtsc() - t0) / static_cast<double>(rte_get_tsc_hz()));
+        uint32_t active = r.worker->sessions.active();
+        if (active != flows || total_drops(*r.worker) != 0) {
+            std::fprintf(stderr, "egw-bench: first pass made %u sessions of %u (%lu drops:", active, flows,
+                         static_cast<unsigned long>(total_drops(*r.worker)));
+            for (unsigned d = 0; d < dp::kDropReasonCount; ++d)
+                if (r.worker->counters.drops[d])
+                    std::fprintf(stderr, " %s=%lu", dp::kDropReasonNames[d], static_cast<unsigned long>(r.worker->counters.drops[d]));
+            std::fprintf(stderr, ")\n");
+            rc = 1;
+        }
+        Result io = run(r, frames, Mode::io_forward, a.seconds, cursor);
+        Result snat = run(r, frames, Mode::snat, a.seconds, cursor);
+        if (r.worker->sessions.active() != flows || total_drops(*r.worker) != 0) {
+            std::fprintf(stderr, "egw-bench: established pass changed the session count or dropped packets\n");
+            rc = 1;
+        }
+        double per_session = static_cast<double>(r.session_heap) / static_cast<double>(r.worker->sessions.capacity());
+        std::printf("| %u | %.2f | %.2f | %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f B (%.0f MiB for 1M) |\n", flows, io.mpps,
+                    snat.mpps, 100.0 * snat.mpps / io.mpps, io.cycles_per_packet, snat.cycles_per_packet,
+                    snat.cycles_per_packet - io.cycles_per_packet, cps, per_session, per_session * 1e6 / 1048576.0);
+        std::fflush(stdout);
+        teardown_rig(r);
+    }
+    std::printf("\nio-forward = allocate + copy the frame (as net_pcap replay does) + transmit to net_null.\n"
+                "SNAT = the same + egw's pipeline (parse, bulk session lookup, translate, route, neighbour).\n"
+                "new sessions/s = first pass over the flows, every packet opening a session.\n"
+                "memory/session = DPDK heap taken by the session table (both hash indexes + 64-byte session) / capacity.\n");
+    rte_eal_cleanup();
+    return rc;
+}
