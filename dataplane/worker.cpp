@@ -852,15 +852,17 @@ void worker_process_burst(Worker& w, const PolicySnapshot& p, rte_mbuf** pkts, u
             finish(w, p, kept[i], meta[i], idx[i]);
         pkts += chunk;
         n = static_cast<uint16_t>(n - chunk);
-    }
-    if (multi) {
-        for (unsigned o = 0; o < w.shared->n_workers; ++o) {
-            if (!n_handoff[o])
-                continue;
-            unsigned sent = rte_ring_sp_enqueue_burst(w.handoff_out[o], reinterpret_cast<void**>(handoff[o]), n_handoff[o], nullptr);
-            w.counters.handed_off += sent;
-            for (unsigned i = sent; i < n_handoff[o]; ++i)
-                drop(w, handoff[o][i], DropReason::handoff_full);
+        // Hand-offs go out per chunk: each worker's array holds one chunk's worth.
+        if (multi) {
+            for (unsigned o = 0; o < w.shared->n_workers; ++o) {
+                if (!n_handoff[o])
+                    continue;
+                unsigned sent = rte_ring_sp_enqueue_burst(w.handoff_out[o], reinterpret_cast<void**>(handoff[o]), n_handoff[o], nullptr);
+                w.counters.handed_off += sent;
+                for (unsigned i = sent; i < n_handoff[o]; ++i)
+                    drop(w, handoff[o][i], DropReason::handoff_full);
+                n_handoff[o] = 0;
+            }
         }
     }
 }
@@ -899,9 +901,7 @@ void worker_expire_step(Worker& w, const PolicySnapshot& p) {
     }
 }
 
-namespace {
-
-void serve_dump(Worker& w) {
+void worker_serve_dump(Worker& w) {
     uint32_t req = w.dump_request.load(std::memory_order_acquire);
     if (req == w.dump_done.load(std::memory_order_relaxed))
         return;
@@ -918,8 +918,6 @@ void serve_dump(Worker& w) {
     w.dump_count = n;
     w.dump_done.store(req, std::memory_order_release);
 }
-
-}  // namespace
 
 unsigned worker_poll_once(Worker& w) {
     const PolicySnapshot* p = w.shared->policy.current.load(std::memory_order_acquire);
@@ -958,7 +956,7 @@ unsigned worker_poll_once(Worker& w) {
         worker_flush(w);
         worker_expire_step(w, *p);
     }
-    serve_dump(w);
+    worker_serve_dump(w);
     if (w.shared->qsbr)
         rte_rcu_qsbr_quiescent(w.shared->qsbr, w.index);
     uint64_t spent = rte_rdtsc() - start;

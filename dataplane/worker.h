@@ -136,6 +136,10 @@ void worker_flush(Worker& w);
 // Frees up to kSweepPerIteration expired sessions' worth of scanning.
 void worker_expire_step(Worker& w, const PolicySnapshot& p);
 
+// Answers a pending session-listing request. Called by the worker between bursts, or by the
+// control thread once the worker has stopped.
+void worker_serve_dump(Worker& w);
+
 // One poll-loop iteration: receive, hand-offs, injected frames, transmit, expiry, listing
 // requests, quiescent state. Returns the number of packets received.
 unsigned worker_poll_once(Worker& w);

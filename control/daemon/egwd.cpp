@@ -239,11 +239,12 @@ int main(int argc, char** argv) {
                 std::this_thread::sleep_for(std::chrono::microseconds(200));
             }
             spdlog::info("stopping");
-            rt.stop();
+            rt.stop_workers();
             if (!opt.status_file.empty()) {
-                egw::control::StatusInputs in{rt, builder, resolver, false};
+                egw::control::StatusInputs in{rt, builder, resolver, false, true};
                 egw::control::write_status_file(opt.status_file, egw::control::collect_status(in));
             }
+            rt.stop();
             delete handle.current.exchange(nullptr);
         } catch (const std::exception& e) {
             spdlog::error("{}", e.what());

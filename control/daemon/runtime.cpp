@@ -252,12 +252,16 @@ void Runtime::launch_workers() {
     launched_ = true;
 }
 
-void Runtime::stop() {
+void Runtime::stop_workers() {
     shared_.stop.store(true);
     if (launched_) {
         rte_eal_mp_wait_lcore();
         launched_ = false;
     }
+}
+
+void Runtime::stop() {
+    stop_workers();
     if (ports_started_) {
         for (const auto& p : ports_) {
             rte_eth_dev_stop(p.id);

@@ -44,7 +44,8 @@ public:
     void setup(unsigned mbufs);
     void start_ports();
     void launch_workers();
-    void stop();               // stops workers (waits) then ports
+    void stop_workers();       // asks the workers to stop and waits for them
+    void stop();               // stops workers, then ports
 
     dp::DataplaneShared& shared() { return shared_; }
     std::vector<dp::Worker*>& workers() { return workers_; }

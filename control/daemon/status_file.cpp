@@ -55,8 +55,11 @@ nlohmann::json collect_status(const StatusInputs& in) {
     doc["ready"] = in.ready;
 
     // Ask every worker for its sessions; they answer between bursts.
-    for (auto* w : workers)
+    for (auto* w : workers) {
         w->dump_request.fetch_add(1, std::memory_order_release);
+        if (in.workers_stopped)
+            dp::worker_serve_dump(*w);
+    }
 
     std::map<uint32_t, std::string> id_to_key;
     for (auto& [k, id] : in.policy.ids())

@@ -19,6 +19,7 @@ struct StatusInputs {
     const PolicyBuilder& policy;
     const NeighborResolver& neighbors;
     bool ready = false;
+    bool workers_stopped = false;  // list sessions from this thread instead of asking the workers
     unsigned max_sessions = 1000;
 };
 
