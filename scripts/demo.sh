@@ -25,14 +25,16 @@ fi
 export EGW_NETNS_PREFIX=${EGW_NETNS_PREFIX:-egw}
 EGWD=${EGWD:-build/control/egwd}
 PEER=tests/e2e/peer.py
-DEMO_TIMEOUT=${DEMO_TIMEOUT:-75}   # seconds after the build; the demo itself needs about 20
+DEMO_TIMEOUT=${DEMO_TIMEOUT:-60}   # seconds after the build; the demo itself needs about 15
 
 work=""
+topology=""
 egwd_pid=""
 watchdog_pid=""
 server_pids=()
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold="" plain=""; fi
+say() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 
 cleanup() {
   local rc=$?
@@ -43,7 +45,7 @@ cleanup() {
   if [ -n "$egwd_pid" ] && kill -0 "$egwd_pid" 2>/dev/null; then
     stop_egwd
   fi
-  bash scripts/netns.sh down
+  [ -n "$topology" ] && bash scripts/netns.sh down
   if [ -n "$work" ]; then
     rm -rf "/var/run/dpdk/egw-demo-$$"
     if [ $rc -ne 0 ] && [ -f "$work/egwd.log" ]; then
@@ -103,6 +105,7 @@ fi
 watchdog_pid=$!
 
 say "topology: namespaces $EGW_NETNS_PREFIX-{pods,pods2,ext1,ext2} (scripts/netns.sh up)"
+topology=yes
 bash scripts/netns.sh up
 bash scripts/netns.sh show
 
