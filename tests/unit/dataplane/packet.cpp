@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tests/unit/dataplane/packet.h"
+
+#include <cstdio>
+
+namespace egw::test {
+
+std::string ip_str(uint32_t a) {
+    char b[16];
+    std::snprintf(b, sizeof b, "%u.%u.%u.%u", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
+    return b;
+}
+
+std::string mac_str(const Mac& m) {
+    char b[18];
+    std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    return b;
+}
+
+void put16(uint8_t* p, uint16_t v) {
+    p[0] = static_cast<uint8_t>(v >> 8);
+    p[1] = static_cast<uint8_t>(v);
+}
+
+void put32(uint8_t* p, uint32_t v) {
+    put16(p, static_cast<uint16_t>(v >> 16));
+    put16(p + 2, static_cast<uint16_t>(v));
+}
+
+uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+uint32_t get32(const uint8_t* p) { return uint32_t{get16(p)} << 16 | get16(p + 2); }
+
+uint32_t sum16(const uint8_t* data, size_t len, uint32_t sum) {
+    // 64-bit accumulator: no carry is ever lost, whatever the length.
+    uint64_t s = sum;
+    size_t i = 0;
+    for (; i + 1 < len; i += 2)
+        s += get16(data + i);
+    if (i < len)
+        s += uint32_t{data[i]} << 8;
+    while (s >> 32)
+        s = (s & 0xffffffff) + (s >> 32);
+    return static_cast<uint32_t>(s);
+}
+
+uint16_t finish(uint32_t sum) {
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(~sum);
+}
+
+uint32_t pseudo_sum(uint32_t src, uint32_t dst, uint8_t proto, uint32_t l4_len) {
+    return (src >> 16) + (src & 0xffff) + (dst >> 16) + (dst & 0xffff) + proto + l4_len;
+}
+
+Bytes tcp_segment(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint8_t flags, const Bytes& payload,
+                  uint32_t seq, uint32_t ack) {
+    Bytes b(20 + payload.size());
+    put16(&b[0], sport);
+    put16(&b[2], dport);
+    put32(&b[4], seq);
+    put32(&b[8], ack);
+    b[12] = 5 << 4;
+    b[13] = flags;
+    put16(&b[14], 64240);  // window
+    std::copy(payload.begin(), payload.end(), b.begin() + 20);
+    put16(&b[16], finish(sum16(b.data(), b.size(), pseudo_sum(src, dst, kProtoTcp, static_cast<uint32_t>(b.size())))));
+    return b;
+}
+
+Bytes udp_datagram(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, const Bytes& payload,
+                   bool zero_checksum) {
+    Bytes b(8 + payload.size());
+    put16(&b[0], sport);
+    put16(&b[2], dport);
+    put16(&b[4], static_cast<uint16_t>(b.size()));
+    std::copy(payload.begin(), payload.end(), b.begin() + 8);
+    if (!zero_checksum) {
+        uint16_t c = finish(sum16(b.data(), b.size(), pseudo_sum(src, dst, kProtoUdp, static_cast<uint32_t>(b.size()))));
+        put16(&b[6], c == 0 ? 0xffff : c);
+    }
+    return b;
+}
+
+Bytes icmp_echo(bool request, uint16_t ident, uint16_t seq, const Bytes& payload) {
+    Bytes b(8 + payload.size());
+    b[0] = request ? 8 : 0;
+    put16(&b[4], ident);
+    put16(&b[6], seq);
+    std::copy(payload.begin(), payload.end(), b.begin() + 8);
+    put16(&b[2], finish(sum16(b.data(), b.size())));
+    return b;
+}
+
+Bytes icmp_error(uint8_t type, uint8_t code, const Bytes& quoted, uint32_t rest_of_header) {
+    Bytes b(8 + quoted.size());
+    b[0] = type;
+    b[1] = code;
+    put32(&b[4], rest_of_header);
+    std::copy(quoted.begin(), quoted.end(), b.begin() + 8);
+    put16(&b[2], finish(sum16(b.data(), b.size())));
+    return b;
+}
+
+Bytes ipv4(uint32_t src, uint32_t dst, uint8_t proto, const Bytes& l4, const IpOpt& o) {
+    size_t hl = 20 + o.options.size();
+    Bytes b(hl + l4.size());
+    b[0] = static_cast<uint8_t>(0x40 | (hl / 4));
+    b[1] = o.tos;
+    put16(&b[2], static_cast<uint16_t>(b.size()));
+    put16(&b[4], o.id);
+    put16(&b[6], o.frag);
+    b[8] = o.ttl;
+    b[9] = proto;
+    put32(&b[12], src);
+    put32(&b[16], dst);
+    std::copy(o.options.begin(), o.options.end(), b.begin() + 20);
+    put16(&b[10], finish(sum16(b.data(), hl)));
+    std::copy(l4.begin(), l4.end(), b.begin() + static_cast<std::ptrdiff_t>(hl));
+    return b;
+}
+
+Bytes ethernet(const Mac& dst, const Mac& src, uint16_t ether_type, const Bytes& payload) {
+    Bytes b(14 + payload.size());
+    std::copy(dst.begin(), dst.end(), b.begin());
+    std::copy(src.begin(), src.end(), b.begin() + 6);
+    put16(&b[12], ether_type);
+    std::copy(payload.begin(), payload.end(), b.begin() + 14);
+    return b;
+}
+
+Bytes tcp_ip(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, uint8_t flags, const Bytes& payload,
+             const IpOpt& o) {
+    return ipv4(src, dst, kProtoTcp, tcp_segment(src, dst, sport, dport, flags, payload), o);
+}
+
+Bytes udp_ip(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, const Bytes& payload, const IpOpt& o,
+             bool zero_checksum) {
+    return ipv4(src, dst, kProtoUdp, udp_datagram(src, dst, sport, dport, payload, zero_checksum), o);
+}
+
+Bytes echo_ip(bool request, uint32_t src, uint32_t dst, uint16_t ident, uint16_t seq, const Bytes& payload,
+              const IpOpt& o) {
+    return ipv4(src, dst, kProtoIcmp, icmp_echo(request, ident, seq, payload), o);
+}
+
+Bytes arp_body(uint16_t op, const Mac& sha, uint32_t spa, const Mac& tha, uint32_t tpa) {
+    Bytes b(28);
+    put16(&b[0], 1);
+    put16(&b[2], kEtherIpv4);
+    b[4] = 6;
+    b[5] = 4;
+    put16(&b[6], op);
+    std::copy(sha.begin(), sha.end(), b.begin() + 8);
+    put32(&b[14], spa);
+    std::copy(tha.begin(), tha.end(), b.begin() + 18);
+    put32(&b[24], tpa);
+    return b;
+}
+
+namespace {
+
+bool is_icmp_error_type(uint8_t t) { return t == 3 || t == 4 || t == 11 || t == 12; }
+
+}  // namespace
+
+Parsed parse_ipv4(const uint8_t* d, size_t len, bool quoted) {
+    Parsed p;
+    p.ether_type = kEtherIpv4;
+    if (len < 20) {
+        p.error = "IPv4 header truncated";
+        return p;
+    }
+    if ((d[0] >> 4) != 4) {
+        p.error = "not IPv4";
+        return p;
+    }
+    p.ihl = d[0] & 0x0f;
+    size_t hl = p.ihl * 4u;
+    p.tos = d[1];
+    p.total_length = get16(d + 2);
+    p.id = get16(d + 4);
+    p.frag = get16(d + 6);
+    p.ttl = d[8];
+    p.proto = d[9];
+    p.ip_csum = get16(d + 10);
+    p.src = get32(d + 12);
+    p.dst = get32(d + 16);
+    if (hl < 20 || hl > len) {
+        p.error = "bad IHL";
+        return p;
+    }
+    {
+        Bytes h(d, d + hl);
+        h[10] = h[11] = 0;
+        p.ip_csum_ok = finish(sum16(h.data(), h.size())) == p.ip_csum;
+    }
+    size_t end = p.total_length;
+    if (end < hl) {
+        p.error = "total length below IHL";
+        return p;
+    }
+    if (end > len) {
+        if (!quoted) {
+            p.error = "total length beyond the frame";
+            return p;
+        }
+        end = len;  // a quote may stop anywhere after the header
+    }
+    p.l3.assign(d, d + end);
+    const uint8_t* l4 = d + hl;
+    size_t l4_len = end - hl;
+    size_t l4_full = p.total_length - hl;
+    p.l4_complete = l4_len == l4_full;
+    auto l4_sum_ok = [&](uint8_t proto, size_t csum_off) {
+        if (!p.l4_complete)
+            return false;
+        Bytes m(l4, l4 + l4_len);
+        m[csum_off] = m[csum_off + 1] = 0;
+        uint32_t s = proto == kProtoIcmp ? 0 : pseudo_sum(p.src, p.dst, proto, static_cast<uint32_t>(l4_len));
+        uint16_t want = finish(sum16(m.data(), m.size(), s));
+        if (proto == kProtoUdp) {
+            if (p.l4_csum == 0)
+                return true;  // no checksum
+            if (want == 0)
+                want = 0xffff;
+        }
+        return want == p.l4_csum;
+    };
+    switch (p.proto) {
+    case kProtoTcp:
+        if (l4_len < (quoted ? 8u : 20u)) {
+            p.error = "TCP header truncated";
+            return p;
+        }
+        p.sport = get16(l4);
+        p.dport = get16(l4 + 2);
+        p.seq = get32(l4 + 4);
+        if (l4_len >= 20) {
+            p.ack = get32(l4 + 8);
+            p.tcp_flags = l4[13];
+            p.l4_csum = get16(l4 + 16);
+            size_t off = (l4[12] >> 4) * 4u;
+            if (off < 20 || off > l4_len) {
+                p.error = "bad TCP data offset";
+                return p;
+            }
+            p.payload.assign(l4 + off, l4 + l4_len);
+            p.l4_csum_ok = l4_sum_ok(kProtoTcp, 16);
+        }
+        break;
+    case kProtoUdp:
+        if (l4_len < 8) {
+            p.error = "UDP header truncated";
+            return p;
+        }
+        p.sport = get16(l4);
+        p.dport = get16(l4 + 2);
+        p.l4_csum = get16(l4 + 6);
+        if (get16(l4 + 4) != l4_full) {
+            p.error = "UDP length disagrees with the IPv4 length";
+            return p;
+        }
+        p.payload.assign(l4 + 8, l4 + l4_len);
+        p.l4_csum_ok = l4_sum_ok(kProtoUdp, 6);
+        break;
+    case kProtoIcmp:
+        if (l4_len < 8) {
+            p.error = "ICMP header truncated";
+            return p;
+        }
+        p.icmp_type = l4[0];
+        p.icmp_code = l4[1];
+        p.l4_csum = get16(l4 + 2);
+        p.icmp_ident = get16(l4 + 4);
+        p.icmp_seq = get16(l4 + 6);
+        p.payload.assign(l4 + 8, l4 + l4_len);
+        p.l4_csum_ok = l4_sum_ok(kProtoIcmp, 2);
+        if (is_icmp_error_type(p.icmp_type) && !quoted) {
+            p.inner = std::make_shared<Parsed>(parse_ipv4(l4 + 8, l4_len - 8, true));
+            if (!p.inner->ok) {
+                p.error = "quoted datagram: " + p.inner->error;
+                return p;
+            }
+        }
+        break;
+    default:
+        p.payload.assign(l4, l4 + l4_len);
+        p.l4_complete = true;
+        p.l4_csum_ok = true;  // nothing to check
+        break;
+    }
+    p.ok = true;
+    return p;
+}
+
+Parsed parse_frame(const Bytes& f) {
+    Parsed p;
+    if (f.size() < 14) {
+        p.error = "Ethernet header truncated";
+        return p;
+    }
+    Mac dst, src;
+    std::copy(f.begin(), f.begin() + 6, dst.begin());
+    std::copy(f.begin() + 6, f.begin() + 12, src.begin());
+    uint16_t type = get16(&f[12]);
+    if (type == kEtherIpv4) {
+        p = parse_ipv4(f.data() + 14, f.size() - 14, false);
+        if (p.ok && p.total_length != f.size() - 14) {
+            p.ok = false;
+            p.error = "bytes after the IPv4 datagram";
+        }
+    } else if (type == kEtherArp) {
+        if (f.size() < 14 + 28) {
+            p.error = "ARP truncated";
+        } else {
+            const uint8_t* a = f.data() + 14;
+            p.arp_htype = get16(a);
+            p.arp_ptype = get16(a + 2);
+            p.arp_hlen = a[4];
+            p.arp_plen = a[5];
+            p.arp_op = get16(a + 6);
+            std::copy(a + 8, a + 14, p.arp_sha.begin());
+            p.arp_spa = get32(a + 14);
+            std::copy(a + 18, a + 24, p.arp_tha.begin());
+            p.arp_tpa = get32(a + 24);
+            p.ok = true;
+        }
+    } else {
+        p.error = "unexpected EtherType";
+    }
+    p.eth_dst = dst;
+    p.eth_src = src;
+    p.ether_type = type;
+    return p;
+}
+
+namespace {
+
+std::string hex16(uint16_t v) {
+    char b[8];
+    std::snprintf(b, sizeof b, "0x%04x", v);
+    return b;
+}
+
+}  // namespace
+
+::testing::AssertionResult checksums_valid(const Parsed& p) {
+    if (!p.ok)
+        return ::testing::AssertionFailure() << "frame does not parse: " << p.error;
+    if (p.ether_type != kEtherIpv4)
+        return ::testing::AssertionSuccess();
+    if (!p.ip_csum_ok)
+        return ::testing::AssertionFailure() << "IPv4 header checksum " << hex16(p.ip_csum) << " is wrong";
+    if (!p.l4_csum_ok)
+        return ::testing::AssertionFailure() << "L4 (protocol " << int{p.proto} << ") checksum " << hex16(p.l4_csum)
+                                             << " is wrong";
+    if (p.inner) {
+        if (!p.inner->ip_csum_ok)
+            return ::testing::AssertionFailure() << "quoted IPv4 header checksum " << hex16(p.inner->ip_csum)
+                                                 << " is wrong";
+        if (p.inner->l4_complete && !p.inner->l4_csum_ok)
+            return ::testing::AssertionFailure() << "quoted L4 checksum " << hex16(p.inner->l4_csum)
+                                                 << " is wrong";
+    }
+    return ::testing::AssertionSuccess();
+}
+
+}  // namespace egw::test

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tests/unit/dataplane/rig.h"
+
+#include <rte_bus_vdev.h>
+#include <rte_cycles.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+namespace egw::test {
+
+namespace {
+
+int g_next_hop_field = -1;
+unsigned g_instances = 0;
+
+constexpr unsigned kPoolSize = 4095;
+constexpr unsigned kRingSize = 1024;
+
+config::Ipv4Prefix prefix(uint32_t addr, uint8_t len) { return config::Ipv4Prefix{addr, len}; }
+
+config::MacAddr cmac(const Mac& m) {
+    config::MacAddr a;
+    std::copy(m.begin(), m.end(), a.bytes);
+    return a;
+}
+
+config::PortConfig port_config(const std::string& name, config::PortRole role, const std::string& vrf,
+                               config::Ipv4Prefix addr, const Mac& mac) {
+    config::PortConfig p;
+    p.name = name;
+    p.device = "net_ring_" + name;
+    p.role = role;
+    p.vrf = vrf;
+    p.addresses = {addr};
+    p.mac = cmac(mac);
+    return p;
+}
+
+void fail(const std::string& what) { throw std::runtime_error("test rig: " + what + ": " + rte_strerror(rte_errno)); }
+
+}  // namespace
+
+void set_next_hop_field(int offset) { g_next_hop_field = offset; }
+
+model::ServiceState lb_service(const std::string& key, uint32_t ingress, std::vector<uint32_t> endpoints,
+                               const std::string& network) {
+    model::ServiceState s;
+    s.key = key;
+    s.mode = model::Mode::load_balancer_ip;
+    s.status_host = "gw-1";
+    s.serve_here = true;
+    s.network = network;
+    s.ingress_ipv4 = ingress;
+    std::sort(endpoints.begin(), endpoints.end());
+    s.endpoint_ipv4s = std::move(endpoints);
+    s.endpoint_nodes = {"worker-1"};
+    return s;
+}
+
+model::ServiceState network_service(const std::string& key, std::vector<uint32_t> endpoints,
+                                    const std::string& network) {
+    model::ServiceState s;
+    s.key = key;
+    s.mode = model::Mode::network;
+    s.status_host = model::kHostAll;
+    s.serve_here = true;
+    s.network = network;
+    s.ingress_ipv4 = ip4(192, 0, 2, 60);  // informational only in Network mode
+    std::sort(endpoints.begin(), endpoints.end());
+    s.endpoint_ipv4s = std::move(endpoints);
+    s.endpoint_nodes = {"worker-1"};
+    return s;
+}
+
+config::Config standard_config() {
+    using namespace std_rig;
+    using config::PortRole;
+    config::Config c;
+    c.file = "dataplane-test-rig";
+    c.workers = {1};
+    c.vrfs = {config::VrfConfig{"default", 254}, config::VrfConfig{"blue", 100}};
+    c.ports = {
+        port_config("pods", PortRole::inside, "default", prefix(kPodsAddr, 24), kPodsMac),
+        port_config("ext1", PortRole::outside, "default", prefix(kExt1Addr, 24), kExt1Mac),
+        port_config("ext2", PortRole::outside, "blue", prefix(kExt2Addr, 24), kExt2Mac),
+    };
+    auto route = [](const std::string& vrf, config::Ipv4Prefix p, std::optional<uint32_t> via, const std::string& port) {
+        config::RouteConfig r;
+        r.vrf = vrf;
+        r.prefix = p;
+        r.via = via;
+        r.port = port;
+        return r;
+    };
+    c.routes = {
+        route("default", prefix(ip4(10, 244, 0, 0), 16), kPodsRouter, "pods"),
+        route("default", prefix(ip4(10, 96, 0, 0), 12), kPodsRouter, "pods"),
+        route("default", prefix(ip4(172, 18, 0, 0), 16), kPodsRouter, "pods"),
+        route("default", prefix(0, 0), kExt1Gw, "ext1"),
+    };
+    auto neigh = [](const std::string& port, uint32_t ip, const Mac& m) { return config::NeighborConfig{port, ip, cmac(m)}; };
+    c.neighbors = {
+        neigh("pods", kPod10, kPod10Mac),       neigh("pods", kPod11, kPod11Mac),
+        neigh("pods", kPod20, kPod20Mac),       neigh("pods", kPodsRouter, kPodsRouterMac),
+        neigh("ext1", kServer, kServerMac),     neigh("ext1", kServerB, kServerBMac),
+        neigh("ext1", kExt1Gw, kExt1GwMac),     neigh("ext2", kBlueServer, kBlueServerMac),
+        neigh("ext2", kBlueGw, kBlueGwMac),
+    };
+    c.cluster.pod_cidrs = {prefix(ip4(10, 244, 0, 0), 16)};
+    c.cluster.service_cidrs = {prefix(ip4(10, 96, 0, 0), 12)};
+    c.cluster.node_ips = {kNodeIp};
+    c.default_action = config::DefaultAction::masquerade;
+    c.sessions.port_min = 1024;
+    c.sessions.port_max = 65535;
+    c.node.name = "gw-1";
+    return c;
+}
+
+std::string Rig::name(const std::string& what) const { return "u" + std::to_string(instance_) + what; }
+
+Rig::Rig(const RigOptions& o) : instance_(g_instances++) {
+    if (g_next_hop_field < 0)
+        throw std::runtime_error("test rig: the next-hop dynfield is not registered (main() does it)");
+    try {
+        setup(o);
+    } catch (...) {
+        // No destructor runs for a constructor that throws: give back what was made so far, so
+        // the next test starts from a clean EAL (port ids, ring names).
+        release();
+        throw;
+    }
+}
+
+void Rig::setup(const RigOptions& o) {
+    cfg = standard_config();
+    if (o.configure)
+        o.configure(cfg);
+    int socket = static_cast<int>(rte_socket_id());
+
+    pool_size_ = kPoolSize;
+    // No per-lcore cache, so the pool's count is exact and leaks show.
+    pool_ = rte_pktmbuf_pool_create(name("_pool").c_str(), pool_size_, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+    if (!pool_)
+        fail("mbuf pool");
+
+    unsigned n_workers = o.workers;
+    shared.n_workers = n_workers;
+    shared.nat_port_min = cfg.sessions.port_min;
+    shared.nat_port_max = cfg.sessions.port_max;
+    uint64_t hz = rte_get_tsc_hz();
+    const auto& t = cfg.sessions.timeouts;
+    shared.timeouts = dp::Timeouts{t.tcp_established_s * hz, t.tcp_transitory_s * hz, t.udp_s * hz, t.icmp_s * hz};
+    shared.neighbors = new dp::NeighborTable(cfg.arp.max_neighbors);
+    shared.next_hop_field = g_next_hop_field;
+    shared.qsbr = nullptr;
+    shared.to_control = rte_ring_create(name("_ctl").c_str(), kRingSize, socket, RING_F_SC_DEQ);
+    if (!shared.to_control)
+        fail("control ring");
+    rings_.push_back(shared.to_control);
+
+    // One net_ring port per configured port, in order.
+    std::vector<uint16_t> ids;
+    std::vector<std::array<uint8_t, 6>> macs(dp::kMaxPorts);
+    for (auto& pc : cfg.ports) {
+        uint16_t id = make_port(name("_" + pc.name));
+        pc.device = ports_.back().device;
+        ids.push_back(id);
+        std::copy(std::begin(pc.mac->bytes), std::end(pc.mac->bytes), macs[id].begin());
+    }
+    ids_ = ids;
+    auto id_of = [&](const std::string& port) { return port_id(port); };
+    pods = id_of("pods");
+    ext1 = id_of("ext1");
+    ext2 = id_of("ext2");
+    for (const auto& n : cfg.neighbors) {
+        uint32_t slot = shared.neighbors->insert(id_of(n.port), n.ip);
+        if (slot == dp::NeighborTable::kNone)
+            throw std::runtime_error("test rig: neighbour table full");
+        shared.neighbors->set_mac(slot, n.mac.bytes);
+    }
+
+    // Workers, as control::Runtime::setup makes them.
+    uint16_t n_ports = 0;
+    for (const auto& p : ports_)
+        n_ports = std::max<uint16_t>(n_ports, static_cast<uint16_t>(p.id + 1));
+    for (unsigned i = 0; i < n_workers; ++i) {
+        void* mem = rte_zmalloc(name("_worker").c_str(), sizeof(dp::Worker), RTE_CACHE_LINE_SIZE);
+        if (!mem)
+            fail("worker");
+        auto* w = new (mem) dp::Worker();
+        workers.push_back(w);
+        w->index = i;
+        w->shared = &shared;
+        w->n_ports = n_ports;
+        dp::worker_assign_port_block(*w);
+        w->service_counters = static_cast<dp::ServiceCounters*>(
+            rte_zmalloc(name("_svc").c_str(), sizeof(dp::ServiceCounters) * dp::kMaxServices, RTE_CACHE_LINE_SIZE));
+        w->dump_capacity = 256;
+        w->dump_buffer = static_cast<dp::SessionRecord*>(
+            rte_zmalloc(name("_dump").c_str(), sizeof(dp::SessionRecord) * w->dump_capacity, RTE_CACHE_LINE_SIZE));
+        if (!w->service_counters || !w->dump_buffer)
+            fail("worker counters");
+        if (!w->sessions.init(name("s" + std::to_string(i)).c_str(), o.sessions_per_worker, socket))
+            fail("session table");
+        if (o.inject) {
+            w->inject = rte_ring_create(name("_inj" + std::to_string(i)).c_str(), kRingSize, socket,
+                                        RING_F_SP_ENQ | RING_F_SC_DEQ);
+            if (!w->inject)
+                fail("inject ring");
+            rings_.push_back(w->inject);
+        }
+        w->now = rte_rdtsc();
+    }
+    for (unsigned a = 0; a < n_workers && n_workers > 1; ++a)
+        for (unsigned b = 0; b < n_workers; ++b) {
+            if (a == b)
+                continue;
+            rte_ring* r = rte_ring_create(name("_ho" + std::to_string(a) + "_" + std::to_string(b)).c_str(), 2048, socket,
+                                          RING_F_SP_ENQ | RING_F_SC_DEQ);
+            if (!r)
+                fail("hand-off ring");
+            rings_.push_back(r);
+            workers[a]->handoff_out[b] = r;
+            workers[b]->handoff_in[a] = r;
+        }
+    // Every port's single receive queue is polled by worker 0.
+    for (const auto& p : ports_)
+        workers[0]->rxq[workers[0]->n_rxq++] = dp::RxQueue{p.id, 0};
+
+    builder_ = std::make_unique<control::PolicyBuilder>(cfg, ids, macs);
+    publish(o.services);
+}
+
+uint16_t Rig::port_id(const std::string& port) const {
+    const config::PortConfig* pc = cfg.find_port(port);
+    if (!pc)
+        throw std::runtime_error("test rig: no port " + port);
+    return ids_.at(static_cast<size_t>(pc - cfg.ports.data()));
+}
+
+uint16_t Rig::make_port(const std::string& device) {
+    int socket = static_cast<int>(rte_socket_id());
+    Port p;
+    p.device = "net_ring_" + device;
+    p.rx = rte_ring_create((device + "_r").c_str(), kRingSize, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    p.tx = rte_ring_create((device + "_t").c_str(), kRingSize, socket, 0);
+    if (!p.rx || !p.tx) {
+        rte_ring_free(p.rx);
+        rte_ring_free(p.tx);
+        fail("port rings of " + device);
+    }
+    // A tx queue per worker (at least two), all feeding the one transmit ring.
+    unsigned n_txq = std::max<unsigned>(2, static_cast<unsigned>(shared.n_workers));
+    std::vector<rte_ring*> txs(n_txq, p.tx);
+    int id = rte_eth_from_rings(device.c_str(), &p.rx, 1, txs.data(), n_txq, static_cast<unsigned>(socket));
+    if (id < 0) {
+        rte_ring_free(p.rx);
+        rte_ring_free(p.tx);
+        fail("rte_eth_from_rings " + device);
+    }
+    p.id = static_cast<uint16_t>(id);
+    ports_.push_back(p);
+    if (p.id >= dp::kMaxPorts)
+        throw std::runtime_error("test rig: port id too large (ports leaked by an earlier test?)");
+    rte_eth_conf conf{};
+    if (rte_eth_dev_configure(p.id, 1, static_cast<uint16_t>(n_txq), &conf) != 0)
+        fail("configure " + device);
+    if (rte_eth_rx_queue_setup(p.id, 0, 512, static_cast<unsigned>(socket), nullptr, pool_) != 0)
+        fail("rx queue " + device);
+    for (unsigned q = 0; q < n_txq; ++q)
+        if (rte_eth_tx_queue_setup(p.id, static_cast<uint16_t>(q), 512, static_cast<unsigned>(socket), nullptr) != 0)
+            fail("tx queue " + device);
+    if (rte_eth_dev_start(p.id) != 0)
+        fail("start " + device);
+    ports_.back().started = true;
+    return p.id;
+}
+
+Rig::~Rig() { release(); }
+
+void Rig::release() {
+    drain_all();
+    shared.policy.current.store(nullptr);
+    for (auto& p : ports_) {
+        if (p.started)
+            rte_eth_dev_stop(p.id);
+        rte_vdev_uninit(p.device.c_str());
+        rte_ring_free(p.rx);
+        rte_ring_free(p.tx);
+    }
+    ports_.clear();
+    for (auto* w : workers) {
+        rte_free(w->service_counters);
+        rte_free(w->dump_buffer);
+        w->~Worker();
+        rte_free(w);
+    }
+    workers.clear();
+    for (auto* r : rings_)
+        rte_ring_free(r);
+    rings_.clear();
+    delete shared.neighbors;
+    shared.neighbors = nullptr;
+    rte_mempool_free(pool_);
+    pool_ = nullptr;
+}
+
+void Rig::publish(const std::vector<model::ServiceState>& services) {
+    std::unique_ptr<dp::PolicySnapshot> snap = builder_->build(services);
+    shared.policy.current.store(snap.get(), std::memory_order_release);
+    // Old versions stay alive until the rig goes: no worker runs concurrently, no RCU needed.
+    snapshots_.push_back(std::move(snap));
+}
+
+Bytes Rig::from_pod(uint32_t pod, const Bytes& ip) const {
+    using namespace std_rig;
+    Mac src = pod == kPod10 ? kPod10Mac : pod == kPod11 ? kPod11Mac : pod == kPod20 ? kPod20Mac : kPodsRouterMac;
+    return ethernet(kPodsMac, src, kEtherIpv4, ip);
+}
+
+Bytes Rig::from_ext1(const Bytes& ip, const Mac& src) const { return ethernet(std_rig::kExt1Mac, src, kEtherIpv4, ip); }
+Bytes Rig::from_ext2(const Bytes& ip, const Mac& src) const { return ethernet(std_rig::kExt2Mac, src, kEtherIpv4, ip); }
+
+rte_mbuf* Rig::mbuf_of(uint16_t port, const Bytes& frame) {
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    if (!m)
+        throw std::runtime_error("test rig: mbuf pool empty");
+    char* d = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
+    if (!d && !frame.empty())
+        throw std::runtime_error("test rig: frame too large for one mbuf");
+    if (!frame.empty())
+        std::memcpy(d, frame.data(), frame.size());
+    m->port = port;
+    return m;
+}
+
+void Rig::rx(uint16_t port, const Bytes& frame) {
+    for (auto& p : ports_)
+        if (p.id == port) {
+            if (rte_ring_enqueue(p.rx, mbuf_of(port, frame)) != 0)
+                throw std::runtime_error("test rig: rx ring full");
+            return;
+        }
+    throw std::runtime_error("test rig: no port " + std::to_string(port));
+}
+
+unsigned Rig::poll(unsigned worker) { return dp::worker_poll_once(w(worker)); }
+
+void Rig::process(unsigned worker, const std::vector<In>& burst) {
+    std::vector<rte_mbuf*> pkts;
+    for (const auto& in : burst)
+        pkts.push_back(mbuf_of(in.port, in.frame));
+    const dp::PolicySnapshot* p = shared.policy.current.load(std::memory_order_acquire);
+    dp::worker_process_burst(w(worker), *p, pkts.data(), static_cast<uint16_t>(pkts.size()));
+    dp::worker_flush(w(worker));
+}
+
+void Rig::advance(uint64_t ticks) {
+    for (auto* w : workers)
+        w->now += ticks;
+}
+
+void Rig::sweep(unsigned worker, unsigned calls) {
+    dp::Worker& wk = w(worker);
+    if (calls == 0)
+        calls = (wk.sessions.capacity() + dp::kSweepPerIteration - 1) / dp::kSweepPerIteration;
+    for (unsigned i = 0; i < calls; ++i)
+        dp::worker_expire_step(wk, policy());
+}
+
+std::vector<Bytes> Rig::tx(uint16_t port) {
+    std::vector<Bytes> out;
+    for (auto& p : ports_) {
+        if (p.id != port)
+            continue;
+        void* obj;
+        while (rte_ring_dequeue(p.tx, &obj) == 0) {
+            auto* m = static_cast<rte_mbuf*>(obj);
+            EXPECT_EQ(m->nb_segs, 1);
+            EXPECT_EQ(m->pkt_len, m->data_len);
+            auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+            out.emplace_back(d, d + m->data_len);
+            rte_pktmbuf_free(m);
+        }
+    }
+    return out;
+}
+
+std::vector<ToControl> Rig::to_control() {
+    std::vector<ToControl> out;
+    void* obj;
+    while (rte_ring_dequeue(shared.to_control, &obj) == 0) {
+        auto* m = static_cast<rte_mbuf*>(obj);
+        auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+        ToControl t;
+        t.frame.assign(d, d + m->data_len);
+        t.port = m->port;
+        t.next_hop = *RTE_MBUF_DYNFIELD(m, shared.next_hop_field, uint32_t*);
+        out.push_back(std::move(t));
+        rte_pktmbuf_free(m);
+    }
+    return out;
+}
+
+unsigned Rig::handoff_pending(unsigned from, unsigned to) const {
+    return rte_ring_count(workers.at(from)->handoff_out[to]);
+}
+
+uint64_t Rig::drops(dp::DropReason r, unsigned worker) const {
+    return workers.at(worker)->counters.drops[static_cast<unsigned>(r)];
+}
+
+uint64_t Rig::total_drops(unsigned worker) const {
+    uint64_t n = 0;
+    for (unsigned i = 0; i < dp::kDropReasonCount; ++i)
+        n += workers.at(worker)->counters.drops[i];
+    return n;
+}
+
+uint32_t Rig::service_id(const std::string& key) const {
+    auto it = builder_->ids().find(key);
+    if (it == builder_->ids().end())
+        throw std::runtime_error("test rig: no Service id for " + key);
+    return it->second;
+}
+
+const dp::ServiceCounters& Rig::svc(const std::string& key, unsigned worker) const {
+    return workers.at(worker)->service_counters[service_id(key)];
+}
+
+const dp::ServiceCounters& Rig::default_counters(unsigned worker) const {
+    return workers.at(worker)->service_counters[dp::kDefaultPolicyId];
+}
+
+std::vector<dp::Session> Rig::sessions(unsigned worker) const {
+    std::vector<dp::Session> out;
+    const dp::SessionTable& st = workers.at(worker)->sessions;
+    for (uint32_t i = 0; i < st.capacity(); ++i)
+        if (st.at(i).in_use & dp::kSessionInUse)
+            out.push_back(st.at(i));
+    return out;
+}
+
+void Rig::drain_all() {
+    auto drain = [](rte_ring* r) {
+        void* obj;
+        while (r && rte_ring_dequeue(r, &obj) == 0)
+            rte_pktmbuf_free(static_cast<rte_mbuf*>(obj));
+    };
+    for (auto& p : ports_) {
+        drain(p.rx);
+        drain(p.tx);
+    }
+    for (auto* r : rings_)
+        drain(r);
+    for (auto* w : workers)
+        for (auto& b : w->tx) {
+            for (uint16_t i = 0; i < b.n; ++i)
+                rte_pktmbuf_free(b.pkts[i]);
+            b.n = 0;
+        }
+}
+
+int64_t Rig::mbufs_in_use() const {
+    return static_cast<int64_t>(pool_size_) - static_cast<int64_t>(rte_mempool_avail_count(pool_));
+}
+
+Parsed single(const std::vector<Bytes>& frames) {
+    EXPECT_EQ(frames.size(), 1u) << "expected exactly one frame";
+    if (frames.size() != 1)
+        return Parsed{};
+    return parse_frame(frames[0]);
+}
+
+Rig& DataplaneTest::start(const RigOptions& o) {
+    rig_ = std::make_unique<Rig>(o);
+    return *rig_;
+}
+
+void DataplaneTest::TearDown() {
+    if (!rig_)
+        return;
+    rig_->drain_all();
+    EXPECT_EQ(rig_->mbufs_in_use(), 0) << "the data plane leaked mbufs (or freed some twice)";
+    rig_.reset();
+}
+
+}  // namespace egw::test

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Limits and lifecycle of sessions: port pool exhaustion, the session limit, expiry, and what a
+// policy change does to existing sessions.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+
+#include "tests/unit/dataplane/rig.h"
+
+namespace egw::test {
+namespace {
+
+using namespace std_rig;
+using dp::DropReason;
+
+Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+
+// ---------------------------------------------------------------------------------------------
+// Port pool
+
+TEST_F(DataplaneTest, PortExhaustionIsPerDestinationAndCounted) {
+    RigOptions o;
+    o.configure = [](config::Config& c) {
+        c.sessions.port_min = 2000;
+        c.sessions.port_max = 2003;
+    };
+    Rig& r = start(o);
+    std::set<uint16_t> used;
+    for (uint16_t i = 0; i < 4; ++i) {
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(40000 + i), kServer, 53, text("q"))));
+        Parsed p = single(r.tx(r.ext1));
+        ASSERT_TRUE(checksums_valid(p));
+        EXPECT_EQ(p.src, kIngress);
+        EXPECT_GE(p.sport, 2000);
+        EXPECT_LE(p.sport, 2003);
+        used.insert(p.sport);
+    }
+    EXPECT_EQ(used.size(), 4u) << "two flows share a NAT port toward the same destination";
+    EXPECT_EQ(r.svc(kWeb).port_alloc_failures, 0u);
+
+    // A fifth flow toward the same server: no port left.
+    r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 40004, kServer, 53, text("q"))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::port_exhausted), 1u);
+    EXPECT_EQ(r.svc(kWeb).port_alloc_failures, 1u);
+    EXPECT_EQ(r.sessions().size(), 4u);
+    // The same server on another port is another destination for endpoint-dependent NAT.
+    r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 40004, kServer, 54, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+
+    // Another destination has its own ports.
+    r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 40004, kServerB, 53, text("q"))));
+    Parsed p = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.dst, kServerB);
+    EXPECT_GE(p.sport, 2000);
+    EXPECT_LE(p.sport, 2003);
+    // So has another NAT address (the masquerade of a pod of no Service).
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 40000, kServer, 53, text("q"))));
+    p = single(r.tx(r.ext1));
+    EXPECT_EQ(p.src, kExt1Addr);
+    EXPECT_EQ(r.default_counters().port_alloc_failures, 0u);
+
+    // Existing flows are unaffected by the exhaustion.
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, *used.begin(), text("a"))));
+    EXPECT_EQ(r.tx(r.pods).size(), 1u);
+    EXPECT_EQ(r.drops(DropReason::port_exhausted), 1u);
+    EXPECT_EQ(r.total_drops(), 1u);
+}
+
+TEST_F(DataplaneTest, FreedPortIsReused) {
+    RigOptions o;
+    o.configure = [](config::Config& c) {
+        c.sessions.port_min = 2000;
+        c.sessions.port_max = 2000;
+    };
+    Rig& r = start(o);
+    r.shared.timeouts.udp = 100;
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+    ASSERT_EQ(single(r.tx(r.ext1)).sport, 2000);
+    r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 40000, kServer, 53, text("q"))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::port_exhausted), 1u);
+    r.advance(1000);
+    r.sweep();
+    ASSERT_TRUE(r.sessions().empty());
+    r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 40000, kServer, 53, text("q"))));
+    Parsed p = single(r.tx(r.ext1));
+    EXPECT_EQ(p.sport, 2000);
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 2000, text("a"))));
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(parse_frame(frames[0]).dst, kPod11) << "the reply went to the port's previous owner";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session limit
+
+TEST_F(DataplaneTest, SessionLimitDropsNewFlowsOnly) {
+    RigOptions o;
+    o.sessions_per_worker = 2;
+    Rig& r = start(o);
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn)));
+    r.process(r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 40000, kServer, 443, kSyn)));
+    EXPECT_EQ(r.tx(r.ext1).size(), 2u);
+    EXPECT_EQ(r.sessions().size(), 2u);
+
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40001, kServer, 80, kSyn)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::session_limit), 1u);
+    EXPECT_EQ(r.total_drops(), 1u);
+    EXPECT_EQ(r.sessions().size(), 2u);
+    EXPECT_EQ(r.svc(kWeb).sessions_created, 2u);
+
+    // The two existing flows carry on in both directions.
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kAck)));
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 443, kIngress, 40000, kSyn | kAck)));
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(parse_frame(frames[0]).dst, kPod11);
+    EXPECT_EQ(r.total_drops(), 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expiry
+
+TEST_F(DataplaneTest, IdleSessionsExpire) {
+    Rig& r = start();
+    constexpr uint64_t kUdp = 1000;
+    r.shared.timeouts.udp = kUdp;
+    r.shared.timeouts.icmp = kUdp;
+    constexpr unsigned kFlows = 20;
+    for (uint16_t i = 0; i < kFlows; ++i) {
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(30000 + i), kServer, 53, text("q"))));
+    }
+    r.process(r.pods, r.from_pod(kPod11, echo_ip(true, kPod11, kServer, 4000)));
+    EXPECT_EQ(r.tx(r.ext1).size(), kFlows + 1);
+    ASSERT_EQ(r.sessions().size(), kFlows + 1);
+
+    // One flow stays active; the others go idle past the timeout.
+    r.advance(kUdp * 6 / 10);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 30000, kServer, 53, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    r.advance(kUdp * 6 / 10);
+
+    // One expiry step looks at kSweepPerIteration slots, no more.
+    uint32_t cursor = r.w().sweep_cursor;
+    size_t before = r.sessions().size();
+    dp::worker_expire_step(r.w(), r.policy());
+    EXPECT_EQ(r.w().sweep_cursor, (cursor + dp::kSweepPerIteration) % r.w().sessions.capacity());
+    size_t gone = before - r.sessions().size();
+    EXPECT_LE(gone, dp::kSweepPerIteration);
+    EXPECT_EQ(r.w().counters.sessions_expired, gone);
+
+    r.sweep();
+    auto left = r.sessions();
+    ASSERT_EQ(left.size(), 1u);
+    EXPECT_EQ(left[0].pod_port, nbo16(30000));
+    EXPECT_EQ(r.w().counters.sessions_expired, kFlows);
+    EXPECT_EQ(r.w().counters.sessions_closed, kFlows);
+    EXPECT_EQ(r.svc(kWeb).sessions_closed, kFlows);
+    EXPECT_EQ(r.w().sessions.active(), 1u);
+
+    // Replies to an expired session find nothing.
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 30001, text("late"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::no_session), 1u);
+    // The active one still works.
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 30000, text("a"))));
+    EXPECT_EQ(r.tx(r.pods).size(), 1u);
+}
+
+TEST_F(DataplaneTest, ExpiryStepIsBoundedEvenWhenEverythingExpired) {
+    Rig& r = start();
+    r.shared.timeouts.udp = 10;
+    for (uint16_t i = 0; i < 100; ++i)
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(30000 + i), kServer, 53, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 100u);
+    r.advance(1000);
+    size_t left = 100;
+    unsigned steps = 0;
+    while (left > 0 && steps < r.w().sessions.capacity()) {
+        uint32_t cursor = r.w().sweep_cursor;
+        dp::worker_expire_step(r.w(), r.policy());
+        ++steps;
+        size_t now_left = r.sessions().size();
+        EXPECT_LE(left - now_left, dp::kSweepPerIteration);
+        EXPECT_EQ(r.w().sweep_cursor, (cursor + dp::kSweepPerIteration) % r.w().sessions.capacity());
+        left = now_left;
+    }
+    EXPECT_GE(steps, (100 + dp::kSweepPerIteration - 1) / dp::kSweepPerIteration);
+    // With nothing left the step returns at once.
+    uint32_t cursor = r.w().sweep_cursor;
+    dp::worker_expire_step(r.w(), r.policy());
+    EXPECT_EQ(r.w().sweep_cursor, cursor);
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.w().counters.sessions_expired, 100u);
+}
+
+TEST_F(DataplaneTest, PollLoopExpiresWithRealTime) {
+    // worker_poll_once runs the sweep with the TSC as its clock.
+    Rig& r = start();
+    r.rx(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 30000, kServer, 53, text("q"))));
+    r.poll();
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    ASSERT_EQ(r.sessions().size(), 1u);
+    r.shared.timeouts.udp = 1;  // one TSC tick: idle already
+    for (uint32_t i = 0; i <= r.w().sessions.capacity() / dp::kSweepPerIteration; ++i)
+        r.poll();
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.w().counters.sessions_expired, 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Policy changes
+
+TEST_F(DataplaneTest, RepublishingTheSamePolicyKeepsSessions) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn)));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    // A new snapshot (new generation) with the same Services, and one with an endpoint added.
+    r.publish({lb_service(kWeb, kIngress, {kPod10, kPod11})});
+    r.publish({lb_service(kWeb, kIngress, {kPod10, kPod11, kPod20})});
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck)));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(parse_frame(frames[0]).dst, kPod10);
+    EXPECT_EQ(r.sessions().size(), 1u);
+    EXPECT_EQ(r.w().counters.sessions_closed, 0u);
+    r.sweep();
+    EXPECT_EQ(r.sessions().size(), 1u);
+}
+
+TEST_F(DataplaneTest, DeletedServiceStopsTranslatingAtOnce) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn)));
+    ASSERT_EQ(single(r.tx(r.ext1)).src, kIngress);
+    r.process(r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 40001, kServer, 80, kSyn)));
+    ASSERT_EQ(single(r.tx(r.ext1)).src, kIngress);
+
+    r.publish({});  // the EgressService is gone
+
+    // A reply to the old translation is not translated with stale addresses.
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck)));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session) + r.drops(DropReason::no_session), 1u);
+
+    // The next packet of the flow gets a new session under the new policy (default action).
+    r.process(r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 40001, kServer, 80, kAck)));
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kExt1Addr, 40001, kServer, 80, kAck, {}, IpOpt{.ttl = 63})));
+    auto ss = r.sessions();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(ss[0].service_id, dp::kDefaultPolicyId);
+    EXPECT_EQ(ss[0].nat_ip, nbo32(kExt1Addr));
+
+    // Replies to the old address and port, for either flow, are dropped.
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kAck)));
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40001, kAck)));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session) + r.drops(DropReason::no_session), 3u);
+    // The new translation works.
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kExt1Addr, 40001, kAck)));
+    EXPECT_EQ(single(r.tx(r.pods)).dst, kPod11);
+    // No ARP for the old ingress IP any more.
+    r.process(r.ext1, ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, kIngress)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+}
+
+TEST_F(DataplaneTest, ChangedIngressIpMovesFlowsToTheNewAddress) {
+    constexpr uint32_t kNewIngress = ip4(192, 0, 2, 51);
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+    ASSERT_EQ(single(r.tx(r.ext1)).src, kIngress);
+
+    r.publish({lb_service(kWeb, kNewIngress, {kPod10, kPod11})});
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q2"))));
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kNewIngress, 40000, kServer, 53, text("q2"), IpOpt{.ttl = 63})));
+    auto ss = r.sessions();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(ss[0].nat_ip, nbo32(kNewIngress));
+    EXPECT_EQ(r.svc(kWeb).sessions_closed, 1u);
+    EXPECT_EQ(r.svc(kWeb).sessions_created, 2u);
+
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 40000, text("old"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session) + r.drops(DropReason::no_session), 1u);
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kNewIngress, 40000, text("new"))));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, udp_ip(kServer, 53, kPod10, 40000, text("new"), IpOpt{.ttl = 63})));
+}
+
+TEST_F(DataplaneTest, ReplyBeforeAnyOutgoingPacketAfterChangeIsStale) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    // Same ingress IP, but the pod is no longer an endpoint: its translation must stop.
+    r.publish({lb_service(kWeb, kIngress, {kPod11})});
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 40000, text("a"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session), 1u);
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.w().counters.sessions_closed, 1u);
+}
+
+TEST_F(DataplaneTest, ExpirySweepReclaimsSessionsOfAChangedPolicy) {
+    Rig& r = start();
+    for (uint16_t i = 0; i < 5; ++i)
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(40000 + i), kServer, 53, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 5u);
+    uint32_t id = r.service_id(kWeb);
+    r.publish({});
+    r.sweep();
+    EXPECT_TRUE(r.sessions().empty()) << "sessions of a deleted Service kept their ports";
+    EXPECT_EQ(r.w().service_counters[id].sessions_closed, 5u);
+}
+
+}  // namespace
+}  // namespace egw::test

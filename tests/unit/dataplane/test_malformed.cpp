@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Malformed and unsupported input: each frame is dropped with its own reason, nothing of it
+// leaves, and valid packets in the same burst are forwarded as usual.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "tests/unit/dataplane/rig.h"
+
+namespace egw::test {
+namespace {
+
+using namespace std_rig;
+using dp::DropReason;
+
+Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+
+// Rewrites the IPv4 header checksum of a datagram after a deliberate change to its header.
+Bytes fix_ip_checksum(Bytes ip) {
+    size_t hl = std::min<size_t>((ip[0] & 0x0f) * 4u, ip.size());
+    if (hl < 12)
+        return ip;
+    ip[10] = ip[11] = 0;
+    put16(&ip[10], finish(sum16(ip.data(), hl)));
+    return ip;
+}
+
+struct Case {
+    std::string name;
+    bool from_outside;
+    Bytes frame;
+    DropReason reason;
+};
+
+std::vector<Case> malformed_cases(const Rig& r) {
+    std::vector<Case> c;
+    Bytes udp = udp_ip(kPod10, 40000, kServer, 53, text("query"));
+    Bytes tcp = tcp_ip(kPod10, 40000, kServer, 80, kSyn);
+    auto pod = [&](const Bytes& ip) { return r.from_pod(kPod10, ip); };
+
+    c.push_back({"truncated Ethernet header", false, Bytes(kPodsMac.begin(), kPodsMac.end()), DropReason::malformed});
+    c.push_back({"truncated IPv4 header", false, pod(Bytes(udp.begin(), udp.begin() + 12)), DropReason::malformed});
+    {
+        Bytes ip = udp;
+        ip[0] = 0x44;
+        c.push_back({"IHL below 5", false, pod(fix_ip_checksum(ip)), DropReason::malformed});
+    }
+    {
+        Bytes ip = udp;
+        ip[0] = 0x65;
+        c.push_back({"IP version 6 under the IPv4 EtherType", false, pod(fix_ip_checksum(ip)), DropReason::malformed});
+    }
+    {
+        Bytes ip = udp;
+        put16(&ip[2], static_cast<uint16_t>(ip.size() + 10));
+        c.push_back({"total length beyond the frame", false, pod(fix_ip_checksum(ip)), DropReason::malformed});
+    }
+    {
+        Bytes ip = udp;
+        put16(&ip[2], 16);
+        c.push_back({"total length below the header", false, pod(fix_ip_checksum(ip)), DropReason::malformed});
+    }
+    {
+        Bytes ip = udp;
+        ip[10] ^= 0x01;
+        c.push_back({"bad IPv4 header checksum", false, pod(ip), DropReason::malformed});
+    }
+    c.push_back({"fragment with MF set", false, pod(udp_ip(kPod10, 40000, kServer, 53, text("first"), IpOpt{.frag = 0x2000})),
+                 DropReason::fragment});
+    c.push_back({"fragment with offset", false, pod(ipv4(kPod10, kServer, kProtoUdp, text("rest of it"), IpOpt{.frag = 0x0010})),
+                 DropReason::fragment});
+    c.push_back({"last fragment from outside", true,
+                 r.from_ext1(ipv4(kServer, kIngress, kProtoUdp, text("tail"), IpOpt{.frag = 0x0020})), DropReason::fragment});
+    c.push_back({"protocol 253 for a NAT flow", false, pod(ipv4(kPod10, kServer, 253, text("experimental"))),
+                 DropReason::unsupported_protocol});
+    c.push_back({"GRE for a masqueraded flow", false, r.from_pod(kPod20, ipv4(kPod20, kServer, 47, Bytes(8, 0))),
+                 DropReason::unsupported_protocol});
+    c.push_back({"truncated TCP header", false, pod(ipv4(kPod10, kServer, kProtoTcp, Bytes(tcp.begin() + 20, tcp.begin() + 32))),
+                 DropReason::malformed});
+    {
+        Bytes ip = tcp;
+        ip[20 + 12] = 0x40;
+        c.push_back({"TCP data offset below 5", false, pod(ip), DropReason::malformed});
+    }
+    {
+        Bytes ip = tcp;
+        ip[20 + 12] = 0xf0;
+        c.push_back({"TCP data offset beyond the segment", false, pod(ip), DropReason::malformed});
+    }
+    {
+        Bytes ip = udp;
+        put16(&ip[20 + 4], static_cast<uint16_t>(ip.size() - 20 + 1));
+        c.push_back({"UDP length beyond the datagram", false, pod(ip), DropReason::malformed});
+    }
+    {
+        Bytes ip = udp;
+        put16(&ip[20 + 4], 4);
+        c.push_back({"UDP length below its header", false, pod(ip), DropReason::malformed});
+    }
+    c.push_back({"truncated UDP header", false, pod(ipv4(kPod10, kServer, kProtoUdp, Bytes(6, 0))), DropReason::malformed});
+    c.push_back({"truncated ICMP header", false, pod(ipv4(kPod10, kServer, kProtoIcmp, Bytes{8, 0, 0xf7, 0xff})),
+                 DropReason::malformed});
+    c.push_back({"ICMP error with a quote too short", true,
+                 r.from_ext1(ipv4(kServer, kIngress, kProtoIcmp, icmp_error(3, 3, Bytes(udp.begin(), udp.begin() + 24)))),
+                 DropReason::malformed});
+    {
+        Bytes quote = udp;
+        quote[0] = 0x43;
+        c.push_back({"ICMP error quoting a header with IHL below 5", true,
+                     r.from_ext1(ipv4(kServer, kIngress, kProtoIcmp, icmp_error(3, 3, quote))), DropReason::malformed});
+    }
+    c.push_back({"ICMP timestamp request from an endpoint", false,
+                 pod(ipv4(kPod10, kServer, kProtoIcmp, icmp_error(13, 0, Bytes(12, 0)))), DropReason::icmp_unsupported});
+    c.push_back({"IPv6", false, ethernet(kPodsMac, kPod10Mac, kEtherIpv6, Bytes(60, 0)), DropReason::not_ipv4});
+    c.push_back({"VLAN tag", false, ethernet(kPodsMac, kPod10Mac, 0x8100, Bytes(46, 0)), DropReason::not_ipv4});
+    c.push_back({"unicast for another MAC", false, ethernet(Mac{0x02, 0, 0, 0, 0x99, 0x99}, kPod10Mac, kEtherIpv4, udp),
+                 DropReason::foreign_mac});
+    c.push_back({"truncated ARP", true, ethernet(kBroadcast, kServerMac, kEtherArp, Bytes(10, 0)), DropReason::malformed});
+    {
+        Bytes arp = arp_body(1, kServerMac, kServer, Mac{}, kIngress);
+        arp[5] = 16;  // protocol address length of IPv6
+        c.push_back({"ARP for another protocol size", true, ethernet(kBroadcast, kServerMac, kEtherArp, arp), DropReason::malformed});
+    }
+    return c;
+}
+
+TEST_F(DataplaneTest, EachMalformedFrameIsDroppedWithItsReason) {
+    Rig& r = start();
+    for (const Case& c : malformed_cases(r)) {
+        SCOPED_TRACE(c.name);
+        uint64_t before = r.drops(c.reason), total = r.total_drops();
+        r.process(c.from_outside ? r.ext1 : r.pods, c.frame);
+        EXPECT_EQ(r.drops(c.reason), before + 1);
+        EXPECT_EQ(r.total_drops(), total + 1);
+        EXPECT_TRUE(r.tx(r.pods).empty());
+        EXPECT_TRUE(r.tx(r.ext1).empty());
+        EXPECT_TRUE(r.tx(r.ext2).empty());
+        EXPECT_TRUE(r.to_control().empty());
+        EXPECT_TRUE(r.sessions().empty());
+    }
+    EXPECT_EQ(r.svc(kWeb).packets_out, 0u);
+    EXPECT_EQ(r.w().counters.tx_packets, 0u);
+}
+
+TEST_F(DataplaneTest, ValidPacketsInAMalformedBurstAreForwarded) {
+    Rig& r = start();
+    auto cases = malformed_cases(r);
+    Bytes first = udp_ip(kPod10, 40000, kServer, 53, text("first"));
+    Bytes last = tcp_ip(kPod11, 40001, kServer, 80, kSyn);
+    std::vector<In> burst;
+    burst.push_back({r.pods, r.from_pod(kPod10, first)});
+    for (const Case& c : cases)
+        burst.push_back({c.from_outside ? r.ext1 : r.pods, c.frame});
+    burst.push_back({r.pods, r.from_pod(kPod11, last)});
+    ASSERT_LE(burst.size(), dp::kBurst);
+    r.process(0, burst);
+
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 2u);
+    ASSERT_TRUE(checksums_valid(parse_frame(frames[0])));
+    ASSERT_TRUE(checksums_valid(parse_frame(frames[1])));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 40000, kServer, 53, text("first"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[1], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kIngress, 40001, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.total_drops(), cases.size());
+    for (unsigned reason = 0; reason < dp::kDropReasonCount; ++reason) {
+        uint64_t want = 0;
+        for (const Case& c : cases)
+            want += static_cast<unsigned>(c.reason) == reason;
+        EXPECT_EQ(r.drops(static_cast<DropReason>(reason)), want) << dp::kDropReasonNames[reason];
+    }
+    EXPECT_EQ(r.sessions().size(), 2u);
+    EXPECT_EQ(r.svc(kWeb).packets_out, 2u);
+}
+
+TEST_F(DataplaneTest, DontFragmentIsNotAFragment) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("df"), IpOpt{.frag = 0x4000})));
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  udp_ip(kIngress, 40000, kServer, 53, text("df"), IpOpt{.ttl = 63, .frag = 0x4000})));
+}
+
+TEST_F(DataplaneTest, Ipv4OptionsAreKeptAndTranslated) {
+    Rig& r = start();
+    IpOpt o{.ttl = 30, .options = {0x01, 0x01, 0x01, 0x00}};
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn, text("opt"), o)));
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    o.ttl = 29;
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kIngress, 40000, kServer, 80, kSyn, text("opt"), o)));
+    o.ttl = 50;
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck, {}, o)));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    o.ttl = 49;
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, o)));
+}
+
+TEST_F(DataplaneTest, OtherProtocolsToClusterDestinationsAreRouted) {
+    Rig& r = start();
+    Bytes ip = ipv4(kPod10, kRemotePod, 253, text("experimental"));
+    r.process(r.pods, r.from_pod(kPod10, ip));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4, ipv4(kPod10, kRemotePod, 253, text("experimental"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+}  // namespace
+}  // namespace egw::test

@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Forwarding decisions: cluster destinations, VRFs (network), default actions, ARP, neighbours,
+// TTL and the gateway's own addresses.
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include <algorithm>
+#include <cstring>
+#include <tuple>
+
+#include "tests/unit/dataplane/rig.h"
+
+namespace egw::test {
+namespace {
+
+using namespace std_rig;
+using dp::DropReason;
+
+Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes ip_of(const Bytes& frame) { return Bytes(frame.begin() + 14, frame.end()); }
+
+// ---------------------------------------------------------------------------------------------
+// Cluster destinations
+
+TEST_F(DataplaneTest, ClusterDestinationsAreRoutedUntouched) {
+    Rig& r = start();
+    uint64_t routed = 0;
+    // From an endpoint of the Service and from a pod of no Service alike.
+    for (uint32_t pod : {kPod10, kPod20}) {
+        for (uint32_t dst : {kRemotePod, kClusterIp, kNodeIp}) {
+            SCOPED_TRACE(ip_str(pod) + " -> " + ip_str(dst));
+            Bytes payload = text("inside the cluster");
+            r.process(r.pods, r.from_pod(pod, tcp_ip(pod, 40000, dst, 8080, kPsh | kAck, payload)));
+            auto frames = r.tx(r.pods);
+            Parsed p = single(frames);
+            ASSERT_TRUE(checksums_valid(p));
+            EXPECT_EQ(p.src, pod);
+            EXPECT_EQ(p.ttl, 63);
+            // Via the cluster router, every other byte as sent.
+            EXPECT_EQ(frames[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4,
+                                          tcp_ip(pod, 40000, dst, 8080, kPsh | kAck, payload, IpOpt{.ttl = 63})));
+            EXPECT_TRUE(r.tx(r.ext1).empty());
+            EXPECT_EQ(r.w().counters.routed, ++routed);
+        }
+    }
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.svc(kWeb).packets_out, 0u);
+    EXPECT_EQ(r.default_counters().packets_out, 0u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+TEST_F(DataplaneTest, PodCidrThroughSecondInsidePort) {
+    static const Mac kPods2Mac{0x02, 0x00, 0x00, 0x00, 0x04, 0x01};
+    static const Mac kRemotePodMac{0x0a, 0x58, 0x0a, 0xf4, 0x02, 0x0a};
+    RigOptions o;
+    o.configure = [](config::Config& c) {
+        config::PortConfig p;
+        p.name = "pods2";
+        p.role = config::PortRole::inside;
+        p.addresses = {config::Ipv4Prefix{ip4(10, 244, 2, 1), 24}};
+        config::MacAddr m;
+        std::copy(kPods2Mac.begin(), kPods2Mac.end(), m.bytes);
+        p.mac = m;
+        c.ports.push_back(p);
+        config::MacAddr rm;
+        std::copy(kRemotePodMac.begin(), kRemotePodMac.end(), rm.bytes);
+        c.neighbors.push_back(config::NeighborConfig{"pods2", kRemotePod, rm});
+    };
+    Rig& r = start(o);
+    uint16_t pods2 = r.port_id("pods2");
+    Bytes ip = udp_ip(kPod10, 5000, kRemotePod, 53, text("x"));
+    r.process(r.pods, r.from_pod(kPod10, ip));
+    auto frames = r.tx(pods2);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(frames[0], ethernet(kRemotePodMac, kPods2Mac, kEtherIpv4, udp_ip(kPod10, 5000, kRemotePod, 53, text("x"), IpOpt{.ttl = 63})));
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.w().counters.routed, 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// VRF choice (EgressService.spec.network)
+
+TEST_F(DataplaneTest, NetworkModeServiceLeavesThroughItsVrf) {
+    RigOptions o;
+    o.services = {lb_service(kWeb, kIngress, {kPod10}), network_service("default/blue-net", {kPod11}, "blue")};
+    Rig& r = start(o);
+    uint32_t id = r.service_id("default/blue-net");
+
+    // A destination of the blue table: ext2, masqueraded to ext2's address.
+    r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 6000, kBlueServer, 53, text("blue"))));
+    auto frames = r.tx(r.ext2);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherIpv4,
+                                  udp_ip(kExt2Addr, 6000, kBlueServer, 53, text("blue"), IpOpt{.ttl = 63})));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    auto ss = r.sessions();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(ss[0].service_id, id);
+    EXPECT_EQ(ss[0].vrf, r.builder().resolve_vrf("blue"));
+    EXPECT_EQ(ss[0].out_port, r.ext2);
+    EXPECT_TRUE(ss[0].in_use & dp::kSessionMasquerade);
+
+    r.process(r.ext2, r.from_ext2(udp_ip(kBlueServer, 53, kExt2Addr, 6000, text("ok"))));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4, udp_ip(kBlueServer, 53, kPod11, 6000, text("ok"), IpOpt{.ttl = 63})));
+
+    // A destination only the default table routes: falls through to ext1, masqueraded to ext1.
+    r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 6001, kServer, 53, text("main"))));
+    frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kExt1Addr, 6001, kServer, 53, text("main"), IpOpt{.ttl = 63})));
+    EXPECT_TRUE(r.tx(r.ext2).empty());
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kExt1Addr, 6001, text("ok"))));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4, udp_ip(kServer, 53, kPod11, 6001, text("ok"), IpOpt{.ttl = 63})));
+
+    EXPECT_EQ(r.svc("default/blue-net").packets_out, 2u);
+    EXPECT_EQ(r.svc("default/blue-net").packets_in, 2u);
+    EXPECT_EQ(r.default_counters().packets_out, 0u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+TEST_F(DataplaneTest, NetworkNamedByTableNumber) {
+    RigOptions o;
+    o.services = {network_service("default/table", {kPod11}, "100")};
+    Rig& r = start(o);
+    r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 6000, kBlueServer, 53, text("x"))));
+    Parsed p = single(r.tx(r.ext2));
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.src, kExt2Addr);
+}
+
+TEST_F(DataplaneTest, LoadBalancerIpServiceInBlueNetwork) {
+    constexpr uint32_t kBlueIngress = ip4(198, 51, 100, 50);
+    RigOptions o;
+    o.services = {lb_service("default/blue-lb", kBlueIngress, {kPod20}, "blue")};
+    Rig& r = start(o);
+    r.process(r.pods, r.from_pod(kPod20, tcp_ip(kPod20, 41000, kBlueServer, 443, kSyn)));
+    auto frames = r.tx(r.ext2);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherIpv4,
+                                  tcp_ip(kBlueIngress, 41000, kBlueServer, 443, kSyn, {}, IpOpt{.ttl = 63})));
+    auto ss = r.sessions();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_FALSE(ss[0].in_use & dp::kSessionMasquerade);
+    r.process(r.ext2, r.from_ext2(tcp_ip(kBlueServer, 443, kBlueIngress, 41000, kSyn | kAck)));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod20Mac, kPodsMac, kEtherIpv4, tcp_ip(kBlueServer, 443, kPod20, 41000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
+
+    // Toward a destination of the default table it keeps its ingress IP and leaves on ext1.
+    r.process(r.pods, r.from_pod(kPod20, tcp_ip(kPod20, 41001, kServer, 443, kSyn)));
+    frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kBlueIngress, 41001, kServer, 443, kSyn, {}, IpOpt{.ttl = 63})));
+}
+
+TEST_F(DataplaneTest, RepliesReachThePodWhenTheVrfHasADefaultRoute) {
+    // The usual shape of a network's table: a default route through its own gateway. Egress
+    // of the Service is routed there; replies to the pod are not egress of the Service (an ip
+    // rule matches "from <endpoint>") and must still be delivered inside.
+    RigOptions o;
+    o.configure = [](config::Config& c) {
+        config::RouteConfig rt;
+        rt.vrf = "blue";
+        rt.prefix = config::Ipv4Prefix{0, 0};
+        rt.via = kBlueGw;
+        rt.port = "ext2";
+        c.routes.push_back(rt);
+    };
+    o.services = {network_service("default/blue-net", {kPod11}, "blue"),
+                  lb_service("default/blue-lb", ip4(198, 51, 100, 50), {kPod10}, "blue")};
+    Rig& r = start(o);
+    for (auto [pod, pod_mac, nat] : {std::tuple{kPod11, kPod11Mac, kExt2Addr}, std::tuple{kPod10, kPod10Mac, ip4(198, 51, 100, 50)}}) {
+        SCOPED_TRACE(ip_str(pod));
+        r.process(r.pods, r.from_pod(pod, udp_ip(pod, 6000, kInternet, 53, text("q"))));
+        auto frames = r.tx(r.ext2);
+        ASSERT_TRUE(checksums_valid(single(frames)));
+        EXPECT_EQ(frames[0], ethernet(kBlueGwMac, kExt2Mac, kEtherIpv4, udp_ip(nat, 6000, kInternet, 53, text("q"), IpOpt{.ttl = 63})));
+
+        r.process(r.ext2, r.from_ext2(udp_ip(kInternet, 53, nat, 6000, text("a")), kBlueGwMac));
+        EXPECT_TRUE(r.tx(r.ext2).empty()) << "the reply was sent back out of the VRF";
+        frames = r.tx(r.pods);
+        ASSERT_TRUE(checksums_valid(single(frames)));
+        EXPECT_EQ(frames[0], ethernet(pod_mac, kPodsMac, kEtherIpv4, udp_ip(kInternet, 53, pod, 6000, text("a"), IpOpt{.ttl = 63})));
+    }
+}
+
+TEST_F(DataplaneTest, UnknownNetworkLeavesServiceUnprogrammed) {
+    RigOptions o;
+    o.services = {lb_service(kWeb, kIngress, {kPod10}), lb_service("default/nowhere", ip4(192, 0, 2, 88), {kPod20}, "purple")};
+    Rig& r = start(o);
+    const control::ServiceView* view = nullptr;
+    for (const auto& v : r.builder().views())
+        if (v.state.key == "default/nowhere")
+            view = &v;
+    ASSERT_NE(view, nullptr);
+    EXPECT_FALSE(view->programmed);
+    EXPECT_NE(view->problem.find("unknown network"), std::string::npos) << view->problem;
+    EXPECT_NE(view->problem.find("purple"), std::string::npos) << view->problem;
+    EXPECT_EQ(r.policy().services[view->id].mode, dp::ServiceMode::inactive);
+
+    // Its pod takes the default action (masquerade to ext1's address).
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 7000, kServer, 53, text("x"))));
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kExt1Addr, 7000, kServer, 53, text("x"), IpOpt{.ttl = 63})));
+    auto ss = r.sessions();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(ss[0].service_id, dp::kDefaultPolicyId);
+    EXPECT_EQ(r.default_counters().packets_out, 1u);
+    EXPECT_EQ(r.svc("default/nowhere").packets_out, 0u);
+
+    // Its ingress IP is not served: no ARP answer for it.
+    r.process(r.ext1, ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, ip4(192, 0, 2, 88))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Default actions for traffic of no EgressService
+
+TEST_F(DataplaneTest, DefaultActionMasquerade) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod20, tcp_ip(kPod20, 50000, kServer, 80, kSyn)));
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kExt1Addr, 50000, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
+    auto ss = r.sessions();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(ss[0].service_id, dp::kDefaultPolicyId);
+    EXPECT_TRUE(ss[0].in_use & dp::kSessionMasquerade);
+    EXPECT_EQ(r.default_counters().packets_out, 1u);
+    EXPECT_EQ(r.default_counters().sessions_created, 1u);
+
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kExt1Addr, 50000, kSyn | kAck)));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod20Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod20, 50000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.default_counters().packets_in, 1u);
+}
+
+TEST_F(DataplaneTest, DefaultActionRoute) {
+    RigOptions o;
+    o.configure = [](config::Config& c) { c.default_action = config::DefaultAction::route; };
+    Rig& r = start(o);
+    Bytes payload = text("untouched");
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 50000, kServer, 80, payload)));
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kPod20, 50000, kServer, 80, payload, IpOpt{.ttl = 63})));
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.w().counters.routed, 1u);
+
+    // Replies to the pod's own address are routed back untouched too.
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 80, kPod20, 50000, payload)));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod20Mac, kPodsMac, kEtherIpv4, udp_ip(kServer, 80, kPod20, 50000, payload, IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.w().counters.routed, 2u);
+
+    // An endpoint of the Service is still translated.
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 50000, kServer, 80, payload)));
+    Parsed p = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.src, kIngress);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+TEST_F(DataplaneTest, DefaultActionDrop) {
+    RigOptions o;
+    o.configure = [](config::Config& c) { c.default_action = config::DefaultAction::drop; };
+    Rig& r = start(o);
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 50000, kServer, 80, text("no"))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::default_action_drop), 1u);
+    EXPECT_EQ(r.total_drops(), 1u);
+    EXPECT_TRUE(r.sessions().empty());
+
+    // From outside, nothing is routed to pods either.
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 80, kPod20, 50000, text("no"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::no_session), 1u);
+
+    // The Service's endpoints are still translated, and cluster traffic still routed.
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 50000, kServer, 80, text("yes"))));
+    Parsed p = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.src, kIngress);
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 50000, kClusterIp, 80, text("yes"))));
+    EXPECT_EQ(r.tx(r.pods).size(), 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outside -> inside without a session
+
+TEST_F(DataplaneTest, OutsideToInsideWithoutSessionIsDropped) {
+    Rig& r = start();
+    // To the ingress IP, to the masquerade address, and to a pod directly.
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck)));
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kExt1Addr, 40000, text("x"))));
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kPod10, 40000, kSyn)));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::no_session), 3u);
+    EXPECT_EQ(r.total_drops(), 3u);
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.svc(kWeb).packets_in, 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ARP
+
+TEST_F(DataplaneTest, ArpRequestForServedIngressIpIsAnswered) {
+    Rig& r = start();
+    Bytes req = ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, kIngress));
+    r.rx(r.ext1, req);
+    r.poll();
+    auto frames = r.tx(r.ext1);
+    Parsed p = single(frames);
+    ASSERT_TRUE(p.ok) << p.error;
+    EXPECT_EQ(p.eth_dst, kServerMac);
+    EXPECT_EQ(p.eth_src, kExt1Mac);
+    EXPECT_EQ(p.ether_type, kEtherArp);
+    EXPECT_EQ(p.arp_htype, 1);
+    EXPECT_EQ(p.arp_ptype, kEtherIpv4);
+    EXPECT_EQ(p.arp_hlen, 6);
+    EXPECT_EQ(p.arp_plen, 4);
+    EXPECT_EQ(p.arp_op, 2);
+    EXPECT_EQ(p.arp_sha, kExt1Mac);
+    EXPECT_EQ(p.arp_spa, kIngress);
+    EXPECT_EQ(p.arp_tha, kServerMac);
+    EXPECT_EQ(p.arp_tpa, kServer);
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kIngress, kServerMac, kServer)));
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+TEST_F(DataplaneTest, ArpRequestForPortAddressesIsAnswered) {
+    Rig& r = start();
+    r.process(r.ext1, ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, kExt1Addr)));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kExt1Addr, kServerMac, kServer)));
+
+    // Unicast request (a neighbour refreshing its entry) on the inside port.
+    r.process(r.pods, ethernet(kPodsMac, kPod10Mac, kEtherArp, arp_body(1, kPod10Mac, kPod10, Mac{}, kPodsAddr)));
+    frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherArp, arp_body(2, kPodsMac, kPodsAddr, kPod10Mac, kPod10)));
+
+    r.process(r.ext2, ethernet(kBroadcast, kBlueServerMac, kEtherArp, arp_body(1, kBlueServerMac, kBlueServer, Mac{}, kExt2Addr)));
+    frames = r.tx(r.ext2);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherArp, arp_body(2, kExt2Mac, kExt2Addr, kBlueServerMac, kBlueServer)));
+}
+
+TEST_F(DataplaneTest, ArpRequestsForOtherAddressesAreNotAnswered) {
+    Rig& r = start();
+    // An unknown address; another port's address; the ingress IP asked on the inside.
+    r.process(r.ext1, ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, ip4(192, 0, 2, 77))));
+    r.process(r.ext1, ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, kExt2Addr)));
+    r.process(r.pods, ethernet(kBroadcast, kPod10Mac, kEtherArp, arp_body(1, kPod10Mac, kPod10, Mac{}, kIngress)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_TRUE(r.to_control().empty());
+    EXPECT_EQ(r.drops(DropReason::local), 3u);
+}
+
+TEST_F(DataplaneTest, ArpReplyGoesToTheControlThread) {
+    Rig& r = start();
+    Bytes reply = ethernet(kExt1Mac, kServerBMac, kEtherArp, arp_body(2, kServerBMac, kServerB, kExt1Mac, kExt1Addr));
+    r.rx(r.ext1, reply);
+    r.poll();
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    auto held = r.to_control();
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_EQ(held[0].frame, reply);
+    EXPECT_EQ(held[0].port, r.ext1);
+    EXPECT_EQ(r.w().counters.to_control, 1u);
+    EXPECT_EQ(r.w().counters.held, 0u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Neighbours
+
+TEST_F(DataplaneTest, UnresolvedNextHopHoldsTheTranslatedPacket) {
+    Rig& r = start();
+    Bytes payload = text("waiting for ARP");
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 7000, kUnresolved, 53, payload)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    auto held = r.to_control();
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_EQ(held[0].port, r.ext1);
+    EXPECT_EQ(held[0].next_hop, kUnresolved);
+    // Translated already; the control thread only writes the Ethernet header.
+    Bytes want = udp_ip(kIngress, 7000, kUnresolved, 53, payload, IpOpt{.ttl = 63});
+    EXPECT_EQ(ip_of(held[0].frame), want);
+    EXPECT_TRUE(checksums_valid(parse_ipv4(want.data(), want.size())));
+    EXPECT_EQ(r.w().counters.held, 1u);
+    EXPECT_EQ(r.sessions().size(), 1u);
+    EXPECT_EQ(r.total_drops(), 0u);
+
+    // Once the control thread has learnt the MAC, the flow goes straight out.
+    static const Mac kLearnt{0x52, 0x54, 0x00, 0x00, 0x00, 0xc8};
+    uint32_t slot = r.shared.neighbors->insert(r.ext1, kUnresolved);
+    ASSERT_NE(slot, dp::NeighborTable::kNone);
+    r.shared.neighbors->set_mac(slot, kLearnt.data());
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 7000, kUnresolved, 53, payload)));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kLearnt, kExt1Mac, kEtherIpv4, want));
+    EXPECT_TRUE(r.to_control().empty());
+}
+
+TEST_F(DataplaneTest, IncompleteNeighbourHoldsAndGatewayIsTheNextHop) {
+    RigOptions o;
+    o.configure = [](config::Config& c) {
+        std::erase_if(c.neighbors, [](const config::NeighborConfig& n) { return n.ip == kExt1Gw; });
+    };
+    Rig& r = start(o);
+    // The gateway's entry exists but has no MAC yet (ARP in progress).
+    ASSERT_NE(r.shared.neighbors->insert(r.ext1, kExt1Gw), dp::NeighborTable::kNone);
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kInternet, 443, kSyn)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    auto held = r.to_control();
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_EQ(held[0].port, r.ext1);
+    EXPECT_EQ(held[0].next_hop, kExt1Gw) << "the next hop is the gateway, not the destination";
+    EXPECT_EQ(ip_of(held[0].frame), tcp_ip(kIngress, 40000, kInternet, 443, kSyn, {}, IpOpt{.ttl = 63}));
+    EXPECT_EQ(r.w().counters.held, 1u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TTL
+
+TEST_F(DataplaneTest, TtlOneIsDropped) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn, {}, IpOpt{.ttl = 1})));
+    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 1u);
+    EXPECT_TRUE(r.sessions().empty()) << "no session for a packet that cannot leave";
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kRemotePod, 80, kSyn, {}, IpOpt{.ttl = 1})));
+    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 2u);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 80, {}, IpOpt{.ttl = 0})));
+    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 3u);
+
+    // An established flow: a reply with TTL 1 is dropped, TTL 2 passes with 1.
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn)));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck, {}, IpOpt{.ttl = 1})));
+    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 4u);
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kAck, {}, IpOpt{.ttl = 1})));
+    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 5u);
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck, {}, IpOpt{.ttl = 2})));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, IpOpt{.ttl = 1})));
+    EXPECT_EQ(r.total_drops(), 5u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The gateway's own addresses
+
+TEST_F(DataplaneTest, EchoRequestToPortAddressIsAnswered) {
+    Rig& r = start();
+    Bytes data = text("ping the gateway");
+    r.rx(r.pods, r.from_pod(kPod10, echo_ip(true, kPod10, kPodsAddr, 0x77, 5, data, IpOpt{.ttl = 9})));
+    r.poll();
+    auto frames = r.tx(r.pods);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.icmp_type, 0);
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, echo_ip(false, kPodsAddr, kPod10, 0x77, 5, data, IpOpt{.ttl = 64})));
+    EXPECT_TRUE(r.sessions().empty());
+
+    // From outside, to ext1's address.
+    r.process(r.ext1, r.from_ext1(echo_ip(true, kServer, kExt1Addr, 0x78, 1, data)));
+    frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, echo_ip(false, kExt1Addr, kServer, 0x78, 1, data, IpOpt{.ttl = 64})));
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+TEST_F(DataplaneTest, OtherTrafficToTheGatewayIsDropped) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kPodsAddr, 22, kSyn)));
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 40000, kPodsAddr, 22, text("x"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::local), 1u);
+    // On ext1, the inside port's address is not the gateway's to answer: no session.
+    EXPECT_EQ(r.drops(DropReason::no_session), 1u);
+    EXPECT_EQ(r.total_drops(), 2u);
+    EXPECT_TRUE(r.sessions().empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frames the control thread injects
+
+TEST_F(DataplaneTest, InjectedFramesAreTransmittedOnTheirPort) {
+    RigOptions o;
+    o.inject = true;
+    Rig& r = start(o);
+    Bytes frame = ethernet(kBroadcast, kExt2Mac, kEtherArp, arp_body(1, kExt2Mac, kExt2Addr, Mac{}, kBlueGw));
+    auto inject = [&](uint16_t port) {
+        rte_mbuf* m = rte_pktmbuf_alloc(r.pool());
+        ASSERT_NE(m, nullptr);
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())), frame.data(), frame.size());
+        m->port = port;
+        ASSERT_EQ(rte_ring_enqueue(r.w().inject, m), 0);
+    };
+    inject(r.ext2);
+    inject(99);
+    r.poll();
+    auto frames = r.tx(r.ext2);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], frame);
+    EXPECT_EQ(r.drops(DropReason::local), 1u);
+}
+
+}  // namespace
+}  // namespace egw::test

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Several workers: the NAT port range is cut into one block per worker, a session lives on the
+// worker owning its NAT port, and packets received elsewhere are handed to the owner through
+// its single-producer/single-consumer ring (all receive queues are polled by worker 0 here).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+
+#include "tests/unit/dataplane/rig.h"
+
+namespace egw::test {
+namespace {
+
+using namespace std_rig;
+using dp::DropReason;
+
+Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+
+RigOptions two_workers() {
+    RigOptions o;
+    o.workers = 2;
+    return o;
+}
+
+TEST_F(DataplaneTest, PortBlocksArePartitioned) {
+    Rig& r = start(two_workers());
+    // 1024-65535 is 64512 ports: 32256 each.
+    EXPECT_EQ(r.w(0).nat_port_lo, 1024);
+    EXPECT_EQ(r.w(0).nat_port_hi, 33279);
+    EXPECT_EQ(r.w(1).nat_port_lo, 33280);
+    EXPECT_EQ(r.w(1).nat_port_hi, 65535);
+    EXPECT_EQ(dp::owner_of_port(r.shared, 1024), 0u);
+    EXPECT_EQ(dp::owner_of_port(r.shared, 33279), 0u);
+    EXPECT_EQ(dp::owner_of_port(r.shared, 33280), 1u);
+    EXPECT_EQ(dp::owner_of_port(r.shared, 65535), 1u);
+}
+
+TEST_F(DataplaneTest, UnevenSplitGivesTheRemainderToTheLastWorker) {
+    RigOptions o;
+    o.workers = 3;
+    o.configure = [](config::Config& c) {
+        c.sessions.port_min = 1000;
+        c.sessions.port_max = 1009;  // 10 ports: blocks of 3, the last takes 4
+    };
+    Rig& r = start(o);
+    EXPECT_EQ(r.w(0).nat_port_lo, 1000);
+    EXPECT_EQ(r.w(0).nat_port_hi, 1002);
+    EXPECT_EQ(r.w(1).nat_port_lo, 1003);
+    EXPECT_EQ(r.w(1).nat_port_hi, 1005);
+    EXPECT_EQ(r.w(2).nat_port_lo, 1006);
+    EXPECT_EQ(r.w(2).nat_port_hi, 1009);
+    for (uint16_t port = 1000; port <= 1009; ++port) {
+        unsigned owner = dp::owner_of_port(r.shared, port);
+        EXPECT_GE(port, r.w(owner).nat_port_lo) << port;
+        EXPECT_LE(port, r.w(owner).nat_port_hi) << port;
+    }
+}
+
+TEST_F(DataplaneTest, FlowIsHandedToTheWorkerOwningItsPort) {
+    Rig& r = start(two_workers());
+    // 40000 lies in worker 1's block.
+    r.rx(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn)));
+    EXPECT_EQ(r.poll(0), 1u);
+    EXPECT_TRUE(r.tx(r.ext1).empty()) << "worker 0 translated a flow of worker 1's block";
+    EXPECT_EQ(r.handoff_pending(0, 1), 1u);
+    EXPECT_EQ(r.w(0).counters.handed_off, 1u);
+    EXPECT_TRUE(r.sessions(0).empty());
+
+    EXPECT_EQ(r.poll(1), 1u);
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kIngress, 40000, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
+    auto ss = r.sessions(1);
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(ss[0].nat_port, nbo16(40000));
+    EXPECT_TRUE(r.sessions(0).empty());
+    EXPECT_EQ(r.svc(kWeb, 1).packets_out, 1u);
+    EXPECT_EQ(r.svc(kWeb, 0).packets_out, 0u);
+
+    // The reply is received by worker 0 and handed over by its destination port.
+    r.rx(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck)));
+    r.poll(0);
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.w(0).counters.handed_off, 2u);
+    r.poll(1);
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.svc(kWeb, 1).packets_in, 1u);
+    EXPECT_EQ(ss.size(), r.sessions(1).size());
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
+    EXPECT_EQ(r.w(0).counters.sessions_created + r.w(1).counters.sessions_created, 1u);
+}
+
+TEST_F(DataplaneTest, FlowInOwnBlockStaysOnItsWorker) {
+    Rig& r = start(two_workers());
+    r.rx(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 2000, kServer, 53, text("q"))));
+    r.poll(0);
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(parse_frame(frames[0]).sport, 2000);
+    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
+    EXPECT_EQ(r.handoff_pending(0, 1), 0u);
+    EXPECT_EQ(r.sessions(0).size(), 1u);
+    EXPECT_TRUE(r.sessions(1).empty());
+    r.rx(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 2000, text("a"))));
+    r.poll(0);
+    EXPECT_EQ(single(r.tx(r.pods)).dst, kPod10);
+    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
+}
+
+TEST_F(DataplaneTest, PortBelowTheRangeGetsANatPortInItsOwnersBlock) {
+    Rig& r = start(two_workers());
+    // Below the NAT range the owner follows the pod address: .10 is even (worker 0), .11 odd.
+    for (uint32_t pod : {kPod10, kPod11}) {
+        SCOPED_TRACE(ip_str(pod));
+        unsigned owner = pod % 2;
+        r.rx(r.pods, r.from_pod(pod, udp_ip(pod, 53, kServer, 53, text("q"))));
+        r.poll(0);
+        if (owner == 1) {
+            EXPECT_EQ(r.handoff_pending(0, 1), 1u);
+            r.poll(1);
+        }
+        auto frames = r.tx(r.ext1);
+        Parsed p = single(frames);
+        ASSERT_TRUE(checksums_valid(p));
+        EXPECT_EQ(p.src, kIngress);
+        EXPECT_GE(p.sport, r.w(owner).nat_port_lo);
+        EXPECT_LE(p.sport, r.w(owner).nat_port_hi);
+        EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, p.sport, kServer, 53, text("q"), IpOpt{.ttl = 63})));
+        EXPECT_EQ(r.sessions(owner).size(), 1u);
+
+        // Its reply goes to the same worker and back to port 53 of the pod.
+        r.rx(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, p.sport, text("a"))));
+        r.poll(0);
+        r.poll(1);
+        frames = r.tx(r.pods);
+        ASSERT_TRUE(checksums_valid(single(frames)));
+        EXPECT_EQ(frames[0], ethernet(pod == kPod10 ? kPod10Mac : kPod11Mac, kPodsMac, kEtherIpv4,
+                                      udp_ip(kServer, 53, pod, 53, text("a"), IpOpt{.ttl = 63})));
+    }
+    EXPECT_EQ(r.sessions(0).size(), 1u);
+    EXPECT_EQ(r.sessions(1).size(), 1u);
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
+}
+
+TEST_F(DataplaneTest, IcmpIsHandedOffByIdentifierAndQuotedPort) {
+    Rig& r = start(two_workers());
+    // Echo with an identifier of worker 1's block.
+    r.rx(r.pods, r.from_pod(kPod10, echo_ip(true, kPod10, kServer, 50000, 1)));
+    r.poll(0);
+    r.poll(1);
+    Parsed p = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.icmp_ident, 50000);
+    EXPECT_EQ(r.sessions(1).size(), 1u);
+    r.rx(r.ext1, r.from_ext1(echo_ip(false, kServer, kIngress, 50000, 1)));
+    r.poll(0);
+    EXPECT_EQ(r.handoff_pending(0, 1), 1u);
+    r.poll(1);
+    EXPECT_EQ(single(r.tx(r.pods)).dst, kPod10);
+
+    // A UDP flow of worker 1, then an ICMP error about it received by worker 0.
+    r.rx(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 60000, kServer, 53, text("q"))));
+    r.poll(0);
+    r.poll(1);
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    Bytes sent(frames[0].begin() + 14, frames[0].end());
+    r.rx(r.ext1, r.from_ext1(ipv4(kServer, kIngress, kProtoIcmp, icmp_error(3, 3, sent))));
+    r.poll(0);
+    EXPECT_EQ(r.handoff_pending(0, 1), 1u);
+    r.poll(1);
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4,
+                                  ipv4(kServer, kPod11, kProtoIcmp,
+                                       icmp_error(3, 3, udp_ip(kPod11, 60000, kServer, 53, text("q"), IpOpt{.ttl = 63})),
+                                       IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
+}
+
+TEST_F(DataplaneTest, LargeBurstForAnotherWorkerIsHandedOffWhole) {
+    // More packets for one worker than a burst holds, in one call, toward the last worker.
+    RigOptions o;
+    o.workers = dp::kMaxWorkers;
+    o.sessions_per_worker = 128;
+    Rig& r = start(o);
+    unsigned last = dp::kMaxWorkers - 1;
+    std::vector<In> burst;
+    for (uint16_t i = 0; i < 2 * dp::kBurst + 5; ++i)
+        burst.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(r.w(last).nat_port_lo + i), kServer, 53, text("q")))});
+    r.process(0, burst);
+    EXPECT_EQ(r.w(0).counters.handed_off, burst.size());
+    EXPECT_EQ(r.handoff_pending(0, last), burst.size());
+    EXPECT_EQ(r.total_drops(0), 0u);
+    while (r.poll(last)) {
+    }
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), burst.size());
+    for (size_t i = 0; i < frames.size(); ++i) {
+        Parsed p = parse_frame(frames[i]);
+        ASSERT_TRUE(checksums_valid(p));
+        EXPECT_EQ(p.sport, r.w(last).nat_port_lo + i);
+    }
+    EXPECT_EQ(r.sessions(last).size(), burst.size());
+}
+
+TEST_F(DataplaneTest, SessionListingIsServedByTheWorker) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+    r.process(r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 40001, kServer, 80, kSyn)));
+    EXPECT_EQ(r.tx(r.ext1).size(), 2u);
+    r.w().dump_request.store(1);
+    r.poll();
+    EXPECT_EQ(r.w().dump_done.load(), 1u);
+    ASSERT_EQ(r.w().dump_count, 2u);
+    std::set<uint16_t> ports;
+    for (uint32_t i = 0; i < r.w().dump_count; ++i)
+        ports.insert(r.w().dump_buffer[i].session.pod_port);
+    EXPECT_EQ(ports, (std::set<uint16_t>{nbo16(40000), nbo16(40001)}));
+}
+
+}  // namespace
+}  // namespace egw::test
