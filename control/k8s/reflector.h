@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// A Reflector keeps a handler in step with one resource of the API server, on its own thread:
+//
+//   list (paged with limit/continue) -> handler.replace(items, listRV)
+//   watch from listRV with allowWatchBookmarks -> handler.apply(event) for each event
+//   the stream ends (server timeout, connection cut, even mid-event) -> watch again from the
+//       last resourceVersion seen in an event or a BOOKMARK
+//   410 Gone (HTTP status or ERROR event) -> list again, then watch from the new listRV
+//   any other failure -> wait (exponential backoff with jitter) and retry the same step
+//
+// Failures are logged once per streak (with the delay before the next try), and the recovery
+// once. It works on raw JSON: objects are handed over as the server sent them, with kind and
+// apiVersion filled in where a list left them out.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "control/k8s/backoff.h"
+#include "control/k8s/http.h"
+#include "control/k8s/resources.h"
+#include "control/k8s/watch_stream.h"
+
+namespace egw::k8s {
+
+struct ReflectorOptions {
+    std::string namespace_;                            // "" = all namespaces
+    std::string label_selector;
+    std::string field_selector;
+    unsigned page_size = 500;                          // list limit; 0 = unpaged
+    std::chrono::seconds watch_timeout{300};           // each watch asks timeoutSeconds in [t, 2t)
+    std::chrono::milliseconds list_timeout{60000};     // per list page
+    std::chrono::milliseconds backoff_initial{250};
+    std::chrono::milliseconds backoff_max{30000};
+    std::chrono::seconds relist_period{0};             // periodic full list; 0 = only after 410
+};
+
+// Receives what a Reflector learns. Called on the reflector's thread, never concurrently.
+class ReflectorHandler {
+public:
+    virtual ~ReflectorHandler() = default;
+    // A complete list: everything the handler knows of this resource is replaced by `items`.
+    virtual void replace(std::vector<nlohmann::json>&& items, const std::string& resource_version) = 0;
+    // One watch event: added, modified or deleted.
+    virtual void apply(EventType type, nlohmann::json&& object) = 0;
+    // A BOOKMARK: nothing changed up to resource_version.
+    virtual void bookmark(const std::string& resource_version) { (void)resource_version; }
+};
+
+struct ReflectorStatus {
+    std::string name;                 // "nodes", "leases in egw"
+    bool synced = false;              // the first list has been handed over
+    bool watching = false;            // a watch stream is open
+    bool failing = false;             // in a failure streak
+    std::string resource_version;     // the last one seen
+    uint64_t lists = 0;               // complete lists
+    uint64_t expired = 0;             // 410s that forced a new list
+    uint64_t watches = 0;             // watch streams opened (2xx)
+    uint64_t events = 0;              // ADDED/MODIFIED/DELETED handed over
+    uint64_t bookmarks = 0;
+    uint64_t failures = 0;            // failed attempts (each retry counts)
+    std::string last_error;
+};
+
+class Reflector {
+public:
+    Reflector(std::shared_ptr<Transport> transport, ResourceType type, ReflectorHandler& handler,
+              ReflectorOptions opts = {});
+    ~Reflector();
+    Reflector(const Reflector&) = delete;
+    Reflector& operator=(const Reflector&) = delete;
+
+    void start();
+    // Stops the thread and any request in progress; returns once it has stopped.
+    void stop();
+
+    bool synced() const { return synced_.load(); }
+    ReflectorStatus status() const;
+    const ResourceType& type() const { return type_; }
+
+private:
+    enum class Outcome { ok, expired, failed, stopped };
+
+    void run();
+    Outcome list(std::vector<nlohmann::json>& items, std::string& rv, std::string& error);
+    Outcome watch(const std::string& from_rv, std::string& error);
+    void fill_kind(nlohmann::json& obj) const;
+    std::string selectors() const;
+    std::string explain(const Response& r) const;
+    void failure(const char* what, const std::string& error);
+    void recovered(const char* what);
+    bool sleep_for(std::chrono::milliseconds d);
+
+    std::shared_ptr<Transport> transport_;
+    ResourceType type_;
+    ReflectorHandler& handler_;
+    ReflectorOptions opts_;
+    std::string name_;
+
+    std::thread thread_;
+    Cancel cancel_;
+    std::atomic<bool> stopping_{false};
+    std::atomic<bool> synced_{false};
+    std::mutex sleep_mu_;
+    std::condition_variable sleep_cv_;
+
+    Backoff backoff_;
+    unsigned streak_ = 0;             // failures in a row (reflector thread only)
+    mutable std::mutex mu_;           // guards status_
+    ReflectorStatus status_;
+};
+
+}  // namespace egw::k8s

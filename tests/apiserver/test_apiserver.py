@@ -1,0 +1,573 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Protocol tests of the test API server (tests/apiserver/apiserver.py).
+
+Run: python3 -m unittest discover -s tests/apiserver -p 'test_*.py'
+Each test class starts its own server on a free port of 127.0.0.1 and stops it afterwards.
+"""
+
+import http.client
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVER = os.path.join(HERE, "apiserver.py")
+
+NODES = "/api/v1/nodes"
+SVCS = "/api/v1/namespaces/default/services"
+ES = "/apis/k8s.ovn.org/v1/namespaces/default/egressservices"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/egw/leases"
+SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+
+
+def node(name, labels=None):
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels or {}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def egress_service(name, host=None):
+    o = {"apiVersion": "k8s.ovn.org/v1", "kind": "EgressService",
+         "metadata": {"name": name, "namespace": "default"},
+         "spec": {"sourceIPBy": "LoadBalancerIP"}}
+    if host is not None:
+        o["status"] = {"host": host}
+    return o
+
+
+class ServerProcess:
+    def __init__(self, *args):
+        self.dir = tempfile.mkdtemp(prefix="egw-apiserver-test-")
+        port_file = os.path.join(self.dir, "port")
+        self.proc = subprocess.Popen([sys.executable, SERVER, "--port", "0", "--port-file",
+                                      port_file, *args],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(port_file):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                err = self.proc.stderr.read().decode() if self.proc.poll() is not None else ""
+                self.stop()
+                raise RuntimeError("apiserver did not start: " + err)
+            time.sleep(0.02)
+        with open(port_file) as f:
+            self.port = int(f.read())
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc.stderr.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Client:
+    def __init__(self, port, token=None, ssl_context=None):
+        self.port = port
+        self.token = token
+        self.ssl_context = ssl_context
+
+    def conn(self, timeout=10):
+        if self.ssl_context is not None:
+            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout,
+                                               context=self.ssl_context)
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, ctype="application/json", token=None):
+        c = self.conn()
+        headers = {}
+        tok = token if token is not None else self.token
+        if tok:
+            headers["Authorization"] = "Bearer " + tok
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = ctype
+        c.request(method, path, body=data, headers=headers)
+        r = c.getresponse()
+        raw = r.read()
+        c.close()
+        try:
+            doc = json.loads(raw) if raw else None
+        except ValueError:
+            doc = raw.decode()
+        return r.status, doc
+
+    def test(self, path, body=None, method="POST"):
+        status, doc = self.request(method, "/_test/" + path, body)
+        assert status == 200, (status, doc)
+        return doc
+
+    def watch(self, path, timeout=10):
+        """Opens a watch; returns (connection, response)."""
+        c = self.conn(timeout=timeout)
+        headers = {"Authorization": "Bearer " + self.token} if self.token else {}
+        c.request("GET", path, headers=headers)
+        return c, c.getresponse()
+
+
+def read_events(resp, n):
+    out = []
+    for _ in range(n):
+        line = resp.readline()
+        if not line:
+            break
+        out.append(json.loads(line))
+    return out
+
+
+class ApiServerTest(unittest.TestCase):
+    args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerProcess(*cls.args)
+        cls.api = Client(cls.server.port)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def setUp(self):
+        # Start each test from an empty store and no faults.
+        self.api.test("faults", {"clear": True})
+        self.api.test("config", {"bookmarkInterval": 0, "chunkSize": 0, "watchExpiredAs": "http"})
+        for o in self.api.test("state", method="GET")["objects"]:
+            self.api.test("delete", {"kind": o["kind"], "namespace": o["metadata"].get("namespace", ""),
+                                     "name": o["metadata"]["name"]})
+        self.api.test("requests/reset")
+
+
+class ListTest(ApiServerTest):
+    def test_list_shape_and_resource_version(self):
+        status, lst = self.api.request("GET", NODES)
+        self.assertEqual(status, 200)
+        self.assertEqual(lst["kind"], "NodeList")
+        self.assertEqual(lst["apiVersion"], "v1")
+        self.assertEqual(lst["items"], [])
+        rv0 = int(lst["metadata"]["resourceVersion"])
+        status, created = self.api.request("POST", NODES, node("n1"))
+        self.assertEqual(status, 201)
+        self.assertGreater(int(created["metadata"]["resourceVersion"]), rv0)
+        self.assertTrue(created["metadata"]["uid"])
+        status, lst = self.api.request("GET", NODES)
+        self.assertEqual(len(lst["items"]), 1)
+        # Items of a built-in kind carry no kind/apiVersion, as on a real server...
+        self.assertNotIn("kind", lst["items"][0])
+        self.assertEqual(lst["metadata"]["resourceVersion"], created["metadata"]["resourceVersion"])
+        # ...those of a custom resource do.
+        self.api.request("POST", ES, egress_service("e1"))
+        status, lst = self.api.request("GET", ES)
+        self.assertEqual(lst["items"][0]["kind"], "EgressService")
+
+    def test_pagination_is_a_consistent_snapshot(self):
+        for i in range(7):
+            self.api.request("POST", NODES, node(f"n{i}"))
+        status, p1 = self.api.request("GET", NODES + "?limit=3")
+        self.assertEqual([o["metadata"]["name"] for o in p1["items"]], ["n0", "n1", "n2"])
+        self.assertEqual(p1["metadata"]["remainingItemCount"], 4)
+        token = p1["metadata"]["continue"]
+        # Changes after the first page do not show in the next pages.
+        self.api.request("DELETE", NODES + "/n4")
+        self.api.request("POST", NODES, node("n35"))
+        status, p2 = self.api.request("GET", NODES + "?limit=3&continue=" + token)
+        self.assertEqual(status, 200)
+        self.assertEqual([o["metadata"]["name"] for o in p2["items"]], ["n3", "n4", "n5"])
+        self.assertEqual(p2["metadata"]["resourceVersion"], p1["metadata"]["resourceVersion"])
+        status, p3 = self.api.request("GET", NODES + "?limit=3&continue=" + p2["metadata"]["continue"])
+        self.assertEqual([o["metadata"]["name"] for o in p3["items"]], ["n6"])
+        self.assertNotIn("continue", p3["metadata"])
+        # resourceVersion with continue is refused.
+        status, st = self.api.request("GET", NODES + "?limit=3&resourceVersion=5&continue=" + token)
+        self.assertEqual((status, st["kind"], st["reason"]), (400, "Status", "BadRequest"))
+        # After compaction the token has expired.
+        self.api.test("compact")
+        status, st = self.api.request("GET", NODES + "?limit=3&continue=" + token)
+        self.assertEqual((status, st["reason"], st["code"]), (410, "Expired", 410))
+
+    def test_namespaces_and_label_selector(self):
+        self.api.request("POST", SVCS, {"apiVersion": "v1", "kind": "Service",
+                                        "metadata": {"name": "a", "labels": {"app": "x"}}})
+        self.api.request("POST", "/api/v1/namespaces/other/services",
+                         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "b"}})
+        _, lst = self.api.request("GET", "/api/v1/services")
+        self.assertEqual(sorted(o["metadata"]["namespace"] for o in lst["items"]), ["default", "other"])
+        _, lst = self.api.request("GET", SVCS)
+        self.assertEqual([o["metadata"]["name"] for o in lst["items"]], ["a"])
+        _, lst = self.api.request("GET", "/api/v1/services?labelSelector=app%3Dx")
+        self.assertEqual([o["metadata"]["name"] for o in lst["items"]], ["a"])
+        _, lst = self.api.request("GET", "/api/v1/services?labelSelector=!app")
+        self.assertEqual([o["metadata"]["name"] for o in lst["items"]], ["b"])
+        _, lst = self.api.request("GET", "/api/v1/services?labelSelector=app%20in%20(y,x)")
+        self.assertEqual([o["metadata"]["name"] for o in lst["items"]], ["a"])
+
+    def test_errors_are_status_objects(self):
+        status, st = self.api.request("GET", "/api/v1/pods")
+        self.assertEqual((status, st["kind"], st["reason"]), (404, "Status", "NotFound"))
+        status, st = self.api.request("GET", "/apis/k8s.ovn.org/v1/namespaces/default/egressfirewalls")
+        self.assertEqual(status, 404)
+        status, st = self.api.request("GET", NODES + "/missing")
+        self.assertEqual((status, st["reason"], st["details"]["name"]), (404, "NotFound", "missing"))
+        self.assertEqual(st["message"], 'nodes "missing" not found')
+        status, st = self.api.request("GET", "/api/v1/namespaces/default/nodes")
+        self.assertEqual(status, 404)
+        status, st = self.api.request("POST", NODES, node("Bad_Name"))
+        self.assertEqual((status, st["reason"]), (422, "Invalid"))
+        status, st = self.api.request("POST", SVCS, {"apiVersion": "v1", "kind": "Node",
+                                                     "metadata": {"name": "x"}})
+        self.assertEqual((status, st["reason"]), (400, "BadRequest"))
+        status, st = self.api.request("POST", NODES, node("n1"), ctype="text/plain")
+        self.assertEqual((status, st["reason"]), (415, "UnsupportedMediaType"))
+        status, st = self.api.request("GET", "/api/v1/nodes?resourceVersion=abc&watch=true")
+        self.assertEqual(status, 400)
+
+    def test_discovery(self):
+        status, doc = self.api.request("GET", "/apis/k8s.ovn.org/v1")
+        self.assertEqual(status, 200)
+        names = {r["name"] for r in doc["resources"]}
+        self.assertEqual(names, {"egressservices", "egressservices/status"})
+        status, doc = self.api.request("GET", "/apis")
+        self.assertIn("coordination.k8s.io", {g["name"] for g in doc["groups"]})
+
+
+class WatchTest(ApiServerTest):
+    def test_added_modified_deleted_from_list_rv(self):
+        self.api.request("POST", NODES, node("n0"))
+        _, lst = self.api.request("GET", NODES)
+        rv = lst["metadata"]["resourceVersion"]
+        c, r = self.api.watch(NODES + f"?watch=true&resourceVersion={rv}")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.getheader("Transfer-Encoding"), "chunked")
+        self.api.request("POST", NODES, node("n1"))
+        self.api.request("PATCH", NODES + "/n1", {"metadata": {"labels": {"a": "b"}}},
+                         ctype="application/merge-patch+json")
+        self.api.request("DELETE", NODES + "/n1")
+        evs = read_events(r, 3)
+        c.close()
+        self.assertEqual([e["type"] for e in evs], ["ADDED", "MODIFIED", "DELETED"])
+        self.assertEqual(evs[0]["object"]["kind"], "Node")
+        self.assertEqual(evs[1]["object"]["metadata"]["labels"], {"a": "b"})
+        rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in evs]
+        self.assertEqual(rvs, sorted(rvs))
+        self.assertGreater(rvs[0], int(rv))
+
+    def test_watch_without_rv_starts_with_current_objects(self):
+        self.api.request("POST", NODES, node("n0"))
+        self.api.request("POST", NODES, node("n1"))
+        c, r = self.api.watch(NODES + "?watch=1")
+        evs = read_events(r, 2)
+        c.close()
+        self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in evs],
+                         [("ADDED", "n0"), ("ADDED", "n1")])
+
+    def test_replay_from_old_rv_and_other_kinds_filtered(self):
+        _, lst = self.api.request("GET", NODES)
+        rv = lst["metadata"]["resourceVersion"]
+        self.api.request("POST", NODES, node("a"))
+        self.api.request("POST", ES, egress_service("e"))
+        self.api.request("POST", NODES, node("b"))
+        c, r = self.api.watch(NODES + f"?watch=true&resourceVersion={rv}")
+        evs = read_events(r, 2)
+        c.close()
+        self.assertEqual([e["object"]["metadata"]["name"] for e in evs], ["a", "b"])
+
+    def test_timeout_seconds_ends_stream_cleanly(self):
+        c, r = self.api.watch(NODES + "?watch=true&timeoutSeconds=1")
+        t0 = time.monotonic()
+        self.assertEqual(r.read(), b"")       # a complete chunked body (no IncompleteRead)
+        self.assertLess(time.monotonic() - t0, 5)
+        c.close()
+
+    def test_bookmarks_carry_the_latest_rv(self):
+        _, lst = self.api.request("GET", NODES)
+        rv = lst["metadata"]["resourceVersion"]
+        c, r = self.api.watch(NODES + f"?watch=true&resourceVersion={rv}&allowWatchBookmarks=true")
+        _, es = self.api.request("POST", ES, egress_service("e"))   # another kind moves the rv
+        self.api.test("bookmark")
+        ev = read_events(r, 1)[0]
+        c.close()
+        self.assertEqual(ev["type"], "BOOKMARK")
+        self.assertEqual(ev["object"]["kind"], "Node")
+        self.assertEqual(ev["object"]["metadata"]["resourceVersion"], es["metadata"]["resourceVersion"])
+        # No bookmarks for a watch that did not ask for them.
+        c, r = self.api.watch(NODES + f"?watch=true&resourceVersion={rv}&timeoutSeconds=1")
+        self.api.test("bookmark")
+        self.assertEqual(r.read(), b"")
+        c.close()
+
+    def test_periodic_bookmarks(self):
+        self.api.test("config", {"bookmarkInterval": 0.2})
+        c, r = self.api.watch(NODES + "?watch=true&allowWatchBookmarks=true&timeoutSeconds=3")
+        evs = read_events(r, 2)
+        c.close()
+        self.assertEqual([e["type"] for e in evs], ["BOOKMARK", "BOOKMARK"])
+
+    def test_compacted_rv_gives_410(self):
+        _, lst = self.api.request("GET", NODES)
+        rv = lst["metadata"]["resourceVersion"]
+        self.api.request("POST", NODES, node("a"))
+        self.api.test("compact")
+        status, st = self.api.request("GET", NODES + f"?watch=true&resourceVersion={rv}")
+        self.assertEqual((status, st["kind"], st["code"], st["reason"]), (410, "Status", 410, "Expired"))
+        # The same as an ERROR event in a 200 stream.
+        self.api.test("config", {"watchExpiredAs": "event"})
+        c, r = self.api.watch(NODES + f"?watch=true&resourceVersion={rv}")
+        self.assertEqual(r.status, 200)
+        ev = read_events(r, 1)[0]
+        self.assertEqual(r.read(), b"")
+        c.close()
+        self.assertEqual((ev["type"], ev["object"]["kind"], ev["object"]["code"]), ("ERROR", "Status", 410))
+        # A list at the current rv still works, and a watch from the compaction point too.
+        _, lst = self.api.request("GET", NODES)
+        c, r = self.api.watch(NODES + f"?watch=true&resourceVersion={lst['metadata']['resourceVersion']}"
+                              "&timeoutSeconds=1")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.read(), b"")
+        c.close()
+
+    def test_expire_open_watches_mid_stream(self):
+        _, lst = self.api.request("GET", NODES)
+        c, r = self.api.watch(NODES + f"?watch=true&resourceVersion={lst['metadata']['resourceVersion']}")
+        self.api.request("POST", NODES, node("a"))
+        self.assertEqual(read_events(r, 1)[0]["type"], "ADDED")
+        self.api.test("compact", {"expireWatches": True})
+        ev = read_events(r, 1)[0]
+        c.close()
+        self.assertEqual((ev["type"], ev["object"]["code"], ev["object"]["reason"]), ("ERROR", 410, "Expired"))
+
+    def test_label_selector_transitions(self):
+        self.api.request("POST", NODES, node("n", {"role": "gw"}))
+        _, lst = self.api.request("GET", NODES + "?labelSelector=role%3Dgw")
+        c, r = self.api.watch(NODES + "?watch=true&labelSelector=role%3Dgw&resourceVersion="
+                              + lst["metadata"]["resourceVersion"])
+        mp = "application/merge-patch+json"
+        self.api.request("PATCH", NODES + "/n", {"metadata": {"labels": {"role": None}}}, ctype=mp)
+        self.api.request("PATCH", NODES + "/n", {"metadata": {"labels": {"role": "gw"}}}, ctype=mp)
+        evs = read_events(r, 2)
+        c.close()
+        self.assertEqual([e["type"] for e in evs], ["DELETED", "ADDED"])
+
+    def test_close_watches(self):
+        c, r = self.api.watch(NODES + "?watch=true")
+        self.api.test("close-watches")
+        self.assertEqual(r.read(), b"")                 # ended cleanly
+        c.close()
+        c, r = self.api.watch(NODES + "?watch=true")
+        log = self.api.test("requests", method="GET")["requests"]
+        self.assertEqual(log[-1], {"verb": "watch", "path": NODES, "code": 200})   # logged while open
+        self.api.test("close-watches", {"abort": True})
+        with self.assertRaises(http.client.IncompleteRead):
+            r.read()
+        c.close()
+
+    def test_small_chunks_and_cut_mid_event(self):
+        self.api.test("config", {"chunkSize": 3})
+        for i in range(3):
+            self.api.request("POST", NODES, node(f"n{i}"))
+        c, r = self.api.watch(NODES + "?watch=true")
+        self.assertEqual(len(read_events(r, 3)), 3)     # split in 1..3-byte chunks, still whole
+        c.close()
+        self.api.test("faults", {"cuts": [{"afterEvents": 1}]})
+        c, r = self.api.watch(NODES + "?watch=true")
+        self.assertEqual(json.loads(r.readline())["object"]["metadata"]["name"], "n0")
+        with self.assertRaises(http.client.IncompleteRead):
+            r.read()
+        c.close()
+        self.api.test("faults", {"cuts": [{"afterBytes": 10}]})
+        c, r = self.api.watch(NODES + "?watch=true")
+        with self.assertRaises(http.client.IncompleteRead) as cm:
+            r.read()
+        self.assertEqual(len(cm.exception.partial), 10)
+        c.close()
+
+
+class WriteTest(ApiServerTest):
+    def test_status_subresource(self):
+        _, es = self.api.request("POST", ES, egress_service("e", host="ignored"))
+        self.assertNotIn("status", self.api.request("GET", ES + "/e")[1])   # create cannot set status
+        self.assertEqual(es["metadata"]["generation"], 1)
+        mp = "application/merge-patch+json"
+        status, out = self.api.request("PATCH", ES + "/e/status", {"status": {"host": "n1"},
+                                                                   "spec": {"network": "blue"}},
+                                       ctype=mp)
+        self.assertEqual(status, 200)
+        self.assertEqual(out["status"], {"host": "n1"})
+        self.assertNotIn("network", out["spec"])
+        self.assertEqual(out["metadata"]["generation"], 1)
+        status, out = self.api.request("PATCH", ES + "/e", {"status": {"host": "n2"},
+                                                            "spec": {"network": "blue"}}, ctype=mp)
+        self.assertEqual(out["status"], {"host": "n1"})
+        self.assertEqual(out["spec"]["network"], "blue")
+        self.assertEqual(out["metadata"]["generation"], 2)
+        # PUT on /status with everything changed only changes status.
+        out["spec"]["network"] = "red"
+        out["status"]["host"] = "n3"
+        status, put = self.api.request("PUT", ES + "/e/status", out)
+        self.assertEqual(status, 200)
+        self.assertEqual((put["spec"]["network"], put["status"]["host"]), ("blue", "n3"))
+        # A no-op patch makes no new revision.
+        rv = put["metadata"]["resourceVersion"]
+        _, same = self.api.request("PATCH", ES + "/e/status", {"status": {"host": "n3"}}, ctype=mp)
+        self.assertEqual(same["metadata"]["resourceVersion"], rv)
+        # A stale resourceVersion in a merge patch is a precondition.
+        status, st = self.api.request("PATCH", ES + "/e/status",
+                                      {"metadata": {"resourceVersion": "1"}, "status": {"host": "x"}},
+                                      ctype=mp)
+        self.assertEqual((status, st["reason"]), (409, "Conflict"))
+
+    def test_patch_content_types(self):
+        self.api.request("POST", NODES, node("n"))
+        self.api.request("POST", ES, egress_service("e"))
+        sp = "application/strategic-merge-patch+json"
+        status, out = self.api.request("PATCH", NODES + "/n", {"metadata": {"labels": {"x": ""}}}, ctype=sp)
+        self.assertEqual((status, out["metadata"]["labels"]), (200, {"x": ""}))
+        status, st = self.api.request("PATCH", ES + "/e", {"spec": {}}, ctype=sp)
+        self.assertEqual((status, st["reason"], st["code"]), (415, "UnsupportedMediaType", 415))
+        status, st = self.api.request("PATCH", NODES + "/n", {"metadata": {}}, ctype="application/json")
+        self.assertEqual(status, 415)
+        status, out = self.api.request("PATCH", NODES + "/n",
+                                       [{"op": "add", "path": "/metadata/labels/y", "value": "1"},
+                                        {"op": "remove", "path": "/metadata/labels/x"}],
+                                       ctype="application/json-patch+json")
+        self.assertEqual((status, out["metadata"]["labels"]), (200, {"y": "1"}))
+        status, st = self.api.request("PATCH", NODES + "/missing", {}, ctype="application/merge-patch+json")
+        self.assertEqual(status, 404)
+
+    def test_lease_conflicts(self):
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": "egw"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}
+        status, created = self.api.request("POST", LEASES, lease)
+        self.assertEqual(status, 201)
+        status, st = self.api.request("POST", LEASES, lease)
+        self.assertEqual((status, st["reason"]), (409, "AlreadyExists"))
+        created["spec"]["holderIdentity"] = "b"
+        status, updated = self.api.request("PUT", LEASES + "/egw", created)
+        self.assertEqual((status, updated["spec"]["holderIdentity"]), (200, "b"))
+        # The same (now stale) resourceVersion again: conflict.
+        created["spec"]["holderIdentity"] = "c"
+        status, st = self.api.request("PUT", LEASES + "/egw", created)
+        self.assertEqual((status, st["reason"], st["details"]["kind"]), (409, "Conflict", "leases"))
+        # Without a resourceVersion a built-in kind updates unconditionally...
+        del created["metadata"]["resourceVersion"]
+        status, _ = self.api.request("PUT", LEASES + "/egw", created)
+        self.assertEqual(status, 200)
+        # ...a custom resource does not.
+        _, es = self.api.request("POST", ES, egress_service("e"))
+        del es["metadata"]["resourceVersion"]
+        status, st = self.api.request("PUT", ES + "/e", es)
+        self.assertEqual((status, st["reason"]), (422, "Invalid"))
+        status, _ = self.api.request("PUT", LEASES + "/absent", dict(lease, metadata={"name": "absent"}))
+        self.assertEqual(status, 404)
+
+    def test_delete(self):
+        _, lst = self.api.request("GET", SLICES)
+        self.api.request("POST", SLICES, {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                                          "metadata": {"name": "s"}, "addressType": "IPv4",
+                                          "endpoints": []})
+        status, out = self.api.request("DELETE", SLICES + "/s")
+        self.assertEqual(status, 200)
+        status, _ = self.api.request("DELETE", SLICES + "/s")
+        self.assertEqual(status, 404)
+        c, r = self.api.watch(SLICES + "?watch=1&resourceVersion=" + lst["metadata"]["resourceVersion"])
+        evs = read_events(r, 2)
+        c.close()
+        self.assertEqual([e["type"] for e in evs], ["ADDED", "DELETED"])
+        self.assertEqual(evs[1]["object"]["metadata"]["resourceVersion"], out["metadata"]["resourceVersion"])
+
+
+class FaultTest(ApiServerTest):
+    def test_errors_delays_and_request_log(self):
+        self.api.test("faults", {"errors": [{"count": 2, "code": 500, "path": "/nodes"}]})
+        self.assertEqual(self.api.request("GET", NODES)[0], 500)
+        status, st = self.api.request("GET", NODES)
+        self.assertEqual((status, st["reason"]), (500, "InternalError"))
+        self.assertEqual(self.api.request("GET", NODES)[0], 200)
+        self.assertEqual(self.api.request("GET", SVCS)[0], 200)
+        self.api.test("faults", {"delays": [{"count": 1, "ms": 300, "verb": "list"}]})
+        t0 = time.monotonic()
+        self.api.request("GET", NODES)
+        self.assertGreaterEqual(time.monotonic() - t0, 0.29)
+        self.api.request("POST", NODES, node("n"))
+        self.api.request("PATCH", NODES + "/n", {"metadata": {"labels": {"a": "b"}}},
+                         ctype="application/merge-patch+json")
+        log = self.api.test("requests", method="GET")
+        self.assertEqual(log["counts"], {"list": 5, "create": 1, "patch": 1})
+        self.assertEqual([r["code"] for r in log["requests"][:3]], [500, 500, 200])
+        self.assertEqual(log["requests"][-1], {"verb": "patch", "path": NODES + "/n", "code": 200})
+
+
+class AuthTest(ApiServerTest):
+    args = ("--token", "secret")
+
+    def test_bearer_token(self):
+        status, st = self.api.request("GET", NODES)
+        self.assertEqual((status, st["kind"], st["reason"], st["code"]), (401, "Status", "Unauthorized", 401))
+        self.assertEqual(self.api.request("GET", NODES, token="wrong")[0], 401)
+        self.assertEqual(self.api.request("GET", NODES, token="secret")[0], 200)
+        self.api.test("config", {"token": "rotated"})
+        self.assertEqual(self.api.request("GET", NODES, token="secret")[0], 401)
+        self.assertEqual(self.api.request("GET", NODES, token="rotated")[0], 200)
+        self.api.test("config", {"token": "secret"})
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=60)
+
+
+@unittest.skipUnless(shutil.which("openssl"), "the openssl command is not installed")
+class TlsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="egw-apiserver-tls-")
+        d = cls.dir
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+                "-days", "1", "-subj", "/CN=egw-test-ca", cwd=d)
+        with open(os.path.join(d, "san.ext"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        for name, ext in (("server", ["-extfile", "san.ext"]), ("client", [])):
+            openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+                    f"{name}.csr", "-subj", f"/CN=egw-{name}", cwd=d)
+            openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                    "-CAcreateserial", "-out", f"{name}.crt", "-days", "1", *ext, cwd=d)
+        cls.server = ServerProcess("--tls-cert", os.path.join(d, "server.crt"), "--tls-key",
+                                   os.path.join(d, "server.key"), "--client-ca",
+                                   os.path.join(d, "ca.crt"), "--token", "secret")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def context(self, client_cert):
+        ctx = ssl.create_default_context(cafile=os.path.join(self.dir, "ca.crt"))
+        if client_cert:
+            ctx.load_cert_chain(os.path.join(self.dir, "client.crt"), os.path.join(self.dir, "client.key"))
+        return ctx
+
+    def test_token_or_client_certificate(self):
+        plain = Client(self.server.port, ssl_context=self.context(False))
+        self.assertEqual(plain.request("GET", NODES)[0], 401)
+        self.assertEqual(plain.request("GET", NODES, token="secret")[0], 200)
+        with_cert = Client(self.server.port, ssl_context=self.context(True))
+        self.assertEqual(with_cert.request("GET", NODES)[0], 200)
+
+    def test_server_certificate_is_checked(self):
+        ctx = ssl.create_default_context()      # system CAs: our test CA is unknown
+        c = http.client.HTTPSConnection("127.0.0.1", self.server.port, timeout=5, context=ctx)
+        with self.assertRaises(ssl.SSLError):
+            c.request("GET", NODES)
+        c.close()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// List+watch against the test API server: pagination, events, bookmarks, resume after a cut,
+// relist after 410, backoff after 500s, a wrong token, and the typed cache.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "apiserver_process.h"
+#include "control/k8s/cache.h"
+#include "control/k8s/client.h"
+#include "control/k8s/reflector.h"
+
+namespace egw::k8s {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using testing::ApiServerProcess;
+using testing::eventually;
+using testing::LogCapture;
+
+// A ReflectorHandler keeping raw objects by key, and counting what it was given.
+class RawStore : public ReflectorHandler {
+public:
+    void replace(std::vector<json>&& items, const std::string& rv) override {
+        std::lock_guard lk(mu_);
+        objects_.clear();
+        for (auto& o : items) {
+            const std::string k = key(o);  // before the move: json's operator= takes its argument by value
+            objects_[k] = std::move(o);
+        }
+        ++lists_;
+        list_rv_ = rv;
+    }
+    void apply(EventType type, json&& obj) override {
+        std::lock_guard lk(mu_);
+        ++events_[type];
+        const std::string k = key(obj);
+        seen_[k].push_back(to_string(type));
+        if (type == EventType::deleted) objects_.erase(k);
+        else objects_[k] = std::move(obj);
+    }
+    std::map<std::string, json> objects() const {
+        std::lock_guard lk(mu_);
+        return objects_;
+    }
+    size_t size() const {
+        std::lock_guard lk(mu_);
+        return objects_.size();
+    }
+    int events(EventType t) const {
+        std::lock_guard lk(mu_);
+        auto it = events_.find(t);
+        return it == events_.end() ? 0 : it->second;
+    }
+    std::map<std::string, std::vector<std::string>> seen() const {
+        std::lock_guard lk(mu_);
+        return seen_;
+    }
+    int lists() const {
+        std::lock_guard lk(mu_);
+        return lists_;
+    }
+
+    static std::string key(const json& o) {
+        const auto& m = o["metadata"];
+        return m.value("namespace", "") + "/" + m["name"].get<std::string>();
+    }
+
+private:
+    mutable std::mutex mu_;
+    std::map<std::string, json> objects_;
+    std::map<EventType, int> events_;
+    std::map<std::string, std::vector<std::string>> seen_;
+    int lists_ = 0;
+    std::string list_rv_;
+};
+
+ReflectorOptions fast_options() {
+    ReflectorOptions o;
+    o.backoff_initial = 50ms;
+    o.backoff_max = 400ms;
+    o.page_size = 500;
+    return o;
+}
+
+class ReflectorTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        server_ = std::make_unique<ApiServerProcess>(std::vector<std::string>{"--bookmark-interval", "0"});
+        Credentials c;
+        c.server = server_->url();
+        c.source = "test";
+        transport_ = std::make_shared<Transport>(c);
+    }
+    void TearDown() override {
+        if (reflector_) reflector_->stop();
+        reflector_.reset();
+        server_.reset();
+    }
+    void start(ReflectorHandler& h, const ResourceType& type = resources::nodes, ReflectorOptions o = fast_options()) {
+        reflector_ = std::make_unique<Reflector>(transport_, type, h, o);
+        reflector_->start();
+    }
+    // The objects of a fresh list, keyed like RawStore, without kind/apiVersion.
+    std::map<std::string, json> fresh_list(const std::string& path) {
+        auto r = server_->call("GET", path);
+        EXPECT_EQ(r.status, 200);
+        std::map<std::string, json> out;
+        for (auto& o : r.body["items"]) out[RawStore::key(o)] = o;
+        return out;
+    }
+    static std::map<std::string, json> strip(std::map<std::string, json> m) {
+        for (auto& [k, o] : m) {
+            o.erase("kind");
+            o.erase("apiVersion");
+        }
+        return m;
+    }
+    json upsert(const json& obj) { return server_->control("upsert", obj); }
+
+    LogCapture log_;
+    std::unique_ptr<ApiServerProcess> server_;
+    std::shared_ptr<Transport> transport_;
+    std::unique_ptr<Reflector> reflector_;
+};
+
+TEST_F(ReflectorTest, ListsInPages) {
+    json batch = json::array();
+    for (int i = 0; i < 25; ++i) batch.push_back(testing::node("node-" + std::to_string(100 + i)));
+    upsert(batch);
+    RawStore store;
+    auto o = fast_options();
+    o.page_size = 10;
+    start(store, resources::nodes, o);
+    ASSERT_TRUE(eventually([&] { return reflector_->synced(); }));
+    EXPECT_EQ(store.size(), 25u);
+    EXPECT_EQ(store.lists(), 1);
+    EXPECT_EQ(server_->requests("list").size(), 3u);  // 10 + 10 + 5
+    // Items of a built-in list come without kind/apiVersion; the reflector fills them in.
+    EXPECT_EQ(store.objects().begin()->second["kind"], "Node");
+    EXPECT_EQ(store.objects().begin()->second["apiVersion"], "v1");
+    EXPECT_EQ(strip(store.objects()), strip(fresh_list("/api/v1/nodes")));
+}
+
+TEST_F(ReflectorTest, WatchAddedModifiedDeleted) {
+    upsert(testing::node("a"));
+    RawStore store;
+    start(store);
+    ASSERT_TRUE(eventually([&] { return reflector_->synced() && reflector_->status().watching; }));
+    upsert(testing::node("b"));
+    upsert(testing::node("a", {{"role", "gateway"}}));
+    server_->call("DELETE", "/api/v1/nodes/b");
+    ASSERT_TRUE(eventually([&] { return store.events(EventType::deleted) == 1; }));
+    EXPECT_EQ(store.events(EventType::added), 1);
+    EXPECT_EQ(store.events(EventType::modified), 1);
+    auto objs = store.objects();
+    ASSERT_EQ(objs.size(), 1u);
+    EXPECT_EQ(objs["/a"]["metadata"]["labels"]["role"], "gateway");
+    EXPECT_EQ(strip(objs), strip(fresh_list("/api/v1/nodes")));
+    EXPECT_EQ(reflector_->status().resource_version, server_->control_get("state")["resourceVersion"]);
+}
+
+TEST_F(ReflectorTest, BookmarkAdvancesTheResourceVersionSoResumeNeedsNoRelist) {
+    RawStore store;
+    auto o = fast_options();
+    o.watch_timeout = 1s;  // each watch ends after a second and is resumed
+    start(store, resources::nodes, o);
+    ASSERT_TRUE(eventually([&] { return reflector_->synced() && reflector_->status().watching; }));
+    const std::string list_rv = reflector_->status().resource_version;
+    // Another kind moves the global resourceVersion; only a bookmark tells the node watch.
+    upsert(testing::egress_service("default", "e"));
+    const std::string now_rv = server_->control_get("state")["resourceVersion"];
+    ASSERT_NE(now_rv, list_rv);
+    // (A bookmark asked for while one watch ends and the next begins is lost: ask until it lands.)
+    ASSERT_TRUE(eventually([&] {
+        server_->control("bookmark");
+        return eventually([&] { return reflector_->status().resource_version == now_rv; }, 200ms);
+    }));
+    EXPECT_GE(reflector_->status().bookmarks, 1u);
+    // History before now_rv is gone: a resume from list_rv would get 410, from now_rv it does not.
+    server_->control("compact");
+    const auto watches = reflector_->status().watches;
+    ASSERT_TRUE(eventually([&] { return reflector_->status().watches >= watches + 2; }, 8s));
+    EXPECT_EQ(reflector_->status().expired, 0u);
+    EXPECT_EQ(reflector_->status().lists, 1u);
+    EXPECT_EQ(store.lists(), 1);
+    for (auto& w : server_->requests("watch")) EXPECT_EQ(w["code"], 200) << w.dump();
+}
+
+TEST_F(ReflectorTest, StreamCutMidEventResumesWithoutLossOrDuplicates) {
+    server_->control("config", {{"chunkSize", 5}});  // events straddle chunk boundaries
+    upsert(json::array({testing::node("a"), testing::node("b")}));
+    RawStore store;
+    start(store);
+    ASSERT_TRUE(eventually([&] { return reflector_->synced() && reflector_->status().watching; }));
+    // The next watch is cut in the middle of its third event.
+    server_->control("faults", {{"cuts", json::array({{{"afterEvents", 2}, {"path", "/api/v1/nodes"}}})}});
+    server_->control("close-watches");
+    ASSERT_TRUE(eventually([&] { return server_->requests("watch").size() >= 2 &&
+                                        server_->requests("watch").back()["code"] == 200; }));
+    json batch = json::array();
+    for (int i = 0; i < 5; ++i) batch.push_back(testing::node("n" + std::to_string(i)));
+    upsert(batch);
+    ASSERT_TRUE(eventually([&] { return store.size() == 7; }));
+    // Three watches: the first (ended cleanly), the cut one, the resumed one.
+    ASSERT_TRUE(eventually([&] { return server_->requests("watch").size() >= 3; }));
+    EXPECT_EQ(store.events(EventType::added), 5);
+    for (auto& [key, types] : store.seen()) EXPECT_EQ(types.size(), 1u) << key;
+    auto st = reflector_->status();
+    EXPECT_EQ(st.failures, 1u);
+    EXPECT_EQ(st.expired, 0u);
+    EXPECT_EQ(st.lists, 1u);
+    EXPECT_EQ(strip(store.objects()), strip(fresh_list("/api/v1/nodes")));
+    EXPECT_EQ(log_.sink().count(spdlog::level::warn, "stream broken"), 1u);
+}
+
+// Relist after 410: the typed cache ends up equal to a fresh list.
+class RelistTest : public ReflectorTest, public ::testing::WithParamInterface<std::string> {};
+
+model::ObjectSet fresh_object_set(ApiServerProcess& server) {
+    model::ObjectSet set;
+    auto r = server.call("GET", "/api/v1/nodes");
+    for (auto item : r.body["items"]) {
+        item["kind"] = "Node";
+        item["apiVersion"] = "v1";
+        set.upsert(model::parse_object(item));
+    }
+    return set;
+}
+
+TEST_P(RelistTest, CompactedHistoryRelistsAndTheCacheEqualsAFreshList) {
+    server_->control("config", {{"watchExpiredAs", GetParam()}});
+    json batch = json::array();
+    for (int i = 0; i < 5; ++i) batch.push_back(testing::node("n" + std::to_string(i)));
+    upsert(batch);
+    Cache cache;
+    cache.expect(model::Kind::node);
+    start(cache.handler(model::Kind::node));
+    ASSERT_TRUE(cache.wait_synced(10s));
+    ASSERT_TRUE(eventually([&] { return reflector_->status().watching; }));
+    // The next watch is held back 1.5 s; meanwhile objects change and history is compacted, so
+    // that watch starts from a resourceVersion the server no longer has.
+    server_->control("faults", {{"delays", json::array({{{"verb", "watch"}, {"ms", 1500}}})}});
+    server_->control("close-watches");
+    server_->call("DELETE", "/api/v1/nodes/n0");
+    upsert(testing::node("n1", {{"changed", "yes"}}));
+    upsert(testing::node("n5"));
+    server_->control("compact");
+    ASSERT_TRUE(eventually([&] { return reflector_->status().lists == 2; }));
+    auto st = reflector_->status();
+    EXPECT_EQ(st.expired, 1u);
+    EXPECT_EQ(st.failures, 0u);
+    ASSERT_TRUE(eventually([&] { return cache.snapshot() == fresh_object_set(*server_); }));
+    auto snap = cache.snapshot();
+    EXPECT_FALSE(snap.nodes.count("n0"));
+    EXPECT_TRUE(snap.nodes.count("n5"));
+    EXPECT_EQ(snap.nodes.at("n1").meta.labels.at("changed"), "yes");
+    EXPECT_EQ(log_.sink().count(spdlog::level::info, "too old"), 1u);
+    EXPECT_EQ(log_.sink().count(spdlog::level::warn), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Http410AndErrorEvent, RelistTest, ::testing::Values("http", "event"));
+
+TEST_F(ReflectorTest, ExpiredMidStreamRelists) {
+    upsert(json::array({testing::node("a"), testing::node("b")}));
+    Cache cache;
+    cache.expect(model::Kind::node);
+    start(cache.handler(model::Kind::node));
+    ASSERT_TRUE(cache.wait_synced(10s));
+    ASSERT_TRUE(eventually([&] { return reflector_->status().watching; }));
+    upsert(testing::node("c"));
+    ASSERT_TRUE(eventually([&] { return cache.snapshot().nodes.size() == 3; }));
+    server_->control("compact", {{"expireWatches", true}});  // ERROR 410 on the open stream
+    ASSERT_TRUE(eventually([&] { return reflector_->status().lists == 2 && reflector_->status().watching; }));
+    EXPECT_EQ(reflector_->status().expired, 1u);
+    EXPECT_EQ(cache.snapshot(), fresh_object_set(*server_));
+}
+
+TEST_F(ReflectorTest, ServerErrorsBackOffThenSucceed) {
+    upsert(testing::node("a"));
+    server_->control("faults", {{"errors", json::array({{{"verb", "list"}, {"code", 500}, {"count", 3}}})}});
+    RawStore store;
+    auto o = fast_options();
+    o.backoff_initial = 100ms;
+    o.backoff_max = 10s;
+    const auto t0 = std::chrono::steady_clock::now();
+    start(store, resources::nodes, o);
+    ASSERT_TRUE(eventually([&] { return reflector_->synced(); }));
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    EXPECT_GE(waited, 700ms);  // 100 + 200 + 400 ms at least (jitter only adds)
+    EXPECT_LT(waited, 3s);
+    EXPECT_EQ(reflector_->status().failures, 3u);
+    EXPECT_EQ(store.size(), 1u);
+    auto lists = server_->requests("list");
+    ASSERT_EQ(lists.size(), 4u);
+    EXPECT_EQ(lists[0]["code"], 500);
+    EXPECT_EQ(lists[3]["code"], 200);
+    // One line for the streak (with the retry delay), one for the recovery.
+    EXPECT_EQ(log_.sink().count(spdlog::level::warn), 1u);
+    EXPECT_EQ(log_.sink().count(spdlog::level::warn, "list failed: HTTP 500 InternalError"), 1u);
+    EXPECT_EQ(log_.sink().count(spdlog::level::warn, "retrying in 0.1s"), 1u);
+    EXPECT_EQ(log_.sink().count(spdlog::level::info, "succeeded after 3 failures"), 1u);
+}
+
+TEST_F(ReflectorTest, WatchServerErrorsBackOffAndResume) {
+    RawStore store;
+    start(store);
+    ASSERT_TRUE(eventually([&] { return reflector_->synced() && reflector_->status().watching; }));
+    server_->control("faults", {{"errors", json::array({{{"verb", "watch"}, {"code", 503}, {"count", 2}}})}});
+    server_->control("close-watches", {{"abort", true}});
+    upsert(testing::node("later"));
+    ASSERT_TRUE(eventually([&] { return store.size() == 1; }));
+    EXPECT_EQ(reflector_->status().lists, 1u);  // resumed, not relisted
+    EXPECT_EQ(reflector_->status().failures, 3u);  // the abort, then two 503s
+    EXPECT_EQ(log_.sink().count(spdlog::level::warn), 1u);
+}
+
+TEST(ReflectorAuth, WrongTokenLogsOnceRetriesAndRecovers) {
+    LogCapture log;
+    ApiServerProcess server({"--token", "right"});
+    Credentials c;
+    c.server = server.url();
+    c.token = "wrong";
+    c.source = "test kubeconfig";
+    auto transport = std::make_shared<Transport>(c);
+    RawStore store;
+    Reflector r(transport, resources::nodes, store, fast_options());
+    r.start();
+    ASSERT_TRUE(eventually([&] { return r.status().failures >= 4; }));
+    EXPECT_FALSE(r.synced());
+    EXPECT_EQ(log.sink().count(spdlog::level::warn), 1u);
+    auto lines = log.sink().lines(spdlog::level::warn);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find("HTTP 401 Unauthorized"), std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find("rejected the credentials from test kubeconfig"), std::string::npos) << lines[0];
+    EXPECT_GE(transport->stats().unauthorized, 4u);
+    // The server starts accepting the client's token: the same reflector gets in.
+    server.control("config", {{"token", "wrong"}});
+    ASSERT_TRUE(eventually([&] { return r.synced(); }));
+    EXPECT_EQ(log.sink().count(spdlog::level::warn), 1u);
+    EXPECT_EQ(log.sink().count(spdlog::level::info, "list succeeded after"), 1u);
+    r.stop();
+}
+
+TEST(ReflectorStop, StopsPromptlyWithAnOpenWatchAndWhileBackingOff) {
+    ApiServerProcess server;
+    Credentials c;
+    c.server = server.url();
+    auto transport = std::make_shared<Transport>(c);
+    RawStore store;
+    {
+        Reflector r(transport, resources::nodes, store, fast_options());
+        r.start();
+        ASSERT_TRUE(eventually([&] { return r.status().watching; }));
+        const auto t0 = std::chrono::steady_clock::now();
+        r.stop();
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
+    }
+    server.control("faults", {{"errors", json::array({{{"verb", "list"}, {"code", 500}, {"count", 100}}})}});
+    auto o = fast_options();
+    o.backoff_initial = 5s;
+    o.backoff_max = 5s;
+    Reflector r(transport, resources::nodes, store, o);
+    r.start();
+    ASSERT_TRUE(eventually([&] { return r.status().failures >= 1; }));
+    const auto t0 = std::chrono::steady_clock::now();
+    r.stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole client: five kinds into the typed cache.
+
+TEST(ClientCache, SyncsAllKindsAndReportsChanges) {
+    LogCapture log;
+    ApiServerProcess server({"--bookmark-interval", "0"});
+    server.control("upsert", json::array({testing::node("gw1", {{"egw", "gateway"}}),
+                                          testing::service("default", "web", "203.0.113.10"),
+                                          testing::endpoint_slice("default", "web-abc", "web", "10.128.0.5", "gw1"),
+                                          testing::egress_service("default", "web", "blue"),
+                                          testing::lease("egw", "egw-gw1", "gw1"),
+                                          testing::lease("other", "not-ours", "x")}));
+    Credentials c;
+    c.server = server.url();
+    c.namespace_ = "egw";
+    ClientOptions o;
+    o.reflector = fast_options();
+    Client client(c, o);
+    EXPECT_FALSE(client.synced());
+    client.start();
+    ASSERT_TRUE(client.wait_synced(10s));
+    auto snap = client.cache().snapshot();
+    EXPECT_EQ(snap.nodes.size(), 1u);
+    EXPECT_EQ(snap.services.at("default/web").ingress.at(0).ip, "203.0.113.10");
+    EXPECT_EQ(snap.endpoint_slices.at("default/web-abc").service_name, "web");
+    EXPECT_EQ(snap.egress_services.at("default/web").network, "blue");
+    EXPECT_EQ(snap.leases.size(), 1u);  // only the credentials' namespace
+    EXPECT_EQ(snap.leases.at("egw/egw-gw1").holder_identity, "gw1");
+    EXPECT_EQ(client.status().size(), 5u);
+    EXPECT_EQ(server.requests("list", "/namespaces/egw/leases").size(), 1u);
+
+    std::vector<Change> heard;
+    std::mutex mu;
+    client.cache().set_listener([&](const Change& ch) {
+        std::lock_guard lk(mu);
+        heard.push_back(ch);
+    });
+    client.cache().take_changes();  // what the first lists brought
+    const uint64_t gen = client.cache().generation();
+    server.control("upsert", testing::egress_service("default", "web", "red"));
+    EXPECT_NE(client.cache().wait_for_change(gen, 10s), gen);
+    auto changes = client.cache().take_changes();
+    ASSERT_EQ(changes.size(), 1u);
+    EXPECT_EQ(changes[0].kind, model::Kind::egress_service);
+    EXPECT_EQ(changes[0].key, "default/web");
+    EXPECT_FALSE(changes[0].deleted);
+    EXPECT_EQ(client.cache().snapshot().egress_services.at("default/web").network, "red");
+
+    // A change that only moves resourceVersion (a field egw ignores) is not a change.
+    json n = testing::node("gw1", {{"egw", "gateway"}});
+    n["metadata"]["annotations"] = {{"unrelated", "x"}};
+    const uint64_t gen2 = client.cache().generation();
+    server.control("upsert", n);
+    const std::string rv = server.control_get("state")["resourceVersion"];
+    ASSERT_TRUE(eventually([&] { return client.cache().resource_versions(model::Kind::node)["gw1"] == rv; }));
+    EXPECT_EQ(client.cache().generation(), gen2);
+
+    // An object the model rejects is logged and left out.
+    json bad = testing::egress_service("default", "bad");
+    bad["spec"]["sourceIPBy"] = 5;
+    server.control("upsert", bad);
+    server.control("delete", {{"kind", "EgressService"}, {"namespace", "default"}, {"name", "web"}});
+    ASSERT_TRUE(eventually([&] { return client.cache().snapshot().egress_services.empty(); }));
+    ASSERT_TRUE(eventually([&] { return client.cache().invalid_objects() == 1; }));
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "EgressService default/bad"), 1u);
+    changes = client.cache().take_changes();
+    ASSERT_EQ(changes.size(), 1u);
+    EXPECT_TRUE(changes[0].deleted);
+    {
+        std::lock_guard lk(mu);
+        ASSERT_EQ(heard.size(), 2u);
+        EXPECT_EQ(heard[1].key, "default/web");
+        EXPECT_TRUE(heard[1].deleted);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    client.stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+}
+
+}  // namespace
+}  // namespace egw::k8s
