@@ -131,18 +131,22 @@ void SessionTable::insert(Bucket* table, uint32_t h, uint32_t idx) {
                 bk.idx[j] = idx;
                 return;
             }
-        bk.overflowed = 1;
+        ++bk.overflowed;
         b = (b + 1) & mask_;
     }
 }
 
 void SessionTable::erase(Bucket* table, uint32_t h, uint32_t idx) {
-    uint32_t b = h & mask_;
+    uint32_t home = h & mask_;
+    uint32_t b = home;
     for (uint32_t n = 0; n <= mask_; ++n) {
         Bucket& bk = table[b];
         for (unsigned j = 0; j < kWays; ++j)
             if (bk.idx[j] == idx) {
                 bk.idx[j] = kEmpty;
+                // The buckets this entry went past no longer overflow on its account.
+                for (uint32_t c = home; c != b; c = (c + 1) & mask_)
+                    --table[c].overflowed;
                 return;
             }
         if (!bk.overflowed)

@@ -13,8 +13,9 @@
 // session index) pairs, and the key is checked against the session itself, so a hit costs the
 // bucket line and the session line that translation reads anyway (rte_hash adds a key-store
 // line). Buckets are kept at most half full; an insert that finds its bucket full moves on to
-// the next one and marks the full one "overflowed", and a lookup stops at the first bucket that
-// never overflowed. Deleting just empties the slot.
+// the next one and counts in the full one that an entry went past it; a lookup stops at the
+// first bucket that no live entry went past. Deleting empties the slot and takes the entry's
+// count back off the buckets it went past, so chains shrink again as sessions come and go.
 // Publication: none; other threads never touch it. The control thread asks for a copy
 // (Worker::dump_*) and the worker fills it between bursts.
 // Reclamation: a session is freed on the spot by its worker (expiry sweep, policy change, TCP
@@ -129,7 +130,7 @@ private:
     struct alignas(64) Bucket {
         uint32_t sig[kWays];
         uint32_t idx[kWays];
-        uint32_t overflowed;
+        uint32_t overflowed;  // live entries that went past this bucket because it was full
         uint32_t unused;
     };
     static_assert(sizeof(Bucket) == 64);
