@@ -740,6 +740,24 @@ void miss_out2in(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt) {
     drop(w, m, DropReason::no_session);
 }
 
+// Whether a session still holds the flow of `mt` (it may have been closed, and its slot taken by
+// another flow, since the lookup).
+inline bool session_has_key(const Session& s, const Meta& mt) {
+    const FlowKey& k = mt.key;
+    if (!(s.in_use & kSessionInUse) || s.proto != k.proto)
+        return false;
+    if (mt.dir == Dir::in2out)
+        return s.pod_ip == k.src && s.remote_ip == k.dst && s.pod_port == k.sport && s.remote_port == k.dport;
+    return s.remote_ip == k.src && s.nat_ip == k.dst && s.remote_port == k.sport && s.nat_port == k.dport;
+}
+
+// The session of `mt` now, when the lookup made for the burst may be out of date.
+inline uint32_t lookup_again(Worker& w, const Meta& mt, uint32_t idx) {
+    if (idx != SessionTable::kNone && session_has_key(w.sessions.at(idx), mt))
+        return idx;
+    return mt.dir == Dir::in2out ? w.sessions.find_inside(mt.key) : w.sessions.find_outside(mt.key);
+}
+
 // Stage 3 for one packet.
 void finish(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt, uint32_t idx) {
     if (mt.kind == Kind::other) {
@@ -848,8 +866,16 @@ void worker_process_burst(Worker& w, const PolicySnapshot& p, rte_mbuf** pkts, u
             for (unsigned i = 0; i < no; ++i)
                 idx[out_pos[i]] = found[i];
         }
-        for (unsigned i = 0; i < nk; ++i)
+        // Stage 3 creates and closes sessions, which the lookups above did not see: once it has,
+        // the rest of the chunk looks again (two packets of one new flow must share one session;
+        // a reply must not be matched to a slot its session left).
+        uint64_t created = w.counters.sessions_created, closed = w.counters.sessions_closed;
+        for (unsigned i = 0; i < nk; ++i) {
+            if (unlikely(w.counters.sessions_created != created || w.counters.sessions_closed != closed) &&
+                meta[i].kind != Kind::other)
+                idx[i] = lookup_again(w, meta[i], idx[i]);
             finish(w, p, kept[i], meta[i], idx[i]);
+        }
         pkts += chunk;
         n = static_cast<uint16_t>(n - chunk);
         // Hand-offs go out per chunk: each worker's array holds one chunk's worth.
