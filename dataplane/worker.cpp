@@ -22,6 +22,7 @@
 #include <rte_tcp.h>
 #include <rte_udp.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "dataplane/checksum.h"
@@ -933,7 +934,9 @@ void worker_serve_dump(Worker& w) {
         return;
     uint32_t n = 0;
     SessionTable& st = w.sessions;
-    for (uint32_t i = 0; i < st.capacity() && n < w.dump_capacity; ++i) {
+    uint32_t i = std::min(w.dump_start, st.capacity());
+    uint32_t end = w.dump_scan && w.dump_scan < st.capacity() - i ? i + w.dump_scan : st.capacity();
+    for (; i < end && n < w.dump_capacity; ++i) {
         const Session& s = st.at(i);
         if (!s.in_use)
             continue;
@@ -942,7 +945,28 @@ void worker_serve_dump(Worker& w) {
         ++n;
     }
     w.dump_count = n;
+    w.dump_next = i;
     w.dump_done.store(req, std::memory_order_release);
+}
+
+void worker_serve_flush(Worker& w) {
+    uint32_t req = w.flush_request.load(std::memory_order_acquire);
+    if (req == w.flush_done.load(std::memory_order_relaxed))
+        return;
+    SessionTable& st = w.sessions;
+    uint32_t end = std::min(st.capacity(), w.flush_cursor + kFlushPerIteration);
+    for (uint32_t i = w.flush_cursor; i < end; ++i) {
+        const Session& s = st.at(i);
+        if ((s.in_use & kSessionInUse) && (w.flush_service == kFlushAll || s.service_id == w.flush_service)) {
+            close_session(w, i);
+            ++w.flush_closed;
+        }
+    }
+    w.flush_cursor = end;
+    if (end == st.capacity()) {
+        w.flush_cursor = 0;
+        w.flush_done.store(req, std::memory_order_release);
+    }
 }
 
 unsigned worker_poll_once(Worker& w) {
@@ -983,6 +1007,7 @@ unsigned worker_poll_once(Worker& w) {
         worker_expire_step(w, *p);
     }
     worker_serve_dump(w);
+    worker_serve_flush(w);
     if (w.shared->qsbr)
         rte_rcu_qsbr_quiescent(w.shared->qsbr, w.index);
     uint64_t spent = rte_rdtsc() - start;

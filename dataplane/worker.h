@@ -118,7 +118,26 @@ struct alignas(64) Worker {
     SessionRecord* dump_buffer = nullptr;
     uint32_t dump_capacity = 0;
     uint32_t dump_count = 0;
+    // Paging of the listing (the CLI walks the whole table this way): the scan starts at table
+    // slot dump_start and looks at dump_scan slots at most (0: to the end); dump_next is where it
+    // stopped (the table's capacity once it reached the end). Set before bumping dump_request.
+    uint32_t dump_start = 0;
+    uint32_t dump_scan = 0;
+    uint32_t dump_next = 0;
+
+    // Closing a Service's sessions, requested by the control thread, which never touches the
+    // table itself: with no request pending it sets flush_service (a Service id, or kFlushAll)
+    // and bumps flush_request; the worker closes the matching sessions kFlushPerIteration slots
+    // per poll iteration and publishes flush_done, with flush_closed sessions closed.
+    std::atomic<uint32_t> flush_request{0};
+    std::atomic<uint32_t> flush_done{0};
+    uint32_t flush_service = 0;
+    uint32_t flush_cursor = 0;
+    uint32_t flush_closed = 0;
 };
+
+inline constexpr uint32_t kFlushAll = ~uint32_t{0};
+inline constexpr uint32_t kFlushPerIteration = 4096;
 
 // Sets up the worker's NAT port block for worker `index` of `shared.n_workers`.
 void worker_assign_port_block(Worker& w);
@@ -140,8 +159,12 @@ void worker_expire_step(Worker& w, const PolicySnapshot& p);
 // control thread once the worker has stopped.
 void worker_serve_dump(Worker& w);
 
-// One poll-loop iteration: receive, hand-offs, injected frames, transmit, expiry, listing
-// requests, quiescent state. Returns the number of packets received.
+// Serves a pending flush request for one slice of the table. Called by the worker between
+// bursts.
+void worker_serve_flush(Worker& w);
+
+// One poll-loop iteration: receive, hand-offs, injected frames, transmit, expiry, listing and
+// flush requests, quiescent state. Returns the number of packets received.
 unsigned worker_poll_once(Worker& w);
 
 // rte_eal_remote_launch entry point: loops until shared->stop.
