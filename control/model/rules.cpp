@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <unordered_map>
 
 namespace egw::model {
 
@@ -177,6 +176,67 @@ std::string node_label_for(const std::string& key) {
     return label + key.substr(0, slash) + "-" + key.substr(slash + 1);
 }
 
+SliceIndex index_endpoint_slices(const ObjectSet& objects) {
+    SliceIndex slices;
+    for (const auto& [key, slice] : objects.endpoint_slices) {
+        if (slice.service_name.empty()) continue;
+        slices[slice.meta.namespace_ + "/" + slice.service_name].push_back(&slice);
+    }
+    return slices;
+}
+
+ServiceFacts service_facts(const ObjectSet& objects, const std::string& key,
+                           const std::vector<const EndpointSlice*>* slices,
+                           const std::vector<egw::config::Ipv4Prefix>& pod_cidrs) {
+    ServiceFacts f;
+    ServiceState& st = f.state;
+    st.key = key;
+    if (auto it = objects.egress_services.find(key); it != objects.egress_services.end()) {
+        f.egress_service = &it->second;
+        st.mode = it->second.source_ip_by == "Network" ? Mode::network : Mode::load_balancer_ip;
+        st.network = it->second.network;
+    }
+    auto svc_it = objects.services.find(key);
+    if (svc_it == objects.services.end()) return f;
+    const Service& svc = svc_it->second;
+    f.service = &svc;
+    f.load_balancer = svc.type == "LoadBalancer";
+
+    // Last IPv4 and last IPv6 ingress entries; anything that is not IPv4 (including an entry with
+    // only a hostname) lands in the IPv6 slot, as OVN-Kubernetes' node controller does.
+    for (const auto& in : svc.ingress) {
+        if (!in.ip.empty()) f.has_ingress_ip = true;
+        if (auto v4 = ipv4_host_order(in.ip)) {
+            st.ingress_ipv4 = v4;
+        } else {
+            st.ingress_ipv6 = in.ip;
+        }
+    }
+    st.etp_local = svc.external_traffic_policy == "Local";
+
+    auto in_pod_network = [&](uint32_t ip) {
+        return std::any_of(pod_cidrs.begin(), pod_cidrs.end(), [&](const auto& p) { return p.contains(ip); });
+    };
+    if (slices) {
+        for (const EndpointSlice* slice : *slices) {
+            if (slice->address_type == "FQDN") continue;
+            for (const auto& ep : slice->endpoints) {
+                if (ep.node_name && !ep.node_name->empty()) st.endpoint_nodes.push_back(*ep.node_name);
+                if (slice->address_type != "IPv4") continue;
+                for (const auto& addr : ep.addresses) {
+                    auto ip = ipv4_host_order(addr);
+                    if (ip && in_pod_network(*ip)) st.endpoint_ipv4s.push_back(*ip);
+                }
+            }
+        }
+    }
+    std::sort(st.endpoint_ipv4s.begin(), st.endpoint_ipv4s.end());
+    st.endpoint_ipv4s.erase(std::unique(st.endpoint_ipv4s.begin(), st.endpoint_ipv4s.end()), st.endpoint_ipv4s.end());
+    std::sort(st.endpoint_nodes.begin(), st.endpoint_nodes.end());
+    st.endpoint_nodes.erase(std::unique(st.endpoint_nodes.begin(), st.endpoint_nodes.end()), st.endpoint_nodes.end());
+    return f;
+}
+
 std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, const GatewayIdentity& self,
                                                   const std::vector<egw::config::Ipv4Prefix>& pod_cidrs) {
     // This gateway as a candidate node: the Node object, when there is one, is authoritative.
@@ -187,72 +247,25 @@ std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, cons
         ready = it->second.ready;
     }
 
-    // EndpointSlices of each Service, "namespace/service-name" -> slices.
-    std::unordered_map<std::string, std::vector<const EndpointSlice*>> slices;
-    for (const auto& [key, slice] : objects.endpoint_slices) {
-        if (slice.service_name.empty()) continue;
-        slices[slice.meta.namespace_ + "/" + slice.service_name].push_back(&slice);
-    }
-
-    auto in_pod_network = [&](uint32_t ip) {
-        return std::any_of(pod_cidrs.begin(), pod_cidrs.end(), [&](const auto& p) { return p.contains(ip); });
-    };
+    const SliceIndex slices = index_endpoint_slices(objects);
 
     std::vector<ServiceState> out;
     out.reserve(objects.egress_services.size());
     for (const auto& [key, es] : objects.egress_services) {
-        ServiceState st;
-        st.key = key;
-        st.mode = es.source_ip_by == "Network" ? Mode::network : Mode::load_balancer_ip;
-        st.network = es.network;
-
-        auto svc_it = objects.services.find(key);
-        if (svc_it == objects.services.end()) {
+        auto sl = slices.find(key);
+        ServiceFacts f = service_facts(objects, key, sl == slices.end() ? nullptr : &sl->second, pod_cidrs);
+        ServiceState& st = f.state;
+        if (!f.service) {
             st.reason = "Service not found";
             out.push_back(std::move(st));
             continue;
         }
-        const Service& svc = svc_it->second;
 
-        // Last IPv4 and last IPv6 ingress entries; anything that is not IPv4 (including an entry with
-        // only a hostname) lands in the IPv6 slot, as OVN-Kubernetes' node controller does.
-        bool has_ingress_ip = false;
-        for (const auto& in : svc.ingress) {
-            if (!in.ip.empty()) has_ingress_ip = true;
-            if (auto v4 = ipv4_host_order(in.ip)) {
-                st.ingress_ipv4 = v4;
-            } else {
-                st.ingress_ipv6 = in.ip;
-            }
-        }
-        st.etp_local = svc.external_traffic_policy == "Local";
-
-        if (auto sl = slices.find(key); sl != slices.end()) {
-            for (const EndpointSlice* slice : sl->second) {
-                if (slice->address_type == "FQDN") continue;
-                for (const auto& ep : slice->endpoints) {
-                    if (ep.node_name && !ep.node_name->empty()) st.endpoint_nodes.push_back(*ep.node_name);
-                    if (slice->address_type != "IPv4") continue;
-                    for (const auto& addr : ep.addresses) {
-                        auto ip = ipv4_host_order(addr);
-                        if (ip && in_pod_network(*ip)) st.endpoint_ipv4s.push_back(*ip);
-                    }
-                }
-            }
-        }
-        std::sort(st.endpoint_ipv4s.begin(), st.endpoint_ipv4s.end());
-        st.endpoint_ipv4s.erase(std::unique(st.endpoint_ipv4s.begin(), st.endpoint_ipv4s.end()),
-                                st.endpoint_ipv4s.end());
-        std::sort(st.endpoint_nodes.begin(), st.endpoint_nodes.end());
-        st.endpoint_nodes.erase(std::unique(st.endpoint_nodes.begin(), st.endpoint_nodes.end()),
-                                st.endpoint_nodes.end());
-
-        const bool is_lb = svc.type == "LoadBalancer";
         if (st.mode == Mode::network) {
             // Every gateway routes it; the node side still needs a LoadBalancer with an ingress IP.
             st.status_host = kHostAll;
-            if (!is_lb) st.reason = "Service is not type LoadBalancer";
-            else if (!has_ingress_ip) st.reason = "Service has no ingress IP";
+            if (!f.load_balancer) st.reason = "Service is not type LoadBalancer";
+            else if (!f.has_ingress_ip) st.reason = "Service has no ingress IP";
             else st.serve_here = true;
             out.push_back(std::move(st));
             continue;
@@ -260,9 +273,9 @@ std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, cons
 
         std::string why;
         const std::string& me = self.node_name;
-        if (!is_lb) {
+        if (!f.load_balancer) {
             st.reason = "Service is not type LoadBalancer";
-        } else if (!has_ingress_ip) {
+        } else if (!f.has_ingress_ip) {
             st.reason = "Service has no ingress IP";
         } else if (st.endpoint_ipv4s.empty()) {
             st.reason = "no endpoints in the pod network";

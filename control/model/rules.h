@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "config/config.h"
@@ -63,6 +64,28 @@ struct GatewayIdentity {
 // with self.labels.
 std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, const GatewayIdentity& self,
                                                   const std::vector<egw::config::Ipv4Prefix>& pod_cidrs);
+
+// EndpointSlices grouped by the Service they belong to ("namespace/service-name", from the label
+// kubernetes.io/service-name). Slices without that label are left out. The pointers point into
+// `objects` and live as long as it does unchanged.
+using SliceIndex = std::unordered_map<std::string, std::vector<const EndpointSlice*>>;
+SliceIndex index_endpoint_slices(const ObjectSet& objects);
+
+// What the objects say about EgressService `key` and its Service before anyone decides a host,
+// computed exactly as evaluate_single_gateway does: `state` has key, mode (from spec.sourceIPBy),
+// network, the ingress IPs, the endpoints and etp_local filled in; status_host, reason and
+// serve_here are left empty for the caller. `slices` are the Service's EndpointSlices (null =
+// none). The pointers point into `objects`.
+struct ServiceFacts {
+    ServiceState state;
+    const EgressService* egress_service = nullptr;  // null when the EgressService does not exist
+    const Service* service = nullptr;               // null when the Service does not exist
+    bool load_balancer = false;                     // the Service is type LoadBalancer
+    bool has_ingress_ip = false;                    // some status.loadBalancer.ingress entry has an ip
+};
+ServiceFacts service_facts(const ObjectSet& objects, const std::string& key,
+                           const std::vector<const EndpointSlice*>* slices,
+                           const std::vector<egw::config::Ipv4Prefix>& pod_cidrs);
 
 // The node label that marks the chosen host: "egress-service.k8s.ovn.org/<namespace>-<name>" for
 // key "<namespace>/<name>".
