@@ -478,6 +478,27 @@ inline uint32_t current_version(const PolicySnapshot& p, const Session& s) {
     return s.service_id == kDefaultPolicyId ? p.default_version : p.services[s.service_id].version;
 }
 
+// Whether a session may go on translating under `p`. A new version of its Service's policy does
+// not end it by itself: it is re-evaluated, and kept (under the new version) when its pod is still
+// an endpoint of the Service and would be given the same translation now. So a Service losing
+// one endpoint ends that endpoint's sessions, not those of the pods that stay.
+inline bool policy_holds(const PolicySnapshot& p, Session& s) {
+    uint32_t version = current_version(p, s);
+    if (likely(version == s.service_version))
+        return true;
+    if (s.service_id == kDefaultPolicyId)
+        return false;
+    const ServicePolicy& sp = p.services[s.service_id];
+    bool masquerade = s.in_use & kSessionMasquerade;
+    bool same = sp.vrf == s.vrf && p.endpoints.find(rte_be_to_cpu_32(s.pod_ip)) == s.service_id &&
+                (sp.mode == ServiceMode::snat_ingress_ip ? !masquerade && rte_cpu_to_be_32(sp.nat_ip) == s.nat_ip
+                                                         : sp.mode == ServiceMode::masquerade && masquerade);
+    if (!same)
+        return false;
+    s.service_version = version;
+    return true;
+}
+
 void close_session(Worker& w, uint32_t idx) {
     Session& s = w.sessions.at(idx);
     ++w.service_counters[s.service_id].sessions_closed;
@@ -770,7 +791,7 @@ void finish(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt, uint32_t 
     }
     if (idx != SessionTable::kNone) {
         Session& s = w.sessions.at(idx);
-        bool valid = current_version(p, s) == s.service_version;
+        bool valid = policy_holds(p, s);
         if (likely(valid) && unlikely(!refresh_routes(w, p, s)))
             valid = false;
         if (likely(valid)) {
@@ -921,7 +942,7 @@ void worker_expire_step(Worker& w, const PolicySnapshot& p) {
             continue;
         // Sessions of a withdrawn or changed policy are reclaimed here too, so their ports
         // return to the pool even when no packet comes to notice.
-        if (w.now - s.last_seen > session_timeout(t, s) || current_version(p, s) != s.service_version) {
+        if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
             ++w.counters.sessions_expired;
             close_session(w, idx);
         }
