@@ -4,6 +4,7 @@
 // policy change does to existing sessions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -310,6 +311,37 @@ TEST_F(DataplaneTest, ReplyBeforeAnyOutgoingPacketAfterChangeIsStale) {
     EXPECT_EQ(r.w().counters.sessions_closed, 1u);
 }
 
+TEST_F(DataplaneTest, LosingOneEndpointLeavesTheOthersSessionsAlone) {
+    // Scaling a Service down must not cut the connections of the pods that stay: a server
+    // pushing to an idle client would otherwise never be heard again.
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 443, kSyn)));
+    r.process(r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 40001, kServer, 443, kSyn)));
+    ASSERT_EQ(r.tx(r.ext1).size(), 2u);
+    r.publish({lb_service(kWeb, kIngress, {kPod10})});
+
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 443, kIngress, 40000, kPsh | kAck, text("push"))));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                                  tcp_ip(kServer, 443, kPod10, 40000, kPsh | kAck, text("push"), IpOpt{.ttl = 63})));
+    // The pod that left the Service: its translation ends.
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 443, kIngress, 40001, kPsh | kAck, text("push"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session), 1u);
+
+    r.sweep();
+    auto ss = r.sessions();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(ss[0].pod_ip, nbo32(kPod10));
+    EXPECT_EQ(r.svc(kWeb).sessions_closed, 1u);
+    // And it keeps working in both directions.
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 443, kAck)));
+    EXPECT_EQ(single(r.tx(r.ext1)).src, kIngress);
+    EXPECT_EQ(r.sessions().size(), 1u);
+    EXPECT_EQ(r.svc(kWeb).sessions_created, 2u);
+}
+
 TEST_F(DataplaneTest, ExpirySweepReclaimsSessionsOfAChangedPolicy) {
     Rig& r = start();
     for (uint16_t i = 0; i < 5; ++i)
@@ -320,6 +352,110 @@ TEST_F(DataplaneTest, ExpirySweepReclaimsSessionsOfAChangedPolicy) {
     r.sweep();
     EXPECT_TRUE(r.sessions().empty()) << "sessions of a deleted Service kept their ports";
     EXPECT_EQ(r.w().service_counters[id].sessions_closed, 5u);
+}
+
+TEST_F(DataplaneTest, ServiceMovedToAnotherGatewayStopsTranslating) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+    ASSERT_EQ(single(r.tx(r.ext1)).src, kIngress);
+    model::ServiceState moved = lb_service(kWeb, kIngress, {kPod10, kPod11});
+    moved.serve_here = false;
+    moved.status_host = "gw-2";
+    moved.reason = "served by gw-2";
+    r.publish({moved});
+
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 40000, text("a"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session) + r.drops(DropReason::no_session), 1u);
+    // Its pods now take the default action here.
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src, kExt1Addr);
+    // And the ingress IP is no longer answered for.
+    r.process(r.ext1, ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, kIngress)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+}
+
+TEST_F(DataplaneTest, PodClaimedByTwoServicesLeavesWithTheFirstByName) {
+    RigOptions o;
+    o.services = {lb_service("a/first", kIngress, {kPod10}), lb_service("b/second", ip4(192, 0, 2, 51), {kPod10, kPod11})};
+    Rig& r = start(o);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src, kIngress);
+    r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 40000, kServer, 53, text("q"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src, ip4(192, 0, 2, 51));
+}
+
+TEST_F(DataplaneTest, RouteChangeMovesSessionsOrReplacesMasqueradedOnes) {
+    Rig& r = start();
+    // Through ext1's gateway: one flow of the Service, one masqueraded flow of a pod of none.
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kInternet, 53, text("q"))));
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 40000, kInternet, 53, text("q"))));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(parse_frame(frames[1]).src, kExt1Addr);
+
+    // The default route moves to ext2's gateway.
+    for (auto& rt : r.cfg.routes)
+        if (rt.vrf == "default" && rt.prefix.len == 0) {
+            rt.via = kBlueGw;
+            rt.port = "ext2";
+        }
+    r.publish({lb_service(kWeb, kIngress, {kPod10, kPod11})});
+
+    // The Service's session keeps its address and follows the route.
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kInternet, 53, text("q2"))));
+    frames = r.tx(r.ext2);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kBlueGwMac, kExt2Mac, kEtherIpv4, udp_ip(kIngress, 40000, kInternet, 53, text("q2"), IpOpt{.ttl = 63})));
+    // The masqueraded one was bound to ext1's address: replaced by one on ext2's.
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 40000, kInternet, 53, text("q2"))));
+    frames = r.tx(r.ext2);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kBlueGwMac, kExt2Mac, kEtherIpv4, udp_ip(kExt2Addr, 40000, kInternet, 53, text("q2"), IpOpt{.ttl = 63})));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.sessions().size(), 2u);
+    EXPECT_EQ(r.default_counters().sessions_closed, 1u);
+    EXPECT_EQ(r.svc(kWeb).sessions_closed, 0u);
+
+    // Replies: the Service's, arriving now on ext2, reach the pod; one to the old masquerade
+    // address does not.
+    r.process(r.ext2, r.from_ext2(udp_ip(kInternet, 53, kIngress, 40000, text("a")), kBlueGwMac));
+    EXPECT_EQ(single(r.tx(r.pods)).dst, kPod10);
+    r.process(r.ext1, r.from_ext1(udp_ip(kInternet, 53, kExt1Addr, 40000, text("a")), kExt1GwMac));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Full queues: counted drops, and every mbuf accounted for (the fixture checks the pool)
+
+TEST_F(DataplaneTest, FullTransmitQueueIsACountedDrop) {
+    Rig& r = start();
+    constexpr unsigned kPackets = 1100;  // the port's transmit ring holds 1023
+    for (unsigned sent = 0; sent < kPackets; sent += dp::kBurst) {
+        std::vector<In> burst;
+        for (unsigned i = sent; i < std::min(kPackets, sent + dp::kBurst); ++i)
+            burst.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q")))});
+        r.process(0, burst);
+    }
+    EXPECT_EQ(r.w().counters.tx_packets, 1023u);
+    EXPECT_EQ(r.drops(DropReason::tx_full), kPackets - 1023);
+    EXPECT_EQ(r.tx(r.ext1).size(), 1023u);
+}
+
+TEST_F(DataplaneTest, FullHandOffRingIsACountedDrop) {
+    RigOptions o;
+    o.workers = 2;
+    Rig& r = start(o);
+    constexpr unsigned kPackets = 2100;  // the hand-off ring holds 2047
+    for (unsigned sent = 0; sent < kPackets; sent += dp::kBurst) {
+        std::vector<In> burst;
+        for (unsigned i = sent; i < std::min(kPackets, sent + dp::kBurst); ++i)
+            burst.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q")))});
+        r.process(0, burst);
+    }
+    EXPECT_EQ(r.w(0).counters.handed_off, 2047u);
+    EXPECT_EQ(r.drops(DropReason::handoff_full, 0), kPackets - 2047);
+    EXPECT_EQ(r.handoff_pending(0, 1), 2047u);
 }
 
 }  // namespace
