@@ -85,7 +85,12 @@ void NeighborResolver::send_request(uint16_t port, uint32_t ip, const dp::Policy
     rte_mbuf* m = rte_pktmbuf_alloc(rt_.pool());
     if (!m)
         return;
-    auto* eth = reinterpret_cast<rte_ether_hdr*>(rte_pktmbuf_append(m, sizeof(rte_ether_hdr) + sizeof(rte_arp_hdr)));
+    char* frame = rte_pktmbuf_append(m, sizeof(rte_ether_hdr) + sizeof(rte_arp_hdr));
+    if (!frame) {
+        rte_pktmbuf_free(m);
+        return;
+    }
+    auto* eth = reinterpret_cast<rte_ether_hdr*>(frame);
     std::memset(eth->dst_addr.addr_bytes, 0xff, 6);
     std::memcpy(eth->src_addr.addr_bytes, pp.mac, 6);
     eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
