@@ -333,7 +333,10 @@ bool parse(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt) {
         drop(w, m, DropReason::malformed);
         return false;
     }
-    if (!(m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_GOOD) && unlikely(!ipv4_header_checksum_ok(ip, ihl))) {
+    // Only GOOD spares the check: NONE (GOOD|BAD bits) means the header is intact but its checksum
+    // field is not right, and an incremental update of a wrong field sends a wrong checksum.
+    if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
+        unlikely(!ipv4_header_checksum_ok(ip, ihl))) {
         drop(w, m, DropReason::malformed);
         return false;
     }
