@@ -359,8 +359,10 @@ unsigned Rig::poll(unsigned worker) { return dp::worker_poll_once(w(worker)); }
 
 void Rig::process(unsigned worker, const std::vector<In>& burst) {
     std::vector<rte_mbuf*> pkts;
-    for (const auto& in : burst)
+    for (const auto& in : burst) {
         pkts.push_back(mbuf_of(in.port, in.frame));
+        pkts.back()->ol_flags |= in.ol_flags;
+    }
     const dp::PolicySnapshot* p = shared.policy.current.load(std::memory_order_acquire);
     dp::worker_process_burst(w(worker), *p, pkts.data(), static_cast<uint16_t>(pkts.size()));
     dp::worker_flush(w(worker));

@@ -111,6 +111,7 @@ struct ToControl {
 struct In {
     uint16_t port;
     Bytes frame;
+    uint64_t ol_flags = 0;  // receive offload flags, as a NIC would set them
 };
 
 class Rig {

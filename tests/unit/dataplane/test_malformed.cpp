@@ -3,6 +3,7 @@
 // Malformed and unsupported input: each frame is dropped with its own reason, nothing of it
 // leaves, and valid packets in the same burst are forwarded as usual.
 #include <gtest/gtest.h>
+#include <rte_mbuf_core.h>
 
 #include <cstring>
 
@@ -207,6 +208,33 @@ TEST_F(DataplaneTest, OtherProtocolsToClusterDestinationsAreRouted) {
     ASSERT_TRUE(checksums_valid(single(frames)));
     EXPECT_EQ(frames[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4, ipv4(kPod10, kRemotePod, 253, text("experimental"), IpOpt{.ttl = 63})));
     EXPECT_EQ(r.total_drops(), 0u);
+}
+
+TEST_F(DataplaneTest, ReceiveChecksumFlagsAreHonouredExactly) {
+    Rig& r = start();
+    Bytes good = udp_ip(kPod10, 40000, kServer, 53, text("q"));
+    Bytes wrong = good;
+    put16(&wrong[10], static_cast<uint16_t>(get16(&wrong[10]) + 1));
+    Bytes want = ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 40000, kServer, 53, text("q"), IpOpt{.ttl = 63}));
+
+    // The NIC checked the header and found it good: no software check needed.
+    r.process(0, {{r.pods, r.from_pod(kPod10, good), RTE_MBUF_F_RX_IP_CKSUM_GOOD}});
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], want);
+    // The NIC found it bad.
+    r.process(0, {{r.pods, r.from_pod(kPod10, wrong), RTE_MBUF_F_RX_IP_CKSUM_BAD}});
+    EXPECT_EQ(r.drops(DropReason::malformed), 1u);
+    // "NONE": the header is intact but the checksum field is not right, so it cannot be
+    // updated incrementally; the packet must not leave with a wrong checksum.
+    r.process(0, {{r.pods, r.from_pod(kPod10, wrong), RTE_MBUF_F_RX_IP_CKSUM_NONE}});
+    for (const auto& f : r.tx(r.ext1))
+        EXPECT_TRUE(checksums_valid(parse_frame(f)));
+    // "NONE" with a right field is an ordinary packet.
+    r.process(0, {{r.pods, r.from_pod(kPod10, good), RTE_MBUF_F_RX_IP_CKSUM_NONE}});
+    frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], want);
 }
 
 }  // namespace

@@ -3,12 +3,14 @@
 // dataplane/tables/session_table: the per-worker session index under churn, through its own
 // interface (create, destroy, single and bulk lookups).
 #include <gtest/gtest.h>
+#include <rte_eal.h>
 #include <rte_memory.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <random>
 #include <set>
@@ -47,6 +49,9 @@ void must_finish(const std::string& what, F f) {
     }
     std::fprintf(stderr, "FATAL: %s did not return within 20 s\n", what.c_str());
     std::fflush(nullptr);
+    // No EAL cleanup with a thread still spinning in its memory; the run directory is ours alone.
+    std::error_code ec;
+    std::filesystem::remove_all(rte_eal_get_runtime_dir(), ec);
     std::_Exit(1);
 }
 
