@@ -126,6 +126,13 @@ struct StateConfig {
     std::string kubeconfig;             // kubernetes: path, or empty for in-cluster / $KUBECONFIG
 };
 
+// The Prometheus endpoint (/metrics, /livez, /readyz). Without a "metrics" section there is none.
+struct MetricsConfig {
+    bool enabled = false;
+    uint32_t ip = 0x7f000001;           // listen address, host order; 0.0.0.0 for every interface
+    uint16_t port = 9469;
+};
+
 struct Config {
     std::string file;                   // the path it was loaded from
     EalConfig eal;
@@ -141,6 +148,7 @@ struct Config {
     ArpConfig arp;
     NodeConfig node;
     StateConfig state;
+    MetricsConfig metrics;
 
     const PortConfig* find_port(const std::string& name) const;
     const VrfConfig* find_vrf(const std::string& name_or_table) const;

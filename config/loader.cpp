@@ -562,7 +562,7 @@ private:
     void read(const json& doc, Config& c) const {
         Obj top(*this, doc, "$",
                 {"eal", "workers", "mempool", "ports", "neighbors", "vrfs", "routes", "cluster", "default_action",
-                 "sessions", "arp", "node", "state"},
+                 "sessions", "arp", "node", "state", "metrics"},
                 "a JSON object");
         LcoreSpec lcores = read_eal(top, c.eal);
         read_workers(top, c, lcores);
@@ -577,6 +577,7 @@ private:
         read_arp(top, c.arp);
         read_node(top, c.node);
         read_state(top, c.state);
+        read_metrics(top, c.metrics);
     }
 
     LcoreSpec read_eal(const Obj& top, EalConfig& e) const {
@@ -1037,6 +1038,26 @@ private:
                 expected(o.at("path"), "no path with source \"kubernetes\" (it is only read with source \"files\")",
                          *v);
             if (kc_text && !kc_text->empty()) s.kubeconfig = resolve(*kc_text);
+        }
+    }
+
+    void read_metrics(const Obj& top, MetricsConfig& m) const {
+        const json* j = top.get("metrics");
+        if (!j) return;
+        Obj o(*this, *j, top.at("metrics"), {"enabled", "listen"},
+              "an object like {\"listen\": \"127.0.0.1:9469\"}");
+        m.enabled = true;
+        if (const json* v = o.get("enabled")) m.enabled = boolean(*v, o.at("enabled"));
+        if (const json* v = o.get("listen")) {
+            static const std::string what = "an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\"";
+            const std::string& s = string(*v, o.at("listen"), what);
+            size_t colon = s.rfind(':');
+            auto ip = colon == std::string::npos ? std::nullopt : parse_ipv4(s.substr(0, colon));
+            uint64_t port = 0;
+            if (!ip || !parse_decimal(std::string_view(s).substr(colon + 1), 5, 65535, port) || port == 0)
+                expected(o.at("listen"), what, *v);
+            m.ip = *ip;
+            m.port = static_cast<uint16_t>(port);
         }
     }
 

@@ -26,7 +26,9 @@
 #include "control/daemon/runtime.h"
 #include "control/daemon/status_file.h"
 #include "control/manifests/manifest_dir.h"
+#include "control/metrics/exporter.h"
 #include "control/model/rules.h"
+#include "control/telemetry/commands.h"
 
 namespace {
 
@@ -178,6 +180,9 @@ int main(int argc, char** argv) {
             egw::control::PolicyBuilder builder(cfg, rt.port_ids(), rt.port_macs());
             egw::control::NeighborResolver resolver(cfg, rt);
             resolver.install_static();
+            egw::metrics::Exporter exporter(cfg, rt);
+            egw::telemetry::Commands telemetry(exporter);
+            exporter.start();
 
             egw::manifests::ManifestDir manifests(cfg.state.path);
             egw::model::GatewayIdentity self{cfg.node.name, cfg.node.labels};
@@ -190,8 +195,10 @@ int main(int argc, char** argv) {
                 // Wait until no worker can still be reading the old version, then free it.
                 rte_rcu_qsbr_synchronize(rt.shared().qsbr, RTE_QSBR_THRID_INVALID);
                 delete old;
+                uint64_t spent = rte_rdtsc() - t0;
+                exporter.published(builder, static_cast<double>(spent) / static_cast<double>(rte_get_tsc_hz()));
                 spdlog::debug("published policy generation {} in {} us", builder.generation(),
-                              (rte_rdtsc() - t0) * 1000000 / rte_get_tsc_hz());
+                              spent * 1000000 / rte_get_tsc_hz());
             };
             auto reconcile = [&](bool force) {
                 auto scan = manifests.scan();
@@ -222,6 +229,7 @@ int main(int argc, char** argv) {
                 resolver.poll(*snap);
                 if (now >= next_tick) {
                     resolver.tick(*snap);
+                    exporter.tick(resolver);
                     next_tick = now + std::chrono::milliseconds(100);
                 }
                 if (now >= next_scan) {
@@ -239,6 +247,7 @@ int main(int argc, char** argv) {
                 std::this_thread::sleep_for(std::chrono::microseconds(200));
             }
             spdlog::info("stopping");
+            exporter.stop();
             rt.stop_workers();
             if (!opt.status_file.empty()) {
                 egw::control::StatusInputs in{rt, builder, resolver, false, true};

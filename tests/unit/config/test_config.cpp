@@ -657,7 +657,8 @@ TEST_P(FieldError, NamesPathAndExpectation) {
 }
 
 const char* const kTopKeys =
-    "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, node, state";
+    "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, node, state, "
+    "metrics";
 const char* const kPortKeys = "name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc";
 
 #define J(text) json::parse(text)
@@ -666,7 +667,7 @@ const ErrorCase kCases[] = {
     // --- unknown keys, everywhere ------------------------------------------------------------
     {"UnknownTopLevel", [](json& j) { j["worker"] = {1}; }, "$.worker",
      "unknown key \"worker\", expected one of: eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, "
-     "default_action, sessions, arp, node, state"},
+     "default_action, sessions, arp, node, state, metrics"},
     {"UnknownEal", [](json& j) { j["eal"]["lcore"] = "0-1"; }, "$.eal.lcore",
      "unknown key \"lcore\", expected one of: lcores, main_lcore, no_huge, memory_mb, file_prefix, vdevs, "
      "pci_allow, extra_args"},
@@ -1107,6 +1108,28 @@ const ErrorCase kCases[] = {
      "$.state.poll_ms", "expected an integer from 10 to 60000, got 0"},
     {"StateKubeconfigNumber", [](json& j) { j["state"] = J(R"({"source": "kubernetes", "kubeconfig": 1})"); },
      "$.state.kubeconfig", "expected a kubeconfig path, or \"\" for in-cluster credentials, got 1"},
+
+    // --- metrics -------------------------------------------------------------------------------
+    {"MetricsNotObject", [](json& j) { j["metrics"] = true; }, "$.metrics",
+     "expected an object like {\"listen\": \"127.0.0.1:9469\"}, got true"},
+    {"UnknownMetrics", [](json& j) { j["metrics"] = {{"port", 9469}}; }, "$.metrics.port",
+     "unknown key \"port\", expected one of: enabled, listen"},
+    {"MetricsEnabledNotBool", [](json& j) { j["metrics"] = {{"enabled", "yes"}}; }, "$.metrics.enabled",
+     "expected true or false, got \"yes\""},
+    {"MetricsListenNotString", [](json& j) { j["metrics"] = {{"listen", 9469}}; }, "$.metrics.listen",
+     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got 9469"},
+    {"MetricsListenNoPort", [](json& j) { j["metrics"] = {{"listen", "127.0.0.1"}}; }, "$.metrics.listen",
+     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got \"127.0.0.1\""},
+    {"MetricsListenHostName", [](json& j) { j["metrics"] = {{"listen", "localhost:9469"}}; }, "$.metrics.listen",
+     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got "
+     "\"localhost:9469\""},
+    {"MetricsListenPortZero", [](json& j) { j["metrics"] = {{"listen", "0.0.0.0:0"}}; }, "$.metrics.listen",
+     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got \"0.0.0.0:0\""},
+    {"MetricsListenPortTooLarge", [](json& j) { j["metrics"] = {{"listen", "0.0.0.0:65536"}}; }, "$.metrics.listen",
+     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got "
+     "\"0.0.0.0:65536\""},
+    {"MetricsListenIpv6", [](json& j) { j["metrics"] = {{"listen", "[::]:9469"}}; }, "$.metrics.listen",
+     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got \"[::]:9469\""},
 };
 
 #undef J
@@ -1178,6 +1201,41 @@ TEST(ShippedFiles, DemoLoadsWithTheAgreedTopology) {
     EXPECT_EQ(c.node.labels, (std::map<std::string, std::string>{{"egw.example.com/gateway", "true"}}));
     EXPECT_EQ(c.state.source, StateSource::files);
     EXPECT_EQ(fs::path(c.state.path), fs::absolute(fs::path(source_root()) / "config" / "demo-manifests").lexically_normal());
+}
+
+TEST(Metrics, AbsentSectionMeansNoEndpoint) {
+    Config c = load_text(base().dump(), kFile);
+    EXPECT_FALSE(c.metrics.enabled);
+}
+
+TEST(Metrics, EmptySectionServesOnTheDefaultAddress) {
+    json j = base();
+    j["metrics"] = json::object();
+    Config c = load_text(j.dump(), kFile);
+    EXPECT_TRUE(c.metrics.enabled);
+    EXPECT_EQ(c.metrics.ip, ip("127.0.0.1"));
+    EXPECT_EQ(c.metrics.port, 9469);
+}
+
+TEST(Metrics, ListenAndEnabledLand) {
+    json j = base();
+    j["metrics"] = {{"listen", "0.0.0.0:9100"}, {"enabled", true}};
+    Config c = load_text(j.dump(), kFile);
+    EXPECT_TRUE(c.metrics.enabled);
+    EXPECT_EQ(c.metrics.ip, 0u);
+    EXPECT_EQ(c.metrics.port, 9100);
+    j["metrics"] = {{"listen", "192.0.2.1:65535"}, {"enabled", false}};
+    c = load_text(j.dump(), kFile);
+    EXPECT_FALSE(c.metrics.enabled);
+    EXPECT_EQ(c.metrics.ip, ip("192.0.2.1"));
+    EXPECT_EQ(c.metrics.port, 65535);
+}
+
+TEST(ShippedFiles, DemoServesMetricsOnLoopback) {
+    Config c = load_file(source_root() + "/config/demo.json");
+    EXPECT_TRUE(c.metrics.enabled);
+    EXPECT_EQ(c.metrics.ip, ip("127.0.0.1"));
+    EXPECT_EQ(c.metrics.port, 9469);
 }
 
 TEST(ShippedFiles, ExampleNicLoads) {

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "control/metrics/collect.h"
+
+namespace egw::metrics {
+
+namespace {
+
+// --- build and process ------------------------------------------------------------------------
+
+constexpr Family kBuildInfo{"build_info", Type::gauge, "Always 1; the labels say which egw and DPDK this is",
+                            {"version", "dpdk_version"}};
+constexpr Family kStartTime{"start_time_seconds", Type::gauge, "When egwd started, in seconds since the Unix epoch"};
+constexpr Family kTscHz{"tsc_hz", Type::gauge,
+                        "Frequency of the time-stamp counter the lcore cycle counters are measured in, in hertz"};
+
+void write_process(Writer& w, const ProcessInfo& p) {
+    w.family(kBuildInfo);
+    w.sample(kBuildInfo, {p.version, p.dpdk_version}, uint64_t{1});
+    w.family(kStartTime);
+    w.sample(kStartTime, {}, p.start_unix);
+    w.family(kTscHz);
+    w.sample(kTscHz, {}, p.tsc_hz);
+}
+
+// --- configuration publication ----------------------------------------------------------------
+
+constexpr Family kGeneration{"config_generation", Type::gauge,
+                             "Generation of the policy tables the workers use (0 before the first publication)"};
+constexpr Family kPublishDuration{
+    "config_publish_duration_seconds", Type::histogram,
+    "Time from handing a new policy snapshot to the workers until the previous one is freed (RCU grace period)"};
+constexpr Family kLastPublish{"config_last_publish_timestamp_seconds", Type::gauge,
+                              "When the last policy generation was published, in seconds since the Unix epoch"};
+
+void write_config(Writer& w, const ControlView& v) {
+    w.family(kGeneration);
+    w.sample(kGeneration, {}, v.generation);
+    w.family(kPublishDuration);
+    w.histogram(kPublishDuration, {}, v.publish_duration);
+    w.family(kLastPublish);
+    if (v.generation > 0)
+        w.sample(kLastPublish, {}, v.last_publish_unix);
+}
+
+// --- per Service ------------------------------------------------------------------------------
+
+constexpr Family kServiceInfo{"service_info", Type::gauge,
+                              "Always 1 for every EgressService egwd knows; the labels give its mode, VRF and host",
+                              {"namespace", "service", "source_ip_by", "vrf", "status_host"}};
+constexpr Family kServiceProgrammed{"service_programmed", Type::gauge,
+                                    "1 when this gateway translates the Service's traffic now, 0 otherwise",
+                                    {"namespace", "service"}};
+constexpr Family kServiceEndpoints{"service_endpoints", Type::gauge,
+                                   "Cluster-networked IPv4 endpoints (pods) of the Service", {"namespace", "service"}};
+constexpr Family kServicePackets{"service_packets_total", Type::counter,
+                                 "Packets translated for the Service; direction egress is pod to outside, reply is "
+                                 "outside to pod",
+                                 {"namespace", "service", "direction"}};
+constexpr Family kServiceBytes{"service_bytes_total", Type::counter,
+                               "Bytes (whole Ethernet frames) translated for the Service, by direction",
+                               {"namespace", "service", "direction"}};
+constexpr Family kServiceSessions{"service_sessions_active", Type::gauge, "NAT sessions of the Service open now",
+                                  {"namespace", "service"}};
+constexpr Family kServiceSessionsCreated{"service_sessions_created_total", Type::counter,
+                                         "NAT sessions created for the Service", {"namespace", "service"}};
+constexpr Family kServiceAllocFailures{"service_snat_allocation_failures_total", Type::counter,
+                                       "New connections of the Service dropped because no NAT port was free toward "
+                                       "their destination",
+                                       {"namespace", "service"}};
+
+void write_services(Writer& w, const ControlView& v, const Readings& r) {
+    w.family(kServiceInfo);
+    for (const ServiceEntry& s : v.services)
+        w.sample(kServiceInfo, {s.ns, s.name, s.source_ip_by, s.vrf, s.status_host}, uint64_t{1});
+    w.family(kServiceProgrammed);
+    for (const ServiceEntry& s : v.services)
+        w.sample(kServiceProgrammed, {s.ns, s.name}, uint64_t{s.programmed});
+    w.family(kServiceEndpoints);
+    for (const ServiceEntry& s : v.services)
+        w.sample(kServiceEndpoints, {s.ns, s.name}, uint64_t{s.endpoints});
+    w.family(kServicePackets);
+    for (size_t i = 0; i < v.services.size(); ++i) {
+        w.sample(kServicePackets, {v.services[i].ns, v.services[i].name, "egress"}, r.services[i].packets_out);
+        w.sample(kServicePackets, {v.services[i].ns, v.services[i].name, "reply"}, r.services[i].packets_in);
+    }
+    w.family(kServiceBytes);
+    for (size_t i = 0; i < v.services.size(); ++i) {
+        w.sample(kServiceBytes, {v.services[i].ns, v.services[i].name, "egress"}, r.services[i].bytes_out);
+        w.sample(kServiceBytes, {v.services[i].ns, v.services[i].name, "reply"}, r.services[i].bytes_in);
+    }
+    w.family(kServiceSessions);
+    for (size_t i = 0; i < v.services.size(); ++i)
+        w.sample(kServiceSessions, {v.services[i].ns, v.services[i].name}, r.services_active[i]);
+    w.family(kServiceSessionsCreated);
+    for (size_t i = 0; i < v.services.size(); ++i)
+        w.sample(kServiceSessionsCreated, {v.services[i].ns, v.services[i].name}, r.services[i].sessions_created);
+    w.family(kServiceAllocFailures);
+    for (size_t i = 0; i < v.services.size(); ++i)
+        w.sample(kServiceAllocFailures, {v.services[i].ns, v.services[i].name}, r.services[i].port_alloc_failures);
+}
+
+// --- traffic of no EgressService (the default action) ------------------------------------------
+
+constexpr Family kDefaultPackets{"default_action_packets_total", Type::counter,
+                                 "Packets of pods that are endpoints of no served EgressService and were masqueraded "
+                                 "by the default action, by direction",
+                                 {"direction"}};
+constexpr Family kDefaultBytes{"default_action_bytes_total", Type::counter,
+                               "Bytes (whole Ethernet frames) masqueraded by the default action, by direction",
+                               {"direction"}};
+constexpr Family kDefaultSessions{"default_action_sessions_active", Type::gauge,
+                                  "NAT sessions of the default action open now"};
+constexpr Family kDefaultSessionsCreated{"default_action_sessions_created_total", Type::counter,
+                                         "NAT sessions created by the default action"};
+constexpr Family kDefaultAllocFailures{"default_action_snat_allocation_failures_total", Type::counter,
+                                       "Connections of the default action dropped because no NAT port was free"};
+
+void write_default_action(Writer& w, const Readings& r) {
+    const ServiceCounters& c = r.default_action;
+    w.family(kDefaultPackets);
+    w.sample(kDefaultPackets, {"egress"}, c.packets_out);
+    w.sample(kDefaultPackets, {"reply"}, c.packets_in);
+    w.family(kDefaultBytes);
+    w.sample(kDefaultBytes, {"egress"}, c.bytes_out);
+    w.sample(kDefaultBytes, {"reply"}, c.bytes_in);
+    w.family(kDefaultSessions);
+    w.sample(kDefaultSessions, {}, c.sessions_active());
+    w.family(kDefaultSessionsCreated);
+    w.sample(kDefaultSessionsCreated, {}, c.sessions_created);
+    w.family(kDefaultAllocFailures);
+    w.sample(kDefaultAllocFailures, {}, c.port_alloc_failures);
+}
+
+// --- NAT addresses ----------------------------------------------------------------------------
+
+constexpr Family kSnatInUse{"snat_ports_in_use", Type::gauge,
+                            "NAT sessions using the address, each holding one port toward its destination; absent "
+                            "when masquerading traffic could leave through several addresses (see docs/metrics.md)",
+                            {"address", "kind"}};
+constexpr Family kSnatCapacity{"snat_ports_capacity", Type::gauge,
+                               "NAT ports of the address available toward one destination (sessions.port_min.."
+                               "port_max)",
+                               {"address", "kind"}};
+
+void write_nat_addresses(Writer& w, const ControlView& v, const Readings& r) {
+    w.family(kSnatInUse);
+    for (const NatAddressEntry& a : v.nat_addresses)
+        if (a.exact)
+            w.sample(kSnatInUse, {format_ipv4(a.ip), a.kind}, sessions_on(a, v, r));
+    w.family(kSnatCapacity);
+    for (const NatAddressEntry& a : v.nat_addresses)
+        w.sample(kSnatCapacity, {format_ipv4(a.ip), a.kind}, uint64_t{v.nat_ports});
+}
+
+// --- drops ------------------------------------------------------------------------------------
+
+#define EGW_DROP_HELP(name, help) " " #name ": " help ";"
+constexpr Family kDrops{"drops_total", Type::counter,
+                        "Packets dropped, by reason:" EGW_DROP_REASONS(EGW_DROP_HELP), {"reason"}};
+#undef EGW_DROP_HELP
+
+void write_drops(Writer& w, const Readings& r) {
+    w.family(kDrops);
+    for (unsigned i = 0; i < dp::kDropReasonCount; ++i)
+        w.sample(kDrops, {dp::kDropReasonNames[i]}, r.drops[i]);
+}
+
+// --- sessions ---------------------------------------------------------------------------------
+
+constexpr Family kSessionsActive{"sessions_active", Type::gauge, "NAT sessions open now, per worker lcore",
+                                 {"lcore"}};
+constexpr Family kSessionsCapacity{"sessions_capacity", Type::gauge,
+                                   "Most NAT sessions the gateway holds (sessions.max, all workers together)"};
+constexpr Family kSessionsExpired{"sessions_expired_total", Type::counter,
+                                  "NAT sessions closed because they were idle past their timeout", {"lcore"}};
+
+void write_sessions(Writer& w, const ControlView& v, const Readings& r) {
+    w.family(kSessionsActive);
+    for (const LcoreReading& l : r.lcores) {
+        uint64_t active = l.sessions_created >= l.sessions_closed ? l.sessions_created - l.sessions_closed : 0;
+        w.sample(kSessionsActive, {std::to_string(l.lcore)}, active);
+    }
+    w.family(kSessionsCapacity);
+    w.sample(kSessionsCapacity, {}, v.max_sessions);
+    w.family(kSessionsExpired);
+    for (const LcoreReading& l : r.lcores)
+        w.sample(kSessionsExpired, {std::to_string(l.lcore)}, l.sessions_expired);
+}
+
+// --- worker lcores ----------------------------------------------------------------------------
+
+constexpr Family kLcoreBusy{"lcore_busy_cycles_total", Type::counter,
+                            "TSC cycles the worker lcore spent in poll-loop iterations that moved packets",
+                            {"lcore"}};
+constexpr Family kLcoreTotal{"lcore_cycles_total", Type::counter,
+                             "TSC cycles the worker lcore spent in its poll loop; busy/total is its real load",
+                             {"lcore"}};
+constexpr Family kLcoreIterations{"lcore_iterations_total", Type::counter,
+                                  "Poll-loop iterations of the worker lcore (/livez fails when it stops advancing)",
+                                  {"lcore"}};
+constexpr Family kLcorePackets{"lcore_packets_total", Type::counter,
+                               "Packets the worker lcore received (rx) from its queues and transmitted (tx)",
+                               {"lcore", "direction"}};
+constexpr Family kLcoreHandoffs{"lcore_handoffs_total", Type::counter,
+                                "Packets the worker lcore passed to the worker owning their session", {"lcore"}};
+constexpr Family kLcoreHeld{"lcore_held_total", Type::counter,
+                            "Packets the worker lcore gave to the control thread to wait for ARP", {"lcore"}};
+constexpr Family kLcoreRouted{"lcore_routed_total", Type::counter,
+                              "Packets the worker lcore forwarded untranslated (cluster destinations, default route)",
+                              {"lcore"}};
+
+void write_lcores(Writer& w, const Readings& r) {
+    w.family(kLcoreBusy);
+    for (const LcoreReading& l : r.lcores)
+        w.sample(kLcoreBusy, {std::to_string(l.lcore)}, l.busy_cycles);
+    w.family(kLcoreTotal);
+    for (const LcoreReading& l : r.lcores)
+        w.sample(kLcoreTotal, {std::to_string(l.lcore)}, l.total_cycles);
+    w.family(kLcoreIterations);
+    for (const LcoreReading& l : r.lcores)
+        w.sample(kLcoreIterations, {std::to_string(l.lcore)}, l.iterations);
+    w.family(kLcorePackets);
+    for (const LcoreReading& l : r.lcores) {
+        w.sample(kLcorePackets, {std::to_string(l.lcore), "rx"}, l.rx_packets);
+        w.sample(kLcorePackets, {std::to_string(l.lcore), "tx"}, l.tx_packets);
+    }
+    w.family(kLcoreHandoffs);
+    for (const LcoreReading& l : r.lcores)
+        w.sample(kLcoreHandoffs, {std::to_string(l.lcore)}, l.handed_off);
+    w.family(kLcoreHeld);
+    for (const LcoreReading& l : r.lcores)
+        w.sample(kLcoreHeld, {std::to_string(l.lcore)}, l.held);
+    w.family(kLcoreRouted);
+    for (const LcoreReading& l : r.lcores)
+        w.sample(kLcoreRouted, {std::to_string(l.lcore)}, l.routed);
+}
+
+// --- ports ------------------------------------------------------------------------------------
+
+constexpr Family kPortInfo{"port_info", Type::gauge, "Always 1 for every configured port; labels give its device, "
+                                                     "role and VRF",
+                           {"port", "device", "role", "vrf"}};
+constexpr Family kPortUp{"port_up", Type::gauge, "1 when the port's link is up", {"port"}};
+constexpr Family kPortRxPackets{"port_rx_packets_total", Type::counter, "Packets the port received", {"port"}};
+constexpr Family kPortTxPackets{"port_tx_packets_total", Type::counter, "Packets the port transmitted", {"port"}};
+constexpr Family kPortRxBytes{"port_rx_bytes_total", Type::counter, "Bytes the port received", {"port"}};
+constexpr Family kPortTxBytes{"port_tx_bytes_total", Type::counter, "Bytes the port transmitted", {"port"}};
+constexpr Family kPortRxMissed{"port_rx_missed_total", Type::counter,
+                               "Packets the NIC dropped because the receive queue was full (workers too slow)",
+                               {"port"}};
+constexpr Family kPortRxErrors{"port_rx_errors_total", Type::counter, "Erroneous packets the port received",
+                               {"port"}};
+constexpr Family kPortTxErrors{"port_tx_errors_total", Type::counter, "Packets the port failed to transmit",
+                               {"port"}};
+constexpr Family kPortRxNombuf{"port_rx_nombuf_total", Type::counter,
+                               "Receive failures for want of an mbuf (raise mempool.mbufs)", {"port"}};
+
+void write_ports(Writer& w, const ControlView& v, const std::vector<PortReading>& ports) {
+    auto each = [&](const Family& f, auto field) {
+        w.family(f);
+        for (size_t i = 0; i < v.ports.size() && i < ports.size(); ++i)
+            if (ports[i].ok)
+                w.sample(f, {v.ports[i].name}, field(ports[i]));
+    };
+    w.family(kPortInfo);
+    for (const PortEntry& p : v.ports)
+        w.sample(kPortInfo, {p.name, p.device, p.role, p.vrf}, uint64_t{1});
+    w.family(kPortUp);
+    for (size_t i = 0; i < v.ports.size() && i < ports.size(); ++i)
+        w.sample(kPortUp, {v.ports[i].name}, uint64_t{ports[i].link_up});
+    each(kPortRxPackets, [](const PortReading& p) { return p.rx_packets; });
+    each(kPortTxPackets, [](const PortReading& p) { return p.tx_packets; });
+    each(kPortRxBytes, [](const PortReading& p) { return p.rx_bytes; });
+    each(kPortTxBytes, [](const PortReading& p) { return p.tx_bytes; });
+    each(kPortRxMissed, [](const PortReading& p) { return p.rx_missed; });
+    each(kPortRxErrors, [](const PortReading& p) { return p.rx_errors; });
+    each(kPortTxErrors, [](const PortReading& p) { return p.tx_errors; });
+    each(kPortRxNombuf, [](const PortReading& p) { return p.rx_nombuf; });
+}
+
+}  // namespace
+
+void write_metrics(Writer& w, const ControlView& view, const Readings& r, const std::vector<PortReading>& ports,
+                   const ProcessInfo& process) {
+    write_process(w, process);
+    write_config(w, view);
+    write_services(w, view, r);
+    write_default_action(w, r);
+    write_nat_addresses(w, view, r);
+    write_drops(w, r);
+    write_sessions(w, view, r);
+    write_lcores(w, r);
+    write_ports(w, view, ports);
+}
+
+}  // namespace egw::metrics

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "control/telemetry/commands.h"
+
+#include <rte_telemetry.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <mutex>
+#include <string>
+
+#include "control/metrics/exporter.h"
+
+namespace egw::telemetry {
+
+namespace {
+
+std::mutex g_mu;
+const metrics::Exporter* g_source = nullptr;
+
+// The telemetry library's limits (rte_telemetry.h): strings of at most 127 characters, 256
+// dictionary entries, 512 array entries, and one reply of at most 16 KiB of JSON.
+constexpr size_t kMaxString = RTE_TEL_MAX_STRING_LEN - 1;
+constexpr size_t kReplyBudget = 12 * 1024;
+
+std::string clip(const std::string& s) { return s.size() <= kMaxString ? s : s.substr(0, kMaxString); }
+
+void add_string(rte_tel_data* d, const char* key, const std::string& value) {
+    rte_tel_data_add_dict_string(d, key, clip(value).c_str());
+}
+
+// Runs `fill` with the source locked in; -ENODEV once egwd is shutting down.
+template <typename F>
+int with_source(F fill) {
+    std::lock_guard lock(g_mu);
+    if (!g_source)
+        return -ENODEV;
+    return fill(*g_source);
+}
+
+int cmd_info(const char*, const char*, rte_tel_data* d) {
+    return with_source([&](const metrics::Exporter& x) {
+        auto v = x.view();
+        metrics::Readings r = x.read(*v);
+        const auto& p = x.process();
+        double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+        rte_tel_data_start_dict(d);
+        add_string(d, "version", p.version);
+        add_string(d, "dpdk_version", p.dpdk_version);
+        add_string(d, "node", v->node);
+        rte_tel_data_add_dict_u64(d, "generation", v->generation);
+        rte_tel_data_add_dict_int(d, "ready", x.readiness().empty() ? 1 : 0);
+        uint64_t uptime = now > p.start_unix ? static_cast<uint64_t>(now - p.start_unix) : 0;
+        rte_tel_data_add_dict_u64(d, "uptime_seconds", uptime);
+        rte_tel_data_add_dict_u64(d, "workers", v->workers.size());
+        rte_tel_data_add_dict_u64(d, "ports", v->ports.size());
+        rte_tel_data_add_dict_u64(d, "services", v->services.size());
+        rte_tel_data_add_dict_u64(d, "sessions_active", r.sessions_active);
+        add_string(d, "default_action", v->default_action);
+        return 0;
+    });
+}
+
+int cmd_services(const char*, const char*, rte_tel_data* d) {
+    return with_source([&](const metrics::Exporter& x) {
+        auto v = x.view();
+        rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+        size_t used = 0, n = 0;
+        for (const auto& s : v->services) {
+            used += s.key.size() + 4;
+            if (used > kReplyBudget || n == RTE_TEL_MAX_ARRAY_ENTRIES)
+                break;  // the rest is in /metrics and the status file
+            rte_tel_data_add_array_string(d, clip(s.key).c_str());
+            ++n;
+        }
+        return 0;
+    });
+}
+
+int cmd_service(const char*, const char* params, rte_tel_data* d) {
+    if (!params || !*params)
+        return -EINVAL;
+    return with_source([&](const metrics::Exporter& x) {
+        auto v = x.view();
+        const metrics::ServiceEntry* s = v->find_service(params);
+        if (!s)
+            return -EINVAL;
+        metrics::Readings r = x.read(*v);
+        size_t i = static_cast<size_t>(s - v->services.data());
+        const metrics::ServiceCounters& c = r.services[i];
+        rte_tel_data_start_dict(d);
+        add_string(d, "key", s->key);
+        add_string(d, "source_ip_by", s->source_ip_by);
+        add_string(d, "status_host", s->status_host);
+        add_string(d, "reason", s->reason);
+        rte_tel_data_add_dict_int(d, "programmed", s->programmed ? 1 : 0);
+        add_string(d, "ingress_ip", s->ingress_ip);
+        add_string(d, "nat_address", s->nat_address ? metrics::format_ipv4(s->nat_address) : "");
+        add_string(d, "network", s->network);
+        add_string(d, "vrf", s->vrf);
+        rte_tel_data_add_dict_u64(d, "endpoints", s->endpoints);
+        rte_tel_data_add_dict_u64(d, "packets_egress", c.packets_out);
+        rte_tel_data_add_dict_u64(d, "bytes_egress", c.bytes_out);
+        rte_tel_data_add_dict_u64(d, "packets_reply", c.packets_in);
+        rte_tel_data_add_dict_u64(d, "bytes_reply", c.bytes_in);
+        rte_tel_data_add_dict_u64(d, "sessions_active", r.services_active[i]);
+        rte_tel_data_add_dict_u64(d, "sessions_created", c.sessions_created);
+        rte_tel_data_add_dict_u64(d, "snat_allocation_failures", c.port_alloc_failures);
+        return 0;
+    });
+}
+
+int cmd_drops(const char*, const char*, rte_tel_data* d) {
+    return with_source([&](const metrics::Exporter& x) {
+        metrics::Readings r = x.read(*x.view());
+        rte_tel_data_start_dict(d);
+        for (unsigned i = 0; i < dp::kDropReasonCount; ++i)
+            rte_tel_data_add_dict_u64(d, dp::kDropReasonNames[i], r.drops[i]);
+        return 0;
+    });
+}
+
+int cmd_sessions_count(const char*, const char*, rte_tel_data* d) {
+    return with_source([&](const metrics::Exporter& x) {
+        auto v = x.view();
+        metrics::Readings r = x.read(*v);
+        uint64_t created = 0, expired = 0;
+        rte_tel_data* per = rte_tel_data_alloc();
+        if (!per)
+            return -ENOMEM;
+        rte_tel_data_start_dict(per);
+        for (const auto& l : r.lcores) {
+            created += l.sessions_created;
+            expired += l.sessions_expired;
+            uint64_t active = l.sessions_created >= l.sessions_closed ? l.sessions_created - l.sessions_closed : 0;
+            rte_tel_data_add_dict_u64(per, std::to_string(l.lcore).c_str(), active);
+        }
+        rte_tel_data_start_dict(d);
+        rte_tel_data_add_dict_u64(d, "active", r.sessions_active);
+        rte_tel_data_add_dict_u64(d, "capacity", v->max_sessions);
+        rte_tel_data_add_dict_u64(d, "created", created);
+        rte_tel_data_add_dict_u64(d, "expired", expired);
+        rte_tel_data_add_dict_container(d, "active_per_lcore", per, 0);
+        return 0;
+    });
+}
+
+int cmd_snat_ports(const char*, const char* params, rte_tel_data* d) {
+    std::string only = params ? params : "";
+    return with_source([&](const metrics::Exporter& x) {
+        auto v = x.view();
+        metrics::Readings r = x.read(*v);
+        // Keyed by the address with '_' for '.': dictionary keys may only hold [A-Za-z0-9_/], and
+        // DPDK 22.11 nests dicts in dicts but not in arrays.
+        rte_tel_data_start_dict(d);
+        size_t n = 0;
+        for (const auto& a : v->nat_addresses) {
+            std::string ip = metrics::format_ipv4(a.ip);
+            if (!only.empty() && ip != only)
+                continue;
+            if (++n > RTE_TEL_MAX_DICT_ENTRIES)
+                break;
+            rte_tel_data* e = rte_tel_data_alloc();
+            if (!e)
+                return -ENOMEM;
+            rte_tel_data_start_dict(e);
+            add_string(e, "address", ip);
+            add_string(e, "kind", a.kind);
+            rte_tel_data_add_dict_u64(e, "capacity", v->nat_ports);
+            if (a.exact)
+                rte_tel_data_add_dict_u64(e, "in_use", metrics::sessions_on(a, *v, r));
+            else
+                add_string(e, "in_use", "unknown: masquerading traffic may leave through several addresses");
+            std::string key = ip;
+            std::replace(key.begin(), key.end(), '.', '_');
+            rte_tel_data_add_dict_container(d, key.c_str(), e, 0);
+        }
+        if (!only.empty() && n == 0)
+            return -EINVAL;
+        return 0;
+    });
+}
+
+int cmd_lcores(const char*, const char*, rte_tel_data* d) {
+    return with_source([&](const metrics::Exporter& x) {
+        metrics::Readings r = x.read(*x.view());
+        rte_tel_data_start_dict(d);
+        for (const auto& l : r.lcores) {
+            rte_tel_data* e = rte_tel_data_alloc();
+            if (!e)
+                return -ENOMEM;
+            rte_tel_data_start_dict(e);
+            rte_tel_data_add_dict_u64(e, "busy_cycles", l.busy_cycles);
+            rte_tel_data_add_dict_u64(e, "total_cycles", l.total_cycles);
+            rte_tel_data_add_dict_u64(e, "iterations", l.iterations);
+            rte_tel_data_add_dict_u64(e, "rx_packets", l.rx_packets);
+            rte_tel_data_add_dict_u64(e, "tx_packets", l.tx_packets);
+            rte_tel_data_add_dict_container(d, std::to_string(l.lcore).c_str(), e, 0);
+        }
+        return 0;
+    });
+}
+
+struct Command {
+    const char* name;
+    telemetry_cb fn;
+    const char* help;
+};
+
+constexpr Command kCommands[] = {
+    {"/egw/info", cmd_info, "egw version, node, policy generation, readiness and counts. Takes no parameters."},
+    {"/egw/services", cmd_services, "Keys (namespace/name) of the EgressServices egwd knows. Takes no parameters."},
+    {"/egw/service", cmd_service,
+     "One EgressService: mode, host, NAT address, VRF and counters. Parameter: namespace/name."},
+    {"/egw/drops", cmd_drops, "Packets dropped, by reason. Takes no parameters."},
+    {"/egw/sessions/count", cmd_sessions_count,
+     "NAT sessions: active, capacity, created, expired, per lcore. Takes no parameters."},
+    {"/egw/snat/ports", cmd_snat_ports, "Per NAT address: ports in use and capacity. Optional parameter: the address."},
+    {"/egw/lcores", cmd_lcores,
+     "Per worker lcore: busy and total TSC cycles, iterations, packets. Takes no parameters."},
+};
+
+void register_once() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        for (const Command& c : kCommands)
+            if (int rc = rte_telemetry_register_cmd(c.name, c.fn, c.help); rc != 0)
+                spdlog::warn("telemetry: cannot register {}: error {}", c.name, rc);
+    });
+}
+
+}  // namespace
+
+Commands::Commands(const metrics::Exporter& source) {
+    {
+        std::lock_guard lock(g_mu);
+        g_source = &source;
+    }
+    register_once();
+}
+
+Commands::~Commands() {
+    std::lock_guard lock(g_mu);
+    g_source = nullptr;
+}
+
+}  // namespace egw::telemetry

@@ -1,0 +1,928 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Checks of what egw ships for deployment, without a cluster: the Kubernetes manifests in
+docker/k8s, the container recipe and entrypoint in docker/, and the Grafana dashboards,
+provisioning file and sidecar ConfigMap in docs/grafana.
+
+Python's standard library has no YAML reader, so this file carries a small one for the subset
+the manifests use (block maps and lists, flow lists and maps, plain and quoted scalars, | and >
+block scalars, comments, several documents); when PyYAML happens to be installed, both must
+read every file the same way. `kubectl kustomize` (offline) is used when kubectl is on PATH.
+
+Run from the repository root:  python3 -m unittest -v tests/e2e/test_deploy.py
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+K8S = REPO / "docker" / "k8s"
+GRAFANA = REPO / "docs" / "grafana"
+NAMESPACE = "egw-system"
+
+# --- a YAML subset reader -----------------------------------------------------------------------
+
+
+class YamlError(ValueError):
+    pass
+
+
+def _strip_comment(text):
+    quote = None
+    for i, c in enumerate(text):
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "'\"" and (i == 0 or text[i - 1] in " [{,:"):
+            quote = c
+        elif c == "#" and (i == 0 or text[i - 1] in " \t"):
+            return text[:i].rstrip()
+    return text.rstrip()
+
+
+def _scalar(text, where):
+    t = text.strip()
+    if t.startswith('"'):
+        if not t.endswith('"') or len(t) < 2:
+            raise YamlError(f"{where}: unterminated string {t!r}")
+        return json.loads(t)
+    if t.startswith("'"):
+        if not t.endswith("'") or len(t) < 2:
+            raise YamlError(f"{where}: unterminated string {t!r}")
+        return t[1:-1].replace("''", "'")
+    if t in ("", "~", "null"):
+        return None
+    if t in ("true", "false"):
+        return t == "true"
+    if re.fullmatch(r"[-+]?\d+", t):
+        return int(t)
+    if re.fullmatch(r"[-+]?(\d+\.\d*|\.\d+)([eE][-+]?\d+)?", t):
+        return float(t)
+    if t[0] in "&*!|>%@`" or t.startswith("- ") or ": " in t or t.endswith(":"):
+        raise YamlError(f"{where}: unsupported scalar {t!r}")
+    return t
+
+
+def _flow(text, where):
+    """A flow collection or scalar: [a, "b"], {k: v, x: [1]}."""
+    pos = 0
+
+    def skip():
+        nonlocal pos
+        while pos < len(text) and text[pos] in " \t":
+            pos += 1
+
+    def item(stops):
+        nonlocal pos
+        skip()
+        if pos < len(text) and text[pos] in "[{":
+            return collection()
+        start = pos
+        quote = None
+        while pos < len(text):
+            c = text[pos]
+            if quote:
+                if c == quote:
+                    quote = None
+            elif c in "'\"":
+                quote = c
+            elif c in stops:
+                break
+            pos += 1
+        return _scalar(text[start:pos], where)
+
+    def collection():
+        nonlocal pos
+        close = "]" if text[pos] == "[" else "}"
+        is_list = close == "]"
+        pos += 1
+        out = [] if is_list else {}
+        skip()
+        if pos < len(text) and text[pos] == close:
+            pos += 1
+            return out
+        while True:
+            if is_list:
+                out.append(item(",]"))
+            else:
+                key = item(":,}")
+                skip()
+                if pos >= len(text) or text[pos] != ":":
+                    raise YamlError(f"{where}: expected ':' in {text!r}")
+                pos += 1
+                out[key] = item(",}")
+            skip()
+            if pos >= len(text):
+                raise YamlError(f"{where}: unterminated {text!r}")
+            if text[pos] == close:
+                pos += 1
+                return out
+            if text[pos] != ",":
+                raise YamlError(f"{where}: expected ',' in {text!r}")
+            pos += 1
+
+    value = collection() if text.strip()[:1] in ("[", "{") else None
+    if value is None:
+        return _scalar(text, where)
+    skip()
+    if pos != len(text):
+        raise YamlError(f"{where}: trailing text in {text!r}")
+    return value
+
+
+def _value(text, where):
+    t = text.strip()
+    return _flow(t, where) if t[:1] in ("[", "{") else _scalar(t, where)
+
+
+class _Reader:
+    def __init__(self, lines, name):
+        self.raw = lines
+        self.name = name
+        self.i = 0
+        # (indent, text) for meaningful lines, None for blank or comment-only ones
+        self.lines = []
+        for line in lines:
+            if "\t" in line[: len(line) - len(line.lstrip())]:
+                raise YamlError(f"{name}: tab in indentation")
+            body = _strip_comment(line)
+            self.lines.append((len(body) - len(body.lstrip()), body.strip()) if body.strip() else None)
+
+    def where(self):
+        return f"{self.name}:{self.i + 1}"
+
+    def next_meaningful(self):
+        while self.i < len(self.lines) and self.lines[self.i] is None:
+            self.i += 1
+        return self.lines[self.i] if self.i < len(self.lines) else None
+
+    def block(self, indent):
+        line = self.next_meaningful()
+        if line is None or line[0] < indent:
+            return None
+        if line[1] == "-" or line[1].startswith("- "):
+            return self.sequence(line[0])
+        return self.mapping(line[0])
+
+    def block_scalar(self, header, parent_indent):
+        style, chomp = header[0], header[1:]
+        if chomp not in ("", "-"):
+            raise YamlError(f"{self.where()}: unsupported block scalar header {header!r}")
+        self.i += 1
+        body, indent = [], None
+        while self.i < len(self.raw):
+            raw = self.raw[self.i]
+            if raw.strip() == "":
+                body.append("")
+                self.i += 1
+                continue
+            ind = len(raw) - len(raw.lstrip())
+            if ind <= parent_indent:
+                break
+            indent = ind if indent is None else indent
+            if ind < indent:
+                break
+            body.append(raw[indent:])
+            self.i += 1
+        while body and body[-1] == "":
+            body.pop()
+        if style == "|":
+            text = "\n".join(body)
+        else:
+            paragraphs, current = [], []
+            for line in body:
+                if line == "":
+                    paragraphs.append(" ".join(current))
+                    current = []
+                else:
+                    current.append(line.strip())
+            paragraphs.append(" ".join(current))
+            text = "\n".join(paragraphs)
+        return text if chomp == "-" or not body else text + "\n"
+
+    def entry_value(self, rest, indent):
+        """The value after 'key:' or '- ' on the current line; advances past it."""
+        if rest in ("|", "|-", ">", ">-"):
+            return self.block_scalar(rest, indent)
+        self.i += 1
+        if rest == "":
+            nxt = self.next_meaningful()
+            if nxt is None:
+                return None
+            if nxt[0] > indent:
+                return self.block(nxt[0])
+            if nxt[0] == indent and (nxt[1] == "-" or nxt[1].startswith("- ")):
+                return self.sequence(indent)  # a list may sit at its key's indentation
+            return None
+        return _value(rest, self.where())
+
+    def mapping(self, indent):
+        out = {}
+        while True:
+            line = self.next_meaningful()
+            if line is None or line[0] < indent:
+                return out
+            if line[0] > indent:
+                raise YamlError(f"{self.where()}: unexpected indentation")
+            text = line[1]
+            if text == "-" or text.startswith("- "):
+                return out
+            m = re.match(r"""("(?:[^"\\]|\\.)*"|'[^']*'|[^'"#:][^:#]*?)\s*:(?:\s+|$)(.*)$""", text)
+            if not m:
+                raise YamlError(f"{self.where()}: expected 'key: value', got {text!r}")
+            key = _scalar(m.group(1), self.where())
+            if key in out:
+                raise YamlError(f"{self.where()}: key {key!r} twice")
+            out[key] = self.entry_value(m.group(2).strip(), indent)
+
+    def sequence(self, indent):
+        out = []
+        while True:
+            line = self.next_meaningful()
+            if line is None or line[0] != indent or not (line[1] == "-" or line[1].startswith("- ")):
+                if line is not None and line[0] > indent:
+                    raise YamlError(f"{self.where()}: unexpected indentation")
+                return out
+            rest = line[1][1:].lstrip()
+            column = indent + (len(line[1]) - len(rest))
+            if rest == "-" or rest.startswith("- "):
+                # "- - item": a list inside the list.
+                self.lines[self.i] = (column, rest)
+                out.append(self.sequence(column))
+            elif re.match(r"""("(?:[^"\\]|\\.)*"|'[^']*'|[^'"\[{#:][^:#]*?)\s*:(\s|$)""", rest):
+                # "- key: value": a mapping whose first entry shares the dash's line.
+                self.lines[self.i] = (column, rest)
+                out.append(self.mapping(column))
+            else:
+                out.append(self.entry_value(rest, indent))
+
+
+def load_yaml_documents(text, name="<yaml>"):
+    docs, current = [], []
+    for line in text.split("\n"):
+        if re.match(r"^---\s*(#.*)?$", line):
+            docs.append(current)
+            current = []
+        elif line.startswith("..."):
+            raise YamlError(f"{name}: document end markers are not supported")
+        else:
+            current.append(line)
+    docs.append(current)
+    out = []
+    for lines in docs:
+        r = _Reader(lines, name)
+        value = r.block(0)
+        if r.next_meaningful() is not None:
+            raise YamlError(f"{r.where()}: unexpected text")
+        if value is not None:
+            out.append(value)
+    return out
+
+
+# --- what is shipped ------------------------------------------------------------------------------
+
+def manifests():
+    """{file name: [documents]} for docker/k8s and the Grafana YAML files."""
+    out = {}
+    for path in sorted(K8S.glob("*.yaml")) + sorted(GRAFANA.glob("*.yaml")):
+        out[str(path.relative_to(REPO))] = load_yaml_documents(path.read_text(), str(path.relative_to(REPO)))
+    return out
+
+
+def dashboards():
+    return {str(p.relative_to(REPO)): json.loads(p.read_text()) for p in sorted(GRAFANA.glob("*.json"))}
+
+
+def _panels(board):
+    for p in board.get("panels", []):
+        yield p
+        yield from p.get("panels", [])
+
+
+def dashboard_expressions(board):
+    exprs = [t["expr"] for p in _panels(board) for t in p.get("targets", []) if t.get("expr")]
+    for v in board.get("templating", {}).get("list", []):
+        if v.get("type") == "query":
+            q = v.get("query")
+            exprs.append(q["query"] if isinstance(q, dict) else q)
+    return exprs
+
+
+CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
+READ = {"get", "list", "watch"}
+# The API access egwd needs, exactly: (apiGroup, resource) -> verbs, and where.
+RBAC = {
+    ("ClusterRole", "k8s.ovn.org", "egressservices"): READ,
+    ("ClusterRole", "k8s.ovn.org", "egressservices/status"): {"patch"},
+    ("ClusterRole", "", "services"): READ,
+    ("ClusterRole", "discovery.k8s.io", "endpointslices"): READ,
+    ("ClusterRole", "", "nodes"): READ | {"patch"},
+    ("Role", "coordination.k8s.io", "leases"): READ | {"create", "update"},
+}
+
+
+def _get(doc, *path, default=None):
+    for p in path:
+        if isinstance(doc, dict) and p in doc:
+            doc = doc[p]
+        elif isinstance(doc, list) and isinstance(p, int) and p < len(doc):
+            doc = doc[p]
+        else:
+            return default
+    return doc
+
+
+def _check_common(name, doc, problems):
+    for key in ("apiVersion", "kind"):
+        if not isinstance(doc.get(key), str) or not doc.get(key):
+            problems.append(f"{name}: a document without {key}")
+            return False
+    kind = doc["kind"]
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        problems.append(f"{name}: {kind} without metadata.name")
+        return False
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", meta["name"]):
+        problems.append(f"{name}: {kind} name {meta['name']!r} is not a DNS subdomain")
+    if kind in CLUSTER_SCOPED and "namespace" in meta:
+        problems.append(f"{name}: cluster-scoped {kind} {meta['name']} has a namespace")
+    if kind not in CLUSTER_SCOPED and not meta.get("namespace"):
+        problems.append(f"{name}: {kind} {meta['name']} has no namespace")
+    for field in ("labels", "annotations"):
+        for k, v in (meta.get(field) or {}).items():
+            if not isinstance(v, str):
+                problems.append(f"{name}: {kind} {meta['name']} {field} {k} is not a string")
+    return True
+
+
+def _check_crd(name, doc, problems):
+    spec = doc.get("spec", {})
+    want = {"group": "k8s.ovn.org", "scope": "Namespaced"}
+    for k, v in want.items():
+        if spec.get(k) != v:
+            problems.append(f"{name}: CRD spec.{k} is {spec.get(k)!r}, expected {v!r}")
+    names = {"kind": "EgressService", "listKind": "EgressServiceList", "plural": "egressservices",
+             "singular": "egressservice"}
+    if spec.get("names") != names:
+        problems.append(f"{name}: CRD names {spec.get('names')} != {names}")
+    if doc["metadata"]["name"] != "egressservices.k8s.ovn.org":
+        problems.append(f"{name}: CRD name must be egressservices.k8s.ovn.org")
+    versions = spec.get("versions") or []
+    if [v.get("name") for v in versions] != ["v1"]:
+        problems.append(f"{name}: CRD must have exactly version v1")
+        return
+    v1 = versions[0]
+    if v1.get("served") is not True or v1.get("storage") is not True:
+        problems.append(f"{name}: v1 must be served and stored")
+    if v1.get("subresources") != {"status": {}}:
+        problems.append(f"{name}: v1 must have the status subresource (and only it)")
+    if v1.get("additionalPrinterColumns") != [{"name": "Assigned Host", "type": "string", "jsonPath": ".status.host"}]:
+        problems.append(f"{name}: printer column Assigned Host = .status.host missing")
+    schema = _get(v1, "schema", "openAPIV3Schema", default={})
+    if schema.get("type") != "object":
+        problems.append(f"{name}: openAPIV3Schema must be an object")
+    spec_props = _get(schema, "properties", "spec", "properties", default={})
+    if _get(spec_props, "sourceIPBy", "enum") != ["LoadBalancerIP", "Network"]:
+        problems.append(f"{name}: spec.sourceIPBy must be the enum LoadBalancerIP|Network")
+    if _get(spec_props, "network", "type") != "string":
+        problems.append(f"{name}: spec.network must be a string")
+    selector = _get(spec_props, "nodeSelector", default={})
+    if set(_get(selector, "properties", default={})) != {"matchLabels", "matchExpressions"}:
+        problems.append(f"{name}: spec.nodeSelector must be a LabelSelector")
+    if _get(selector, "properties", "matchExpressions", "items", "required") != ["key", "operator"]:
+        problems.append(f"{name}: matchExpressions items need key and operator")
+    status = _get(schema, "properties", "status", default={})
+    if _get(status, "properties", "host", "type") != "string" or status.get("required") != ["host"]:
+        problems.append(f"{name}: status.host must be a required string")
+
+
+def _check_rbac(docs, problems):
+    seen = {}
+    for name, doc in docs:
+        if doc["kind"] not in ("ClusterRole", "Role"):
+            continue
+        for rule in doc.get("rules") or []:
+            if set(rule) - {"apiGroups", "resources", "verbs"}:
+                problems.append(f"{name}: {doc['kind']} rule with {sorted(set(rule))}: keep rules to groups, "
+                                "resources and verbs")
+            for group in rule.get("apiGroups") or []:
+                for res in rule.get("resources") or []:
+                    if "*" in (group, res) or "*" in (rule.get("verbs") or []):
+                        problems.append(f"{name}: wildcard in {doc['kind']} rules")
+                    key = (doc["kind"], group, res)
+                    seen.setdefault(key, set()).update(rule.get("verbs") or [])
+    if seen != RBAC:
+        for key in sorted(set(seen) | set(RBAC)):
+            if seen.get(key) != RBAC.get(key):
+                problems.append(f"RBAC {key}: verbs {sorted(seen.get(key, []))}, expected {sorted(RBAC.get(key, []))}")
+    # Every role is bound to the ServiceAccount the DaemonSet uses.
+    roles = {(d["kind"], d["metadata"]["name"]) for _, d in docs if d["kind"] in ("ClusterRole", "Role")}
+    bound = set()
+    for name, doc in docs:
+        if doc["kind"] in ("ClusterRoleBinding", "RoleBinding"):
+            ref = doc.get("roleRef") or {}
+            if ref.get("apiGroup") != "rbac.authorization.k8s.io":
+                problems.append(f"{name}: {doc['kind']} roleRef.apiGroup")
+            subjects = doc.get("subjects") or []
+            if subjects != [{"kind": "ServiceAccount", "name": "egwd", "namespace": NAMESPACE}]:
+                problems.append(f"{name}: {doc['kind']} {doc['metadata']['name']} must bind ServiceAccount egwd only")
+            if doc["kind"] == "RoleBinding" and ref.get("kind") != "Role":
+                problems.append(f"{name}: RoleBinding must reference the Role")
+            bound.add((ref.get("kind"), ref.get("name")))
+    if roles != bound:
+        problems.append(f"roles {sorted(roles)} and bindings {sorted(bound)} differ")
+
+
+def _quantity(q):
+    units = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9}
+    m = re.fullmatch(r"(\d+)(m|Ki|Mi|Gi|Ti|k|M|G)?", str(q))
+    if not m:
+        raise ValueError(f"bad quantity {q!r}")
+    n = int(m.group(1))
+    return n / 1000 if m.group(2) == "m" else n * units.get(m.group(2), 1)
+
+
+def _check_daemonset(name, doc, problems, configmaps, service_accounts):
+    spec = doc.get("spec", {})
+    tmpl = spec.get("template", {})
+    pod = tmpl.get("spec", {})
+    labels = _get(tmpl, "metadata", "labels", default={})
+    if not spec.get("selector", {}).get("matchLabels") or any(
+            labels.get(k) != v for k, v in spec["selector"]["matchLabels"].items()):
+        problems.append(f"{name}: selector does not match the pod template labels")
+    if not pod.get("nodeSelector"):
+        problems.append(f"{name}: no nodeSelector restricting egwd to gateway nodes")
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(key):
+            problems.append(f"{name}: {key} is set")
+    if pod.get("serviceAccountName") not in service_accounts:
+        problems.append(f"{name}: serviceAccountName {pod.get('serviceAccountName')!r} is not shipped")
+    grace = pod.get("terminationGracePeriodSeconds")
+    if not isinstance(grace, int) or grace < 20:
+        problems.append(f"{name}: terminationGracePeriodSeconds must leave time to release the Leases (>= 20)")
+    volumes = {v["name"]: v for v in pod.get("volumes") or []}
+    for v in volumes.values():
+        if "hostPath" in v:
+            problems.append(f"{name}: hostPath volume {v['name']}")
+        if "configMap" in v and v["configMap"].get("name") not in configmaps:
+            problems.append(f"{name}: volume {v['name']} names an unknown ConfigMap")
+    if not any(_get(v, "emptyDir", "medium", default="").startswith("HugePages") for v in volumes.values()):
+        problems.append(f"{name}: no HugePages emptyDir")
+    annotations = _get(tmpl, "metadata", "annotations", default={})
+    containers = pod.get("containers") or []
+    if len(containers) != 1:
+        problems.append(f"{name}: expected one container")
+        return
+    c = containers[0]
+    res = c.get("resources", {})
+    req, lim = res.get("requests", {}), res.get("limits", {})
+    for r in ("cpu", "memory"):
+        if r not in lim or req.get(r, lim.get(r)) != lim.get(r):
+            problems.append(f"{name}: {r} requests must equal limits (Guaranteed QoS)")
+    if set(req) - set(lim) or any(req[k] != lim.get(k) for k in req):
+        problems.append(f"{name}: every request must equal its limit (Guaranteed QoS)")
+    try:
+        cpu = _quantity(lim.get("cpu", "0"))
+        if cpu != int(cpu) or cpu < 2:
+            problems.append(f"{name}: whole CPUs (>= 2) for the static CPU manager")
+    except ValueError as e:
+        problems.append(f"{name}: {e}")
+    pages = [k for k in lim if k.startswith("hugepages-")]
+    if not pages:
+        problems.append(f"{name}: no hugepages in limits")
+    for k in pages:
+        try:
+            if _quantity(lim[k]) % _quantity(k[len("hugepages-"):]):
+                problems.append(f"{name}: {k} is not a multiple of the page size")
+        except ValueError as e:
+            problems.append(f"{name}: {e}")
+    sc = c.get("securityContext", {})
+    if sc.get("privileged") is not False:
+        problems.append(f"{name}: privileged must be false")
+    caps = sc.get("capabilities", {})
+    if caps.get("drop") != ["ALL"]:
+        problems.append(f"{name}: drop ALL capabilities first")
+    add = set(caps.get("add") or [])
+    if not {"IPC_LOCK", "NET_ADMIN", "NET_RAW"} <= add:
+        problems.append(f"{name}: capabilities must include IPC_LOCK, NET_ADMIN, NET_RAW")
+    if add & {"SYS_ADMIN", "ALL"}:
+        problems.append(f"{name}: SYS_ADMIN or ALL capabilities")
+    mounts = {m["name"]: m for m in c.get("volumeMounts") or []}
+    for m in mounts:
+        if m not in volumes:
+            problems.append(f"{name}: volumeMount {m} has no volume")
+    if _get(mounts, "hugepages", "mountPath") != "/dev/hugepages":
+        problems.append(f"{name}: hugepages not mounted at /dev/hugepages")
+    ports = {p.get("name"): p for p in c.get("ports") or []}
+    metrics = ports.get("metrics")
+    if not metrics:
+        problems.append(f"{name}: no container port named metrics")
+        return
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/livez")):
+        get = _get(c, probe, "httpGet", default={})
+        if get.get("path") != path or get.get("port") not in ("metrics", metrics["containerPort"]):
+            problems.append(f"{name}: {probe} must GET {path} on the metrics port")
+    if annotations.get("prometheus.io/scrape") != "true" or \
+            annotations.get("prometheus.io/port") != str(metrics["containerPort"]):
+        problems.append(f"{name}: prometheus.io/scrape and prometheus.io/port annotations")
+    env = {e["name"] for e in c.get("env") or []}
+    if "NODE_NAME" not in env:
+        problems.append(f"{name}: NODE_NAME from the downward API is missing")
+
+
+def _check_podmonitor(name, doc, problems, pod_labels):
+    spec = doc.get("spec", {})
+    sel = _get(spec, "selector", "matchLabels", default={})
+    if not sel or any(pod_labels.get(k) != v for k, v in sel.items()):
+        problems.append(f"{name}: PodMonitor selector does not select the egwd pods")
+    eps = spec.get("podMetricsEndpoints") or []
+    if not eps or eps[0].get("port") != "metrics" or eps[0].get("path", "/metrics") != "/metrics":
+        problems.append(f"{name}: PodMonitor must scrape port metrics at /metrics")
+
+
+def _check_grafana_configmap(name, doc, problems):
+    if _get(doc, "metadata", "labels", "grafana_dashboard") != "1":
+        problems.append(f"{name}: the sidecar ConfigMap needs the label grafana_dashboard: \"1\"")
+    data = doc.get("data") or {}
+    boards = {Path(k).name: json.loads(v) for k, v in data.items()}
+    for path, board in dashboards().items():
+        if boards.get("egw-" + Path(path).name) != board:
+            problems.append(f"{name}: {path} differs from its copy in the ConfigMap")
+
+
+def manifest_problems(files=None):
+    """Everything wrong with the shipped manifests, as sentences; [] when they are fine."""
+    files = manifests() if files is None else files
+    problems = []
+    docs = []
+    for name, documents in files.items():
+        if not documents:
+            problems.append(f"{name}: no document")
+        for doc in documents:
+            if not isinstance(doc, dict):
+                problems.append(f"{name}: a document that is not a mapping")
+            elif name.endswith(("provisioning.yaml", "kustomization.yaml")):
+                continue  # files for Grafana and kustomize, not Kubernetes objects
+            elif _check_common(name, doc, problems):
+                docs.append((name, doc))
+    kinds = {}
+    for name, doc in docs:
+        kinds.setdefault(doc["kind"], []).append((name, doc))
+    for kind in ("Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                 "Role", "RoleBinding", "ConfigMap", "DaemonSet", "PodMonitor"):
+        if kind not in kinds:
+            problems.append(f"no {kind} is shipped")
+    for name, doc in kinds.get("CustomResourceDefinition", []):
+        _check_crd(name, doc, problems)
+    _check_rbac(docs, problems)
+    configmaps = {d["metadata"]["name"] for _, d in kinds.get("ConfigMap", [])}
+    accounts = {d["metadata"]["name"] for _, d in kinds.get("ServiceAccount", [])}
+    pod_labels = {}
+    for name, doc in kinds.get("DaemonSet", []):
+        _check_daemonset(name, doc, problems, configmaps, accounts)
+        pod_labels = _get(doc, "spec", "template", "metadata", "labels", default={})
+    for name, doc in kinds.get("PodMonitor", []):
+        _check_podmonitor(name, doc, problems, pod_labels)
+    for name, doc in kinds.get("ConfigMap", []):
+        if name.startswith("docs/grafana/"):
+            _check_grafana_configmap(name, doc, problems)
+    namespaces = {d["metadata"]["name"] for _, d in kinds.get("Namespace", [])}
+    for name, doc in docs:
+        ns = doc["metadata"].get("namespace")
+        if ns and ns not in namespaces and not name.startswith("docs/grafana/"):
+            problems.append(f"{name}: {doc['kind']} in namespace {ns}, which is not shipped")
+    return problems
+
+
+def egwd_config_from_configmap():
+    for doc in load_yaml_documents((K8S / "configmap.yaml").read_text()):
+        if doc.get("kind") == "ConfigMap":
+            return doc["data"]["egwd.json"]
+    raise AssertionError("no ConfigMap in docker/k8s/configmap.yaml")
+
+
+# --- the tests ----------------------------------------------------------------------------------
+
+class YamlReader(unittest.TestCase):
+    def test_subset(self):
+        text = """# comment
+a: 1
+b: "two # not a comment"
+c: 'it''s'
+d: [x, "y", 3]
+e: {}
+f: {k: v, l: [1, 2]}
+g:
+- name: one
+  value: true
+- - nested
+- plain text # comment
+h:
+  i: null
+  j: |
+    line 1
+      indented
+  k: >-
+    folded
+    text
+l:
+  - 1
+---
+second: doc
+"""
+        self.assertEqual(load_yaml_documents(text), [
+            {"a": 1, "b": "two # not a comment", "c": "it's", "d": ["x", "y", 3], "e": {},
+             "f": {"k": "v", "l": [1, 2]},
+             "g": [{"name": "one", "value": True}, ["nested"], "plain text"],
+             "h": {"i": None, "j": "line 1\n  indented\n", "k": "folded text"}, "l": [1]},
+            {"second": "doc"},
+        ])
+
+    def test_rejects_what_it_does_not_understand(self):
+        for bad in ("a: &anchor 1\n", "a:\n  b: 1\n   c: 2\n", "a: 1\na: 2\n", "a: [1, 2\n", "- a\nb: 1\n"):
+            with self.assertRaises(YamlError, msg=bad):
+                load_yaml_documents(bad)
+
+    def test_agrees_with_pyyaml(self):
+        try:
+            import yaml
+        except ImportError:
+            self.skipTest("PyYAML is not installed")
+        for path in sorted(K8S.glob("*.yaml")) + sorted(GRAFANA.glob("*.yaml")):
+            text = path.read_text()
+            self.assertEqual(load_yaml_documents(text), [d for d in yaml.safe_load_all(text) if d is not None],
+                             str(path))
+
+
+class Manifests(unittest.TestCase):
+    def test_manifests_validate(self):
+        self.assertEqual(manifest_problems(), [])
+
+    def test_validation_catches_mistakes(self):
+        def mutated(change):
+            files = manifests()
+            for docs in files.values():
+                for d in docs:
+                    change(d)
+            return manifest_problems(files)
+
+        def extra_verb(d):
+            if d.get("kind") == "ClusterRole":
+                d["rules"][0]["verbs"].append("delete")
+
+        def privileged(d):
+            if d.get("kind") == "DaemonSet":
+                d["spec"]["template"]["spec"]["containers"][0]["securityContext"]["privileged"] = True
+
+        def burstable(d):
+            if d.get("kind") == "DaemonSet":
+                d["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] = "512Mi"
+
+        def no_status(d):
+            if d.get("kind") == "CustomResourceDefinition":
+                d["spec"]["versions"][0]["subresources"] = {}
+
+        def cluster_scope(d):
+            if d.get("kind") == "CustomResourceDefinition":
+                d["spec"]["scope"] = "Cluster"
+
+        for change, words in ((extra_verb, "verbs"), (privileged, "privileged"), (burstable, "Guaranteed"),
+                              (no_status, "status subresource"), (cluster_scope, "scope")):
+            problems = mutated(change)
+            self.assertTrue(any(words in p for p in problems), f"{change.__name__}: {problems}")
+
+    def test_rbac_is_exactly_what_egwd_needs(self):
+        rules = {}
+        for docs in manifests().values():
+            for d in docs:
+                if d.get("kind") in ("ClusterRole", "Role"):
+                    for r in d["rules"]:
+                        for g in r["apiGroups"]:
+                            for res in r["resources"]:
+                                rules[(d["kind"], g, res)] = set(r["verbs"])
+        self.assertEqual(rules, RBAC)
+
+    def test_kustomization_lists_the_core_manifests(self):
+        (k,) = load_yaml_documents((K8S / "kustomization.yaml").read_text())
+        self.assertEqual(k["kind"], "Kustomization")
+        for f in k["resources"]:
+            self.assertTrue((K8S / f).is_file(), f)
+        self.assertEqual(set(k["resources"]), {"namespace.yaml", "crd-egressservice.yaml", "rbac.yaml",
+                                               "configmap.yaml", "daemonset.yaml"})
+
+    def test_kubectl_kustomize_renders_offline(self):
+        kubectl = shutil.which("kubectl")
+        if kubectl is None:
+            self.skipTest("kubectl is not installed")
+        r = subprocess.run([kubectl, "kustomize", str(K8S)], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # kubectl folds long strings into multi-line plain scalars, which the reader above does not
+        # take; the top-level kind of each document is enough here.
+        kinds = sorted(re.findall(r"^kind: (\S+)$", r.stdout, re.M))
+        self.assertEqual(kinds, sorted(["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
+                                        "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "DaemonSet"]))
+
+
+class Entrypoint(unittest.TestCase):
+    ENV = {"NODE_NAME": "gw-1", "PCIDEVICE_INTEL_COM_EGW_INSIDE": "0000:03:02.0",
+           "PCIDEVICE_INTEL_COM_EGW_OUTSIDE": "0000:03:0a.1"}
+
+    def render(self, env):
+        with tempfile.TemporaryDirectory(prefix="egw-deploy-") as tmp:
+            (Path(tmp) / "egwd.json").write_text(egwd_config_from_configmap())
+            full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "EGW_CONFIG_DIR": tmp,
+                    "EGW_RUN_DIR": str(Path(tmp) / "run"), "EGW_RENDER_ONLY": "1", **env}
+            return subprocess.run(["sh", str(REPO / "docker" / "entrypoint.sh")], env=full, capture_output=True,
+                                  text=True, timeout=30)
+
+    def test_renders_the_configmap_for_this_pod(self):
+        if len(os.sched_getaffinity(0)) < 2:
+            self.skipTest("needs two CPUs")
+        r = self.render(self.ENV)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        cfg = json.loads(r.stdout)
+        self.assertEqual(cfg["node"]["name"], "gw-1")
+        self.assertEqual(cfg["eal"]["pci_allow"], ["0000:03:02.0", "0000:03:0a.1"])
+        self.assertEqual([p["device"] for p in cfg["ports"]], ["0000:03:02.0", "0000:03:0a.1"])
+        cpus = sorted(os.sched_getaffinity(0))
+        self.assertEqual(cfg["eal"]["main_lcore"], cpus[0])
+        self.assertEqual(cfg["workers"], cpus[1:])
+        self.assertEqual(cfg["state"], {"source": "kubernetes", "kubeconfig": ""})
+        port = int(cfg["metrics"]["listen"].rsplit(":", 1)[1])
+        (ds,) = [d for d in load_yaml_documents((K8S / "daemonset.yaml").read_text()) if d["kind"] == "DaemonSet"]
+        ports = ds["spec"]["template"]["spec"]["containers"][0]["ports"]
+        self.assertIn({"name": "metrics", "containerPort": port, "protocol": "TCP"}, ports)
+        self.assertEqual(cfg["metrics"]["listen"], f"0.0.0.0:{port}")
+
+    def test_a_missing_variable_is_an_error(self):
+        env = dict(self.ENV)
+        del env["PCIDEVICE_INTEL_COM_EGW_OUTSIDE"]
+        r = self.render(env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("${PCIDEVICE_INTEL_COM_EGW_OUTSIDE} is not set", r.stderr)
+
+    def test_egwd_accepts_the_rendered_configuration(self):
+        egwd = Path(os.environ.get("EGWD", REPO / "build" / "control" / "egwd"))
+        if not os.access(egwd, os.X_OK):
+            self.skipTest(f"no egwd at {egwd}")
+        if len(os.sched_getaffinity(0)) < 2:
+            self.skipTest("needs two CPUs")
+        r = self.render(self.ENV)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        cpus = sorted(os.sched_getaffinity(0))
+        prefix = f"egw-deploy-{os.getpid()}"
+        # EAL arguments before "--" replace the file's eal section, so egwd gets past the loader
+        # without hugepages or NICs; it then stops at the first PCI port, which does not exist
+        # here. Exit 2 means the loader refused the file.
+        eal = ["-l", ",".join(map(str, cpus[:2])), "--no-huge", "-m", "512", "--no-pci", "--no-telemetry",
+               "--file-prefix", prefix, "--"]
+
+        def start(config):
+            with tempfile.TemporaryDirectory(prefix="egw-deploy-") as tmp:
+                path = Path(tmp) / "egwd.json"
+                path.write_text(json.dumps(config))
+                try:
+                    return subprocess.run([str(egwd), *eal, "-c", str(path)], capture_output=True, text=True,
+                                          timeout=60)
+                finally:
+                    shutil.rmtree(Path("/var/run/dpdk") / prefix, ignore_errors=True)
+
+        config = json.loads(r.stdout)
+        p = start(config)
+        if p.returncode == 2 and "the kubernetes source is not available in this build" in p.stderr:
+            # The loader accepted the file (that check comes after it); go on with the files
+            # source to reach the ports.
+            config["state"] = {"source": "files", "path": "."}
+            p = start(config)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn('no DPDK device named \"0000:03:02.0\"', p.stdout + p.stderr)
+
+
+class Dockerfile(unittest.TestCase):
+    BASE = {"libc6", "libgcc-s1", "libstdc++6"}  # in debian:12-slim already
+
+    def stages(self):
+        stages, current = [], None
+        text = (REPO / "docker" / "Dockerfile").read_text().replace("\\\n", " ")
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            word, _, rest = line.partition(" ")
+            if word.upper() == "FROM":
+                current = {"from": rest.split()[0], "as": rest.split()[-1] if " AS " in rest.upper() else None,
+                           "lines": []}
+                stages.append(current)
+            elif current is not None:
+                current["lines"].append((word.upper(), rest))
+        return stages
+
+    @staticmethod
+    def packages(stage):
+        out = set()
+        for word, rest in stage["lines"]:
+            if word == "RUN" and "apt-get install" in rest:
+                install = rest.split("apt-get install", 1)[1].split("&&")[0]
+                out |= {w for w in install.split() if not w.startswith("-")}
+        return out
+
+    def test_two_stages_on_debian_12(self):
+        build, runtime = self.stages()
+        self.assertEqual(build["from"], "debian:12")
+        self.assertEqual(build["as"], "build")
+        self.assertEqual(runtime["from"], "debian:12-slim")
+        self.assertTrue(any(w == "COPY" and r.startswith("--from=build ") for w, r in runtime["lines"]))
+        self.assertTrue(any(w == "ENTRYPOINT" and "egw-entrypoint" in r for w, r in runtime["lines"]))
+        self.assertTrue(os.access(REPO / "docker" / "entrypoint.sh", os.X_OK))
+        dev = self.packages(build)
+        self.assertTrue({"libdpdk-dev", "meson", "ninja-build", "nlohmann-json3-dev", "libyaml-cpp-dev",
+                         "libspdlog-dev", "libfmt-dev", "libcurl4-openssl-dev"} <= dev, dev)
+        runtime_pkgs = self.packages(runtime)
+        self.assertFalse({p for p in runtime_pkgs if p.endswith("-dev")}, "no -dev package at run time")
+        self.assertIn("librte-mempool-ring23", runtime_pkgs, "the default mempool driver is a plugin")
+        self.assertIn("librte-bus-pci23", runtime_pkgs)
+
+    def test_runtime_stage_has_every_library_egwd_links(self):
+        egwd = Path(os.environ.get("EGWD", REPO / "build" / "control" / "egwd"))
+        if not os.access(egwd, os.X_OK) or not shutil.which("ldd") or not shutil.which("dpkg") \
+                or not shutil.which("readelf"):
+            self.skipTest("needs a built egwd, ldd, readelf and dpkg")
+        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]",
+                            subprocess.run(["readelf", "-d", str(egwd)], capture_output=True, text=True).stdout)
+        paths = dict(re.findall(r"^\s*(\S+) => (\S+)", subprocess.run(["ldd", str(egwd)], capture_output=True,
+                                                                         text=True).stdout, re.M))
+        runtime = self.packages(self.stages()[1]) | self.BASE
+        missing = []
+        for lib in needed:
+            if lib.startswith("ld-linux"):
+                continue
+            path = paths.get(lib)
+            self.assertIsNotNone(path, f"ldd does not resolve {lib}")
+            owners = set()
+            for candidate in {path, os.path.realpath(path), "/usr" + path, path.replace("/usr/lib/", "/lib/", 1)}:
+                r = subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True)
+                if r.returncode == 0:
+                    owners |= {o.split(":")[0].strip() for o in r.stdout.split(": ")[0].split(",")}
+            if not owners & runtime:
+                missing.append(f"{lib} ({', '.join(sorted(owners)) or 'no package'})")
+        self.assertEqual(missing, [], "libraries egwd links that the runtime image lacks")
+
+
+class Grafana(unittest.TestCase):
+    UIDS = {"docs/grafana/overview.json": "egw-overview", "docs/grafana/services.json": "egw-services",
+            "docs/grafana/control-plane.json": "egw-control-plane"}
+
+    def test_dashboards_are_provisioning_ready(self):
+        boards = dashboards()
+        self.assertEqual({p: b["uid"] for p, b in boards.items()}, self.UIDS)
+        for path, b in boards.items():
+            self.assertIsNone(b["id"], path)
+            self.assertTrue(8 <= len(b["uid"]) <= 40, path)
+            variables = b["templating"]["list"]
+            self.assertEqual(variables[0]["type"], "datasource", path)
+            self.assertEqual(variables[0]["query"], "prometheus", path)
+            ds_name = variables[0]["name"]
+            ids = [p["id"] for p in _panels(b)]
+            self.assertEqual(len(ids), len(set(ids)), f"{path}: panel ids repeat")
+            for p in _panels(b):
+                if p["type"] == "row":
+                    continue
+                self.assertEqual(p["datasource"], {"type": "prometheus", "uid": "${" + ds_name + "}"}, p["title"])
+                self.assertTrue(p.get("description"), f"{path}: {p['title']} has no description")
+                for t in p["targets"]:
+                    self.assertEqual(t["datasource"]["uid"], "${" + ds_name + "}")
+            for v in variables[1:]:
+                self.assertEqual(v["datasource"]["uid"], "${" + ds_name + "}")
+            self.assertTrue(dashboard_expressions(b), path)
+
+    def test_counters_are_only_read_through_rate_or_increase(self):
+        for path, b in dashboards().items():
+            for expr in dashboard_expressions(b):
+                for m in re.finditer(r"\begw_[a-z0-9_]*_total\b", expr):
+                    before = expr[:m.start()].rstrip()
+                    self.assertTrue(before.endswith("rate(") or before.endswith("increase("),
+                                    f"{path}: {expr}")
+
+    def test_generated_files_are_up_to_date(self):
+        r = subprocess.run([sys.executable, "-B", str(GRAFANA / "generate.py"), "--check"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_provisioning_file(self):
+        (doc,) = load_yaml_documents((GRAFANA / "provisioning.yaml").read_text())
+        self.assertEqual(doc["apiVersion"], 1)
+        (p,) = doc["providers"]
+        self.assertEqual(p["type"], "file")
+        self.assertEqual(p["orgId"], 1)
+        self.assertTrue(p["options"]["path"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Reading the workers' counters (control/metrics/state.h) and writing egwd's families
+// (control/metrics/collect.h) from a hand-made ControlView and fake workers: sums across
+// workers, baselines for reused Service ids, drops by reason, NAT address attribution, and a
+// strict check of the whole exposition.
+#include "control/metrics/collect.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace {
+
+using namespace egw::metrics;
+namespace dp = egw::dp;
+
+// Workers as the data plane lays them out, without EAL: only the counters are used.
+struct FakeWorkers {
+    std::vector<std::unique_ptr<dp::Worker>> owned;
+    std::vector<std::vector<dp::ServiceCounters>> counters;
+    std::vector<dp::Worker*> ptrs;
+
+    explicit FakeWorkers(unsigned n) {
+        counters.resize(n, std::vector<dp::ServiceCounters>(dp::kMaxServices));
+        for (unsigned i = 0; i < n; ++i) {
+            owned.push_back(std::make_unique<dp::Worker>());
+            owned.back()->index = i;
+            owned.back()->service_counters = counters[i].data();
+            ptrs.push_back(owned.back().get());
+        }
+    }
+    dp::Worker& operator[](unsigned i) { return *owned[i]; }
+};
+
+ServiceEntry service(uint32_t id, const std::string& ns, const std::string& name, uint32_t nat = 0) {
+    ServiceEntry e;
+    e.id = id;
+    e.key = ns + "/" + name;
+    e.ns = ns;
+    e.name = name;
+    e.source_ip_by = nat ? "LoadBalancerIP" : "Network";
+    e.status_host = nat ? "gw-1" : "ALL";
+    e.vrf = "default";
+    e.programmed = true;
+    e.serve_here = true;
+    e.nat_address = nat;
+    e.endpoints = 2;
+    return e;
+}
+
+constexpr uint32_t kIngress = 0xc0000232;  // 192.0.2.50
+constexpr uint32_t kPortAddr = 0xc0000201;  // 192.0.2.1
+constexpr uint32_t kBlueAddr = 0xc6336401;  // 198.51.100.1
+
+ControlView make_view() {
+    ControlView v;
+    v.generation = 3;
+    v.last_publish_seconds = 0.0002;
+    v.last_publish_unix = 1700000000.5;
+    v.publish_duration = Histogram({0.001, 0.01});
+    v.publish_duration.observe(0.0002);
+    v.services = {service(2, "default", "db"), service(1, "default", "web", kIngress)};
+    std::sort(v.services.begin(), v.services.end(), [](auto& a, auto& b) { return a.key < b.key; });
+    v.ports = {PortEntry{"pods", "net_af_packet0", "inside", "default", 0},
+               PortEntry{"ext1", "net_af_packet1", "outside", "default", 1}};
+    v.nat_addresses = {NatAddressEntry{kPortAddr, "port", {0}, true},
+                       NatAddressEntry{kIngress, "ingress_ip", {1}, true},
+                       NatAddressEntry{kBlueAddr, "port", {}, false}};
+    v.workers = {WorkerEntry{0, 1}, WorkerEntry{1, 3}};
+    v.nat_ports = 64512;
+    v.max_sessions = 65536;
+    v.node = "gw-1";
+    v.default_action = "masquerade";
+    return v;
+}
+
+// A strict reader of text format 0.0.4: every sample belongs to the family declared just before
+// it (HELP and TYPE once each), names and label names are valid, no series twice, values parse.
+std::string check_exposition(const std::string& text) {
+    static const std::regex help(R"(# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*))");
+    static const std::regex type(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped))");
+    static const std::regex sample(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+))");
+    static const std::regex label(R"(^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)\"(,|$))");
+    std::set<std::string> helps, types, series;
+    std::map<std::string, std::string> type_of;
+    std::string current;
+    std::istringstream in(text);
+    std::string line;
+    if (text.empty() || text.back() != '\n')
+        return "the exposition must end with a newline";
+    while (std::getline(in, line)) {
+        std::smatch m;
+        if (std::regex_match(line, m, help)) {
+            if (!helps.insert(m[1]).second)
+                return "HELP twice for " + m[1].str();
+            current = m[1];
+        } else if (std::regex_match(line, m, type)) {
+            if (!types.insert(m[1]).second)
+                return "TYPE twice for " + m[1].str();
+            if (m[1] != current)
+                return "TYPE of " + m[1].str() + " not after its HELP";
+            type_of[m[1]] = m[2];
+        } else if (std::regex_match(line, m, sample)) {
+            std::string name = m[1], family = name;
+            if (type_of[current] == "histogram")
+                for (const char* suffix : {"_bucket", "_sum", "_count"})
+                    if (name == current + suffix)
+                        family = current;
+            if (family != current || !type_of.count(family))
+                return "sample " + name + " outside its family (current " + current + ")";
+            if (type_of[family] == "counter" && !family.ends_with("_total"))
+                return "counter " + family + " without _total";
+            std::string rest = m[3];
+            std::set<std::string> names;
+            while (!rest.empty()) {
+                std::smatch l;
+                if (!std::regex_search(rest, l, label))
+                    return "bad labels in: " + line;
+                if (!names.insert(l[1]).second)
+                    return "label twice in: " + line;
+                rest = l.suffix();
+            }
+            if (!series.insert(name + "{" + m[3].str() + "}").second)
+                return "series twice: " + line;
+            static const std::regex number(R"([+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?)");
+            std::string value = m[4];
+            if (value != "NaN" && value != "+Inf" && value != "-Inf" && !std::regex_match(value, number))
+                return "bad value in: " + line;
+        } else {
+            return "unparsable line: " + line;
+        }
+    }
+    return "";
+}
+
+TEST(Checker, CatchesWhatItShould) {
+    EXPECT_EQ(check_exposition("# HELP egw_a_total a\n# TYPE egw_a_total counter\negw_a_total 1\n"), "");
+    EXPECT_NE(check_exposition("egw_a 1\n"), "");
+    EXPECT_NE(check_exposition("# HELP egw_a a\n# TYPE egw_a gauge\negw_a 1\negw_a 2\n"), "");
+    EXPECT_NE(check_exposition("# HELP egw_a a\n# TYPE egw_a counter\negw_a 1\n"), "");
+    EXPECT_NE(check_exposition("# HELP egw_a a\n# TYPE egw_a gauge\negw_a{x=\"1\",x=\"2\"} 1\n"), "");
+    EXPECT_NE(check_exposition("# HELP egw_a a\n# TYPE egw_a gauge\negw_a{1x=\"1\"} 1\n"), "");
+    EXPECT_NE(check_exposition("# HELP egw_a a\n# TYPE egw_a gauge\negw_a one\n"), "");
+}
+
+TEST(Read, SumsWorkersAndSubtractsBaselines) {
+    FakeWorkers w(2);
+    ControlView v = make_view();
+    // web (id 1) reused an id: its previous owner left 100 packets and 3 open sessions behind.
+    ServiceEntry& web = v.services[1];
+    ASSERT_EQ(web.name, "web");
+    web.baseline.packets_out = 100;
+    web.baseline.sessions_created = 10;
+    w.counters[0][1].packets_out = 60;
+    w.counters[1][1].packets_out = 55;
+    w.counters[0][1].bytes_out = 6000;
+    w.counters[0][1].packets_in = 7;
+    w.counters[1][1].bytes_in = 700;
+    w.counters[0][1].sessions_created = 12;
+    w.counters[1][1].sessions_created = 1;
+    w.counters[0][1].sessions_closed = 8;
+    w.counters[1][1].port_alloc_failures = 2;
+    w.counters[1][0].packets_out = 9;  // default action
+    w.counters[1][0].sessions_created = 4;
+    w.counters[1][0].sessions_closed = 1;
+    w[0].counters.drops[static_cast<unsigned>(dp::DropReason::no_route)] = 3;
+    w[1].counters.drops[static_cast<unsigned>(dp::DropReason::no_route)] = 4;
+    w[1].counters.drops[static_cast<unsigned>(dp::DropReason::neighbor_unresolved)] = 1;
+    w[0].counters.sessions_created = 12;
+    w[0].counters.sessions_closed = 8;
+    w[1].counters.sessions_created = 5;
+    w[1].counters.sessions_closed = 1;
+    w[1].counters.busy_cycles = 10;
+    w[1].counters.total_cycles = 40;
+    w[1].counters.iterations = 99;
+
+    Readings r = read_counters(v, w.ptrs, /*neighbor_held_dropped=*/5);
+    ASSERT_EQ(r.services.size(), 2u);
+    EXPECT_EQ(r.services[1].packets_out, 15u);  // 115 - 100
+    EXPECT_EQ(r.services[1].bytes_out, 6000u);
+    EXPECT_EQ(r.services[1].packets_in, 7u);
+    EXPECT_EQ(r.services[1].bytes_in, 700u);
+    EXPECT_EQ(r.services[1].sessions_created, 3u);  // 13 - 10
+    EXPECT_EQ(r.services[1].port_alloc_failures, 2u);
+    EXPECT_EQ(r.services_active[1], 5u);  // raw 13 - 8: the previous owner's sessions are still open
+    EXPECT_EQ(r.services[0].packets_out, 0u);
+    EXPECT_EQ(r.default_action.packets_out, 9u);
+    EXPECT_EQ(r.default_action.sessions_active(), 3u);
+    EXPECT_EQ(r.drops[static_cast<unsigned>(dp::DropReason::no_route)], 7u);
+    EXPECT_EQ(r.drops[static_cast<unsigned>(dp::DropReason::neighbor_unresolved)], 6u);
+    ASSERT_EQ(r.lcores.size(), 2u);
+    EXPECT_EQ(r.lcores[1].lcore, 3u);
+    EXPECT_EQ(r.lcores[1].busy_cycles, 10u);
+    EXPECT_EQ(r.lcores[1].total_cycles, 40u);
+    EXPECT_EQ(r.lcores[1].iterations, 99u);
+    EXPECT_EQ(r.sessions_active, 8u);
+    EXPECT_EQ(sessions_on(v.nat_addresses[0], v, r), 3u);  // the default action's, on the port address
+    EXPECT_EQ(sessions_on(v.nat_addresses[1], v, r), 5u);  // web's, on its ingress IP
+}
+
+TEST(Read, ServiceWithoutIdHasNoCounters) {
+    FakeWorkers w(1);
+    ControlView v = make_view();
+    v.services[0].id = 0;  // over the Service limit: never programmed
+    w.counters[0][0].packets_out = 9;
+    Readings r = read_counters(v, w.ptrs, 0);
+    EXPECT_EQ(r.services[0].packets_out, 0u);
+    EXPECT_EQ(r.services_active[0], 0u);
+}
+
+TEST(Read, FindServiceByKey) {
+    ControlView v = make_view();
+    ASSERT_NE(v.find_service("default/web"), nullptr);
+    EXPECT_EQ(v.find_service("default/web")->id, 1u);
+    EXPECT_EQ(v.find_service("default/nope"), nullptr);
+    EXPECT_EQ(v.find_service(""), nullptr);
+}
+
+std::string scrape(const ControlView& v, const Readings& r, std::string* error = nullptr) {
+    std::string out;
+    Writer w(out);
+    std::vector<PortReading> ports(2);
+    ports[0] = PortReading{true, true, 10, 20, 1000, 2000, 1, 2, 3, 4};
+    ports[1] = PortReading{false, false};
+    write_metrics(w, v, r, ports, ProcessInfo{"1.2.3", "22.11.11", 1700000000, 2000000000});
+    if (error)
+        *error = w.error();
+    return out;
+}
+
+TEST(Write, TheWholeExpositionIsStrictlyValid) {
+    FakeWorkers w(2);
+    ControlView v = make_view();
+    Readings r = read_counters(v, w.ptrs, 0);
+    std::string error;
+    std::string text = scrape(v, r, &error);
+    EXPECT_EQ(error, "");
+    EXPECT_EQ(check_exposition(text), "") << text;
+}
+
+TEST(Write, EmptyViewBeforeTheFirstPublication) {
+    ControlView v;
+    Readings r = read_counters(v, {}, 0);
+    std::string error, out;
+    Writer w(out);
+    write_metrics(w, v, r, {}, ProcessInfo{});
+    EXPECT_EQ(w.error(), "");
+    EXPECT_EQ(check_exposition(out), "") << out;
+    EXPECT_NE(out.find("egw_config_generation 0\n"), std::string::npos);
+    EXPECT_EQ(out.find("\negw_config_last_publish_timestamp_seconds "), std::string::npos);
+}
+
+TEST(Write, ServiceSeriesCarryNamespaceServiceAndDirection) {
+    FakeWorkers w(1);
+    ControlView v = make_view();
+    w.counters[0][1].packets_out = 15;
+    w.counters[0][1].bytes_in = 1500;
+    w.counters[0][1].sessions_created = 2;
+    w.counters[0][1].port_alloc_failures = 1;
+    std::string text = scrape(v, read_counters(v, w.ptrs, 0));
+    for (const char* want : {
+             "egw_service_packets_total{namespace=\"default\",service=\"web\",direction=\"egress\"} 15\n",
+             "egw_service_packets_total{namespace=\"default\",service=\"web\",direction=\"reply\"} 0\n",
+             "egw_service_bytes_total{namespace=\"default\",service=\"web\",direction=\"reply\"} 1500\n",
+             "egw_service_sessions_active{namespace=\"default\",service=\"web\"} 2\n",
+             "egw_service_sessions_created_total{namespace=\"default\",service=\"web\"} 2\n",
+             "egw_service_snat_allocation_failures_total{namespace=\"default\",service=\"web\"} 1\n",
+             "egw_service_info{namespace=\"default\",service=\"web\",source_ip_by=\"LoadBalancerIP\",vrf=\"default\","
+             "status_host=\"gw-1\"} 1\n",
+             "egw_service_programmed{namespace=\"default\",service=\"db\"} 1\n",
+             "egw_service_endpoints{namespace=\"default\",service=\"db\"} 2\n",
+         })
+        EXPECT_NE(text.find(want), std::string::npos) << want;
+}
+
+TEST(Write, EveryDropReasonIsASeriesAndTheHelpNamesThemAll) {
+    FakeWorkers w(1);
+    ControlView v = make_view();
+    w[0].counters.drops[static_cast<unsigned>(dp::DropReason::stale_session)] = 4;
+    std::string text = scrape(v, read_counters(v, w.ptrs, 0));
+    for (unsigned i = 0; i < dp::kDropReasonCount; ++i) {
+        std::string reason = dp::kDropReasonNames[i];
+        EXPECT_NE(text.find("egw_drops_total{reason=\"" + reason + "\"} "), std::string::npos) << reason;
+        EXPECT_NE(text.find(" " + reason + ": " + dp::kDropReasonHelp[i] + ";"), std::string::npos) << reason;
+    }
+    EXPECT_NE(text.find("egw_drops_total{reason=\"stale_session\"} 4\n"), std::string::npos);
+}
+
+TEST(Write, NatAddressesInUseOnlyWhenAttributable) {
+    FakeWorkers w(1);
+    ControlView v = make_view();
+    w.counters[0][1].sessions_created = 7;
+    std::string text = scrape(v, read_counters(v, w.ptrs, 0));
+    EXPECT_NE(text.find("egw_snat_ports_in_use{address=\"192.0.2.50\",kind=\"ingress_ip\"} 7\n"), std::string::npos);
+    EXPECT_NE(text.find("egw_snat_ports_in_use{address=\"192.0.2.1\",kind=\"port\"} 0\n"), std::string::npos);
+    EXPECT_EQ(text.find("egw_snat_ports_in_use{address=\"198.51.100.1\""), std::string::npos);
+    EXPECT_NE(text.find("egw_snat_ports_capacity{address=\"198.51.100.1\",kind=\"port\"} 64512\n"), std::string::npos);
+}
+
+TEST(Write, PortsLcoresConfigAndBuild) {
+    FakeWorkers w(2);
+    ControlView v = make_view();
+    w[1].counters.busy_cycles = 10;
+    w[1].counters.total_cycles = 40;
+    w[1].counters.rx_packets = 6;
+    std::string text = scrape(v, read_counters(v, w.ptrs, 0));
+    for (const char* want : {
+             "egw_build_info{version=\"1.2.3\",dpdk_version=\"22.11.11\"} 1\n",
+             "egw_config_generation 3\n",
+             "egw_config_publish_duration_seconds_count 1\n",
+             "egw_config_publish_duration_seconds_bucket{le=\"0.001\"} 1\n",
+             "egw_config_last_publish_timestamp_seconds 1700000000.5\n",
+             "egw_lcore_busy_cycles_total{lcore=\"3\"} 10\n",
+             "egw_lcore_cycles_total{lcore=\"3\"} 40\n",
+             "egw_lcore_packets_total{lcore=\"3\",direction=\"rx\"} 6\n",
+             "egw_port_rx_packets_total{port=\"pods\"} 10\n",
+             "egw_port_tx_bytes_total{port=\"pods\"} 2000\n",
+             "egw_port_rx_missed_total{port=\"pods\"} 1\n",
+             "egw_port_rx_nombuf_total{port=\"pods\"} 4\n",
+             "egw_port_up{port=\"pods\"} 1\n",
+             "egw_port_up{port=\"ext1\"} 0\n",
+             "egw_port_info{port=\"ext1\",device=\"net_af_packet1\",role=\"outside\",vrf=\"default\"} 1\n",
+             "egw_sessions_capacity 65536\n",
+             "egw_tsc_hz 2000000000\n",
+         })
+        EXPECT_NE(text.find(want), std::string::npos) << want;
+    // A port whose statistics could not be read has no counter series, rather than zeros.
+    EXPECT_EQ(text.find("egw_port_rx_packets_total{port=\"ext1\"}"), std::string::npos);
+}
+
+TEST(Write, NoPodAddressesOrPortsInLabels) {
+    FakeWorkers w(1);
+    ControlView v = make_view();
+    std::string text = scrape(v, read_counters(v, w.ptrs, 0));
+    static const std::regex forbidden(R"((pod|src|dst|sport|dport|remote|endpoint)[a-z_]*=)");
+    EXPECT_FALSE(std::regex_search(text, forbidden));
+}
+
+}  // namespace
