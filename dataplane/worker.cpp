@@ -489,8 +489,15 @@ inline bool policy_holds(const PolicySnapshot& p, Session& s) {
     uint32_t version = current_version(p, s);
     if (likely(version == s.service_version))
         return true;
-    if (s.service_id == kDefaultPolicyId)
-        return false;
+    if (s.service_id == kDefaultPolicyId) {
+        // Some pods became endpoints of a served Service: this session stays with the default
+        // action only if its pod is not one of them.
+        uint32_t sid = p.endpoints.find(rte_be_to_cpu_32(s.pod_ip));
+        if (sid != FlatMap::kMissing && p.services[sid].mode != ServiceMode::inactive)
+            return false;
+        s.service_version = version;
+        return true;
+    }
     const ServicePolicy& sp = p.services[s.service_id];
     bool masquerade = s.in_use & kSessionMasquerade;
     bool same = sp.vrf == s.vrf && p.endpoints.find(rte_be_to_cpu_32(s.pod_ip)) == s.service_id &&

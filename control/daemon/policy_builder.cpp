@@ -167,6 +167,18 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::build(const std::vector<model
         views.push_back(std::move(v));
     }
     last_ = std::move(programmed);
+    // Pods that a Service now translates may hold sessions made by the default action. Those must
+    // move to the Service's translation, so the default policy gets a new version whenever the
+    // set of translated pods gains a member; the workers then re-check each default session once.
+    std::vector<uint32_t> served;
+    for (auto& [ip, id] : endpoints)
+        if (snap->services[id].mode != dp::ServiceMode::inactive)
+            served.push_back(static_cast<uint32_t>(ip));
+    std::sort(served.begin(), served.end());
+    if (!std::includes(served_endpoints_.begin(), served_endpoints_.end(), served.begin(), served.end()))
+        ++default_version_;
+    served_endpoints_ = std::move(served);
+    snap->default_version = default_version_;
     snap->endpoints.build(endpoints);
     // An ingress IP that is also a port address keeps both flags.
     std::map<uint32_t, uint32_t> merged;

@@ -62,6 +62,8 @@ private:
     };
     std::map<uint32_t, Programmed> last_;  // by id
     std::vector<ServiceView> views_;
+    std::vector<uint32_t> served_endpoints_;  // sorted: pods some Service translates
+    uint32_t default_version_ = 1;
     uint64_t generation_ = 0;
 };
 

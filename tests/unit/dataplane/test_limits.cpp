@@ -458,5 +458,46 @@ TEST_F(DataplaneTest, FullHandOffRingIsACountedDrop) {
     EXPECT_EQ(r.handoff_pending(0, 1), 2047u);
 }
 
+TEST_F(DataplaneTest, PodJoiningAServiceLeavesTheDefaultTranslation) {
+    // kPod20 starts as a pod of no EgressService: masqueraded by the default action.
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 40000, kServer, 53, text("q"))));
+    ASSERT_EQ(single(r.tx(r.ext1)).src, kExt1Addr);
+    // A pod that stays outside every Service keeps its default session across the change.
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40001, kServer, 53, text("q"))));
+    ASSERT_EQ(single(r.tx(r.ext1)).src, kIngress);
+
+    r.publish({lb_service(kWeb, kIngress, {kPod10, kPod11, kPod20})});
+
+    // The next packet of the same flow leaves with the Service's ingress IP, not the old address.
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 40000, kServer, 53, text("q"))));
+    auto out = single(r.tx(r.ext1));
+    EXPECT_EQ(out.src, kIngress);
+    EXPECT_TRUE(checksums_valid(out));
+    // The reply to the old masquerade address finds nothing to translate with.
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kExt1Addr, 40000, text("a"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    // The reply to the new translation reaches the pod.
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 40000, text("a"))));
+    EXPECT_EQ(single(r.tx(r.pods)).dst, kPod20);
+    EXPECT_EQ(r.svc(kWeb).sessions_created, 2u);
+    EXPECT_EQ(r.default_counters().sessions_closed, 1u);
+}
+
+TEST_F(DataplaneTest, DefaultSessionsOfOtherPodsSurviveAnEndpointAddition) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 40000, kServer, 53, text("q"))));
+    ASSERT_EQ(single(r.tx(r.ext1)).src, kExt1Addr);
+    // Another pod (not kPod20) joins the Service.
+    constexpr uint32_t kPod12 = ip4(10, 244, 1, 12);
+    r.publish({lb_service(kWeb, kIngress, {kPod10, kPod11, kPod12})});
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 40000, kServer, 53, text("q"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src, kExt1Addr);
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kExt1Addr, 40000, text("a"))));
+    EXPECT_EQ(single(r.tx(r.pods)).dst, kPod20);
+    EXPECT_EQ(r.default_counters().sessions_created, 1u);
+    EXPECT_EQ(r.default_counters().sessions_closed, 0u);
+}
+
 }  // namespace
 }  // namespace egw::test
