@@ -3,7 +3,7 @@
 // egwd: the egress gateway daemon. The main lcore runs this control loop; worker lcores run the
 // data plane (dataplane/worker.cpp).
 //
-//   egwd -c FILE [--status-file PATH] [--log-level LEVEL] [--mbufs N] [--duration S]
+//   egwd -c FILE [-i] [--status-file PATH] [--log-level LEVEL] [--mbufs N] [--duration S]
 //   egwd EAL-ARGS... -- -c FILE ...          (EAL arguments passed through unchanged)
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "config/config.h"
+#include "control/cli/frontends.h"
 #include "control/daemon/neighbor_resolver.h"
 #include "control/daemon/policy_builder.h"
 #include "control/daemon/runtime.h"
@@ -42,6 +43,7 @@ struct Options {
     std::string log_level = "info";
     unsigned mbufs = 0;
     double duration = 0;
+    bool interactive = false;
     std::vector<std::string> eal_args;
 };
 
@@ -52,6 +54,7 @@ void usage(std::ostream& os) {
           "      --log-level LEVEL   trace, debug, info (default), warn, error\n"
           "      --mbufs N           mbuf pool size, overriding mempool.mbufs\n"
           "      --duration S        stop by itself after S seconds\n"
+          "  -i, --interactive       the egw> command prompt on this terminal (docs/cli.md)\n"
           "EAL arguments before \"--\" replace the config's eal section entirely.\n";
 }
 
@@ -82,6 +85,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
             o.mbufs = static_cast<unsigned>(std::stoul(value("a count")));
         else if (a == "--duration")
             o.duration = std::stod(value("seconds"));
+        else if (a == "-i" || a == "--interactive")
+            o.interactive = true;
         else if (a == "-h" || a == "--help") {
             usage(std::cout);
             return std::nullopt;
@@ -219,6 +224,7 @@ int main(int argc, char** argv) {
             rt.launch_workers();
             spdlog::info("egwd running: node {}, {} port(s), manifests from {}", cfg.node.name, rt.ports().size(),
                          cfg.state.path);
+            egw::cli::Frontends cli({cfg, rt, builder, resolver, &manifests.objects()}, opt.interactive);
 
             using clock = std::chrono::steady_clock;
             auto start = clock::now();
@@ -242,6 +248,8 @@ int main(int argc, char** argv) {
                         spdlog::warn("cannot write status file {}", opt.status_file);
                     next_status = now + std::chrono::milliseconds(500);
                 }
+                if (!cli.poll())
+                    break;  // `quit` on the console
                 if (opt.duration > 0 && std::chrono::duration<double>(now - start).count() >= opt.duration)
                     break;
                 std::this_thread::sleep_for(std::chrono::microseconds(200));

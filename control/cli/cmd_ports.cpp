@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Section "ports": port statistics from ethdev, through the status document where it has them.
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+
+#include "control/cli/handlers.h"
+#include "control/cli/table.h"
+#include "control/daemon/runtime.h"
+
+namespace egw::cli {
+
+namespace {
+
+using nlohmann::json;
+
+// The ports `sel` names ("all", a name or an id). The grammar has checked that it is one.
+std::vector<const control::PortInfo*> selected(Context& ctx, const std::string& sel) {
+    std::vector<const control::PortInfo*> out;
+    for (const auto& p : ctx.host.runtime.ports())
+        if (sel == "all" || p.name == sel || std::to_string(p.id) == sel)
+            out.push_back(&p);
+    return out;
+}
+
+}  // namespace
+
+Reply show_port_stats(Context& ctx, const Args& a) {
+    auto ports = selected(ctx, a.get("PORTS"));
+    Table t({"port", "name", "device", "rx-packets", "rx-bytes", "rx-missed", "rx-errors", "tx-packets", "tx-bytes",
+             "tx-errors"});
+    json rows = json::array();
+    for (const auto& s : ctx.status()["ports"]) {
+        for (const auto* p : ports) {
+            if (p->name != jstr(s["name"]))
+                continue;
+            json j = s;
+            j["id"] = p->id;
+            t.row({num(p->id), p->name, p->device, jnum(s["rx_packets"]), jnum(s["rx_bytes"]), jnum(s["rx_missed"]),
+                   jnum(s["rx_errors"]), jnum(s["tx_packets"]), jnum(s["tx_bytes"]), jnum(s["tx_errors"])});
+            rows.push_back(std::move(j));
+        }
+    }
+    return ok(t.render(), rows);
+}
+
+Reply show_port_xstats(Context& ctx, const Args& a) {
+    const control::PortInfo* p = ctx.find_port(a.get("PORT"));
+    if (!p)
+        return fail("no port \"" + a.get("PORT") + "\" (show port stats all lists them)");
+    int n = rte_eth_xstats_get_names(p->id, nullptr, 0);
+    if (n < 0)
+        return fail("port " + p->name + ": cannot read the extended statistics: " + rte_strerror(-n));
+    std::vector<rte_eth_xstat_name> names(static_cast<size_t>(n));
+    std::vector<rte_eth_xstat> values(static_cast<size_t>(n));
+    int got_names = rte_eth_xstats_get_names(p->id, names.data(), static_cast<unsigned>(n));
+    int got = rte_eth_xstats_get(p->id, values.data(), static_cast<unsigned>(n));
+    if (got_names < 0 || got < 0)
+        return fail("port " + p->name + ": cannot read the extended statistics");
+    Table t({"name", "value"});
+    json j = json::object();
+    for (int i = 0; i < got && i < got_names; ++i) {
+        const char* name = values[static_cast<size_t>(i)].id < static_cast<uint64_t>(got_names)
+                               ? names[values[static_cast<size_t>(i)].id].name
+                               : "?";
+        t.row({name, num(values[static_cast<size_t>(i)].value)});
+        j[name] = values[static_cast<size_t>(i)].value;
+    }
+    std::string head = "port " + std::to_string(p->id) + " (" + p->name + ", " + p->device + ")\n";
+    return ok(head + t.render(), json{{"port", p->name}, {"id", p->id}, {"xstats", j}});
+}
+
+Reply clear_port_stats(Context& ctx, const Args& a) {
+    std::string done;
+    for (const auto* p : selected(ctx, a.get("PORTS"))) {
+        int rc = rte_eth_stats_reset(p->id);
+        if (rc < 0 && rc != -ENOTSUP)
+            return fail("port " + p->name + ": cannot reset the statistics: " + rte_strerror(-rc));
+        rc = rte_eth_xstats_reset(p->id);
+        if (rc < 0 && rc != -ENOTSUP)
+            return fail("port " + p->name + ": cannot reset the extended statistics: " + rte_strerror(-rc));
+        done += (done.empty() ? "" : ", ") + p->name;
+    }
+    return ok("statistics cleared: " + done);
+}
+
+}  // namespace egw::cli

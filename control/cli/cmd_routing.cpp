@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Section "routing": VRFs and routes as PolicyBuilder programs them from the configuration
+// (connected routes from port addresses, then static routes), and the neighbour table.
+#include <algorithm>
+
+#include "config/config.h"
+#include "control/cli/handlers.h"
+#include "control/cli/table.h"
+#include "control/daemon/policy_builder.h"
+
+namespace egw::cli {
+
+namespace {
+
+using nlohmann::json;
+
+struct RouteRow {
+    std::string prefix;
+    std::string via;   // "" on-link
+    std::string port;
+    std::string type;  // connected, static
+};
+
+std::vector<RouteRow> routes_of(const config::Config& cfg, const std::string& vrf) {
+    std::vector<RouteRow> out;
+    for (const auto& p : cfg.ports)
+        if (p.vrf == vrf)
+            for (const auto& a : p.addresses)
+                out.push_back({config::format_prefix(config::Ipv4Prefix{a.network(), a.len}), "", p.name, "connected"});
+    for (const auto& r : cfg.routes)
+        if (r.vrf == vrf)
+            out.push_back({config::format_prefix(config::Ipv4Prefix{r.prefix.network(), r.prefix.len}),
+                           r.via ? config::format_ipv4(*r.via) : "", r.port, "static"});
+    return out;
+}
+
+}  // namespace
+
+Reply show_vrfs(Context& ctx, const Args&) {
+    const config::Config& cfg = ctx.host.config;
+    Table t({"vrf", "table", "ports", "routes", "services"});
+    json rows = json::array();
+    for (const auto& v : cfg.vrfs) {
+        std::vector<std::string> ports, services;
+        for (const auto& p : cfg.ports)
+            if (p.vrf == v.name)
+                ports.push_back(p.name);
+        for (const auto& s : ctx.host.policy.views())
+            if (s.programmed && s.vrf == v.name)
+                services.push_back(s.state.key);
+        auto joined = [](const std::vector<std::string>& xs) {
+            std::string out;
+            for (const auto& x : xs)
+                out += (out.empty() ? "" : ",") + x;
+            return or_dash(out);
+        };
+        size_t routes = routes_of(cfg, v.name).size();
+        t.row({v.name, num(v.table), joined(ports), num(routes), joined(services)});
+        rows.push_back({{"name", v.name}, {"table", v.table}, {"ports", ports}, {"routes", routes}, {"services", services}});
+    }
+    return ok(t.render(), rows);
+}
+
+Reply show_routes(Context& ctx, const Args& a) {
+    const config::VrfConfig* v = ctx.host.config.find_vrf(a.get("VRF"));
+    if (!v)
+        return fail("no VRF \"" + a.get("VRF") + "\" (show vrfs lists them)");
+    Table t({"prefix", "via", "port", "type"});
+    json rows = json::array();
+    for (const auto& r : routes_of(ctx.host.config, v->name)) {
+        t.row({r.prefix, or_dash(r.via), r.port, r.type});
+        rows.push_back({{"prefix", r.prefix}, {"via", r.via.empty() ? json(nullptr) : json(r.via)}, {"port", r.port},
+                        {"type", r.type}});
+    }
+    std::string text = "VRF " + v->name + " (table " + std::to_string(v->table) + ")\n" + t.render();
+    bool fallback = v->name != ctx.host.config.vrfs.front().name;
+    if (fallback)
+        text += "Destinations without a route here are looked up in VRF " + ctx.host.config.vrfs.front().name + ".\n";
+    return ok(text, json{{"vrf", v->name},
+                         {"table", v->table},
+                         {"routes", rows},
+                         {"falls_back_to", fallback ? json(ctx.host.config.vrfs.front().name) : json(nullptr)}});
+}
+
+Reply show_neighbors(Context& ctx, const Args&) {
+    Table t({"port", "ip", "mac", "state", "held"});
+    json list = ctx.status()["neighbors"];
+    auto order = [](const json& n) {
+        return std::make_pair(jstr(n["port"]), config::parse_ipv4(jstr(n["ip"])).value_or(0));
+    };
+    std::sort(list.begin(), list.end(), [&](const json& x, const json& y) { return order(x) < order(y); });
+    for (const auto& n : list)
+        t.row({jstr(n["port"]), jstr(n["ip"]), or_dash(jstr(n["mac"])), jstr(n["state"]), jnum(n["held"])});
+    return ok(t.render(), list);
+}
+
+}  // namespace egw::cli

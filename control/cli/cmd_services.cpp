@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Section "services": the evaluated EgressServices (PolicyBuilder views), with the counters
+// collect_status() sums over the workers.
+#include <algorithm>
+
+#include "config/config.h"
+#include "control/cli/handlers.h"
+#include "control/cli/table.h"
+#include "control/daemon/policy_builder.h"
+#include "control/model/objects.h"
+
+namespace egw::cli {
+
+namespace {
+
+using nlohmann::json;
+
+std::string namespace_of(const std::string& key) { return key.substr(0, key.find('/')); }
+
+const json* status_of(Context& ctx, const std::string& key) {
+    for (const auto& s : ctx.status()["services"])
+        if (jstr(s["key"]) == key)
+            return &s;
+    return nullptr;
+}
+
+std::string selector_text(const model::LabelSelector& sel) {
+    if (sel.empty())
+        return "{} (every node)";
+    std::string out;
+    for (const auto& [k, v] : sel.match_labels)
+        out += (out.empty() ? "" : ", ") + k + "=" + v;
+    for (const auto& e : sel.match_expressions) {
+        std::string values;
+        for (const auto& v : e.values)
+            values += (values.empty() ? "" : ",") + v;
+        out += (out.empty() ? "" : ", ") + e.key + " " + e.op + (values.empty() ? "" : " (" + values + ")");
+    }
+    return out;
+}
+
+json selector_json(const model::LabelSelector& sel) {
+    json exprs = json::array();
+    for (const auto& e : sel.match_expressions)
+        exprs.push_back({{"key", e.key}, {"operator", e.op}, {"values", e.values}});
+    return {{"matchLabels", sel.match_labels}, {"matchExpressions", exprs}};
+}
+
+}  // namespace
+
+Reply show_services(Context& ctx, const Args& a) {
+    const std::string& ns = a.get("namespace");
+    Table t({"service", "host", "programmed", "mode", "ingress-ip", "vrf", "endpoints", "sessions", "packets-out",
+             "packets-in", "reason"});
+    json rows = json::array();
+    for (const auto& s : ctx.status()["services"]) {
+        std::string key = jstr(s["key"]);
+        if (!ns.empty() && namespace_of(key) != ns)
+            continue;
+        std::string host = jstr(s["status_host"]);
+        t.row({key, host.empty() ? "\"\"" : host, s["programmed"].get<bool>() ? "yes" : "no", jstr(s["mode"]),
+               or_dash(jstr(s["ingress_ip"])), or_dash(jstr(s["vrf"])), jnum(s["endpoints"]), jnum(s["sessions_active"]),
+               jnum(s["packets_out"]), jnum(s["packets_in"]), or_dash(jstr(s["reason"]))});
+        rows.push_back(s);
+    }
+    std::string text = t.render();
+    if (t.rows() == 0)
+        text += ns.empty() ? "(no EgressService)\n" : "(no EgressService in namespace " + ns + ")\n";
+    return ok(text, rows);
+}
+
+Reply show_service(Context& ctx, const Args& a) {
+    const std::string& key = a.get("SERVICE");
+    const control::ServiceView* view = nullptr;
+    for (const auto& v : ctx.host.policy.views())
+        if (v.state.key == key)
+            view = &v;
+    if (!view)
+        return fail("no EgressService \"" + key + "\" (show services lists them)");
+    const model::ServiceState& st = view->state;
+    const json* counters = status_of(ctx, key);
+
+    const model::EgressService* es = nullptr;
+    const model::Service* svc = nullptr;
+    if (ctx.host.objects) {
+        auto e = ctx.host.objects->egress_services.find(key);
+        if (e != ctx.host.objects->egress_services.end())
+            es = &e->second;
+        auto s = ctx.host.objects->services.find(key);
+        if (s != ctx.host.objects->services.end())
+            svc = &s->second;
+    }
+
+    std::vector<std::string> ingress;
+    if (svc) {
+        for (const auto& i : svc->ingress)
+            ingress.push_back(!i.ip.empty() ? i.ip : i.hostname + " (hostname)");
+    } else {
+        if (st.ingress_ipv4)
+            ingress.push_back(config::format_ipv4(*st.ingress_ipv4));
+        if (!st.ingress_ipv6.empty())
+            ingress.push_back(st.ingress_ipv6);
+    }
+    std::vector<std::string> endpoints;
+    for (uint32_t ip : st.endpoint_ipv4s)
+        endpoints.push_back(config::format_ipv4(ip));
+
+    std::string why;
+    if (!st.serve_here)
+        why = st.reason;
+    else if (st.mode == model::Mode::network)
+        why = "sourceIPBy Network: every gateway serves it";
+    else
+        why = "this gateway (" + ctx.host.config.node.name + ") is the chosen host";
+    std::string programmed;
+    if (view->programmed)
+        programmed = st.mode == model::Mode::network
+                         ? "yes: masquerade to the egress port's address, VRF " + view->vrf
+                         : "yes: SNAT to " + config::format_ipv4(st.ingress_ipv4.value_or(0)) + ", VRF " + view->vrf;
+    else
+        programmed = "no: " + (view->problem.empty() ? st.reason : view->problem);
+
+    auto joined = [](const std::vector<std::string>& v) {
+        std::string out;
+        for (const auto& s : v)
+            out += (out.empty() ? "" : ", ") + s;
+        return out.empty() ? std::string("(none)") : out;
+    };
+    std::string network = st.network.empty() ? "\"\" (default table)" : st.network;
+    std::vector<std::pair<std::string, std::string>> lines = {
+        {"service", key},
+        {"sourceIPBy", model::to_string(st.mode)},
+        {"network", network + (view->vrf.empty() ? ": no such VRF" : " -> VRF " + view->vrf)},
+        {"nodeSelector", es ? selector_text(es->node_selector) : "(spec not available)"},
+        {"status.host", st.status_host.empty() ? "\"\"" : st.status_host},
+        {"why", why},
+        {"programmed", programmed},
+        {"ingress IPs", joined(ingress)},
+        {"ETP", st.etp_local ? "Local" : "Cluster"},
+        {"endpoints", joined(endpoints)},
+        {"endpoint nodes", joined(st.endpoint_nodes)},
+    };
+    if (counters) {
+        const json& c = *counters;
+        lines.push_back({"packets", "out " + jnum(c["packets_out"]) + " (" + jnum(c["bytes_out"]) + " bytes), in " +
+                                        jnum(c["packets_in"]) + " (" + jnum(c["bytes_in"]) + " bytes)"});
+        lines.push_back({"sessions", "active " + jnum(c["sessions_active"]) + ", created " +
+                                         jnum(c["sessions_created"])});
+        lines.push_back({"port failures", jnum(c["port_alloc_failures"]) + " (no free NAT port)"});
+    }
+    size_t width = 0;
+    for (const auto& [k, v] : lines)
+        width = std::max(width, k.size());
+    std::string text;
+    for (const auto& [k, v] : lines)
+        text += k + std::string(width - k.size() + 2, ' ') + v + "\n";
+
+    json j = {{"key", key},
+              {"spec", {{"sourceIPBy", es ? es->source_ip_by : model::to_string(st.mode)},
+                        {"network", st.network},
+                        {"nodeSelector", es ? selector_json(es->node_selector) : json(nullptr)}}},
+              {"status", {{"host", st.status_host}}},
+              {"reason", why},
+              {"serve_here", st.serve_here},
+              {"programmed", view->programmed},
+              {"problem", view->problem},
+              {"mode", model::to_string(st.mode)},
+              {"vrf", view->vrf},
+              {"ingress_ips", ingress},
+              {"etp_local", st.etp_local},
+              {"endpoints", endpoints},
+              {"endpoint_nodes", st.endpoint_nodes},
+              {"counters", counters ? *counters : json(nullptr)}};
+    return ok(text, j);
+}
+
+}  // namespace egw::cli

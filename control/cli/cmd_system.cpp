@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Section "system": lcores, drops, the configuration, the log level, help and quit.
+#include <rte_lcore.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "config/config.h"
+#include "control/cli/handlers.h"
+#include "control/cli/table.h"
+#include "control/daemon/runtime.h"
+#include "dataplane/drop_reason.h"
+
+namespace egw::cli {
+
+namespace {
+
+using nlohmann::json;
+
+json prefixes(const std::vector<config::Ipv4Prefix>& ps) {
+    json out = json::array();
+    for (const auto& p : ps)
+        out.push_back(config::format_prefix(p));
+    return out;
+}
+
+json addresses(const std::vector<uint32_t>& ips) {
+    json out = json::array();
+    for (uint32_t ip : ips)
+        out.push_back(config::format_ipv4(ip));
+    return out;
+}
+
+// The configuration in the file's own shape and key names (docs/configuration.md).
+json config_json(const config::Config& c) {
+    json ports = json::array();
+    for (const auto& p : c.ports)
+        ports.push_back({{"name", p.name},
+                         {"device", p.device},
+                         {"role", config::to_string(p.role)},
+                         {"vrf", p.vrf},
+                         {"addresses", prefixes(p.addresses)},
+                         {"mac", p.mac ? json(config::format_mac(*p.mac)) : json(nullptr)},
+                         {"mtu", p.mtu},
+                         {"rx_desc", p.rx_desc},
+                         {"tx_desc", p.tx_desc}});
+    json neighbors = json::array();
+    for (const auto& n : c.neighbors)
+        neighbors.push_back({{"port", n.port}, {"ip", config::format_ipv4(n.ip)}, {"mac", config::format_mac(n.mac)}});
+    json vrfs = json::array();
+    for (const auto& v : c.vrfs)
+        vrfs.push_back({{"name", v.name}, {"table", v.table}});
+    json routes = json::array();
+    for (const auto& r : c.routes)
+        routes.push_back({{"vrf", r.vrf},
+                          {"prefix", config::format_prefix(r.prefix)},
+                          {"via", r.via ? json(config::format_ipv4(*r.via)) : json(nullptr)},
+                          {"port", r.port}});
+    const auto& t = c.sessions.timeouts;
+    return {{"file", c.file},
+            {"eal", {{"lcores", c.eal.lcores},
+                     {"main_lcore", c.eal.main_lcore},
+                     {"no_huge", c.eal.no_huge},
+                     {"memory_mb", c.eal.memory_mb},
+                     {"file_prefix", c.eal.file_prefix},
+                     {"vdevs", c.eal.vdevs},
+                     {"pci_allow", c.eal.pci_allow},
+                     {"extra_args", c.eal.extra_args}}},
+            {"workers", c.workers},
+            {"mempool", {{"mbufs", c.mempool.mbufs}, {"cache", c.mempool.cache}, {"data_room", c.mempool.data_room}}},
+            {"ports", ports},
+            {"neighbors", neighbors},
+            {"vrfs", vrfs},
+            {"routes", routes},
+            {"cluster", {{"pod_cidrs", prefixes(c.cluster.pod_cidrs)},
+                         {"service_cidrs", prefixes(c.cluster.service_cidrs)},
+                         {"node_ips", addresses(c.cluster.node_ips)}}},
+            {"default_action", config::to_string(c.default_action)},
+            {"sessions", {{"max", c.sessions.max_sessions},
+                          {"port_min", c.sessions.port_min},
+                          {"port_max", c.sessions.port_max},
+                          {"timeouts", {{"tcp_established", t.tcp_established_s},
+                                        {"tcp_transitory", t.tcp_transitory_s},
+                                        {"udp", t.udp_s},
+                                        {"icmp", t.icmp_s}}}}},
+            {"arp", {{"max_neighbors", c.arp.max_neighbors},
+                     {"hold_packets", c.arp.hold_packets},
+                     {"retry_ms", c.arp.retry_ms},
+                     {"reachable_s", c.arp.reachable_s}}},
+            {"node", {{"name", c.node.name}, {"labels", c.node.labels}}},
+            {"state", {{"source", config::to_string(c.state.source)},
+                       {"path", c.state.path},
+                       {"poll_ms", c.state.poll_ms},
+                       {"kubeconfig", c.state.kubeconfig}}}};
+}
+
+// One row per leaf: "ports[1].addresses" -> "10.0.0.1/24, 10.0.0.2/24".
+void flatten(const json& j, const std::string& path, Table& t) {
+    if (j.is_object()) {
+        if (j.empty())
+            t.row({path, "{}"});
+        for (const auto& [k, v] : j.items())
+            flatten(v, path.empty() ? k : path + "." + k, t);
+    } else if (j.is_array()) {
+        // Scalars share one row, unless a value has commas of its own (vdev arguments).
+        bool scalars = std::all_of(j.begin(), j.end(), [](const json& x) {
+            return !x.is_structured() && !(x.is_string() && x.get<std::string>().find(',') != std::string::npos);
+        });
+        if (scalars) {
+            std::string v;
+            for (const auto& x : j)
+                v += (v.empty() ? "" : ", ") + (x.is_string() ? x.get<std::string>() : x.dump());
+            t.row({path, v.empty() ? "[]" : v});
+        } else {
+            for (size_t i = 0; i < j.size(); ++i)
+                flatten(j[i], path + "[" + std::to_string(i) + "]", t);
+        }
+    } else {
+        t.row({path, j.is_string() ? j.get<std::string>() : j.dump()});
+    }
+}
+
+}  // namespace
+
+Reply show_lcores(Context& ctx, const Args&) {
+    const auto& cfg = ctx.host.config;
+    Table t({"lcore", "role", "worker", "rx-queues", "rx-packets", "tx-packets", "busy-cycles", "total-cycles", "busy"});
+    json rows = json::array();
+    unsigned main = rte_get_main_lcore();
+    t.row({num(main), "control", "-", "-", "-", "-", "-", "-", "-"});
+    rows.push_back({{"lcore", main}, {"role", "control"}});
+    auto& workers = ctx.host.runtime.workers();
+    for (const auto& s : ctx.status()["workers"]) {
+        unsigned index = s["index"].get<unsigned>();
+        unsigned lcore = index < cfg.workers.size() ? cfg.workers[index] : 0;
+        std::string queues;
+        std::vector<std::string> qlist;
+        if (index < workers.size()) {
+            const dp::Worker& w = *workers[index];
+            for (unsigned q = 0; q < w.n_rxq; ++q) {
+                std::string name = std::to_string(w.rxq[q].port);
+                if (const auto* p = ctx.find_port(name))
+                    name = p->name;
+                qlist.push_back(name + ":" + std::to_string(w.rxq[q].queue));
+                queues += (queues.empty() ? "" : ",") + qlist.back();
+            }
+        }
+        uint64_t busy = s["busy_cycles"].get<uint64_t>(), total = s["total_cycles"].get<uint64_t>();
+        t.row({num(lcore), "worker", num(index), or_dash(queues), jnum(s["rx_packets"]), jnum(s["tx_packets"]), num(busy),
+               num(total), percent(busy, total)});
+        json j = s;
+        j["lcore"] = lcore;
+        j["role"] = "worker";
+        j["rx_queues"] = qlist;
+        rows.push_back(std::move(j));
+    }
+    std::string text = t.render() +
+                       "busy: the share of poll-loop cycles spent on iterations that moved a packet, since start.\n";
+    return ok(text, rows);
+}
+
+Reply show_drops(Context& ctx, const Args&) {
+    const json& drops = ctx.status()["drops"];
+    Table t({"reason", "packets", "description"});
+    for (unsigned r = 0; r < dp::kDropReasonCount; ++r) {
+        const char* name = dp::kDropReasonNames[r];
+        t.row({name, jnum(drops.contains(name) ? drops[name] : json(nullptr)), dp::kDropReasonHelp[r]});
+    }
+    return ok(t.render(), drops);
+}
+
+Reply show_config(Context& ctx, const Args&) {
+    json j = config_json(ctx.host.config);
+    Table t({"key", "value"});
+    flatten(j, "", t);
+    return ok(t.render(), j);
+}
+
+Reply set_log_level(Context&, const Args& a) {
+    const std::string& level = a.get("LEVEL");
+    auto before = spdlog::default_logger()->level();
+    spdlog::set_level(spdlog::level::from_str(level));
+    spdlog::info("log level {} (was {}), set from the CLI", level,
+                 spdlog::level::to_string_view(before));
+    return ok("log level is now " + level);
+}
+
+Reply help(Context& ctx, const Args& a) {
+    return ok(ctx.grammar.help(a.get("SECTION")));
+}
+
+Reply quit(Context& ctx, const Args&) {
+    Reply r = ok(ctx.origin == Origin::console ? "stopping egwd" : "bye");
+    r.quit = true;
+    return r;
+}
+
+}  // namespace egw::cli

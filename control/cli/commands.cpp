@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// egw's command table: every command egwd's console and egwctl accept, with its arguments, help
+// and handler. Adding a command is adding a row here and a handler in the cmd_*.cpp of its
+// section; completion, `help`, error messages and --json follow from the row.
+#include "control/cli/handlers.h"
+
+#include <array>
+#include <charconv>
+
+#include "config/config.h"
+
+namespace egw::cli {
+
+namespace {
+
+bool is_uint(std::string_view s, uint64_t max) {
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return !s.empty() && ec == std::errc() && end == s.data() + s.size() && v <= max;
+}
+
+bool check_count(std::string_view s) {
+    return is_uint(s, 1000000000) && s.find_first_not_of('0') != std::string_view::npos;
+}
+bool check_l4port(std::string_view s) { return is_uint(s, 65535); }
+bool check_ipv4(std::string_view s) { return config::parse_ipv4(std::string(s)).has_value(); }
+
+// RFC 1123 label, as Kubernetes namespaces and names are.
+bool dns_label(std::string_view s) {
+    if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-')
+        return false;
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+            return false;
+    return true;
+}
+
+bool check_service(std::string_view s) {
+    size_t slash = s.find('/');
+    return slash != std::string_view::npos && dns_label(s.substr(0, slash)) && !s.substr(slash + 1).empty() &&
+           s.substr(slash + 1).size() <= 253 && s.substr(slash + 1).find('/') == std::string_view::npos;
+}
+
+const ArgKind kKinds[] = {
+    {"PORTS", "a port name or DPDK port id, or all", {"all"}, NameSet::ports, true},
+    {"PORT", "a port name or DPDK port id", {}, NameSet::ports, true},
+    {"NS", "a Kubernetes namespace", {}, NameSet::namespaces, false, dns_label},
+    {"SERVICE", "an EgressService as namespace/name", {}, NameSet::services, false, check_service},
+    {"IP", "an IPv4 address", {}, NameSet::none, false, check_ipv4},
+    {"L4PORT", "a TCP/UDP port or ICMP echo identifier, 0-65535", {}, NameSet::none, false, check_l4port},
+    {"PROTO", "tcp, udp or icmp", {"tcp", "udp", "icmp"}, NameSet::none, true},
+    {"N", "a number from 1 to 1000000000", {}, NameSet::none, false, check_count},
+    {"VRF", "a VRF name or routing table number", {}, NameSet::vrfs, true},
+    {"LEVEL", "trace, debug, info, warn, error, critical or off",
+     {"trace", "debug", "info", "warn", "error", "critical", "off"}, NameSet::none, true},
+    {"SECTION", "a help section, or all", {}, NameSet::sections, true},
+};
+
+const Section kSections[] = {
+    {"ports", "port counters: statistics, extended statistics, clearing them"},
+    {"services", "EgressServices: status.host and why, programming, counters"},
+    {"sessions", "NAPT sessions, SNAT port pools, closing sessions"},
+    {"routing", "VRFs, routes and neighbours"},
+    {"system", "lcores, drops, configuration, log level, help, quit"},
+};
+
+const Command kCommands[] = {
+    {"show port stats PORTS", "ports",
+     "packets and bytes received and sent, missed and errors, of one port or all", show_port_stats},
+    {"show port xstats PORT", "ports", "the driver's extended statistics of one port", show_port_xstats},
+    {"clear port stats PORTS", "ports", "reset the statistics and extended statistics of one port or all",
+     clear_port_stats},
+
+    {"show services [namespace NS]", "services",
+     "every EgressService: status.host, whether this gateway translates it and why not, counters", show_services},
+    {"show service SERVICE", "services",
+     "one EgressService: spec, status.host and why, ingress IPs, VRF, endpoints, counters", show_service},
+
+    {"show sessions [service SERVICE] [saddr IP] [daddr IP] [sport L4PORT] [dport L4PORT] [proto PROTO] [limit N]",
+     "sessions",
+     "NAPT sessions, filtered: saddr/sport are the pod's side, daddr/dport the remote's; at most 100 rows "
+     "unless limit says otherwise",
+     show_sessions},
+    {"show snat pools", "sessions",
+     "per NAT address, protocol and worker: NAT ports in use against the worker's port block", show_snat_pools},
+    {"clear sessions service SERVICE", "sessions",
+     "close every session of one EgressService (done by the workers that own them)", clear_sessions_service},
+    {"clear sessions all", "sessions", "close every session", clear_sessions_all},
+
+    {"show vrfs", "routing", "VRFs with their table number, ports, routes and Services", show_vrfs},
+    {"show routes vrf VRF", "routing", "connected and static routes of one VRF", show_routes},
+    {"show neighbors", "routing", "the ARP table: static, learned and incomplete entries", show_neighbors},
+
+    {"show lcores", "system", "the lcores and their busy and total TSC cycles", show_lcores},
+    {"show drops", "system", "dropped packets by reason, summed over the workers", show_drops},
+    {"show config", "system", "the configuration egwd runs with", show_config},
+    {"set log level LEVEL", "system", "change the level of egwd's log", set_log_level},
+    {"help [SECTION]", "system", "the sections, or the commands of one section (all: every section)", help},
+    {"quit", "system", "on egwd's console: stop egwd; in egwctl: leave", quit},
+};
+
+}  // namespace
+
+const Grammar& egw_grammar() {
+    static const Grammar g(kCommands, kKinds, kSections);
+    return g;
+}
+
+}  // namespace egw::cli
