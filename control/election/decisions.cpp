@@ -173,6 +173,22 @@ HostDecision decide_host(const ClusterView& view, const std::string& key, const 
         return d;
     }
 
+    // Nothing allocated, but status.host names a node: keep it when it qualifies, else pass
+    // through "" as any failover does.
+    std::string status = facts.egress_service->status_host;
+    if (view.written) {
+        if (auto w = view.written->find(key); w != view.written->end()) status = w->second;
+    }
+    if (!status.empty() && status != model::kHostAll) {
+        if (node_eligible(view, facts, status, &why)) {
+            d.host = status;
+            return d;
+        }
+        d.reason = "host " + status + " no longer eligible: " + why;
+        d.reelect = true;
+        return d;
+    }
+
     const std::string* best = nullptr;
     size_t best_load = 0;
     for (const auto& [name, node] : view.objects.nodes) {

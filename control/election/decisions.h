@@ -75,6 +75,8 @@ struct ClusterView {
     const model::SliceIndex& slices;                // model::index_endpoint_slices(objects)
     const std::set<std::string>& live_nodes;        // liveness(objects, now).live
     const std::vector<config::Ipv4Prefix>& pod_cidrs;
+    // status.host values written but not seen in `objects` yet (the watch lags the write), by key.
+    const std::map<std::string, std::string>* written = nullptr;
 };
 
 struct HostDecision {
@@ -101,6 +103,8 @@ bool node_eligible(const ClusterView& view, const model::ServiceFacts& facts, co
 //   - not type LoadBalancer, no ingress IP, no endpoint in the pod network, invalid nodeSelector: "";
 //   - the current host is still eligible: it stays (no rebalancing);
 //   - the current host is no longer eligible: "" with reelect = true (failover passes through "");
+//   - nothing allocated but status.host names a node (a new leader, a manual edit): that node
+//     when it is eligible, else "" with reelect = true;
 //   - otherwise the eligible node with the fewest allocations (a free node first; ties by name),
 //     or "" when there is none.
 // The caller records the result in `alloc` (assign for a node, release otherwise).

@@ -450,6 +450,34 @@ TEST_F(Cluster, RestoreKeepsValidHostsOnly) {
     EXPECT_EQ(hosts["testns/svc6"], "");
 }
 
+TEST_F(Cluster, NewLeaderMovesAnInvalidHostThroughEmpty) {
+    add_node("node1");
+    add_node("node2");
+    add_service("svc1");
+    es("svc1").status_host = "node2";
+    es("svc1").has_status = true;
+    live.erase("node2");   // its gateway died with the old leader
+    EXPECT_EQ(decide_once("testns/svc1").reason, "host node2 no longer eligible: node node2 has no live egwd (its Lease expired)");
+    EXPECT_EQ(host("svc1"), "node1");
+    EXPECT_EQ(history["testns/svc1"], (std::vector<std::string>{"", "node1"}));
+
+    // Without an allocation, an eligible node in status.host is kept (not re-balanced).
+    alloc.clear();
+    live.insert("node2");
+    es("svc1").status_host = "node2";
+    EXPECT_EQ(host("svc1"), "node2");
+
+    // A write the objects do not show yet counts as the status.
+    alloc.clear();
+    es("svc1").status_host = "node2";
+    std::map<std::string, std::string> written{{"testns/svc1", ""}};
+    const SliceIndex slices = index_endpoint_slices(objects);
+    ClusterView view{objects, slices, live, pods, &written};
+    HostDecision d = decide_host(view, "testns/svc1", alloc);
+    EXPECT_EQ(d.host, "node1");   // free node first: node2 is not taken from the stale status
+    EXPECT_FALSE(d.reelect);
+}
+
 // ---- what a gateway programs (semantics section 4.4) ----
 
 TEST(Serving, FollowsStatusHostOnly) {
