@@ -119,11 +119,22 @@ struct NodeConfig {
 
 enum class StateSource { files, kubernetes };
 
+// kubernetes: who writes EgressService status.host and the node labels.
+enum class Election {
+    leader,     // the egwd holding the leader Lease elects hosts; every egwd follows status.host
+    external,   // another controller writes status.host; egwd only follows it
+};
+
 struct StateConfig {
     StateSource source = StateSource::files;
     std::string path;                   // files: directory of manifests, relative to the config file
     unsigned poll_ms = 200;             // files: how often the directory is re-scanned
     std::string kubeconfig;             // kubernetes: path, or empty for in-cluster / $KUBECONFIG
+    Election election = Election::leader;   // kubernetes
+    std::string lease_namespace;        // kubernetes: where the Leases live; "" = the credentials' namespace
+    unsigned lease_duration_s = 15;     // kubernetes: leaseDurationSeconds of the liveness and leader Leases
+    unsigned renew_deadline_ms = 10000; // kubernetes: a leader that has not renewed for this long stops deciding
+    unsigned retry_period_ms = 2000;    // kubernetes: Lease renewal and acquisition attempts
 };
 
 // The Prometheus endpoint (/metrics, /livez, /readyz). Without a "metrics" section there is none.
@@ -183,5 +194,6 @@ std::string format_mac(const MacAddr& m);
 const char* to_string(PortRole r);
 const char* to_string(DefaultAction a);
 const char* to_string(StateSource s);  // "files" / "kubernetes"
+const char* to_string(Election e);     // "leader" / "external"
 
 }  // namespace egw::config

@@ -142,6 +142,14 @@ const char* to_string(StateSource s) {
     return "?";
 }
 
+const char* to_string(Election e) {
+    switch (e) {
+    case Election::leader: return "leader";
+    case Election::external: return "external";
+    }
+    return "?";
+}
+
 const PortConfig* Config::find_port(const std::string& name) const {
     for (const auto& p : ports)
         if (p.name == name) return &p;
@@ -1011,7 +1019,9 @@ private:
 
     void read_state(const Obj& top, StateConfig& s) const {
         const json& j = top.require("state", "an object like {\"source\": \"files\", \"path\": \"manifests\"}");
-        Obj o(*this, j, top.at("state"), {"source", "path", "poll_ms", "kubeconfig"},
+        Obj o(*this, j, top.at("state"),
+              {"source", "path", "poll_ms", "kubeconfig", "election", "lease_namespace", "lease_duration_s",
+               "renew_deadline_ms", "retry_period_ms"},
               "an object like {\"source\": \"files\", \"path\": \"manifests\"}");
         if (const json* v = o.get("source")) {
             static const std::string what = "\"files\" or \"kubernetes\"";
@@ -1033,11 +1043,54 @@ private:
             if (kc_text && !kc_text->empty())
                 expected(o.at("kubeconfig"),
                          "no kubeconfig with source \"files\" (it is only read with source \"kubernetes\")", *kc);
+            for (const char* key : {"election", "lease_namespace", "lease_duration_s", "renew_deadline_ms",
+                                    "retry_period_ms"}) {
+                if (const json* v = o.get(key))
+                    expected(o.at(key),
+                             std::string("no ") + key + " with source \"files\" (it is only read with source \"kubernetes\")",
+                             *v);
+            }
         } else {
             if (const json* v = o.get("path"))
                 expected(o.at("path"), "no path with source \"kubernetes\" (it is only read with source \"files\")",
                          *v);
             if (kc_text && !kc_text->empty()) s.kubeconfig = resolve(*kc_text);
+            read_election(o, s);
+        }
+    }
+
+    void read_election(const Obj& o, StateConfig& s) const {
+        if (const json* v = o.get("election")) {
+            static const std::string what = "\"leader\" or \"external\"";
+            const std::string& e = string(*v, o.at("election"), what);
+            if (e == "leader") s.election = Election::leader;
+            else if (e == "external") s.election = Election::external;
+            else expected(o.at("election"), what, *v);
+        }
+        if (const json* v = o.get("lease_namespace")) {
+            static const std::string what =
+                "a namespace name (lower-case letters, digits and '-', at most 63), or \"\" for the credentials' namespace";
+            const std::string& ns = string(*v, o.at("lease_namespace"), what);
+            bool ok = ns.size() <= 63 &&
+                      std::all_of(ns.begin(), ns.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }) &&
+                      (ns.empty() || (ns.front() != '-' && ns.back() != '-'));
+            if (!ok) expected(o.at("lease_namespace"), what, *v);
+            s.lease_namespace = ns;
+        }
+        opt_integer(o, "lease_duration_s", s.lease_duration_s, 1, 3600);
+        opt_integer(o, "renew_deadline_ms", s.renew_deadline_ms, 100, 3600000);
+        opt_integer(o, "retry_period_ms", s.retry_period_ms, 10, 3600000);
+        // The order client-go's leader election insists on: retry < renew deadline < lease duration.
+        const uint64_t lease_ms = uint64_t{s.lease_duration_s} * 1000;
+        if (s.renew_deadline_ms >= lease_ms) {
+            const std::string at = o.get("renew_deadline_ms") ? o.at("renew_deadline_ms") : o.at("lease_duration_s");
+            fail(at, "expected renew_deadline_ms shorter than lease_duration_s (" + std::to_string(lease_ms) +
+                         " ms), got " + std::to_string(s.renew_deadline_ms));
+        }
+        if (s.retry_period_ms >= s.renew_deadline_ms) {
+            const std::string at = o.get("retry_period_ms") ? o.at("retry_period_ms") : o.at("renew_deadline_ms");
+            fail(at, "expected retry_period_ms shorter than renew_deadline_ms (" + std::to_string(s.renew_deadline_ms) +
+                         " ms), got " + std::to_string(s.retry_period_ms));
         }
     }
 

@@ -4,6 +4,7 @@
 // data plane (dataplane/worker.cpp).
 //
 //   egwd -c FILE [-i] [--status-file PATH] [--log-level LEVEL] [--mbufs N] [--duration S]
+//        [--kubeconfig FILE] [--election leader|external]
 //   egwd EAL-ARGS... -- -c FILE ...          (EAL arguments passed through unchanged)
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -26,6 +27,7 @@
 #include "control/daemon/policy_builder.h"
 #include "control/daemon/runtime.h"
 #include "control/daemon/status_file.h"
+#include "control/election/source.h"
 #include "control/manifests/manifest_dir.h"
 #include "control/metrics/exporter.h"
 #include "control/model/rules.h"
@@ -44,6 +46,8 @@ struct Options {
     unsigned mbufs = 0;
     double duration = 0;
     bool interactive = false;
+    std::string kubeconfig;                         // kubernetes source: overrides state.kubeconfig
+    std::optional<egw::config::Election> election;  // kubernetes source: overrides state.election
     std::vector<std::string> eal_args;
 };
 
@@ -55,6 +59,8 @@ void usage(std::ostream& os) {
           "      --mbufs N           mbuf pool size, overriding mempool.mbufs\n"
           "      --duration S        stop by itself after S seconds\n"
           "  -i, --interactive       the egw> command prompt on this terminal (docs/cli.md)\n"
+          "      --kubeconfig FILE   kubernetes source: credentials, overriding state.kubeconfig\n"
+          "      --election MODE     kubernetes source: leader (default) or external, overriding state.election\n"
           "EAL arguments before \"--\" replace the config's eal section entirely.\n";
 }
 
@@ -87,6 +93,13 @@ std::optional<Options> parse_args(int argc, char** argv) {
             o.duration = std::stod(value("seconds"));
         else if (a == "-i" || a == "--interactive")
             o.interactive = true;
+        else if (a == "--kubeconfig")
+            o.kubeconfig = value("a file");
+        else if (a == "--election") {
+            o.election = egw::election::parse_election(value("leader or external"));
+            if (!o.election)
+                throw std::invalid_argument("--election takes leader or external");
+        }
         else if (a == "-h" || a == "--help") {
             usage(std::cout);
             return std::nullopt;
@@ -160,8 +173,9 @@ int main(int argc, char** argv) {
         std::cerr << "egwd: " << e.what() << "\n";
         return 2;
     }
-    if (cfg.state.source != egw::config::StateSource::files) {
-        std::cerr << "egwd: " << opt.config << ": $.state.source: the kubernetes source is not available in this build yet\n";
+    const bool kubernetes = cfg.state.source == egw::config::StateSource::kubernetes;
+    if (!kubernetes && (!opt.kubeconfig.empty() || opt.election)) {
+        std::cerr << "egwd: --kubeconfig and --election need state.source \"kubernetes\" in " << opt.config << "\n";
         return 2;
     }
 
@@ -180,8 +194,11 @@ int main(int argc, char** argv) {
     int rc = 0;
     {
         egw::control::Runtime rt(cfg);
+        std::unique_ptr<egw::election::Controller> k8s;  // the kubernetes source
         try {
             rt.setup(opt.mbufs);
+            if (kubernetes)
+                k8s = egw::election::make_source(cfg, opt.kubeconfig, opt.election);
             egw::control::PolicyBuilder builder(cfg, rt.port_ids(), rt.port_macs());
             egw::control::NeighborResolver resolver(cfg, rt);
             resolver.install_static();
@@ -189,7 +206,7 @@ int main(int argc, char** argv) {
             egw::telemetry::Commands telemetry(exporter);
             exporter.start();
 
-            egw::manifests::ManifestDir manifests(cfg.state.path);
+            egw::manifests::ManifestDir manifests(k8s ? std::string() : cfg.state.path);
             egw::model::GatewayIdentity self{cfg.node.name, cfg.node.labels};
             std::map<std::string, ServiceState> last_states;
 
@@ -206,6 +223,20 @@ int main(int argc, char** argv) {
                               spent * 1000000 / rte_get_tsc_hz());
             };
             auto reconcile = [&](bool force) {
+                if (k8s) {
+                    // Nothing but the ports and routes until every kind has been listed once.
+                    std::vector<ServiceState> states;
+                    if (k8s->poll(states))
+                        force = true;
+                    if (!force)
+                        return;
+                    publish(builder.build(states));
+                    log_changes(last_states, states, builder.views());
+                    last_states.clear();
+                    for (auto& s : states)
+                        last_states[s.key] = s;
+                    return;
+                }
                 auto scan = manifests.scan();
                 for (const auto& e : scan.errors)
                     spdlog::error("manifest {}", e);
@@ -219,12 +250,17 @@ int main(int argc, char** argv) {
                     last_states[s.key] = s;
             };
 
+            if (k8s)
+                k8s->start();
             reconcile(true);
             rt.start_ports();
             rt.launch_workers();
-            spdlog::info("egwd running: node {}, {} port(s), manifests from {}", cfg.node.name, rt.ports().size(),
-                         cfg.state.path);
-            egw::cli::Frontends cli({cfg, rt, builder, resolver, &manifests.objects()}, opt.interactive);
+            spdlog::info("egwd running: node {}, {} port(s), {}", cfg.node.name, rt.ports().size(),
+                         k8s ? "Kubernetes API " + k8s->client().transport().credentials().server + ", election " +
+                                   egw::election::to_string(k8s->options().election)
+                             : "manifests from " + cfg.state.path);
+            egw::cli::Frontends cli({cfg, rt, builder, resolver, k8s ? nullptr : &manifests.objects()},
+                                    opt.interactive);
 
             using clock = std::chrono::steady_clock;
             auto start = clock::now();
@@ -240,7 +276,8 @@ int main(int argc, char** argv) {
                 }
                 if (now >= next_scan) {
                     reconcile(false);
-                    next_scan = now + std::chrono::milliseconds(cfg.state.poll_ms);
+                    // The kubernetes source is event driven: look at it on every pass.
+                    next_scan = now + std::chrono::milliseconds(k8s ? 0 : cfg.state.poll_ms);
                 }
                 if (!opt.status_file.empty() && now >= next_status) {
                     egw::control::StatusInputs in{rt, builder, resolver, true};
@@ -255,6 +292,8 @@ int main(int argc, char** argv) {
                 std::this_thread::sleep_for(std::chrono::microseconds(200));
             }
             spdlog::info("stopping");
+            if (k8s)
+                k8s->stop();  // a leader hands its Lease over first
             exporter.stop();
             rt.stop_workers();
             if (!opt.status_file.empty()) {

@@ -506,6 +506,26 @@ TEST(StatePath, EmptyKubeconfigAndPollAreAcceptedWithEitherSource) {
     EXPECT_EQ(c.state.kubeconfig, "");
 }
 
+TEST(StatePath, KubernetesElectionAndLeaseTimings) {
+    json j = base();
+    j["state"] = json::parse(R"({"source": "kubernetes"})");
+    Config c = load_text(j.dump(), "/srv/egw/egw.json");
+    EXPECT_EQ(c.state.election, Election::leader);
+    EXPECT_EQ(c.state.lease_namespace, "");
+    EXPECT_EQ(c.state.lease_duration_s, 15u);
+    EXPECT_EQ(c.state.renew_deadline_ms, 10000u);
+    EXPECT_EQ(c.state.retry_period_ms, 2000u);
+    j["state"] = json::parse(R"({"source": "kubernetes", "election": "external", "lease_namespace": "egw-system",
+                                 "lease_duration_s": 4, "renew_deadline_ms": 3000, "retry_period_ms": 500})");
+    c = load_text(j.dump(), "/srv/egw/egw.json");
+    EXPECT_EQ(c.state.election, Election::external);
+    EXPECT_STREQ(to_string(c.state.election), "external");
+    EXPECT_EQ(c.state.lease_namespace, "egw-system");
+    EXPECT_EQ(c.state.lease_duration_s, 4u);
+    EXPECT_EQ(c.state.renew_deadline_ms, 3000u);
+    EXPECT_EQ(c.state.retry_period_ms, 500u);
+}
+
 TEST(StatePath, KubeconfigIsResolvedToo) {
     json j = base();
     j["state"] = json::parse(R"({"source": "kubernetes", "kubeconfig": "kube/config"})");
@@ -694,7 +714,8 @@ const ErrorCase kCases[] = {
     {"UnknownNode", [](json& j) { j["node"]["label"] = json::object(); }, "$.node.label",
      "unknown key \"label\", expected one of: name, labels"},
     {"UnknownState", [](json& j) { j["state"]["dir"] = "x"; }, "$.state.dir",
-     "unknown key \"dir\", expected one of: source, path, poll_ms, kubeconfig"},
+     "unknown key \"dir\", expected one of: source, path, poll_ms, kubeconfig, election, lease_namespace, "
+     "lease_duration_s, renew_deadline_ms, retry_period_ms"},
     {"UnknownKeyNeedsQuoting", [](json& j) { j["eal"]["no huge"] = true; }, "$.eal[\"no huge\"]",
      "unknown key \"no huge\", expected one of: lcores, main_lcore, no_huge, memory_mb, file_prefix, vdevs, "
      "pci_allow, extra_args"},
@@ -741,6 +762,27 @@ const ErrorCase kCases[] = {
      "expected a label value of at most 63 characters from [A-Za-z0-9._-], alphanumeric at both ends, got true"},
     {"StateNotObject", [](json& j) { j["state"] = "files"; }, "$.state",
      "expected an object like {\"source\": \"files\", \"path\": \"manifests\"}, got \"files\""},
+    {"ElectionWithFiles", [](json& j) { j["state"]["election"] = "leader"; }, "$.state.election",
+     "expected no election with source \"files\" (it is only read with source \"kubernetes\"), got \"leader\""},
+    {"LeaseTimingWithFiles", [](json& j) { j["state"]["lease_duration_s"] = 15; }, "$.state.lease_duration_s",
+     "expected no lease_duration_s with source \"files\" (it is only read with source \"kubernetes\"), got 15"},
+    {"ElectionUnknown", [](json& j) { j["state"] = J(R"({"source": "kubernetes", "election": "raft"})"); },
+     "$.state.election", "expected \"leader\" or \"external\", got \"raft\""},
+    {"LeaseNamespaceInvalid", [](json& j) { j["state"] = J(R"({"source": "kubernetes", "lease_namespace": "Egw_System"})"); },
+     "$.state.lease_namespace",
+     "expected a namespace name (lower-case letters, digits and '-', at most 63), or \"\" for the credentials' "
+     "namespace, got \"Egw_System\""},
+    {"LeaseDurationZero", [](json& j) { j["state"] = J(R"({"source": "kubernetes", "lease_duration_s": 0})"); },
+     "$.state.lease_duration_s", "expected an integer from 1 to 3600, got 0"},
+    {"RenewDeadlineNotShorterThanLease",
+     [](json& j) { j["state"] = J(R"({"source": "kubernetes", "lease_duration_s": 5, "renew_deadline_ms": 5000})"); },
+     "$.state.renew_deadline_ms", "expected renew_deadline_ms shorter than lease_duration_s (5000 ms), got 5000"},
+    {"DefaultRenewDeadlineTooLongForShortLease",
+     [](json& j) { j["state"] = J(R"({"source": "kubernetes", "lease_duration_s": 10})"); },
+     "$.state.lease_duration_s", "expected renew_deadline_ms shorter than lease_duration_s (10000 ms), got 10000"},
+    {"RetryNotShorterThanRenew",
+     [](json& j) { j["state"] = J(R"({"source": "kubernetes", "renew_deadline_ms": 3000, "retry_period_ms": 3000})"); },
+     "$.state.retry_period_ms", "expected retry_period_ms shorter than renew_deadline_ms (3000 ms), got 3000"},
 
     // --- numbers: range, sign, non-integer ----------------------------------------------------
     {"Negative", [](json& j) { j["ports"][0]["mtu"] = -1; }, "$.ports[0].mtu", "expected an integer from 68 to 16128, got -1"},
