@@ -1,0 +1,497 @@
+# SPDX-License-Identifier: Apache-2.0
+"""End-to-end tests of the kubernetes state source: the real egwd between real kernel hosts in
+network namespaces, fed by the test API server instead of a manifest directory.
+
+scripts/netns.sh builds the topology of tests/e2e/test_e2e.py (pods, pods2, ext1, ext2), egwd runs
+on a staged copy of config/demo.json with state.source "kubernetes", and the test drives the
+cluster through tests/apiserver/apiserver.py's /_test/ API: Nodes gw-1 (egwd's own) and gw-2 (a
+second gateway whose liveness Lease the test renews, so that a host can be moved away from egwd),
+the Services and EndpointSlices of the demo, and the EgressServices. egwd is the leader: it elects
+the host, writes status.host and the node label, and programs its data plane from status.host.
+
+Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_k8s_e2e.py
+EGWD names the binary (default build/control/egwd); EGW_E2E_KEEP=1 keeps the work directory.
+"""
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.dont_write_bytecode = True             # leave no __pycache__ in the tree
+import peer  # noqa: E402  (tests/e2e/peer.py: stage_config and the traffic clients)
+
+NETNS_SH = REPO / "scripts" / "netns.sh"
+PEER = HERE / "peer.py"
+APISERVER = REPO / "tests" / "apiserver" / "apiserver.py"
+DEMO_CONFIG = REPO / "config" / "demo.json"
+
+PREFIX = f"egwk8s{os.getpid()}"             # namespaces <prefix>-pods, -pods2, -ext1, -ext2
+FILE_PREFIX = f"egw-k8s-e2e-{os.getpid()}"  # DPDK runtime directory of the egwd under test
+TOKEN = "k8s-e2e-token"
+LEASE_NS = "egw-system"
+NODE = "gw-1"                               # egwd's node (config/demo.json)
+OTHER = "gw-2"                              # another gateway, alive through the test's Lease
+
+WEB_PODS = ("10.244.1.10", "10.244.1.11")
+WEB_INGRESS = "192.0.2.50"
+NEW_POD = "10.244.1.30"                     # becomes an endpoint of web during the tests
+DB_POD = "10.244.1.20"
+EXT1 = "192.0.2.100"
+EXT1_GW = "192.0.2.1"                       # masquerade address on ext1 (the default action)
+EXT2 = "198.51.100.100"
+EXT2_GW = "198.51.100.1"                    # masquerade address on ext2 (VRF blue)
+SERVICE_PORT = 8080
+LABEL = "egress-service.k8s.ovn.org/default-web"
+
+READY_TIMEOUT = 30.0
+CONVERGE_TIMEOUT = 5.0
+STOP_TIMEOUT = 10.0
+
+
+def ns(role):
+    return f"{PREFIX}-{role}"
+
+
+def run(cmd, timeout, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def run_peer(role, *args, timeout=20.0):
+    cmd = ["ip", "netns", "exec", ns(role), sys.executable, str(PEER), *map(str, args)]
+    try:
+        return run(cmd, timeout)
+    except subprocess.TimeoutExpired as e:
+        return subprocess.CompletedProcess(cmd, 124, e.stdout or "", f"killed after {timeout}s")
+
+
+def tail(path, lines=40):
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return f"({path} unreadable)"
+
+
+def stop_process(proc, sig=signal.SIGINT, grace=STOP_TIMEOUT):
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        try:
+            proc.send_signal(sig)
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        except ProcessLookupError:
+            pass
+    return proc.returncode
+
+
+def micro_time(t=None):
+    t = datetime.now(timezone.utc) if t is None else t
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# --- objects --------------------------------------------------------------------------------
+
+def node(name, ready=True):
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+                                                  "egw.example.com/gateway": "true"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def lb_service(name, ingress, cluster_ip):
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"type": "LoadBalancer", "clusterIPs": [cluster_ip], "externalTrafficPolicy": "Cluster"},
+            "status": {"loadBalancer": {"ingress": [{"ip": ingress}]}}}
+
+
+def endpoint_slice(name, service, ips, node_name="worker-1"):
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": name, "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": service}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [ip], "nodeName": node_name, "conditions": {"ready": True}} for ip in ips]}
+
+
+def egress_service(name, source_ip_by="LoadBalancerIP", host=None, network=None):
+    spec = {"sourceIPBy": source_ip_by}
+    if host:
+        spec["nodeSelector"] = {"matchLabels": {"kubernetes.io/hostname": host}}
+    if network:
+        spec["network"] = network
+    return {"apiVersion": "k8s.ovn.org/v1", "kind": "EgressService",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def selector(host):
+    """The spec fields that put an EgressService on `host` (None: any node)."""
+    return {"nodeSelector": {"matchLabels": {"kubernetes.io/hostname": host}} if host else None}
+
+
+def liveness_lease(node_name, seconds=3):
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": f"egw-node-{node_name}", "namespace": LEASE_NS},
+            "spec": {"holderIdentity": node_name, "leaseDurationSeconds": seconds, "renewTime": micro_time()}}
+
+
+class ApiServer:
+    """tests/apiserver/apiserver.py on a free port of 127.0.0.1."""
+
+    def __init__(self, workdir):
+        self.port_file = workdir / "apiserver.port"
+        self.log = open(workdir / "apiserver.log", "w")
+        self.proc = subprocess.Popen([sys.executable, str(APISERVER), "--port", "0", "--port-file",
+                                      str(self.port_file), "--token", TOKEN],
+                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while not (self.port_file.exists() and self.port_file.read_text().strip()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the test API server did not start:\n{tail(workdir / 'apiserver.log')}")
+            time.sleep(0.05)
+        self.url = f"http://127.0.0.1:{int(self.port_file.read_text())}"
+
+    def request(self, method, path, body=None, content_type="application/json", auth=True):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        if auth:
+            req.add_header("Authorization", f"Bearer {TOKEN}")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def control(self, what, body=None):
+        code, out = self.request("POST", f"/_test/{what}", body or {}, auth=False)
+        if code != 200:
+            raise RuntimeError(f"/_test/{what}: HTTP {code} {out}")
+        return out
+
+    def upsert(self, obj):
+        self.control("upsert", obj)
+
+    def delete(self, kind, name, namespace="default"):
+        self.control("delete", {"kind": kind, "namespace": namespace, "name": name})
+
+    def get(self, path):
+        code, out = self.request("GET", path)
+        return out if code == 200 else None
+
+    def patch_spec(self, name, spec):
+        """A JSON merge patch of an EgressService's spec, as `kubectl patch --type merge` sends
+        it: status is left alone (None removes a field)."""
+        code, out = self.request("PATCH", f"/apis/k8s.ovn.org/v1/namespaces/default/egressservices/{name}",
+                                 {"spec": spec}, "application/merge-patch+json")
+        if code != 200:
+            raise RuntimeError(f"PATCH egressservice {name}: HTTP {code} {out}")
+
+    def stop(self):
+        stop_process(self.proc, signal.SIGTERM, grace=5)
+        self.log.close()
+
+
+class Harness:
+    """Everything the suite starts, torn down in one idempotent place (also at exit)."""
+
+    def __init__(self):
+        self.workdir = None
+        self.apiserver = None
+        self.egwd = None
+        self.egwd_log = None
+        self.servers = {}
+        self.netns_up = False
+        self.renewer = None
+        self.renewing = threading.Event()
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+
+    def renew_other_gateway(self):
+        """Keeps gw-2's liveness Lease live while `renewing` is set (a second gateway)."""
+        while not self.stopping.wait(0.5):
+            if self.renewing.is_set():
+                try:
+                    self.apiserver.upsert(liveness_lease(OTHER))
+                except (OSError, RuntimeError):
+                    pass
+
+    def cleanup(self):
+        with self.lock:
+            self.stopping.set()
+            if self.renewer:
+                self.renewer.join(timeout=5)
+                self.renewer = None
+            for proc in self.servers.values():
+                stop_process(proc, signal.SIGTERM, grace=3)
+            self.servers.clear()
+            stop_process(self.egwd)
+            self.egwd = None
+            if self.egwd_log:
+                self.egwd_log.close()
+                self.egwd_log = None
+            if self.apiserver:
+                self.apiserver.stop()
+                self.apiserver = None
+            if self.netns_up:
+                run(["bash", str(NETNS_SH), "down"], 60, env={**os.environ, "EGW_NETNS_PREFIX": PREFIX})
+                self.netns_up = False
+            shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}", ignore_errors=True)
+            if self.workdir:
+                if os.environ.get("EGW_E2E_KEEP"):
+                    print(f"\nk8s e2e: work directory kept in {self.workdir}", file=sys.stderr)
+                else:
+                    shutil.rmtree(self.workdir, ignore_errors=True)
+                self.workdir = None
+
+
+class KubernetesSourceE2E(unittest.TestCase):
+    h = None
+
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("end-to-end tests need root (network namespaces, veth, AF_PACKET)")
+        if shutil.which("ip") is None or run(["ip", "netns", "list"], 10).returncode != 0:
+            raise unittest.SkipTest("`ip netns` is unavailable (iproute2 missing or no netns support)")
+        egwd = Path(os.environ.get("EGWD", "build/control/egwd"))
+        if not egwd.is_absolute():
+            egwd = REPO / egwd
+        if not os.access(egwd, os.X_OK):
+            raise FileNotFoundError(f"egwd binary not found at {egwd}: build it with scripts/build.sh")
+
+        cls.h = h = Harness()
+        cls.addClassCleanup(h.cleanup)
+        atexit.register(h.cleanup)
+        h.workdir = Path(tempfile.mkdtemp(prefix="egw-k8s-e2e-"))
+        h.apiserver = api = ApiServer(h.workdir)
+
+        kubeconfig = h.workdir / "kubeconfig"
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "e2e",
+            "clusters": [{"name": "e2e", "cluster": {"server": api.url}}],
+            "users": [{"name": "e2e", "user": {"token": TOKEN}}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e", "namespace": LEASE_NS}}]}))
+        config, _ = peer.stage_config(DEMO_CONFIG, h.workdir, FILE_PREFIX)
+        cfg = json.loads(config.read_text())
+        cfg["state"] = {"source": "kubernetes", "kubeconfig": str(kubeconfig), "lease_namespace": LEASE_NS,
+                        "lease_duration_s": 3, "renew_deadline_ms": 2000, "retry_period_ms": 250}
+        cfg.pop("metrics", None)
+        config.write_text(json.dumps(cfg, indent=2))
+        cls.status_file = h.workdir / "status.json"
+        cls.egwd_log_path = h.workdir / "egwd.log"
+
+        # The cluster before egwd starts: two gateway nodes, the demo's Services, no EgressService.
+        api.upsert(node(NODE))
+        api.upsert(node(OTHER))
+        api.upsert(lb_service("web", WEB_INGRESS, "10.96.0.50"))
+        api.upsert(endpoint_slice("web-abc12", "web", WEB_PODS))
+        api.upsert(lb_service("db", "192.0.2.60", "10.96.0.60"))
+        api.upsert(endpoint_slice("db-xyz34", "db", [DB_POD], "worker-2"))
+        h.renewing.set()
+        api.upsert(liveness_lease(OTHER))
+        h.renewer = threading.Thread(target=h.renew_other_gateway, daemon=True)
+        h.renewer.start()
+
+        h.netns_up = True
+        r = run(["bash", str(NETNS_SH), "up"], 60, env={**os.environ, "EGW_NETNS_PREFIX": PREFIX})
+        if r.returncode != 0:
+            raise RuntimeError(f"scripts/netns.sh up failed:\n{r.stdout}{r.stderr}")
+
+        h.egwd_log = open(cls.egwd_log_path, "w")
+        h.egwd = subprocess.Popen([str(egwd), "-c", str(config), "--status-file", str(cls.status_file),
+                                   "--log-level", "debug"],
+                                  cwd=REPO, stdin=subprocess.DEVNULL, stdout=h.egwd_log, stderr=subprocess.STDOUT)
+        cls.wait_for(lambda: (cls.read_status() or {}).get("ready") is True, READY_TIMEOUT,
+                     lambda: f"egwd not ready:\n{tail(cls.egwd_log_path)}")
+        cls.wait_for(lambda: "became the leader" in cls.egwd_log_path.read_text(errors="replace"), READY_TIMEOUT,
+                     lambda: f"egwd did not become the leader:\n{tail(cls.egwd_log_path)}")
+
+        for role in ("ext1", "ext2"):
+            log = h.workdir / f"server-{role}.log"
+            with open(log, "w") as out:
+                h.servers[role] = subprocess.Popen(
+                    ["ip", "netns", "exec", ns(role), sys.executable, str(PEER), "serve",
+                     "--tcp", str(SERVICE_PORT), "--udp", str(SERVICE_PORT), "--lifetime", "1800"],
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+            cls.wait_for(lambda log=log: "ready" in log.read_text(errors="replace"), 10,
+                         lambda log=log: f"server in {ns(role)} did not start:\n{log.read_text()}")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.h:
+            cls.h.cleanup()
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def wait_for(predicate, timeout, message):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() >= deadline:
+                raise AssertionError(message() if callable(message) else message)
+            time.sleep(0.1)
+
+    @classmethod
+    def read_status(cls):
+        for _ in range(3):
+            try:
+                return json.loads(cls.status_file.read_text())
+            except FileNotFoundError:
+                return None
+            except (OSError, ValueError):
+                time.sleep(0.05)
+        return None
+
+    def diag(self):
+        parts = []
+        if self.h.egwd is not None and self.h.egwd.poll() is not None:
+            parts.append(f"egwd EXITED with code {self.h.egwd.returncode}")
+        for s in (self.read_status() or {}).get("services", []):
+            parts.append(f"service {json.dumps(s, sort_keys=True)}")
+        es = self.h.apiserver.get("/apis/k8s.ovn.org/v1/egressservices") or {}
+        for item in es.get("items", []):
+            parts.append(f"EgressService {item['metadata']['name']}: spec {item.get('spec')} "
+                         f"status {item.get('status')}")
+        parts.append("--- egwd log (tail) ---\n" + tail(self.egwd_log_path, 30))
+        return "\n".join(parts)
+
+    def host(self, name):
+        es = self.h.apiserver.get(f"/apis/k8s.ovn.org/v1/namespaces/default/egressservices/{name}")
+        return None if es is None else (es.get("status") or {}).get("host")
+
+    def labelled(self):
+        nodes = self.h.apiserver.get("/api/v1/nodes") or {"items": []}
+        return sorted(n["metadata"]["name"] for n in nodes["items"]
+                      if LABEL in (n["metadata"].get("labels") or {}))
+
+    def client(self, src, dst, timeout=1.5):
+        r = run_peer("pods", "tcp", dst, SERVICE_PORT, "--bind", src, "--timeout", timeout, timeout=timeout + 10)
+        return (r.returncode == 0), (r.stdout if r.returncode == 0 else r.stderr or r.stdout).strip()
+
+    def wait_seen_from(self, src, dst, expected_ip, timeout=CONVERGE_TIMEOUT):
+        """New TCP connections from `src` reach `dst` from `expected_ip` within `timeout`;
+        returns the seconds it took."""
+        t0 = time.monotonic()
+        last = None
+        while True:
+            left = timeout - (time.monotonic() - t0)
+            if left <= 0:
+                self.fail(f"TCP {src} -> {dst} not seen from {expected_ip} within {timeout:g}s "
+                          f"(last: {last})\n{self.diag()}")
+            ok, last = self.client(src, dst, timeout=max(0.5, min(1.5, left)))
+            if ok and last.startswith(expected_ip + ":"):
+                return time.monotonic() - t0
+            time.sleep(0.05)
+
+    def wait_host(self, name, want, timeout=CONVERGE_TIMEOUT):
+        self.wait_for(lambda: self.host(name) == want, timeout,
+                      lambda: f"{name}: status.host is {self.host(name)!r}, expected {want!r}\n{self.diag()}")
+
+    def wait_labelled(self, want, timeout=CONVERGE_TIMEOUT):
+        self.wait_for(lambda: self.labelled() == want, timeout,
+                      lambda: f"{LABEL} on {self.labelled()}, expected {want}\n{self.diag()}")
+
+    # --- tests (in name order; each leaves web hosted on gw-1 or deleted as it found it) ----
+
+    def test_00_without_egress_service_the_default_action_applies(self):
+        self.assertIsNone(self.host("web"))
+        self.wait_seen_from(WEB_PODS[0], EXT1, EXT1_GW)
+        web = [s for s in (self.read_status() or {}).get("services", []) if s["key"] == "default/web"]
+        self.assertEqual(web, [], "egwd programmed a Service that has no EgressService")
+
+    def test_01_creating_the_egress_service_makes_pods_leave_with_the_ingress_ip(self):
+        self.h.apiserver.upsert(egress_service("web", host=NODE))
+        took = self.wait_seen_from(WEB_PODS[0], EXT1, WEB_INGRESS)
+        self.assertEqual(self.host("web"), NODE)
+        self.wait_labelled([NODE])
+        self.wait_seen_from(WEB_PODS[1], EXT1, WEB_INGRESS)
+        print(f"\n  EgressService created -> translated in {took:.2f} s", file=sys.stderr)
+
+    def test_02_network_egress_service_routes_in_its_vrf_on_every_gateway(self):
+        self.h.apiserver.upsert(egress_service("db", "Network", network="blue"))
+        self.wait_host("db", "ALL")
+        self.wait_seen_from(DB_POD, EXT2, EXT2_GW)
+
+    def test_03_moving_the_host_away_stops_translation_and_back_restarts_it(self):
+        self.wait_host("web", NODE)
+        self.h.apiserver.patch_spec("web", selector(OTHER))
+        self.wait_host("web", OTHER)
+        self.wait_labelled([OTHER])
+        # egwd no longer serves web: its pods get the default action (masquerade to ext1).
+        took = self.wait_seen_from(WEB_PODS[0], EXT1, EXT1_GW)
+
+        def unprogrammed():   # the status file is rewritten every 500 ms
+            status = self.read_status() or {}
+            web = [s for s in status.get("services", []) if s["key"] == "default/web"]
+            stale = [s for s in status.get("sessions", []) if s.get("outside", "").startswith(WEB_INGRESS + ":")]
+            return web and not web[0]["programmed"] and web[0]["status_host"] == OTHER and not stale
+        self.wait_for(unprogrammed, CONVERGE_TIMEOUT,
+                      lambda: f"web still programmed, or sessions still translating to {WEB_INGRESS}, after the "
+                      f"host moved\n{self.diag()}")
+
+        self.h.apiserver.patch_spec("web", selector(NODE))
+        back = self.wait_seen_from(WEB_PODS[0], EXT1, WEB_INGRESS)
+        self.wait_labelled([NODE])
+        print(f"\n  host moved away -> stopped in {took:.2f} s, moved back -> translating in {back:.2f} s",
+              file=sys.stderr)
+
+    def test_04_a_new_endpoint_is_translated_and_a_removed_one_is_not(self):
+        self.wait_host("web", NODE)
+        self.wait_seen_from(NEW_POD, EXT1, EXT1_GW)
+        self.h.apiserver.upsert(endpoint_slice("web-abc12", "web", [*WEB_PODS, NEW_POD]))
+        self.wait_seen_from(NEW_POD, EXT1, WEB_INGRESS)
+        self.h.apiserver.upsert(endpoint_slice("web-abc12", "web", WEB_PODS))
+        self.wait_seen_from(NEW_POD, EXT1, EXT1_GW)
+        self.wait_seen_from(WEB_PODS[0], EXT1, WEB_INGRESS)
+
+    def test_05_when_the_other_gateway_dies_its_service_comes_back_here(self):
+        self.h.apiserver.patch_spec("web", selector(None))    # any gateway node
+        self.wait_host("web", NODE)                           # sticky: it stays here
+        self.h.apiserver.patch_spec("web", selector(OTHER))
+        self.wait_host("web", OTHER)
+        self.h.apiserver.patch_spec("web", selector(None))    # both qualify again; it stays on gw-2
+        time.sleep(0.5)
+        self.assertEqual(self.host("web"), OTHER)
+        self.h.renewing.clear()                          # gw-2 stops renewing its Lease
+        self.addCleanup(self.h.renewing.set)
+        self.wait_host("web", NODE, timeout=3 + CONVERGE_TIMEOUT)
+        self.wait_labelled([NODE])
+        self.wait_seen_from(WEB_PODS[0], EXT1, WEB_INGRESS)
+
+    def test_06_deleting_the_egress_service_removes_its_label_and_translation(self):
+        self.wait_host("web", NODE)
+        self.h.apiserver.delete("EgressService", "web")
+        self.wait_labelled([])
+        self.wait_seen_from(WEB_PODS[0], EXT1, EXT1_GW)
+
+    def test_99_egwd_stops_cleanly_and_hands_the_leader_lease_back(self):
+        code = stop_process(self.h.egwd)
+        self.h.egwd = None
+        self.assertEqual(code, 0, tail(self.egwd_log_path))
+        lease = self.h.apiserver.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases/egw-leader")
+        self.assertIsNotNone(lease)
+        self.assertEqual(lease["spec"].get("holderIdentity", ""), "", lease)
+
+
+if __name__ == "__main__":
+    unittest.main()
