@@ -496,24 +496,50 @@ void Controller::decide_batch(const std::vector<std::string>& keys) {
         stats_.allocations = alloc_view_.size();
     }
 
-    for (const auto& t : todo) {
+    // Bookkeeping first; the writes go out together, a few at a time (the API server answers
+    // them in parallel), and their results are applied in order.
+    std::vector<size_t> to_write;
+    for (size_t i = 0; i < todo.size(); ++i) {
+        const Todo& t = todo[i];
         const std::string after = alloc_.host_of(t.d.key) ? *alloc_.host_of(t.d.key) : "";
         if (after != t.before) labels_dirty_ = true;
         if (!t.d.exists) {
             status_written_.erase(t.d.key);
             failures_.erase(t.d.key);
             unwritten_.erase(t.d.key);
-            continue;
-        }
-        if (!t.write) {
+        } else if (!t.write) {
             unwritten_.erase(t.d.key);
             if (t.d.reelect) queue_.add(t.d.key);
-            continue;
+        } else {
+            to_write.push_back(i);
         }
-        if (stopping_) return;
-        if (!leader()) return;   // the decider loop notices and starts over when leader again
-        auto [ns, name] = split_key(t.d.key);
-        auto res = client_->writer().set_egress_service_host(ns, name, t.d.host);
+    }
+    if (to_write.empty()) return;
+
+    std::vector<k8s::WriteResult> results(to_write.size());
+    std::vector<char> attempted(to_write.size(), 0);
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+        for (;;) {
+            const size_t k = next++;
+            // A leader that lost its Lease writes nothing more; the decider starts over.
+            if (k >= to_write.size() || stopping_ || !leader()) return;
+            const Todo& t = todo[to_write[k]];
+            auto [ns, name] = split_key(t.d.key);
+            results[k] = client_->writer().set_egress_service_host(ns, name, t.d.host);
+            attempted[k] = 1;
+        }
+    };
+    const size_t threads = std::min<size_t>(std::max(1u, opts_.write_concurrency), to_write.size());
+    std::vector<std::thread> pool;
+    for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
+    worker();
+    for (auto& th : pool) th.join();
+
+    for (size_t k = 0; k < to_write.size(); ++k) {
+        if (!attempted[k]) continue;
+        const Todo& t = todo[to_write[k]];
+        const k8s::WriteResult& res = results[k];
         if (res.ok() || res.not_found()) {
             if (res.ok()) {
                 k8s::logger()->info("egw {}: {} status.host=\"{}\"{}", identity_, t.d.key, t.d.host,
@@ -529,7 +555,8 @@ void Controller::decide_batch(const std::vector<std::string>& keys) {
         }
         unsigned n = ++failures_[t.d.key];
         if (unwritten_.insert(t.d.key).second) labels_dirty_ = true;
-        auto delay = std::min<std::chrono::milliseconds>(opts_.write_backoff_max, opts_.write_backoff_initial * (1u << std::min(n - 1, 16u)));
+        auto delay = std::min<std::chrono::milliseconds>(opts_.write_backoff_max,
+                                                         opts_.write_backoff_initial * (1u << std::min(n - 1, 16u)));
         if (n == 1)
             k8s::logger()->warn("egw {}: {}: cannot write status.host=\"{}\": {} (retrying with backoff)", identity_,
                                 t.d.key, t.d.host, res.error);

@@ -54,6 +54,7 @@ struct ControllerOptions {
     std::chrono::milliseconds retry_period{2000};     // Lease renewal and acquisition attempts
     std::vector<config::Ipv4Prefix> pod_cidrs;  // cluster-networked endpoints (SPEC section 2)
     bool release_on_stop = true;                // stop() hands the leader Lease back (fast failover)
+    unsigned write_concurrency = 4;             // status PATCHes in flight at once
     std::chrono::milliseconds write_backoff_initial{200};
     std::chrono::milliseconds write_backoff_max{10000};
 };

@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// egw-k8s-bench: the kubernetes state source at scale, against the test API server.
+//
+// It seeds tests/apiserver/apiserver.py with N EgressServices, their LoadBalancer Services and one
+// EndpointSlice each (E endpoints per Service), three gateway Nodes and this gateway's liveness
+// Lease, then runs what egwd runs on its control thread: an election::Controller (list+watch of
+// the five kinds, the leader's decisions and write-backs) whose serving states go through the
+// real PolicyBuilder into a PolicySnapshot. It prints:
+//
+//   start -> programmed   from Controller::start() to the first snapshot holding every Service
+//                         this gateway hosts (with the time to sync and to build);
+//   endpoint change       for C changes, each one endpoint of a random Service replaced through
+//                         the API server: from sending the change to a snapshot holding it built
+//                         (p50, p99, max).
+//
+// --statuses restart (default): status.host and the node labels already name this gateway, as
+// after a restart; the leader confirms them and writes nothing. --statuses cold: nothing is
+// decided yet; the leader writes every status.host first (one PATCH each).
+//
+//   egw-k8s-bench [--services N] [--endpoints E] [--changes C] [--statuses restart|cold]
+//                 [--election leader|external] [--apiserver PATH]
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "control/daemon/policy_builder.h"
+#include "control/election/controller.h"
+#include "control/k8s/log.h"
+
+using namespace egw;
+
+namespace {
+
+using namespace std::chrono;
+using nlohmann::json;
+using Clock = steady_clock;
+
+constexpr const char* kToken = "bench";
+constexpr const char* kNode = "gw-1";
+constexpr const char* kLeaseNs = "egw";
+
+struct Args {
+    unsigned services = 10000;
+    unsigned endpoints = 10;
+    unsigned changes = 200;
+    bool cold = false;
+    bool external = false;
+    std::string apiserver;
+};
+
+[[noreturn]] void usage() {
+    std::fprintf(stderr, "usage: egw-k8s-bench [--services N] [--endpoints E] [--changes C] "
+                         "[--statuses restart|cold] [--election leader|external] [--apiserver PATH]\n");
+    std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        std::string k = argv[i];
+        if (i + 1 >= argc) usage();
+        std::string v = argv[++i];
+        if (k == "--services") a.services = static_cast<unsigned>(std::stoul(v));
+        else if (k == "--endpoints") a.endpoints = static_cast<unsigned>(std::stoul(v));
+        else if (k == "--changes") a.changes = static_cast<unsigned>(std::stoul(v));
+        else if (k == "--statuses" && (v == "restart" || v == "cold")) a.cold = v == "cold";
+        else if (k == "--election" && (v == "leader" || v == "external")) a.external = v == "external";
+        else if (k == "--apiserver") a.apiserver = v;
+        else usage();
+    }
+    if (a.services == 0 || a.endpoints == 0 || a.endpoints > 16) usage();
+    return a;
+}
+
+std::string ip(uint32_t v) {
+    return std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." + std::to_string((v >> 8) & 255) +
+           "." + std::to_string(v & 255);
+}
+
+// Endpoint j of Service i: 10.0.0.0/8, 16 addresses per Service. Replacements use the upper half.
+uint32_t endpoint_ip(unsigned i, unsigned j) { return 0x0a000000u + i * 32 + j; }
+
+std::string name(unsigned i) { return "svc-" + std::to_string(i); }
+
+json slice(unsigned i, const std::vector<uint32_t>& ips) {
+    json eps = json::array();
+    for (size_t j = 0; j < ips.size(); ++j)
+        eps.push_back({{"addresses", {ip(ips[j])}}, {"nodeName", "worker-" + std::to_string(j % 50)}});
+    return {{"apiVersion", "discovery.k8s.io/v1"},
+            {"kind", "EndpointSlice"},
+            {"metadata", {{"name", name(i) + "-1"}, {"namespace", "bench"}, {"labels", {{"kubernetes.io/service-name", name(i)}}}}},
+            {"addressType", "IPv4"},
+            {"endpoints", eps}};
+}
+
+json seed(const Args& a) {
+    json items = json::array();
+    json labels = {{"kubernetes.io/hostname", kNode}, {"egw.example.com/gateway", "true"}};
+    for (unsigned i = 0; i < a.services && !a.cold; ++i) labels["egress-service.k8s.ovn.org/bench-" + name(i)] = "";
+    for (const char* n : {kNode, "gw-2", "gw-3"}) {
+        json node = {{"apiVersion", "v1"},
+                     {"kind", "Node"},
+                     {"metadata", {{"name", n}, {"labels", std::string(n) == kNode ? labels : json{{"kubernetes.io/hostname", n}}}}},
+                     {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+        items.push_back(node);
+    }
+    items.push_back({{"apiVersion", "coordination.k8s.io/v1"},
+                     {"kind", "Lease"},
+                     {"metadata", {{"name", std::string("egw-node-") + kNode}, {"namespace", kLeaseNs}}},
+                     {"spec", {{"holderIdentity", kNode}, {"leaseDurationSeconds", 60}, {"renewTime", election::now_micro_time()}}}});
+    for (unsigned i = 0; i < a.services; ++i) {
+        items.push_back({{"apiVersion", "v1"},
+                         {"kind", "Service"},
+                         {"metadata", {{"name", name(i)}, {"namespace", "bench"}}},
+                         {"spec", {{"type", "LoadBalancer"}, {"externalTrafficPolicy", "Cluster"}}},
+                         {"status", {{"loadBalancer", {{"ingress", json::array({{{"ip", ip(0x64400000u + i)}}})}}}}}});
+        std::vector<uint32_t> ips;
+        for (unsigned j = 0; j < a.endpoints; ++j) ips.push_back(endpoint_ip(i, j));
+        items.push_back(slice(i, ips));
+        json es = {{"apiVersion", "k8s.ovn.org/v1"},
+                   {"kind", "EgressService"},
+                   {"metadata", {{"name", name(i)}, {"namespace", "bench"}}},
+                   {"spec",
+                    {{"sourceIPBy", "LoadBalancerIP"},
+                     {"nodeSelector", {{"matchLabels", {{"egw.example.com/gateway", "true"}}}}}}}};
+        if (!a.cold) es["status"] = {{"host", kNode}};
+        items.push_back(es);
+    }
+    return items;
+}
+
+class Server {
+public:
+    Server(const Args& a, const std::string& dir) {
+        const std::string seed_file = dir + "/seed.json";
+        std::ofstream(seed_file) << seed(a).dump();
+        port_file_ = dir + "/port";
+        pid_ = fork();
+        if (pid_ == 0) {
+            // TCP_NODELAY on the server's connections, as kube-apiserver (Go's net/http) has: the
+            // stand-in's http.server leaves Nagle on, and a response then waits for the client's
+            // delayed ACK (40 ms) whenever a keep-alive connection is reused.
+            const std::string dir_of = std::filesystem::path(a.apiserver).parent_path().string();
+            const std::string boot = "import sys; sys.path.insert(0, sys.argv[1]); import apiserver; "
+                                     "apiserver.Handler.disable_nagle_algorithm = True; "
+                                     "sys.exit(apiserver.main(sys.argv[2:]))";
+            execlp("python3", "python3", "-c", boot.c_str(), dir_of.c_str(), "--port", "0", "--port-file",
+                   port_file_.c_str(), "--token", kToken, "--seed", seed_file.c_str(), static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        auto deadline = Clock::now() + seconds(120);
+        while (Clock::now() < deadline) {
+            std::ifstream f(port_file_);
+            if (f >> port_) return;
+            int st = 0;
+            if (waitpid(pid_, &st, WNOHANG) == pid_) break;
+            std::this_thread::sleep_for(milliseconds(50));
+        }
+        throw std::runtime_error("the test API server did not start");
+    }
+    ~Server() {
+        if (pid_ > 0) {
+            kill(pid_, SIGTERM);
+            int st = 0;
+            waitpid(pid_, &st, 0);
+        }
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+private:
+    pid_t pid_ = -1;
+    int port_ = 0;
+    std::string port_file_;
+};
+
+double ms(Clock::duration d) { return duration<double, std::milli>(d).count(); }
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    size_t idx = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+    return v[std::min(idx, v.size() - 1)];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Args a = parse(argc, argv);
+    if (a.apiserver.empty()) {
+        const char* root = std::getenv("EGW_SOURCE_ROOT");
+        a.apiserver = std::string(root ? root : ".") + "/tests/apiserver/apiserver.py";
+    }
+    spdlog::set_level(spdlog::level::warn);
+    auto quiet = spdlog::default_logger()->clone("k8s-bench");
+    quiet->set_level(spdlog::level::warn);
+    k8s::set_logger(quiet);
+
+    char tmpl[] = "/tmp/egw-k8s-bench-XXXXXX";
+    const char* dir = mkdtemp(tmpl);
+    if (!dir) return 1;
+    std::printf("seeding the test API server: %u EgressServices, %u Services, %u EndpointSlices, %u endpoints\n",
+                a.services, a.services, a.services, a.services * a.endpoints);
+    std::fflush(stdout);
+    int rc = 0;
+    try {
+        Server server(a, dir);
+
+        // What egwd's PolicyBuilder needs: two ports and the pod network.
+        config::Config cfg = config::load_text(R"({
+          "eal": {"vdevs": ["net_null0", "net_null1"]}, "workers": [1],
+          "ports": [{"name": "pods", "device": "net_null0", "role": "inside", "addresses": ["10.255.255.1/24"]},
+                    {"name": "ext", "device": "net_null1", "role": "outside", "addresses": ["192.0.2.1/24"]}],
+          "cluster": {"pod_cidrs": ["10.0.0.0/9"]}, "node": {"name": "gw-1"},
+          "state": {"source": "kubernetes"}})", "bench.json");
+        control::PolicyBuilder builder(cfg, {0, 1}, {{0x02, 0, 0, 0, 0, 1}, {0x02, 0, 0, 0, 0, 2}});
+
+        k8s::Credentials creds;
+        creds.server = server.url();
+        creds.token = kToken;
+        creds.source = "bench";
+        election::ControllerOptions o;
+        o.node_name = kNode;
+        o.lease_namespace = kLeaseNs;
+        o.election = a.external ? election::ElectionMode::external : election::ElectionMode::leader;
+        o.pod_cidrs = cfg.cluster.pod_cidrs;
+        o.retry_period = milliseconds(500);
+        election::Controller ctl(creds, o);
+
+        std::vector<model::ServiceState> states;
+        std::unique_ptr<dp::PolicySnapshot> snap;
+        auto served = [&] {
+            size_t n = 0;
+            for (const auto& v : builder.views()) n += v.programmed;
+            return n;
+        };
+
+        auto cpu = [] {
+            rusage u{};
+            getrusage(RUSAGE_SELF, &u);
+            return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+                   static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+        };
+        const double cpu0 = cpu();
+        const auto t0 = Clock::now();
+        ctl.start();
+        Clock::time_point synced{}, first_build{};
+        double build_ms = 0;
+        const size_t want = a.external && a.cold ? 0 : a.services;
+        while (Clock::now() - t0 < minutes(10)) {
+            ctl.wait(milliseconds(100));
+            if (synced == Clock::time_point{} && ctl.stats().synced) synced = Clock::now();
+            if (!ctl.poll(states)) continue;
+            auto b0 = Clock::now();
+            snap = builder.build(states);
+            build_ms = ms(Clock::now() - b0);
+            if (first_build == Clock::time_point{}) first_build = Clock::now();
+            if (served() >= want) break;
+        }
+        const auto programmed = Clock::now();
+        const double cpu_ms = cpu() - cpu0;
+        std::printf("start -> every kind listed (synced)   %8.1f ms\n", ms(synced - t0));
+        std::printf("start -> first snapshot built         %8.1f ms\n", ms(first_build - t0));
+        std::printf("start -> %zu Services programmed   %8.1f ms  (last build %.1f ms, %zu endpoints)\n", served(),
+                    ms(programmed - t0), build_ms, [&] {
+                        size_t n = 0;
+                        for (const auto& s : states) n += s.endpoint_ipv4s.size();
+                        return n;
+                    }());
+        std::printf("  egw's own CPU time until then        %8.1f ms (the rest is the test API server, in Python)\n",
+                    cpu_ms);
+        if (served() < want) throw std::runtime_error("not every Service was programmed within 10 minutes");
+        auto st = ctl.stats();
+        std::printf("leader: %s, status writes %llu, label writes %llu\n", st.leader ? "yes" : "no",
+                    static_cast<unsigned long long>(st.status_writes), static_cast<unsigned long long>(st.label_writes));
+
+        // Endpoint changes: replace endpoint 0 of a random Service, wait for the snapshot.
+        std::mt19937 rng(42);
+        std::vector<double> lat, builds;
+        std::map<unsigned, unsigned> changed;
+        k8s::Transport tr(creds);
+        for (unsigned c = 0; c < a.changes; ++c) {
+            unsigned i = rng() % a.services;
+            std::vector<uint32_t> ips;
+            // A different address from the one the previous change of this Service put there.
+            const uint32_t fresh = endpoint_ip(i, 16 + changed[i]++ % 16);
+            ips.push_back(fresh);
+            for (unsigned j = 1; j < a.endpoints; ++j) ips.push_back(endpoint_ip(i, j));
+            const std::string key = "bench/" + name(i);
+            const std::string body = slice(i, ips).dump();
+            const auto s0 = Clock::now();
+            // The change is sent on its own thread: the data plane may hold it before the
+            // server's answer to the write is back.
+            k8s::Response r;
+            Clock::time_point write_done{};
+            std::thread writer([&] {
+                r = tr.request("POST", "/_test/upsert", body, "application/json");
+                write_done = Clock::now();
+            });
+            bool done = false;
+            while (!done && Clock::now() - s0 < seconds(10)) {
+                ctl.wait(milliseconds(50));
+                if (!ctl.poll(states)) continue;
+                auto b0 = Clock::now();
+                snap = builder.build(states);
+                builds.push_back(ms(Clock::now() - b0));
+                for (const auto& s : states)
+                    if (s.key == key) done = std::binary_search(s.endpoint_ipv4s.begin(), s.endpoint_ipv4s.end(), fresh);
+            }
+            const auto seen = Clock::now();
+            writer.join();
+            if (r.status != 200) throw std::runtime_error("upsert failed: " + k8s::describe(r));
+            if (!done) {
+                for (const auto& rs : ctl.client().status())
+                    std::fprintf(stderr, "  %s: watching %d events %llu rv %s failures %llu %s\n", rs.name.c_str(),
+                                 rs.watching, static_cast<unsigned long long>(rs.events), rs.resource_version.c_str(),
+                                 static_cast<unsigned long long>(rs.failures), rs.last_error.c_str());
+                std::fprintf(stderr, "  change %u: write answered HTTP %ld after %.1f ms\n", c, r.status,
+                             ms(write_done - s0));
+                throw std::runtime_error("endpoint change not seen within 10 s");
+            }
+            lat.push_back(ms(seen - s0));
+            std::this_thread::sleep_for(milliseconds(20));
+        }
+        if (!lat.empty())
+            std::printf("endpoint change -> snapshot (%zu changes)  p50 %.1f ms  p99 %.1f ms  max %.1f ms  "
+                        "(of which building the snapshot: p50 %.1f ms)\n",
+                        lat.size(), percentile(lat, 0.5), percentile(lat, 0.99), *std::max_element(lat.begin(), lat.end()),
+                        percentile(builds, 0.5));
+        ctl.stop();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "egw-k8s-bench: %s\n", e.what());
+        rc = 1;
+    }
+    std::filesystem::remove_all(dir);
+    return rc;
+}
