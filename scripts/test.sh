@@ -66,6 +66,7 @@ if ls tests/apiserver/test_*.py >/dev/null 2>&1; then
 fi
 run_unittest e2e -v tests/e2e/test_e2e.py
 run_unittest k8s-e2e -v tests/e2e/test_k8s_e2e.py
+run_unittest cluster -v tests/e2e/test_cluster.py
 run_unittest cli -v tests/e2e/test_cli.py
 run_unittest metrics -v tests/e2e/test_metrics.py
 run_unittest deploy -v tests/e2e/test_deploy.py

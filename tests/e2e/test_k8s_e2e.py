@@ -195,6 +195,11 @@ class ApiServer:
         code, out = self.request("GET", path)
         return out if code == 200 else None
 
+    def get_requests(self):
+        """Every API request the server saw: [{"verb", "path", "code"}]."""
+        code, out = self.request("GET", "/_test/requests", auth=False)
+        return out["requests"] if code == 200 else []
+
     def patch_spec(self, name, spec):
         """A JSON merge patch of an EgressService's spec, as `kubectl patch --type merge` sends
         it: status is left alone (None removes a field)."""

@@ -1,0 +1,205 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Two full egwd processes as two gateways of one cluster, against the test API server.
+
+Each egwd runs on two net_null ports (no traffic) with its own DPDK file prefix and its own node
+(gw-1, gw-2). The test checks what only whole processes show: the leader is elected among the
+daemons and alone writes status.host and the node label, each daemon programs its data plane from
+status.host (its --status-file), a leader killed with SIGKILL is replaced within the Lease duration
+and the Service it hosted moves, and a daemon stopped with SIGTERM gives the leader Lease back.
+tests/unit/election/test_cluster.cpp covers the rules with three controllers in one process.
+
+Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_cluster.py
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.dont_write_bytecode = True
+from test_k8s_e2e import (LEASE_NS, TOKEN, ApiServer, endpoint_slice, lb_service, node,  # noqa: E402
+                          stop_process, tail)
+
+LEASE_S = 2
+RENEW_DEADLINE_MS = 1500
+RETRY_MS = 250
+NODES = ("gw-1", "gw-2")
+LABEL = "egress-service.k8s.ovn.org/default-web"
+
+
+def egwd_config(node_name, kubeconfig, file_prefix):
+    return {
+        "eal": {"lcores": "0-1", "main_lcore": 0, "no_huge": True, "memory_mb": 256, "file_prefix": file_prefix,
+                "vdevs": ["net_null0,no-rx=1", "net_null1,no-rx=1"]},
+        "workers": [1],
+        "mempool": {"mbufs": 2047},
+        "sessions": {"max": 4096},
+        "ports": [
+            {"name": "pods", "device": "net_null0", "role": "inside", "addresses": ["10.244.1.1/24"],
+             "mac": "02:e9:00:00:00:01"},
+            {"name": "ext1", "device": "net_null1", "role": "outside", "addresses": ["192.0.2.1/24"],
+             "mac": "02:e9:00:00:00:03"}],
+        "cluster": {"pod_cidrs": ["10.244.0.0/16"]},
+        "node": {"name": node_name},
+        "state": {"source": "kubernetes", "kubeconfig": str(kubeconfig), "lease_namespace": LEASE_NS,
+                  "lease_duration_s": LEASE_S, "renew_deadline_ms": RENEW_DEADLINE_MS,
+                  "retry_period_ms": RETRY_MS},
+    }
+
+
+class TwoGateways(unittest.TestCase):
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest("egwd needs root for its DPDK runtime directory")
+        egwd = Path(os.environ.get("EGWD", "build/control/egwd"))
+        self.egwd_bin = egwd if egwd.is_absolute() else REPO / egwd
+        if not os.access(self.egwd_bin, os.X_OK):
+            raise FileNotFoundError(f"egwd binary not found at {self.egwd_bin}: build it with scripts/build.sh")
+        self.workdir = Path(tempfile.mkdtemp(prefix="egw-cluster-"))
+        self.addCleanup(self.cleanup)
+        self.procs, self.logs, self.prefixes = {}, {}, []
+        self.api = ApiServer(self.workdir)
+        self.kubeconfig = self.workdir / "kubeconfig"
+        self.kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": self.api.url}}],
+            "users": [{"name": "u", "user": {"token": TOKEN}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+        for n in NODES:
+            self.api.upsert(node(n))
+        self.api.upsert(lb_service("web", "192.0.2.50", "10.96.0.50"))
+        self.api.upsert(endpoint_slice("web-abc12", "web", ["10.244.1.10", "10.244.1.11"]))
+        self.api.upsert({"apiVersion": "k8s.ovn.org/v1", "kind": "EgressService",
+                         "metadata": {"name": "web", "namespace": "default"},
+                         "spec": {"nodeSelector": {"matchLabels": {"egw.example.com/gateway": "true"}}}})
+
+    def cleanup(self):
+        for proc in self.procs.values():
+            stop_process(proc, signal.SIGKILL, grace=5)
+        for log in self.logs.values():
+            log.close()
+        if getattr(self, "api", None):
+            self.api.stop()
+        for prefix in self.prefixes:
+            shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
+        if os.environ.get("EGW_E2E_KEEP"):
+            print(f"\ncluster e2e: work directory kept in {self.workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def start(self, node_name):
+        prefix = f"egw-cluster-{os.getpid()}-{node_name}"
+        self.prefixes.append(prefix)
+        cfg = self.workdir / f"{node_name}.json"
+        cfg.write_text(json.dumps(egwd_config(node_name, self.kubeconfig, prefix), indent=2))
+        self.logs[node_name] = open(self.workdir / f"{node_name}.log", "w")
+        self.procs[node_name] = subprocess.Popen(
+            [str(self.egwd_bin), "-c", str(cfg), "--status-file", str(self.workdir / f"{node_name}.status.json")],
+            cwd=REPO, stdin=subprocess.DEVNULL, stdout=self.logs[node_name], stderr=subprocess.STDOUT)
+
+    def log(self, node_name):
+        return (self.workdir / f"{node_name}.log").read_text(errors="replace")
+
+    def status(self, node_name):
+        try:
+            return json.loads((self.workdir / f"{node_name}.status.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def web_state(self, node_name):
+        for s in self.status(node_name).get("services", []):
+            if s["key"] == "default/web":
+                return s
+        return None
+
+    def host(self):
+        es = self.api.get("/apis/k8s.ovn.org/v1/namespaces/default/egressservices/web") or {}
+        return (es.get("status") or {}).get("host")
+
+    def labelled(self):
+        nodes = self.api.get("/api/v1/nodes") or {"items": []}
+        return sorted(n["metadata"]["name"] for n in nodes["items"] if LABEL in (n["metadata"].get("labels") or {}))
+
+    def leaders(self):
+        return [n for n in self.procs if self.procs[n].poll() is None and "became the leader" in self.log(n)
+                and "no longer the leader" not in self.log(n)]
+
+    def wait_for(self, predicate, timeout, message):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() >= deadline:
+                logs = "\n".join(f"--- {n} ---\n{tail(self.workdir / f'{n}.log', 25)}" for n in self.procs)
+                self.fail(f"{message() if callable(message) else message}\n{logs}")
+            time.sleep(0.1)
+
+    def writes_in_log(self, node_name):
+        """status.host and label writes this egwd logged (only a leader writes)."""
+        text = self.log(node_name)
+        return (len(re.findall(rf"egw {node_name}: \S+ status\.host=", text)),
+                len(re.findall(rf"egw {node_name}: node \S+ labels ", text)))
+
+    # --- the test --------------------------------------------------------------------------
+
+    def test_leader_elected_then_killed_then_stopped(self):
+        for n in NODES:
+            self.start(n)
+        self.wait_for(lambda: len(self.leaders()) == 1, 15, "no single leader among the two egwd")
+        self.wait_for(lambda: self.host() in NODES, 10, lambda: f"status.host is {self.host()!r}")
+        hosted = self.host()
+        self.wait_for(lambda: self.labelled() == [hosted], 10, lambda: f"label on {self.labelled()}")
+        other = next(n for n in NODES if n != hosted)
+
+        # Each daemon programs from status.host: the host translates, the other does not.
+        self.wait_for(lambda: (self.web_state(hosted) or {}).get("programmed") is True, 10,
+                      lambda: f"{hosted} does not program web: {self.web_state(hosted)}")
+        self.wait_for(lambda: (self.web_state(other) or {}).get("reason") == f"served by {hosted}", 10,
+                      lambda: f"{other}: {self.web_state(other)}")
+        self.assertFalse(self.web_state(other)["programmed"])
+
+        # Only the leader wrote: the server's PATCHes are exactly the leader's logged writes.
+        (leader,) = self.leaders()
+        follower = next(n for n in NODES if n != leader)
+        self.assertEqual(self.writes_in_log(follower), (0, 0), self.log(follower))
+        patches = [r for r in self.api.get_requests() if r["verb"] == "patch" and r["code"] == 200]
+        statuses, labels = self.writes_in_log(leader)
+        self.assertEqual(len(patches), statuses + labels, patches)
+
+        # SIGKILL the leader: the other takes over within the Lease duration (plus a retry and
+        # slack for a loaded machine), and web ends up on the survivor.
+        killed = time.monotonic()
+        self.procs[leader].kill()
+        self.procs[leader].wait(timeout=10)
+        self.wait_for(lambda: "became the leader" in self.log(follower), LEASE_S + 3,
+                      f"{follower} did not take over within {LEASE_S + 3} s")
+        took = time.monotonic() - killed
+        self.wait_for(lambda: self.host() == follower, LEASE_S + 5, lambda: f"status.host is {self.host()!r}")
+        self.wait_for(lambda: self.labelled() == [follower], 5, lambda: f"label on {self.labelled()}")
+        self.wait_for(lambda: (self.web_state(follower) or {}).get("programmed") is True, 5,
+                      lambda: f"{follower} does not program web: {self.web_state(follower)}")
+        print(f"\n  leader killed -> {follower} took over in {took:.2f} s", file=sys.stderr)
+        self.assertLess(took, LEASE_S + 1.5)
+
+        # SIGTERM: a clean stop, and the leader Lease is handed back.
+        code = stop_process(self.procs[follower], signal.SIGTERM)
+        self.assertEqual(code, 0, tail(self.workdir / f"{follower}.log"))
+        lease = self.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases/egw-leader")
+        self.assertEqual(lease["spec"].get("holderIdentity", ""), "", lease)
+
+
+if __name__ == "__main__":
+    unittest.main()
