@@ -57,6 +57,21 @@ json patch_json(const LabelPatch& p) {
     return j;
 }
 
+// An integer field of a Lease spec, 0 when absent or not an integer.
+int32_t int_field(const json& spec, const char* key) {
+    auto it = spec.find(key);
+    return it != spec.end() && it->is_number_integer() ? it->get<int32_t>() : 0;
+}
+
+// Marks a Lease as egw's (metadata.labels app.kubernetes.io/name=egw).
+void label_lease(json& lease) {
+    json& meta = lease["metadata"];
+    if (!meta.is_object()) meta = json::object();
+    json& labels = meta["labels"];
+    if (!labels.is_object()) labels = json::object();
+    labels["app.kubernetes.io/name"] = "egw";
+}
+
 std::string lease_holder(const json& lease) {
     const json* spec = lease.contains("spec") ? &lease["spec"] : nullptr;
     if (!spec || !spec->is_object()) return "";
@@ -169,13 +184,18 @@ void Controller::lease_loop() {
     auto next_liveness = SteadyClock::now();
     while (!stopping_) {
         auto now = SteadyClock::now();
-        if (now >= next_liveness) {
-            bool ok = renew_liveness();
-            // A failed renewal is tried again soon: the Lease must not run out.
-            next_liveness = now + (ok ? liveness_interval : std::min(liveness_interval, opts_.retry_period));
+        try {
+            if (now >= next_liveness) {
+                bool ok = renew_liveness();
+                // A failed renewal is tried again soon: the Lease must not run out.
+                next_liveness = now + (ok ? liveness_interval : std::min(liveness_interval, opts_.retry_period));
+            }
+            if (stopping_) break;
+            if (opts_.election == ElectionMode::leader) try_leader();
+        } catch (const std::exception& e) {
+            // Nothing here may take the daemon down; the next round tries again.
+            k8s::logger()->error("egw {}: Lease renewal: {}", identity_, e.what());
         }
-        if (stopping_) break;
-        if (opts_.election == ElectionMode::leader) try_leader();
         now = SteadyClock::now();
         auto next = std::min(next_liveness, now + opts_.retry_period);
         sleep_leases(std::chrono::duration_cast<std::chrono::milliseconds>(next - now));
@@ -193,7 +213,7 @@ bool Controller::renew_liveness() {
         spec["holderIdentity"] = opts_.node_name;
         spec["leaseDurationSeconds"] = duration;
         spec["renewTime"] = now;
-        lease["metadata"]["labels"]["app.kubernetes.io/name"] = "egw";
+        label_lease(lease);
         return true;
     });
     unsigned& streak = liveness_streak_;
@@ -226,7 +246,7 @@ void Controller::try_leader() {
         const auto now = std::chrono::system_clock::now();
         if (exists && !holder.empty() && holder != identity_) {
             model::Lease l;
-            l.lease_duration_seconds = spec.value("leaseDurationSeconds", 0);
+            l.lease_duration_seconds = int_field(spec, "leaseDurationSeconds");
             if (spec.contains("renewTime") && spec["renewTime"].is_string())
                 l.renew_time = spec["renewTime"].get<std::string>();
             if (lease_live(l, now)) return false;   // held by someone else and not expired
@@ -234,14 +254,14 @@ void Controller::try_leader() {
         const std::string t = k8s::format_micro_time(now);
         if (holder != identity_) {
             spec["acquireTime"] = t;
-            int32_t transitions = spec.value("leaseTransitions", 0);
+            int32_t transitions = int_field(spec, "leaseTransitions");
             if (exists) ++transitions;   // as client-go counts them: every change of holder
             spec["leaseTransitions"] = transitions;
         }
         spec["holderIdentity"] = identity_;
         spec["leaseDurationSeconds"] = duration;
         spec["renewTime"] = t;
-        lease["metadata"]["labels"]["app.kubernetes.io/name"] = "egw";
+        label_lease(lease);
         return true;
     });
     if (res.ok() && res.written) {
@@ -615,59 +635,69 @@ void Controller::sync_labels() {
 }
 
 void Controller::decide_loop() {
-    std::optional<std::chrono::system_clock::time_point> next_expiry;
     while (!stopping_) {
-        // Wake at least once a second, and when a live gateway's Lease runs out.
-        auto deadline = SteadyClock::now() + std::chrono::seconds(1);
-        if (next_expiry) {
-            auto left = *next_expiry - std::chrono::system_clock::now() + std::chrono::milliseconds(1);
-            deadline = std::min(deadline, SteadyClock::now() +
-                                              std::max<SteadyClock::duration>(SteadyClock::duration::zero(),
-                                                                              std::chrono::duration_cast<SteadyClock::duration>(left)));
+        try {
+            decide_once();
+        } catch (const std::exception& e) {
+            // Nothing here may take the daemon down: start over from the cache.
+            k8s::logger()->error("egw {}: deciding: {}; starting over", identity_, e.what());
+            lose_leadership("error");
+            std::this_thread::sleep_for(opts_.retry_period);
         }
-        if (labels_dirty_ && label_retry_ > SteadyClock::now()) deadline = std::min(deadline, label_retry_);
-        std::vector<std::string> due = queue_.take(deadline);
-        if (stopping_) break;
-
-        std::vector<k8s::Change> changes;
-        {
-            std::lock_guard lk(changes_mu_);
-            changes.swap(changes_);
-        }
-        if (!leader()) {
-            lose_leadership("not the leader");
-            continue;
-        }
-        if (!client_->synced()) continue;
-        if (need_restore_) {
-            restore();
-            continue;
-        }
-
-        bool all = false, leases = false;
-        std::vector<std::string> keys = keys_for(changes, all, leases);
-        // Liveness runs out by the clock alone: look at it on every pass.
-        Liveness lv;
-        std::vector<std::string> every;
-        client_->cache().read([&](const model::ObjectSet& objs) {
-            lv = liveness(objs, std::chrono::system_clock::now());
-            if (lv.live != live_)
-                for (const auto& [key, es] : objs.egress_services) every.push_back(key);
-        });
-        next_expiry = lv.next_change;
-        if (lv.live != live_) {
-            k8s::logger()->info("egw {}: {} live gateway(s)", identity_, lv.live.size());
-            live_ = std::move(lv.live);
-            std::lock_guard lk(stats_mu_);
-            stats_.live_nodes = live_.size();
-        }
-        for (auto& k : every) keys.push_back(std::move(k));
-        for (auto& k : due) keys.push_back(std::move(k));
-        std::sort(keys.begin(), keys.end());
-        keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-        if (!keys.empty()) decide_batch(keys);
-        if (labels_dirty_ && SteadyClock::now() >= label_retry_ && leader()) sync_labels();
     }
+}
+
+void Controller::decide_once() {
+    // Wake at least once a second, and when a live gateway's Lease runs out.
+    const auto now = SteadyClock::now();
+    auto deadline = now + std::chrono::seconds(1);
+    if (next_expiry_) {
+        auto left = std::chrono::duration_cast<SteadyClock::duration>(*next_expiry_ - std::chrono::system_clock::now() +
+                                                                      std::chrono::milliseconds(1));
+        deadline = std::min(deadline, now + std::max(SteadyClock::duration::zero(), left));
+    }
+    if (labels_dirty_ && label_retry_ > now) deadline = std::min(deadline, label_retry_);
+    std::vector<std::string> due = queue_.take(deadline);
+    if (stopping_) return;
+
+    std::vector<k8s::Change> changes;
+    {
+        std::lock_guard lk(changes_mu_);
+        changes.swap(changes_);
+    }
+    if (!leader()) {
+        lose_leadership("not the leader");
+        return;
+    }
+    if (!client_->synced()) return;
+    if (need_restore_) {
+        restore();
+        return;
+    }
+
+    bool all = false, leases = false;
+    std::vector<std::string> keys = keys_for(changes, all, leases);
+    // Liveness runs out by the clock alone: look at it on every pass.
+    Liveness lv;
+    std::vector<std::string> every;
+    client_->cache().read([&](const model::ObjectSet& objs) {
+        lv = liveness(objs, std::chrono::system_clock::now());
+        if (lv.live != live_)
+            for (const auto& [key, es] : objs.egress_services) every.push_back(key);
+    });
+    next_expiry_ = lv.next_change;
+    if (lv.live != live_) {
+        k8s::logger()->info("egw {}: {} live gateway(s)", identity_, lv.live.size());
+        live_ = std::move(lv.live);
+        std::lock_guard lk(stats_mu_);
+        stats_.live_nodes = live_.size();
+    }
+    for (auto& k : every) keys.push_back(std::move(k));
+    for (auto& k : due) keys.push_back(std::move(k));
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    if (!keys.empty()) decide_batch(keys);
+    if (labels_dirty_ && SteadyClock::now() >= label_retry_ && leader()) sync_labels();
 }
 
 }  // namespace egw::election

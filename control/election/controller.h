@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -111,6 +112,7 @@ private:
     void try_leader();
     void release_leader();
     void decide_loop();
+    void decide_once();
     void lose_leadership(const char* why);
     void restore();
     std::vector<std::string> keys_for(const std::vector<k8s::Change>& changes, bool& all, bool& leases);
@@ -152,6 +154,7 @@ private:
     std::map<std::string, Written> labels_written_;                    // node -> last label patch
     std::map<std::string, unsigned> failures_;                         // key -> failed writes in a row
     std::set<std::string> unwritten_;                                  // status not yet written
+    std::optional<std::chrono::system_clock::time_point> next_expiry_;  // of the first live Lease to run out
     bool labels_dirty_ = true;
     std::chrono::steady_clock::time_point label_retry_{};
 

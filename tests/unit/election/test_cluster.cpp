@@ -563,6 +563,26 @@ TEST_F(ClusterTest, ExternalModeOnlyFollows) {
     EXPECT_EQ(lease["spec"]["holderIdentity"], "node1");
 }
 
+// A leader Lease with fields of the wrong type (someone else's, or hand-edited) is taken over
+// once it cannot be live, without taking the instance down.
+TEST_F(ClusterTest, MalformedLeaderLeaseIsTakenOver) {
+    upsert({{"apiVersion", "coordination.k8s.io/v1"},
+            {"kind", "Lease"},
+            {"metadata", {{"name", "egw-leader"}, {"namespace", kLeaseNs}, {"labels", "not-a-map"}}},
+            {"spec",
+             {{"holderIdentity", "ghost"},
+              {"leaseDurationSeconds", "15"},
+              {"renewTime", "yesterday"},
+              {"leaseTransitions", "many"}}}});
+    upsert(node_json("node1"));
+    Controller& g = start("node1");
+    ASSERT_TRUE(eventually([&] { return g.leader(); }, 5s));
+    json lease = get("/apis/coordination.k8s.io/v1/namespaces/egw/leases/egw-leader");
+    EXPECT_EQ(lease["spec"]["holderIdentity"], "node1");
+    EXPECT_EQ(lease["spec"]["leaseTransitions"], 1);
+    EXPECT_EQ(lease["metadata"]["labels"]["app.kubernetes.io/name"], "egw");
+}
+
 // poll() reports nothing before every kind has been listed once.
 TEST_F(ClusterTest, NothingIsProgrammedBeforeEveryKindSynced) {
     server_->control("faults", {{"errors", json::array({{{"count", 1000}, {"code", 500}, {"path", "/endpointslices"}, {"verb", "list"}}})}});
