@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
                          k8s ? "Kubernetes API " + k8s->client().transport().credentials().server + ", election " +
                                    egw::election::to_string(k8s->options().election)
                              : "manifests from " + cfg.state.path);
-            egw::cli::Frontends cli({cfg, rt, builder, resolver, k8s ? nullptr : &manifests.objects()},
+            egw::cli::Frontends cli({cfg, rt, builder, resolver, k8s ? &k8s->objects() : &manifests.objects()},
                                     opt.interactive);
 
             using clock = std::chrono::steady_clock;

@@ -333,7 +333,10 @@ bool Controller::poll(std::vector<model::ServiceState>& out) {
     if (!poll_initialized_) {
         cache.read([&](const model::ObjectSet& objs) {
             poll_owners_.rebuild(objs);
+            poll_objects_.egress_services = objs.egress_services;
+            poll_objects_.services.clear();
             for (const auto& [key, es] : objs.egress_services) {
+                if (auto s = objs.services.find(key); s != objs.services.end()) poll_objects_.services.insert(*s);
                 auto slices = poll_owners_.slices(objs, key);
                 serving_[key] = serving_state(model::service_facts(objs, key, &slices, opts_.pod_cidrs), opts_.node_name);
             }
@@ -354,7 +357,13 @@ bool Controller::poll(std::vector<model::ServiceState>& out) {
             std::sort(keys.begin(), keys.end());
             keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
             for (const auto& key : keys) {
-                if (!objs.egress_services.count(key)) {
+                auto es = objs.egress_services.find(key);
+                auto svc = objs.services.find(key);
+                if (es == objs.egress_services.end()) poll_objects_.egress_services.erase(key);
+                else poll_objects_.egress_services.insert_or_assign(key, es->second);
+                if (es == objs.egress_services.end() || svc == objs.services.end()) poll_objects_.services.erase(key);
+                else poll_objects_.services.insert_or_assign(key, svc->second);
+                if (es == objs.egress_services.end()) {
                     changed = serving_.erase(key) > 0 || changed;
                     continue;
                 }

@@ -95,6 +95,10 @@ public:
     // Waits up to `timeout` for something poll() would report (cheap; for loops that block).
     bool wait(std::chrono::milliseconds timeout);
 
+    // The EgressServices and Services as of the last poll() that reported a change (for the CLI's
+    // `show service`). Read it on the thread that calls poll().
+    const model::ObjectSet& objects() const { return poll_objects_; }
+
     bool leader() const;
     ControllerStats stats() const;
     // The leader's allocations (empty on a follower).
@@ -162,6 +166,7 @@ private:
     bool poll_initialized_ = false;
     std::map<std::string, model::ServiceState> serving_;
     SliceOwners poll_owners_;
+    model::ObjectSet poll_objects_;            // EgressServices and Services only
     uint64_t poll_generation_ = 0;
 
     mutable std::mutex stats_mu_;

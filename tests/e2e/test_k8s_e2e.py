@@ -431,6 +431,13 @@ class KubernetesSourceE2E(unittest.TestCase):
         self.wait_labelled([NODE])
         self.wait_seen_from(WEB_PODS[1], EXT1, WEB_INGRESS)
         print(f"\n  EgressService created -> translated in {took:.2f} s", file=sys.stderr)
+        # The CLI shows the spec as the API server has it.
+        egwctl = REPO / "build" / "control" / "egwctl"
+        if os.access(egwctl, os.X_OK):
+            r = run([str(egwctl), "-p", FILE_PREFIX, "show", "service", "default/web"], 20)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("kubernetes.io/hostname", r.stdout)
+            self.assertNotIn("spec not available", r.stdout)
 
     def test_02_network_egress_service_routes_in_its_vrf_on_every_gateway(self):
         self.h.apiserver.upsert(egress_service("db", "Network", network="blue"))

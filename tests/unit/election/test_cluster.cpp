@@ -527,6 +527,10 @@ TEST_F(ClusterTest, EachGatewayProgramsFromStatusHost) {
     EXPECT_FALSE(serving(g1, "svc1").serve_here);
     EXPECT_EQ(serving(g2, "svc1").ingress_ipv4, 0x01010101u);
     EXPECT_EQ(serving(g2, "svc1").endpoint_ipv4s, std::vector<uint32_t>{0x0a800005});
+    // The objects for the CLI follow the polls.
+    ASSERT_TRUE(g2.objects().egress_services.count("testns/svc1"));
+    EXPECT_EQ(g2.objects().egress_services.at("testns/svc1").node_selector.match_labels.at("gw"), "two");
+    EXPECT_TRUE(g2.objects().services.count("testns/svc1"));
 
     // An endpoint change reaches the host's states.
     upsert(slice_json("svc1", {{"10.128.0.5", "node1"}, {"10.128.0.9", "node2"}}));
@@ -542,6 +546,7 @@ TEST_F(ClusterTest, EachGatewayProgramsFromStatusHost) {
         std::vector<model::ServiceState> st;
         return g1.poll(st) && st.empty();
     }));
+    EXPECT_TRUE(g1.objects().egress_services.empty());
 }
 
 // --election=external: egwd follows status.host written by someone else and writes nothing.
