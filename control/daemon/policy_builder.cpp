@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_set>
 
 namespace egw::control {
 
@@ -96,9 +98,10 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::build(const std::vector<model
     snap->node_ips.build(nodes);
 
     // Services. Ids of Services that disappeared are released for reuse.
-    std::map<std::string, bool> present;
+    std::unordered_set<std::string_view> present;
+    present.reserve(services.size());
     for (const auto& s : services)
-        present[s.key] = true;
+        present.insert(s.key);
     for (auto it = ids_.begin(); it != ids_.end();) {
         if (!present.count(it->first)) {
             last_.erase(it->second);
@@ -110,7 +113,6 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::build(const std::vector<model
     }
 
     std::vector<std::pair<uint64_t, uint32_t>> endpoints;
-    std::map<uint32_t, std::string> endpoint_owner;
     std::vector<ServiceView> views;
     std::map<uint32_t, Programmed> programmed;
     for (const auto& s : services) {
@@ -155,31 +157,30 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::build(const std::vector<model
         programmed[v.id] = Programmed{pol, s.endpoint_ipv4s};
         if (pol.mode == dp::ServiceMode::snat_ingress_ip)
             nat_addresses.emplace_back(pol.nat_ip, dp::kNatIngressIp);
-        for (uint32_t ip : s.endpoint_ipv4s) {
-            auto [it, fresh] = endpoint_owner.emplace(ip, s.key);
-            if (!fresh) {
-                // Two Services claim the same pod: the first by name keeps it, as a pod's egress
-                // can leave with only one source address.
-                continue;
-            }
+        for (uint32_t ip : s.endpoint_ipv4s)
             endpoints.emplace_back(ip, v.id);
-        }
         views.push_back(std::move(v));
     }
     last_ = std::move(programmed);
     // Pods that a Service now translates may hold sessions made by the default action. Those must
     // move to the Service's translation, so the default policy gets a new version whenever the
     // set of translated pods gains a member; the workers then re-check each default session once.
+    // Two Services may claim the same pod: the first by name keeps it, as a pod's egress can
+    // leave with only one source address. FlatMap keeps the last of equal keys, so feed it the
+    // claims backwards.
+    std::reverse(endpoints.begin(), endpoints.end());
+    snap->endpoints.build(endpoints);
     std::vector<uint32_t> served;
-    for (auto& [ip, id] : endpoints)
+    served.reserve(endpoints.size());
+    snap->endpoints.for_each([&](uint64_t ip, uint32_t id) {
         if (snap->services[id].mode != dp::ServiceMode::inactive)
             served.push_back(static_cast<uint32_t>(ip));
+    });
     std::sort(served.begin(), served.end());
     if (!std::includes(served_endpoints_.begin(), served_endpoints_.end(), served.begin(), served.end()))
         ++default_version_;
     served_endpoints_ = std::move(served);
     snap->default_version = default_version_;
-    snap->endpoints.build(endpoints);
     // An ingress IP that is also a port address keeps both flags.
     std::map<uint32_t, uint32_t> merged;
     for (auto& [ip, flags] : nat_addresses)
