@@ -499,5 +499,18 @@ TEST_F(DataplaneTest, DefaultSessionsOfOtherPodsSurviveAnEndpointAddition) {
     EXPECT_EQ(r.default_counters().sessions_closed, 0u);
 }
 
+TEST_F(DataplaneTest, PodClaimedByTwoServicesGoesWithTheFirstByName) {
+    constexpr uint32_t kIngressA = ip4(192, 0, 2, 60);
+    Rig& r = start();
+    // Sorted by key, as the rules hand them over: "default/a" comes before "default/web".
+    r.publish({lb_service("default/a", kIngressA, {kPod10}), lb_service(kWeb, kIngress, {kPod10, kPod11})});
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src, kIngressA);
+    r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 40000, kServer, 53, text("q"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src, kIngress);
+    EXPECT_EQ(r.svc("default/a").sessions_created, 1u);
+    EXPECT_EQ(r.svc(kWeb).sessions_created, 1u);
+}
+
 }  // namespace
 }  // namespace egw::test
