@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,8 @@ struct CliHost {
     const control::PolicyBuilder& policy;
     const control::NeighborResolver& neighbors;
     const model::ObjectSet* objects = nullptr;  // the state source's objects (specs for `show service`)
+    // The kubernetes source's connection state (per-kind reflectors, election); empty with files.
+    std::function<nlohmann::json()> kubernetes;
 };
 
 enum class Origin : uint8_t { console, socket };

@@ -160,6 +160,31 @@ Reply show_lcores(Context& ctx, const Args&) {
     return ok(text, rows);
 }
 
+// The JSON comes from egwd's kubernetes source: {"synced", "leader", "leader_identity",
+// "election", "live_nodes", "status_writes", "label_writes", "write_failures",
+// "resources": [{"name", "synced", "watching", "failing", "resource_version", "lists",
+// "expired", "watches", "events", "bookmarks", "failures", "last_error"}]}.
+Reply show_k8s(Context& ctx, const Args&) {
+    if (!ctx.host.kubernetes)
+        return fail("show k8s: the state source is \"files\" (" + ctx.host.config.state.path +
+                    "): egwd has no Kubernetes connection");
+    json j = ctx.host.kubernetes();
+    Table t({"resource", "synced", "watching", "resource-version", "lists", "relists-410", "watches", "events",
+             "failures", "last-error"});
+    for (const auto& r : j["resources"])
+        t.row({r["name"].get<std::string>(), r["synced"].get<bool>() ? "yes" : "no",
+               r["watching"].get<bool>() ? "yes" : (r["failing"].get<bool>() ? "failing" : "no"),
+               or_dash(r["resource_version"].get<std::string>()), jnum(r["lists"]), jnum(r["expired"]),
+               jnum(r["watches"]), jnum(r["events"]), jnum(r["failures"]), or_dash(r["last_error"].get<std::string>())});
+    std::string leader = j["leader"].get<bool>() ? "this gateway" : or_dash(j["leader_identity"].get<std::string>());
+    std::string text = t.render() + "synced: " + (j["synced"].get<bool>() ? "yes" : "no") + "   election: " +
+                       j["election"].get<std::string>() + "   leader: " + leader + "   live gateways: " +
+                       jnum(j["live_nodes"]) + "   status writes: " + jnum(j["status_writes"]) +
+                       "   label writes: " + jnum(j["label_writes"]) + "   write failures: " + jnum(j["write_failures"]) +
+                       "\n";
+    return ok(text, j);
+}
+
 Reply show_drops(Context& ctx, const Args&) {
     const json& drops = ctx.status()["drops"];
     Table t({"reason", "packets", "description"});

@@ -93,6 +93,7 @@ const Command kCommands[] = {
     {"show neighbors", "routing", "the ARP table: static, learned and incomplete entries", show_neighbors},
 
     {"show lcores", "system", "the lcores and their busy and total TSC cycles", show_lcores},
+    {"show k8s", "system", "the Kubernetes connection: per-kind sync state, last resourceVersion, leader", show_k8s},
     {"show drops", "system", "dropped packets by reason, summed over the workers", show_drops},
     {"show config", "system", "the configuration egwd runs with", show_config},
     {"set log level LEVEL", "system", "change the level of egwd's log", set_log_level},

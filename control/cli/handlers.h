@@ -32,6 +32,7 @@ Reply show_neighbors(Context& ctx, const Args& a);
 
 // system
 Reply show_lcores(Context& ctx, const Args& a);
+Reply show_k8s(Context& ctx, const Args& a);
 Reply show_drops(Context& ctx, const Args& a);
 Reply show_config(Context& ctx, const Args& a);
 Reply set_log_level(Context& ctx, const Args& a);

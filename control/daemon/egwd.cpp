@@ -259,7 +259,10 @@ int main(int argc, char** argv) {
                          k8s ? "Kubernetes API " + k8s->client().transport().credentials().server + ", election " +
                                    egw::election::to_string(k8s->options().election)
                              : "manifests from " + cfg.state.path);
-            egw::cli::Frontends cli({cfg, rt, builder, resolver, k8s ? &k8s->objects() : &manifests.objects()},
+            std::function<nlohmann::json()> k8s_view;
+            if (k8s)
+                k8s_view = [&k8s] { return egw::election::describe(*k8s); };
+            egw::cli::Frontends cli({cfg, rt, builder, resolver, k8s ? &k8s->objects() : &manifests.objects(), k8s_view},
                                     opt.interactive);
 
             using clock = std::chrono::steady_clock;

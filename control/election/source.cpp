@@ -35,4 +35,19 @@ std::unique_ptr<Controller> make_source(const config::Config& cfg, const std::st
     return std::make_unique<Controller>(std::move(creds), std::move(o), std::move(co));
 }
 
+nlohmann::json describe(Controller& c) {
+    ControllerStats st = c.stats();
+    nlohmann::json resources = nlohmann::json::array();
+    for (const auto& r : c.client().status())
+        resources.push_back({{"name", r.name}, {"synced", r.synced}, {"watching", r.watching}, {"failing", r.failing},
+                             {"resource_version", r.resource_version}, {"lists", r.lists}, {"expired", r.expired},
+                             {"watches", r.watches}, {"events", r.events}, {"bookmarks", r.bookmarks},
+                             {"failures", r.failures}, {"last_error", r.last_error}});
+    return {{"synced", st.synced}, {"leader", st.leader}, {"leader_identity", st.leader_identity},
+            {"election", to_string(c.options().election)}, {"live_nodes", st.live_nodes},
+            {"allocations", st.allocations}, {"status_writes", st.status_writes}, {"label_writes", st.label_writes},
+            {"write_failures", st.write_failures}, {"lease_renewals", st.lease_renewals},
+            {"leader_transitions", st.leader_transitions}, {"resources", resources}};
+}
+
 }  // namespace egw::election

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <memory>
+
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -23,5 +25,9 @@ std::unique_ptr<Controller> make_source(const config::Config& cfg, const std::st
 
 // "leader" / "external" -> the mode; nullopt for anything else.
 std::optional<config::Election> parse_election(const std::string& s);
+
+// The connection and election state for people and scripts (`egwctl show k8s`): per-kind
+// reflector state from the client, and the controller's counters.
+nlohmann::json describe(Controller& c);
 
 }  // namespace egw::election

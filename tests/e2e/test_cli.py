@@ -616,6 +616,13 @@ class CliThroughEgwctl(unittest.TestCase):
                 self.json(*cmd)
                 self.assertIsInstance(json.loads(self.out(*cmd, "--json")), (dict, list))
 
+    def test_show_k8s_on_the_files_source_says_why_not(self):
+        r = self.ctl("show", "k8s")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("files", r.stdout + r.stderr)
+        self.assertIn("no Kubernetes connection", r.stdout + r.stderr)
+        self.assert_alive()
+
     # bad input
 
     def test_bad_input_is_named(self):

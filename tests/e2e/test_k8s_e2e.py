@@ -439,6 +439,28 @@ class KubernetesSourceE2E(unittest.TestCase):
             self.assertIn("kubernetes.io/hostname", r.stdout)
             self.assertNotIn("spec not available", r.stdout)
 
+    def test_01b_show_k8s_reports_every_kind_synced_and_this_gateway_leading(self):
+        egwctl = REPO / "build" / "control" / "egwctl"
+        r = run([str(egwctl), "-p", FILE_PREFIX, "--json", "show", "k8s"], 20)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        j = json.loads(r.stdout)
+        self.assertTrue(j["synced"])
+        self.assertTrue(j["leader"], j)
+        self.assertEqual(j["election"], "leader")
+        self.assertGreaterEqual(j["live_nodes"], 1)
+        names = " ".join(x["name"] for x in j["resources"])
+        for kind in ("egressservices", "services", "endpointslices", "nodes", "leases"):
+            self.assertIn(kind, names)
+        for res in j["resources"]:
+            self.assertTrue(res["synced"], res)
+            self.assertTrue(res["resource_version"], res)
+            self.assertGreaterEqual(res["lists"], 1, res)
+        # The table for people names the same kinds.
+        r = run([str(egwctl), "-p", FILE_PREFIX, "show", "k8s"], 20)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("leader: this gateway", r.stdout)
+        self.assertIn("endpointslices", r.stdout)
+
     def test_02_network_egress_service_routes_in_its_vrf_on_every_gateway(self):
         self.h.apiserver.upsert(egress_service("db", "Network", network="blue"))
         self.wait_host("db", "ALL")

@@ -126,7 +126,7 @@ TEST_F(CommandsTest, MessagesNameTheOffendingWord) {
 
 TEST_F(CommandsTest, Completion) {
     EXPECT_EQ(candidates(""), (std::vector<std::string>{"clear", "help", "quit", "set", "show"}));
-    EXPECT_EQ(candidates("show "), (std::vector<std::string>{"config", "drops", "lcores", "neighbors", "port", "routes",
+    EXPECT_EQ(candidates("show "), (std::vector<std::string>{"config", "drops", "k8s", "lcores", "neighbors", "port", "routes",
                                                              "service", "services", "sessions", "snat", "vrfs"}));
     EXPECT_EQ(candidates("show service "), (std::vector<std::string>{"default/db", "default/web", "shop/cart"}));
     EXPECT_EQ(candidates("show services namespace "), (std::vector<std::string>{"default", "shop"}));
