@@ -16,6 +16,7 @@
 #include "control/cli/handlers.h"
 #include "control/cli/table.h"
 #include "control/cli/worker_requests.h"
+#include "control/daemon/session_format.h"
 #include "control/daemon/policy_builder.h"
 #include "control/daemon/runtime.h"
 
@@ -28,30 +29,7 @@ using nlohmann::json;
 constexpr unsigned kDefaultLimit = 100;
 constexpr uint8_t kProtos[] = {6, 17, 1};
 
-const char* proto_name(uint8_t p) {
-    switch (p) {
-    case 6: return "tcp";
-    case 17: return "udp";
-    case 1: return "icmp";
-    default: return "other";
-    }
-}
-
 uint8_t proto_number(const std::string& name) { return name == "tcp" ? 6 : name == "udp" ? 17 : 1; }
-
-std::string endpoint(uint32_t ip_be, uint16_t port_be) {
-    return config::format_ipv4(rte_be_to_cpu_32(ip_be)) + ":" + std::to_string(rte_be_to_cpu_16(port_be));
-}
-
-std::string tcp_state(const dp::Session& s) {
-    if (s.proto != 6)
-        return "";
-    if (s.tcp_seen & dp::kTcpClosing)
-        return "closing";
-    if ((s.tcp_seen & (dp::kTcpSeenInside | dp::kTcpSeenOutside)) == (dp::kTcpSeenInside | dp::kTcpSeenOutside))
-        return "established";
-    return "opening";
-}
 
 uint32_t to_u32(const std::string& s) {
     uint32_t v = 0;
@@ -129,17 +107,17 @@ Reply show_sessions(Context& ctx, const Args& a) {
         std::string port = port_names.count(s.out_port) ? port_names[s.out_port] : "";
         uint64_t idle_ms = hz ? r.idle_ticks * 1000 / hz : 0;
         json j = {{"worker", w.index},
-                  {"proto", proto_name(s.proto)},
-                  {"inside", endpoint(s.pod_ip, s.pod_port)},
-                  {"outside", endpoint(s.nat_ip, s.nat_port)},
-                  {"remote", endpoint(s.remote_ip, s.remote_port)},
+                  {"proto", control::session_proto_name(s.proto)},
+                  {"inside", control::session_endpoint(s.pod_ip, s.pod_port)},
+                  {"outside", control::session_endpoint(s.nat_ip, s.nat_port)},
+                  {"remote", control::session_endpoint(s.remote_ip, s.remote_port)},
                   {"service", service},
                   {"port", port},
                   {"vrf", ctx.host.policy.vrf_name(s.vrf)},
-                  {"state", tcp_state(s)},
+                  {"state", control::session_tcp_state(s)},
                   {"idle_ms", idle_ms}};
-        t.row({num(w.index), proto_name(s.proto), jstr(j["inside"]), jstr(j["outside"]), jstr(j["remote"]),
-               or_dash(service), or_dash(port), or_dash(jstr(j["vrf"])), or_dash(tcp_state(s)), num(idle_ms)});
+        t.row({num(w.index), control::session_proto_name(s.proto), jstr(j["inside"]), jstr(j["outside"]), jstr(j["remote"]),
+               or_dash(service), or_dash(port), or_dash(jstr(j["vrf"])), or_dash(control::session_tcp_state(s)), num(idle_ms)});
         rows.push_back(std::move(j));
         return true;
     });
@@ -195,11 +173,11 @@ Reply show_snat_pools(Context& ctx, const Args&) {
                 uint64_t in_use = it == use.end() ? 0 : it->second.ports->count();
                 uint64_t sessions = it == use.end() ? 0 : it->second.sessions;
                 uint64_t capacity = uint64_t{w->nat_port_hi} - w->nat_port_lo + 1;
-                t.row({config::format_ipv4(addr), used_by, proto_name(proto), num(w->index), num(in_use), num(capacity),
+                t.row({config::format_ipv4(addr), used_by, control::session_proto_name(proto), num(w->index), num(in_use), num(capacity),
                        percent(in_use, capacity), num(sessions)});
                 rows.push_back({{"address", config::format_ipv4(addr)},
                                 {"used_by", by},
-                                {"proto", proto_name(proto)},
+                                {"proto", control::session_proto_name(proto)},
                                 {"worker", w->index},
                                 {"port_min", w->nat_port_lo},
                                 {"port_max", w->nat_port_hi},

@@ -12,6 +12,7 @@
 #include "control/daemon/neighbor_resolver.h"
 #include "control/daemon/policy_builder.h"
 #include "control/daemon/runtime.h"
+#include "control/daemon/session_format.h"
 
 namespace egw::control {
 
@@ -20,29 +21,6 @@ namespace {
 // Worker counters are plain per-lcore increments; an atomic load on this side is enough to read
 // them whole on every platform DPDK runs on.
 inline uint64_t rd(const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); }
-
-std::string endpoint(uint32_t ip_be, uint16_t port_be) {
-    return config::format_ipv4(rte_be_to_cpu_32(ip_be)) + ":" + std::to_string(rte_be_to_cpu_16(port_be));
-}
-
-const char* proto_name(uint8_t p) {
-    switch (p) {
-    case 6: return "tcp";
-    case 17: return "udp";
-    case 1: return "icmp";
-    default: return "other";
-    }
-}
-
-std::string tcp_state(const dp::Session& s) {
-    if (s.proto != 6)
-        return "";
-    if (s.tcp_seen & dp::kTcpClosing)
-        return "closing";
-    if ((s.tcp_seen & (dp::kTcpSeenInside | dp::kTcpSeenOutside)) == (dp::kTcpSeenInside | dp::kTcpSeenOutside))
-        return "established";
-    return "opening";
-}
 
 }  // namespace
 
@@ -146,12 +124,12 @@ nlohmann::json collect_status(const StatusInputs& in) {
         for (uint32_t i = 0; i < w->dump_count && sessions.size() < in.max_sessions; ++i) {
             const dp::Session& s = w->dump_buffer[i].session;
             auto it = id_to_key.find(s.service_id);
-            sessions.push_back({{"worker", w->index}, {"proto", proto_name(s.proto)},
-                                {"inside", endpoint(s.pod_ip, s.pod_port)}, {"outside", endpoint(s.nat_ip, s.nat_port)},
-                                {"remote", endpoint(s.remote_ip, s.remote_port)},
+            sessions.push_back({{"worker", w->index}, {"proto", session_proto_name(s.proto)},
+                                {"inside", session_endpoint(s.pod_ip, s.pod_port)}, {"outside", session_endpoint(s.nat_ip, s.nat_port)},
+                                {"remote", session_endpoint(s.remote_ip, s.remote_port)},
                                 {"service", s.service_id && it != id_to_key.end() ? it->second : ""},
                                 {"port", port_names.count(s.out_port) ? port_names[s.out_port] : ""},
-                                {"vrf", in.policy.vrf_name(s.vrf)}, {"state", tcp_state(s)},
+                                {"vrf", in.policy.vrf_name(s.vrf)}, {"state", session_tcp_state(s)},
                                 {"idle_ms", w->dump_buffer[i].idle_ticks * 1000 / rte_get_tsc_hz()}});
         }
     }
