@@ -595,6 +595,7 @@ void Controller::decide_batch(const std::vector<std::string>& keys) {
         {
             std::lock_guard lk(stats_mu_);
             ++stats_.write_failures;
+            ++stats_.status_write_failures;
         }
         queue_.add_after(t.d.key, delay);
     }
@@ -639,6 +640,7 @@ void Controller::sync_labels() {
             label_retry_ = SteadyClock::now() + opts_.write_backoff_initial * 5;
             std::lock_guard lk(stats_mu_);
             ++stats_.write_failures;
+            ++stats_.label_write_failures;
         }
     }
 }

@@ -69,6 +69,8 @@ struct ControllerStats {
     uint64_t status_writes = 0;    // successful status PATCHes
     uint64_t label_writes = 0;     // successful node label PATCHes
     uint64_t write_failures = 0;   // failed status or label PATCHes
+    uint64_t status_write_failures = 0;
+    uint64_t label_write_failures = 0;
     uint64_t lease_renewals = 0;   // successful liveness Lease writes
     uint64_t leader_transitions = 0;   // times this instance became leader
     uint64_t decisions = 0;        // keys decided

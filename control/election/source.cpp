@@ -39,10 +39,13 @@ nlohmann::json describe(Controller& c) {
     ControllerStats st = c.stats();
     nlohmann::json resources = nlohmann::json::array();
     for (const auto& r : c.client().status())
-        resources.push_back({{"name", r.name}, {"synced", r.synced}, {"watching", r.watching}, {"failing", r.failing},
-                             {"resource_version", r.resource_version}, {"lists", r.lists}, {"expired", r.expired},
-                             {"watches", r.watches}, {"events", r.events}, {"bookmarks", r.bookmarks},
-                             {"failures", r.failures}, {"last_error", r.last_error}});
+        resources.push_back({{"name", r.name}, {"resource", r.resource}, {"synced", r.synced},
+                             {"watching", r.watching}, {"failing", r.failing},
+                             {"resource_version", r.resource_version}, {"lists", r.lists},
+                             {"list_failures", r.list_failures}, {"expired", r.expired}, {"watches", r.watches},
+                             {"watch_closed", r.watch_closed}, {"watch_failures", r.watch_failures},
+                             {"events", r.events}, {"bookmarks", r.bookmarks}, {"failures", r.failures},
+                             {"current_until", r.current_until}, {"last_error", r.last_error}});
     return {{"synced", st.synced}, {"leader", st.leader}, {"leader_identity", st.leader_identity},
             {"election", to_string(c.options().election)}, {"live_nodes", st.live_nodes},
             {"allocations", st.allocations}, {"status_writes", st.status_writes}, {"label_writes", st.label_writes},

@@ -19,6 +19,10 @@ std::string rv_of(const json& obj) {
     return rv->get<std::string>();
 }
 
+double unix_now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::string seconds(std::chrono::milliseconds d) {
     return fmt::format("{:.1f}s", static_cast<double>(d.count()) / 1000.0);
 }
@@ -32,6 +36,7 @@ Reflector::Reflector(std::shared_ptr<Transport> transport, ResourceType type, Re
     name_ = type_.plural;
     if (type_.namespaced && !opts_.namespace_.empty()) name_ += " in " + opts_.namespace_;
     status_.name = name_;
+    status_.resource = type_.plural;
 }
 
 Reflector::~Reflector() { stop(); }
@@ -57,6 +62,7 @@ ReflectorStatus Reflector::status() const {
     std::lock_guard lk(mu_);
     ReflectorStatus s = status_;
     s.synced = synced_.load();
+    if (s.watching) s.current_until = unix_now();
     return s;
 }
 
@@ -127,6 +133,10 @@ void Reflector::run() {
             Outcome o = list(items, list_rv, error);
             if (o == Outcome::stopped) break;
             if (o == Outcome::failed) {
+                {
+                    std::lock_guard lk(mu_);
+                    ++status_.list_failures;
+                }
                 failure("list", error);
                 continue;
             }
@@ -143,6 +153,7 @@ void Reflector::run() {
                 std::lock_guard lk(mu_);
                 ++status_.lists;
                 status_.resource_version = rv;
+                status_.current_until = unix_now();
             }
             if (!synced_.exchange(true))
                 logger()->info("k8s: {}: listed {} object{} at resourceVersion {}", name_, n, n == 1 ? "" : "s", rv);
@@ -155,18 +166,15 @@ void Reflector::run() {
         Outcome o = watch(rv, error);
         {
             std::lock_guard lk(mu_);
+            if (status_.watching) status_.current_until = unix_now();
             status_.watching = false;
-        }
-        if (o == Outcome::stopped) break;
-        {
-            std::lock_guard lk(mu_);
+            if (o == Outcome::ok) ++status_.watch_closed;
+            else if (o == Outcome::expired) ++status_.expired;
+            else if (o == Outcome::failed) ++status_.watch_failures;
             rv = status_.resource_version;
         }
+        if (o == Outcome::stopped) break;
         if (o == Outcome::expired) {
-            {
-                std::lock_guard lk(mu_);
-                ++status_.expired;
-            }
             logger()->info("k8s: {}: resourceVersion {} is too old ({}); listing again", name_, rv, error);
             need_list = true;
             // One 410 is routine; 410s in a row without progress back off like failures.

@@ -59,16 +59,25 @@ public:
 
 struct ReflectorStatus {
     std::string name;                 // "nodes", "leases in egw"
+    std::string resource;             // the plural alone: "nodes", "leases" (a metric label)
     bool synced = false;              // the first list has been handed over
     bool watching = false;            // a watch stream is open
     bool failing = false;             // in a failure streak
     std::string resource_version;     // the last one seen
-    uint64_t lists = 0;               // complete lists
-    uint64_t expired = 0;             // 410s that forced a new list
+    uint64_t lists = 0;               // complete lists (the first one included)
+    uint64_t list_failures = 0;       // list attempts that failed (each retry counts)
     uint64_t watches = 0;             // watch streams opened (2xx)
+    // Why each watch ended, so that another began: every watch attempt ends in exactly one of these.
+    uint64_t expired = 0;             // 410 (HTTP or ERROR event): a new list follows
+    uint64_t watch_closed = 0;        // the server ended the stream cleanly (its timeoutSeconds)
+    uint64_t watch_failures = 0;      // refused, cut, HTTP error or an unreadable event
     uint64_t events = 0;              // ADDED/MODIFIED/DELETED handed over
     uint64_t bookmarks = 0;
-    uint64_t failures = 0;            // failed attempts (each retry counts)
+    uint64_t failures = 0;            // failed attempts, list and watch (each retry counts)
+    // Until when the handler is known to have been current (Unix seconds; 0 before the first list):
+    // the end of the last list, or of the last watch stream. While a stream is open it is "now",
+    // which status() fills in, so time() minus it is how stale the cache may be.
+    double current_until = 0;
     std::string last_error;
 };
 

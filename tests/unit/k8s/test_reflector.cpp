@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <thread>
 
 #include "apiserver_process.h"
 #include "control/k8s/cache.h"
@@ -212,6 +213,11 @@ TEST_F(ReflectorTest, StreamCutMidEventResumesWithoutLossOrDuplicates) {
     EXPECT_EQ(st.failures, 1u);
     EXPECT_EQ(st.expired, 0u);
     EXPECT_EQ(st.lists, 1u);
+    // Why each watch ended: the first cleanly, the second cut; the third is still open.
+    EXPECT_EQ(st.watch_closed, 1u);
+    EXPECT_EQ(st.watch_failures, 1u);
+    EXPECT_EQ(st.list_failures, 0u);
+    EXPECT_EQ(st.events, 5u);
     EXPECT_EQ(strip(store.objects()), strip(fresh_list("/api/v1/nodes")));
     EXPECT_EQ(log_.sink().count(spdlog::level::warn, "stream broken"), 1u);
 }
@@ -252,6 +258,8 @@ TEST_P(RelistTest, CompactedHistoryRelistsAndTheCacheEqualsAFreshList) {
     auto st = reflector_->status();
     EXPECT_EQ(st.expired, 1u);
     EXPECT_EQ(st.failures, 0u);
+    EXPECT_EQ(st.watch_closed, 1u);  // close-watches ended the first stream cleanly
+    EXPECT_EQ(st.watch_failures, 0u);
     ASSERT_TRUE(eventually([&] { return cache.snapshot() == fresh_object_set(*server_); }));
     auto snap = cache.snapshot();
     EXPECT_FALSE(snap.nodes.count("n0"));
@@ -275,6 +283,8 @@ TEST_F(ReflectorTest, ExpiredMidStreamRelists) {
     server_->control("compact", {{"expireWatches", true}});  // ERROR 410 on the open stream
     ASSERT_TRUE(eventually([&] { return reflector_->status().lists == 2 && reflector_->status().watching; }));
     EXPECT_EQ(reflector_->status().expired, 1u);
+    EXPECT_EQ(reflector_->status().watch_closed, 0u);
+    EXPECT_EQ(reflector_->status().watch_failures, 0u);
     EXPECT_EQ(cache.snapshot(), fresh_object_set(*server_));
 }
 
@@ -292,6 +302,8 @@ TEST_F(ReflectorTest, ServerErrorsBackOffThenSucceed) {
     EXPECT_GE(waited, 700ms);  // 100 + 200 + 400 ms at least (jitter only adds)
     EXPECT_LT(waited, 3s);
     EXPECT_EQ(reflector_->status().failures, 3u);
+    EXPECT_EQ(reflector_->status().list_failures, 3u);
+    EXPECT_EQ(reflector_->status().watch_failures, 0u);
     EXPECT_EQ(store.size(), 1u);
     auto lists = server_->requests("list");
     ASSERT_EQ(lists.size(), 4u);
@@ -314,7 +326,35 @@ TEST_F(ReflectorTest, WatchServerErrorsBackOffAndResume) {
     ASSERT_TRUE(eventually([&] { return store.size() == 1; }));
     EXPECT_EQ(reflector_->status().lists, 1u);  // resumed, not relisted
     EXPECT_EQ(reflector_->status().failures, 3u);  // the abort, then two 503s
+    EXPECT_EQ(reflector_->status().watch_failures, 3u);
+    EXPECT_EQ(reflector_->status().list_failures, 0u);
+    EXPECT_EQ(reflector_->status().watch_closed, 0u);
     EXPECT_EQ(log_.sink().count(spdlog::level::warn), 1u);
+}
+
+// current_until says how stale the cache may be: "now" while a stream is open, frozen at the
+// moment the stream ended while the server cannot be reached.
+TEST_F(ReflectorTest, CurrentUntilIsNowWhileWatchingAndFreezesWhenTheWatchIsLost) {
+    const auto unix_now = [] {
+        return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    };
+    EXPECT_EQ(ReflectorStatus{}.current_until, 0.0);
+    RawStore store;
+    auto o = fast_options();
+    o.backoff_initial = 2s;  // one failure, then a long wait: the stream stays down while we look
+    o.backoff_max = 2s;
+    start(store, resources::nodes, o);
+    ASSERT_TRUE(eventually([&] { return reflector_->synced() && reflector_->status().watching; }));
+    std::this_thread::sleep_for(300ms);
+    EXPECT_NEAR(reflector_->status().current_until, unix_now(), 0.1);
+    server_->control("faults", {{"errors", json::array({{{"verb", "watch"}, {"code", 503}, {"count", 100}}})}});
+    server_->control("close-watches", {{"abort", true}});
+    ASSERT_TRUE(eventually([&] { return !reflector_->status().watching && reflector_->status().failures >= 1; }));
+    const double frozen = reflector_->status().current_until;
+    EXPECT_NEAR(frozen, unix_now(), 0.5);
+    std::this_thread::sleep_for(400ms);
+    EXPECT_EQ(reflector_->status().current_until, frozen);
+    EXPECT_GE(unix_now() - frozen, 0.4);
 }
 
 TEST(ReflectorAuth, WrongTokenLogsOnceRetriesAndRecovers) {
