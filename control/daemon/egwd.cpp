@@ -30,6 +30,7 @@
 #include "control/election/source.h"
 #include "control/manifests/manifest_dir.h"
 #include "control/metrics/exporter.h"
+#include "control/metrics/kubernetes.h"
 #include "control/model/rules.h"
 #include "control/telemetry/commands.h"
 
@@ -204,6 +205,14 @@ int main(int argc, char** argv) {
             resolver.install_static();
             egw::metrics::Exporter exporter(cfg, rt);
             egw::telemetry::Commands telemetry(exporter);
+            if (k8s) {
+                // k8s outlives the exporter (declared first), and both status() and stats() copy
+                // under the client's and controller's own locks: safe from the metrics thread.
+                egw::election::Controller* source = k8s.get();
+                exporter.add_families([source](egw::metrics::Writer& w) {
+                    egw::metrics::write_kubernetes(w, source->client().status(), source->stats());
+                });
+            }
             exporter.start();
 
             egw::manifests::ManifestDir manifests(k8s ? std::string() : cfg.state.path);
