@@ -281,11 +281,67 @@ def control_plane():
         target(f"sum by (instance) (egw_service_programmed{{{INST}}})", "{{instance}} programmed"),
         target(f"count by (instance) (egw_service_info{{{INST}}})", "{{instance}} known", ref="B"),
     ], "none", "EgressServices each gateway translates, and those it knows."), 12, 8)
+    l.row("Kubernetes API (state.source kubernetes)")
+    l.add(stat("Leaders", f"sum(egw_leader{{{INST}}})", "none",
+               "egwd instances holding the leader Lease: 1 when the election works, 0 for up to a Lease "
+               "duration during a failover, never more than 1.", decimals=0), 6, 4)
+    l.add(stat("Resources not synced", f"count(egw_k8s_synced{{{INST}}} == 0) or vector(0)", "none",
+               "Watched resources whose first list has not completed; egwd programs no Service until every "
+               "one is synced.", decimals=0), 6, 4)
+    l.add(stat("Watches down", f"count(egw_k8s_watch_open{{{INST}}} == 0) or vector(0)", "none",
+               "Watch streams not open right now. Brief dips at the server's watch timeout are routine; "
+               "a lasting one means the API server is unreachable.", decimals=0), 6, 4)
+    l.add(stat("Worst cache staleness", f"max(time() - egw_k8s_last_sync_timestamp_seconds{{{INST}}})", "s",
+               "How long ago the stalest cache was last known current (0 while its watch is open). "
+               "egwd keeps forwarding with what it has meanwhile."), 6, 4)
+    l.add(timeseries("Watch restarts", [
+        target(f"sum by (instance, resource, reason) (increase(egw_k8s_watch_restarts_total{{{INST}}}{RATE}))",
+               "{{instance}} {{resource}} {{reason}}"),
+    ], "none", "Watch streams that ended, by reason: closed is the server's timeout (routine), expired "
+               "is 410 Gone and costs a relist, error is a refused or cut connection or an HTTP error."), 12, 8)
+    l.add(timeseries("Relists and list failures", [
+        target(f"sum by (instance, resource) (increase(egw_k8s_relists_total{{{INST}}}{RATE}))",
+               "{{instance}} {{resource}} relists"),
+        target(f"sum by (instance, resource) (increase(egw_k8s_list_failures_total{{{INST}}}{RATE}))",
+               "{{instance}} {{resource}} failed lists", ref="B"),
+    ], "none", "Complete lists after the first (after a 410 or the relist period), and list attempts "
+               "that failed."), 12, 8)
+    l.add(timeseries("Watch events", [
+        target(f"sum by (instance, resource) (rate(egw_k8s_watch_events_total{{{INST}}}{RATE}))",
+               "{{instance}} {{resource}}"),
+    ], "ops", "ADDED, MODIFIED and DELETED events applied per second, by resource."), 12, 8)
+    l.add(timeseries("Cache staleness", [
+        target(f"time() - egw_k8s_last_sync_timestamp_seconds{{{INST}}}", "{{instance}} {{resource}}"),
+    ], "s", "Seconds since each resource's cache was last known current; 0 while its watch is open."), 12, 8)
+    l.row("Leader election")
+    l.add(timeseries("Leader", [
+        target(f"egw_leader{{{INST}}}", "{{instance}}"),
+    ], "none", "1 on the egwd holding the leader Lease. With election external it is 0 everywhere."), 12, 8)
+    l.add(timeseries("Live gateways and assigned Services", [
+        target(f"max(egw_election_live_gateways{{{INST}}})", "live gateways"),
+        target(f"max(egw_election_assigned_services{{{INST}}})", "Services with a host", ref="B"),
+    ], "none", "As the leader sees them: gateways with a current liveness Lease, and EgressServices it "
+               "has given a host."), 12, 8)
+    l.add(timeseries("Write-backs", [
+        target(f"sum by (instance, object) (increase(egw_k8s_writes_total{{{INST}}}{RATE}))",
+               "{{instance}} {{object}}"),
+        target(f"sum by (instance, object) (increase(egw_k8s_write_failures_total{{{INST}}}{RATE}))",
+               "{{instance}} {{object}} failed", ref="B"),
+    ], "none", "The leader's status.host and node label PATCHes, and those that failed (retried with "
+               "backoff)."), 12, 8)
+    l.add(timeseries("Leader changes and Lease renewals", [
+        target(f"sum by (instance) (increase(egw_leader_transitions_total{{{INST}}}{RATE}))",
+               "{{instance}} became leader"),
+        target(f"sum by (instance) (increase(egw_election_lease_renewals_total{{{INST}}}{RATE}))",
+               "{{instance}} liveness renewals", ref="B"),
+    ], "none", "Times each egwd took the leader Lease, and its liveness Lease renewals (steady when "
+               "healthy: one per retry period)."), 12, 8)
     l.row("Build")
     l.add(table("Versions", f"egw_build_info{{{INST}}}", "egw and DPDK version of every gateway.",
                 ["Time", "Value", "__name__", "job"]), 24, 6)
     return dashboard("egw-control-plane", "egw / Control plane",
-                     "Configuration generation and publication latency, Services known and programmed, versions.",
+                     "Configuration generation and publication latency, Services known and programmed, Kubernetes "
+                     "watch health and leader election, versions.",
                      [instance_variable()], l)
 
 

@@ -34,7 +34,9 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.dont_write_bytecode = True             # leave no __pycache__ in the tree
 import peer  # noqa: E402  (tests/e2e/peer.py: stage_config and the traffic clients)
+import test_metrics  # noqa: E402  (the strict exposition parser and the dashboard check)
 
+RESOURCES = ("egressservices", "services", "endpointslices", "nodes", "leases")
 NETNS_SH = REPO / "scripts" / "netns.sh"
 PEER = HERE / "peer.py"
 APISERVER = REPO / "tests" / "apiserver" / "apiserver.py"
@@ -297,7 +299,8 @@ class KubernetesSourceE2E(unittest.TestCase):
         cfg = json.loads(config.read_text())
         cfg["state"] = {"source": "kubernetes", "kubeconfig": str(kubeconfig), "lease_namespace": LEASE_NS,
                         "lease_duration_s": 3, "renew_deadline_ms": 2000, "retry_period_ms": 250}
-        cfg.pop("metrics", None)
+        cls.metrics_port = test_metrics.free_port()
+        cfg["metrics"] = {"enabled": True, "listen": f"127.0.0.1:{cls.metrics_port}"}
         config.write_text(json.dumps(cfg, indent=2))
         cls.status_file = h.workdir / "status.json"
         cls.egwd_log_path = h.workdir / "egwd.log"
@@ -461,6 +464,45 @@ class KubernetesSourceE2E(unittest.TestCase):
         self.assertIn("leader: this gateway", r.stdout)
         self.assertIn("endpointslices", r.stdout)
 
+    def scrape(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            return test_metrics.parse_exposition(r.read().decode())
+
+    def test_01c_metrics_report_every_resource_synced_watching_and_this_gateway_leading(self):
+        v = test_metrics.value
+        # Write-backs are asynchronous to the traffic the earlier tests waited for: let the
+        # status and label PATCHes for web land before reading their counters.
+        self.wait_host("web", NODE)
+        self.wait_labelled([NODE])
+        f = self.scrape()
+        now = time.time()
+        for res in RESOURCES:
+            self.assertEqual(v(f, "egw_k8s_synced", resource=res), 1, res)
+            self.assertEqual(v(f, "egw_k8s_watch_open", resource=res), 1, res)
+            self.assertAlmostEqual(v(f, "egw_k8s_last_sync_timestamp_seconds", resource=res), now, delta=5)
+            self.assertEqual(v(f, "egw_k8s_relists_total", resource=res), 0, res)
+            self.assertEqual(v(f, "egw_k8s_list_failures_total", resource=res), 0, res)
+            for reason in ("closed", "expired", "error"):   # watches last 5-10 minutes
+                self.assertEqual(v(f, "egw_k8s_watch_restarts_total", resource=res, reason=reason), 0, (res, reason))
+        self.assertGreaterEqual(v(f, "egw_k8s_watch_events_total", resource="egressservices"), 1)
+        self.assertGreaterEqual(v(f, "egw_k8s_watch_events_total", resource="leases"), 1)  # gw-2 renews
+        self.assertEqual(v(f, "egw_leader"), 1)
+        self.assertEqual(v(f, "egw_leader_transitions_total"), 1)
+        self.assertEqual(v(f, "egw_election_live_gateways"), 2)         # gw-1 (egwd) and gw-2 (the test)
+        self.assertEqual(v(f, "egw_election_assigned_services"), 1)     # web, on gw-1
+        self.assertGreaterEqual(v(f, "egw_election_lease_renewals_total"), 1)
+        self.assertGreaterEqual(v(f, "egw_k8s_writes_total", object="status"), 1)
+        self.assertGreaterEqual(v(f, "egw_k8s_writes_total", object="node_labels"), 1)
+        self.assertEqual(v(f, "egw_k8s_write_failures_total", object="status"), 0)
+        self.assertEqual(v(f, "egw_k8s_write_failures_total", object="node_labels"), 0)
+        # The figures are the same ones `show k8s` prints.
+        r = run([str(REPO / "build" / "control" / "egwctl"), "-p", FILE_PREFIX, "--json", "show", "k8s"], 20)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for res in json.loads(r.stdout)["resources"]:
+            self.assertEqual(res["lists"], 1, res)
+            self.assertLessEqual(res["events"], v(self.scrape(), "egw_k8s_watch_events_total",
+                                                  resource=res["resource"]), res)
+
     def test_02_network_egress_service_routes_in_its_vrf_on_every_gateway(self):
         self.h.apiserver.upsert(egress_service("db", "Network", network="blue"))
         self.wait_host("db", "ALL")
@@ -517,6 +559,43 @@ class KubernetesSourceE2E(unittest.TestCase):
         self.h.apiserver.delete("EgressService", "web")
         self.wait_labelled([])
         self.wait_seen_from(WEB_PODS[0], EXT1, EXT1_GW)
+
+    def test_07_watch_restarts_are_counted_by_reason_and_410_costs_a_relist(self):
+        v = test_metrics.value
+
+        def counts():
+            f = self.scrape()
+            return {res: {"closed": v(f, "egw_k8s_watch_restarts_total", resource=res, reason="closed"),
+                          "expired": v(f, "egw_k8s_watch_restarts_total", resource=res, reason="expired"),
+                          "error": v(f, "egw_k8s_watch_restarts_total", resource=res, reason="error"),
+                          "relists": v(f, "egw_k8s_relists_total", resource=res),
+                          "open": v(f, "egw_k8s_watch_open", resource=res)} for res in RESOURCES}
+
+        def step(action, reason, relists):
+            before = counts()
+            self.assertTrue(all(c["open"] == 1 for c in before.values()), before)
+            action()
+            want = {res: {**c, reason: c[reason] + 1, "relists": c["relists"] + relists, "open": 1}
+                    for res, c in before.items()}
+            self.wait_for(lambda: counts() == want, 10,
+                          lambda: f"after {reason}: want {want}\ngot {counts()}\n{tail(self.egwd_log_path)}")
+
+        # The server ends every watch at its timeout: egwd resumes from its resourceVersion.
+        step(lambda: self.h.apiserver.control("close-watches"), "closed", 0)
+        # A cut connection: backoff, then resume, still without a list.
+        step(lambda: self.h.apiserver.control("close-watches", {"abort": True}), "error", 0)
+        # History compacted under open watches: ERROR 410, and each resource lists again.
+        step(lambda: self.h.apiserver.control("compact", {"expireWatches": True}), "expired", 1)
+        # Still programmed from the relisted state.
+        self.wait_seen_from(DB_POD, EXT2, EXT2_GW)
+
+    def test_08_dashboards_use_only_metrics_this_egwd_exports_and_every_family_is_documented(self):
+        # A kubernetes-source egwd exports every family, its own and the Kubernetes ones.
+        families = self.scrape()
+        self.assertEqual(test_metrics.dashboard_metrics_not_exported(families), {})
+        doc = (REPO / "docs" / "metrics.md").read_text()
+        for name in families:
+            self.assertIn(f"| `{name}` |", doc, f"{name} is missing from docs/metrics.md")
 
     def test_99_egwd_stops_cleanly_and_hands_the_leader_lease_back(self):
         code = stop_process(self.h.egwd)
