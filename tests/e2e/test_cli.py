@@ -19,7 +19,6 @@ import pty
 import re
 import select
 import shutil
-import signal
 import socket
 import stat
 import struct
@@ -34,6 +33,9 @@ sys.dont_write_bytecode = True             # leave no __pycache__ in the tree
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+import harness  # noqa: E402  (binaries, processes, work directories)
+from harness import stop_process  # noqa: E402
 
 READY_TIMEOUT = 30.0
 COMMAND_TIMEOUT = 20.0
@@ -50,15 +52,8 @@ EXT1_ADDR = "192.0.2.1"
 EXT2_ADDR = "198.51.100.1"
 
 
-def binary(env, default):
-    path = Path(os.environ.get(env, default))
-    if not path.is_absolute():
-        path = REPO / path
-    return path.resolve()
-
-
-EGWD = binary("EGWD", "build/control/egwd")
-EGWCTL = binary("EGWCTL", "build/control/egwctl")
+EGWD = harness.egwd_binary()
+EGWCTL = harness.egwctl_binary()
 
 
 # --- frames -----------------------------------------------------------------------------------
@@ -293,18 +288,6 @@ def write_config(workdir, file_prefix):
 
 # --- processes --------------------------------------------------------------------------------
 
-def stop_process(proc, grace=STOP_TIMEOUT):
-    if proc is None or proc.poll() is not None:
-        return None if proc is None else proc.returncode
-    try:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-    return proc.returncode
-
-
 def runtime_dir(file_prefix):
     return Path("/var/run/dpdk") / file_prefix
 
@@ -312,9 +295,7 @@ def runtime_dir(file_prefix):
 def require_environment():
     if os.geteuid() != 0:
         raise unittest.SkipTest("the CLI end-to-end tests run egwd, which needs root here")
-    for b in (EGWD, EGWCTL):
-        if not os.access(b, os.X_OK):
-            raise FileNotFoundError(f"{b} not found: build with scripts/build.sh, or set EGWD/EGWCTL")
+    harness.require_binaries(EGWD, EGWCTL)
 
 
 class Daemon:
@@ -333,12 +314,12 @@ class Daemon:
         args = [str(EGWD), "-c", str(self.config), "--status-file", str(self.status_file)]
         if interactive:
             self.master, slave = pty.openpty()
-            self.proc = subprocess.Popen(args + ["-i"], cwd=self.workdir, stdin=slave, stdout=slave,
+            self.proc = harness.spawn(args + ["-i"], cwd=self.workdir, stdin=slave, stdout=slave,
                                          stderr=slave, start_new_session=True)
             os.close(slave)
         else:
             self.log = open(self.log_path, "w")
-            self.proc = subprocess.Popen(args, cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=self.log,
+            self.proc = harness.spawn(args, cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=self.log,
                                          stderr=subprocess.STDOUT)
 
     def log_tail(self, lines=30):
@@ -373,10 +354,7 @@ class Daemon:
             self.log.close()
             self.log = None
         shutil.rmtree(runtime_dir(self.file_prefix), ignore_errors=True)
-        if os.environ.get("EGW_E2E_KEEP"):
-            print(f"\ntest_cli: work directory kept in {self.workdir}", file=sys.stderr)
-        else:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        harness.remove_workdir(self.workdir, "test_cli")
         return code
 
 

@@ -27,9 +27,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.dont_write_bytecode = True
-from test_k8s_e2e import (LEASE_NS, TOKEN, ApiServer, endpoint_slice, lb_service, node,  # noqa: E402
-                          stop_process, tail)
+import harness  # noqa: E402
+from harness import (GATEWAY_LABEL, ApiServer, egress_service, endpoint_slice, lb_service, node,  # noqa: E402
+                     stop_process, tail)
 
+LEASE_NS = "egw-system"
 LEASE_S = 2
 RENEW_DEADLINE_MS = 1500
 RETRY_MS = 250
@@ -61,27 +63,18 @@ class TwoGateways(unittest.TestCase):
     def setUp(self):
         if os.geteuid() != 0:
             self.skipTest("egwd needs root for its DPDK runtime directory")
-        egwd = Path(os.environ.get("EGWD", "build/control/egwd"))
-        self.egwd_bin = egwd if egwd.is_absolute() else REPO / egwd
-        if not os.access(self.egwd_bin, os.X_OK):
-            raise FileNotFoundError(f"egwd binary not found at {self.egwd_bin}: build it with scripts/build.sh")
+        self.egwd_bin = harness.egwd_binary()
+        harness.require_binaries(self.egwd_bin)
         self.workdir = Path(tempfile.mkdtemp(prefix="egw-cluster-"))
         self.addCleanup(self.cleanup)
         self.procs, self.logs, self.prefixes = {}, {}, []
         self.api = ApiServer(self.workdir)
-        self.kubeconfig = self.workdir / "kubeconfig"
-        self.kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "c",
-            "clusters": [{"name": "c", "cluster": {"server": self.api.url}}],
-            "users": [{"name": "u", "user": {"token": TOKEN}}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+        self.kubeconfig = self.api.write_kubeconfig(self.workdir / "kubeconfig")
         for n in NODES:
             self.api.upsert(node(n))
         self.api.upsert(lb_service("web", "192.0.2.50", "10.96.0.50"))
         self.api.upsert(endpoint_slice("web-abc12", "web", ["10.244.1.10", "10.244.1.11"]))
-        self.api.upsert({"apiVersion": "k8s.ovn.org/v1", "kind": "EgressService",
-                         "metadata": {"name": "web", "namespace": "default"},
-                         "spec": {"nodeSelector": {"matchLabels": {"egw.example.com/gateway": "true"}}}})
+        self.api.upsert(egress_service("web", node_selector=GATEWAY_LABEL))
 
     def cleanup(self):
         for proc in self.procs.values():
@@ -92,10 +85,7 @@ class TwoGateways(unittest.TestCase):
             self.api.stop()
         for prefix in self.prefixes:
             shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
-        if os.environ.get("EGW_E2E_KEEP"):
-            print(f"\ncluster e2e: work directory kept in {self.workdir}", file=sys.stderr)
-        else:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        harness.remove_workdir(self.workdir, "cluster e2e")
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -105,7 +95,7 @@ class TwoGateways(unittest.TestCase):
         cfg = self.workdir / f"{node_name}.json"
         cfg.write_text(json.dumps(egwd_config(node_name, self.kubeconfig, prefix), indent=2))
         self.logs[node_name] = open(self.workdir / f"{node_name}.log", "w")
-        self.procs[node_name] = subprocess.Popen(
+        self.procs[node_name] = harness.spawn(
             [str(self.egwd_bin), "-c", str(cfg), "--status-file", str(self.workdir / f"{node_name}.status.json")],
             cwd=REPO, stdin=subprocess.DEVNULL, stdout=self.logs[node_name], stderr=subprocess.STDOUT)
 
@@ -137,15 +127,10 @@ class TwoGateways(unittest.TestCase):
                 and "no longer the leader" not in self.log(n)]
 
     def wait_for(self, predicate, timeout, message):
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() >= deadline:
-                logs = "\n".join(f"--- {n} ---\n{tail(self.workdir / f'{n}.log', 25)}" for n in self.procs)
-                self.fail(f"{message() if callable(message) else message}\n{logs}")
-            time.sleep(0.1)
+        def with_logs():
+            logs = "\n".join(f"--- {n} ---\n{tail(self.workdir / f'{n}.log', 25)}" for n in self.procs)
+            return f"{message() if callable(message) else message}\n{logs}"
+        return harness.wait_for(predicate, timeout, with_logs)
 
     def writes_in_log(self, node_name):
         """status.host and label writes this egwd logged (only a leader writes)."""

@@ -30,7 +30,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.dont_write_bytecode = True             # leave no __pycache__ in the tree
+import harness  # noqa: E402  (processes, waiting, work directories)
 import peer  # noqa: E402  (tests/e2e/peer.py: stage_config, delete_egress_service)
+from harness import describe_exit, run, run_bounded, stop_process, tail  # noqa: E402
 
 NETNS_SH = REPO / "scripts" / "netns.sh"
 PEER = HERE / "peer.py"
@@ -56,57 +58,13 @@ STOP_TIMEOUT = 10.0
 CONVERGE_TIMEOUT = 3.0                     # manifest changes converge within ~1 s
 
 
-def egwd_path():
-    path = Path(os.environ.get("EGWD", "build/control/egwd"))
-    if not path.is_absolute() and not path.exists():
-        path = REPO / path
-    return path.resolve()
-
-
 def ns(role):
     return f"{PREFIX}-{role}"
 
 
-def run(cmd, timeout, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
-
-
 def run_peer(role, *args, timeout=20.0):
     """Runs peer.py inside a namespace of the topology; never hangs past `timeout`."""
-    cmd = ["ip", "netns", "exec", ns(role), sys.executable, str(PEER), *map(str, args)]
-    try:
-        return run(cmd, timeout)
-    except subprocess.TimeoutExpired as e:
-        return subprocess.CompletedProcess(cmd, 124, e.stdout or "", f"killed after {timeout}s")
-
-
-def tail(path, lines=40):
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return f"({path} unreadable)"
-
-
-def describe_exit(code):
-    if code is not None and code < 0:
-        return f"signal {signal.Signals(-code).name}"
-    return f"code {code}"
-
-
-def stop_process(proc, sig=signal.SIGINT, grace=STOP_TIMEOUT):
-    """Sends `sig`, waits `grace` seconds, then SIGKILL. Returns the exit code."""
-    if proc is None:
-        return None
-    if proc.poll() is None:
-        try:
-            proc.send_signal(sig)
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        except ProcessLookupError:
-            pass
-    return proc.returncode
+    return run_bounded(["ip", "netns", "exec", ns(role), sys.executable, str(PEER), *map(str, args)], timeout)
 
 
 class Topology:
@@ -137,10 +95,7 @@ class Topology:
                 self.netns_up = False
             shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}", ignore_errors=True)
             if self.workdir:
-                if os.environ.get("EGW_E2E_KEEP"):
-                    print(f"\ne2e: work directory kept in {self.workdir}", file=sys.stderr)
-                else:
-                    shutil.rmtree(self.workdir, ignore_errors=True)
+                harness.remove_workdir(self.workdir, "e2e")
                 self.workdir = None
             if self.previous_sigterm is not None:
                 signal.signal(signal.SIGTERM, self.previous_sigterm)
@@ -158,10 +113,8 @@ class EgressGatewayE2E(unittest.TestCase):
             raise unittest.SkipTest("end-to-end tests need root (network namespaces, veth, AF_PACKET)")
         if shutil.which("ip") is None or run(["ip", "netns", "list"], 10).returncode != 0:
             raise unittest.SkipTest("`ip netns` is unavailable (iproute2 missing or no netns support)")
-        egwd = egwd_path()
-        if not os.access(egwd, os.X_OK):
-            raise FileNotFoundError(f"egwd binary not found at {egwd}: build it with scripts/build.sh "
-                                    "or point EGWD at it")
+        egwd = harness.egwd_binary()
+        harness.require_binaries(egwd)
 
         cls.topo = topo = Topology()
         cls.addClassCleanup(topo.cleanup)
@@ -179,7 +132,7 @@ class EgressGatewayE2E(unittest.TestCase):
             raise RuntimeError(f"scripts/netns.sh up failed:\n{r.stdout}{r.stderr}")
 
         topo.egwd_log = open(cls.egwd_log_path, "w")
-        topo.egwd = subprocess.Popen(
+        topo.egwd = harness.spawn(
             [str(egwd), "-c", str(cls.config), "--status-file", str(cls.status_file),
              "--log-level", "debug"],
             cwd=REPO, stdin=subprocess.DEVNULL, stdout=topo.egwd_log, stderr=subprocess.STDOUT)
@@ -188,7 +141,7 @@ class EgressGatewayE2E(unittest.TestCase):
         for role in ("ext1", "ext2", "pods2"):
             log = topo.workdir / f"server-{role}.log"
             with open(log, "w") as out:
-                topo.servers[role] = subprocess.Popen(
+                topo.servers[role] = harness.spawn(
                     ["ip", "netns", "exec", ns(role), sys.executable, str(PEER), "serve",
                      "--tcp", str(SERVICE_PORT), "--udp", str(SERVICE_PORT), "--icmp",
                      "--lifetime", "1800"],
@@ -223,16 +176,7 @@ class EgressGatewayE2E(unittest.TestCase):
 
     # --- helpers ---------------------------------------------------------------------------
 
-    @staticmethod
-    def wait_for(predicate, timeout, message):
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() >= deadline:
-                raise AssertionError(message() if callable(message) else message)
-            time.sleep(0.1)
+    wait_for = staticmethod(harness.wait_for)
 
     @classmethod
     def server_log(cls, role):
@@ -513,7 +457,7 @@ class EgressGatewayE2E(unittest.TestCase):
                 path = self.topo.workdir / f"broken-{name}.json"
                 path.write_text(json.dumps(broken, indent=2))
                 try:
-                    r = run([str(egwd_path()), "-c", str(path)], 15, cwd=REPO, stdin=subprocess.DEVNULL)
+                    r = run([str(harness.egwd_binary()), "-c", str(path)], 15, cwd=REPO, stdin=subprocess.DEVNULL)
                 finally:
                     shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}-broken", ignore_errors=True)
                 self.assertNotEqual(r.returncode, 0, f"egwd accepted a broken config:\n{r.stderr}")

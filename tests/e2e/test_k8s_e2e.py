@@ -24,27 +24,27 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.error
 import urllib.request
-from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.dont_write_bytecode = True             # leave no __pycache__ in the tree
+import harness  # noqa: E402  (processes, the test API server, the objects it is seeded with)
 import peer  # noqa: E402  (tests/e2e/peer.py: stage_config and the traffic clients)
+from harness import (ApiServer, egress_service, endpoint_slice, lb_service, node, run, run_bounded,  # noqa: E402
+                     selector, stop_process, tail)
 import test_metrics  # noqa: E402  (the strict exposition parser and the dashboard check)
 
+EGWCTL = harness.egwctl_binary()
 RESOURCES = ("egressservices", "services", "endpointslices", "nodes", "leases")
 NETNS_SH = REPO / "scripts" / "netns.sh"
 PEER = HERE / "peer.py"
-APISERVER = REPO / "tests" / "apiserver" / "apiserver.py"
 DEMO_CONFIG = REPO / "config" / "demo.json"
 
 PREFIX = f"egwk8s{os.getpid()}"             # namespaces <prefix>-pods, -pods2, -ext1, -ext2
 FILE_PREFIX = f"egw-k8s-e2e-{os.getpid()}"  # DPDK runtime directory of the egwd under test
-TOKEN = "k8s-e2e-token"
 LEASE_NS = "egw-system"
 NODE = "gw-1"                               # egwd's node (config/demo.json)
 OTHER = "gw-2"                              # another gateway, alive through the test's Lease
@@ -62,157 +62,18 @@ LABEL = "egress-service.k8s.ovn.org/default-web"
 
 READY_TIMEOUT = 30.0
 CONVERGE_TIMEOUT = 5.0
-STOP_TIMEOUT = 10.0
 
 
 def ns(role):
     return f"{PREFIX}-{role}"
 
 
-def run(cmd, timeout, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
-
-
 def run_peer(role, *args, timeout=20.0):
-    cmd = ["ip", "netns", "exec", ns(role), sys.executable, str(PEER), *map(str, args)]
-    try:
-        return run(cmd, timeout)
-    except subprocess.TimeoutExpired as e:
-        return subprocess.CompletedProcess(cmd, 124, e.stdout or "", f"killed after {timeout}s")
-
-
-def tail(path, lines=40):
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return f"({path} unreadable)"
-
-
-def stop_process(proc, sig=signal.SIGINT, grace=STOP_TIMEOUT):
-    if proc is None:
-        return None
-    if proc.poll() is None:
-        try:
-            proc.send_signal(sig)
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        except ProcessLookupError:
-            pass
-    return proc.returncode
-
-
-def micro_time(t=None):
-    t = datetime.now(timezone.utc) if t is None else t
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-# --- objects --------------------------------------------------------------------------------
-
-def node(name, ready=True):
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
-                                                  "egw.example.com/gateway": "true"}},
-            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
-
-
-def lb_service(name, ingress, cluster_ip):
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"type": "LoadBalancer", "clusterIPs": [cluster_ip], "externalTrafficPolicy": "Cluster"},
-            "status": {"loadBalancer": {"ingress": [{"ip": ingress}]}}}
-
-
-def endpoint_slice(name, service, ips, node_name="worker-1"):
-    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": name, "namespace": "default",
-                         "labels": {"kubernetes.io/service-name": service}},
-            "addressType": "IPv4",
-            "endpoints": [{"addresses": [ip], "nodeName": node_name, "conditions": {"ready": True}} for ip in ips]}
-
-
-def egress_service(name, source_ip_by="LoadBalancerIP", host=None, network=None):
-    spec = {"sourceIPBy": source_ip_by}
-    if host:
-        spec["nodeSelector"] = {"matchLabels": {"kubernetes.io/hostname": host}}
-    if network:
-        spec["network"] = network
-    return {"apiVersion": "k8s.ovn.org/v1", "kind": "EgressService",
-            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
-
-
-def selector(host):
-    """The spec fields that put an EgressService on `host` (None: any node)."""
-    return {"nodeSelector": {"matchLabels": {"kubernetes.io/hostname": host}} if host else None}
+    return run_bounded(["ip", "netns", "exec", ns(role), sys.executable, str(PEER), *map(str, args)], timeout)
 
 
 def liveness_lease(node_name, seconds=3):
-    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": f"egw-node-{node_name}", "namespace": LEASE_NS},
-            "spec": {"holderIdentity": node_name, "leaseDurationSeconds": seconds, "renewTime": micro_time()}}
-
-
-class ApiServer:
-    """tests/apiserver/apiserver.py on a free port of 127.0.0.1."""
-
-    def __init__(self, workdir):
-        self.port_file = workdir / "apiserver.port"
-        self.log = open(workdir / "apiserver.log", "w")
-        self.proc = subprocess.Popen([sys.executable, str(APISERVER), "--port", "0", "--port-file",
-                                      str(self.port_file), "--token", TOKEN],
-                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while not (self.port_file.exists() and self.port_file.read_text().strip()):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the test API server did not start:\n{tail(workdir / 'apiserver.log')}")
-            time.sleep(0.05)
-        self.url = f"http://127.0.0.1:{int(self.port_file.read_text())}"
-
-    def request(self, method, path, body=None, content_type="application/json", auth=True):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", content_type)
-        if auth:
-            req.add_header("Authorization", f"Bearer {TOKEN}")
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                return r.status, json.loads(r.read() or b"null")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"null")
-
-    def control(self, what, body=None):
-        code, out = self.request("POST", f"/_test/{what}", body or {}, auth=False)
-        if code != 200:
-            raise RuntimeError(f"/_test/{what}: HTTP {code} {out}")
-        return out
-
-    def upsert(self, obj):
-        self.control("upsert", obj)
-
-    def delete(self, kind, name, namespace="default"):
-        self.control("delete", {"kind": kind, "namespace": namespace, "name": name})
-
-    def get(self, path):
-        code, out = self.request("GET", path)
-        return out if code == 200 else None
-
-    def get_requests(self):
-        """Every API request the server saw: [{"verb", "path", "code"}]."""
-        code, out = self.request("GET", "/_test/requests", auth=False)
-        return out["requests"] if code == 200 else []
-
-    def patch_spec(self, name, spec):
-        """A JSON merge patch of an EgressService's spec, as `kubectl patch --type merge` sends
-        it: status is left alone (None removes a field)."""
-        code, out = self.request("PATCH", f"/apis/k8s.ovn.org/v1/namespaces/default/egressservices/{name}",
-                                 {"spec": spec}, "application/merge-patch+json")
-        if code != 200:
-            raise RuntimeError(f"PATCH egressservice {name}: HTTP {code} {out}")
-
-    def stop(self):
-        stop_process(self.proc, signal.SIGTERM, grace=5)
-        self.log.close()
+    return harness.liveness_lease(node_name, LEASE_NS, seconds)
 
 
 class Harness:
@@ -261,10 +122,7 @@ class Harness:
                 self.netns_up = False
             shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}", ignore_errors=True)
             if self.workdir:
-                if os.environ.get("EGW_E2E_KEEP"):
-                    print(f"\nk8s e2e: work directory kept in {self.workdir}", file=sys.stderr)
-                else:
-                    shutil.rmtree(self.workdir, ignore_errors=True)
+                harness.remove_workdir(self.workdir, "k8s e2e")
                 self.workdir = None
 
 
@@ -277,11 +135,8 @@ class KubernetesSourceE2E(unittest.TestCase):
             raise unittest.SkipTest("end-to-end tests need root (network namespaces, veth, AF_PACKET)")
         if shutil.which("ip") is None or run(["ip", "netns", "list"], 10).returncode != 0:
             raise unittest.SkipTest("`ip netns` is unavailable (iproute2 missing or no netns support)")
-        egwd = Path(os.environ.get("EGWD", "build/control/egwd"))
-        if not egwd.is_absolute():
-            egwd = REPO / egwd
-        if not os.access(egwd, os.X_OK):
-            raise FileNotFoundError(f"egwd binary not found at {egwd}: build it with scripts/build.sh")
+        egwd = harness.egwd_binary()
+        harness.require_binaries(egwd, EGWCTL)
 
         cls.h = h = Harness()
         cls.addClassCleanup(h.cleanup)
@@ -289,17 +144,12 @@ class KubernetesSourceE2E(unittest.TestCase):
         h.workdir = Path(tempfile.mkdtemp(prefix="egw-k8s-e2e-"))
         h.apiserver = api = ApiServer(h.workdir)
 
-        kubeconfig = h.workdir / "kubeconfig"
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "e2e",
-            "clusters": [{"name": "e2e", "cluster": {"server": api.url}}],
-            "users": [{"name": "e2e", "user": {"token": TOKEN}}],
-            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e", "namespace": LEASE_NS}}]}))
+        kubeconfig = api.write_kubeconfig(h.workdir / "kubeconfig", namespace=LEASE_NS)
         config, _ = peer.stage_config(DEMO_CONFIG, h.workdir, FILE_PREFIX)
         cfg = json.loads(config.read_text())
         cfg["state"] = {"source": "kubernetes", "kubeconfig": str(kubeconfig), "lease_namespace": LEASE_NS,
                         "lease_duration_s": 3, "renew_deadline_ms": 2000, "retry_period_ms": 250}
-        cls.metrics_port = test_metrics.free_port()
+        cls.metrics_port = harness.free_port()
         cfg["metrics"] = {"enabled": True, "listen": f"127.0.0.1:{cls.metrics_port}"}
         config.write_text(json.dumps(cfg, indent=2))
         cls.status_file = h.workdir / "status.json"
@@ -323,7 +173,7 @@ class KubernetesSourceE2E(unittest.TestCase):
             raise RuntimeError(f"scripts/netns.sh up failed:\n{r.stdout}{r.stderr}")
 
         h.egwd_log = open(cls.egwd_log_path, "w")
-        h.egwd = subprocess.Popen([str(egwd), "-c", str(config), "--status-file", str(cls.status_file),
+        h.egwd = harness.spawn([str(egwd), "-c", str(config), "--status-file", str(cls.status_file),
                                    "--log-level", "debug"],
                                   cwd=REPO, stdin=subprocess.DEVNULL, stdout=h.egwd_log, stderr=subprocess.STDOUT)
         cls.wait_for(lambda: (cls.read_status() or {}).get("ready") is True, READY_TIMEOUT,
@@ -334,7 +184,7 @@ class KubernetesSourceE2E(unittest.TestCase):
         for role in ("ext1", "ext2"):
             log = h.workdir / f"server-{role}.log"
             with open(log, "w") as out:
-                h.servers[role] = subprocess.Popen(
+                h.servers[role] = harness.spawn(
                     ["ip", "netns", "exec", ns(role), sys.executable, str(PEER), "serve",
                      "--tcp", str(SERVICE_PORT), "--udp", str(SERVICE_PORT), "--lifetime", "1800"],
                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
@@ -348,16 +198,7 @@ class KubernetesSourceE2E(unittest.TestCase):
 
     # --- helpers ---------------------------------------------------------------------------
 
-    @staticmethod
-    def wait_for(predicate, timeout, message):
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() >= deadline:
-                raise AssertionError(message() if callable(message) else message)
-            time.sleep(0.1)
+    wait_for = staticmethod(harness.wait_for)
 
     @classmethod
     def read_status(cls):
@@ -435,16 +276,13 @@ class KubernetesSourceE2E(unittest.TestCase):
         self.wait_seen_from(WEB_PODS[1], EXT1, WEB_INGRESS)
         print(f"\n  EgressService created -> translated in {took:.2f} s", file=sys.stderr)
         # The CLI shows the spec as the API server has it.
-        egwctl = REPO / "build" / "control" / "egwctl"
-        if os.access(egwctl, os.X_OK):
-            r = run([str(egwctl), "-p", FILE_PREFIX, "show", "service", "default/web"], 20)
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            self.assertIn("kubernetes.io/hostname", r.stdout)
-            self.assertNotIn("spec not available", r.stdout)
+        r = run([str(EGWCTL), "-p", FILE_PREFIX, "show", "service", "default/web"], 20)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("kubernetes.io/hostname", r.stdout)
+        self.assertNotIn("spec not available", r.stdout)
 
     def test_01b_show_k8s_reports_every_kind_synced_and_this_gateway_leading(self):
-        egwctl = REPO / "build" / "control" / "egwctl"
-        r = run([str(egwctl), "-p", FILE_PREFIX, "--json", "show", "k8s"], 20)
+        r = run([str(EGWCTL), "-p", FILE_PREFIX, "--json", "show", "k8s"], 20)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         j = json.loads(r.stdout)
         self.assertTrue(j["synced"])
@@ -459,7 +297,7 @@ class KubernetesSourceE2E(unittest.TestCase):
             self.assertTrue(res["resource_version"], res)
             self.assertGreaterEqual(res["lists"], 1, res)
         # The table for people names the same kinds.
-        r = run([str(egwctl), "-p", FILE_PREFIX, "show", "k8s"], 20)
+        r = run([str(EGWCTL), "-p", FILE_PREFIX, "show", "k8s"], 20)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("leader: this gateway", r.stdout)
         self.assertIn("endpointslices", r.stdout)
@@ -496,7 +334,7 @@ class KubernetesSourceE2E(unittest.TestCase):
         self.assertEqual(v(f, "egw_k8s_write_failures_total", object="status"), 0)
         self.assertEqual(v(f, "egw_k8s_write_failures_total", object="node_labels"), 0)
         # The figures are the same ones `show k8s` prints.
-        r = run([str(REPO / "build" / "control" / "egwctl"), "-p", FILE_PREFIX, "--json", "show", "k8s"], 20)
+        r = run([str(EGWCTL), "-p", FILE_PREFIX, "--json", "show", "k8s"], 20)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         for res in json.loads(r.stdout)["resources"]:
             self.assertEqual(res["lists"], 1, res)

@@ -18,7 +18,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -34,7 +33,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.dont_write_bytecode = True             # leave no __pycache__ in the tree
+import harness  # noqa: E402  (processes, ports, work directories)
 import test_deploy  # noqa: E402  (manifest and dashboard checks shared with that suite)
+from harness import free_port, run  # noqa: E402
 
 TAG = f"{os.getpid() % 100000}"
 IF_PODS, IF_PODS_PEER = f"egm{TAG}p", f"egm{TAG}P"   # egwd's end, the test's end
@@ -54,24 +55,6 @@ REMOTE = "192.0.2.100"
 REMOTE_PORT = 8080
 
 READY_TIMEOUT = 40.0
-STOP_TIMEOUT = 10.0
-
-
-def egwd_path():
-    path = Path(os.environ.get("EGWD", "build/control/egwd"))
-    if not path.is_absolute() and not path.exists():
-        path = REPO / path
-    return path.resolve()
-
-
-def run(cmd, timeout=20):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- frames -------------------------------------------------------------------------------------
@@ -377,13 +360,7 @@ class Rig:
         for w in self.wires:
             w.close()
         self.wires = []
-        if self.egwd is not None and self.egwd.poll() is None:
-            self.egwd.send_signal(signal.SIGINT)
-            try:
-                self.egwd.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.egwd.kill()
-                self.egwd.wait(timeout=5)
+        harness.stop_process(self.egwd)
         self.egwd = None
         if self.log:
             self.log.close()
@@ -393,10 +370,7 @@ class Rig:
         self.links = []
         shutil.rmtree(Path("/var/run/dpdk") / FILE_PREFIX, ignore_errors=True)
         if self.workdir:
-            if os.environ.get("EGW_E2E_KEEP"):
-                print(f"\nmetrics e2e: work directory kept in {self.workdir}", file=sys.stderr)
-            else:
-                shutil.rmtree(self.workdir, ignore_errors=True)
+            harness.remove_workdir(self.workdir, "metrics e2e")
             self.workdir = None
 
 
@@ -416,9 +390,8 @@ class MetricsE2E(unittest.TestCase):
             raise unittest.SkipTest("needs root (veth pairs, AF_PACKET)")
         if shutil.which("ip") is None:
             raise unittest.SkipTest("iproute2 is not installed")
-        egwd = egwd_path()
-        if not os.access(egwd, os.X_OK):
-            raise FileNotFoundError(f"egwd binary not found at {egwd}: build it with scripts/build.sh")
+        egwd = harness.egwd_binary()
+        harness.require_binaries(egwd)
 
         cls.rig = rig = Rig()
         cls.addClassCleanup(rig.cleanup)
@@ -470,7 +443,7 @@ class MetricsE2E(unittest.TestCase):
         cls.config.write_text(json.dumps(config, indent=1))
         cls.log_path = rig.workdir / "egwd.log"
         rig.log = open(cls.log_path, "w")
-        rig.egwd = subprocess.Popen([str(egwd), "-c", str(cls.config), "--log-level", "debug"],
+        rig.egwd = harness.spawn([str(egwd), "-c", str(cls.config), "--log-level", "debug"],
                                     cwd=REPO, stdin=subprocess.DEVNULL, stdout=rig.log,
                                     stderr=subprocess.STDOUT)
         deadline = time.monotonic() + READY_TIMEOUT

@@ -1,0 +1,279 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What the end-to-end suites share: finding the binaries, running and stopping processes
+without ever hanging, waiting for a condition, and the test API server with the Kubernetes
+objects the suites seed it with.
+
+Every process a suite starts through `spawn` gets SIGTERM from the kernel if the test process
+dies first (PR_SET_PDEATHSIG), so a crashed or killed test run leaves no egwd, API server or
+traffic server behind, even when its cleanup never runs.
+"""
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+APISERVER = REPO / "tests" / "apiserver" / "apiserver.py"
+
+STOP_TIMEOUT = 10.0
+_PR_SET_PDEATHSIG = 1
+
+
+# --- binaries and processes ---------------------------------------------------------------------
+
+def binary(env, default):
+    """The path in $`env`, else `default`; relative paths are taken from the repository root."""
+    path = Path(os.environ.get(env, default))
+    if not path.is_absolute():
+        path = REPO / path
+    return path.resolve()
+
+
+def egwd_binary():
+    return binary("EGWD", "build/control/egwd")
+
+
+def egwctl_binary():
+    return binary("EGWCTL", "build/control/egwctl")
+
+
+def require_binaries(*paths):
+    for path in paths:
+        if not os.access(path, os.X_OK):
+            raise FileNotFoundError(f"{path} not found: build with scripts/build.sh, or set EGWD/EGWCTL")
+
+
+def _die_with_parent():
+    # Runs in the child between fork and exec.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def spawn(cmd, **kw):
+    """subprocess.Popen for a process the suite owns: it is terminated if the suite dies."""
+    return subprocess.Popen(cmd, preexec_fn=_die_with_parent, **kw)
+
+
+def run(cmd, timeout=20.0, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def run_bounded(cmd, timeout):
+    """run() that reports a timeout as exit code 124 (like timeout(1)) instead of raising."""
+    try:
+        return run(cmd, timeout)
+    except subprocess.TimeoutExpired as e:
+        return subprocess.CompletedProcess(cmd, 124, e.stdout or "", f"killed after {timeout}s")
+
+
+def stop_process(proc, sig=signal.SIGINT, grace=STOP_TIMEOUT):
+    """Sends `sig`, waits `grace` seconds, then SIGKILL. Returns the exit code (None for no process)."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        try:
+            proc.send_signal(sig)
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        except ProcessLookupError:
+            pass
+    return proc.returncode
+
+
+def describe_exit(code):
+    if code is not None and code < 0:
+        return f"signal {signal.Signals(-code).name}"
+    return f"code {code}"
+
+
+def tail(path, lines=40):
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return f"({path} unreadable)"
+
+
+def wait_for(predicate, timeout, message, interval=0.1):
+    """predicate()'s first truthy value within `timeout` seconds, else AssertionError(message)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(message() if callable(message) else message)
+        time.sleep(interval)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read_json(path):
+    """The JSON document in `path`, or None while it is missing or half written."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def remove_workdir(workdir, suite):
+    """Deletes a suite's work directory, or keeps it (and says where) with EGW_E2E_KEEP=1."""
+    if os.environ.get("EGW_E2E_KEEP"):
+        print(f"\n{suite}: work directory kept in {workdir}", file=sys.stderr)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# --- the test API server and its objects --------------------------------------------------------
+
+TOKEN = "egw-e2e-token"
+
+
+class ApiServer:
+    """tests/apiserver/apiserver.py on a free port of 127.0.0.1, with its log in `workdir`."""
+
+    def __init__(self, workdir, token=TOKEN):
+        self.token = token
+        self.port_file = Path(workdir) / "apiserver.port"
+        self.log_path = Path(workdir) / "apiserver.log"
+        self.log = open(self.log_path, "w")
+        self.proc = spawn([sys.executable, str(APISERVER), "--port", "0", "--port-file", str(self.port_file),
+                           "--token", token],
+                          stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while not (self.port_file.exists() and self.port_file.read_text().strip()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                stop_process(self.proc, signal.SIGTERM, grace=2)
+                self.log.close()
+                raise RuntimeError(f"the test API server did not start:\n{tail(self.log_path)}")
+            time.sleep(0.05)
+        self.url = f"http://127.0.0.1:{int(self.port_file.read_text())}"
+
+    def write_kubeconfig(self, path, namespace=None):
+        """A kubeconfig for this server with the bearer token; `namespace` is the context's."""
+        context = {"cluster": "e2e", "user": "e2e"}
+        if namespace:
+            context["namespace"] = namespace
+        Path(path).write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "e2e",
+            "clusters": [{"name": "e2e", "cluster": {"server": self.url}}],
+            "users": [{"name": "e2e", "user": {"token": self.token}}],
+            "contexts": [{"name": "e2e", "context": context}]}))
+        return path
+
+    def request(self, method, path, body=None, content_type="application/json", auth=True):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        if auth:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def control(self, what, body=None):
+        """POST /_test/<what>: seed objects, inject faults (see the server's docstring)."""
+        code, out = self.request("POST", f"/_test/{what}", body or {}, auth=False)
+        if code != 200:
+            raise RuntimeError(f"/_test/{what}: HTTP {code} {out}")
+        return out
+
+    def upsert(self, obj):
+        self.control("upsert", obj)
+
+    def delete(self, kind, name, namespace="default"):
+        self.control("delete", {"kind": kind, "namespace": namespace, "name": name})
+
+    def get(self, path):
+        code, out = self.request("GET", path)
+        return out if code == 200 else None
+
+    def get_requests(self):
+        """Every API request the server saw: [{"verb", "path", "code"}]."""
+        code, out = self.request("GET", "/_test/requests", auth=False)
+        return out["requests"] if code == 200 else []
+
+    def patch_spec(self, name, spec):
+        """A JSON merge patch of an EgressService's spec, as `kubectl patch --type merge` sends
+        it: status is left alone (None removes a field)."""
+        code, out = self.request("PATCH", f"/apis/k8s.ovn.org/v1/namespaces/default/egressservices/{name}",
+                                 {"spec": spec}, "application/merge-patch+json")
+        if code != 200:
+            raise RuntimeError(f"PATCH egressservice {name}: HTTP {code} {out}")
+
+    def stop(self):
+        stop_process(self.proc, signal.SIGTERM, grace=5)
+        self.log.close()
+
+
+def micro_time(t=None):
+    t = datetime.now(timezone.utc) if t is None else t
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+GATEWAY_LABEL = {"egw.example.com/gateway": "true"}
+
+
+def node(name, ready=True):
+    """A gateway Node (it carries GATEWAY_LABEL)."""
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **GATEWAY_LABEL}},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def lb_service(name, ingress, cluster_ip):
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"type": "LoadBalancer", "clusterIPs": [cluster_ip], "externalTrafficPolicy": "Cluster"},
+            "status": {"loadBalancer": {"ingress": [{"ip": ingress}]}}}
+
+
+def endpoint_slice(name, service, ips, node_name="worker-1"):
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": name, "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": service}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [ip], "nodeName": node_name, "conditions": {"ready": True}} for ip in ips]}
+
+
+def egress_service(name, source_ip_by="LoadBalancerIP", host=None, network=None, node_selector=None):
+    """An EgressService; `host` pins it to one node by hostname, `node_selector` is matchLabels."""
+    spec = {"sourceIPBy": source_ip_by}
+    if host:
+        spec["nodeSelector"] = {"matchLabels": {"kubernetes.io/hostname": host}}
+    elif node_selector:
+        spec["nodeSelector"] = {"matchLabels": dict(node_selector)}
+    if network:
+        spec["network"] = network
+    return {"apiVersion": "k8s.ovn.org/v1", "kind": "EgressService",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def selector(host):
+    """The spec fields that put an EgressService on `host` (None: any node)."""
+    return {"nodeSelector": {"matchLabels": {"kubernetes.io/hostname": host}} if host else None}
+
+
+def liveness_lease(node_name, namespace, seconds=3):
+    """The Lease a gateway renews to say it is alive (egw-node-<node>)."""
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": f"egw-node-{node_name}", "namespace": namespace},
+            "spec": {"holderIdentity": node_name, "leaseDurationSeconds": seconds, "renewTime": micro_time()}}
