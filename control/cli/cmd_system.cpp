@@ -162,8 +162,9 @@ Reply show_lcores(Context& ctx, const Args&) {
 
 // The JSON comes from egwd's kubernetes source: {"synced", "leader", "leader_identity",
 // "election", "live_nodes", "status_writes", "label_writes", "write_failures",
-// "resources": [{"name", "synced", "watching", "failing", "resource_version", "lists",
-// "expired", "watches", "events", "bookmarks", "failures", "last_error"}]}.
+// "resources": [{"name", "resource", "synced", "watching", "failing", "resource_version",
+// "lists", "list_failures", "expired", "watches", "watch_closed", "watch_failures", "events",
+// "bookmarks", "failures", "current_until", "last_error"}]} (election::describe()).
 Reply show_k8s(Context& ctx, const Args&) {
     if (!ctx.host.kubernetes)
         return fail("show k8s: the state source is \"files\" (" + ctx.host.config.state.path +
