@@ -43,12 +43,14 @@ struct EalConfig {
     std::vector<std::string> vdevs;      // --vdev=...
     std::vector<std::string> pci_allow;  // -a ...; empty with vdevs only means --no-pci
     std::vector<std::string> extra_args; // appended verbatim
+    bool operator==(const EalConfig&) const = default;
 };
 
 struct MempoolConfig {
     unsigned mbufs = 16383;      // per pool (one pool for all ports)
     unsigned cache = 256;
     unsigned data_room = 2176;   // RTE_MBUF_DEFAULT_BUF_SIZE
+    bool operator==(const MempoolConfig&) const = default;
 };
 
 enum class PortRole { inside, outside };
@@ -63,17 +65,20 @@ struct PortConfig {
     unsigned mtu = 1500;
     unsigned rx_desc = 1024;
     unsigned tx_desc = 1024;
+    bool operator==(const PortConfig&) const = default;
 };
 
 struct NeighborConfig {
     std::string port;
     uint32_t ip = 0;
     MacAddr mac;
+    bool operator==(const NeighborConfig&) const = default;
 };
 
 struct VrfConfig {
     std::string name;
     uint32_t table = 0;          // Linux-style table number; EgressService.spec.network may name either
+    bool operator==(const VrfConfig&) const = default;
 };
 
 struct RouteConfig {
@@ -81,12 +86,14 @@ struct RouteConfig {
     Ipv4Prefix prefix;
     std::optional<uint32_t> via; // next hop; absent means directly connected on `port`
     std::string port;
+    bool operator==(const RouteConfig&) const = default;
 };
 
 struct ClusterConfig {
     std::vector<Ipv4Prefix> pod_cidrs;
     std::vector<Ipv4Prefix> service_cidrs;
     std::vector<uint32_t> node_ips;
+    bool operator==(const ClusterConfig&) const = default;
 };
 
 enum class DefaultAction { route, masquerade, drop };
@@ -96,6 +103,7 @@ struct TimeoutConfig {
     unsigned tcp_transitory_s = 240;
     unsigned udp_s = 300;
     unsigned icmp_s = 60;
+    bool operator==(const TimeoutConfig&) const = default;
 };
 
 struct SessionConfig {
@@ -103,6 +111,7 @@ struct SessionConfig {
     uint16_t port_min = 1024;           // NAT port range, split into one block per worker
     uint16_t port_max = 65535;
     TimeoutConfig timeouts;
+    bool operator==(const SessionConfig&) const = default;
 };
 
 struct ArpConfig {
@@ -110,11 +119,13 @@ struct ArpConfig {
     unsigned hold_packets = 256;        // packets held for unresolved next hops, all neighbours together
     unsigned retry_ms = 1000;           // ARP request retransmission while unresolved
     unsigned reachable_s = 300;         // learned entries are re-requested after this
+    bool operator==(const ArpConfig&) const = default;
 };
 
 struct NodeConfig {
     std::string name;                   // this gateway's Kubernetes node name
     std::map<std::string, std::string> labels;
+    bool operator==(const NodeConfig&) const = default;
 };
 
 enum class StateSource { files, kubernetes };
@@ -135,6 +146,7 @@ struct StateConfig {
     unsigned lease_duration_s = 15;     // kubernetes: leaseDurationSeconds of the liveness and leader Leases
     unsigned renew_deadline_ms = 10000; // kubernetes: a leader that has not renewed for this long stops deciding
     unsigned retry_period_ms = 2000;    // kubernetes: Lease renewal and acquisition attempts
+    bool operator==(const StateConfig&) const = default;
 };
 
 // The Prometheus endpoint (/metrics, /livez, /readyz). Without a "metrics" section there is none.
@@ -142,6 +154,7 @@ struct MetricsConfig {
     bool enabled = false;
     uint32_t ip = 0x7f000001;           // listen address, host order; 0.0.0.0 for every interface
     uint16_t port = 9469;
+    bool operator==(const MetricsConfig&) const = default;
 };
 
 struct Config {
@@ -161,6 +174,8 @@ struct Config {
     StateConfig state;
     MetricsConfig metrics;
 
+    // Every member, `file` included.
+    bool operator==(const Config&) const = default;
     const PortConfig* find_port(const std::string& name) const;
     const VrfConfig* find_vrf(const std::string& name_or_table) const;
 };

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "config/config.h"
+#include "config/dump.h"
 #include "control/cli/handlers.h"
 #include "control/cli/table.h"
 #include "control/daemon/runtime.h"
@@ -17,83 +18,6 @@ namespace egw::cli {
 namespace {
 
 using nlohmann::json;
-
-json prefixes(const std::vector<config::Ipv4Prefix>& ps) {
-    json out = json::array();
-    for (const auto& p : ps)
-        out.push_back(config::format_prefix(p));
-    return out;
-}
-
-json addresses(const std::vector<uint32_t>& ips) {
-    json out = json::array();
-    for (uint32_t ip : ips)
-        out.push_back(config::format_ipv4(ip));
-    return out;
-}
-
-// The configuration in the file's own shape and key names (docs/configuration.md).
-json config_json(const config::Config& c) {
-    json ports = json::array();
-    for (const auto& p : c.ports)
-        ports.push_back({{"name", p.name},
-                         {"device", p.device},
-                         {"role", config::to_string(p.role)},
-                         {"vrf", p.vrf},
-                         {"addresses", prefixes(p.addresses)},
-                         {"mac", p.mac ? json(config::format_mac(*p.mac)) : json(nullptr)},
-                         {"mtu", p.mtu},
-                         {"rx_desc", p.rx_desc},
-                         {"tx_desc", p.tx_desc}});
-    json neighbors = json::array();
-    for (const auto& n : c.neighbors)
-        neighbors.push_back({{"port", n.port}, {"ip", config::format_ipv4(n.ip)}, {"mac", config::format_mac(n.mac)}});
-    json vrfs = json::array();
-    for (const auto& v : c.vrfs)
-        vrfs.push_back({{"name", v.name}, {"table", v.table}});
-    json routes = json::array();
-    for (const auto& r : c.routes)
-        routes.push_back({{"vrf", r.vrf},
-                          {"prefix", config::format_prefix(r.prefix)},
-                          {"via", r.via ? json(config::format_ipv4(*r.via)) : json(nullptr)},
-                          {"port", r.port}});
-    const auto& t = c.sessions.timeouts;
-    return {{"file", c.file},
-            {"eal", {{"lcores", c.eal.lcores},
-                     {"main_lcore", c.eal.main_lcore},
-                     {"no_huge", c.eal.no_huge},
-                     {"memory_mb", c.eal.memory_mb},
-                     {"file_prefix", c.eal.file_prefix},
-                     {"vdevs", c.eal.vdevs},
-                     {"pci_allow", c.eal.pci_allow},
-                     {"extra_args", c.eal.extra_args}}},
-            {"workers", c.workers},
-            {"mempool", {{"mbufs", c.mempool.mbufs}, {"cache", c.mempool.cache}, {"data_room", c.mempool.data_room}}},
-            {"ports", ports},
-            {"neighbors", neighbors},
-            {"vrfs", vrfs},
-            {"routes", routes},
-            {"cluster", {{"pod_cidrs", prefixes(c.cluster.pod_cidrs)},
-                         {"service_cidrs", prefixes(c.cluster.service_cidrs)},
-                         {"node_ips", addresses(c.cluster.node_ips)}}},
-            {"default_action", config::to_string(c.default_action)},
-            {"sessions", {{"max", c.sessions.max_sessions},
-                          {"port_min", c.sessions.port_min},
-                          {"port_max", c.sessions.port_max},
-                          {"timeouts", {{"tcp_established", t.tcp_established_s},
-                                        {"tcp_transitory", t.tcp_transitory_s},
-                                        {"udp", t.udp_s},
-                                        {"icmp", t.icmp_s}}}}},
-            {"arp", {{"max_neighbors", c.arp.max_neighbors},
-                     {"hold_packets", c.arp.hold_packets},
-                     {"retry_ms", c.arp.retry_ms},
-                     {"reachable_s", c.arp.reachable_s}}},
-            {"node", {{"name", c.node.name}, {"labels", c.node.labels}}},
-            {"state", {{"source", config::to_string(c.state.source)},
-                       {"path", c.state.path},
-                       {"poll_ms", c.state.poll_ms},
-                       {"kubeconfig", c.state.kubeconfig}}}};
-}
 
 // One row per leaf: "ports[1].addresses" -> "10.0.0.1/24, 10.0.0.2/24".
 void flatten(const json& j, const std::string& path, Table& t) {
@@ -196,8 +120,12 @@ Reply show_drops(Context& ctx, const Args&) {
     return ok(t.render(), drops);
 }
 
+// The file's own shape (config::to_json, every section with its defaults spelt out) plus "file",
+// the path egwd loaded it from: without "file", the JSON form is itself a loadable configuration.
 Reply show_config(Context& ctx, const Args&) {
-    json j = config_json(ctx.host.config);
+    const config::Config& c = ctx.host.config;
+    json j = config::to_json(c);
+    j["file"] = c.file;
     Table t({"key", "value"});
     flatten(j, "", t);
     return ok(t.render(), j);

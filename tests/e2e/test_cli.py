@@ -561,11 +561,23 @@ class CliThroughEgwctl(unittest.TestCase):
 
     def test_config(self):
         j = self.json("show", "config")
+        self.assertEqual(j["file"], str(self.daemon.config))
         self.assertEqual(j["eal"]["file_prefix"], self.daemon.file_prefix)
         self.assertEqual([p["name"] for p in j["ports"]], ["pods", "ext1", "ext2"])
         self.assertEqual(j["sessions"]["max"], 4096)
+        # Sections the file leaves out are there with their defaults; state has its source's keys only.
+        self.assertEqual(j["metrics"], {"enabled": False, "listen": "127.0.0.1:9469"})
+        self.assertNotIn("kubeconfig", j["state"])
         text = self.out("show", "config")
         self.assertRegex(text, r"ports\[2\]\.vrf +blue")
+        self.assertRegex(text, r"metrics\.enabled +false")
+        # Without "file", the JSON form is a configuration file: egwctl -c loads it to find the socket.
+        dump = self.daemon.workdir / "show-config.json"
+        dump.write_text(json.dumps({k: v for k, v in j.items() if k != "file"}))
+        r = subprocess.run([str(EGWCTL), "-c", str(dump), "show", "drops"], capture_output=True, text=True,
+                           timeout=COMMAND_TIMEOUT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("REASON", r.stdout)
 
     def test_log_level(self):
         self.assertIn("log level is now debug", self.out("set", "log", "level", "debug"))

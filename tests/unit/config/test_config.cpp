@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Unit tests of the strict configuration loader (config/loader.cpp): helpers, the happy path,
-// and one case per kind of error with the exact message.
+// and one case per kind of error with the exact message; and of its inverse, config::to_json
+// (config/dump.cpp), by round trips through the loader.
 #include "config/config.h"
+#include "config/dump.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -1298,6 +1300,260 @@ TEST(ShippedFiles, ExampleNicLoads) {
             return r.vrf == v.name && r.prefix.len == 0 && r.via.has_value();
         }));
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// to_json: the loaded configuration written back in the file's shape
+// ---------------------------------------------------------------------------------------------
+
+// Writes to_json(c) to a file of a fresh directory (not c's own), loads it, and checks that the
+// result is `c` again (apart from Config::file) and dumps to the same document. Returns the dump.
+json expect_round_trip(const Config& c) {
+    const json dump = to_json(c);
+    TempDir dir;
+    const fs::path file = dir.write("elsewhere/egw.json", dump.dump(2));
+    Config back;
+    try {
+        back = load_file(file.string());
+    } catch (const ConfigError& e) {
+        ADD_FAILURE() << "the dump does not load: " << e.what() << "\n" << dump.dump(2);
+        return dump;
+    }
+    EXPECT_EQ(back.file, file.string());
+    EXPECT_EQ(to_json(back), dump);
+    back.file = c.file;
+    EXPECT_TRUE(back == c) << "loads back to a different configuration:\n" << dump.dump(2) << "\nvs\n"
+                           << to_json(back).dump(2);
+    return dump;
+}
+
+// Every key the loader reads, each set to something other than its default, written the way
+// to_json writes it: defaults spelt out, VRF "default" first, paths absolute. Host bits, devices
+// and PCI devargs are kept as written. Loaded from /srv/egw/egw.json.
+json full_files_document() {
+    return json::parse(R"({
+      "eal": {"lcores": "0-3", "main_lcore": 3, "no_huge": false, "memory_mb": 2048, "file_prefix": "egw-x",
+              "vdevs": ["net_tap0,iface=egw0", "net_null0"], "pci_allow": ["0000:01:00.0", "02:00.1,rx_vec_en=0"],
+              "extra_args": ["--log-level=lib.eal:debug", "--in-memory"]},
+      "workers": [2, 0, 1],
+      "mempool": {"mbufs": 32767, "cache": 512, "data_room": 9344},
+      "ports": [
+        {"name": "pods", "device": "net_tap0", "role": "inside", "vrf": "default",
+         "addresses": ["10.244.1.1/24", "10.244.9.1/32"], "mac": "02:00:00:00:00:01", "mtu": 9000,
+         "rx_desc": 2048, "tx_desc": 512},
+        {"name": "up", "device": "0000:01:00.0", "role": "outside", "vrf": "default", "addresses": ["192.0.2.1/24"],
+         "mtu": 1500, "rx_desc": 1024, "tx_desc": 1024},
+        {"name": "blue", "device": "02:00.1", "role": "outside", "vrf": "blue", "addresses": ["198.51.100.1/25"],
+         "mtu": 1500, "rx_desc": 1024, "tx_desc": 1024},
+        {"name": "sink", "device": "net_null0", "role": "outside", "vrf": "red", "addresses": [],
+         "mtu": 1500, "rx_desc": 1024, "tx_desc": 1024}
+      ],
+      "neighbors": [{"port": "up", "ip": "192.0.2.254", "mac": "02:00:00:00:00:fe"},
+                    {"port": "blue", "ip": "198.51.100.126", "mac": "02:00:00:00:01:fe"}],
+      "vrfs": [{"name": "default", "table": 254}, {"name": "blue", "table": 100}, {"name": "red", "table": 4294967294}],
+      "routes": [
+        {"vrf": "default", "prefix": "0.0.0.0/0", "via": "192.0.2.254", "port": "up"},
+        {"vrf": "blue", "prefix": "0.0.0.0/0", "via": "198.51.100.126", "port": "blue"},
+        {"vrf": "red", "prefix": "203.0.113.0/24", "port": "sink"}
+      ],
+      "cluster": {"pod_cidrs": ["10.244.0.0/16", "10.245.0.0/16"], "service_cidrs": ["10.96.0.0/12"],
+                  "node_ips": ["172.18.0.2", "172.18.0.3"]},
+      "default_action": "drop",
+      "sessions": {"max": 1000, "port_min": 2000, "port_max": 3000,
+                   "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}},
+      "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30},
+      "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
+      "state": {"source": "files", "path": "/srv/egw/manifests", "poll_ms": 500},
+      "metrics": {"enabled": true, "listen": "0.0.0.0:9100"}
+    })");
+}
+
+json full_kubernetes_document() {
+    json j = full_files_document();
+    j["state"] = json::parse(R"({"source": "kubernetes", "poll_ms": 500, "kubeconfig": "/srv/egw/kube/config",
+                                 "election": "external", "lease_namespace": "egw-system", "lease_duration_s": 30,
+                                 "renew_deadline_ms": 20000, "retry_period_ms": 5000})");
+    return j;
+}
+
+// The same ports and references with nothing else set.
+json minimal_document() {
+    return json::parse(R"({
+      "eal": {"vdevs": ["net_tap0", "net_null0"], "pci_allow": ["0000:01:00.0", "02:00.1"]},
+      "workers": [1],
+      "ports": [
+        {"name": "pods", "device": "net_tap0", "role": "inside"},
+        {"name": "up", "device": "0000:01:00.0", "role": "outside"}
+      ],
+      "cluster": {"pod_cidrs": ["10.244.0.0/16"]},
+      "node": {"name": "gw-1"},
+      "state": {"path": "m"}
+    })");
+}
+
+// The JSON pointers of `j`'s leaves (scalars and arrays) under `at`.
+void leaves(const json& j, const json::json_pointer& at, std::vector<json::json_pointer>& out) {
+    if (!j.is_object()) {
+        out.push_back(at);
+        return;
+    }
+    for (const auto& [k, v] : j.items()) leaves(v, at / k, out);
+}
+
+TEST(ToJson, EveryKeyOfAFullFileIsWrittenBackAsWritten) {
+    for (const json& doc : {full_files_document(), full_kubernetes_document()}) {
+        SCOPED_TRACE(doc["state"]["source"].get<std::string>());
+        Config c = load_text(doc.dump(), "/srv/egw/egw.json");
+        EXPECT_EQ(to_json(c), doc) << to_json(c).dump(2);
+        expect_round_trip(c);
+    }
+}
+
+// The full documents above set every scalar setting to something other than its default, so a
+// setting that to_json forgot (or wrote under the loader's default) cannot pass the test above.
+TEST(ToJson, TheFullDocumentsDifferFromTheDefaultsEverywhere) {
+    const json full = full_files_document();
+    const json defaults = to_json(load_text(minimal_document().dump(), "/srv/egw/egw.json"));
+    std::vector<json::json_pointer> checked;
+    for (const char* section : {"eal", "workers", "mempool", "default_action", "sessions", "arp", "node", "metrics"})
+        leaves(full[section], json::json_pointer() / section, checked);
+    for (const char* key : {"/ports/0/mac", "/ports/0/mtu", "/ports/0/rx_desc", "/ports/0/tx_desc",
+                            "/ports/0/addresses", "/state/path", "/state/poll_ms"})
+        checked.emplace_back(key);
+    for (const auto& p : checked)
+        EXPECT_NE(full.at(p), defaults.contains(p) ? defaults.at(p) : json()) << p.to_string();
+    EXPECT_EQ(defaults.at(json::json_pointer("/state/source")), "files");
+    EXPECT_FALSE(defaults["ports"][0].contains("mac"));
+
+    json k8s_minimal = minimal_document();
+    k8s_minimal["state"] = {{"source", "kubernetes"}};
+    const json k8s_defaults = to_json(load_text(k8s_minimal.dump(), "/srv/egw/egw.json"));
+    const json k8s_full = full_kubernetes_document();
+    for (const auto& [k, v] : k8s_full["state"].items()) {
+        if (k == "source") continue;  // both kubernetes; the default is files, checked above
+        EXPECT_NE(v, k8s_defaults["state"].value(k, json())) << k;
+    }
+}
+
+TEST(ToJson, StateHoldsOnlyTheKeysOfItsSource) {
+    Config files = load_text(minimal_document().dump(), "/srv/egw/egw.json");
+    json f = to_json(files)["state"];
+    EXPECT_EQ(f, json::parse(R"({"source": "files", "path": "/srv/egw/m", "poll_ms": 200})"));
+
+    json doc = minimal_document();
+    doc["state"] = {{"source", "kubernetes"}};
+    json k = to_json(load_text(doc.dump(), "/srv/egw/egw.json"))["state"];
+    EXPECT_EQ(k, json::parse(R"({"source": "kubernetes", "poll_ms": 200, "kubeconfig": "", "election": "leader",
+                                 "lease_namespace": "", "lease_duration_s": 15, "renew_deadline_ms": 10000,
+                                 "retry_period_ms": 2000})"));
+}
+
+TEST(ToJson, AbsentMacAndNextHopAreLeftOutNotNull) {
+    Config c = load_text(full_files_document().dump(), "/srv/egw/egw.json");
+    json j = to_json(c);
+    EXPECT_FALSE(j["ports"][1].contains("mac"));
+    EXPECT_FALSE(j["routes"][2].contains("via"));
+    EXPECT_EQ(j["routes"][2]["port"], "sink");
+}
+
+TEST(ToJson, MetricsWithoutASectionIsWrittenDisabled) {
+    Config c = load_text(base().dump(), kFile);
+    ASSERT_FALSE(c.metrics.enabled);
+    json j = expect_round_trip(c);
+    EXPECT_EQ(j["metrics"], json::parse(R"({"enabled": false, "listen": "127.0.0.1:9469"})"));
+
+    // Disabled with a listen address of its own: both survive.
+    json doc = base();
+    doc["metrics"] = {{"enabled", false}, {"listen", "192.0.2.1:65535"}};
+    j = expect_round_trip(load_text(doc.dump(), kFile));
+    EXPECT_EQ(j["metrics"], json::parse(R"({"enabled": false, "listen": "192.0.2.1:65535"})"));
+
+    doc["metrics"] = json::object();
+    j = expect_round_trip(load_text(doc.dump(), kFile));
+    EXPECT_EQ(j["metrics"], json::parse(R"({"enabled": true, "listen": "127.0.0.1:9469"})"));
+}
+
+TEST(ToJson, LcoreMappingSyntaxRoundTrips) {
+    json doc = base();
+    doc["eal"]["lcores"] = "0@0,(1-2)@(4-5)";
+    doc["workers"] = {1, 2};
+    json j = expect_round_trip(load_text(doc.dump(), kFile));
+    EXPECT_EQ(j["eal"]["lcores"], "0@0,(1-2)@(4-5)");
+}
+
+// Relative paths are resolved by the loader against the file's directory, so the dump holds
+// absolute ones and loads the same from any directory.
+TEST(ToJson, RelativePathsAreWrittenResolved) {
+    TempDir dir;
+    json doc = base();
+    doc["state"]["path"] = "../manifests";
+    Config c = load_file(dir.write("etc/egw.json", doc.dump()).string());
+    json j = expect_round_trip(c);
+    EXPECT_EQ(j["state"]["path"], (dir.path() / "manifests").string());
+
+    doc["state"] = {{"source", "kubernetes"}, {"kubeconfig", "kube/config"}};
+    c = load_file(dir.write("etc/egw.json", doc.dump()).string());
+    j = expect_round_trip(c);
+    EXPECT_EQ(j["state"]["kubeconfig"], (dir.path() / "etc" / "kube" / "config").string());
+}
+
+TEST(ToJson, ShippedFilesRoundTrip) {
+    for (const char* name : {"demo.json", "bench-rig.json", "example-nic.json"}) {
+        SCOPED_TRACE(name);
+        const std::string file = source_root() + "/config/" + name;
+        expect_round_trip(load_file(file));
+    }
+}
+
+TEST(ToJson, ShippedFilesSpotChecks) {
+    json demo = to_json(load_file(source_root() + "/config/demo.json"));
+    EXPECT_EQ(demo["metrics"], json::parse(R"({"enabled": true, "listen": "127.0.0.1:9469"})"));
+    EXPECT_EQ(demo["state"]["source"], "files");
+    EXPECT_EQ(fs::path(demo["state"]["path"].get<std::string>()),
+              fs::absolute(fs::path(source_root()) / "config" / "demo-manifests").lexically_normal());
+    EXPECT_FALSE(demo["state"].contains("kubeconfig"));
+    EXPECT_FALSE(demo["state"].contains("election"));
+    EXPECT_EQ(demo["eal"]["file_prefix"], "egw-demo");
+    EXPECT_EQ(demo["mempool"]["mbufs"], 8191);
+    EXPECT_EQ(demo["ports"][3]["vrf"], "blue");
+    EXPECT_EQ(demo["ports"][3]["mac"], "02:e9:00:00:00:04");
+
+    json rig = to_json(load_file(source_root() + "/config/bench-rig.json"));
+    EXPECT_EQ(rig["metrics"]["enabled"], false);
+    EXPECT_EQ(rig["mempool"]["mbufs"], 75535);
+    EXPECT_EQ(rig["sessions"]["max"], 2000000);
+    EXPECT_EQ(rig["neighbors"][1]["mac"], "02:00:00:00:00:01");
+
+    json nic = to_json(load_file(source_root() + "/config/example-nic.json"));
+    EXPECT_EQ(nic["state"]["source"], "kubernetes");
+    EXPECT_EQ(nic["state"]["kubeconfig"], "");
+    EXPECT_EQ(nic["state"]["election"], "leader");
+    EXPECT_EQ(nic["state"]["lease_duration_s"], 15);
+    EXPECT_FALSE(nic["state"].contains("path"));
+    EXPECT_EQ(nic["eal"]["pci_allow"].size(), 3u);
+    EXPECT_EQ(nic["default_action"], "route");
+}
+
+// A kubernetes source with every election key and the metrics section away from the defaults,
+// loaded from a file next to a relative kubeconfig.
+TEST(ToJson, KubernetesSourceWithMetricsAndElection) {
+    TempDir dir;
+    json doc = base();
+    doc["state"] = json::parse(R"({"source": "kubernetes", "kubeconfig": "kube/config", "election": "external",
+                                   "lease_namespace": "egw-system", "lease_duration_s": 4,
+                                   "renew_deadline_ms": 3000, "retry_period_ms": 500, "poll_ms": 50})");
+    doc["metrics"] = {{"listen", "0.0.0.0:9100"}};
+    Config c = load_file(dir.write("egw.json", doc.dump()).string());
+    json j = expect_round_trip(c);
+    EXPECT_EQ(j["metrics"], json::parse(R"({"enabled": true, "listen": "0.0.0.0:9100"})"));
+    EXPECT_EQ(j["state"]["kubeconfig"], (dir.path() / "kube" / "config").string());
+    EXPECT_EQ(j["state"]["election"], "external");
+    EXPECT_EQ(j["state"]["lease_namespace"], "egw-system");
+    EXPECT_EQ(j["state"]["lease_duration_s"], 4);
+    EXPECT_EQ(j["state"]["renew_deadline_ms"], 3000);
+    EXPECT_EQ(j["state"]["retry_period_ms"], 500);
+    EXPECT_EQ(j["state"]["poll_ms"], 50);
+    EXPECT_FALSE(j["state"].contains("path"));
 }
 
 }  // namespace

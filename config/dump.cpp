@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// config::to_json (config/dump.h): what config/loader.cpp reads, written back. Each section below
+// mirrors the loader's read_* function of the same name, key for key.
+#include "config/dump.h"
+
+namespace egw::config {
+
+namespace {
+
+using json = nlohmann::json;
+
+json prefixes(const std::vector<Ipv4Prefix>& ps) {
+    json out = json::array();
+    for (const auto& p : ps) out.push_back(format_prefix(p));
+    return out;
+}
+
+json eal(const EalConfig& e) {
+    return {{"lcores", e.lcores},
+            {"main_lcore", e.main_lcore},
+            {"no_huge", e.no_huge},
+            {"memory_mb", e.memory_mb},
+            {"file_prefix", e.file_prefix},
+            {"vdevs", e.vdevs},
+            {"pci_allow", e.pci_allow},
+            {"extra_args", e.extra_args}};
+}
+
+json ports(const std::vector<PortConfig>& ps) {
+    json out = json::array();
+    for (const auto& p : ps) {
+        json j = {{"name", p.name},
+                  {"device", p.device},
+                  {"role", to_string(p.role)},
+                  {"vrf", p.vrf},
+                  {"addresses", prefixes(p.addresses)},
+                  {"mtu", p.mtu},
+                  {"rx_desc", p.rx_desc},
+                  {"tx_desc", p.tx_desc}};
+        if (p.mac) j["mac"] = format_mac(*p.mac);  // absent: the device's own MAC
+        out.push_back(std::move(j));
+    }
+    return out;
+}
+
+json neighbors(const std::vector<NeighborConfig>& ns) {
+    json out = json::array();
+    for (const auto& n : ns) out.push_back({{"port", n.port}, {"ip", format_ipv4(n.ip)}, {"mac", format_mac(n.mac)}});
+    return out;
+}
+
+// "default" included: the loader accepts it (with table 254) anywhere in the list.
+json vrfs(const std::vector<VrfConfig>& vs) {
+    json out = json::array();
+    for (const auto& v : vs) out.push_back({{"name", v.name}, {"table", v.table}});
+    return out;
+}
+
+json routes(const std::vector<RouteConfig>& rs) {
+    json out = json::array();
+    for (const auto& r : rs) {
+        json j = {{"vrf", r.vrf}, {"prefix", format_prefix(r.prefix)}, {"port", r.port}};
+        if (r.via) j["via"] = format_ipv4(*r.via);  // absent: directly connected
+        out.push_back(std::move(j));
+    }
+    return out;
+}
+
+json cluster(const ClusterConfig& c) {
+    json node_ips = json::array();
+    for (uint32_t ip : c.node_ips) node_ips.push_back(format_ipv4(ip));
+    return {{"pod_cidrs", prefixes(c.pod_cidrs)}, {"service_cidrs", prefixes(c.service_cidrs)}, {"node_ips", node_ips}};
+}
+
+json sessions(const SessionConfig& s) {
+    const TimeoutConfig& t = s.timeouts;
+    return {{"max", s.max_sessions},
+            {"port_min", s.port_min},
+            {"port_max", s.port_max},
+            {"timeouts",
+             {{"tcp_established", t.tcp_established_s},
+              {"tcp_transitory", t.tcp_transitory_s},
+              {"udp", t.udp_s},
+              {"icmp", t.icmp_s}}}};
+}
+
+json arp(const ArpConfig& a) {
+    return {{"max_neighbors", a.max_neighbors},
+            {"hold_packets", a.hold_packets},
+            {"retry_ms", a.retry_ms},
+            {"reachable_s", a.reachable_s}};
+}
+
+json node(const NodeConfig& n) {
+    json labels = json::object();
+    for (const auto& [k, v] : n.labels) labels[k] = v;
+    return {{"name", n.name}, {"labels", labels}};
+}
+
+// Only the keys the source accepts: the loader refuses "path" with kubernetes, and a kubeconfig
+// or an election key with files. "poll_ms" is accepted (and kept) with either, so it is written
+// with either.
+json state(const StateConfig& s) {
+    json j = {{"source", to_string(s.source)}, {"poll_ms", s.poll_ms}};
+    switch (s.source) {
+    case StateSource::files:
+        j["path"] = s.path;
+        break;
+    case StateSource::kubernetes:
+        j["kubeconfig"] = s.kubeconfig;
+        j["election"] = to_string(s.election);
+        j["lease_namespace"] = s.lease_namespace;
+        j["lease_duration_s"] = s.lease_duration_s;
+        j["renew_deadline_ms"] = s.renew_deadline_ms;
+        j["retry_period_ms"] = s.retry_period_ms;
+        break;
+    }
+    return j;
+}
+
+// Written even without an endpoint: {"enabled": false, "listen": <default>} loads back to the
+// same MetricsConfig as an absent section, and says so explicitly.
+json metrics(const MetricsConfig& m) {
+    return {{"enabled", m.enabled}, {"listen", format_ipv4(m.ip) + ":" + std::to_string(m.port)}};
+}
+
+}  // namespace
+
+json to_json(const Config& c) {
+    return {{"eal", eal(c.eal)},
+            {"workers", c.workers},
+            {"mempool", {{"mbufs", c.mempool.mbufs}, {"cache", c.mempool.cache}, {"data_room", c.mempool.data_room}}},
+            {"ports", ports(c.ports)},
+            {"neighbors", neighbors(c.neighbors)},
+            {"vrfs", vrfs(c.vrfs)},
+            {"routes", routes(c.routes)},
+            {"cluster", cluster(c.cluster)},
+            {"default_action", to_string(c.default_action)},
+            {"sessions", sessions(c.sessions)},
+            {"arp", arp(c.arp)},
+            {"node", node(c.node)},
+            {"state", state(c.state)},
+            {"metrics", metrics(c.metrics)}};
+}
+
+}  // namespace egw::config
