@@ -34,19 +34,6 @@ struct PortInfo;
 
 namespace egw::cli {
 
-// What commands may touch, all owned by egwd's control thread.
-struct CliHost {
-    const config::Config& config;
-    control::Runtime& runtime;
-    const control::PolicyBuilder& policy;
-    const control::NeighborResolver& neighbors;
-    const model::ObjectSet* objects = nullptr;  // the state source's objects (specs for `show service`)
-    // The kubernetes source's connection state (per-kind reflectors, election); empty with files.
-    std::function<nlohmann::json()> kubernetes;
-};
-
-enum class Origin : uint8_t { console, socket };
-
 struct Reply {
     bool ok = true;
     std::string text;        // for people
@@ -56,6 +43,21 @@ struct Reply {
 
 Reply ok(std::string text, nlohmann::json json = nullptr);
 Reply fail(std::string text);
+
+// What commands may touch, all owned by egwd's control thread.
+struct CliHost {
+    const config::Config& config;
+    control::Runtime& runtime;
+    const control::PolicyBuilder& policy;
+    const control::NeighborResolver& neighbors;
+    const model::ObjectSet* objects = nullptr;  // the state source's objects (specs for `show service`)
+    // The kubernetes source's connection state (per-kind reflectors, election); empty with files.
+    std::function<nlohmann::json()> kubernetes;
+    // Re-reads the configuration file and applies it or refuses it whole (egwd's, like SIGHUP).
+    std::function<Reply()> reload;
+};
+
+enum class Origin : uint8_t { console, socket };
 
 // Handed to every handler.
 class Context {

@@ -140,6 +140,12 @@ Reply set_log_level(Context&, const Args& a) {
     return ok("log level is now " + level);
 }
 
+Reply reload_config(Context& ctx, const Args&) {
+    if (!ctx.host.reload)
+        return fail("reload config: this egwd has no configuration file to re-read");
+    return ctx.host.reload();
+}
+
 Reply help(Context& ctx, const Args& a) {
     return ok(ctx.grammar.help(a.get("SECTION")));
 }

@@ -97,6 +97,10 @@ const Command kCommands[] = {
     {"show drops", "system", "dropped packets by reason, summed over the workers", show_drops},
     {"show config", "system", "the configuration egwd runs with", show_config},
     {"set log level LEVEL", "system", "change the level of egwd's log", set_log_level},
+    {"reload config", "system",
+     "re-read the configuration file: apply it whole (routes, neighbours, default action, ARP, address lists) "
+     "or refuse it and keep running as before",
+     reload_config},
     {"help [SECTION]", "system", "the sections, or the commands of one section (all: every section)", help},
     {"quit", "system", "on egwd's console: stop egwd; in egwctl: leave", quit},
 };

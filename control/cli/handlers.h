@@ -36,6 +36,7 @@ Reply show_k8s(Context& ctx, const Args& a);
 Reply show_drops(Context& ctx, const Args& a);
 Reply show_config(Context& ctx, const Args& a);
 Reply set_log_level(Context& ctx, const Args& a);
+Reply reload_config(Context& ctx, const Args& a);
 Reply help(Context& ctx, const Args& a);
 Reply quit(Context& ctx, const Args& a);
 

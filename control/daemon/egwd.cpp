@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "config/config.h"
+#include "config/reload.h"
 #include "control/cli/frontends.h"
 #include "control/daemon/neighbor_resolver.h"
 #include "control/daemon/policy_builder.h"
@@ -37,8 +38,17 @@
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_reload = 0;
 
 void on_signal(int) { g_stop = 1; }
+void on_reload_signal(int) { g_reload = 1; }
+
+std::string joined(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& s : items)
+        out += (out.empty() ? "" : ", ") + s;
+    return out;
+}
 
 struct Options {
     std::string config;
@@ -191,6 +201,7 @@ int main(int argc, char** argv) {
     }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    std::signal(SIGHUP, on_reload_signal);
 
     int rc = 0;
     {
@@ -268,10 +279,62 @@ int main(int argc, char** argv) {
                          k8s ? "Kubernetes API " + k8s->client().transport().credentials().server + ", election " +
                                    egw::election::to_string(k8s->options().election)
                              : "manifests from " + cfg.state.path);
+            // The configuration file again (SIGHUP, `reload config`): all of it or nothing, see
+            // config/reload.h for what may change while egwd runs.
+            auto reload = [&]() -> egw::cli::Reply {
+                nlohmann::json detail = {{"file", cfg.file}, {"applied", nlohmann::json::array()},
+                                         {"restart_needed", nlohmann::json::array()}};
+                egw::config::Config next;
+                try {
+                    next = egw::config::load_file(cfg.file);
+                } catch (const std::exception& e) {
+                    spdlog::error("reload refused: {}; egwd keeps running on the configuration it has", e.what());
+                    detail["error"] = e.what();
+                    return {false, std::string("reload refused: ") + e.what() +
+                                       "\negwd keeps running on the configuration it has.",
+                            detail};
+                }
+                auto changes = egw::config::compare_for_reload(cfg, next);
+                detail["restart_needed"] = changes.restart;
+                if (!changes.restart.empty()) {
+                    std::string why = "only read when egwd starts: " + joined(changes.restart);
+                    spdlog::error("reload refused: {} changes settings {}; nothing was applied", cfg.file, why);
+                    detail["error"] = why;
+                    return {false, "reload refused: " + cfg.file + " changes settings " + why +
+                                       ".\nNothing was applied; restart egwd to change them.",
+                            detail};
+                }
+                if (changes.live.empty())
+                    return egw::cli::ok("reload: " + cfg.file + " has no change.", detail);
+                if (std::string err = resolver.reload_static(next.neighbors); !err.empty()) {
+                    spdlog::error("reload refused: {}; nothing was applied", err);
+                    detail["error"] = err;
+                    return {false, "reload refused: " + err + ".\nNothing was applied.", detail};
+                }
+                egw::config::apply_live(cfg, next);
+                self.labels = cfg.node.labels;
+                if (k8s) {
+                    std::vector<ServiceState> states;
+                    for (const auto& [key, state] : last_states)
+                        states.push_back(state);
+                    publish(builder.build(states));
+                } else {
+                    reconcile(true);
+                }
+                detail["applied"] = changes.live;
+                detail["generation"] = builder.generation();
+                spdlog::info("configuration reloaded from {}: {} (policy generation {})", cfg.file,
+                             joined(changes.live), builder.generation());
+                return egw::cli::ok("reload: applied " + joined(changes.live) + " (policy generation " +
+                                        std::to_string(builder.generation()) + ").",
+                                    detail);
+            };
+
             std::function<nlohmann::json()> k8s_view;
             if (k8s)
                 k8s_view = [&k8s] { return egw::election::describe(*k8s); };
-            egw::cli::Frontends cli({cfg, rt, builder, resolver, k8s ? &k8s->objects() : &manifests.objects(), k8s_view},
+            egw::cli::Frontends cli({cfg, rt, builder, resolver, k8s ? &k8s->objects() : &manifests.objects(), k8s_view,
+                                     reload},
                                     opt.interactive);
 
             using clock = std::chrono::steady_clock;
@@ -285,6 +348,10 @@ int main(int argc, char** argv) {
                     resolver.tick(*snap);
                     exporter.tick(resolver);
                     next_tick = now + std::chrono::milliseconds(100);
+                }
+                if (g_reload) {
+                    g_reload = 0;
+                    reload();  // it logs its outcome
                 }
                 if (now >= next_scan) {
                     reconcile(false);

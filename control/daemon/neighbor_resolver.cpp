@@ -39,13 +39,17 @@ std::string NeighborResolver::port_name(uint16_t id) const {
     return std::to_string(id);
 }
 
+uint16_t NeighborResolver::port_id(const std::string& name) const {
+    for (const auto& p : rt_.ports())
+        if (p.name == name)
+            return p.id;
+    return 0;  // the loader checked every neighbour's port name
+}
+
 void NeighborResolver::install_static() {
     auto& table = *rt_.shared().neighbors;
     for (const auto& n : cfg_.neighbors) {
-        uint16_t id = 0;
-        for (const auto& p : rt_.ports())
-            if (p.name == n.port)
-                id = p.id;
+        uint16_t id = port_id(n.port);
         uint32_t slot = table.insert(id, n.ip);
         if (slot == dp::NeighborTable::kNone)
             throw RuntimeError("arp.max_neighbors is smaller than the static neighbours");
@@ -54,6 +58,45 @@ void NeighborResolver::install_static() {
         e.is_static = true;
         e.resolved = true;
     }
+}
+
+std::string NeighborResolver::reload_static(const std::vector<config::NeighborConfig>& next) {
+    auto& table = *rt_.shared().neighbors;
+    std::unordered_map<uint64_t, const config::NeighborConfig*> wanted;
+    uint32_t new_slots = 0;
+    for (const auto& n : next) {
+        uint16_t id = port_id(n.port);
+        wanted[dp::NeighborTable::make_key(id, n.ip)] = &n;
+        if (table.find(id, n.ip) == dp::NeighborTable::kNone)
+            ++new_slots;
+    }
+    // Slots are never taken back (workers cache them), so room is checked before anything moves.
+    if (table.used() + new_slots > table.capacity())
+        return "the neighbour table (arp.max_neighbors " + std::to_string(table.capacity()) + ", " +
+               std::to_string(table.used()) + " in use) has no room for " + std::to_string(new_slots) +
+               " more static neighbour(s)";
+    for (auto& [key, e] : entries_) {
+        if (!e.is_static || wanted.count(key))
+            continue;
+        uint32_t slot = table.find(static_cast<uint16_t>((key >> 32) - 1), static_cast<uint32_t>(key));
+        if (slot != dp::NeighborTable::kNone)
+            table.invalidate(slot);
+        e.is_static = false;
+        e.resolved = false;
+        e.requests = 0;
+    }
+    for (const auto& [key, n] : wanted) {
+        uint32_t slot = table.insert(port_id(n->port), n->ip);
+        table.set_mac(slot, n->mac.bytes);
+        Entry& e = entries_[key];
+        e.is_static = true;
+        e.resolved = true;
+        // Packets held while it was unresolved: rare (a reload in the middle of an ARP wait), and
+        // counted like any other held packet that is given up.
+        held_dropped_ += e.held.size();
+        free_held(e);
+    }
+    return "";
 }
 
 void NeighborResolver::free_held(Entry& e) {

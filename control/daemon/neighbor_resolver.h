@@ -38,6 +38,11 @@ public:
 
     // Static entries of the configuration. Throws RuntimeError when the table is too small.
     void install_static();
+    // After a configuration reload: makes `next` the static entries. Entries no longer listed
+    // become ordinary ones, resolved by ARP again when traffic needs them; new and changed ones
+    // take their MAC at once. Returns "" when done, or why not (the table has no room), and then
+    // nothing has changed.
+    std::string reload_static(const std::vector<config::NeighborConfig>& next);
     // Takes what the workers sent. Call often.
     void poll(const dp::PolicySnapshot& p);
     // Retransmits requests, drops packets held too long, refreshes old entries.
@@ -62,6 +67,7 @@ private:
     void inject(rte_mbuf* m);
     void free_held(Entry& e);
     std::string port_name(uint16_t id) const;
+    uint16_t port_id(const std::string& name) const;
 
     const config::Config& cfg_;
     Runtime& rt_;

@@ -77,7 +77,7 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
     v->nat_ports = base->nat_ports;
     v->max_sessions = base->max_sessions;
     v->node = base->node;
-    v->default_action = base->default_action;
+    v->default_action = config::to_string(cfg_.default_action);  // a reload may have changed it
 
     // Services, with baselines for ids that changed hands (see state.h).
     std::set<uint32_t> live;

@@ -19,6 +19,7 @@ import pty
 import re
 import select
 import shutil
+import signal
 import socket
 import stat
 import struct
@@ -729,6 +730,98 @@ class CliThroughEgwctl(unittest.TestCase):
         self.assertTrue(self.daemon.socket.exists())
         self.assertEqual(stop_process(self.daemon.proc), 0, self.daemon.log_tail())
         self.assertFalse(self.daemon.socket.exists(), "egwd left its socket behind")
+
+
+# --- reload config --------------------------------------------------------------------------
+
+class ReloadConfig(unittest.TestCase):
+    """`reload config` (and SIGHUP) against a daemon of its own: the tests edit its file."""
+    daemon = None
+
+    @classmethod
+    def setUpClass(cls):
+        require_environment()
+        cls.daemon = Daemon("reload")
+        cls.addClassCleanup(cls.daemon.close)
+        cls.daemon.wait_ready()
+        cls.original = cls.daemon.config.read_text()
+
+    def setUp(self):
+        self.daemon.config.write_text(self.original)
+        self.ctl("reload", "config", check=0)   # every test starts from the file egwd began with
+
+    def ctl(self, *args, check=None):
+        r = subprocess.run([str(EGWCTL), "-p", self.daemon.file_prefix, *args], capture_output=True, text=True,
+                           timeout=COMMAND_TIMEOUT)
+        if check is not None:
+            self.assertEqual(r.returncode, check, f"egwctl {' '.join(args)}:\n{r.stdout}{r.stderr}")
+        return r
+
+    def edit(self, change):
+        cfg = json.loads(self.original)
+        change(cfg)
+        self.daemon.config.write_text(json.dumps(cfg, indent=1))
+
+    def running(self):
+        return json.loads(self.ctl("--json", "show", "config", check=0).stdout)
+
+    def test_unchanged_file_is_no_change(self):
+        r = self.ctl("reload", "config", check=0)
+        self.assertIn("has no change", r.stdout)
+
+    def test_routes_neighbours_and_default_action_apply_live(self):
+        def change(cfg):
+            cfg["routes"].append({"prefix": "0.0.0.0/0", "via": REMOTE, "port": "ext1"})
+            cfg["neighbors"][0]["mac"] = "02:00:00:00:00:99"
+            cfg["neighbors"].pop(1)
+            cfg["default_action"] = "drop"
+        self.edit(change)
+        r = self.ctl("reload", "config", check=0)
+        self.assertIn("applied default_action, neighbors, routes", r.stdout)
+        self.assertEqual(self.running()["default_action"], "drop")
+        routes = self.ctl("show", "routes", "vrf", "default", check=0).stdout
+        self.assertIn("0.0.0.0/0", routes)
+        neighbors = {r[1]: r for r in rows(self.ctl("show", "neighbors", check=0).stdout)}
+        self.assertEqual(neighbors[REMOTE][2:4], ["02:00:00:00:00:99", "static"])
+        # The neighbour no longer listed stays known, as an ordinary entry ARP must confirm.
+        self.assertNotEqual(neighbors[REMOTE_BLUE][3], "static", neighbors[REMOTE_BLUE])
+
+    def test_a_setting_read_at_start_refuses_the_whole_file(self):
+        def change(cfg):
+            cfg["ports"][1]["mtu"] = 9000
+            cfg["sessions"]["timeouts"]["udp"] = 30
+            cfg["default_action"] = "route"
+        self.edit(change)
+        r = self.ctl("reload", "config")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        out = r.stdout + r.stderr
+        self.assertIn("reload refused", out)
+        self.assertIn("ports[1].mtu, sessions.timeouts.udp", out)
+        self.assertIn("Nothing was applied", out)
+        running = self.running()
+        self.assertEqual(running["default_action"], "masquerade")
+        self.assertEqual(running["ports"][1]["mtu"], 1500)
+
+    def test_a_broken_file_is_refused_with_file_and_path(self):
+        self.edit(lambda cfg: cfg.update(default_action="explode"))
+        r = self.ctl("reload", "config")
+        self.assertNotEqual(r.returncode, 0)
+        out = r.stdout + r.stderr
+        self.assertIn(f"{self.daemon.config}: $.default_action: expected", out)
+        self.assertIn("keeps running", out)
+        self.daemon.config.write_text("{ not json")
+        r = self.ctl("reload", "config")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(str(self.daemon.config), r.stdout + r.stderr)
+        self.assertEqual(self.running()["default_action"], "masquerade")
+        self.assertIsNone(self.daemon.proc.poll(), self.daemon.log_tail())
+
+    def test_sighup_reloads_too(self):
+        self.edit(lambda cfg: cfg.update(default_action="route"))
+        self.daemon.proc.send_signal(signal.SIGHUP)
+        harness.wait_for(lambda: self.running()["default_action"] == "route", 5,
+                         lambda: f"SIGHUP did not reload:\n{self.daemon.log_tail()}")
+        self.assertIn("configuration reloaded from", self.daemon.log_tail())
 
 
 # --- egwd -i on a pseudo-terminal -------------------------------------------------------------

@@ -513,6 +513,43 @@ class EgressGatewayE2E(unittest.TestCase):
         self.assert_seen_from("tcp", OTHER_POD, EXT1, EXT1_GW)
         self.assert_seen_from("udp", OTHER_POD, EXT1, EXT1_GW)
 
+    def reload_and_wait(self, marker):
+        """SIGHUP, then the next egwd log line containing `marker` (its count grows by one)."""
+        before = self.egwd_log_path.read_text(errors="replace").count(marker)
+        self.topo.egwd.send_signal(signal.SIGHUP)
+        self.wait_for(lambda: self.egwd_log_path.read_text(errors="replace").count(marker) > before, 5,
+                      lambda: f"no {marker!r} in egwd's log after SIGHUP\n{tail(self.egwd_log_path)}")
+
+    def test_11_sighup_reloads_the_default_action_live_and_refuses_what_needs_a_restart(self):
+        original = self.config.read_text()
+        self.addCleanup(self.config.write_text, original)
+        cfg = json.loads(original)
+        self.assertNotEqual(cfg.get("default_action"), "drop")
+
+        cfg["default_action"] = "drop"
+        self.config.write_text(json.dumps(cfg, indent=2))
+        self.reload_and_wait("configuration reloaded from")
+        drops_before = self.fresh_status()["drops"]["default_action_drop"]
+        ok, out = self.client("udp", OTHER_POD, EXT1, timeout=1.5)
+        self.assertFalse(ok, f"a pod of no EgressService got through with default_action drop: {out}")
+        drops = self.fresh_status()["drops"]["default_action_drop"]
+        self.assertGreaterEqual(drops - drops_before, 1, self.diag())
+        self.assert_seen_from("tcp", WEB_PODS[0], EXT1, WEB_INGRESS)    # Services are not touched
+
+        # A file that changes a setting read at start is refused whole: the default action stays.
+        cfg["default_action"] = "masquerade"
+        cfg["ports"][0]["mtu"] = 9000
+        self.config.write_text(json.dumps(cfg, indent=2))
+        self.reload_and_wait("reload refused")
+        self.assertIn("ports[0].mtu", tail(self.egwd_log_path, 5))
+        ok, out = self.client("udp", OTHER_POD, EXT1, timeout=1.5)
+        self.assertFalse(ok, f"a refused reload changed the default action: {out}")
+
+        self.config.write_text(original)
+        self.reload_and_wait("configuration reloaded from")
+        self.assert_seen_from("udp", OTHER_POD, EXT1, EXT1_GW)
+        self.assert_egwd_alive()
+
     def test_99_egwd_stops_cleanly_on_sigint(self):
         code = stop_process(self.topo.egwd, signal.SIGINT, grace=STOP_TIMEOUT)
         self.assertEqual(code, 0, f"egwd exited with {code} on SIGINT\n{tail(self.egwd_log_path)}")

@@ -42,7 +42,7 @@ TEST_F(CommandsTest, TableIsWellFormed) {
     for (const auto& c : g.commands()) {
         SCOPED_TRACE(std::string(c.pattern));
         std::string verb(c.pattern.substr(0, c.pattern.find(' ')));
-        EXPECT_TRUE(verb == "show" || verb == "set" || verb == "clear" || verb == "help" || verb == "quit") << verb;
+        EXPECT_TRUE(verb == "show" || verb == "set" || verb == "clear" || verb == "reload" || verb == "help" || verb == "quit") << verb;
         EXPECT_NE(c.handler, nullptr);
         EXPECT_FALSE(c.help.empty());
         EXPECT_TRUE(sections.count(c.section));
@@ -114,7 +114,7 @@ TEST_F(CommandsTest, ArgumentsAreChecked) {
 
 TEST_F(CommandsTest, MessagesNameTheOffendingWord) {
     EXPECT_EQ(parse("frobnicate").error,
-              "unknown command \"frobnicate\": expected one of clear, help, quit, set, show (help lists them)");
+              "unknown command \"frobnicate\": expected one of clear, help, quit, reload, set, show (help lists them)");
     EXPECT_EQ(parse("show sessions limit 0").error,
               "bad N \"0\" after \"show sessions limit\": expected a number from 1 to 1000000000; usage: show sessions "
               "[service SERVICE] [saddr IP] [daddr IP] [sport L4PORT] [dport L4PORT] [proto PROTO] [limit N]");
@@ -125,7 +125,7 @@ TEST_F(CommandsTest, MessagesNameTheOffendingWord) {
 }
 
 TEST_F(CommandsTest, Completion) {
-    EXPECT_EQ(candidates(""), (std::vector<std::string>{"clear", "help", "quit", "set", "show"}));
+    EXPECT_EQ(candidates(""), (std::vector<std::string>{"clear", "help", "quit", "reload", "set", "show"}));
     EXPECT_EQ(candidates("show "), (std::vector<std::string>{"config", "drops", "k8s", "lcores", "neighbors", "port", "routes",
                                                              "service", "services", "sessions", "snat", "vrfs"}));
     EXPECT_EQ(candidates("show service "), (std::vector<std::string>{"default/db", "default/web", "shop/cart"}));
