@@ -3,8 +3,10 @@
 // egw-policy-bench: the PolicyBuilder alone, at the scale of SPEC.md section 5, without the API
 // server. N Services with E endpoints each (LoadBalancerIP, served here) are built once, then C
 // times one endpoint of a random Service is replaced and the next snapshot is built. It prints
-// the first build and p50/p99/max of one change, to tell the builder's share of
-// egw-k8s-bench's change latency from the watch path's.
+// the first build and p50/p99/max of one change, given to the builder both ways: build() with
+// every state (what the manifest directory and the tests do) and apply() with only the change
+// (what egwd does with the kubernetes source), to tell the builder's share of egw-k8s-bench's
+// change latency from the watch path's.
 //
 //   egw-policy-bench [--services N] [--endpoints E] [--changes C]
 #include <algorithm>
@@ -94,19 +96,29 @@ int main(int argc, char** argv) {
 
     std::mt19937 rng(42);
     std::vector<unsigned> replaced(states.size());
-    std::vector<double> full;
-    for (unsigned c = 0; c < a.changes; ++c) {
+    std::vector<double> full, delta;
+    for (unsigned c = 0; c < 2 * a.changes; ++c) {
         size_t i = rng() % states.size();
         auto& eps = states[i].endpoint_ipv4s;
         unsigned svc = static_cast<unsigned>(std::stoul(states[i].key.substr(states[i].key.find('-') + 1)));
         eps.erase(eps.begin());
         eps.push_back(endpoint_ip(svc, 16 + replaced[i]++ % 16));
         std::sort(eps.begin(), eps.end());
-        auto b0 = Clock::now();
-        snap = builder.build(states);
-        full.push_back(ms(Clock::now() - b0));
+        if (c % 2 == 0) {
+            auto b0 = Clock::now();
+            snap = builder.build(states);
+            full.push_back(ms(Clock::now() - b0));
+        } else {
+            model::ServiceDelta d;
+            d.changed.push_back(states[i]);
+            auto b0 = Clock::now();
+            snap = builder.apply(d);
+            delta.push_back(ms(Clock::now() - b0));
+        }
     }
     std::printf("one change, build(every state)  (%u changes)  p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", a.changes,
                 percentile(full, 0.5), percentile(full, 0.99), *std::max_element(full.begin(), full.end()));
+    std::printf("one change, apply(the change)   (%u changes)  p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", a.changes,
+                percentile(delta, 0.5), percentile(delta, 0.99), *std::max_element(delta.begin(), delta.end()));
     return 0;
 }
