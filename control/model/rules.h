@@ -60,6 +60,9 @@ struct ServiceDelta {
     bool empty() const { return changed.empty() && removed.empty(); }
 };
 
+// From `before` to `after` (keys unique): `changed` in the order of `after`, `removed` by key.
+ServiceDelta diff(const std::map<std::string, ServiceState>& before, const std::vector<ServiceState>& after);
+
 struct GatewayIdentity {
     std::string node_name;
     std::map<std::string, std::string> labels;
