@@ -61,31 +61,43 @@ const ServiceView* PolicyBuilder::view(const std::string& key) const {
 }
 
 void PolicyBuilder::claim(uint32_t ip, uint32_t id) {
-    auto& ids = claims_[ip];
-    if (std::find(ids.begin(), ids.end(), id) == ids.end())
-        ids.push_back(id);
+    const uint32_t first = first_claim_.find(ip);
+    if (first == dp::FlatMap::kMissing) {
+        first_claim_.assign(ip, id);
+    } else if (first != id) {
+        auto& more = more_claims_[ip];
+        if (std::find(more.begin(), more.end(), id) == more.end())
+            more.push_back(id);
+    }
 }
 
 void PolicyBuilder::unclaim(uint32_t ip, uint32_t id) {
-    auto it = claims_.find(ip);
-    if (it == claims_.end())
+    auto more = more_claims_.find(ip);
+    if (first_claim_.find(ip) == id) {
+        if (more == more_claims_.end()) {
+            first_claim_.erase(ip);
+            return;
+        }
+        first_claim_.assign(ip, more->second.back());
+        more->second.pop_back();
+    } else if (more != more_claims_.end()) {
+        more->second.erase(std::remove(more->second.begin(), more->second.end(), id), more->second.end());
+    } else {
         return;
-    auto& ids = it->second;
-    ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
-    if (ids.empty())
-        claims_.erase(it);
+    }
+    if (more->second.empty())
+        more_claims_.erase(more);
 }
 
 // Two Services may claim the same pod: the first by name keeps it, as a pod's egress can leave
 // with only one source address.
 uint32_t PolicyBuilder::owner_of(uint32_t ip) const {
-    auto it = claims_.find(ip);
-    if (it == claims_.end())
-        return dp::FlatMap::kMissing;
-    uint32_t best = it->second.front();
-    for (uint32_t id : it->second)
-        if (*key_of_[id] < *key_of_[best])
-            best = id;
+    uint32_t best = first_claim_.find(ip);
+    auto more = more_claims_.find(ip);
+    if (more != more_claims_.end())
+        for (uint32_t id : more->second)
+            if (*key_of_[id] < *key_of_[best])
+                best = id;
     return best;
 }
 
@@ -209,6 +221,8 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
     }
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    endpoints_.reserve(endpoints_.size() + touched.size());
+    first_claim_.reserve(first_claim_.size() + touched.size());
     std::vector<bool> was_served(touched.size());
     for (size_t i = 0; i < touched.size(); ++i)
         was_served[i] = served(touched[i]);

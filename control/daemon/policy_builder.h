@@ -99,8 +99,10 @@ private:
     std::vector<dp::ServicePolicy> services_ = std::vector<dp::ServicePolicy>(dp::kMaxServices);
     dp::FlatMap endpoints_;   // pod -> owning Service id
     dp::FlatMap nat_;         // NAT address -> flags
-    // Every Service (with an id) that lists a pod; the first by key owns it.
-    std::unordered_map<uint32_t, std::vector<uint32_t>> claims_;
+    // Every Service (with an id) that lists a pod; the first by key owns it. One claim per pod
+    // is the rule, so it lives in a flat map, and only pods claimed more than once have a list.
+    dp::FlatMap first_claim_;                                           // pod -> one claimant
+    std::unordered_map<uint32_t, std::vector<uint32_t>> more_claims_;   // pod -> the others
     std::unordered_map<uint32_t, uint32_t> ingress_refs_;   // ingress IP -> translating Services
     std::vector<uint32_t> port_nat_;                        // outside ports' addresses, sorted
     uint32_t default_version_ = 1;

@@ -58,6 +58,13 @@ public:
         slots_[i] = Slot{key, value};
     }
 
+    // Makes room for `n` keys in all, so that a large batch of assign() grows the map once.
+    // Control thread, never on a published map.
+    void reserve(size_t n) {
+        if (capacity_for(n) > slots_.size())
+            rehash(capacity_for(n));
+    }
+
     // Removes a key; false when it was not there. Control thread, never on a published map.
     // Shrinks the map (allocating) once it is less than an eighth full, so that a map that held
     // many keys does not keep costing its size in every copy; the gap to the growth threshold

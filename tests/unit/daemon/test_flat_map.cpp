@@ -65,6 +65,19 @@ TEST(FlatMap, AssignAndEraseMatchAMap) {
     }
 }
 
+TEST(FlatMap, ReserveGrowsOnceAndKeepsTheKeys) {
+    FlatMap m;
+    m.assign(7, 70);
+    m.reserve(1000);
+    EXPECT_EQ(m.capacity(), FlatMap::capacity_for(1000));
+    EXPECT_EQ(m.find(7), 70u);
+    for (uint64_t k = 0; k < 1000; ++k) m.assign(k + 100, 1);
+    EXPECT_EQ(m.capacity(), FlatMap::capacity_for(1000));
+    m.reserve(10);   // never shrinks
+    EXPECT_EQ(m.capacity(), FlatMap::capacity_for(1000));
+    EXPECT_EQ(m.size(), 1001u);
+}
+
 TEST(FlatMap, EmptiedMapShrinksBack) {
     FlatMap m;
     for (uint64_t k = 0; k < 100000; ++k) m.assign(k, 1);
