@@ -124,20 +124,17 @@ std::optional<Options> parse_args(int argc, char** argv) {
 
 using egw::model::ServiceState;
 
-// Logs what changed in the evaluated Services, one line per Service and event.
-void log_changes(const std::map<std::string, ServiceState>& before, const std::vector<ServiceState>& after,
-                 const std::vector<egw::control::ServiceView>& views) {
-    std::map<std::string, const egw::control::ServiceView*> by_key;
-    for (const auto& v : views)
-        by_key[v.state.key] = &v;
-    for (const auto& s : after) {
-        auto it = before.find(s.key);
-        const auto* v = by_key[s.key];
-        bool changed = it == before.end() || !(it->second == s);
-        if (!changed)
+// Logs what changed in the evaluated Services, one line per Service and event, and records it in
+// `known` (the states as last logged). Costs what changed, not what there is.
+void log_changes(std::map<std::string, ServiceState>& known, const egw::model::ServiceDelta& delta,
+                 const egw::control::PolicyBuilder& builder) {
+    for (const auto& s : delta.changed) {
+        auto it = known.find(s.key);
+        if (it != known.end() && it->second == s)
             continue;
+        const auto* v = builder.view(s.key);
         std::string why = v && !v->problem.empty() ? v->problem : s.reason;
-        if (it == before.end() || it->second.status_host != s.status_host || it->second.serve_here != s.serve_here)
+        if (it == known.end() || it->second.status_host != s.status_host || it->second.serve_here != s.serve_here)
             spdlog::info("{}: status.host=\"{}\"{}{}", s.key, s.status_host, why.empty() ? "" : " (",
                          why.empty() ? "" : why + ")");
         if (v && v->programmed)
@@ -148,12 +145,10 @@ void log_changes(const std::map<std::string, ServiceState>& before, const std::v
                          v->vrf);
         else if (v && !v->problem.empty())
             spdlog::warn("{}: not programmed: {}", s.key, v->problem);
+        known.insert_or_assign(s.key, s);
     }
-    std::map<std::string, bool> now;
-    for (const auto& s : after)
-        now[s.key] = true;
-    for (const auto& [k, s] : before)
-        if (!now.count(k))
+    for (const auto& k : delta.removed)
+        if (known.erase(k))
             spdlog::info("{}: EgressService removed, its state is gone", k);
 }
 
@@ -242,32 +237,27 @@ int main(int argc, char** argv) {
                 spdlog::debug("published policy generation {} in {} us", builder.generation(),
                               spent * 1000000 / rte_get_tsc_hz());
             };
+            // Only what changed goes to the builder and the log: with 10,000 EgressServices, copying
+            // or comparing all of them would cost more than the change itself (docs/performance.md).
             auto reconcile = [&](bool force) {
+                egw::model::ServiceDelta delta;
                 if (k8s) {
                     // Nothing but the ports and routes until every kind has been listed once.
-                    std::vector<ServiceState> states;
-                    if (k8s->poll(states))
+                    if (k8s->poll(delta))
                         force = true;
                     if (!force)
                         return;
-                    publish(builder.build(states));
-                    log_changes(last_states, states, builder.views());
-                    last_states.clear();
-                    for (auto& s : states)
-                        last_states[s.key] = s;
-                    return;
+                } else {
+                    auto scan = manifests.scan();
+                    for (const auto& e : scan.errors)
+                        spdlog::error("manifest {}", e);
+                    if (!scan.changed && !force)
+                        return;
+                    delta = egw::model::diff(
+                        last_states, egw::model::evaluate_single_gateway(manifests.objects(), self, cfg.cluster.pod_cidrs));
                 }
-                auto scan = manifests.scan();
-                for (const auto& e : scan.errors)
-                    spdlog::error("manifest {}", e);
-                if (!scan.changed && !force)
-                    return;
-                auto states = egw::model::evaluate_single_gateway(manifests.objects(), self, cfg.cluster.pod_cidrs);
-                publish(builder.build(states));
-                log_changes(last_states, states, builder.views());
-                last_states.clear();
-                for (auto& s : states)
-                    last_states[s.key] = s;
+                publish(builder.apply(delta));
+                log_changes(last_states, delta, builder);
             };
 
             if (k8s)

@@ -323,6 +323,17 @@ bool Controller::wait(std::chrono::milliseconds timeout) {
 }
 
 bool Controller::poll(std::vector<model::ServiceState>& out) {
+    model::ServiceDelta delta;
+    if (!poll(delta)) return false;
+    out.clear();
+    out.reserve(serving_.size());
+    for (const auto& [key, st] : serving_) out.push_back(st);
+    return true;
+}
+
+bool Controller::poll(model::ServiceDelta& out) {
+    out.changed.clear();
+    out.removed.clear();
     if (!client_->synced()) return false;
     k8s::Cache& cache = client_->cache();
     // Changes first, then the read: whatever changes after this is seen on the next call.
@@ -342,6 +353,8 @@ bool Controller::poll(std::vector<model::ServiceState>& out) {
             }
         });
         poll_initialized_ = true;
+        out.changed.reserve(serving_.size());
+        for (const auto& [key, st] : serving_) out.changed.push_back(st);
         changed = true;
     } else {
         std::vector<std::string> keys;
@@ -364,24 +377,24 @@ bool Controller::poll(std::vector<model::ServiceState>& out) {
                 if (es == objs.egress_services.end() || svc == objs.services.end()) poll_objects_.services.erase(key);
                 else poll_objects_.services.insert_or_assign(key, svc->second);
                 if (es == objs.egress_services.end()) {
-                    changed = serving_.erase(key) > 0 || changed;
+                    if (serving_.erase(key) > 0) {
+                        out.removed.push_back(key);
+                        changed = true;
+                    }
                     continue;
                 }
                 auto slices = poll_owners_.slices(objs, key);
                 auto st = serving_state(model::service_facts(objs, key, &slices, opts_.pod_cidrs), opts_.node_name);
                 auto it = serving_.find(key);
                 if (it == serving_.end() || !(it->second == st)) {
-                    serving_[key] = std::move(st);
+                    out.changed.push_back(st);
+                    serving_.insert_or_assign(key, std::move(st));
                     changed = true;
                 }
             }
         });
     }
-    if (!changed) return false;
-    out.clear();
-    out.reserve(serving_.size());
-    for (const auto& [key, st] : serving_) out.push_back(st);
-    return true;
+    return changed;
 }
 
 // --- The leader's decisions -------------------------------------------------------------------

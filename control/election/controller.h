@@ -94,6 +94,9 @@ public:
     // The data plane's input. Returns true and fills `out` (every EgressService, sorted by key)
     // when it changed since the last call; false until every kind has been listed once.
     bool poll(std::vector<model::ServiceState>& out);
+    // The same, with only what changed since the last call of either (the first time, every
+    // EgressService), in key order: a change costs a copy of the states that changed, not of all.
+    bool poll(model::ServiceDelta& out);
     // Waits up to `timeout` for something poll() would report (cheap; for loops that block).
     bool wait(std::chrono::milliseconds timeout);
 

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <string_view>
 
 namespace egw::model {
 
@@ -295,6 +296,22 @@ std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, cons
         out.push_back(std::move(st));
     }
     return out;
+}
+
+ServiceDelta diff(const std::map<std::string, ServiceState>& before, const std::vector<ServiceState>& after) {
+    ServiceDelta d;
+    std::unordered_map<std::string_view, bool> present;
+    present.reserve(after.size());
+    for (const auto& s : after) {
+        present.emplace(s.key, true);
+        auto it = before.find(s.key);
+        if (it == before.end() || !(it->second == s))
+            d.changed.push_back(s);
+    }
+    for (const auto& [key, s] : before)
+        if (!present.count(key))
+            d.removed.push_back(key);
+    return d;
 }
 
 }  // namespace egw::model

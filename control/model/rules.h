@@ -52,6 +52,17 @@ struct ServiceState {
     bool operator==(const ServiceState&) const = default;
 };
 
+// What changed among the evaluated EgressServices since the last look: the states that are new
+// or differ, and the keys that are gone. A key is in at most one of the two.
+struct ServiceDelta {
+    std::vector<ServiceState> changed;
+    std::vector<std::string> removed;
+    bool empty() const { return changed.empty() && removed.empty(); }
+};
+
+// From `before` to `after` (keys unique): `changed` in the order of `after`, `removed` by key.
+ServiceDelta diff(const std::map<std::string, ServiceState>& before, const std::vector<ServiceState>& after);
+
 struct GatewayIdentity {
     std::string node_name;
     std::map<std::string, std::string> labels;

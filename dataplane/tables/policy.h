@@ -3,7 +3,9 @@
 // PolicySnapshot: everything a worker needs to classify, translate and route a packet, frozen.
 //
 // Writer: the control thread builds a complete new snapshot beside the live one (allocation is
-// fine there), then publishes it with one release store into PolicyHandle::current.
+// fine there), then publishes it with one release store into PolicyHandle::current. The builder
+// (control/daemon/policy_builder.h) fills the Service-dependent tables by copying its own
+// private tables, patched for what changed; no published snapshot is ever patched.
 // Readers: every worker loads the pointer (acquire) once per poll-loop iteration and uses only
 // that snapshot until the iteration ends; then it reports a quiescent state to DPDK RCU (QSBR).
 // Reclamation: after the store, the control thread waits for an RCU grace period

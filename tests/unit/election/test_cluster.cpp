@@ -588,6 +588,57 @@ TEST_F(ClusterTest, MalformedLeaderLeaseIsTakenOver) {
     EXPECT_EQ(lease["metadata"]["labels"]["app.kubernetes.io/name"], "egw");
 }
 
+// poll() with a delta reports every EgressService the first time and then only what changed, so
+// that the daemon's cost per change does not grow with the number of EgressServices.
+TEST_F(ClusterTest, PollWithADeltaReportsOnlyWhatChanged) {
+    upsert(node_json("node1"));
+    add_service("svc1");
+    add_service("svc2");
+    add_service("svc3");
+    Controller& g = start("node1", ElectionMode::external);
+    std::map<std::string, model::ServiceState> states;
+    std::vector<model::ServiceDelta> deltas;
+    auto drain = [&] {
+        model::ServiceDelta d;
+        if (!g.poll(d)) return;
+        EXPECT_FALSE(d.empty());
+        EXPECT_TRUE(std::is_sorted(d.changed.begin(), d.changed.end(),
+                                   [](const auto& a, const auto& b) { return a.key < b.key; }));
+        for (const auto& s : d.changed) states[s.key] = s;
+        for (const auto& k : d.removed) EXPECT_EQ(states.erase(k), 1u) << k;
+        deltas.push_back(std::move(d));
+    };
+    ASSERT_TRUE(eventually([&] { drain(); return states.size() == 3; }));
+    EXPECT_EQ(deltas.front().changed.size(), 3u);
+
+    deltas.clear();
+    upsert(slice_json("svc1", {{"10.128.0.5", "node1"}, {"10.128.0.9", "node2"}}));
+    ASSERT_TRUE(eventually([&] { drain(); return states.at("testns/svc1").endpoint_ipv4s.size() == 2; }));
+    for (const auto& d : deltas) {
+        EXPECT_TRUE(d.removed.empty());
+        for (const auto& s : d.changed) EXPECT_EQ(s.key, "testns/svc1");
+    }
+
+    deltas.clear();
+    remove("EgressService", "svc2");
+    ASSERT_TRUE(eventually([&] { drain(); return !states.count("testns/svc2"); }));
+    for (const auto& d : deltas) {
+        EXPECT_TRUE(d.changed.empty());
+        EXPECT_EQ(d.removed, std::vector<std::string>{"testns/svc2"});
+    }
+
+    // Nothing new: nothing reported. And the list version agrees with the deltas added up.
+    model::ServiceDelta none;
+    EXPECT_TRUE(consistently([&] { return !g.poll(none) && none.empty(); }, 500ms));
+    upsert(slice_json("svc3", {{"10.128.0.7", "node1"}}));
+    std::vector<model::ServiceState> all;
+    ASSERT_TRUE(eventually([&] { return g.poll(all); }));
+    states["testns/svc3"].endpoint_ipv4s = {0x0a800007};
+    std::vector<model::ServiceState> summed;
+    for (const auto& [k, s] : states) summed.push_back(s);
+    EXPECT_EQ(all, summed);
+}
+
 // poll() reports nothing before every kind has been listed once.
 TEST_F(ClusterTest, NothingIsProgrammedBeforeEveryKindSynced) {
     server_->control("faults", {{"errors", json::array({{{"count", 1000}, {"code", 500}, {"path", "/endpointslices"}, {"verb", "list"}}})}});

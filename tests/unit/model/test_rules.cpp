@@ -455,6 +455,27 @@ TEST_F(RulesTest, OneEntryPerEgressServiceSortedByKey) {
     EXPECT_EQ(states, evaluate_single_gateway(objects, self, pods));
 }
 
+// What the daemon hands to the PolicyBuilder after a rescan: only what differs.
+TEST(ServiceDelta, DiffHasWhatIsNewDifferentOrGone) {
+    auto state = [](const std::string& key, uint32_t ep) {
+        ServiceState s;
+        s.key = key;
+        s.endpoint_ipv4s = {ep};
+        return s;
+    };
+    std::map<std::string, ServiceState> before = {{"a/kept", state("a/kept", 1)},
+                                                  {"a/moved", state("a/moved", 2)},
+                                                  {"a/gone", state("a/gone", 3)}};
+    std::vector<ServiceState> after = {state("a/kept", 1), state("a/moved", 4), state("a/new", 5)};
+    ServiceDelta d = diff(before, after);
+    ASSERT_EQ(d.changed.size(), 2u);
+    EXPECT_EQ(d.changed[0], state("a/moved", 4));
+    EXPECT_EQ(d.changed[1], state("a/new", 5));
+    EXPECT_EQ(d.removed, std::vector<std::string>{"a/gone"});
+    EXPECT_FALSE(d.empty());
+    EXPECT_TRUE(diff(before, {state("a/kept", 1), state("a/moved", 2), state("a/gone", 3)}).empty());
+}
+
 TEST_F(RulesTest, NoPodCidrsMeansNoClusterEndpoints) {
     pods.clear();
     expect_unserved(only(), "no endpoints in the pod network");
