@@ -303,14 +303,10 @@ int main(int argc, char** argv) {
                 }
                 egw::config::apply_live(cfg, next);
                 self.labels = cfg.node.labels;
-                if (k8s) {
-                    std::vector<ServiceState> states;
-                    for (const auto& [key, state] : last_states)
-                        states.push_back(state);
-                    publish(builder.build(states));
-                } else {
-                    reconcile(true);
-                }
+                if (k8s)
+                    publish(builder.apply(egw::model::ServiceDelta{}));  // the Services stay; routes and actions move
+                else
+                    reconcile(true);  // node labels and pod CIDRs feed the files source's rules
                 detail["applied"] = changes.live;
                 detail["generation"] = builder.generation();
                 spdlog::info("configuration reloaded from {}: {} (policy generation {})", cfg.file,
