@@ -379,8 +379,11 @@ class CliThroughEgwctl(unittest.TestCase):
         require_environment()
         cls.daemon = Daemon("ctl")
         cls.addClassCleanup(cls.daemon.close)
-        # Every frame of the capture has been through the worker: all sessions exist.
-        cls.daemon.wait_ready(lambda st: len(st.get("sessions", [])) == len(FLOWS))
+        # Every frame of the capture has been through the worker: all sessions exist, and the
+        # malformed frame (the capture's last) has been counted, so the status file's snapshot
+        # and the live counters agree from here on.
+        cls.daemon.wait_ready(lambda st: len(st.get("sessions", [])) == len(FLOWS)
+                              and st.get("drops", {}).get("malformed") == 1)
 
     def ctl(self, *args, stdin=None, check=None):
         r = subprocess.run([str(EGWCTL), "-p", self.daemon.file_prefix, *args], input=stdin, capture_output=True,
