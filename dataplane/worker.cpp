@@ -490,6 +490,9 @@ inline bool policy_holds(const PolicySnapshot& p, Session& s) {
     if (likely(version == s.service_version))
         return true;
     if (s.service_id == kDefaultPolicyId) {
+        // Only masquerade makes default sessions; under another default action they end.
+        if (p.default_action != DefaultAction::masquerade)
+            return false;
         // Some pods became endpoints of a served Service: this session stays with the default
         // action only if its pod is not one of them.
         uint32_t sid = p.endpoints.find(rte_be_to_cpu_32(s.pod_ip));

@@ -383,6 +383,12 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     case config::DefaultAction::masquerade: snap->default_action = dp::DefaultAction::masquerade; break;
     case config::DefaultAction::drop: snap->default_action = dp::DefaultAction::drop; break;
     }
+    // A new default action (a configuration reload) must reach the flows it already translates:
+    // a new version makes the workers re-check every default session, and only masquerade keeps
+    // one (dataplane/worker.cpp, policy_holds).
+    if (last_default_action_ && *last_default_action_ != cfg_.default_action)
+        ++default_version_;
+    last_default_action_ = cfg_.default_action;
 
     // Ports, connected routes and the outside addresses used for masquerade.
     std::vector<std::pair<uint64_t, uint32_t>> routes;

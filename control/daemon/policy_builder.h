@@ -18,6 +18,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -106,6 +107,7 @@ private:
     std::unordered_map<uint32_t, uint32_t> ingress_refs_;   // ingress IP -> translating Services
     std::vector<uint32_t> port_nat_;                        // outside ports' addresses, sorted
     uint32_t default_version_ = 1;
+    std::optional<config::DefaultAction> last_default_action_;  // of the last snapshot
     uint64_t generation_ = 0;
 };
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -39,6 +40,8 @@ public:
         snap->default_action = cfg_.default_action == config::DefaultAction::route        ? dp::DefaultAction::route
                                : cfg_.default_action == config::DefaultAction::masquerade ? dp::DefaultAction::masquerade
                                                                                           : dp::DefaultAction::drop;
+        if (last_action_ && *last_action_ != cfg_.default_action) ++default_version_;
+        last_action_ = cfg_.default_action;
         std::vector<std::pair<uint64_t, uint32_t>> routes, nat;
         std::map<uint8_t, std::set<uint8_t, std::greater<>>> lengths;
         auto route = [&](uint8_t vrf, const config::Ipv4Prefix& p, uint16_t port, uint32_t via) {
@@ -167,6 +170,7 @@ private:
     std::map<std::string, uint32_t> ids_;
     std::vector<uint32_t> free_;
     uint32_t next_id_ = 1, next_version_ = 1, default_version_ = 1;
+    std::optional<config::DefaultAction> last_action_;
     uint64_t generation_ = 0;
     std::map<uint32_t, std::pair<dp::ServicePolicy, std::vector<uint32_t>>> last_;
     std::set<uint32_t> served_;
@@ -475,13 +479,20 @@ TEST(PolicyBuilder, ConfigurationChangesGiveWhatABuildFromScratchGives) {
         std::string what = "step " + std::to_string(i) + ":";
         ServiceDelta d;
         if (i % 10 == 5) {
-            switch ((i / 10) % 4) {
+            switch ((i / 10) % 5) {
             case 0: cfg.vrfs[0].table = cfg.vrfs[0].table == 100 ? 101 : 100; what += " blue renumbered"; break;
             case 1: cfg.vrfs[1].name = cfg.vrfs[1].name == "red" ? "green" : "red"; what += " red renamed"; break;
             case 2:
                 cfg.routes[0].via = cfg.routes[0].via == 0xc00002feu ? 0xc00002fdu : 0xc00002feu;
                 what += " default route moved";
                 break;
+            case 3: {
+                static const config::DefaultAction next[] = {config::DefaultAction::drop, config::DefaultAction::route,
+                                                             config::DefaultAction::masquerade};
+                cfg.default_action = next[static_cast<int>(cfg.default_action) % 3];
+                what += " default action changed";
+                break;
+            }
             default:
                 // An outside address that is also some Services' ingress IP comes and goes.
                 if (cfg.ports[1].addresses.size() == 2) cfg.ports[1].addresses.pop_back();

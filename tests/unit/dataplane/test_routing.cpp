@@ -296,6 +296,62 @@ TEST_F(DataplaneTest, DefaultActionDrop) {
     EXPECT_EQ(r.tx(r.pods).size(), 1u);
 }
 
+// A reload that changes the default action reaches the flows the old one made: masquerade
+// sessions end (replies are dropped, the pod's next packet meets the new action), Services keep
+// theirs, and going back to masquerade makes new default sessions.
+TEST_F(DataplaneTest, ChangingTheDefaultActionEndsTheSessionsOfTheOldOne) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 50000, kServer, 80, text("a"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src, kExt1Addr);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 50001, kServer, 80, text("w"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src, kIngress);
+    ASSERT_EQ(r.sessions().size(), 2u);
+    const uint32_t version = r.policy().default_version;
+
+    r.cfg.default_action = config::DefaultAction::drop;
+    r.publish(RigOptions{}.services);
+    EXPECT_NE(r.policy().default_version, version);
+    // The server's answer to the masquerade session finds it withdrawn.
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 80, kExt1Addr, 50000, text("b"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session), 1u);
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 50000, kServer, 80, text("c"))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::default_action_drop), 1u);
+    EXPECT_EQ(r.default_counters().sessions_closed, 1u);
+    // The Service's session is untouched.
+    auto ss = r.sessions();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(ss[0].service_id, r.service_id("default/web"));
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 50001, kServer, 80, text("w"))));
+    Parsed web = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(web));
+    EXPECT_EQ(web.src, kIngress);
+
+    r.cfg.default_action = config::DefaultAction::masquerade;
+    r.publish(RigOptions{}.services);
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 50000, kServer, 80, text("d"))));
+    Parsed back = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(back));
+    EXPECT_EQ(back.src, kExt1Addr);
+    EXPECT_EQ(r.default_counters().sessions_created, 2u);
+    EXPECT_EQ(r.total_drops(), 2u);
+}
+
+// A publication that does not change the default action keeps its sessions (the version stays).
+TEST_F(DataplaneTest, RepublishingTheSameDefaultActionKeepsItsSessions) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 50000, kServer, 80, text("a"))));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    const uint32_t version = r.policy().default_version;
+    r.publish(RigOptions{}.services);
+    EXPECT_EQ(r.policy().default_version, version);
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 80, kExt1Addr, 50000, text("b"))));
+    EXPECT_EQ(r.tx(r.pods).size(), 1u);
+    EXPECT_EQ(r.default_counters().sessions_created, 1u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Outside -> inside without a session
 
