@@ -94,13 +94,15 @@ Reply show_k8s(Context& ctx, const Args&) {
         return fail("show k8s: the state source is \"files\" (" + ctx.host.config.state.path +
                     "): egwd has no Kubernetes connection");
     json j = ctx.host.kubernetes();
-    Table t({"resource", "synced", "watching", "resource-version", "lists", "relists-410", "watches", "events",
-             "failures", "last-error"});
+    // Why watches ended: closed by the server (routine), 410 Gone (a relist), error (backoff).
+    Table t({"resource", "synced", "watching", "resource-version", "lists", "watch-ends closed/410/error",
+             "events", "failures", "last-error"});
     for (const auto& r : j["resources"])
         t.row({r["name"].get<std::string>(), r["synced"].get<bool>() ? "yes" : "no",
                r["watching"].get<bool>() ? "yes" : (r["failing"].get<bool>() ? "failing" : "no"),
-               or_dash(r["resource_version"].get<std::string>()), jnum(r["lists"]), jnum(r["expired"]),
-               jnum(r["watches"]), jnum(r["events"]), jnum(r["failures"]), or_dash(r["last_error"].get<std::string>())});
+               or_dash(r["resource_version"].get<std::string>()), jnum(r["lists"]),
+               jnum(r["watch_closed"]) + "/" + jnum(r["expired"]) + "/" + jnum(r["watch_failures"]),
+               jnum(r["events"]), jnum(r["failures"]), or_dash(r["last_error"].get<std::string>())});
     std::string leader = j["leader"].get<bool>() ? "this gateway" : or_dash(j["leader_identity"].get<std::string>());
     std::string text = t.render() + "synced: " + (j["synced"].get<bool>() ? "yes" : "no") + "   election: " +
                        j["election"].get<std::string>() + "   leader: " + leader + "   live gateways: " +

@@ -426,6 +426,11 @@ class KubernetesSourceE2E(unittest.TestCase):
         step(lambda: self.h.apiserver.control("compact", {"expireWatches": True}), "expired", 1)
         # Still programmed from the relisted state.
         self.wait_seen_from(DB_POD, EXT2, EXT2_GW)
+        # `show k8s` tells the same story: one watch end of each kind per resource.
+        table = run([str(EGWCTL), "-p", FILE_PREFIX, "show", "k8s"], 20).stdout
+        for res in RESOURCES:
+            row = next((line for line in table.splitlines() if line.startswith(res)), "")
+            self.assertRegex(row, r"\s1/1/1\s", table)
 
     def test_08_dashboards_use_only_metrics_this_egwd_exports_and_every_family_is_documented(self):
         # A kubernetes-source egwd exports every family, its own and the Kubernetes ones.
