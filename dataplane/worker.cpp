@@ -53,6 +53,12 @@ struct Meta {
     uint8_t* inner_l4;
     uint32_t inner_l4_len;
     FlowKey key;
+    // Set by plan_new_sessions() for a packet expected to open a session: the endpoint lookup
+    // and the route, both pure functions of the snapshot and the packet, so new_in2out() uses
+    // them instead of looking again.
+    bool planned;
+    uint32_t sid;              // p.endpoints.find(source)
+    const NextHop* nh;         // the route of the destination in the VRF the packet will use
 };
 
 inline void drop(Worker& w, rte_mbuf* m, DropReason r) {
@@ -620,34 +626,47 @@ void translate_out2in(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt,
     output(w, p, m, s.in_port, s.in_next_hop, &s.in_neighbor);
 }
 
+// The NAT port probe: the pod's own port first when it lies in this worker's block, then
+// pseudo-random ports of the block (seeded by the tuple): unlike a linear walk, this does not
+// pile up behind runs of taken ports, so the expected number of probes stays 1/(1 - fill) and
+// 64 misses in a row only happen when the block is really full. Shared by allocate_port() and
+// the prefetch hints of plan_new_sessions(), so that the hints load what the probe will read.
+inline bool pod_port_in_block(const Worker& w, uint16_t pod_port_be) {
+    uint16_t want = rte_be_to_cpu_16(pod_port_be);
+    return want >= w.nat_port_lo && want <= w.nat_port_hi;
+}
+
+inline uint32_t probe_seed(uint32_t pod_ip, uint16_t pod_port, uint32_t remote_ip, uint16_t remote_port) {
+    uint32_t x = (pod_ip * 0x9E3779B1u) ^ (uint32_t{pod_port} * 0x85EBCA6Bu) ^ (remote_ip * 0xC2B2AE35u) ^ remote_port ^
+                 0x27d4eb2fu;
+    return x == 0 ? 1 : x;  // xorshift never leaves zero
+}
+
+// The next random candidate, in network order.
+inline uint16_t probe_next(const Worker& w, uint32_t& x) {
+    uint32_t span = uint32_t{w.nat_port_hi} - w.nat_port_lo + 1;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return be16(static_cast<uint16_t>(w.nat_port_lo + x % span));
+}
+
 // Picks a NAT port in this worker's block, keeping the pod's port when it is free.
 // Endpoint-dependent: a port is free when (remote, nat address, remote port, port) is unused,
 // so one NAT address carries a full block of ports toward every destination.
 bool allocate_port(Worker& w, Session& s) {
     FlowKey k{s.remote_ip, s.nat_ip, s.remote_port, 0, s.proto, {}};
-    uint16_t want = rte_be_to_cpu_16(s.pod_port);
-    if (want >= w.nat_port_lo && want <= w.nat_port_hi) {
+    if (pod_port_in_block(w, s.pod_port)) {
         k.dport = s.pod_port;
         if (w.sessions.find_outside(k) == SessionTable::kNone) {
             s.nat_port = s.pod_port;
             return true;
         }
     }
-    // Probe pseudo-random ports of the block (seeded by the tuple): unlike a linear walk, this
-    // does not pile up behind runs of taken ports, so the expected number of probes stays
-    // 1/(1 - fill) and 64 misses in a row only happen when the block is really full.
-    uint32_t span = uint32_t{w.nat_port_hi} - w.nat_port_lo + 1;
-    uint32_t x = (s.pod_ip * 0x9E3779B1u) ^ (uint32_t{s.pod_port} * 0x85EBCA6Bu) ^ (s.remote_ip * 0xC2B2AE35u) ^
-                 s.remote_port ^ 0x27d4eb2fu;
-    if (x == 0)
-        x = 1;  // xorshift never leaves zero
+    uint32_t x = probe_seed(s.pod_ip, s.pod_port, s.remote_ip, s.remote_port);
     constexpr unsigned kAttempts = 64;
     for (unsigned i = 0; i < kAttempts; ++i) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        uint16_t port = static_cast<uint16_t>(w.nat_port_lo + x % span);
-        k.dport = be16(port);
+        k.dport = probe_next(w, x);
         if (w.sessions.find_outside(k) == SessionTable::kNone) {
             s.nat_port = k.dport;
             return true;
@@ -672,7 +691,7 @@ void new_in2out(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt) {
         route_untouched(w, p, m, mt, kDefaultVrf);
         return;
     }
-    uint32_t sid = p.endpoints.find(src);
+    uint32_t sid = mt.planned ? mt.sid : p.endpoints.find(src);
     const ServicePolicy* svc = nullptr;
     if (sid != FlatMap::kMissing && p.services[sid].mode != ServiceMode::inactive)
         svc = &p.services[sid];
@@ -702,7 +721,7 @@ void new_in2out(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt) {
         return;
     }
     uint8_t vrf = svc ? svc->vrf : kDefaultVrf;
-    const NextHop* nh = p.lookup_route(vrf, dst);
+    const NextHop* nh = mt.planned ? mt.nh : p.lookup_route(vrf, dst);
     if (unlikely(!nh)) {
         drop(w, m, DropReason::no_route);
         return;
@@ -828,6 +847,72 @@ void finish(Worker& w, const PolicySnapshot& p, rte_mbuf* m, Meta& mt, uint32_t 
         miss_out2in(w, p, m, mt);
 }
 
+// Stage 2b: the packets going out that found no session will, most of them, open one, and the
+// creates run one at a time in stage 3, each waiting on cold lines of a large table: the
+// endpoint, the outside bucket of every probed port, the session a taken port belongs to, and
+// the pool line to fill. Here the whole burst's misses are classified first (endpoint, route:
+// kept in the Meta for new_in2out) and those lines requested together, so that their loads
+// overlap. Everything here is a pure read or a prefetch: which packets open sessions, with which
+// ports, is still decided in stage 3 in packet order, exactly as before.
+void plan_new_sessions(Worker& w, const PolicySnapshot& p, Meta* meta, const uint32_t* idx, unsigned nk) {
+    unsigned pos[kBurst];
+    unsigned n = 0;
+    for (unsigned i = 0; i < nk; ++i) {
+        const Meta& mt = meta[i];
+        if (idx[i] != SessionTable::kNone || mt.dir != Dir::in2out ||
+            (mt.kind != Kind::tcp && mt.kind != Kind::udp && mt.kind != Kind::icmp_echo))
+            continue;
+        pos[n++] = i;
+        p.endpoints.prefetch(rte_be_to_cpu_32(mt.ip->src_addr));
+    }
+    if (!n)
+        return;
+    // The two ports a probe reads first: the pod's own (taken whenever another pod of the same
+    // NAT address already uses it toward this remote) and the first random one.
+    uint32_t h_pod[kBurst], h_rand[kBurst];
+    bool pod_in_block[kBurst], have_key[kBurst];
+    SessionTable& st = w.sessions;
+    for (unsigned j = 0; j < n; ++j) {
+        Meta& mt = meta[pos[j]];
+        mt.sid = p.endpoints.find(rte_be_to_cpu_32(mt.ip->src_addr));
+        const ServicePolicy* svc = mt.sid != FlatMap::kMissing && p.services[mt.sid].mode != ServiceMode::inactive
+                                       ? &p.services[mt.sid]
+                                       : nullptr;
+        mt.nh = p.lookup_route(svc ? svc->vrf : kDefaultVrf, rte_be_to_cpu_32(mt.ip->dst_addr));
+        mt.planned = true;
+        uint32_t nat_ip;
+        if (svc && svc->mode == ServiceMode::snat_ingress_ip)
+            nat_ip = be32(svc->nat_ip);
+        else if (mt.nh && p.ports[mt.nh->port].n_addrs)
+            nat_ip = be32(p.ports[mt.nh->port].addrs[0]);
+        else {
+            have_key[j] = false;  // no translation to prepare: stage 3 will route or drop it
+            continue;
+        }
+        have_key[j] = true;
+        FlowKey k{mt.key.dst, nat_ip, mt.key.dport, 0, mt.key.proto, {}};
+        pod_in_block[j] = pod_port_in_block(w, mt.key.sport);
+        if (pod_in_block[j]) {
+            k.dport = mt.key.sport;
+            h_pod[j] = SessionTable::key_hash(k);
+            st.prefetch_outside_bucket(h_pod[j]);
+        }
+        uint32_t x = probe_seed(mt.key.src, mt.key.sport, mt.key.dst, mt.key.dport);
+        k.dport = probe_next(w, x);
+        h_rand[j] = SessionTable::key_hash(k);
+        st.prefetch_outside_bucket(h_rand[j]);
+        st.prefetch_free_slot(j);
+    }
+    // The buckets have had the rest of the burst's time to arrive: now the sessions they name.
+    for (unsigned j = 0; j < n; ++j) {
+        if (!have_key[j])
+            continue;
+        if (pod_in_block[j])
+            st.prefetch_outside_match(h_pod[j]);
+        st.prefetch_outside_match(h_rand[j]);
+    }
+}
+
 }  // namespace
 
 unsigned owner_of_port(const DataplaneShared& shared, uint16_t port_host) {
@@ -877,6 +962,7 @@ void worker_process_burst(Worker& w, const PolicySnapshot& p, rte_mbuf** pkts, u
                 }
             }
             kept[nk] = m;
+            mt.planned = false;
             if (mt.kind != Kind::other) {
                 if (mt.dir == Dir::in2out) {
                     in_pos[ni] = nk;
@@ -901,6 +987,7 @@ void worker_process_burst(Worker& w, const PolicySnapshot& p, rte_mbuf** pkts, u
             for (unsigned i = 0; i < no; ++i)
                 idx[out_pos[i]] = found[i];
         }
+        plan_new_sessions(w, p, meta, idx, nk);
         // Stage 3 creates and closes sessions, which the lookups above did not see: once it has,
         // the rest of the chunk looks again (two packets of one new flow must share one session;
         // a reply must not be matched to a slot its session left).

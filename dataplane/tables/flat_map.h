@@ -104,6 +104,10 @@ public:
     }
 
     bool contains(uint64_t key) const { return find(key) != kMissing; }
+
+    // A hint for a find() to come: loads the key's home slot, so that a batch of lookups waits
+    // for memory once rather than once per key. Changes nothing.
+    void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[slot_of(key)], 0, 3); }
     size_t size() const { return size_; }
     size_t capacity() const { return slots_.size(); }
     size_t memory_bytes() const { return slots_.size() * sizeof(Slot); }

@@ -116,6 +116,15 @@ void SessionTable::lookup_outside(const FlowKey* const* keys, unsigned n, uint32
     lookup_bulk<false>(outside_, keys, n, idx);
 }
 
+void SessionTable::prefetch_outside_match(uint32_t h) const {
+    const Bucket& bk = outside_[h & mask_];
+    for (unsigned j = 0; j < kWays; ++j)
+        if (bk.sig[j] == h && bk.idx[j] != kEmpty) {
+            rte_prefetch0(&pool_[bk.idx[j]]);
+            return;
+        }
+}
+
 uint32_t SessionTable::find_inside(const FlowKey& k) const { return find<true>(inside_, k, hash(k)); }
 
 uint32_t SessionTable::find_outside(const FlowKey& k) const { return find<false>(outside_, k, hash(k)); }

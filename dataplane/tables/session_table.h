@@ -112,6 +112,21 @@ public:
     uint32_t create(const Session& s);
     void destroy(uint32_t idx);
 
+    // Hints for a batch of creates; none of them changes the table. A new session costs a port
+    // probe (outside bucket, and the session a signature match points to) and a pool line to
+    // write, all cold in a large table: issuing these for a whole burst before the creates run
+    // one by one lets the misses overlap instead of queueing behind each other.
+    static uint32_t key_hash(const FlowKey& k) { return hash(k); }
+    // The outside bucket of hash `h`.
+    void prefetch_outside_bucket(uint32_t h) const { __builtin_prefetch(&outside_[h & mask_], 0, 3); }
+    // The session of the first signature match in that bucket; call once the bucket has arrived.
+    void prefetch_outside_match(uint32_t h) const;
+    // The session line the create `ahead` creates from now will fill (if no destroy comes first).
+    void prefetch_free_slot(unsigned ahead) const {
+        if (ahead < n_free_)
+            __builtin_prefetch(&pool_[free_[n_free_ - 1 - ahead]], 1, 3);
+    }
+
     Session& at(uint32_t idx) { return pool_[idx]; }
     const Session& at(uint32_t idx) const { return pool_[idx]; }
 

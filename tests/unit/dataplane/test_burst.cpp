@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 
 #include "tests/unit/dataplane/rig.h"
 
@@ -97,6 +98,78 @@ TEST_F(DataplaneTest, StaleSessionClosedOnceWhenReplyAndPacketShareABurst) {
     EXPECT_EQ(r.w().counters.sessions_closed, 1u);
     EXPECT_EQ(r.svc(kWeb).sessions_created, 2u);
     EXPECT_EQ(r.sessions().size(), 1u);
+}
+
+// A burst mixing every outcome (hits both ways, new sessions of an SNAT Service and of the default
+// masquerade, a pod-port collision that forces a probe, the second packet of a new flow, a TTL
+// drop, a cluster destination routed untouched, a reply with no session, a hand-off) gives the
+// same frames, counters and sessions as the same packets sent one per burst. The burst path
+// classifies and prefetches all of a burst's new sessions before creating any of them, so this
+// pins that batching to the packet-at-a-time result.
+TEST_F(DataplaneTest, MixedBurstMatchesPacketAtATime) {
+    RigOptions o;
+    o.workers = 2;  // worker 0 owns NAT ports 1024-33279, worker 1 the rest
+    o.services = {lb_service(kWeb, kIngress, {kPod10, kPod11})};
+    Rig& a = start(o);
+    auto b = std::make_unique<Rig>(o);
+
+    auto input = [](Rig& r) {
+        return std::vector<In>{
+            {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 20000, kServer, 53, text("hit")))},
+            {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 20001, kServer, 53, text("new")))},
+            {r.pods, r.from_pod(kPod11, udp_ip(kPod11, 20001, kServer, 53, text("same port")))},
+            {r.pods, r.from_pod(kPod20, udp_ip(kPod20, 3000, kInternet, 53, text("default")))},
+            {r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 2000, kServerB, 443, kSyn))},
+            {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 20002, kServer, 53, text("ttl"), IpOpt{.ttl = 1}))},
+            {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 60000, kServer, 53, text("worker 1")))},
+            {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 20003, kRemotePod, 53, text("cluster")))},
+            {r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 20005, text("no session")))},
+            {r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 2000, kServerB, 443, kAck))},
+            {r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 20000, text("reply")))},
+        };
+    };
+    for (Rig* r : {&a, b.get()}) {
+        r->process(r->pods, r->from_pod(kPod10, udp_ip(kPod10, 20000, kServer, 53, text("first"))));
+        ASSERT_EQ(r->tx(r->ext1).size(), 1u);
+    }
+    a.process(0, input(a));
+    for (const In& in : input(*b))
+        b->process(0, {in});
+
+    auto pods_a = a.tx(a.pods), ext1_a = a.tx(a.ext1);
+    EXPECT_EQ(pods_a.size(), 2u);  // the cluster destination and the reply
+    EXPECT_EQ(ext1_a.size(), 6u);  // the hit, four new flows, the flow's second segment
+    EXPECT_EQ(pods_a, b->tx(b->pods));
+    EXPECT_EQ(ext1_a, b->tx(b->ext1));
+    EXPECT_EQ(a.tx(a.ext2), b->tx(b->ext2));
+    EXPECT_EQ(a.handoff_pending(0, 1), 1u);
+    EXPECT_EQ(b->handoff_pending(0, 1), 1u);
+    for (unsigned d = 0; d < dp::kDropReasonCount; ++d)
+        EXPECT_EQ(a.w().counters.drops[d], b->w().counters.drops[d]) << dp::kDropReasonNames[d];
+    EXPECT_EQ(a.drops(DropReason::ttl_exceeded), 1u);
+    EXPECT_EQ(a.drops(DropReason::no_session), 1u);
+    EXPECT_EQ(a.w().counters.sessions_created, b->w().counters.sessions_created);
+    EXPECT_EQ(a.w().counters.sessions_created, 5u);
+    EXPECT_EQ(a.w().counters.routed, b->w().counters.routed);
+    EXPECT_EQ(a.svc(kWeb).sessions_created, b->svc(kWeb).sessions_created);
+    EXPECT_EQ(a.svc(kWeb).packets_out, b->svc(kWeb).packets_out);
+    EXPECT_EQ(a.svc(kWeb).packets_in, b->svc(kWeb).packets_in);
+    EXPECT_EQ(a.default_counters().sessions_created, b->default_counters().sessions_created);
+    auto sa = a.sessions(), sb = b->sessions();
+    ASSERT_EQ(sa.size(), sb.size());
+    for (size_t i = 0; i < sa.size(); ++i) {
+        EXPECT_EQ(dp::SessionTable::inside_key(sa[i]).src, dp::SessionTable::inside_key(sb[i]).src);
+        EXPECT_EQ(dp::SessionTable::outside_key(sa[i]).dst, dp::SessionTable::outside_key(sb[i]).dst);
+        EXPECT_EQ(sa[i].pod_port, sb[i].pod_port);
+        EXPECT_EQ(sa[i].nat_port, sb[i].nat_port) << "a different port was chosen";
+    }
+    // The pod-port collision really probed: the second pod's flow left with another port.
+    bool probed = false;
+    for (const auto& s : sa)
+        probed |= s.pod_ip == nbo32(kPod11) && s.pod_port == nbo16(20001) && s.nat_port != nbo16(20001);
+    EXPECT_TRUE(probed);
+    b->drain_all();
+    EXPECT_EQ(b->mbufs_in_use(), 0);
 }
 
 }  // namespace
