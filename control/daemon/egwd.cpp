@@ -10,6 +10,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_rcu_qsbr.h>
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -42,13 +43,6 @@ volatile std::sig_atomic_t g_reload = 0;
 
 void on_signal(int) { g_stop = 1; }
 void on_reload_signal(int) { g_reload = 1; }
-
-std::string joined(const std::vector<std::string>& items) {
-    std::string out;
-    for (const auto& s : items)
-        out += (out.empty() ? "" : ", ") + s;
-    return out;
-}
 
 struct Options {
     std::string config;
@@ -287,15 +281,17 @@ int main(int argc, char** argv) {
                 auto changes = egw::config::compare_for_reload(cfg, next);
                 detail["restart_needed"] = changes.restart;
                 if (!changes.restart.empty()) {
-                    std::string why = "only read when egwd starts: " + joined(changes.restart);
+                    std::string why = fmt::format("only read when egwd starts: {}", fmt::join(changes.restart, ", "));
                     spdlog::error("reload refused: {} changes settings {}; nothing was applied", cfg.file, why);
                     detail["error"] = why;
                     return {false, "reload refused: " + cfg.file + " changes settings " + why +
                                        ".\nNothing was applied; restart egwd to change them.",
                             detail};
                 }
-                if (changes.live.empty())
+                if (changes.live.empty()) {
+                    spdlog::info("reload: {} has no change", cfg.file);
                     return egw::cli::ok("reload: " + cfg.file + " has no change.", detail);
+                }
                 if (std::string err = resolver.reload_static(next.neighbors); !err.empty()) {
                     spdlog::error("reload refused: {}; nothing was applied", err);
                     detail["error"] = err;
@@ -309,11 +305,11 @@ int main(int argc, char** argv) {
                     reconcile(true);  // node labels and pod CIDRs feed the files source's rules
                 detail["applied"] = changes.live;
                 detail["generation"] = builder.generation();
-                spdlog::info("configuration reloaded from {}: {} (policy generation {})", cfg.file,
-                             joined(changes.live), builder.generation());
-                return egw::cli::ok("reload: applied " + joined(changes.live) + " (policy generation " +
-                                        std::to_string(builder.generation()) + ").",
-                                    detail);
+                const std::string applied = fmt::format("{}", fmt::join(changes.live, ", "));
+                spdlog::info("configuration reloaded from {}: {} (policy generation {})", cfg.file, applied,
+                             builder.generation());
+                return egw::cli::ok(
+                    fmt::format("reload: applied {} (policy generation {}).", applied, builder.generation()), detail);
             };
 
             std::function<nlohmann::json()> k8s_view;
