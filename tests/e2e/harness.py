@@ -124,14 +124,6 @@ def free_port():
         return s.getsockname()[1]
 
 
-def read_json(path):
-    """The JSON document in `path`, or None while it is missing or half written."""
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def remove_workdir(workdir, suite):
     """Deletes a suite's work directory, or keeps it (and says where) with EGW_E2E_KEEP=1."""
     if os.environ.get("EGW_E2E_KEEP"):
