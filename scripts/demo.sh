@@ -13,7 +13,8 @@
 # edited. Everything it starts is stopped and removed on exit, error or Ctrl-C.
 #
 # --no-build skips scripts/build.sh (egw already built). EGW_NETNS_PREFIX (default egw) names the
-# namespaces; EGWD overrides the binary.
+# namespaces and EGW_NETNS_TAG (default egw) the root-side interfaces <tag>-pods, ... (see
+# scripts/netns.sh); EGWD overrides the binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export EGW_NETNS_PREFIX=${EGW_NETNS_PREFIX:-egw}
+export EGW_NETNS_TAG=${EGW_NETNS_TAG:-egw}
 EGWD=${EGWD:-build/control/egwd}
 PEER=tests/e2e/peer.py
 DEMO_TIMEOUT=${DEMO_TIMEOUT:-60}   # seconds after the build; the demo itself needs about 15
@@ -111,7 +113,8 @@ bash scripts/netns.sh show
 
 say "starting egwd on config/demo.json (manifests copied to a temporary directory)"
 work=$(mktemp -d -t egw-demo.XXXXXX)
-config=$(python3 "$PEER" stage --config config/demo.json --dir "$work" --file-prefix "egw-demo-$$")
+config=$(python3 "$PEER" stage --config config/demo.json --dir "$work" --file-prefix "egw-demo-$$" \
+  --iface-tag "$EGW_NETNS_TAG")
 status="$work/status.json"
 "$EGWD" -c "$config" --status-file "$status" --log-level info 2>"$work/egwd.log" </dev/null &
 egwd_pid=$!

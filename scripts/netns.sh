@@ -10,33 +10,58 @@
 #   scripts/netns.sh show    print the namespaces and their addresses
 #
 # EGW_NETNS_PREFIX (default "egw") names the namespaces <prefix>-pods, <prefix>-pods2,
-# <prefix>-ext1 and <prefix>-ext2. The root-side interface names are fixed (egw-pods, egw-pods2,
-# egw-ext1, egw-ext2) because the configuration names them, so only one topology can exist at a
-# time: `up` and `down` also remove the namespaces at the far end of those interfaces, whatever
-# prefix created them. The interface inside every namespace is called eth0.
+# <prefix>-ext1 and <prefix>-ext2. EGW_NETNS_TAG (default "egw", at most 9 characters so that
+# <tag>-pods2 fits Linux's 15) names the root-side interfaces <tag>-pods, <tag>-pods2, <tag>-ext1
+# and <tag>-ext2; egwd's configuration names them (config/demo.json uses the default tag). Runs
+# with different prefixes and tags are independent, so several topologies can exist at once (the
+# end-to-end suites give each run its own). `up` and `down` also remove the namespaces at the far
+# end of this tag's interfaces, whatever prefix created them. The interface inside every
+# namespace is called eth0.
 #
 #   pod side                              egwd (root ns)                     external side
-#   <p>-pods  eth0 10.244.1.10,.11,.20,.30 == egw-pods  | inside  pods
-#   <p>-pods2 eth0 10.244.2.10             == egw-pods2 | inside  pods2
-#                                             egw-ext1  | outside ext1 (default) == eth0 192.0.2.100    <p>-ext1
-#                                             egw-ext2  | outside ext2 (blue)    == eth0 198.51.100.100 <p>-ext2
+#   <p>-pods  eth0 10.244.1.10,.11,.20,.30 == <t>-pods  | inside  pods
+#   <p>-pods2 eth0 10.244.2.10             == <t>-pods2 | inside  pods2
+#                                             <t>-ext1  | outside ext1 (default) == eth0 192.0.2.100    <p>-ext1
+#                                             <t>-ext2  | outside ext2 (blue)    == eth0 198.51.100.100 <p>-ext2
 set -uo pipefail
 
 prefix=${EGW_NETNS_PREFIX:-egw}
 case $prefix in
   ""|*[!A-Za-z0-9_.-]*) echo "netns.sh: EGW_NETNS_PREFIX must be letters, digits, '.', '_' or '-'" >&2; exit 2 ;;
 esac
+tag=${EGW_NETNS_TAG:-egw}
+case $tag in
+  ""|*[!A-Za-z0-9_-]*) echo "netns.sh: EGW_NETNS_TAG must be letters, digits, '_' or '-'" >&2; exit 2 ;;
+esac
+if [ ${#tag} -gt 9 ]; then
+  echo "netns.sh: EGW_NETNS_TAG '$tag' is longer than 9 characters ('$tag-pods2' must fit in 15)" >&2
+  exit 2
+fi
 
 # role  root-side interface  addresses (first is the primary)                   default gateway
 topology=(
-  "pods  egw-pods  10.244.1.10/24,10.244.1.11/24,10.244.1.20/24,10.244.1.30/24 10.244.1.1"
-  "pods2 egw-pods2 10.244.2.10/24                                              10.244.2.1"
-  "ext1  egw-ext1  192.0.2.100/24                                              -"
-  "ext2  egw-ext2  198.51.100.100/24                                           -"
+  "pods  $tag-pods  10.244.1.10/24,10.244.1.11/24,10.244.1.20/24,10.244.1.30/24 10.244.1.1"
+  "pods2 $tag-pods2 10.244.2.10/24                                              10.244.2.1"
+  "ext1  $tag-ext1  192.0.2.100/24                                              -"
+  "ext2  $tag-ext2  198.51.100.100/24                                           -"
 )
 roles=(pods pods2 ext1 ext2)
 
 ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx -- "$1"; }
+
+# The veth pair of one role: the root-side end with a random interface index. net_af_packet joins
+# its sockets to the PACKET_FANOUT group (pid ^ ifindex) & 0xffff, and a group belongs to the whole
+# network namespace, so two egwd whose pids and indexes XOR to the same group collide (the second
+# fails with "could not set PACKET_FANOUT ... Invalid argument"). Close pids and the kernel's
+# consecutive indexes make that likely; random indexes make it rare.
+add_veth() { # root-side name, namespace
+  local i
+  for i in 1 2 3 4 5 6 7 8; do
+    ip link add "$1" index $((65536 + SRANDOM % 16711680)) type veth peer name eth0 netns "$2" 2>/dev/null &&
+      return 0
+  done
+  ip link add "$1" type veth peer name eth0 netns "$2"
+}
 
 # Writes a sysctl through /proc so that interface names with dots or dashes need no escaping.
 # Missing keys (IPv6 compiled out, for instance) are not an error.
@@ -52,9 +77,9 @@ set_sysctl() { # [netns] path value
 down() {
   local role ifname peer
   for role in "${roles[@]}"; do
-    ifname="egw-$role"
+    ifname="$tag-$role"
     if ip link show dev "$ifname" >/dev/null 2>&1; then
-      # The namespace at the far end of a fixed interface is a leftover of some run, perhaps
+      # The namespace at the far end of this tag's interface is a leftover of some run, perhaps
       # with another prefix; remove it when its name says it is one of ours.
       peer=$(ip -o link show dev "$ifname" 2>/dev/null | sed -n 's/.* link-netns \([^ ]*\).*/\1/p')
       case $peer in
@@ -80,7 +105,7 @@ up() {
     set_sysctl "$ns" net/ipv6/conf/default/disable_ipv6 1
     set_sysctl "$ns" net/ipv6/conf/all/disable_ipv6 1
     ip -n "$ns" link set dev lo up || return 1
-    ip link add "$ifname" type veth peer name eth0 netns "$ns" || return 1
+    add_veth "$ifname" "$ns" || return 1
 
     # Root side: a bare wire for net_af_packet. No IPv6, no ARP answers from the root kernel,
     # and no GRO/TSO/GSO so that egwd sees every frame as it was on the wire.
@@ -116,7 +141,7 @@ show() {
       echo "== $prefix-$role (absent)"
     fi
   done
-  ip -br link show 2>/dev/null | grep -E '^egw-(pods|pods2|ext1|ext2)[@ ]' || true
+  ip -br link show 2>/dev/null | grep -E "^$tag-(pods|pods2|ext1|ext2)[@ ]" || true
 }
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -134,5 +159,5 @@ case ${1:-} in
     ;;
   down) down ;;
   show) show ;;
-  *) echo "usage: $0 up|down|show   (EGW_NETNS_PREFIX=${prefix})" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|show   (EGW_NETNS_PREFIX=${prefix} EGW_NETNS_TAG=${tag})" >&2; exit 2 ;;
 esac

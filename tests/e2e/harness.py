@@ -11,6 +11,7 @@ traffic server behind, even when its cleanup never runs.
 import ctypes
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -25,6 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 APISERVER = REPO / "tests" / "apiserver" / "apiserver.py"
+NETNS_SH = REPO / "scripts" / "netns.sh"
 
 STOP_TIMEOUT = 10.0
 _PR_SET_PDEATHSIG = 1
@@ -130,6 +132,56 @@ def remove_workdir(workdir, suite):
         print(f"\n{suite}: work directory kept in {workdir}", file=sys.stderr)
     else:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+# --- the namespace topology of scripts/netns.sh --------------------------------------------------
+
+def iface_tag(suite):
+    """This run's EGW_NETNS_TAG: `suite` (one letter per suite) and the process id in hex, at
+    most 7 characters, so that <tag>-pods2 fits in an interface name (15) and two runs of the
+    same suite, or of different suites, never share a root-side interface."""
+    tag = f"{suite}{os.getpid():x}"
+    if len(tag) > 9:
+        raise ValueError(f"interface tag {tag!r} is too long")
+    return tag
+
+
+def random_ifindex():
+    """An interface index for a root-side end egwd drives with net_af_packet (`ip link add NAME
+    index N ...`). That PMD joins the PACKET_FANOUT group (pid ^ ifindex) & 0xffff, shared by the
+    whole network namespace; with the kernel's consecutive indexes two egwd started close together
+    often collide (the PMD then fails with EINVAL). A random index makes that rare."""
+    return random.randrange(1 << 16, 1 << 24)
+
+
+class Netns:
+    """scripts/netns.sh's four namespaces <prefix>-{pods,pods2,ext1,ext2} and their root-side
+    interfaces <tag>-<role>: `up()` builds them, `down()` (idempotent) removes them."""
+
+    def __init__(self, prefix, tag):
+        self.prefix, self.tag = prefix, tag
+        self.built = False
+
+    def ns(self, role):
+        return f"{self.prefix}-{role}"
+
+    def iface(self, role):
+        return f"{self.tag}-{role}"
+
+    def _run(self, action):
+        return run(["bash", str(NETNS_SH), action], 60,
+                   env={**os.environ, "EGW_NETNS_PREFIX": self.prefix, "EGW_NETNS_TAG": self.tag})
+
+    def up(self):
+        self.built = True
+        r = self._run("up")
+        if r.returncode != 0:
+            raise RuntimeError(f"scripts/netns.sh up failed:\n{r.stdout}{r.stderr}")
+
+    def down(self):
+        if self.built:
+            self._run("down")
+            self.built = False
 
 
 # --- the test API server and its objects --------------------------------------------------------

@@ -22,11 +22,12 @@ run each inside a network namespace with `ip netns exec NS python3 tests/e2e/pee
       short), ihl (IHL < 5), totlen (total length larger than the frame), fragment (first
       fragment, MF set), fragment-tail (offset > 0), proto253 (an unknown IP protocol), udp (a
       well-formed UDP datagram, for comparison).
-  stage --config FILE --dir DIR [--file-prefix P]
+  stage --config FILE --dir DIR [--file-prefix P] [--iface-tag T] [--metrics-listen ADDR:PORT]
       Copies the config's manifests directory to DIR/manifests and writes DIR/egwd.json: the
       same config with state.path pointing at the copy and a DPDK file prefix of its own, so
-      that a test or the demo can change manifests without touching the repository. Prints
-      the new config's path.
+      that a test or the demo can change manifests without touching the repository. --iface-tag
+      renames the interfaces egw-<role> to <tag>-<role> (scripts/netns.sh with EGW_NETNS_TAG),
+      --metrics-listen moves the metrics endpoint. Prints the new config's path.
   delete-egress-service DIR NAMESPACE/NAME
       Rewrites the manifest in DIR that holds that EgressService without its document (the
       Service and EndpointSlice stay), as `kubectl delete egressservice` would.
@@ -352,8 +353,12 @@ def load_config(path):
         return json.loads("".join(l for l in f if not l.lstrip().startswith("//")))
 
 
-def stage_config(config, workdir, file_prefix):
-    """Writes workdir/egwd.json and workdir/manifests (see `stage`); returns both paths."""
+def stage_config(config, workdir, file_prefix, iface_tag=None, metrics_listen=None):
+    """Writes workdir/egwd.json and workdir/manifests (see `stage`); returns both paths.
+
+    `iface_tag` renames the net_af_packet interfaces egw-<role> to <tag>-<role>, the names
+    scripts/netns.sh gives them with EGW_NETNS_TAG=<tag>; `metrics_listen` replaces
+    metrics.listen (so that two runs do not both want the demo's port)."""
     config, workdir = Path(config).resolve(), Path(workdir).resolve()
     cfg = load_config(config)
     state = cfg.setdefault("state", {})
@@ -365,7 +370,12 @@ def stage_config(config, workdir, file_prefix):
     manifests = workdir / "manifests"
     shutil.copytree(source, manifests)
     state["path"] = str(manifests)
-    cfg.setdefault("eal", {})["file_prefix"] = file_prefix
+    eal = cfg.setdefault("eal", {})
+    eal["file_prefix"] = file_prefix
+    if iface_tag:
+        eal["vdevs"] = [re.sub(r"(^|,)iface=egw-", rf"\g<1>iface={iface_tag}-", v) for v in eal.get("vdevs", [])]
+    if metrics_listen:
+        cfg.setdefault("metrics", {})["listen"] = metrics_listen
     staged = workdir / "egwd.json"
     staged.write_text(json.dumps(cfg, indent=2) + "\n")
     return staged, manifests
@@ -373,7 +383,7 @@ def stage_config(config, workdir, file_prefix):
 
 def cmd_stage(args):
     try:
-        staged, _ = stage_config(args.config, args.dir, args.file_prefix)
+        staged, _ = stage_config(args.config, args.dir, args.file_prefix, args.iface_tag, args.metrics_listen)
     except (OSError, ValueError) as e:
         fail(str(e))
     print(staged, flush=True)
@@ -469,6 +479,8 @@ def main(argv=None):
     c.add_argument("--config", required=True)
     c.add_argument("--dir", required=True)
     c.add_argument("--file-prefix", default=f"egw-{os.getpid()}")
+    c.add_argument("--iface-tag", help="interface names <tag>-<role> instead of egw-<role> (EGW_NETNS_TAG)")
+    c.add_argument("--metrics-listen", help="replaces metrics.listen")
     c.set_defaults(fn=cmd_stage)
 
     c = sub.add_parser("delete-egress-service", help="remove an EgressService from a manifests directory")

@@ -34,11 +34,11 @@ import harness  # noqa: E402  (processes, waiting, work directories)
 import peer  # noqa: E402  (tests/e2e/peer.py: stage_config, delete_egress_service)
 from harness import describe_exit, run, run_bounded, stop_process, tail  # noqa: E402
 
-NETNS_SH = REPO / "scripts" / "netns.sh"
 PEER = HERE / "peer.py"
 DEMO_CONFIG = REPO / "config" / "demo.json"
 
 PREFIX = f"egwe2e{os.getpid()}"            # namespaces <prefix>-pods, -pods2, -ext1, -ext2
+TAG = harness.iface_tag("e")               # root-side interfaces <tag>-pods, ... (scripts/netns.sh)
 FILE_PREFIX = f"egw-e2e-{os.getpid()}"     # DPDK runtime directory of the egwd under test
 PODS_MAC = "02:e9:00:00:00:01"             # egwd's port "pods"
 
@@ -76,7 +76,7 @@ class Topology:
         self.egwd = None
         self.egwd_log = None
         self.servers = {}
-        self.netns_up = False
+        self.netns = harness.Netns(PREFIX, TAG)
         self.lock = threading.Lock()
         self.previous_sigterm = None
 
@@ -90,9 +90,7 @@ class Topology:
             if self.egwd_log:
                 self.egwd_log.close()
                 self.egwd_log = None
-            if self.netns_up:
-                run(["bash", str(NETNS_SH), "down"], 60, env={**os.environ, "EGW_NETNS_PREFIX": PREFIX})
-                self.netns_up = False
+            self.netns.down()
             shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}", ignore_errors=True)
             if self.workdir:
                 harness.remove_workdir(self.workdir, "e2e")
@@ -122,14 +120,13 @@ class EgressGatewayE2E(unittest.TestCase):
         topo.previous_sigterm = signal.signal(signal.SIGTERM, cls._on_sigterm)
 
         topo.workdir = Path(tempfile.mkdtemp(prefix="egw-e2e-"))
-        cls.config, cls.manifests = peer.stage_config(DEMO_CONFIG, topo.workdir, FILE_PREFIX)
+        cls.config, cls.manifests = peer.stage_config(
+            DEMO_CONFIG, topo.workdir, FILE_PREFIX, iface_tag=TAG,
+            metrics_listen=f"127.0.0.1:{harness.free_port()}")
         cls.status_file = topo.workdir / "status.json"
         cls.egwd_log_path = topo.workdir / "egwd.log"
 
-        topo.netns_up = True
-        r = run(["bash", str(NETNS_SH), "up"], 60, env={**os.environ, "EGW_NETNS_PREFIX": PREFIX})
-        if r.returncode != 0:
-            raise RuntimeError(f"scripts/netns.sh up failed:\n{r.stdout}{r.stderr}")
+        topo.netns.up()
 
         topo.egwd_log = open(cls.egwd_log_path, "w")
         topo.egwd = harness.spawn(

@@ -39,11 +39,11 @@ import test_metrics  # noqa: E402  (the strict exposition parser and the dashboa
 
 EGWCTL = harness.egwctl_binary()
 RESOURCES = ("egressservices", "services", "endpointslices", "nodes", "leases")
-NETNS_SH = REPO / "scripts" / "netns.sh"
 PEER = HERE / "peer.py"
 DEMO_CONFIG = REPO / "config" / "demo.json"
 
 PREFIX = f"egwk8s{os.getpid()}"             # namespaces <prefix>-pods, -pods2, -ext1, -ext2
+TAG = harness.iface_tag("k")                # root-side interfaces <tag>-pods, ... (scripts/netns.sh)
 FILE_PREFIX = f"egw-k8s-e2e-{os.getpid()}"  # DPDK runtime directory of the egwd under test
 LEASE_NS = "egw-system"
 NODE = "gw-1"                               # egwd's node (config/demo.json)
@@ -85,7 +85,7 @@ class Harness:
         self.egwd = None
         self.egwd_log = None
         self.servers = {}
-        self.netns_up = False
+        self.netns = harness.Netns(PREFIX, TAG)
         self.renewer = None
         self.renewing = threading.Event()
         self.stopping = threading.Event()
@@ -117,9 +117,7 @@ class Harness:
             if self.apiserver:
                 self.apiserver.stop()
                 self.apiserver = None
-            if self.netns_up:
-                run(["bash", str(NETNS_SH), "down"], 60, env={**os.environ, "EGW_NETNS_PREFIX": PREFIX})
-                self.netns_up = False
+            self.netns.down()
             shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}", ignore_errors=True)
             if self.workdir:
                 harness.remove_workdir(self.workdir, "k8s e2e")
@@ -145,7 +143,7 @@ class KubernetesSourceE2E(unittest.TestCase):
         h.apiserver = api = ApiServer(h.workdir)
 
         kubeconfig = api.write_kubeconfig(h.workdir / "kubeconfig", namespace=LEASE_NS)
-        config, _ = peer.stage_config(DEMO_CONFIG, h.workdir, FILE_PREFIX)
+        config, _ = peer.stage_config(DEMO_CONFIG, h.workdir, FILE_PREFIX, iface_tag=TAG)
         cfg = json.loads(config.read_text())
         cfg["state"] = {"source": "kubernetes", "kubeconfig": str(kubeconfig), "lease_namespace": LEASE_NS,
                         "lease_duration_s": 3, "renew_deadline_ms": 2000, "retry_period_ms": 250}
@@ -167,10 +165,7 @@ class KubernetesSourceE2E(unittest.TestCase):
         h.renewer = threading.Thread(target=h.renew_other_gateway, daemon=True)
         h.renewer.start()
 
-        h.netns_up = True
-        r = run(["bash", str(NETNS_SH), "up"], 60, env={**os.environ, "EGW_NETNS_PREFIX": PREFIX})
-        if r.returncode != 0:
-            raise RuntimeError(f"scripts/netns.sh up failed:\n{r.stdout}{r.stderr}")
+        h.netns.up()
 
         h.egwd_log = open(cls.egwd_log_path, "w")
         h.egwd = harness.spawn([str(egwd), "-c", str(config), "--status-file", str(cls.status_file),

@@ -37,9 +37,9 @@ import harness  # noqa: E402  (processes, ports, work directories)
 import test_deploy  # noqa: E402  (manifest and dashboard checks shared with that suite)
 from harness import free_port, run  # noqa: E402
 
-TAG = f"{os.getpid() % 100000}"
-IF_PODS, IF_PODS_PEER = f"egm{TAG}p", f"egm{TAG}P"   # egwd's end, the test's end
-IF_EXT, IF_EXT_PEER = f"egm{TAG}e", f"egm{TAG}E"
+TAG = harness.iface_tag("m")                          # unique per run (see harness.iface_tag)
+IF_PODS, IF_PODS_PEER = f"{TAG}-p", f"{TAG}-P"        # egwd's end, the test's end
+IF_EXT, IF_EXT_PEER = f"{TAG}-e", f"{TAG}-E"
 FILE_PREFIX = f"egw-metrics-{os.getpid()}"
 TELEMETRY_SOCKET = Path("/var/run/dpdk") / FILE_PREFIX / "dpdk_telemetry.v2"
 
@@ -399,7 +399,7 @@ class MetricsE2E(unittest.TestCase):
         rig.workdir = Path(tempfile.mkdtemp(prefix="egw-metrics-"))
 
         for a, b, mac in ((IF_PODS, IF_PODS_PEER, POD_MAC), (IF_EXT, IF_EXT_PEER, REMOTE_MAC)):
-            r = run(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
+            r = run(["ip", "link", "add", a, "index", str(harness.random_ifindex()), "type", "veth", "peer", "name", b])
             if r.returncode != 0:
                 raise RuntimeError(f"cannot create veth {a}: {r.stderr}")
             rig.links.append(a)
