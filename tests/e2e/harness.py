@@ -120,6 +120,31 @@ def wait_for(predicate, timeout, message, interval=0.1):
         time.sleep(interval)
 
 
+def hold(predicate, duration, message, interval=0.1):
+    """Checks that predicate() stays truthy for `duration` seconds ("consistently", as
+    OVN-Kubernetes' e2e says it: checked over a period, not at the first success). It is called at
+    least twice, first at once and last at the end of the period; the first falsy value raises
+    AssertionError(message) (message() when callable). Returns the last value."""
+    deadline = time.monotonic() + duration
+    while True:
+        value = predicate()
+        if not value:
+            raise AssertionError(message() if callable(message) else message)
+        if time.monotonic() >= deadline:
+            return value
+        time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
+
+
+def eventually_consistently(predicate, timeout, duration, message, interval=0.1):
+    """wait_for(predicate, timeout), then hold(predicate, duration): a state that must come and
+    then stay. Returns the seconds it took to come."""
+    t0 = time.monotonic()
+    wait_for(predicate, timeout, message, interval)
+    took = time.monotonic() - t0
+    hold(predicate, duration, message, interval)
+    return took
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

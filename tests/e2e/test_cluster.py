@@ -37,6 +37,7 @@ RENEW_DEADLINE_MS = 1500
 RETRY_MS = 250
 NODES = ("gw-1", "gw-2")
 LABEL = "egress-service.k8s.ovn.org/default-web"
+HOLD = 2.0          # status.host and the label, once right, must stay so ("consistently")
 
 
 def egwd_config(node_name, kubeconfig, file_prefix):
@@ -132,6 +133,13 @@ class TwoGateways(unittest.TestCase):
             return f"{message() if callable(message) else message}\n{logs}"
         return harness.wait_for(predicate, timeout, with_logs)
 
+    def consistently(self, predicate, timeout, message, duration=HOLD):
+        """The state comes within `timeout` and then holds for `duration` seconds."""
+        def with_logs():
+            logs = "\n".join(f"--- {n} ---\n{tail(self.workdir / f'{n}.log', 25)}" for n in self.procs)
+            return f"{message() if callable(message) else message} (for {duration:g}s)\n{logs}"
+        harness.eventually_consistently(predicate, timeout, duration, with_logs)
+
     def writes_in_log(self, node_name):
         """status.host and label writes this egwd logged (only a leader writes)."""
         text = self.log(node_name)
@@ -146,7 +154,8 @@ class TwoGateways(unittest.TestCase):
         self.wait_for(lambda: len(self.leaders()) == 1, 15, "no single leader among the two egwd")
         self.wait_for(lambda: self.host() in NODES, 10, lambda: f"status.host is {self.host()!r}")
         hosted = self.host()
-        self.wait_for(lambda: self.labelled() == [hosted], 10, lambda: f"label on {self.labelled()}")
+        self.consistently(lambda: self.host() == hosted and self.labelled() == [hosted], 10,
+                          lambda: f"status.host is {self.host()!r}, label on {self.labelled()}, want {hosted}")
         other = next(n for n in NODES if n != hosted)
 
         # Each daemon programs from status.host: the host translates, the other does not.
@@ -173,7 +182,8 @@ class TwoGateways(unittest.TestCase):
                       f"{follower} did not take over within {LEASE_S + 3} s")
         took = time.monotonic() - killed
         self.wait_for(lambda: self.host() == follower, LEASE_S + 5, lambda: f"status.host is {self.host()!r}")
-        self.wait_for(lambda: self.labelled() == [follower], 5, lambda: f"label on {self.labelled()}")
+        self.consistently(lambda: self.host() == follower and self.labelled() == [follower], 5,
+                          lambda: f"status.host is {self.host()!r}, label on {self.labelled()}, want {follower}")
         self.wait_for(lambda: (self.web_state(follower) or {}).get("programmed") is True, 5,
                       lambda: f"{follower} does not program web: {self.web_state(follower)}")
         print(f"\n  leader killed -> {follower} took over in {took:.2f} s", file=sys.stderr)

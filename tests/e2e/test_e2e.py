@@ -56,6 +56,7 @@ SERVICE_PORT = 8080
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 CONVERGE_TIMEOUT = 3.0                     # manifest changes converge within ~1 s
+HOLD = 1.0                                 # a state that came must then hold this long ("consistently")
 
 
 def ns(role):
@@ -291,18 +292,31 @@ class EgressGatewayE2E(unittest.TestCase):
         self.assertIsNone(self.topo.egwd.poll(), f"egwd exited with "
                           f"{describe_exit(self.topo.egwd.returncode)}\n{tail(self.egwd_log_path)}")
 
-    def wait_web_translated(self, timeout):
-        """Polls new TCP connections from a web pod until they arrive from the ingress IP."""
+    def wait_web_translated(self, timeout, hold=HOLD):
+        """Polls new TCP connections from a web pod until they arrive from the ingress IP, then
+        checks that every new connection does for `hold` seconds."""
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
             ok, last = self.client("tcp", WEB_PODS[0], EXT1,
                                    timeout=max(0.5, min(1.5, deadline - time.monotonic())))
             if ok and last.startswith(WEB_INGRESS + ":"):
-                return
+                break
             time.sleep(0.1)
-        self.fail(f"web traffic not translated to {WEB_INGRESS} again within {timeout:g}s "
-                  f"(last: {last})\n{self.diag()}")
+        else:
+            self.fail(f"web traffic not translated to {WEB_INGRESS} again within {timeout:g}s "
+                      f"(last: {last})\n{self.diag()}")
+        self.hold_seen_from("tcp", WEB_PODS[0], EXT1, WEB_INGRESS, hold)
+
+    def hold_seen_from(self, proto, src, dst, expected_ip, duration=HOLD):
+        """Every new connection for `duration` seconds arrives from `expected_ip`."""
+        last = [None]
+
+        def seen():
+            ok, last[0] = self.client(proto, src, dst)
+            return ok and last[0].startswith(expected_ip + ":")
+        harness.hold(seen, duration, lambda: f"{proto.upper()} {src} -> {dst} stopped arriving from "
+                     f"{expected_ip} within {duration:g}s (got {last[0]})\n{self.diag()}")
 
     # --- tests -----------------------------------------------------------------------------
 
@@ -311,7 +325,8 @@ class EgressGatewayE2E(unittest.TestCase):
             status = self.read_status() or {}
             web, db = self.service(status, "default/web"), self.service(status, "default/db")
             return (web, db) if web and db and web.get("programmed") and db.get("programmed") else None
-        web, db = self.wait_for(programmed, 5, lambda: f"services not programmed\n{self.diag()}")
+        self.wait_for(programmed, 5, lambda: f"services not programmed\n{self.diag()}")
+        web, db = harness.hold(programmed, HOLD, lambda: f"services programmed, then not\n{self.diag()}")
         self.assertEqual(web["mode"], "LoadBalancerIP")
         self.assertEqual(web["ingress_ip"], WEB_INGRESS)
         self.assertEqual(web["status_host"], "gw-1")
@@ -409,6 +424,7 @@ class EgressGatewayE2E(unittest.TestCase):
                 break
             time.sleep(0.05)
         elapsed = time.monotonic() - changed
+        self.hold_seen_from("tcp", WEB_PODS[0], EXT1, EXT1_GW)
 
         # Its state is gone: no programmed entry, no session still using the ingress IP.
         def state_gone():
@@ -418,8 +434,8 @@ class EgressGatewayE2E(unittest.TestCase):
                      if s.get("outside", "").startswith(WEB_INGRESS + ":")]
             return (web is None or not web.get("programmed")) and not stale
         self.fresh_status(rewrites=1)
-        self.wait_for(state_gone, CONVERGE_TIMEOUT,
-                      lambda: f"default/web state left after deletion\n{self.diag()}")
+        harness.eventually_consistently(state_gone, CONVERGE_TIMEOUT, HOLD,
+                                        lambda: f"default/web state left after deletion\n{self.diag()}")
         self.assertLess(elapsed, CONVERGE_TIMEOUT)
 
     def test_07_malformed_manifest_leaves_others_in_force(self):

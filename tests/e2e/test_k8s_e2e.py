@@ -62,6 +62,10 @@ LABEL = "egress-service.k8s.ovn.org/default-web"
 
 READY_TIMEOUT = 30.0
 CONVERGE_TIMEOUT = 5.0
+# How long a state that has come must then hold ("consistently", as OVN-Kubernetes' e2e checks
+# it: 1-2 s for translations, 2-3 s for status.host and labels).
+HOLD_TRANSLATION = 1.0
+HOLD_STATE = 2.0
 
 
 def ns(role):
@@ -232,9 +236,10 @@ class KubernetesSourceE2E(unittest.TestCase):
         r = run_peer("pods", "tcp", dst, SERVICE_PORT, "--bind", src, "--timeout", timeout, timeout=timeout + 10)
         return (r.returncode == 0), (r.stdout if r.returncode == 0 else r.stderr or r.stdout).strip()
 
-    def wait_seen_from(self, src, dst, expected_ip, timeout=CONVERGE_TIMEOUT):
-        """New TCP connections from `src` reach `dst` from `expected_ip` within `timeout`;
-        returns the seconds it took."""
+    def wait_seen_from(self, src, dst, expected_ip, timeout=CONVERGE_TIMEOUT, hold=HOLD_TRANSLATION):
+        """New TCP connections from `src` reach `dst` from `expected_ip` within `timeout`, and
+        every new connection for `hold` seconds after that does too; returns the seconds it took
+        to come."""
         t0 = time.monotonic()
         last = None
         while True:
@@ -244,16 +249,29 @@ class KubernetesSourceE2E(unittest.TestCase):
                           f"(last: {last})\n{self.diag()}")
             ok, last = self.client(src, dst, timeout=max(0.5, min(1.5, left)))
             if ok and last.startswith(expected_ip + ":"):
-                return time.monotonic() - t0
+                took = time.monotonic() - t0
+                break
             time.sleep(0.05)
 
-    def wait_host(self, name, want, timeout=CONVERGE_TIMEOUT):
-        self.wait_for(lambda: self.host(name) == want, timeout,
-                      lambda: f"{name}: status.host is {self.host(name)!r}, expected {want!r}\n{self.diag()}")
+        def still():
+            nonlocal ok, last
+            ok, last = self.client(src, dst)
+            return ok and last.startswith(expected_ip + ":")
+        harness.hold(still, hold, lambda: f"TCP {src} -> {dst} was seen from {expected_ip}, then not "
+                     f"within {hold:g}s (got {last})\n{self.diag()}")
+        return took
 
-    def wait_labelled(self, want, timeout=CONVERGE_TIMEOUT):
-        self.wait_for(lambda: self.labelled() == want, timeout,
-                      lambda: f"{LABEL} on {self.labelled()}, expected {want}\n{self.diag()}")
+    def wait_host(self, name, want, timeout=CONVERGE_TIMEOUT, hold=HOLD_STATE):
+        """status.host of `name` becomes `want` within `timeout` and stays for `hold` seconds."""
+        harness.eventually_consistently(
+            lambda: self.host(name) == want, timeout, hold,
+            lambda: f"{name}: status.host is {self.host(name)!r}, expected {want!r} (for {hold:g}s)\n{self.diag()}")
+
+    def wait_labelled(self, want, timeout=CONVERGE_TIMEOUT, hold=HOLD_STATE):
+        """Exactly the nodes `want` carry web's label within `timeout`, for `hold` seconds."""
+        harness.eventually_consistently(
+            lambda: self.labelled() == want, timeout, hold,
+            lambda: f"{LABEL} on {self.labelled()}, expected {want} (for {hold:g}s)\n{self.diag()}")
 
     # --- tests (in name order; each leaves web hosted on gw-1 or deleted as it found it) ----
 
@@ -305,8 +323,8 @@ class KubernetesSourceE2E(unittest.TestCase):
         v = test_metrics.value
         # Write-backs are asynchronous to the traffic the earlier tests waited for: let the
         # status and label PATCHes for web land before reading their counters.
-        self.wait_host("web", NODE)
-        self.wait_labelled([NODE])
+        self.wait_host("web", NODE, hold=0)  # precondition
+        self.wait_labelled([NODE], hold=0)
         f = self.scrape()
         now = time.time()
         for res in RESOURCES:
@@ -347,7 +365,7 @@ class KubernetesSourceE2E(unittest.TestCase):
         self.wait_seen_from(DB_POD, EXT2, EXT2_GW)
 
     def test_03_moving_the_host_away_stops_translation_and_back_restarts_it(self):
-        self.wait_host("web", NODE)
+        self.wait_host("web", NODE, hold=0)  # precondition
         self.h.apiserver.patch_spec("web", selector(OTHER))
         self.wait_host("web", OTHER)
         self.wait_labelled([OTHER])
@@ -359,9 +377,10 @@ class KubernetesSourceE2E(unittest.TestCase):
             web = [s for s in status.get("services", []) if s["key"] == "default/web"]
             stale = [s for s in status.get("sessions", []) if s.get("outside", "").startswith(WEB_INGRESS + ":")]
             return web and not web[0]["programmed"] and web[0]["status_host"] == OTHER and not stale
-        self.wait_for(unprogrammed, CONVERGE_TIMEOUT,
-                      lambda: f"web still programmed, or sessions still translating to {WEB_INGRESS}, after the "
-                      f"host moved\n{self.diag()}")
+        harness.eventually_consistently(
+            unprogrammed, CONVERGE_TIMEOUT, HOLD_TRANSLATION,
+            lambda: f"web still programmed, or sessions still translating to {WEB_INGRESS}, after the "
+            f"host moved\n{self.diag()}")
 
         self.h.apiserver.patch_spec("web", selector(NODE))
         back = self.wait_seen_from(WEB_PODS[0], EXT1, WEB_INGRESS)
@@ -370,7 +389,7 @@ class KubernetesSourceE2E(unittest.TestCase):
               file=sys.stderr)
 
     def test_04_a_new_endpoint_is_translated_and_a_removed_one_is_not(self):
-        self.wait_host("web", NODE)
+        self.wait_host("web", NODE, hold=0)  # precondition
         self.wait_seen_from(NEW_POD, EXT1, EXT1_GW)
         self.h.apiserver.upsert(endpoint_slice("web-abc12", "web", [*WEB_PODS, NEW_POD]))
         self.wait_seen_from(NEW_POD, EXT1, WEB_INGRESS)
@@ -384,8 +403,8 @@ class KubernetesSourceE2E(unittest.TestCase):
         self.h.apiserver.patch_spec("web", selector(OTHER))
         self.wait_host("web", OTHER)
         self.h.apiserver.patch_spec("web", selector(None))    # both qualify again; it stays on gw-2
-        time.sleep(0.5)
-        self.assertEqual(self.host("web"), OTHER)
+        harness.hold(lambda: self.host("web") == OTHER, HOLD_STATE,
+                     lambda: f"web moved off {OTHER} while it stayed eligible: {self.host('web')!r}")
         self.h.renewing.clear()                          # gw-2 stops renewing its Lease
         self.addCleanup(self.h.renewing.set)
         self.wait_host("web", NODE, timeout=3 + CONVERGE_TIMEOUT)
@@ -393,7 +412,7 @@ class KubernetesSourceE2E(unittest.TestCase):
         self.wait_seen_from(WEB_PODS[0], EXT1, WEB_INGRESS)
 
     def test_06_deleting_the_egress_service_removes_its_label_and_translation(self):
-        self.wait_host("web", NODE)
+        self.wait_host("web", NODE, hold=0)  # precondition
         self.h.apiserver.delete("EgressService", "web")
         self.wait_labelled([])
         self.wait_seen_from(WEB_PODS[0], EXT1, EXT1_GW)
