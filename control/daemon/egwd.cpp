@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // egwd: the egress gateway daemon. The main lcore runs this control loop; worker lcores run the
-// data plane (dataplane/worker.cpp).
+// data plane (dataplane/, stages.h).
 //
 //   egwd -c FILE [-i] [--status-file PATH] [--log-level LEVEL] [--mbufs N] [--duration S]
 //        [--kubeconfig FILE] [--election leader|external]

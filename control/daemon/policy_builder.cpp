@@ -385,7 +385,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     }
     // A new default action (a configuration reload) must reach the flows it already translates:
     // a new version makes the workers re-check every default session, and only masquerade keeps
-    // one (dataplane/worker.cpp, policy_holds).
+    // one (dataplane/nat_session.h, policy_holds).
     if (last_default_action_ && *last_default_action_ != cfg_.default_action)
         ++default_version_;
     last_default_action_ = cfg_.default_action;

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// A burst as the stages see it: the packets, what the input stage parsed out of each, its
+// session, and the step each packet takes next.
+//
+// The stages run in the order of `Next` below, each over the packets whose next step is its own
+// (worker.cpp calls them). A stage only decides: it rewrites headers, reads and writes sessions,
+// and sets the packet's next step; it never transmits and never frees. `output` is the one place
+// that transmits, holds for ARP and frees drops, in packet order. A packet only ever moves to a
+// later stage, so one pass of each stage finishes the burst.
+//
+// For each step the burst keeps a bit mask of the packets waiting for it, so a stage visits only
+// its own packets (in packet order) and an idle stage costs one test.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/drop_reason.h"
+#include "dataplane/tables/policy.h"
+#include "dataplane/tables/session_table.h"
+#include "dataplane/worker.h"
+
+struct rte_mbuf;
+struct rte_ipv4_hdr;
+
+namespace egw::dp {
+
+// What the input stage found.
+enum class Kind : uint8_t {
+    arp,
+    tcp,
+    udp,
+    icmp_echo,   // echo request inside->outside, echo reply outside->inside
+    icmp_error,  // destination unreachable, time exceeded, parameter problem, source quench
+    other,       // anything else IPv4: may only be routed untouched
+};
+
+enum class Dir : uint8_t { in2out, out2in };
+
+// The steps, in the order the stages run.
+enum class Next : uint8_t {
+    handoff,     // owned by another worker (handoff.cpp)
+    nat_lookup,  // has a flow key: look its session up (nat_fast.cpp)
+    nat_fast,    // session found: revalidate and rewrite (nat_fast.cpp)
+    nat_slow,    // no session, a stale one, or no key: classify, route, create (nat_slow.cpp)
+    icmp_error,  // an ICMP error quoting a packet of a session: translate it (icmp_error.cpp)
+    local,       // ARP or an ICMP echo for the gateway itself (local.cpp)
+    ip_forward,  // forwarded untranslated: TTL and route (ip_forward.cpp)
+    output,      // out_port and next_hop set: neighbour, Ethernet header, transmit or hold (output.cpp)
+    transmit,    // a finished frame (ARP and echo replies): transmit on out_port as it is
+    drop,        // freed and counted under `reason` by output
+    gone,        // given away (hand-off ring, control ring)
+    count
+};
+
+// The one classification of an outgoing packet with no session (nat_slow.cpp), made once per
+// packet and used both to prepare a burst's creates and to make them.
+struct NewFlow {
+    enum class Action : uint8_t { translate, route, local, drop };
+    Action action;
+    DropReason reason;       // drop
+    uint8_t vrf;             // translate, route
+    uint16_t service_id;     // translate: kDefaultPolicyId for the default action's masquerade
+    bool masquerade;         // translate: to the egress port's address
+    uint32_t version;        // translate: the policy version the session is made under
+    uint32_t nat_ip;         // translate: network order
+    const NextHop* nh;       // translate
+};
+
+struct PacketMeta {
+    Kind kind;
+    Dir dir;
+    Next next;
+    DropReason reason;       // when next == drop
+    uint8_t owner;           // handoff: the owning worker
+    uint8_t vrf;             // ip_forward: the table to route in
+    uint16_t out_port;       // output, transmit
+    uint32_t session;        // SessionTable index, or SessionTable::kNone
+    uint32_t next_hop;       // output: host order
+    uint32_t* neighbor;      // output: cached neighbour slot (a session's, or neighbor_slot)
+    uint32_t neighbor_slot;
+    rte_ipv4_hdr* ip;
+    uint8_t* l4;
+    uint32_t l4_len;
+    // ICMP errors: the quoted (inner) IPv4 header and its L4 header.
+    rte_ipv4_hdr* inner_ip;
+    uint8_t* inner_l4;
+    uint32_t inner_l4_len;
+    // Network order. Outgoing: (pod, remote, pod port, remote port); back: (remote, NAT address,
+    // remote port, NAT port); for ICMP errors, the quoted packet's tuple turned around.
+    FlowKey key;
+    NewFlow flow;            // nat_slow, outgoing packets
+};
+
+struct Burst {
+    static_assert(kBurst <= 32, "a step's packets are a 32-bit mask");
+    unsigned n = 0;
+    uint32_t waiting[static_cast<unsigned>(Next::count)] = {};
+    // The table's create/close counts when the burst's sessions were looked up: once the slow
+    // path has created or closed one, a lookup of the burst may be out of date.
+    uint64_t created_at_lookup = 0;
+    uint64_t closed_at_lookup = 0;
+    rte_mbuf* m[kBurst];
+    PacketMeta pkt[kBurst];
+
+    uint32_t pending(Next s) const { return waiting[static_cast<unsigned>(s)]; }
+
+    void set_next(unsigned i, Next s) {
+        waiting[static_cast<unsigned>(pkt[i].next)] &= ~(1u << i);
+        waiting[static_cast<unsigned>(s)] |= 1u << i;
+        pkt[i].next = s;
+    }
+
+    void drop(unsigned i, DropReason r) {
+        pkt[i].reason = r;
+        set_next(i, Next::drop);
+    }
+
+    // Toward output: translated or routed to `port` via `next_hop`, with the neighbour slot cache
+    // `neighbor` (a session's, or none).
+    void to_output(unsigned i, uint16_t port, uint32_t next_hop, uint32_t* neighbor) {
+        PacketMeta& pk = pkt[i];
+        pk.out_port = port;
+        pk.next_hop = next_hop;
+        pk.neighbor = neighbor;
+        set_next(i, Next::output);
+    }
+};
+
+// Calls f(i) for every packet of `mask`, in packet order.
+template <class F>
+inline void for_each_packet(uint32_t mask, F&& f) {
+    while (mask) {
+        unsigned i = static_cast<unsigned>(__builtin_ctz(mask));
+        mask &= mask - 1;
+        f(i);
+    }
+}
+
+}  // namespace egw::dp

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Stage handoff: a session belongs to one worker (nat_ports.h), so a packet that arrived on
+// another one is given to its owner through a single-producer/single-consumer ring before any
+// session is looked up.
+#include <rte_ring.h>
+
+#include "dataplane/nat_ports.h"
+#include "dataplane/stages.h"
+
+namespace egw::dp {
+
+unsigned owner_of_port(const DataplaneShared& shared, uint16_t port_host) {
+    unsigned w = (port_host - shared.nat_port_min) / port_block_size(shared);
+    return w < shared.n_workers ? w : shared.n_workers - 1;
+}
+
+void worker_assign_port_block(Worker& w) {
+    const DataplaneShared& sh = *w.shared;
+    uint32_t block = port_block_size(sh);
+    w.port_block = block;
+    w.nat_port_lo = static_cast<uint16_t>(sh.nat_port_min + w.index * block);
+    // The last worker also takes the remainder of an uneven split.
+    w.nat_port_hi = w.index + 1 == sh.n_workers ? sh.nat_port_max
+                                                 : static_cast<uint16_t>(sh.nat_port_min + (w.index + 1) * block - 1);
+}
+
+// The port that decides the owner: the pod-side port going out, the NAT port coming back.
+// Packets with no key stay where they are; so do replies to a port outside the NAT range (no
+// session anywhere); new flows whose pod port is not a NAT port are spread by pod address.
+unsigned owner_of(const Worker& w, const PacketMeta& pk) {
+    if (pk.kind == Kind::other)
+        return w.index;
+    uint16_t port = rte_be_to_cpu_16(pk.dir == Dir::in2out ? pk.key.sport : pk.key.dport);
+    const DataplaneShared& sh = *w.shared;
+    if (port >= sh.nat_port_min && port <= sh.nat_port_max)
+        return owner_of_port(sh, port);
+    if (pk.dir == Dir::out2in)
+        return w.index;
+    return rte_be_to_cpu_32(pk.key.src) % sh.n_workers;
+}
+
+void stage_handoff(Worker& w, Burst& b) {
+    rte_mbuf* out[kMaxWorkers][kBurst];
+    unsigned pos[kMaxWorkers][kBurst];
+    unsigned n_out[kMaxWorkers] = {};
+    for_each_packet(b.pending(Next::handoff), [&](unsigned i) {
+        unsigned o = b.pkt[i].owner;
+        pos[o][n_out[o]] = i;
+        out[o][n_out[o]++] = b.m[i];
+    });
+    for (unsigned o = 0; o < w.shared->n_workers; ++o) {
+        if (!n_out[o])
+            continue;
+        unsigned sent = rte_ring_sp_enqueue_burst(w.handoff_out[o], reinterpret_cast<void**>(out[o]), n_out[o], nullptr);
+        w.counters.handed_off += sent;
+        for (unsigned k = 0; k < n_out[o]; ++k)
+            if (k < sent)
+                b.set_next(pos[o][k], Next::gone);
+            else
+                b.drop(pos[o][k], DropReason::handoff_full);
+    }
+}
+
+}  // namespace egw::dp

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Stage icmp_error: an ICMP error (unreachable, time exceeded, parameter problem, source quench)
+// quotes the packet it reports on; that quoted packet's tuple found the session (input.cpp
+// builds the key from it). Both the outer header and the quoted one are translated, and the
+// ICMP checksum, which covers the quote, is recomputed.
+#include <rte_branch_prediction.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+
+#include "dataplane/ip_forward.h"
+#include "dataplane/nat_rewrite.h"
+#include "dataplane/stages.h"
+
+namespace egw::dp {
+
+namespace {
+
+// A pod reports an error about a packet it received from the remote: the quoted packet's
+// destination is the pod and must become the NAT address and port again. The error may come from
+// a router in front of the pod (path MTU discovery), so the outer source is not necessarily the
+// pod: its checksum delta is taken from the address being replaced.
+void error_in2out(Worker& w, Burst& b, unsigned i, Session& s) {
+    PacketMeta& pk = b.pkt[i];
+    rte_ipv4_hdr* ip = pk.ip;
+    uint32_t outer_delta = csum_delta32(ip->src_addr, s.nat_ip);
+    ip->src_addr = s.nat_ip;
+    ip->hdr_checksum = csum_apply(ip->hdr_checksum, outer_delta + ttl_decrement(ip));
+    rte_ipv4_hdr* in = pk.inner_ip;
+    in->dst_addr = s.nat_ip;
+    in->hdr_checksum = csum_apply(in->hdr_checksum, s.l3_delta);
+    set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, false, s.nat_port, s.l4_delta);
+    recompute_icmp_checksum(pk);
+    s.last_seen = w.now;
+    ServiceCounters& sc = w.service_counters[s.service_id];
+    ++sc.packets_out;
+    sc.bytes_out += b.m[i]->pkt_len;
+    b.to_output(i, s.out_port, s.out_next_hop, &s.out_neighbor);
+}
+
+// An error about a packet we translated: its quoted source is the NAT address and port. It is
+// matched by the quote, so its outer destination need not be the session's NAT address: that
+// delta too is taken from the address being replaced.
+void error_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s) {
+    PacketMeta& pk = b.pkt[i];
+    if (s.in_port == kPortUnset) {
+        uint32_t pod = rte_be_to_cpu_32(s.pod_ip);
+        const NextHop* nh = p.lookup_route(kDefaultVrf, pod);
+        if (unlikely(!nh)) {
+            b.drop(i, DropReason::no_route);
+            return;
+        }
+        s.in_port = nh->port;
+        s.in_next_hop = nh->gateway ? nh->gateway : pod;
+        s.in_neighbor = NeighborTable::kNone;
+    }
+    uint16_t l3_back = csum_delta_invert(s.l3_delta);
+    uint16_t l4_back = csum_delta_invert(s.l4_delta);
+    rte_ipv4_hdr* ip = pk.ip;
+    uint32_t outer_delta = csum_delta32(ip->dst_addr, s.pod_ip);
+    ip->dst_addr = s.pod_ip;
+    ip->hdr_checksum = csum_apply(ip->hdr_checksum, outer_delta + ttl_decrement(ip));
+    rte_ipv4_hdr* in = pk.inner_ip;
+    in->src_addr = s.pod_ip;
+    in->hdr_checksum = csum_apply(in->hdr_checksum, l3_back);
+    set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, true, s.pod_port, l4_back);
+    recompute_icmp_checksum(pk);
+    s.last_seen = w.now;
+    ServiceCounters& sc = w.service_counters[s.service_id];
+    ++sc.packets_in;
+    sc.bytes_in += b.m[i]->pkt_len;
+    b.to_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
+}
+
+}  // namespace
+
+void stage_icmp_error(Worker& w, const PolicySnapshot& p, Burst& b) {
+    for_each_packet(b.pending(Next::icmp_error), [&](unsigned i) {
+        if (unlikely(ttl_expires(b.pkt[i].ip))) {
+            b.drop(i, DropReason::ttl_exceeded);
+            return;
+        }
+        Session& s = w.sessions.at(b.pkt[i].session);
+        if (b.pkt[i].dir == Dir::in2out)
+            error_in2out(w, b, i, s);
+        else
+            error_out2in(w, p, b, i, s);
+    });
+}
+
+}  // namespace egw::dp

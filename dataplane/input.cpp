@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Stage input: validates each frame's Ethernet, IPv4 and L4 headers, builds its flow key and
+// picks its first next step. It never transmits and never frees: a bad frame is marked as a
+// drop with its reason, ARP goes to the local stage.
+#include <rte_branch_prediction.h>
+#include <rte_ether.h>
+#include <rte_icmp.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_tcp.h>
+#include <rte_udp.h>
+
+#include <cstring>
+
+#include "dataplane/checksum.h"
+#include "dataplane/stages.h"
+
+namespace egw::dp {
+
+namespace {
+
+inline bool same_mac(const uint8_t* a, const uint8_t* b) {
+    uint32_t a4, b4;
+    uint16_t a2, b2;
+    std::memcpy(&a4, a, 4);
+    std::memcpy(&b4, b, 4);
+    std::memcpy(&a2, a + 4, 2);
+    std::memcpy(&b2, b + 4, 2);
+    return ((a4 ^ b4) | (a2 ^ b2)) == 0;
+}
+
+// Header checksum check without a loop for the common 20-byte header.
+inline bool ipv4_header_checksum_ok(const rte_ipv4_hdr* ip, uint32_t ihl) {
+    if (likely(ihl == sizeof(rte_ipv4_hdr))) {
+        uint32_t w[5];
+        std::memcpy(w, ip, sizeof w);
+        uint64_t sum = uint64_t{w[0]} + w[1] + w[2] + w[3] + w[4];
+        sum = (sum & 0xffffffff) + (sum >> 32);
+        sum = (sum & 0xffffffff) + (sum >> 32);
+        return csum_fold(static_cast<uint32_t>(sum)) == 0xffff;
+    }
+    return csum_fold(csum_partial(ip, ihl)) == 0xffff;
+}
+
+inline bool is_icmp_error(uint8_t type) {
+    return type == 3 /* destination unreachable */ || type == 11 /* time exceeded */ || type == 12 /* parameter problem */ ||
+           type == 4 /* source quench */;
+}
+
+// The L4 part of a valid IPv4 packet: kind and key ports. Returns a drop reason, or count when
+// the packet goes on.
+DropReason parse_l4(PacketMeta& pk) {
+    switch (pk.ip->next_proto_id) {
+    case IPPROTO_TCP: {
+        if (unlikely(pk.l4_len < sizeof(rte_tcp_hdr)))
+            return DropReason::malformed;
+        auto* th = reinterpret_cast<rte_tcp_hdr*>(pk.l4);
+        uint32_t off = (th->data_off >> 4) * 4u;
+        if (unlikely(off < sizeof(rte_tcp_hdr) || off > pk.l4_len))
+            return DropReason::malformed;
+        pk.kind = Kind::tcp;
+        pk.key.sport = th->src_port;
+        pk.key.dport = th->dst_port;
+        return DropReason::count;
+    }
+    case IPPROTO_UDP: {
+        auto* uh = reinterpret_cast<rte_udp_hdr*>(pk.l4);
+        if (unlikely(pk.l4_len < sizeof(rte_udp_hdr) || rte_be_to_cpu_16(uh->dgram_len) < sizeof(rte_udp_hdr) ||
+                     rte_be_to_cpu_16(uh->dgram_len) > pk.l4_len))
+            return DropReason::malformed;
+        pk.kind = Kind::udp;
+        pk.key.sport = uh->src_port;
+        pk.key.dport = uh->dst_port;
+        return DropReason::count;
+    }
+    case IPPROTO_ICMP:
+        break;
+    default:
+        pk.kind = Kind::other;
+        return DropReason::count;
+    }
+    if (unlikely(pk.l4_len < sizeof(rte_icmp_hdr)))
+        return DropReason::malformed;
+    auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
+    uint8_t want_echo = pk.dir == Dir::in2out ? RTE_IP_ICMP_ECHO_REQUEST : RTE_IP_ICMP_ECHO_REPLY;
+    if (ih->icmp_type == want_echo) {
+        pk.kind = Kind::icmp_echo;
+        // The identifier plays the pod-side port: source on the way out, destination back.
+        if (pk.dir == Dir::in2out)
+            pk.key.sport = ih->icmp_ident;
+        else
+            pk.key.dport = ih->icmp_ident;
+        return DropReason::count;
+    }
+    if (!is_icmp_error(ih->icmp_type)) {
+        pk.kind = Kind::other;
+        return DropReason::count;
+    }
+    // The quoted datagram: an IPv4 header and at least 8 bytes of its L4 header.
+    uint32_t room = pk.l4_len - sizeof(rte_icmp_hdr);
+    auto* in = reinterpret_cast<rte_ipv4_hdr*>(pk.l4 + sizeof(rte_icmp_hdr));
+    uint32_t in_ihl = (in->version_ihl & 0x0f) * 4u;
+    if (unlikely(room < sizeof(rte_ipv4_hdr) || (in->version_ihl >> 4) != 4 || in_ihl < sizeof(rte_ipv4_hdr) ||
+                 room < in_ihl + 8))
+        return DropReason::malformed;
+    pk.kind = Kind::icmp_error;
+    pk.inner_ip = in;
+    pk.inner_l4 = reinterpret_cast<uint8_t*>(in) + in_ihl;
+    pk.inner_l4_len = room - in_ihl;
+    uint16_t isport, idport;
+    if (in->next_proto_id == IPPROTO_TCP || in->next_proto_id == IPPROTO_UDP) {
+        std::memcpy(&isport, pk.inner_l4, 2);
+        std::memcpy(&idport, pk.inner_l4 + 2, 2);
+    } else if (in->next_proto_id == IPPROTO_ICMP) {
+        auto* iih = reinterpret_cast<rte_icmp_hdr*>(pk.inner_l4);
+        // The quoted packet is an echo request we (out2in) or the remote (in2out) sent.
+        isport = pk.dir == Dir::out2in ? iih->icmp_ident : 0;
+        idport = pk.dir == Dir::out2in ? 0 : iih->icmp_ident;
+    } else {
+        pk.kind = Kind::other;
+        return DropReason::count;
+    }
+    // The quoted packet travelled the other way, so its tuple is reversed into our key.
+    pk.key.src = in->dst_addr;
+    pk.key.dst = in->src_addr;
+    pk.key.sport = idport;
+    pk.key.dport = isport;
+    pk.key.proto = in->next_proto_id;
+    return DropReason::count;
+}
+
+// One frame: returns a drop reason, or count when the packet goes on (pk.kind set).
+DropReason parse(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMeta& pk) {
+    uint32_t len = m->data_len;
+    if (unlikely(len < sizeof(rte_ether_hdr)))
+        return DropReason::malformed;
+    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    if (unlikely(m->port >= w.n_ports || p.ports[m->port].role == PortRole::none))
+        return DropReason::local;
+    // Promiscuous ports see other hosts' unicast; only ours, broadcast and multicast go on.
+    if (unlikely(!(eth->dst_addr.addr_bytes[0] & 1) && !same_mac(eth->dst_addr.addr_bytes, p.ports[m->port].mac)))
+        return DropReason::foreign_mac;
+    if (eth->ether_type != be16(RTE_ETHER_TYPE_IPV4)) {
+        if (eth->ether_type != be16(RTE_ETHER_TYPE_ARP))
+            return DropReason::not_ipv4;
+        pk.kind = Kind::arp;
+        return DropReason::count;
+    }
+    len -= sizeof(rte_ether_hdr);
+    auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
+    uint32_t ihl = (ip->version_ihl & 0x0f) * 4u;
+    uint32_t total = rte_be_to_cpu_16(ip->total_length);
+    if (unlikely(len < sizeof(rte_ipv4_hdr) || (ip->version_ihl >> 4) != 4 || ihl < sizeof(rte_ipv4_hdr) ||
+                 ihl > len || total < ihl || total > len))
+        return DropReason::malformed;
+    // Only GOOD spares the check: NONE (GOOD|BAD bits) means the header is intact but its checksum
+    // field is not right, and an incremental update of a wrong field sends a wrong checksum.
+    if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
+        unlikely(!ipv4_header_checksum_ok(ip, ihl)))
+        return DropReason::malformed;
+    // Ethernet padding after the IPv4 datagram must not be translated or forwarded as data.
+    if (len > total)
+        rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
+    if (unlikely(ip->fragment_offset & be16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)))
+        return DropReason::fragment;
+
+    pk.dir = p.ports[m->port].role == PortRole::inside ? Dir::in2out : Dir::out2in;
+    pk.ip = ip;
+    pk.l4 = reinterpret_cast<uint8_t*>(ip) + ihl;
+    pk.l4_len = total - ihl;
+    pk.key = FlowKey{ip->src_addr, ip->dst_addr, 0, 0, ip->next_proto_id, {}};
+    return parse_l4(pk);
+}
+
+}  // namespace
+
+void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* pkts, unsigned n) {
+    b.n = n;
+    for (uint32_t& mask : b.waiting)
+        mask = 0;
+    bool multi = w.shared->n_workers > 1;
+    for (unsigned i = 0; i < n; ++i) {
+        if (i + 3 < n)
+            rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void*));
+        rte_mbuf* m = pkts[i];
+        PacketMeta& pk = b.pkt[i];
+        b.m[i] = m;
+        pk.session = SessionTable::kNone;
+        pk.next = Next::drop;
+        DropReason r = parse(w, p, m, pk);
+        if (unlikely(r != DropReason::count)) {
+            b.drop(i, r);
+            continue;
+        }
+        if (pk.kind == Kind::arp) {
+            b.set_next(i, Next::local);
+            continue;
+        }
+        if (multi) {
+            unsigned owner = owner_of(w, pk);
+            if (owner != w.index) {
+                pk.owner = static_cast<uint8_t>(owner);
+                b.set_next(i, Next::handoff);
+                continue;
+            }
+        }
+        b.set_next(i, pk.kind == Kind::other ? Next::nat_slow : Next::nat_lookup);
+    }
+}
+
+}  // namespace egw::dp

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The TTL rule, in one place: a packet the gateway forwards leaves with its TTL one lower, and a
+// packet that would leave with 0 is dropped as ttl_exceeded. The ip_forward stage applies it to
+// untranslated packets; the NAT stages apply the same test before a packet may touch (or create)
+// a session, and fold the decrement into their one IPv4 checksum update.
+#pragma once
+
+#include <rte_ip.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "dataplane/checksum.h"
+
+namespace egw::dp {
+
+inline bool ttl_expires(const rte_ipv4_hdr* ip) { return ip->time_to_live <= 1; }
+
+// Decrements the TTL and returns the IPv4 checksum delta for it (the TTL shares a 16-bit word
+// with the protocol), to be applied with the other changes of the header.
+inline uint32_t ttl_decrement(rte_ipv4_hdr* ip) {
+    uint16_t old_word, new_word;
+    std::memcpy(&old_word, &ip->time_to_live, 2);
+    --ip->time_to_live;
+    std::memcpy(&new_word, &ip->time_to_live, 2);
+    return csum_delta16(old_word, new_word);
+}
+
+}  // namespace egw::dp

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// What a worker does between bursts, on its own table: the expiry sweep (idle sessions, and
+// sessions whose policy no longer holds), and the control thread's requests for a session
+// listing and for closing a Service's sessions (Worker::dump_*, Worker::flush_*).
+#include <algorithm>
+
+#include "dataplane/nat_session.h"
+#include "dataplane/worker.h"
+
+namespace egw::dp {
+
+void worker_expire_step(Worker& w, const PolicySnapshot& p) {
+    SessionTable& st = w.sessions;
+    uint32_t cap = st.capacity();
+    if (cap == 0 || st.active() == 0)
+        return;
+    const Timeouts& t = w.shared->timeouts;
+    for (unsigned i = 0; i < kSweepPerIteration; ++i) {
+        uint32_t idx = w.sweep_cursor;
+        w.sweep_cursor = idx + 1 == cap ? 0 : idx + 1;
+        Session& s = st.at(idx);
+        if (!(s.in_use & kSessionInUse))
+            continue;
+        // Sessions of a withdrawn or changed policy are reclaimed here too, so their ports
+        // return to the pool even when no packet comes to notice.
+        if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
+            ++w.counters.sessions_expired;
+            close_session(w, idx);
+        }
+    }
+}
+
+void worker_serve_dump(Worker& w) {
+    uint32_t req = w.dump_request.load(std::memory_order_acquire);
+    if (req == w.dump_done.load(std::memory_order_relaxed))
+        return;
+    uint32_t n = 0;
+    SessionTable& st = w.sessions;
+    uint32_t i = std::min(w.dump_start, st.capacity());
+    uint32_t end = w.dump_scan && w.dump_scan < st.capacity() - i ? i + w.dump_scan : st.capacity();
+    for (; i < end && n < w.dump_capacity; ++i) {
+        const Session& s = st.at(i);
+        if (!s.in_use)
+            continue;
+        w.dump_buffer[n].session = s;
+        w.dump_buffer[n].idle_ticks = w.now - s.last_seen;
+        ++n;
+    }
+    w.dump_count = n;
+    w.dump_next = i;
+    w.dump_done.store(req, std::memory_order_release);
+}
+
+void worker_serve_flush(Worker& w) {
+    uint32_t req = w.flush_request.load(std::memory_order_acquire);
+    if (req == w.flush_done.load(std::memory_order_relaxed))
+        return;
+    SessionTable& st = w.sessions;
+    uint32_t end = std::min(st.capacity(), w.flush_cursor + kFlushPerIteration);
+    for (uint32_t i = w.flush_cursor; i < end; ++i) {
+        const Session& s = st.at(i);
+        if ((s.in_use & kSessionInUse) && (w.flush_service == kFlushAll || s.service_id == w.flush_service)) {
+            close_session(w, i);
+            ++w.flush_closed;
+        }
+    }
+    w.flush_cursor = end;
+    if (end == st.capacity()) {
+        w.flush_cursor = 0;
+        w.flush_done.store(req, std::memory_order_release);
+    }
+}
+
+}  // namespace egw::dp

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// NAT ports: how the configured range is cut into one block per worker, and how a worker picks
+// a free port of its block for a new session.
+//
+// Ownership: the range [nat_port_min, nat_port_max] is split into n_workers equal blocks (the
+// last worker also takes the remainder), so a reply's destination port names the worker that
+// made its session (handoff.cpp). Every NAT address has the whole range toward every remote.
+//
+// Allocation is endpoint-dependent: a port is free when (remote, NAT address, remote port,
+// port) is not an outside key of the worker's table. The probe tries the pod's own port first
+// when it lies in this worker's block, then pseudo-random ports of the block seeded by the tuple:
+// unlike a linear walk this does not pile up behind runs of taken ports, so the expected number
+// of probes stays 1/(1 - fill) and kProbeAttempts misses in a row only happen when the block is
+// really full. The slow path's prefetch hints use the same sequence, so they load what the
+// probe reads.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/stages.h"
+
+namespace egw::dp {
+
+inline constexpr unsigned kProbeAttempts = 64;
+
+// Size of every worker's block of the range.
+inline uint32_t port_block_size(const DataplaneShared& sh) {
+    uint32_t span = uint32_t{sh.nat_port_max} - sh.nat_port_min + 1;
+    return span / sh.n_workers;
+}
+
+inline bool pod_port_in_block(const Worker& w, uint16_t pod_port_be) {
+    uint16_t want = rte_be_to_cpu_16(pod_port_be);
+    return want >= w.nat_port_lo && want <= w.nat_port_hi;
+}
+
+inline uint32_t probe_seed(uint32_t pod_ip, uint16_t pod_port, uint32_t remote_ip, uint16_t remote_port) {
+    uint32_t x = (pod_ip * 0x9E3779B1u) ^ (uint32_t{pod_port} * 0x85EBCA6Bu) ^ (remote_ip * 0xC2B2AE35u) ^ remote_port ^
+                 0x27d4eb2fu;
+    return x == 0 ? 1 : x;  // xorshift never leaves zero
+}
+
+// The next random candidate, in network order.
+inline uint16_t probe_next(const Worker& w, uint32_t& x) {
+    uint32_t span = uint32_t{w.nat_port_hi} - w.nat_port_lo + 1;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return be16(static_cast<uint16_t>(w.nat_port_lo + x % span));
+}
+
+// Picks a NAT port for `s` (tuple and nat_ip set) in this worker's block, keeping the pod's port
+// when it is free. Returns false when kProbeAttempts candidates in a row were taken.
+inline bool allocate_port(const Worker& w, Session& s) {
+    FlowKey k{s.remote_ip, s.nat_ip, s.remote_port, 0, s.proto, {}};
+    if (pod_port_in_block(w, s.pod_port)) {
+        k.dport = s.pod_port;
+        if (w.sessions.find_outside(k) == SessionTable::kNone) {
+            s.nat_port = s.pod_port;
+            return true;
+        }
+    }
+    uint32_t x = probe_seed(s.pod_ip, s.pod_port, s.remote_ip, s.remote_port);
+    for (unsigned i = 0; i < kProbeAttempts; ++i) {
+        k.dport = probe_next(w, x);
+        if (w.sessions.find_outside(k) == SessionTable::kNone) {
+            s.nat_port = k.dport;
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace egw::dp

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Header rewrites shared by the NAT stages: ports and identifiers with their checksum deltas
+// (the session precomputes the deltas of its address and port change, RFC 1624), the quoted
+// header of ICMP errors, and the TCP flags the session tracks.
+#pragma once
+
+#include <rte_icmp.h>
+#include <rte_tcp.h>
+#include <rte_udp.h>
+
+#include "dataplane/burst.h"
+#include "dataplane/checksum.h"
+
+namespace egw::dp {
+
+// The source (Source = true) or destination port of a TCP/UDP packet, or the identifier of an
+// ICMP echo, with the L4 checksum.
+template <bool Source>
+inline void set_l4_port(const PacketMeta& pk, uint16_t port_be, uint16_t delta) {
+    if (pk.kind == Kind::tcp) {
+        auto* th = reinterpret_cast<rte_tcp_hdr*>(pk.l4);
+        (Source ? th->src_port : th->dst_port) = port_be;
+        th->cksum = csum_apply(th->cksum, delta);
+    } else if (pk.kind == Kind::udp) {
+        auto* uh = reinterpret_cast<rte_udp_hdr*>(pk.l4);
+        (Source ? uh->src_port : uh->dst_port) = port_be;
+        uh->dgram_cksum = csum_apply_udp(uh->dgram_cksum, delta);
+    } else {
+        auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
+        ih->icmp_ident = port_be;
+        ih->icmp_cksum = csum_apply(ih->icmp_cksum, delta);
+    }
+}
+
+// Rewrites a port of the quoted header of an ICMP error, and its checksum when the quote is long
+// enough to hold it (RFC 792 only promises 8 bytes, which covers UDP's but not TCP's).
+inline void set_inner_port(uint8_t proto, uint8_t* l4, uint32_t len, bool source, uint16_t port_be, uint16_t delta) {
+    if (proto == IPPROTO_TCP) {
+        auto* th = reinterpret_cast<rte_tcp_hdr*>(l4);
+        (source ? th->src_port : th->dst_port) = port_be;
+        if (len >= 18)
+            th->cksum = csum_apply(th->cksum, delta);
+    } else if (proto == IPPROTO_UDP) {
+        auto* uh = reinterpret_cast<rte_udp_hdr*>(l4);
+        (source ? uh->src_port : uh->dst_port) = port_be;
+        uh->dgram_cksum = csum_apply_udp(uh->dgram_cksum, delta);
+    } else {
+        auto* ih = reinterpret_cast<rte_icmp_hdr*>(l4);
+        ih->icmp_ident = port_be;
+        ih->icmp_cksum = csum_apply(ih->icmp_cksum, delta);
+    }
+}
+
+inline void recompute_icmp_checksum(const PacketMeta& pk) {
+    auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
+    ih->icmp_cksum = 0;
+    ih->icmp_cksum = csum_finish(csum_partial(pk.l4, pk.l4_len));
+}
+
+// TCP tracking is flags-only (session_table.h).
+inline void track_tcp(Session& s, const uint8_t* l4, bool from_inside) {
+    auto* th = reinterpret_cast<const rte_tcp_hdr*>(l4);
+    uint8_t flags = th->tcp_flags;
+    if (flags & (RTE_TCP_FIN_FLAG | RTE_TCP_RST_FLAG)) {
+        s.tcp_seen |= kTcpClosing;
+        return;
+    }
+    // A new SYN on a closing session starts it over (port reuse after close).
+    if ((flags & RTE_TCP_SYN_FLAG) && !(flags & RTE_TCP_ACK_FLAG) && from_inside)
+        s.tcp_seen = 0;
+    s.tcp_seen |= from_inside ? kTcpSeenInside : kTcpSeenOutside;
+}
+
+}  // namespace egw::dp

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Whether a session may still be used under the current policy snapshot, and how a session
+// ends: shared by the NAT stages (on every hit) and the maintenance a worker does between bursts
+// (expiry sweep, flush).
+#pragma once
+
+#include <rte_branch_prediction.h>
+#include <rte_byteorder.h>
+#include <rte_ip.h>
+
+#include "dataplane/worker.h"
+
+namespace egw::dp {
+
+inline uint32_t current_version(const PolicySnapshot& p, const Session& s) {
+    return s.service_id == kDefaultPolicyId ? p.default_version : p.services[s.service_id].version;
+}
+
+// Whether a session may go on translating under `p`. A new version of its Service's policy does
+// not end it by itself: it is re-evaluated, and kept (under the new version) when its pod is still
+// an endpoint of the Service and would be given the same translation now. So a Service losing
+// one endpoint ends that endpoint's sessions, not those of the pods that stay.
+inline bool policy_holds(const PolicySnapshot& p, Session& s) {
+    uint32_t version = current_version(p, s);
+    if (likely(version == s.service_version))
+        return true;
+    if (s.service_id == kDefaultPolicyId) {
+        // Only masquerade makes default sessions; under another default action they end.
+        if (p.default_action != DefaultAction::masquerade)
+            return false;
+        // Some pods became endpoints of a served Service: this session stays with the default
+        // action only if its pod is not one of them.
+        uint32_t sid = p.endpoints.find(rte_be_to_cpu_32(s.pod_ip));
+        if (sid != FlatMap::kMissing && p.services[sid].mode != ServiceMode::inactive)
+            return false;
+        s.service_version = version;
+        return true;
+    }
+    const ServicePolicy& sp = p.services[s.service_id];
+    bool masquerade = s.in_use & kSessionMasquerade;
+    bool same = sp.vrf == s.vrf && p.endpoints.find(rte_be_to_cpu_32(s.pod_ip)) == s.service_id &&
+                (sp.mode == ServiceMode::snat_ingress_ip ? !masquerade && rte_cpu_to_be_32(sp.nat_ip) == s.nat_ip
+                                                         : sp.mode == ServiceMode::masquerade && masquerade);
+    if (!same)
+        return false;
+    s.service_version = version;
+    return true;
+}
+
+// Re-resolves the cached routes of a session made under an older snapshot. Returns false when the
+// session can no longer be used as it is (no route, or a masquerade whose egress port changed).
+inline bool refresh_routes(const PolicySnapshot& p, Session& s) {
+    uint32_t gen = static_cast<uint32_t>(p.generation);
+    if (likely(s.route_generation == gen))
+        return true;
+    const NextHop* nh = p.lookup_route(s.vrf, rte_be_to_cpu_32(s.remote_ip));
+    if (!nh)
+        return false;
+    // A masquerading session is bound to its egress port's address.
+    if (nh->port != s.out_port && (s.in_use & kSessionMasquerade))
+        return false;
+    s.out_port = nh->port;
+    s.out_next_hop = nh->gateway ? nh->gateway : rte_be_to_cpu_32(s.remote_ip);
+    s.out_neighbor = NeighborTable::kNone;
+    s.in_port = kPortUnset;
+    s.in_neighbor = NeighborTable::kNone;
+    s.route_generation = gen;
+    return true;
+}
+
+// A hit may be used as it is: its policy holds and its cached routes are current.
+inline bool session_usable(const PolicySnapshot& p, Session& s) { return policy_holds(p, s) && refresh_routes(p, s); }
+
+inline void close_session(Worker& w, uint32_t idx) {
+    Session& s = w.sessions.at(idx);
+    ++w.service_counters[s.service_id].sessions_closed;
+    ++w.counters.sessions_closed;
+    w.sessions.destroy(idx);
+}
+
+inline uint64_t session_timeout(const Timeouts& t, const Session& s) {
+    switch (s.proto) {
+    case IPPROTO_TCP:
+        return (s.tcp_seen & (kTcpSeenInside | kTcpSeenOutside)) == (kTcpSeenInside | kTcpSeenOutside) &&
+                       !(s.tcp_seen & kTcpClosing)
+                   ? t.tcp_established
+                   : t.tcp_transitory;
+    case IPPROTO_UDP:
+        return t.udp;
+    default:
+        return t.icmp;
+    }
+}
+
+}  // namespace egw::dp

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Stage nat_slow: packets with no usable session, in packet order.
+//   - Outgoing: classify (the gateway's own address, a cluster destination, which EgressService
+//     or default action, TTL, route, NAT address) once, with classify_outgoing(); then allocate a
+//     port and create the session, and rewrite as a hit.
+//   - Back from outside with no session: echo requests to the gateway, routing untouched when
+//     that is the default action, else no_session.
+//   - Hits the fast path found stale: the session is closed here, so that closes and creates
+//     happen in packet order, as if the burst were handled one packet at a time.
+//
+// Before the ordered pass, every outgoing packet of the burst is classified and the lines its
+// create will touch (the endpoint, the outside bucket of the first port candidates, the session
+// a taken port belongs to, the pool line to fill) are requested together, so that their cache
+// misses overlap instead of queueing one create behind the other.
+#include <rte_branch_prediction.h>
+#include <rte_icmp.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+
+#include "dataplane/checksum.h"
+#include "dataplane/ip_forward.h"
+#include "dataplane/nat_ports.h"
+#include "dataplane/nat_session.h"
+#include "dataplane/stages.h"
+
+namespace egw::dp {
+
+namespace {
+
+NewFlow drop_flow(DropReason r) {
+    NewFlow f{};
+    f.action = NewFlow::Action::drop;
+    f.reason = r;
+    return f;
+}
+
+NewFlow route_flow(uint8_t vrf) {
+    NewFlow f{};
+    f.action = NewFlow::Action::route;
+    f.vrf = vrf;
+    return f;
+}
+
+// The one classifier of an outgoing packet with no session: a pure function of the snapshot and
+// the packet. The order of the questions fixes which drop reason a packet gets.
+NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
+    uint32_t dst = rte_be_to_cpu_32(pk.ip->dst_addr);
+    if (addressed_to_gateway(p, rx_port, dst, Dir::in2out)) {
+        if (pk.ip->next_proto_id != IPPROTO_ICMP)
+            return drop_flow(DropReason::local);
+        NewFlow f{};
+        f.action = NewFlow::Action::local;
+        return f;
+    }
+    // Destinations inside the cluster are never translated.
+    if (p.inside_cluster(dst))
+        return route_flow(kDefaultVrf);
+    uint32_t sid = p.endpoints.find(rte_be_to_cpu_32(pk.ip->src_addr));
+    const ServicePolicy* svc = nullptr;
+    if (sid != FlatMap::kMissing && p.services[sid].mode != ServiceMode::inactive)
+        svc = &p.services[sid];
+    if (!svc) {
+        switch (p.default_action) {
+        case DefaultAction::route:
+            return route_flow(kDefaultVrf);
+        case DefaultAction::drop:
+            return drop_flow(DropReason::default_action_drop);
+        case DefaultAction::masquerade:
+            break;
+        }
+    }
+    if (pk.kind == Kind::other)
+        return drop_flow(pk.ip->next_proto_id == IPPROTO_ICMP ? DropReason::icmp_unsupported
+                                                              : DropReason::unsupported_protocol);
+    // An error about a flow we hold no session for: nothing to translate it against.
+    if (pk.kind == Kind::icmp_error)
+        return drop_flow(DropReason::no_session);
+    if (unlikely(ttl_expires(pk.ip)))
+        return drop_flow(DropReason::ttl_exceeded);
+    NewFlow f{};
+    f.action = NewFlow::Action::translate;
+    f.vrf = svc ? svc->vrf : kDefaultVrf;
+    f.nh = p.lookup_route(f.vrf, dst);
+    if (unlikely(!f.nh))
+        return drop_flow(DropReason::no_route);
+    if (svc && svc->mode == ServiceMode::snat_ingress_ip) {
+        f.nat_ip = be32(svc->nat_ip);
+        f.masquerade = false;
+    } else {
+        const PortPolicy& out = p.ports[f.nh->port];
+        if (out.n_addrs == 0)
+            return drop_flow(DropReason::no_route);
+        f.nat_ip = be32(out.addrs[0]);
+        f.masquerade = true;
+    }
+    f.service_id = svc ? static_cast<uint16_t>(sid) : static_cast<uint16_t>(kDefaultPolicyId);
+    f.version = svc ? svc->version : p.default_version;
+    return f;
+}
+
+// Classifies the burst's outgoing packets and prefetches what their creates will read. Pure
+// reads and prefetches: which packets open sessions, with which ports, is decided in the ordered
+// pass.
+void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoing) {
+    for_each_packet(outgoing, [&](unsigned i) { p.endpoints.prefetch(rte_be_to_cpu_32(b.pkt[i].ip->src_addr)); });
+    // The two ports a probe reads first: the pod's own (taken whenever another pod of the same
+    // NAT address already uses it toward this remote) and the first random one.
+    unsigned pos[kBurst];
+    uint32_t h_pod[kBurst], h_rand[kBurst];
+    bool pod_in_block[kBurst];
+    unsigned n = 0;
+    SessionTable& st = w.sessions;
+    for_each_packet(outgoing, [&](unsigned i) {
+        PacketMeta& pk = b.pkt[i];
+        pk.flow = classify_outgoing(p, b.m[i]->port, pk);
+        if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable::kNone)
+            return;
+        const FlowKey& key = pk.key;
+        FlowKey k{key.dst, pk.flow.nat_ip, key.dport, 0, key.proto, {}};
+        pod_in_block[n] = pod_port_in_block(w, key.sport);
+        if (pod_in_block[n]) {
+            k.dport = key.sport;
+            h_pod[n] = SessionTable::key_hash(k);
+            st.prefetch_outside_bucket(h_pod[n]);
+        }
+        uint32_t x = probe_seed(key.src, key.sport, key.dst, key.dport);
+        k.dport = probe_next(w, x);
+        h_rand[n] = SessionTable::key_hash(k);
+        st.prefetch_outside_bucket(h_rand[n]);
+        st.prefetch_free_slot(n);
+        pos[n++] = i;
+    });
+    // The buckets have had the rest of the burst's time to arrive: now the sessions they name.
+    for (unsigned j = 0; j < n; ++j) {
+        if (pod_in_block[j])
+            st.prefetch_outside_match(h_pod[j]);
+        st.prefetch_outside_match(h_rand[j]);
+    }
+}
+
+// Creates the session of an outgoing packet classified `translate`. Returns its index, or kNone
+// with the packet marked as a drop.
+uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+    const PacketMeta& pk = b.pkt[i];
+    const NewFlow& f = pk.flow;
+    Session s{};
+    s.pod_ip = pk.key.src;
+    s.remote_ip = pk.key.dst;
+    s.pod_port = pk.key.sport;
+    s.remote_port = pk.key.dport;
+    s.proto = pk.key.proto;
+    s.vrf = f.vrf;
+    s.nat_ip = f.nat_ip;
+    s.in_use = f.masquerade ? kSessionMasquerade : 0;
+    s.service_id = f.service_id;
+    s.service_version = f.version;
+    ServiceCounters& sc = w.service_counters[s.service_id];
+    if (!allocate_port(w, s)) {
+        ++sc.port_alloc_failures;
+        b.drop(i, DropReason::port_exhausted);
+        return SessionTable::kNone;
+    }
+    uint32_t dst = rte_be_to_cpu_32(pk.key.dst);
+    s.route_generation = static_cast<uint32_t>(p.generation);
+    s.out_port = f.nh->port;
+    s.out_next_hop = f.nh->gateway ? f.nh->gateway : dst;
+    s.out_neighbor = NeighborTable::kNone;
+    s.in_port = kPortUnset;
+    s.in_neighbor = NeighborTable::kNone;
+    uint32_t l3 = csum_delta32(s.pod_ip, s.nat_ip);
+    s.l3_delta = csum_delta_fold(l3);
+    uint32_t port_delta = csum_delta16(s.pod_port, s.nat_port);
+    // TCP and UDP checksums cover the addresses through the pseudo-header; ICMP's does not.
+    s.l4_delta = csum_delta_fold(s.proto == IPPROTO_ICMP ? port_delta : l3 + port_delta);
+    s.last_seen = w.now;
+    uint32_t idx = w.sessions.create(s);
+    if (idx == SessionTable::kNone) {
+        b.drop(i, DropReason::session_limit);
+        return idx;
+    }
+    ++sc.sessions_created;
+    ++w.counters.sessions_created;
+    return idx;
+}
+
+void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+    PacketMeta& pk = b.pkt[i];
+    switch (pk.flow.action) {
+    case NewFlow::Action::local:
+        b.set_next(i, Next::local);
+        return;
+    case NewFlow::Action::route:
+        pk.vrf = pk.flow.vrf;
+        b.set_next(i, Next::ip_forward);
+        return;
+    case NewFlow::Action::drop:
+        b.drop(i, pk.flow.reason);
+        return;
+    case NewFlow::Action::translate:
+        break;
+    }
+    uint32_t idx = create_session(w, p, b, i);
+    if (idx == SessionTable::kNone)
+        return;
+    pk.session = idx;
+    nat_translate(w, p, b, i, w.sessions.at(idx));
+}
+
+// Back from outside with no session.
+void miss_incoming(const PolicySnapshot& p, Burst& b, unsigned i) {
+    PacketMeta& pk = b.pkt[i];
+    uint16_t rx_port = b.m[i]->port;
+    uint32_t dst = rte_be_to_cpu_32(pk.ip->dst_addr);
+    if (addressed_to_gateway(p, rx_port, dst, Dir::out2in) && pk.ip->next_proto_id == IPPROTO_ICMP &&
+        reinterpret_cast<rte_icmp_hdr*>(pk.l4)->icmp_type == RTE_IP_ICMP_ECHO_REQUEST) {
+        b.set_next(i, Next::local);
+        return;
+    }
+    if (p.nat_addresses.contains(dst)) {
+        b.drop(i, DropReason::no_session);
+        return;
+    }
+    // Not addressed to a NAT address: traffic of flows that were routed untouched goes back
+    // untouched, but only when untouched routing is the policy.
+    if (p.default_action == DefaultAction::route) {
+        pk.vrf = p.ports[rx_port].vrf;
+        b.set_next(i, Next::ip_forward);
+        return;
+    }
+    b.drop(i, DropReason::no_session);
+}
+
+// Whether a session still holds the flow of `pk` (it may have been closed, and its slot taken by
+// another flow, since the lookup).
+inline bool session_has_key(const Session& s, const PacketMeta& pk) {
+    const FlowKey& k = pk.key;
+    if (!(s.in_use & kSessionInUse) || s.proto != k.proto)
+        return false;
+    if (pk.dir == Dir::in2out)
+        return s.pod_ip == k.src && s.remote_ip == k.dst && s.pod_port == k.sport && s.remote_port == k.dport;
+    return s.remote_ip == k.src && s.nat_ip == k.dst && s.remote_port == k.sport && s.nat_port == k.dport;
+}
+
+// The session of `pk` now, when the lookup made for the burst may be out of date.
+inline uint32_t lookup_again(const Worker& w, const PacketMeta& pk) {
+    if (pk.session != SessionTable::kNone && session_has_key(w.sessions.at(pk.session), pk))
+        return pk.session;
+    return pk.dir == Dir::in2out ? w.sessions.find_inside(pk.key) : w.sessions.find_outside(pk.key);
+}
+
+}  // namespace
+
+void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b) {
+    uint32_t slow = b.pending(Next::nat_slow);
+    uint32_t outgoing = 0;
+    for_each_packet(slow, [&](unsigned i) {
+        if (b.pkt[i].dir == Dir::in2out)
+            outgoing |= 1u << i;
+    });
+    if (outgoing)
+        plan_outgoing(w, p, b, outgoing);
+    for_each_packet(slow, [&](unsigned i) {
+        PacketMeta& pk = b.pkt[i];
+        if (pk.kind != Kind::other) {
+            // Creates and closes of earlier packets: the lookup may be out of date (two packets
+            // of one new flow must share one session; a reply must not be matched to a slot its
+            // session left).
+            if (unlikely(w.counters.sessions_created != b.created_at_lookup ||
+                         w.counters.sessions_closed != b.closed_at_lookup))
+                pk.session = lookup_again(w, pk);
+            if (pk.session != SessionTable::kNone) {
+                Session& s = w.sessions.at(pk.session);
+                if (session_usable(p, s)) {
+                    nat_translate(w, p, b, i, s);
+                    return;
+                }
+                // The Service's policy changed (or its route moved): the old translation must not
+                // be used again. Outgoing packets start a new session under the current policy.
+                close_session(w, pk.session);
+                pk.session = SessionTable::kNone;
+                if (pk.dir == Dir::out2in) {
+                    b.drop(i, DropReason::stale_session);
+                    return;
+                }
+            }
+        }
+        if (pk.dir == Dir::in2out)
+            new_outgoing(w, p, b, i);
+        else
+            miss_incoming(p, b, i);
+    });
+}
+
+}  // namespace egw::dp

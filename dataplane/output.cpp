@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Stage output, the one place where a burst's packets leave the pipeline, in packet order:
+//   - `output`: the Ethernet header toward the next hop's MAC from the neighbour table (the slot
+//     is cached in the session), then the transmit buffer of the port; a next hop not resolved
+//     yet sends the packet to the control thread, which holds it until ARP answers;
+//   - `transmit`: finished frames (ARP and echo replies) go to the transmit buffer as they are;
+//   - `drop`: counted under its reason and freed.
+// The transmit buffers are sent by worker_flush() after the burst (or here when one fills up).
+#include <rte_branch_prediction.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_ring.h>
+
+#include <cstring>
+
+#include "dataplane/stages.h"
+
+namespace egw::dp {
+
+namespace {
+
+inline void free_drop(Worker& w, rte_mbuf* m, DropReason r) {
+    ++w.counters.drops[static_cast<unsigned>(r)];
+    rte_pktmbuf_free(m);
+}
+
+void send(Worker& w, uint16_t port) {
+    TxBuffer& b = w.tx[port];
+    uint16_t sent = rte_eth_tx_burst(port, static_cast<uint16_t>(w.index), b.pkts, b.n);
+    w.counters.tx_packets += sent;
+    for (uint16_t i = sent; i < b.n; ++i)
+        free_drop(w, b.pkts[i], DropReason::tx_full);
+    b.n = 0;
+}
+
+inline void tx_enqueue(Worker& w, rte_mbuf* m, uint16_t port) {
+    TxBuffer& b = w.tx[port];
+    if (unlikely(b.n == kTxBufferSize))
+        send(w, port);
+    b.pkts[b.n++] = m;
+}
+
+inline uint32_t& next_hop_of(const Worker& w, rte_mbuf* m) {
+    return *RTE_MBUF_DYNFIELD(m, w.shared->next_hop_field, uint32_t*);
+}
+
+inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk) {
+    NeighborTable& nt = *w.shared->neighbors;
+    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    uint32_t slot = *pk.neighbor;
+    if (unlikely(slot == NeighborTable::kNone)) {
+        slot = nt.find(pk.out_port, pk.next_hop);
+        *pk.neighbor = slot;
+    }
+    if (likely(slot != NeighborTable::kNone) && likely(nt.mac(slot, eth->dst_addr.addr_bytes))) {
+        std::memcpy(eth->src_addr.addr_bytes, p.ports[pk.out_port].mac, 6);
+        tx_enqueue(w, m, pk.out_port);
+        return;
+    }
+    m->port = pk.out_port;
+    next_hop_of(w, m) = pk.next_hop;
+    if (rte_ring_mp_enqueue(w.shared->to_control, m) != 0) {
+        free_drop(w, m, DropReason::neighbor_unresolved);
+        return;
+    }
+    ++w.counters.held;
+}
+
+}  // namespace
+
+void stage_output(Worker& w, const PolicySnapshot& p, Burst& b) {
+    uint32_t mask = b.pending(Next::output) | b.pending(Next::transmit) | b.pending(Next::drop);
+    for_each_packet(mask, [&](unsigned i) {
+        const PacketMeta& pk = b.pkt[i];
+        switch (pk.next) {
+        case Next::output:
+            to_next_hop(w, p, b.m[i], pk);
+            break;
+        case Next::transmit:
+            tx_enqueue(w, b.m[i], pk.out_port);
+            break;
+        default:
+            free_drop(w, b.m[i], pk.reason);
+            break;
+        }
+    });
+}
+
+void output_frames(Worker& w, rte_mbuf* const* pkts, unsigned n) {
+    for (unsigned i = 0; i < n; ++i) {
+        if (pkts[i]->port < w.n_ports)
+            tx_enqueue(w, pkts[i], pkts[i]->port);
+        else
+            free_drop(w, pkts[i], DropReason::local);
+    }
+}
+
+void worker_flush(Worker& w) {
+    for (uint16_t port = 0; port < w.n_ports; ++port)
+        if (w.tx[port].n)
+            send(w, port);
+}
+
+}  // namespace egw::dp

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The stages of the packet path, in the order worker_process_burst() runs them over a burst of
+// at most kBurst packets. One packet in order:
+//
+//   input       validate Ethernet/IPv4/L4, build the flow key, pick the owning worker
+//   handoff     packets another worker owns go to its ring
+//   nat_lookup  one bulk session lookup per direction
+//   nat_fast    hits: revalidate (policy version, route generation), rewrite
+//   nat_slow    misses: classify once, route, allocate a port, create; replies with no session
+//   icmp_error  ICMP errors quoting a packet of a session: outer and inner rewrite
+//   local       ARP, echo replies of the gateway's own addresses
+//   ip_forward  untranslated traffic: TTL, route
+//   output      neighbour, Ethernet header, transmit or hold; frees the drops
+//
+// Everything here runs on the worker lcore (see worker.h for what that forbids).
+#pragma once
+
+#include <rte_byteorder.h>
+
+#include "dataplane/burst.h"
+
+namespace egw::dp {
+
+inline uint16_t be16(uint16_t v) { return rte_cpu_to_be_16(v); }
+inline uint32_t be32(uint32_t v) { return rte_cpu_to_be_32(v); }
+
+// Fills the burst from `pkts` (n <= kBurst) and gives every packet its first next step.
+void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* pkts, unsigned n);
+void stage_handoff(Worker& w, Burst& b);
+void stage_nat_lookup(Worker& w, Burst& b);
+void stage_nat_fast(Worker& w, const PolicySnapshot& p, Burst& b);
+void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b);
+void stage_icmp_error(Worker& w, const PolicySnapshot& p, Burst& b);
+void stage_local(Worker& w, const PolicySnapshot& p, Burst& b);
+void stage_ip_forward(Worker& w, const PolicySnapshot& p, Burst& b);
+void stage_output(Worker& w, const PolicySnapshot& p, Burst& b);
+
+// The rewrite of a packet whose session `s` holds (nat_fast.cpp); the slow path uses it for the
+// sessions it creates or finds again.
+void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s);
+
+// The worker owning the session of a parsed packet (handoff.cpp).
+unsigned owner_of(const Worker& w, const PacketMeta& pk);
+
+// Frames not made by the pipeline (the control thread's inject ring): transmitted on their
+// m->port, dropped when it is not one of egw's ports (output.cpp).
+void output_frames(Worker& w, rte_mbuf* const* pkts, unsigned n);
+
+// Where the gateway's own addresses are decided for IPv4: an address of the receiving port, or
+// (on the way out) one of the NAT addresses.
+inline bool addressed_to_gateway(const PolicySnapshot& p, uint16_t rx_port, uint32_t dst_host, Dir dir) {
+    return p.is_port_address(rx_port, dst_host) || (dir == Dir::in2out && p.nat_addresses.contains(dst_host));
+}
+
+}  // namespace egw::dp
