@@ -3,12 +3,16 @@
 # Installs what egw builds and tests with, from Debian 12's packages, when it is missing.
 set -euo pipefail
 
+# clang-14 and libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes, for the fuzz build
+# (scripts/fuzz.sh, docs/testing.md).
+
 packages=(
   build-essential meson ninja-build pkg-config
   dpdk dpdk-dev libdpdk-dev
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcurl4-openssl-dev
   libgtest-dev googletest
   python3 iproute2 iputils-ping netcat-openbsd curl ethtool procps
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

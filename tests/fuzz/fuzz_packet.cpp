@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Fuzz target: the packet path. Arbitrary bytes become a frame received on an inside or an
+// outside port and go through the real burst function (worker_process_burst + worker_flush, as
+// the packet tests drive it) of a worker set up by the packet-test rig on net_ring ports, with a
+// policy from the real PolicyBuilder: the rig's LoadBalancerIP Service default/web (ingress
+// 192.0.2.50, pods .10 and .11), a Network Service default/blue (pod .20, VRF blue, out of ext2)
+// and the default action masquerade (everything else, e.g. pod .30, leaves as 192.0.2.1).
+//
+// Input, byte 0:
+//   bits 0-1  what the rest is: 0 a whole Ethernet frame; 1 an IPv4 datagram (its header and L4
+//             checksums are made right, so that the mutations get past the checksum checks);
+//             2 the quote of an ICMP error sent from outside to one of the gateway's addresses;
+//             3 the quote of an ICMP error sent by a pod toward a server
+//   bits 2-3  modes 0/1: the receiving port (pods, ext1, ext2, pods); modes 2/3: the ICMP type
+//   bit 4     first open sessions (TCP, UDP and echo, one through each kind of policy) with
+//             their replies
+//   bit 5     then let the UDP and ICMP sessions time out (the sweep frees them)
+//   bits 6-7  receive offload flags as a NIC sets them (none, checksums good, IP bad, IP none)
+// byte 1: modes 2/3: who sends the error (which address it goes to, which pod sends it)
+//
+// Every input starts from an empty session table and the same clock. Invariants, on every frame
+// that leaves (and on the priming traffic too):
+//   - it parses; IPv4 total length matches the frame; the source MAC is the port's
+//   - the IPv4 header checksum is right (unless the NIC flags vouched for a wrong one), and every
+//     L4 checksum, also inside an ICMP error's quote, is right when it was right on the way in
+//   - out of an outside port, the IPv4 source is one of the gateway's NAT addresses (never a pod
+//     or anything else), and a quote never names a pod; traffic of the LoadBalancerIP Service's
+//     pods leaves from its ingress IP through ext1, the Network Service's through ext2 from
+//     ext2's address, other pods' masqueraded through ext1
+//   - into the inside port, no destination (or quoted source) is a NAT address: what comes back
+//     is translated
+//   - TTL never leaves as 0
+//   - each frame received is sent, given to the control thread or counted as a drop: exactly one
+//   - no mbuf is lost or freed twice
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/fuzz/fuzz.h"
+#include "tests/unit/dataplane/rig.h"
+
+namespace {
+
+using namespace egw;
+using namespace egw::test;
+using namespace egw::test::std_rig;
+
+constexpr uint32_t kPod30 = ip4(10, 244, 1, 30);  // in no Service: default action
+const std::string kBlue = "default/blue";
+constexpr size_t kMaxFrame = 1900;                // fits one mbuf of the rig's pool
+constexpr uint64_t kClock = uint64_t{1} << 40;    // every input starts at this TSC value
+
+std::unique_ptr<Rig> g_rig;
+std::string g_runtime_dir;
+
+// A short description of a frame for messages.
+std::string hex(const Bytes& b) {
+    std::string s;
+    char x[4];
+    for (size_t i = 0; i < b.size() && i < 96; ++i) {
+        std::snprintf(x, sizeof x, "%02x", b[i]);
+        s += x;
+    }
+    if (b.size() > 96)
+        s += "...";
+    return s;
+}
+
+bool in_pods(uint32_t a) { return (a & 0xffff0000) == ip4(10, 244, 0, 0); }
+bool is_nat_address(uint32_t a) { return a == kIngress || a == kExt1Addr || a == kExt2Addr; }
+
+[[noreturn]] void broken(const std::string& what, const std::string& port, const Bytes& frame) {
+    fuzz::fail(what + " (frame out of " + port + ": " + hex(frame) + ")");
+}
+
+// What was right about the frame received.
+struct Received {
+    bool valid = false;          // it parsed as IPv4
+    Parsed p;
+    bool ip_flagged_good = false;
+};
+
+// `held`: given to the control thread to wait for ARP (its Ethernet header is not written yet).
+void check_frame(const Received& in, const std::string& port, const Bytes& f, bool held) {
+    Parsed p = parse_frame(f);
+    if (!p.ok)
+        broken("a frame that does not parse: " + p.error, port, f);
+    const Mac& mac = port == "pods" ? kPodsMac : port == "ext1" ? kExt1Mac : kExt2Mac;
+    if (!held && p.eth_src != mac)
+        broken("the source MAC is not the port's", port, f);
+    if (p.ether_type == kEtherArp) {
+        if (p.arp_op == 2 && !held) {
+            uint32_t mine = port == "pods" ? kPodsAddr : port == "ext1" ? kExt1Addr : kExt2Addr;
+            if (p.arp_spa != mine && !(port == "ext1" && p.arp_spa == kIngress))
+                broken("an ARP reply for " + ip_str(p.arp_spa) + ", not an address of the port", port, f);
+        }
+        return;
+    }
+    if (p.ether_type != kEtherIpv4)
+        broken("a frame that is neither IPv4 nor ARP", port, f);
+    if (!p.ip_csum_ok && !in.ip_flagged_good)
+        broken("wrong IPv4 header checksum", port, f);
+    if (p.ttl == 0)
+        broken("TTL 0", port, f);
+    // Checksums stay right when they were right.
+    if (in.valid && in.p.l4_csum_ok && !p.l4_csum_ok && p.proto == in.p.proto)
+        broken("wrong L4 checksum (it was right on the way in)", port, f);
+    if (p.inner && in.valid && in.p.inner) {
+        if (in.p.inner->ip_csum_ok && !p.inner->ip_csum_ok)
+            broken("wrong quoted IPv4 header checksum (it was right on the way in)", port, f);
+        if (in.p.inner->l4_complete && in.p.inner->l4_csum_ok && p.inner->l4_complete && !p.inner->l4_csum_ok)
+            broken("wrong quoted L4 checksum (it was right on the way in)", port, f);
+    }
+    if (port == "ext1" || port == "ext2") {
+        uint32_t allowed = port == "ext1" ? kExt1Addr : kExt2Addr;
+        if (p.src != allowed && !(port == "ext1" && p.src == kIngress))
+            broken("source " + ip_str(p.src) + " out of an outside port", port, f);
+        if (p.inner && (in_pods(p.inner->src) || in_pods(p.inner->dst)))
+            broken("a quote naming a pod out of an outside port", port, f);
+        // Who sent it decides the source address (ICMP errors follow the session they quote).
+        if (in.valid && !in.p.inner && in_pods(in.p.src)) {
+            uint32_t pod = in.p.src;
+            uint32_t want = pod == kPod10 || pod == kPod11 ? kIngress : pod == kPod20 ? kExt2Addr : kExt1Addr;
+            std::string want_port = pod == kPod20 ? "ext2" : "ext1";
+            if (p.src != want || port != want_port)
+                broken("traffic of " + ip_str(pod) + " left " + port + " from " + ip_str(p.src) + " (policy: " +
+                           want_port + " from " + ip_str(want) + ")",
+                       port, f);
+        }
+    }
+    if (port == "pods") {
+        if (is_nat_address(p.dst))
+            broken("untranslated destination " + ip_str(p.dst) + " into the inside port", port, f);
+        if (p.inner && is_nat_address(p.inner->src))
+            broken("a quote with untranslated source " + ip_str(p.inner->src) + " into the inside port", port, f);
+    }
+}
+
+struct Outcome {
+    size_t out = 0;                    // frames transmitted or given to the control thread
+    std::vector<Bytes> pods, ext1, ext2, held;
+};
+
+uint64_t accounted(const Rig& r) {
+    const dp::WorkerCounters& c = r.workers.at(0)->counters;
+    return r.total_drops() + c.tx_packets + c.held + c.to_control;
+}
+
+std::string port_name(const Rig& r, uint16_t port) {
+    return port == r.pods ? "pods" : port == r.ext1 ? "ext1" : port == r.ext2 ? "ext2" : "port " + std::to_string(port);
+}
+
+// Sends one frame through a burst and checks what came out.
+Outcome send(uint16_t port, const Bytes& frame, uint64_t ol_flags = 0) {
+    Rig& r = *g_rig;
+    Received in;
+    Parsed p = parse_frame(frame);
+    if (p.ok && p.ether_type == kEtherIpv4) {
+        in.valid = true;
+        in.p = p;
+    }
+    in.ip_flagged_good = (ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+    uint64_t before = accounted(r);
+    r.process(0, {In{port, frame, ol_flags}});
+    Outcome o;
+    o.pods = r.tx(r.pods);
+    o.ext1 = r.tx(r.ext1);
+    o.ext2 = r.tx(r.ext2);
+    for (const auto& f : o.pods)
+        check_frame(in, "pods", f, false);
+    for (const auto& f : o.ext1)
+        check_frame(in, "ext1", f, false);
+    for (const auto& f : o.ext2)
+        check_frame(in, "ext2", f, false);
+    for (auto& c : r.to_control()) {
+        // ARP requests and replies for the control thread come as they were received.
+        if (c.port == port && c.frame == frame)
+            ;
+        else
+            check_frame(in, port_name(r, c.port), c.frame, true);
+        o.held.push_back(std::move(c.frame));
+    }
+    o.out = o.pods.size() + o.ext1.size() + o.ext2.size() + o.held.size();
+    uint64_t after = accounted(r);
+    if (after - before != 1 || o.out > 1)
+        fuzz::fail("one frame received on " + port_name(r, port) + " gave " + std::to_string(o.out) +
+                   " frames out and " + std::to_string(after - before) + " counted outcomes: " + hex(frame));
+    if (r.mbufs_in_use() != 0)
+        fuzz::fail(std::to_string(r.mbufs_in_use()) + " mbufs in use after a burst (lost, or freed twice): " +
+                   hex(frame));
+    return o;
+}
+
+// Priming traffic must come out exactly once, where the policy sends it.
+Parsed one(const Outcome& o, const std::vector<Bytes>& where, const char* what) {
+    if (o.out != 1 || where.size() != 1)
+        fuzz::fail(std::string("priming: ") + what + " did not come out where the policy sends it");
+    return parse_frame(where[0]);
+}
+
+// Opens sessions of every kind of policy and answers them as the remotes would: TCP through the
+// LoadBalancerIP Service, UDP through the Network Service, an echo through the default action
+// (whose reply waits for ARP: pod .30 has no neighbour entry), and a one-way UDP flow.
+void prime() {
+    Rig& r = *g_rig;
+    Outcome o = send(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn)));
+    Parsed syn = one(o, o.ext1, "a SYN of default/web");
+    o = send(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, syn.sport, kSyn | kAck)));
+    one(o, o.pods, "the SYN-ACK to default/web");
+
+    o = send(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 5353, kBlueServer, 53, {1, 2, 3})));
+    Parsed q = one(o, o.ext2, "a UDP query of default/blue");
+    o = send(r.ext2, r.from_ext2(udp_ip(kBlueServer, 53, kExt2Addr, q.sport, {4, 5, 6})));
+    one(o, o.pods, "the UDP answer to default/blue");
+
+    Bytes echo = ethernet(kPodsMac, kPod20Mac, kEtherIpv4, echo_ip(true, kPod30, kInternet, 0x77, 1, {9, 9}));
+    o = send(r.pods, echo);
+    Parsed e = one(o, o.ext1, "an echo request of the default action");
+    o = send(r.ext1, r.from_ext1(echo_ip(false, kInternet, kExt1Addr, e.icmp_ident, 1, {9, 9}), kExt1GwMac));
+    one(o, o.held, "the echo reply held for ARP");
+
+    o = send(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 6000, kServerB, 7000, {7})));
+    one(o, o.ext1, "a one-way UDP flow of default/web");
+}
+
+// An empty session table and the same clock, whatever the previous input did.
+void reset() {
+    Rig& r = *g_rig;
+    dp::Worker& w = r.w();
+    w.flush_service = dp::kFlushAll;
+    uint32_t want = w.flush_request.load() + 1;
+    w.flush_request.store(want);
+    for (int i = 0; i < 1000 && w.flush_done.load() != want; ++i)
+        dp::worker_serve_flush(w);
+    if (w.flush_done.load() != want || !r.sessions().empty())
+        fuzz::fail("the session table did not empty between inputs");
+    w.now = kClock;
+    w.sweep_cursor = 0;
+}
+
+// RFC 1071 checksum field value over `len` bytes at `p`, plus `sum`.
+uint16_t csum(const uint8_t* p, size_t len, uint32_t sum = 0) { return finish(sum16(p, len, sum)); }
+
+// Makes the IPv4 header checksum of a datagram right, and its TCP/UDP/ICMP checksum when the
+// lengths allow (a UDP checksum of 0, "none", stays).
+Bytes fix_checksums(Bytes ip) {
+    if (ip.size() < 20)
+        return ip;
+    size_t hl = (ip[0] & 0x0f) * 4u;
+    if (hl < 20 || hl > ip.size())
+        return ip;
+    ip[10] = ip[11] = 0;
+    put16(&ip[10], csum(ip.data(), hl));
+    size_t total = get16(&ip[2]);
+    if (total < hl || total > ip.size())
+        return ip;
+    uint8_t* l4 = ip.data() + hl;
+    size_t l4_len = total - hl;
+    uint32_t src = get32(&ip[12]), dst = get32(&ip[16]);
+    size_t off = ip[9] == kProtoTcp ? 16 : ip[9] == kProtoUdp ? 6 : ip[9] == kProtoIcmp ? 2 : 0;
+    if (off == 0 || l4_len < off + 2)
+        return ip;
+    if (ip[9] == kProtoUdp && l4[6] == 0 && l4[7] == 0)
+        return ip;
+    l4[off] = l4[off + 1] = 0;
+    uint32_t pseudo = ip[9] == kProtoIcmp ? 0 : pseudo_sum(src, dst, ip[9], static_cast<uint32_t>(l4_len));
+    uint16_t c = csum(l4, l4_len, pseudo);
+    if (ip[9] == kProtoUdp && c == 0)
+        c = 0xffff;
+    put16(l4 + off, c);
+    return ip;
+}
+
+void cleanup() {
+    g_rig.reset();
+    rte_eal_cleanup();
+    std::error_code ec;
+    if (!g_runtime_dir.empty())
+        std::filesystem::remove_all(g_runtime_dir, ec);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+    const char* prog = argc && *argc > 0 ? (*argv)[0] : "fuzz_packet";
+    std::vector<std::string> args = {prog,
+                                     "--no-huge",
+                                     "--no-pci",
+                                     "-m",
+                                     "128",
+                                     "--file-prefix=egw-fuzz-" + std::to_string(getpid()),
+                                     "-l",
+                                     "0",
+                                     "--log-level=error"};
+    std::vector<char*> eal_argv;
+    for (auto& a : args)
+        eal_argv.push_back(a.data());
+    eal_argv.push_back(nullptr);
+    if (rte_eal_init(static_cast<int>(args.size()), eal_argv.data()) < 0) {
+        std::fprintf(stderr, "fuzz_packet: EAL initialisation failed: %s\n", rte_strerror(rte_errno));
+        return 1;
+    }
+    g_runtime_dir = rte_eal_get_runtime_dir();
+    static const rte_mbuf_dynfield next_hop_desc = {"egw_next_hop", sizeof(uint32_t), alignof(uint32_t), 0};
+    int field = rte_mbuf_dynfield_register(&next_hop_desc);
+    if (field < 0) {
+        std::fprintf(stderr, "fuzz_packet: cannot register the next-hop dynfield: %s\n", rte_strerror(rte_errno));
+        return 1;
+    }
+    set_next_hop_field(field);
+    // The rig reports with GoogleTest assertions; make them fatal outside a test too.
+    GTEST_FLAG_SET(throw_on_failure, true);
+
+    RigOptions o;
+    o.services = {lb_service(kWeb, kIngress, {kPod10, kPod11}), network_service(kBlue, {kPod20}, "blue")};
+    g_rig = std::make_unique<Rig>(o);
+    std::atexit(cleanup);
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    Rig& r = *g_rig;
+    fuzz::Reader in(data, size);
+    const uint8_t ctl = in.byte();
+    const uint8_t who = in.byte();
+    Bytes rest;
+    while (!in.empty() && rest.size() < kMaxFrame - 64)
+        rest.push_back(in.byte());
+    static const uint64_t kFlags[] = {0, RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD,
+                                      RTE_MBUF_F_RX_IP_CKSUM_BAD, RTE_MBUF_F_RX_IP_CKSUM_NONE};
+    const uint64_t flags = kFlags[ctl >> 6];
+    const unsigned sel = (ctl >> 2) & 3;
+
+    reset();
+    if (ctl & 0x10)
+        prime();
+    if (ctl & 0x20) {
+        r.advance(r.shared.timeouts.udp + r.shared.timeouts.icmp + 1);
+        r.sweep();
+    }
+
+    const uint16_t ports[] = {r.pods, r.ext1, r.ext2, r.pods};
+    static const uint8_t kErrors[][2] = {{3, 3}, {11, 0}, {12, 0}, {3, 4}};
+    switch (ctl & 3) {
+    case 0:
+        send(ports[sel], rest, flags);
+        break;
+    case 1: {
+        uint16_t port = ports[sel];
+        Mac peer = port == r.pods ? kPod10Mac : port == r.ext1 ? kServerMac : kBlueServerMac;
+        Mac mine = port == r.pods ? kPodsMac : port == r.ext1 ? kExt1Mac : kExt2Mac;
+        send(port, ethernet(mine, peer, kEtherIpv4, fix_checksums(rest)), flags);
+        break;
+    }
+    case 2: {
+        // From outside, to the ingress IP, ext1's or ext2's address, or straight to a pod.
+        uint32_t src = who & 4 ? kExt1Gw : kServer;
+        uint32_t dst = kIngress;
+        switch (who & 3) {
+        case 1: dst = kExt1Addr; break;
+        case 2: dst = kExt2Addr; break;
+        case 3: dst = kPod10; break;
+        }
+        Bytes icmp = icmp_error(kErrors[sel][0], kErrors[sel][1], rest);
+        if ((who & 3) == 2)
+            send(r.ext2, r.from_ext2(ipv4(kBlueServer, dst, kProtoIcmp, icmp)), flags);
+        else
+            send(r.ext1, r.from_ext1(ipv4(src, dst, kProtoIcmp, icmp)), flags);
+        break;
+    }
+    case 3: {
+        // From a pod (of each kind of policy) toward a server.
+        static const uint32_t kPods[] = {kPod10, kPod20, kPod30, kPod11};
+        uint32_t pod = kPods[who & 3];
+        uint32_t dst = who & 4 ? kBlueServer : kServer;
+        Bytes icmp = icmp_error(kErrors[sel][0], kErrors[sel][1], rest);
+        send(r.pods, ethernet(kPodsMac, kPod10Mac, kEtherIpv4, ipv4(pod, dst, kProtoIcmp, icmp)), flags);
+        break;
+    }
+    }
+    return 0;
+}
