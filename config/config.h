@@ -35,7 +35,7 @@ struct MacAddr {
 };
 
 struct EalConfig {
-    std::string lcores = "0-1";          // EAL -l
+    std::string lcores = "0-1";          // EAL -l, or --lcores for the mapping form
     unsigned main_lcore = 0;             // EAL --main-lcore; the control thread runs here
     bool no_huge = true;                 // --no-huge
     unsigned memory_mb = 512;            // -m

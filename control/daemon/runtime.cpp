@@ -31,7 +31,8 @@ std::vector<std::string> Runtime::eal_arguments(const config::Config& cfg, const
         return a;
     }
     const auto& e = cfg.eal;
-    a.push_back("-l");
+    // A plain list goes to -l; EAL's mapping form ("(0-2)@(0-1)", "1@0") only parses as --lcores.
+    a.push_back(e.lcores.find_first_of("@()") == std::string::npos ? "-l" : "--lcores");
     a.push_back(e.lcores);
     a.push_back("--main-lcore");
     a.push_back(std::to_string(e.main_lcore));
