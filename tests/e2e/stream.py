@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Long-lived traffic for tests/e2e/test_traffic.py: an echo server, a UDP stream and a TCP stream
+that number what they send, and a capture that records every IPv4 packet arriving in a namespace
+with the interface it came in on. Python 3 stdlib only; run each inside a network namespace with
+`ip netns exec NS python3 tests/e2e/stream.py ...`. Times are CLOCK_MONOTONIC seconds
+(time.monotonic()), the same clock in every process of the machine, so the test can line them up
+with the moments it changed the policy.
+
+  echo --tcp PORT --udp PORT [--lifetime S]
+      Echoes every UDP datagram and every line of every TCP connection back to its sender.
+  udp HOST PORT --bind IP:PORT --rate PPS --out FILE [--lifetime S]
+      Sends "u <seq>" datagrams from one connected socket at PPS until SIGTERM (or --lifetime),
+      and records each echo. On exit writes FILE: {"sent": [[seq, t], ...], "echoed": {seq: t},
+      "errors": [[t, "ECONNREFUSED"], ...]}.
+  tcp HOST PORT --bind IP:PORT --rate PPS --out FILE [--lifetime S]
+      One TCP connection; sends "t <seq>" lines at PPS and reads the echoes, which must come back
+      in order. Stops sending at the first error. On exit writes FILE: {"connected": t, "sent": n,
+      "echoed": n, "error": null or [t, "ECONNRESET ..."], "out_of_order": [...]}.
+  capture --out FILE [--lifetime S]
+      Records every IPv4 TCP, UDP and ICMP packet that arrives on any interface of the namespace
+      (not the ones it sends): one line "t iface proto src sport dst dport payload-tag" per packet,
+      where the tag is the "u <seq>"/"t <seq>" of the streams (the first one in a TCP segment), or
+      "-". Lines are flushed as they come.
+
+Every command prints "ready" on stdout once it is set up, and exits 0 on SIGTERM.
+"""
+
+import argparse
+import errno
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+
+stop = threading.Event()
+
+
+def on_term(signum, frame):
+    stop.set()
+
+
+def ready():
+    print("ready", flush=True)
+
+
+def addr(text):
+    host, _, port = text.rpartition(":")
+    return host, int(port)
+
+
+def errname(e):
+    return errno.errorcode.get(e.errno, str(e.errno)) if isinstance(e, OSError) and e.errno else str(e)
+
+
+# --- echo -----------------------------------------------------------------------------------------
+
+def cmd_echo(args):
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    udp.bind(("0.0.0.0", args.udp))
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    tcp.bind(("0.0.0.0", args.tcp))
+    tcp.listen(64)
+
+    def udp_loop():
+        while True:
+            data, peer = udp.recvfrom(2048)
+            udp.sendto(data, peer)
+
+    def conn_loop(conn):
+        with conn:
+            while True:
+                try:
+                    data = conn.recv(4096)
+                except OSError:
+                    return
+                if not data:
+                    return
+                try:
+                    conn.sendall(data)
+                except OSError:
+                    return
+
+    def tcp_loop():
+        while True:
+            conn, _ = tcp.accept()
+            threading.Thread(target=conn_loop, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=udp_loop, daemon=True).start()
+    threading.Thread(target=tcp_loop, daemon=True).start()
+    ready()
+    stop.wait(args.lifetime)
+    os._exit(0)
+
+
+# --- streams --------------------------------------------------------------------------------------
+
+def paced(rate):
+    """Yields seq numbers at `rate` per second until stop is set."""
+    period = 1.0 / rate
+    seq = 0
+    next_t = time.monotonic()
+    while not stop.is_set():
+        yield seq
+        seq += 1
+        next_t += period
+        delay = next_t - time.monotonic()
+        if delay > 0:
+            stop.wait(delay)
+        else:
+            next_t = time.monotonic()  # late (a loaded machine): no burst to catch up
+
+
+def cmd_udp(args):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(addr(args.bind))
+    s.connect((args.host, args.port))
+    sent, echoed, errors = [], {}, []
+    lock = threading.Lock()
+
+    def receive():
+        s.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                data = s.recv(2048)
+            except socket.timeout:
+                continue
+            except OSError as e:   # an ICMP error on a connected socket
+                with lock:
+                    errors.append([time.monotonic(), errname(e)])
+                continue
+            t = time.monotonic()
+            parts = data.split()
+            if len(parts) == 2 and parts[0] == b"u":
+                with lock:
+                    echoed.setdefault(int(parts[1]), t)
+
+    rx = threading.Thread(target=receive, daemon=True)
+    rx.start()
+    ready()
+    for seq in paced(args.rate):
+        t = time.monotonic()
+        try:
+            s.send(b"u %d\n" % seq)
+        except OSError as e:
+            with lock:
+                errors.append([t, errname(e)])
+        with lock:
+            sent.append([seq, t])
+    time.sleep(0.3)  # the last echoes
+    with lock:
+        out = {"sent": sent, "echoed": {str(k): v for k, v in echoed.items()}, "errors": errors}
+    with open(args.out, "w") as f:
+        json.dump(out, f)
+
+
+def cmd_tcp(args):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.bind(addr(args.bind))
+    s.settimeout(5)
+    result = {"connected": None, "sent": 0, "echoed": 0, "error": None, "out_of_order": []}
+    lock = threading.Lock()
+    try:
+        s.connect((args.host, args.port))
+    except OSError as e:
+        result["error"] = [time.monotonic(), f"connect: {errname(e)}"]
+        ready()
+        with open(args.out, "w") as f:
+            json.dump(result, f)
+        return
+    result["connected"] = time.monotonic()
+    failed = threading.Event()
+
+    def fail(what):
+        with lock:
+            if result["error"] is None:
+                result["error"] = [time.monotonic(), what]
+        failed.set()
+
+    def receive():
+        s.settimeout(0.2)
+        buf = b""
+        want = 0
+        while not stop.is_set() and not failed.is_set():
+            try:
+                data = s.recv(4096)
+            except socket.timeout:
+                continue
+            except OSError as e:
+                fail(f"recv: {errname(e)}")
+                return
+            if not data:
+                fail("recv: connection closed by the peer")
+                return
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                parts = line.split()
+                seq = int(parts[1]) if len(parts) == 2 and parts[0] == b"t" else -1
+                with lock:
+                    if seq != want:
+                        result["out_of_order"].append([want, seq])
+                    want = seq + 1
+                    result["echoed"] += 1
+
+    rx = threading.Thread(target=receive, daemon=True)
+    rx.start()
+    ready()
+    for seq in paced(args.rate):
+        if failed.is_set():
+            break
+        try:
+            s.sendall(b"t %d\n" % seq)
+        except OSError as e:
+            fail(f"send: {errname(e)}")
+            break
+        with lock:
+            result["sent"] += 1
+    stop.wait()  # keep the connection until told to stop, even after an error
+    time.sleep(0.3)
+    with lock:
+        out = dict(result)
+    with open(args.out, "w") as f:
+        json.dump(out, f)
+
+
+# --- capture --------------------------------------------------------------------------------------
+
+PACKET_OUTGOING = 4
+ETH_P_IP = 0x0800
+
+
+def tag_of(payload):
+    """The stream's "u <seq>" or "t <seq>" at the start of a payload, as one token "u:<seq>"."""
+    if payload[:2] in (b"u ", b"t "):
+        end = payload.find(b"\n")
+        parts = payload[:end if end > 0 else 32].split()
+        if len(parts) == 2 and parts[1].isdigit():
+            return f"{parts[0].decode()}:{int(parts[1])}"
+    return "-"
+
+
+def cmd_capture(args):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_IP))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.settimeout(0.2)
+    out = open(args.out, "w", buffering=1)
+    ready()
+    deadline = time.monotonic() + args.lifetime
+    while not stop.is_set() and time.monotonic() < deadline:
+        try:
+            pkt, where = s.recvfrom(65535)
+        except socket.timeout:
+            continue
+        except InterruptedError:
+            continue
+        t = time.monotonic()
+        iface, pkttype = where[0], where[2]
+        if pkttype == PACKET_OUTGOING or len(pkt) < 20 or pkt[0] >> 4 != 4:
+            continue
+        ihl = (pkt[0] & 15) * 4
+        proto = pkt[9]
+        src, dst = socket.inet_ntoa(pkt[12:16]), socket.inet_ntoa(pkt[16:20])
+        l4 = pkt[ihl:]
+        if proto in (6, 17) and len(l4) >= 8:
+            sport, dport = struct.unpack("!HH", l4[:4])
+            if proto == 6:
+                off = (l4[12] >> 4) * 4 if len(l4) >= 13 else 20
+                flags = l4[13] if len(l4) >= 14 else 0
+                name = "tcp"
+                tag = tag_of(l4[off:])
+                if tag == "-" and flags & 0x04:
+                    tag = "RST"
+                elif tag == "-" and flags & 0x02:
+                    tag = "SYN"
+            else:
+                name, tag = "udp", tag_of(l4[8:])
+        elif proto == 1 and len(l4) >= 2:
+            name, sport, dport, tag = "icmp", l4[0], l4[1], "-"
+        else:
+            continue
+        out.write(f"{t:.6f} {iface} {name} {src} {sport} {dst} {dport} {tag}\n")
+    out.close()
+
+
+def main():
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("echo")
+    c.add_argument("--tcp", type=int, required=True)
+    c.add_argument("--udp", type=int, required=True)
+    c.add_argument("--lifetime", type=float, default=600)
+    c.set_defaults(fn=cmd_echo)
+    for name, fn in (("udp", cmd_udp), ("tcp", cmd_tcp)):
+        c = sub.add_parser(name)
+        c.add_argument("host")
+        c.add_argument("port", type=int)
+        c.add_argument("--bind", required=True)
+        c.add_argument("--rate", type=float, default=50)
+        c.add_argument("--out", required=True)
+        c.add_argument("--lifetime", type=float, default=600)
+        c.set_defaults(fn=fn)
+    c = sub.add_parser("capture")
+    c.add_argument("--out", required=True)
+    c.add_argument("--lifetime", type=float, default=600)
+    c.set_defaults(fn=cmd_capture)
+    args = p.parse_args()
+    timer = threading.Timer(args.lifetime, stop.set)
+    timer.daemon = True
+    timer.start()
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()
