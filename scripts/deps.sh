@@ -13,6 +13,7 @@ packages=(
   libgtest-dev googletest
   python3 iproute2 iputils-ping netcat-openbsd curl ethtool procps
   clang-14 libclang-rt-14-dev
+  python3-yaml python3-jsonschema python3-prometheus-client
 )
 
 missing=()
