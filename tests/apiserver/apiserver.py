@@ -65,6 +65,8 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+import validation
+
 
 # --------------------------------------------------------------------------------------------
 # Resources
@@ -395,6 +397,7 @@ class Store:
             meta["generation"] = 1
         obj["apiVersion"] = res.api_version
         obj["kind"] = res.kind
+        obj = validate_write(res, name, obj)
         return copy.deepcopy(self._commit(res, ns, name, obj, "ADDED"))
 
     def _prepare_update(self, res, old, new, subresource):
@@ -483,6 +486,7 @@ class Store:
             o = copy.deepcopy(o)
             o["metadata"].pop("resourceVersion", None)
             return o
+        new = validate_write(res, name, new)
         if strip(new) == strip(old):
             return copy.deepcopy(old)        # a no-op write makes no revision
         return copy.deepcopy(self._commit(res, ns, name, new, "MODIFIED"))
@@ -595,6 +599,21 @@ def validate_name(res, name):
                        "characters, '-' or '.', and must start and end with an alphanumeric character",
                        {"name": name, "kind": res.kind,
                         "causes": [{"reason": "FieldValueInvalid", "field": "metadata.name"}]})
+
+
+def validate_write(res, name, obj):
+    """What a real server checks on create, update and patch (validation.py): 422 Invalid with
+    the field causes, 400 when the body cannot be decoded into the kind. Returns the object to
+    store (a custom resource is pruned to its schema)."""
+    try:
+        obj, errors = validation.validate(res.kind, obj)
+    except validation.DecodeError as e:
+        raise ApiError(400, "BadRequest",
+                       f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: {e}')
+    if errors:
+        code, reason, message, details = validation.invalid_status(res.kind, res.group, name, errors)
+        raise ApiError(code, reason, message, details)
+    return obj
 
 
 # --------------------------------------------------------------------------------------------

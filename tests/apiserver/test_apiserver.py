@@ -484,6 +484,109 @@ class WriteTest(ApiServerTest):
         self.assertEqual(evs[1]["object"]["metadata"]["resourceVersion"], out["metadata"]["resourceVersion"])
 
 
+class ValidationTest(ApiServerTest):
+    """Writes a real server refuses: 422 Invalid with the field causes, or 400 when undecodable."""
+
+    def assertInvalid(self, reply, kind, name, field, fragment, reason="FieldValueInvalid", group=None):
+        status, st = reply
+        self.assertEqual((status, st["kind"], st["status"], st["reason"], st["code"]),
+                         (422, "Status", "Failure", "Invalid", 422), st)
+        qualified = f"{kind}.{group}" if group else kind
+        self.assertTrue(st["message"].startswith(f'{qualified} "{name}" is invalid: {field}: '), st["message"])
+        self.assertEqual((st["details"]["name"], st["details"]["kind"]), (name, kind))
+        if group:
+            self.assertEqual(st["details"]["group"], group)
+        causes = [c for c in st["details"]["causes"] if c["field"] == field and c["reason"] == reason]
+        self.assertTrue(any(fragment in c["message"] for c in causes), st["details"]["causes"])
+
+    def test_label_keys_and_values(self):
+        self.assertEqual(self.api.request("POST", NODES, node("n"))[0], 201)
+        long_name = "egress-service.k8s.ovn.org/" + "a" * 30 + "-" + "b" * 33     # name part: 64
+        for labels, fragment in (
+                ({long_name: ""}, "name part must be no more than 63 characters"),
+                ({"a/b/c": ""}, "a qualified name must consist of"),
+                ({"-a": ""}, "name part must consist of alphanumeric characters"),
+                ({"Example.com/a": ""}, "prefix part a lowercase RFC 1123 subdomain"),
+                ({"/a": ""}, "prefix part must be non-empty"),
+                ({("p" * 254) + "/a": ""}, "prefix part must be no more than 253 characters"),
+                ({"a": "v" * 64}, "must be no more than 63 characters"),
+                ({"a": "bad value"}, "a valid label must be an empty string")):
+            with self.subTest(labels=labels):
+                self.assertInvalid(self.api.request("PATCH", NODES + "/n", {"metadata": {"labels": labels}},
+                                                    ctype="application/merge-patch+json"),
+                                   "Node", "n", "metadata.labels", fragment)
+                self.assertInvalid(self.api.request("POST", SVCS, {"metadata": {"name": "s", "labels": labels}}),
+                                   "Service", "s", "metadata.labels", fragment)
+        # The longest valid ones pass, and nothing was stored by the refused writes.
+        ok = {"egress-service.k8s.ovn.org/" + "a" * 63: "", "a" * 63: "v" * 63, "x.y/A_b.c-D": "ok_-Z.9"}
+        status, out = self.api.request("PATCH", NODES + "/n", {"metadata": {"labels": ok}},
+                                       ctype="application/merge-patch+json")
+        self.assertEqual((status, out["metadata"]["labels"]), (200, ok))
+        self.assertEqual(self.api.request("GET", SVCS + "/s")[0], 404)
+
+    def test_egress_service_schema(self):
+        es = egress_service("e")
+        es["spec"]["sourceIPBy"] = "NodeIP"
+        self.assertInvalid(self.api.request("POST", ES, es), "EgressService", "e", "spec.sourceIPBy",
+                           'Unsupported value: "NodeIP": supported values: "LoadBalancerIP", "Network"',
+                           reason="FieldValueNotSupported", group="k8s.ovn.org")
+        es = egress_service("e")
+        es["spec"]["network"] = 100
+        self.assertInvalid(self.api.request("POST", ES, es), "EgressService", "e", "spec.network",
+                           "spec.network in body must be of type string", reason="FieldValueTypeInvalid",
+                           group="k8s.ovn.org")
+        es = egress_service("e")
+        es["spec"]["nodeSelector"] = {"matchExpressions": [{"key": "k"}]}
+        self.assertInvalid(self.api.request("POST", ES, es), "EgressService", "e",
+                           "spec.nodeSelector.matchExpressions[0].operator", "Required value",
+                           reason="FieldValueRequired", group="k8s.ovn.org")
+        # Unknown fields are pruned; a valid one is stored.
+        es = egress_service("e")
+        es["spec"]["unknownField"] = 1
+        status, out = self.api.request("POST", ES, es)
+        self.assertEqual((status, out["spec"]), (201, {"sourceIPBy": "LoadBalancerIP"}))
+        # status.host is required once status is written, and must be a string.
+        self.assertInvalid(self.api.request("PATCH", ES + "/e/status", {"status": {"other": "x"}},
+                                            ctype="application/merge-patch+json"),
+                           "EgressService", "e", "status.host", "Required value", reason="FieldValueRequired",
+                           group="k8s.ovn.org")
+        self.assertInvalid(self.api.request("PATCH", ES + "/e/status", {"status": {"host": 7}},
+                                            ctype="application/merge-patch+json"),
+                           "EgressService", "e", "status.host", "must be of type string",
+                           reason="FieldValueTypeInvalid", group="k8s.ovn.org")
+        status, out = self.api.request("PATCH", ES + "/e/status", {"status": {"host": "n1"}},
+                                       ctype="application/merge-patch+json")
+        self.assertEqual((status, out["status"]), (200, {"host": "n1"}))
+        # A spec merge patch with a bad value is refused and leaves the object as it was.
+        self.assertEqual(self.api.request("PATCH", ES + "/e", {"spec": {"sourceIPBy": "x"}},
+                                          ctype="application/merge-patch+json")[0], 422)
+        self.assertEqual(self.api.request("GET", ES + "/e")[1]["spec"]["sourceIPBy"], "LoadBalancerIP")
+
+    def test_lease_fields_and_micro_time(self):
+        def lease(**spec):
+            return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+                    "spec": spec}
+        good = "2026-11-24T10:00:00.123456Z"
+        for t in ("2026-11-24T10:00:00Z", "2026-11-24T10:00:00.123Z", "2026-11-24 10:00:00.123456Z",
+                  "2026-11-24T10:00:00.1234567Z", "yesterday"):
+            with self.subTest(time=t):
+                status, st = self.api.request("POST", LEASES, lease(renewTime=t))
+                self.assertEqual((status, st["kind"], st["reason"]), (400, "Status", "BadRequest"), st)
+                self.assertIn('Lease in version "v1" cannot be handled as a Lease', st["message"])
+                self.assertIn(t, st["message"])
+        self.assertEqual(self.api.request("POST", LEASES, lease(holderIdentity=5))[0], 400)
+        self.assertInvalid(self.api.request("POST", LEASES, lease(leaseDurationSeconds=0)), "Lease", "l",
+                           "spec.leaseDurationSeconds", "must be greater than 0", group="coordination.k8s.io")
+        self.assertInvalid(self.api.request("POST", LEASES, lease(leaseTransitions=-1)), "Lease", "l",
+                           "spec.leaseTransitions", "must be greater than or equal to 0",
+                           group="coordination.k8s.io")
+        status, out = self.api.request("POST", LEASES, lease(holderIdentity="a", leaseDurationSeconds=3,
+                                                             acquireTime=good, renewTime="2026-11-24T11:00:00.000001+01:00"))
+        self.assertEqual(status, 201, out)
+        out["spec"]["renewTime"] = "2026-11-24T10:00:01Z"
+        self.assertEqual(self.api.request("PUT", LEASES + "/l", out)[0], 400)
+
+
 class FaultTest(ApiServerTest):
     def test_errors_delays_and_request_log(self):
         self.api.test("faults", {"errors": [{"count": 2, "code": 500, "path": "/nodes"}]})
