@@ -24,8 +24,14 @@ Protocol points it reproduces:
   * the status subresource of Node, Service and EgressService: a write to the main resource keeps
     the stored status, a write to /status changes only status. metadata.generation counts spec
     changes of custom resources. Writes that change nothing do not create a revision.
-  * bearer-token authentication (--token), and client certificates over TLS (--client-ca); errors
-    are Status objects (kind Status, code, reason, message, details).
+  * bearer-token authentication (--token as --token-user, --admin-token unrestricted), and client
+    certificates over TLS (--client-ca, the user is the common name); errors are Status objects
+    (kind Status, code, reason, message, details).
+  * validation of writes as kube-apiserver does it (validation.py): label keys and values, the
+    EgressService CRD's schema (docker/k8s/crd-egressservice.yaml; unknown fields pruned), Lease
+    fields and MicroTime; 422 Invalid with details.causes, or 400 for an undecodable body.
+  * RBAC authorization (--rbac docker/k8s/rbac.yaml, authz.py): a request outside the rules gets
+    403 Forbidden with kube-apiserver's message.
 
 The test-only control API lives under /_test/ (never on a real server; no authentication):
   POST /_test/upsert       an object (with apiVersion/kind), created or replaced as given (status too)
@@ -38,8 +44,9 @@ The test-only control API lives under /_test/ (never on a real server; no authen
                             "delays": [{"count", "ms", "path", "verb"}],
                             "cuts":   [{"count", "afterBytes" | "afterEvents", "path"}]}
                            (rules are appended; "clear": true removes all first)
-  POST /_test/config       {"token", "bookmarkInterval", "chunkSize", "watchExpiredAs"}
-  GET  /_test/requests     every API request seen, in arrival order: [{"verb", "path", "code"}]
+  POST /_test/config       {"token", "bookmarkInterval", "chunkSize", "watchExpiredAs",
+                            "rbac": a file of RBAC objects to authorize with from now on, or null}
+  GET  /_test/requests     every API request seen, in arrival order: [{"verb", "path", "code", "user"}]
                            (code 0 while unanswered; a watch has 200 once its stream is open)
                            and counts per verb
   POST /_test/requests/reset
@@ -65,7 +72,11 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+import authz
 import validation
+
+# The user of --admin-token: a member of system:masters, whom RBAC does not restrict.
+ADMIN = "system:admin"
 
 
 # --------------------------------------------------------------------------------------------
@@ -782,9 +793,17 @@ class Handler(BaseHTTPRequestHandler):
             pass
         srv = self.server
         self.entry = entry = srv.faults.record(verb, path)
-        if not self.authenticated():
+        user = self.authenticate()
+        entry["user"] = user or ""
+        if user is None:
             entry["code"] = 401
             self.send_json(401, ApiError(401, "Unauthorized", "Unauthorized").status())
+            return
+        try:
+            self.authorize(user, verb, route)
+        except ApiError as e:
+            entry["code"] = e.code
+            self.send_json(e.code, e.status())
             return
         delay = srv.faults.take_delay(verb, path)
         if delay:
@@ -811,16 +830,38 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
             self.close_connection = True
 
-    def authenticated(self):
+    def authenticate(self):
+        """The user a request comes from, or None when its credentials are refused: a client
+        certificate's common name, --token-user for the bearer --token, ADMIN for --admin-token
+        (and for everyone when the server asks for no credentials at all)."""
         srv = self.server
         if self.peer_cn is not None:
-            return True
+            return self.peer_cn
         with srv.store.cond:
-            token = srv.token
-        if token is None:
-            return srv.client_ca is None
+            token, admin_token = srv.token, srv.admin_token
         auth = self.headers.get("Authorization", "")
-        return auth == "Bearer " + token
+        if admin_token is not None and auth == "Bearer " + admin_token:
+            return ADMIN
+        if token is None:
+            return ADMIN if srv.client_ca is None else None
+        return srv.token_user if auth == "Bearer " + token else None
+
+    def authorize(self, user, verb, route):
+        """403 Forbidden unless --rbac's rules let `user` do this (authz.py)."""
+        srv = self.server
+        if srv.authorizer is None or user == ADMIN or route is None:
+            return
+        if route[0] == "discovery":
+            return                    # system:discovery: every authenticated user
+        _, res, ns, name, sub = route
+        resource = res.plural + ("/" + sub if sub else "")
+        if srv.authorizer.allowed(user, verb, res.group, resource, ns or "", name or ""):
+            return
+        details = {"name": name or "", "kind": res.plural}
+        if res.group:
+            details["group"] = res.group
+        raise ApiError(403, "Forbidden", authz.forbidden_message(user, verb, res.group, res.plural, sub,
+                                                                 ns or "", name or ""), details)
 
     # -- the Kubernetes API --
 
@@ -1140,6 +1181,8 @@ class Handler(BaseHTTPRequestHandler):
                     srv.bookmark_interval = float(doc["bookmarkInterval"])
                 if "chunkSize" in doc:
                     srv.chunk_size = int(doc["chunkSize"])
+                if "rbac" in doc:
+                    srv.authorizer = authz.Authorizer.from_file(doc["rbac"]) if doc["rbac"] else None
                 if "watchExpiredAs" in doc:
                     if doc["watchExpiredAs"] not in ("http", "event"):
                         raise ApiError(400, "BadRequest", "watchExpiredAs is http or event")
@@ -1338,6 +1381,9 @@ class Server(ThreadingHTTPServer):
         self.store = Store()
         self.faults = Faults()
         self.token = args.token
+        self.token_user = args.token_user
+        self.admin_token = args.admin_token
+        self.authorizer = authz.Authorizer.from_file(args.rbac) if args.rbac else None
         self.client_ca = args.client_ca
         self.bookmark_interval = args.bookmark_interval
         self.watch_timeout = args.watch_timeout
@@ -1373,6 +1419,11 @@ def main(argv=None):
     ap.add_argument("--tls-key")
     ap.add_argument("--client-ca", help="accept client certificates signed by this CA")
     ap.add_argument("--token", help="require this bearer token (or a client certificate)")
+    ap.add_argument("--token-user", default="system:serviceaccount:egw-system:egwd",
+                    help="the user that --token authenticates as (what --rbac's bindings name)")
+    ap.add_argument("--admin-token", help="also accept this bearer token, for an unrestricted user")
+    ap.add_argument("--rbac", help="authorize requests with the RBAC objects of this YAML file "
+                                   "(e.g. docker/k8s/rbac.yaml); without it everything is allowed")
     ap.add_argument("--bookmark-interval", type=float, default=1.0,
                     help="seconds between BOOKMARKs on watches that allow them; 0 = on demand only")
     ap.add_argument("--watch-timeout", type=float, default=1800.0,

@@ -363,7 +363,7 @@ class WatchTest(ApiServerTest):
         c.close()
         c, r = self.api.watch(NODES + "?watch=true")
         log = self.api.test("requests", method="GET")["requests"]
-        self.assertEqual(log[-1], {"verb": "watch", "path": NODES, "code": 200})   # logged while open
+        self.assertEqual(log[-1], {"verb": "watch", "path": NODES, "code": 200, "user": "system:admin"})   # logged while open
         self.api.test("close-watches", {"abort": True})
         with self.assertRaises(http.client.IncompleteRead):
             r.read()
@@ -605,7 +605,8 @@ class FaultTest(ApiServerTest):
         log = self.api.test("requests", method="GET")
         self.assertEqual(log["counts"], {"list": 5, "create": 1, "patch": 1})
         self.assertEqual([r["code"] for r in log["requests"][:3]], [500, 500, 200])
-        self.assertEqual(log["requests"][-1], {"verb": "patch", "path": NODES + "/n", "code": 200})
+        self.assertEqual(log["requests"][-1], {"verb": "patch", "path": NODES + "/n", "code": 200,
+                                               "user": "system:admin"})
 
 
 class AuthTest(ApiServerTest):
@@ -625,6 +626,83 @@ class AuthTest(ApiServerTest):
 def openssl(*args, cwd):
     subprocess.run(["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=60)
+
+
+RBAC = os.path.join(HERE, "..", "..", "docker", "k8s", "rbac.yaml")
+EGWD = "system:serviceaccount:egw-system:egwd"
+
+
+class AuthzTest(ApiServerTest):
+    """--rbac docker/k8s/rbac.yaml: egwd's token gets what the manifest grants, nothing more."""
+    args = ("--token", "egwd-token", "--admin-token", "admin-token", "--rbac", RBAC)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.egwd = Client(cls.server.port, token="egwd-token")
+        cls.api = Client(cls.server.port, token="admin-token")
+
+    def assertForbidden(self, reply, message, name, kind, group=None):
+        status, st = reply
+        self.assertEqual((status, st["kind"], st["status"], st["reason"], st["code"]),
+                         (403, "Status", "Failure", "Forbidden", 403), st)
+        self.assertEqual(st["message"], message)
+        want = {"name": name, "kind": kind}
+        if group:
+            want["group"] = group
+        self.assertEqual(st["details"], want)
+
+    def test_rules_of_the_manifest(self):
+        self.api.request("POST", NODES, node("n1"))
+        self.api.request("POST", ES, egress_service("web"))
+        merge = "application/merge-patch+json"
+        # Granted: reads, node label patches, EgressService status, Leases in egw-system.
+        self.assertEqual(self.egwd.request("GET", NODES)[0], 200)
+        self.assertEqual(self.egwd.request("GET", NODES + "/n1")[0], 200)
+        self.assertEqual(self.egwd.request("GET", "/apis/k8s.ovn.org/v1/egressservices")[0], 200)
+        self.assertEqual(self.egwd.request("PATCH", NODES + "/n1", {"metadata": {"labels": {"a": "b"}}},
+                                           ctype=merge)[0], 200)
+        self.assertEqual(self.egwd.request("PATCH", ES + "/web/status", {"status": {"host": "n1"}},
+                                           ctype=merge)[0], 200)
+        own = "/apis/coordination.k8s.io/v1/namespaces/egw-system/leases"
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "egw-leader"},
+                 "spec": {"holderIdentity": "n1", "leaseDurationSeconds": 15}}
+        status, created = self.egwd.request("POST", own, lease)
+        self.assertEqual(status, 201, created)
+        self.assertEqual(self.egwd.request("PUT", own + "/egw-leader", created)[0], 200)
+        self.assertEqual(self.egwd.request("GET", own + "?watch=1&timeoutSeconds=1")[0], 200)
+        self.assertEqual(self.egwd.request("GET", "/apis/coordination.k8s.io/v1")[0], 200)   # discovery
+        # Refused, with kube-apiserver's message.
+        self.assertForbidden(self.egwd.request("POST", NODES, node("n2")),
+                             f'nodes is forbidden: User "{EGWD}" cannot create resource "nodes" in API group "" '
+                             "at the cluster scope", "", "nodes")
+        self.assertForbidden(self.egwd.request("DELETE", NODES + "/n1"),
+                             f'nodes "n1" is forbidden: User "{EGWD}" cannot delete resource "nodes" in API group "" '
+                             "at the cluster scope", "n1", "nodes")
+        self.assertForbidden(self.egwd.request("PATCH", ES + "/web", {"spec": {"network": "x"}}, ctype=merge),
+                             f'egressservices.k8s.ovn.org "web" is forbidden: User "{EGWD}" cannot patch resource '
+                             '"egressservices" in API group "k8s.ovn.org" in the namespace "default"',
+                             "web", "egressservices", "k8s.ovn.org")
+        self.assertForbidden(self.egwd.request("PUT", ES + "/web/status", egress_service("web", "n1")),
+                             f'egressservices.k8s.ovn.org "web" is forbidden: User "{EGWD}" cannot update resource '
+                             '"egressservices/status" in API group "k8s.ovn.org" in the namespace "default"',
+                             "web", "egressservices", "k8s.ovn.org")
+        self.assertForbidden(self.egwd.request("GET", LEASES + "/egw-leader"),
+                             f'leases.coordination.k8s.io "egw-leader" is forbidden: User "{EGWD}" cannot get '
+                             'resource "leases" in API group "coordination.k8s.io" in the namespace "egw"',
+                             "egw-leader", "leases", "coordination.k8s.io")
+        self.assertForbidden(self.egwd.request("DELETE", own + "/egw-leader"),
+                             f'leases.coordination.k8s.io "egw-leader" is forbidden: User "{EGWD}" cannot delete '
+                             'resource "leases" in API group "coordination.k8s.io" in the namespace "egw-system"',
+                             "egw-leader", "leases", "coordination.k8s.io")
+        # Other credentials: no token is 401; the admin token may do anything.
+        self.assertEqual(Client(self.server.port).request("GET", NODES)[0], 401)
+        self.assertEqual(self.api.request("DELETE", NODES + "/n1")[0], 200)
+        # The request log says who asked.
+        users = {(r["verb"], r["code"], r["user"]) for r in self.api.test("requests", method="GET")["requests"]}
+        self.assertIn(("create", 403, EGWD), users)
+        self.assertIn(("delete", 200, "system:admin"), users)
+        self.assertIn(("list", 401, ""), users)
 
 
 @unittest.skipUnless(shutil.which("openssl"), "the openssl command is not installed")

@@ -211,19 +211,26 @@ class Netns:
 
 # --- the test API server and its objects --------------------------------------------------------
 
-TOKEN = "egw-e2e-token"
+TOKEN = "egw-e2e-token"              # egwd's: the ServiceAccount egw-system/egwd of docker/k8s/rbac.yaml
+ADMIN_TOKEN = "egw-e2e-admin-token"  # the test's own, unrestricted (what kubectl would do as an admin)
+RBAC = REPO / "docker" / "k8s" / "rbac.yaml"
 
 
 class ApiServer:
-    """tests/apiserver/apiserver.py on a free port of 127.0.0.1, with its log in `workdir`."""
+    """tests/apiserver/apiserver.py on a free port of 127.0.0.1, with its log in `workdir`.
+
+    egwd's token (in the kubeconfig) authenticates as the ServiceAccount egw-system/egwd and is
+    authorized by docker/k8s/rbac.yaml, as in a cluster; the test's own requests use an admin token."""
 
     def __init__(self, workdir, token=TOKEN):
         self.token = token
+        self.admin_token = ADMIN_TOKEN
         self.port_file = Path(workdir) / "apiserver.port"
         self.log_path = Path(workdir) / "apiserver.log"
         self.log = open(self.log_path, "w")
         self.proc = spawn([sys.executable, str(APISERVER), "--port", "0", "--port-file", str(self.port_file),
-                           "--token", token],
+                           "--token", token, "--token-user", "system:serviceaccount:egw-system:egwd",
+                           "--admin-token", ADMIN_TOKEN, "--rbac", str(RBAC)],
                           stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while not (self.port_file.exists() and self.port_file.read_text().strip()):
@@ -252,7 +259,7 @@ class ApiServer:
         if data is not None:
             req.add_header("Content-Type", content_type)
         if auth:
-            req.add_header("Authorization", f"Bearer {self.token}")
+            req.add_header("Authorization", f"Bearer {self.admin_token}")
         try:
             with urllib.request.urlopen(req, timeout=10) as r:
                 return r.status, json.loads(r.read() or b"null")
@@ -277,7 +284,7 @@ class ApiServer:
         return out if code == 200 else None
 
     def get_requests(self):
-        """Every API request the server saw: [{"verb", "path", "code"}]."""
+        """Every API request the server saw: [{"verb", "path", "code", "user"}]."""
         code, out = self.request("GET", "/_test/requests", auth=False)
         return out["requests"] if code == 200 else []
 
