@@ -632,6 +632,21 @@ void Controller::sync_labels() {
         }
     });
     labels_dirty_ = false;
+    // A host whose label key the API server would refuse gets no label (desired_labels leaves it
+    // out): said once per Service while it stays allocated.
+    std::set<std::string> unlabelable;
+    for (const auto& [key, node] : alloc_.hosts()) {
+        const std::string label = model::node_label_for(key);
+        const std::string problem = model::label_key_problem(label);
+        if (problem.empty()) continue;
+        unlabelable.insert(key);
+        if (!unlabelable_.count(key))
+            k8s::logger()->warn("egw {}: {}: host {} gets no node label: the key \"{}\" is not a valid label key "
+                                "({}); as in OVN-Kubernetes it is not shortened, so shorten the namespace or name "
+                                "to have the host labelled",
+                                identity_, key, node, label, problem);
+    }
+    unlabelable_ = std::move(unlabelable);
     for (auto& [p, rv] : patches) {
         const std::string body = patch_json(p).dump();
         auto w = labels_written_.find(p.node);
@@ -643,12 +658,21 @@ void Controller::sync_labels() {
         auto res = client_->writer().patch_node_labels(p.node, p.labels);
         if (res.ok()) {
             k8s::logger()->info("egw {}: node {} labels {}", identity_, p.node, describe_patch(p));
+            if (auto f = label_failures_.find(p.node); f != label_failures_.end()) {
+                k8s::logger()->info("egw {}: node {}: labels patched again after {} failure(s)", identity_, p.node,
+                                    f->second);
+                label_failures_.erase(f);
+            }
             labels_written_[p.node] = Written{body, rv};
             std::lock_guard lk(stats_mu_);
             ++stats_.label_writes;
         } else if (!res.not_found()) {
-            k8s::logger()->warn("egw {}: node {}: cannot patch labels ({}): {} (retrying)", identity_, p.node,
-                                describe_patch(p), res.error);
+            if (label_failures_[p.node]++ == 0)
+                k8s::logger()->warn("egw {}: node {}: cannot patch labels ({}): {} (retrying; further failures at "
+                                    "debug)", identity_, p.node, describe_patch(p), res.error);
+            else
+                k8s::logger()->debug("egw {}: node {}: cannot patch labels ({}), {} in a row: {}", identity_, p.node,
+                                     describe_patch(p), label_failures_[p.node], res.error);
             labels_dirty_ = true;
             label_retry_ = SteadyClock::now() + opts_.write_backoff_initial * 5;
             std::lock_guard lk(stats_mu_);

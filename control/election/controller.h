@@ -166,6 +166,8 @@ private:
     std::optional<std::chrono::system_clock::time_point> next_expiry_;  // of the first live Lease to run out
     bool labels_dirty_ = true;
     std::chrono::steady_clock::time_point label_retry_{};
+    std::map<std::string, unsigned> label_failures_;                  // node -> failed patches in a row
+    std::set<std::string> unlabelable_;                                // keys whose label key is invalid (logged)
 
     // poll() (caller's thread).
     bool poll_initialized_ = false;

@@ -261,7 +261,11 @@ model::ServiceState serving_state(model::ServiceFacts facts, const std::string& 
 
 std::map<std::string, std::set<std::string>> desired_labels(const Allocations& alloc) {
     std::map<std::string, std::set<std::string>> out;
-    for (const auto& [key, node] : alloc.hosts()) out[node].insert(model::node_label_for(key));
+    for (const auto& [key, node] : alloc.hosts()) {
+        std::string label = model::node_label_for(key);
+        // A key the API server would refuse is left out: one bad key fails the node's whole patch.
+        if (model::label_key_problem(label).empty()) out[node].insert(std::move(label));
+    }
     return out;
 }
 

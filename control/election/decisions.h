@@ -131,7 +131,8 @@ struct LabelPatch {
     bool operator==(const LabelPatch&) const = default;
 };
 
-// Labels every node must carry: node_label_for(key) = "" on the host of each allocation.
+// Labels every node must carry: node_label_for(key) = "" on the host of each allocation, except keys
+// that are not valid label keys (model::label_key_problem), which no node can carry.
 std::map<std::string, std::set<std::string>> desired_labels(const Allocations& alloc);
 
 // The patches that bring `node`'s labels with the prefix egress-service.k8s.ovn.org/ to exactly

@@ -33,6 +33,7 @@ WriteResult Writer::finish(Response&& r, int attempts) {
         return w;
     }
     w.error = describe(r);
+    if (r.status == 403) w.error += " (egwd's RBAC does not allow this write; see docs/kubernetes.md, RBAC)";
     if (r.status != 0) w.reason = api_status(r).reason;
     return w;
 }

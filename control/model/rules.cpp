@@ -177,6 +177,20 @@ std::string node_label_for(const std::string& key) {
     return label + key.substr(0, slash) + "-" + key.substr(slash + 1);
 }
 
+std::string label_key_problem(const std::string& key) {
+    const auto slash = key.rfind('/');
+    const std::string name = slash == std::string::npos ? key : key.substr(slash + 1);
+    if (name.empty()) return "its name part is empty";
+    if (name.size() > 63) return "its name part \"" + name + "\" is longer than 63 characters";
+    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+    for (char c : name)
+        if (!alnum(c) && c != '-' && c != '_' && c != '.')
+            return "its name part \"" + name + "\" has a character other than letters, digits, '-', '_' and '.'";
+    if (!alnum(name.front()) || !alnum(name.back()))
+        return "its name part \"" + name + "\" does not start and end with a letter or digit";
+    return "";
+}
+
 SliceIndex index_endpoint_slices(const ObjectSet& objects) {
     SliceIndex slices;
     for (const auto& [key, slice] : objects.endpoint_slices) {

@@ -102,6 +102,13 @@ ServiceFacts service_facts(const ObjectSet& objects, const std::string& key,
 // key "<namespace>/<name>".
 std::string node_label_for(const std::string& key);
 
+// Why a label key cannot be written ("" when it can): the API server refuses a key whose name part
+// (after the '/') is longer than 63 characters or not made of [A-Za-z0-9._-] starting and ending
+// alphanumeric. node_label_for() makes such a key when "<namespace>-<name>" is longer than 63
+// characters; OVN-Kubernetes neither shortens nor hashes it (its label patch fails and is retried),
+// so egw does not write it either: the Service is still served, its host just carries no label.
+std::string label_key_problem(const std::string& key);
+
 // The prefix of those labels, "egress-service.k8s.ovn.org/".
 inline constexpr const char* kNodeLabelPrefix = "egress-service.k8s.ovn.org/";
 

@@ -7,6 +7,8 @@
 // request log that only leaders wrote status or labels.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -511,6 +513,62 @@ TEST_F(ClusterTest, FailedWritesAreRetried) {
     ASSERT_EQ(r.status, 200);
     status_before_ += 1;   // the test's own PATCH
     eventually_host("svc1", "node1");
+}
+
+// Writes the API server forbids (RBAC without the node patch) are logged once with a hint, retried,
+// and go through once the rule is granted; nothing else stops meanwhile.
+TEST_F(ClusterTest, ForbiddenWritesAreLoggedOnceAndRetried) {
+    k8s::testing::LogCapture log;
+    // docker/k8s/rbac.yaml with the Lease namespace of these tests, and a copy without "patch" on nodes.
+    std::ifstream in(k8s::testing::source_root() + "/docker/k8s/rbac.yaml");
+    std::string full((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(full.empty());
+    for (size_t at; (at = full.find("egw-system")) != std::string::npos;) full.replace(at, 10, kLeaseNs);
+    std::string restricted = full;
+    const std::string nodes_rule = R"(verbs: ["get", "list", "watch", "patch"])";
+    ASSERT_NE(restricted.find(nodes_rule), std::string::npos);
+    restricted.replace(restricted.find(nodes_rule), nodes_rule.size(), R"(verbs: ["get", "list", "watch"])");
+    k8s::testing::TempDir dir;
+    dir.write("full.yaml", full);
+    dir.write("restricted.yaml", restricted);
+    server_ = std::make_unique<ApiServerProcess>(std::vector<std::string>{
+        "--token", kToken, "--token-user", std::string("system:serviceaccount:") + kLeaseNs + ":egwd", "--rbac",
+        dir.file("restricted.yaml")});
+    upsert(node_json("node1"));
+    start("node1");
+    wait_ready();
+    add_service("svc1");
+    eventually_host("svc1", "node1");   // the status write is allowed
+    ASSERT_TRUE(eventually([&] { return gw_["node1"]->stats().label_write_failures >= 3; }));
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "cannot patch labels"), 1u);
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "HTTP 403 Forbidden: nodes \"node1\" is forbidden: User"), 1u);
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "egwd's RBAC does not allow this write"), 1u);
+    EXPECT_TRUE(labelled().empty());
+    server_->control("config", {{"rbac", dir.file("full.yaml")}});
+    eventually_labels({{"node1", {"testns-svc1"}}});
+    EXPECT_EQ(log.sink().count(spdlog::level::info, "labels patched again after"), 1u);
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "cannot patch labels"), 1u);
+}
+
+// "<namespace>-<name>" longer than 63 characters makes a label key the API server refuses: the
+// Service still gets its host, its host no label, the other Services on that node theirs, and the
+// reason is logged once.
+TEST_F(ClusterTest, ServiceWithATooLongLabelKeyIsServedUnlabelled) {
+    k8s::testing::LogCapture log;
+    const std::string long_name(64 - std::string(kNs).size() - 1, 'x');   // "testns-xxx...": 64 characters
+    upsert(node_json("node1"));
+    start("node1");
+    wait_ready();
+    add_service(long_name);
+    add_service("svc1");
+    eventually_host(long_name, "node1");
+    eventually_host("svc1", "node1");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+    EXPECT_TRUE(consistently([&] { return labelled() == std::map<std::string, std::set<std::string>>{
+                                          {"node1", {"testns-svc1"}}}; }, 1000ms));
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "is not a valid label key"), 1u);
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "cannot patch labels"), 0u);
+    for (const auto& r : server_->requests("patch", "/api/v1/nodes/")) EXPECT_EQ(r["code"], 200) << r.dump();
 }
 
 // Every gateway programs from status.host: only the host translates; "ALL" is served everywhere.

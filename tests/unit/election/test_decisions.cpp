@@ -553,6 +553,31 @@ TEST(Labels, PatchSetsWantedAndRemovesStaleOnly) {
     EXPECT_FALSE(label_patch(node("node3", {{kSvc1Label, ""}}), {kSvc1Label}));
 }
 
+TEST(Labels, KeysTooLongForTheApiServerAreLeftOut) {
+    // "<namespace>-<name>" of 64 characters: OVN-Kubernetes' key is not a valid label key then, and
+    // one such key in a node's merge patch would make the server refuse the whole patch.
+    const std::string ns(30, 'n'), name(33, 's');
+    const std::string long_label = node_label_for(ns + "/" + name);
+    ASSERT_FALSE(label_key_problem(long_label).empty());
+    Allocations a;
+    a.assign(ns + "/" + name, "node1");
+    a.assign("testns/svc1", "node1");
+    a.assign(ns + "/" + name.substr(1), "node2");   // 63 characters: still valid
+    auto wanted = desired_labels(a);
+    EXPECT_EQ(wanted["node1"], (std::set<std::string>{kSvc1Label}));
+    EXPECT_EQ(wanted["node2"], (std::set<std::string>{node_label_for(ns + "/" + name.substr(1))}));
+    // The scrubber keeps removing what is not wanted, and never names the invalid key.
+    ObjectSet o;
+    o.nodes["node1"] = node("node1", {{"egress-service.k8s.ovn.org/stale", ""}});
+    o.nodes["node2"] = node("node2", {});
+    auto patches = label_patches(o, a);
+    ASSERT_EQ(patches.size(), 2u);
+    EXPECT_EQ(patches[0].labels, (std::map<std::string, std::optional<std::string>>{
+                                     {"egress-service.k8s.ovn.org/stale", std::nullopt}, {kSvc1Label, ""}}));
+    for (const auto& p : patches)
+        for (const auto& [k, v] : p.labels) EXPECT_TRUE(label_key_problem(k).empty()) << k;
+}
+
 // ---- U1-U8 (semantics section 6b) ----
 
 TEST_F(Cluster, U1StartupRepairDeletesStaleLabels) {

@@ -196,6 +196,17 @@ TEST(Selector, NodeLabel) {
     EXPECT_EQ(node_label_for("a-b/c"), "egress-service.k8s.ovn.org/a-b-c");
 }
 
+TEST(Selector, NodeLabelKeysTheApiServerRefuses) {
+    // The name part after the prefix may have 63 characters, not 64 (as kube-apiserver checks it).
+    EXPECT_EQ(label_key_problem(node_label_for(std::string(31, 'a') + "/" + std::string(31, 'b'))), "");
+    const std::string too_long = node_label_for(std::string(31, 'a') + "/" + std::string(32, 'b'));
+    EXPECT_NE(label_key_problem(too_long).find("longer than 63 characters"), std::string::npos);
+    EXPECT_EQ(label_key_problem("a.b/A_b.c-9"), "");
+    EXPECT_NE(label_key_problem("a.b/-x"), "");
+    EXPECT_NE(label_key_problem("a.b/x y"), "");
+    EXPECT_NE(label_key_problem("a.b/"), "");
+}
+
 // ---- rules ----
 
 TEST_F(RulesTest, QualifyingServiceIsServedHere) {
