@@ -23,6 +23,22 @@ with the moments it changed the policy.
       where the tag is the "u <seq>"/"t <seq>" of the streams (the first one in a TCP segment), or
       "-". Lines are flushed as they come.
 
+  probe-udp HOST PORT --bind IP:PORT [--timeout S]
+      One datagram from a connected UDP socket; prints "answer <data>", "ECONNREFUSED" (an ICMP
+      port unreachable the kernel matched to the socket: its quoted header named this socket's
+      addresses and ports) or "timeout".
+  probe-tcp HOST PORT --bind IP:PORT [--timeout S]
+      A TCP connect; prints "connected", "ECONNREFUSED" (a RST) or "timeout".
+  udp-fan HOST --bind IP --sports A-B --dports C-D [--timeout S]
+      One datagram from each source port to each destination port, all at once, then waits for
+      the echoes; prints a JSON object {"dport:sport": true/false} (answered or not).
+  udp-once HOST PORT --bind IP:PORT
+      Sends one datagram and closes the socket at once (so that a late answer finds no socket).
+  late-echo --port P --delay S [--lifetime S]
+      For each datagram on port P: waits S seconds, then answers from a socket connected to the
+      sender and prints "sent <peer>" and then "ECONNREFUSED <peer>" if an ICMP error for the
+      answer came back within 2 s, or "no-error <peer>".
+
 Every command prints "ready" on stdout once it is set up, and exits 0 on SIGTERM.
 """
 
@@ -292,6 +308,115 @@ def cmd_capture(args):
     out.close()
 
 
+# --- probes ---------------------------------------------------------------------------------------
+
+def cmd_probe_udp(args):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(addr(args.bind))
+    s.connect((args.host, args.port))
+    s.settimeout(args.timeout)
+    try:
+        s.send(b"probe\n")
+        print(f"answer {s.recv(2048).decode(errors='replace').strip()}", flush=True)
+    except socket.timeout:
+        print("timeout", flush=True)
+    except OSError as e:
+        print(errname(e), flush=True)
+
+
+def cmd_probe_tcp(args):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(addr(args.bind))
+    s.settimeout(args.timeout)
+    try:
+        s.connect((args.host, args.port))
+        print("connected", flush=True)
+    except socket.timeout:
+        print("timeout", flush=True)
+    except OSError as e:
+        print(errname(e), flush=True)
+
+
+def span(text):
+    a, _, b = text.partition("-")
+    return range(int(a), int(b or a) + 1)
+
+
+def cmd_udp_fan(args):
+    socks = {}
+    for dport in span(args.dports):
+        for sport in span(args.sports):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((args.bind, sport))
+            s.connect((args.host, dport))
+            s.setblocking(False)
+            socks[f"{dport}:{sport}"] = s
+    for s in socks.values():
+        try:
+            s.send(b"fan\n")
+        except OSError:
+            pass
+    answered = {k: False for k in socks}
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline and not all(answered.values()):
+        for k, s in socks.items():
+            if not answered[k]:
+                try:
+                    s.recv(2048)
+                    answered[k] = True
+                except (BlockingIOError, OSError):
+                    pass
+        time.sleep(0.01)
+    print(json.dumps(answered), flush=True)
+
+
+def cmd_udp_once(args):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(addr(args.bind))
+    s.sendto(b"once\n", (args.host, args.port))
+    s.close()
+    print("sent", flush=True)
+
+
+def cmd_late_echo(args):
+    srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", args.port))
+
+    def answer(data, peer):
+        time.sleep(args.delay)
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", args.port))
+        s.connect(peer)   # a connected socket receives the ICMP errors about what it sends
+        s.settimeout(2)
+        where = f"{peer[0]}:{peer[1]}"
+        try:
+            s.send(data)
+            print(f"sent {where}", flush=True)
+            s.recv(2048)
+            print(f"answer {where}", flush=True)
+        except socket.timeout:
+            print(f"no-error {where}", flush=True)
+        except OSError as e:
+            print(f"{errname(e)} {where}", flush=True)
+        finally:
+            s.close()
+
+    ready()
+    srv.settimeout(0.2)
+    while not stop.is_set():
+        try:
+            data, peer = srv.recvfrom(2048)
+        except socket.timeout:
+            continue
+        threading.Thread(target=answer, args=(data, peer), daemon=True).start()
+
+
 def main():
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
@@ -311,6 +436,33 @@ def main():
         c.add_argument("--out", required=True)
         c.add_argument("--lifetime", type=float, default=600)
         c.set_defaults(fn=fn)
+    for name, fn in (("probe-udp", cmd_probe_udp), ("probe-tcp", cmd_probe_tcp)):
+        c = sub.add_parser(name)
+        c.add_argument("host")
+        c.add_argument("port", type=int)
+        c.add_argument("--bind", required=True)
+        c.add_argument("--timeout", type=float, default=3)
+        c.add_argument("--lifetime", type=float, default=60)
+        c.set_defaults(fn=fn)
+    c = sub.add_parser("udp-fan")
+    c.add_argument("host")
+    c.add_argument("--bind", required=True)
+    c.add_argument("--sports", required=True)
+    c.add_argument("--dports", required=True)
+    c.add_argument("--timeout", type=float, default=3)
+    c.add_argument("--lifetime", type=float, default=60)
+    c.set_defaults(fn=cmd_udp_fan)
+    c = sub.add_parser("udp-once")
+    c.add_argument("host")
+    c.add_argument("port", type=int)
+    c.add_argument("--bind", required=True)
+    c.add_argument("--lifetime", type=float, default=60)
+    c.set_defaults(fn=cmd_udp_once)
+    c = sub.add_parser("late-echo")
+    c.add_argument("--port", type=int, required=True)
+    c.add_argument("--delay", type=float, default=0.5)
+    c.add_argument("--lifetime", type=float, default=600)
+    c.set_defaults(fn=cmd_late_echo)
     c = sub.add_parser("capture")
     c.add_argument("--out", required=True)
     c.add_argument("--lifetime", type=float, default=600)

@@ -1,0 +1,393 @@
+# SPDX-License-Identifier: Apache-2.0
+"""End-to-end cases that the packet tests cover byte by byte, here with real kernel hosts
+(issue 8 §6): ICMP errors in both directions, session expiry, a full session table, NAT port
+exhaustion, and one destination address reached through two VRFs (OVN-Kubernetes e2e E8).
+
+The topology is scripts/netns.sh's (pods, pods2, ext1, ext2) with a tag of its own. egwd runs on a
+staged copy of config/demo.json changed for these cases: 2-3 s session timeouts, at most 12
+sessions, NAT ports 30000-30007 (one worker), 203.0.113.0/24 routed through ext1 in the default
+VRF and through ext2 in VRF blue (both external namespaces own 203.0.113.7), and one more
+EgressService, default/net1 (sourceIPBy Network in the default VRF, endpoint 10.244.1.30).
+
+Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_cases_e2e.py
+"""
+
+import atexit
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.dont_write_bytecode = True
+import harness  # noqa: E402
+import peer  # noqa: E402  (stage_config)
+from harness import describe_exit, run, run_bounded, stop_process, tail  # noqa: E402
+
+PEER = HERE / "peer.py"
+STREAM = HERE / "stream.py"
+DEMO_CONFIG = REPO / "config" / "demo.json"
+PREFIX = f"egwcase{os.getpid()}"
+TAG = harness.iface_tag("c")
+FILE_PREFIX = f"egw-cases-{os.getpid()}"
+
+WEB_POD = "10.244.1.10"        # default/web: LoadBalancerIP 192.0.2.50
+WEB_INGRESS = "192.0.2.50"
+DB_POD = "10.244.1.20"         # default/db: Network, VRF blue (ext2)
+NET1_POD = "10.244.1.30"       # default/net1: Network, VRF default (ext1)
+EXT1, EXT1_GW = "192.0.2.100", "192.0.2.1"
+EXT2, EXT2_GW = "198.51.100.100", "198.51.100.1"
+SHARED = "203.0.113.7"         # owned by both ext1 and ext2
+SERVE_PORT = 8080              # peer.py serve: answers with the address it saw
+SHARED_PORT = 8081             # the same, bound to SHARED (so UDP answers come from that address)
+ECHO_PORTS = (7001, 7002)      # stream.py echo
+LATE_PORT = 7003               # stream.py late-echo
+CLOSED_PORT = 9                # nothing listens there
+
+MAX_SESSIONS = 12
+PORT_MIN, PORT_MAX = 30000, 30007
+TIMEOUTS = {"tcp_established": 3, "tcp_transitory": 2, "udp": 3, "icmp": 2}
+EXPIRY_BOUND = 3.0             # the sweep visits every slot well within a second on an idle worker
+READY_TIMEOUT = 30.0
+CONVERGE_TIMEOUT = 3.0
+HOLD = 1.0
+
+NET1 = {"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "net1", "namespace": "default"},
+     "spec": {"type": "LoadBalancer", "clusterIP": "10.96.0.70", "clusterIPs": ["10.96.0.70"]},
+     "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.70"}]}}},
+    {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+     "metadata": {"name": "net1-a", "namespace": "default", "labels": {"kubernetes.io/service-name": "net1"}},
+     "addressType": "IPv4",
+     "endpoints": [{"addresses": [NET1_POD], "nodeName": "worker-1", "conditions": {"ready": True}}]},
+    {"apiVersion": "k8s.ovn.org/v1", "kind": "EgressService", "metadata": {"name": "net1", "namespace": "default"},
+     "spec": {"sourceIPBy": "Network", "network": "default"}},
+]}
+
+
+def ns(role):
+    return f"{PREFIX}-{role}"
+
+
+class Rig:
+    def __init__(self):
+        self.workdir = None
+        self.egwd = None
+        self.log = None
+        self.procs = []
+        self.netns = harness.Netns(PREFIX, TAG)
+
+    def cleanup(self):
+        for p in self.procs:
+            stop_process(p, signal.SIGTERM, grace=3)
+        self.procs = []
+        stop_process(self.egwd)
+        self.egwd = None
+        if self.log:
+            self.log.close()
+            self.log = None
+        self.netns.down()
+        shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}", ignore_errors=True)
+        if self.workdir:
+            harness.remove_workdir(self.workdir, "cases e2e")
+            self.workdir = None
+
+
+class EdgeCasesE2E(unittest.TestCase):
+    rig = None
+
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("end-to-end tests need root (network namespaces, veth, AF_PACKET)")
+        if shutil.which("ip") is None or run(["ip", "netns", "list"], 10).returncode != 0:
+            raise unittest.SkipTest("`ip netns` is unavailable (iproute2 missing or no netns support)")
+        egwd = harness.egwd_binary()
+        harness.require_binaries(egwd)
+        cls.rig = rig = Rig()
+        cls.addClassCleanup(rig.cleanup)
+        atexit.register(rig.cleanup)
+        rig.workdir = Path(tempfile.mkdtemp(prefix="egw-cases-"))
+        cls.config, cls.manifests = peer.stage_config(DEMO_CONFIG, rig.workdir, FILE_PREFIX, iface_tag=TAG,
+                                                      metrics_listen=f"127.0.0.1:{harness.free_port()}")
+        cfg = json.loads(cls.config.read_text())
+        cfg["sessions"] = {"max": MAX_SESSIONS, "port_min": PORT_MIN, "port_max": PORT_MAX, "timeouts": TIMEOUTS}
+        cfg["routes"] = [
+            {"vrf": "default", "prefix": "203.0.113.0/24", "via": EXT1, "port": "ext1"},
+            {"vrf": "blue", "prefix": "203.0.113.0/24", "via": EXT2, "port": "ext2"}]
+        cls.config.write_text(json.dumps(cfg, indent=1))
+        (cls.manifests / "net1.json").write_text(json.dumps(NET1, indent=1))
+        cls.status_file = rig.workdir / "status.json"
+        cls.log_path = rig.workdir / "egwd.log"
+
+        rig.netns.up()
+        for role in ("ext1", "ext2"):
+            r = run(["ip", "-n", ns(role), "addr", "add", f"{SHARED}/32", "dev", "lo"], 10)
+            if r.returncode != 0:
+                raise RuntimeError(r.stderr)
+        rig.log = open(cls.log_path, "w")
+        rig.egwd = harness.spawn([str(egwd), "-c", str(cls.config), "--status-file", str(cls.status_file),
+                                  "--log-level", "debug"],
+                                 cwd=REPO, stdin=subprocess.DEVNULL, stdout=rig.log, stderr=subprocess.STDOUT)
+        harness.wait_for(lambda: (cls.status() or {}).get("ready") is True or rig.egwd.poll() is not None,
+                         READY_TIMEOUT, lambda: f"egwd not ready\n{tail(cls.log_path)}")
+        if rig.egwd.poll() is not None:
+            raise RuntimeError(f"egwd exited with {describe_exit(rig.egwd.returncode)}\n{tail(cls.log_path)}")
+        for role in ("ext1", "ext2"):
+            cls.spawn(role, f"serve-{role}", PEER, "serve", "--tcp", SERVE_PORT, "--udp", SERVE_PORT, "--lifetime", 900)
+            cls.spawn(role, f"shared-{role}", PEER, "serve", "--tcp", SHARED_PORT, "--udp", SHARED_PORT,
+                      "--bind", SHARED, "--lifetime", 900)
+        for port in ECHO_PORTS:
+            cls.spawn("ext1", f"echo-{port}", STREAM, "echo", "--tcp", port + 100, "--udp", port, "--lifetime", 900)
+        cls.spawn("ext1", "late", STREAM, "late-echo", "--port", LATE_PORT, "--delay", 0.5, "--lifetime", 900)
+
+    @classmethod
+    def spawn(cls, role, name, script, *args):
+        log = cls.rig.workdir / f"{name}.log"
+        with open(log, "w") as out:
+            p = harness.spawn(["ip", "netns", "exec", ns(role), sys.executable, str(script), *map(str, args)],
+                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        cls.rig.procs.append(p)
+        harness.wait_for(lambda: "ready" in log.read_text(errors="replace"), 10,
+                         lambda: f"{name} in {ns(role)} did not start:\n{log.read_text()}")
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    @classmethod
+    def status(cls):
+        for _ in range(3):
+            try:
+                return json.loads(cls.status_file.read_text())
+            except FileNotFoundError:
+                return None
+            except (OSError, ValueError):
+                time.sleep(0.05)
+        return None
+
+    def fresh_status(self, rewrites=2):
+        """The status as of now: the file is rewritten every 500 ms; wait for `rewrites`."""
+        def stamp():
+            try:
+                st = self.status_file.stat()
+                return st.st_ino, st.st_mtime_ns
+            except OSError:
+                return None
+        seen = [stamp()]
+
+        def rewritten():
+            now = stamp()
+            if now is not None and now != seen[-1]:
+                seen.append(now)
+            return len(seen) > rewrites
+        harness.wait_for(rewritten, 5, "status file not rewritten")
+        return self.status()
+
+    def drops(self, reason):
+        return (self.fresh_status() or {}).get("drops", {}).get(reason, 0)
+
+    def sessions(self):
+        """The status file's session listing. It is empty, not partial, when the worker did not
+        answer within 50 ms, so tests only count on what it lists, never on what it leaves out."""
+        return (self.status() or {}).get("sessions", [])
+
+    def active(self, status=None):
+        """Sessions in the table: created minus closed, summed over the workers' counters."""
+        workers = (status or self.status() or {}).get("workers")
+        if workers is None:
+            return None
+        return sum(w["sessions_created"] - w["sessions_closed"] for w in workers)
+
+    def diag(self):
+        st = self.status() or {}
+        return (f"drops {st.get('drops')}\nsessions {json.dumps(st.get('sessions'))}\n"
+                f"--- egwd log ---\n{tail(self.log_path, 25)}")
+
+    def in_ns(self, role, script, *args, timeout=20):
+        r = run_bounded(["ip", "netns", "exec", ns(role), sys.executable, str(script), *map(str, args)], timeout)
+        return r.stdout.strip(), r
+
+    def wait_no_sessions(self):
+        """Every session of the earlier tests has expired (timeouts are 2-3 s)."""
+        self.fresh_status(rewrites=1)   # not a file written before the last test's packets
+        harness.wait_for(lambda: self.active() == 0, max(TIMEOUTS.values()) + EXPIRY_BOUND + 2,
+                         lambda: f"sessions did not expire ({self.active()} active)\n{self.diag()}")
+
+    def assert_alive(self):
+        self.assertIsNone(self.rig.egwd.poll(), f"egwd exited\n{tail(self.log_path)}")
+
+    # --- ICMP errors ------------------------------------------------------------------------
+
+    def test_1_udp_to_a_closed_port_gets_port_unreachable_translated_back(self):
+        # The external kernel answers with a port unreachable quoting the translated datagram
+        # (192.0.2.50:P -> 192.0.2.100:9). The pod's connected socket gets ECONNREFUSED only
+        # if egwd rewrote the outer destination and the quoted source back to 10.244.1.10:41001
+        # and fixed every checksum (the kernel checks the ICMP one and matches the quote).
+        out, r = self.in_ns("pods", STREAM, "probe-udp", EXT1, CLOSED_PORT, "--bind", f"{WEB_POD}:41001",
+                            "--timeout", 3)
+        self.assertEqual(out, "ECONNREFUSED", f"{r.stderr}\n{self.diag()}")
+        # The same through VRF blue with the network's address (db).
+        out, r = self.in_ns("pods", STREAM, "probe-udp", EXT2, CLOSED_PORT, "--bind", f"{DB_POD}:41001",
+                            "--timeout", 3)
+        self.assertEqual(out, "ECONNREFUSED", f"{r.stderr}\n{self.diag()}")
+
+    def test_1_tcp_to_a_closed_port_gets_the_rst(self):
+        out, r = self.in_ns("pods", STREAM, "probe-tcp", EXT1, CLOSED_PORT, "--bind", f"{WEB_POD}:41002",
+                            "--timeout", 3)
+        self.assertEqual(out, "ECONNREFUSED", f"{r.stderr}\n{self.diag()}")
+        # A port that listens still connects (the RST was the closed port's, not egwd's).
+        out, r = self.in_ns("pods", STREAM, "probe-tcp", EXT1, SERVE_PORT, "--bind", f"{WEB_POD}:41003",
+                            "--timeout", 3)
+        self.assertEqual(out, "connected", f"{r.stderr}\n{self.diag()}")
+
+    def test_2_a_pods_port_unreachable_reaches_the_external_host_translated(self):
+        # The pod sends one datagram and closes its socket; the external host answers half a
+        # second later from a connected socket; the pod's kernel answers that with a port
+        # unreachable, which egwd must translate outwards (outer source and quoted destination
+        # to 192.0.2.50:P) for the external socket to get ECONNREFUSED.
+        log = self.rig.workdir / "late.log"
+        before = log.read_text()
+        out, r = self.in_ns("pods", STREAM, "udp-once", EXT1, LATE_PORT, "--bind", f"{WEB_POD}:41004")
+        self.assertEqual(out, "sent", r.stderr)
+
+        def outcome():
+            m = re.search(r"^(ECONNREFUSED|no-error|answer) (\S+)$", log.read_text()[len(before):], re.M)
+            return m and m.groups()
+        result, peer_addr = harness.wait_for(outcome, 6, lambda: f"late-echo: {log.read_text()}\n{self.diag()}")
+        self.assertTrue(peer_addr.startswith(WEB_INGRESS + ":"), peer_addr)
+        self.assertEqual(result, "ECONNREFUSED", f"{log.read_text()}\n{self.diag()}")
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def test_3_sessions_expire_after_their_timeout_and_replies_then_find_none(self):
+        self.wait_no_sessions()
+        before = self.fresh_status()
+        expired_before = sum(w["sessions_expired"] for w in before["workers"])
+        out, r = self.in_ns("pods", PEER, "udp", EXT1, SERVE_PORT, "--bind", f"{NET1_POD}:41005", "--timeout", 3)
+        self.assertEqual(r.returncode, 0, f"{r.stderr}\n{self.diag()}")
+        outside = out
+        self.assertTrue(outside.startswith(EXT1_GW + ":"), outside)
+        created = time.monotonic()
+        session = harness.wait_for(
+            lambda: next((s for s in self.sessions() if s["inside"] == f"{NET1_POD}:41005"), None), 3,
+            lambda: f"no session for {NET1_POD}:41005\n{self.diag()}")
+        self.assertEqual(session["outside"], outside, session)
+        # It stays while younger than the UDP timeout (it is the only one)...
+        harness.hold(lambda: self.active() == 1, TIMEOUTS["udp"] - 1.0,
+                     lambda: f"the session went before its timeout\n{self.diag()}")
+        # ... and is gone within the bound after it.
+        harness.wait_for(lambda: self.active() == 0, TIMEOUTS["udp"] + EXPIRY_BOUND,
+                         lambda: f"the session did not expire\n{self.diag()}")
+        self.assertGreaterEqual(time.monotonic() - created, TIMEOUTS["udp"] - 0.5)
+        after = self.fresh_status()
+        self.assertGreater(sum(w["sessions_expired"] for w in after["workers"]), expired_before)
+        # A late reply to the expired translation reaches nobody and is counted.
+        no_session = after["drops"].get("no_session", 0)
+        nat_ip, nat_port = outside.split(":")
+        out, r = self.in_ns("ext1", STREAM, "probe-udp", nat_ip, nat_port, "--bind", f"{EXT1}:{ECHO_PORTS[0]}",
+                            "--timeout", 1)
+        self.assertEqual(out, "timeout", r.stderr)
+        harness.wait_for(lambda: self.drops("no_session") > no_session, 3,
+                         lambda: f"the late reply was not counted as no_session\n{self.diag()}")
+        self.assert_alive()
+
+    def fan(self, sports, dports):
+        out, r = self.in_ns("pods", STREAM, "udp-fan", EXT1, "--bind", NET1_POD, "--sports", sports,
+                            "--dports", dports, "--timeout", 1)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(out)
+
+    def test_4_a_full_session_table_drops_and_counts_then_recovers(self):
+        self.wait_no_sessions()
+        limit = self.drops("session_limit")
+        exhausted = self.drops("port_exhausted")
+        # 7 flows to each of two echo ports: ports do not run out (7 < 8 per destination), the
+        # table (12) does.
+        answered = self.fan("42000-42006", f"{ECHO_PORTS[0]}-{ECHO_PORTS[1]}")
+        self.assertEqual(sum(answered.values()), MAX_SESSIONS, f"{answered}\n{self.diag()}")
+        st = self.fresh_status(rewrites=1)    # before the sessions expire (3 s)
+        self.assertEqual(self.active(st), MAX_SESSIONS, self.diag())
+        self.assertEqual(st["drops"]["session_limit"] - limit, 14 - MAX_SESSIONS, self.diag())
+        self.assertEqual(st["drops"]["port_exhausted"], exhausted, self.diag())
+        self.assert_alive()
+        # Once they expire, new flows get sessions again.
+        self.wait_no_sessions()
+        answered = self.fan("42100-42101", f"{ECHO_PORTS[0]}")
+        self.assertTrue(all(answered.values()), f"{answered}\n{self.diag()}")
+
+    def test_5_nat_port_exhaustion_drops_and_counts_then_recovers(self):
+        self.wait_no_sessions()
+        limit = self.drops("session_limit")
+        exhausted = self.drops("port_exhausted")
+        ports = PORT_MAX - PORT_MIN + 1
+        # 10 flows to one destination: 8 NAT ports, so 2 find none (the table has room for 12).
+        answered = self.fan("43000-43009", f"{ECHO_PORTS[0]}")
+        self.assertEqual(sum(answered.values()), ports, f"{answered}\n{self.diag()}")
+        st = self.fresh_status(rewrites=1)    # before the sessions expire (3 s)
+        self.assertEqual(st["drops"]["port_exhausted"] - exhausted, 10 - ports, self.diag())
+        self.assertEqual(st["drops"]["session_limit"], limit, self.diag())
+        self.assertEqual(self.active(st), ports, self.diag())
+        listed = harness.wait_for(lambda: [s for s in self.sessions() if s["remote"] == f"{EXT1}:{ECHO_PORTS[0]}"],
+                                  1.5, lambda: f"no session listed\n{self.diag()}")
+        outside = sorted(int(s["outside"].split(":")[1]) for s in listed)
+        self.assertEqual(outside, list(range(PORT_MIN, PORT_MAX + 1)), self.diag())
+        # Another destination still has all its ports (endpoint-dependent allocation).
+        answered = self.fan("43100", f"{ECHO_PORTS[1]}")
+        self.assertTrue(all(answered.values()), f"{answered}\n{self.diag()}")
+        self.assert_alive()
+        self.wait_no_sessions()
+        answered = self.fan("43200-43201", f"{ECHO_PORTS[0]}")
+        self.assertTrue(all(answered.values()), f"{answered}\n{self.diag()}")
+
+    # --- one destination, two VRFs (OVN-Kubernetes e2e E8) -----------------------------------
+
+    def seen(self, proto, src, sport):
+        out, r = self.in_ns("pods", PEER, proto, SHARED, SHARED_PORT, "--bind", f"{src}:{sport}", "--timeout", 3)
+        return out if r.returncode == 0 else f"failed: {r.stderr.strip()}"
+
+    def test_6_the_same_destination_through_two_vrfs_by_two_network_services(self):
+        self.wait_no_sessions()
+        # db (network blue) reaches 203.0.113.7 through ext2 and leaves with ext2's address;
+        # net1 (network default) reaches the other 203.0.113.7 through ext1 with ext1's. Both
+        # hold (new connections, 1 s).
+        for proto in ("tcp", "udp"):
+            with self.subTest(proto=proto):
+                counter = iter(range(44000, 44100))
+                for src, want in ((DB_POD, EXT2_GW), (NET1_POD, EXT1_GW)):
+                    harness.eventually_consistently(
+                        lambda: self.seen(proto, src, next(counter)).startswith(want + ":"), CONVERGE_TIMEOUT, HOLD,
+                        lambda: f"{proto} {src} -> {SHARED} not seen from {want}: "
+                        f"{self.seen(proto, src, next(counter))}\n{self.diag()}")
+        # The sessions say so too (each with its Service, VRF and port).
+        self.seen("udp", DB_POD, 44200)
+        self.seen("udp", NET1_POD, 44201)
+
+        def listed():
+            return {s["inside"]: (s["service"], s["vrf"], s["port"]) for s in self.sessions()
+                    if s["inside"] in (f"{DB_POD}:44200", f"{NET1_POD}:44201")}
+        got = harness.wait_for(lambda: len(listed()) == 2 and listed(), 2, lambda: f"{listed()}\n{self.diag()}")
+        self.assertIn(got[f"{DB_POD}:44200"], (("default/db", "blue", "ext2"), ("default/db", "100", "ext2")))
+        self.assertEqual(got[f"{NET1_POD}:44201"], ("default/net1", "default", "ext1"))
+        # Without its EgressService, db takes the default action: masquerade, default VRF, ext1.
+        path = self.manifests / "db.json"        # a List: drop its EgressService item
+        original = path.read_text()
+        self.addCleanup(path.write_text, original)
+        doc = json.loads(original)
+        doc["items"] = [item for item in doc["items"] if item["kind"] != "EgressService"]
+        path.write_text(json.dumps(doc))
+        counter = iter(range(44300, 44400))
+        harness.eventually_consistently(
+            lambda: self.seen("udp", DB_POD, next(counter)).startswith(EXT1_GW + ":"), CONVERGE_TIMEOUT, HOLD,
+            lambda: f"db without its EgressService not seen from {EXT1_GW}\n{self.diag()}")
+
+
+if __name__ == "__main__":
+    unittest.main()
