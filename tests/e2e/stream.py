@@ -54,6 +54,7 @@ import threading
 import time
 
 stop = threading.Event()
+ECHO_GRACE = 1.0   # seconds the streams keep reading echoes after they stop sending
 
 
 def on_term(signum, frame):
@@ -140,10 +141,11 @@ def cmd_udp(args):
     s.connect((args.host, args.port))
     sent, echoed, errors = [], {}, []
     lock = threading.Lock()
+    done = threading.Event()   # set a grace period after the last send: late echoes still count
 
     def receive():
         s.settimeout(0.2)
-        while not stop.is_set():
+        while not done.is_set():
             try:
                 data = s.recv(2048)
             except socket.timeout:
@@ -170,7 +172,9 @@ def cmd_udp(args):
                 errors.append([t, errname(e)])
         with lock:
             sent.append([seq, t])
-    time.sleep(0.3)  # the last echoes
+    time.sleep(ECHO_GRACE)
+    done.set()
+    rx.join(timeout=2)
     with lock:
         out = {"sent": sent, "echoed": {str(k): v for k, v in echoed.items()}, "errors": errors}
     with open(args.out, "w") as f:
@@ -202,11 +206,13 @@ def cmd_tcp(args):
                 result["error"] = [time.monotonic(), what]
         failed.set()
 
+    done = threading.Event()
+
     def receive():
         s.settimeout(0.2)
         buf = b""
         want = 0
-        while not stop.is_set() and not failed.is_set():
+        while not done.is_set() and not failed.is_set():
             try:
                 data = s.recv(4096)
             except socket.timeout:
@@ -242,7 +248,9 @@ def cmd_tcp(args):
         with lock:
             result["sent"] += 1
     stop.wait()  # keep the connection until told to stop, even after an error
-    time.sleep(0.3)
+    time.sleep(ECHO_GRACE)
+    done.set()
+    rx.join(timeout=2)
     with lock:
         out = dict(result)
     with open(args.out, "w") as f:
