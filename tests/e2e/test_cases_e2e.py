@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -117,8 +118,9 @@ class EdgeCasesE2E(unittest.TestCase):
         cls.addClassCleanup(rig.cleanup)
         atexit.register(rig.cleanup)
         rig.workdir = Path(tempfile.mkdtemp(prefix="egw-cases-"))
+        cls.metrics_port = harness.free_port()
         cls.config, cls.manifests = peer.stage_config(DEMO_CONFIG, rig.workdir, FILE_PREFIX, iface_tag=TAG,
-                                                      metrics_listen=f"127.0.0.1:{harness.free_port()}")
+                                                      metrics_listen=f"127.0.0.1:{cls.metrics_port}")
         cfg = json.loads(cls.config.read_text())
         cfg["sessions"] = {"max": MAX_SESSIONS, "port_min": PORT_MIN, "port_max": PORT_MAX, "timeouts": TIMEOUTS}
         cfg["routes"] = [
@@ -193,6 +195,14 @@ class EdgeCasesE2E(unittest.TestCase):
 
     def drops(self, reason):
         return (self.fresh_status() or {}).get("drops", {}).get(reason, 0)
+
+    def metric(self, series):
+        """One sample of /metrics, by its exact series text (`egw_drops_total{reason="x"}`)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        m = re.search(rf"^{re.escape(series)} (\S+)$", text, re.M)
+        self.assertIsNotNone(m, f"{series} is not exported")
+        return float(m.group(1))
 
     def sessions(self):
         """The status file's session listing. It is empty, not partial, when the worker did not
@@ -317,6 +327,10 @@ class EdgeCasesE2E(unittest.TestCase):
         self.assertEqual(self.active(st), MAX_SESSIONS, self.diag())
         self.assertEqual(st["drops"]["session_limit"] - limit, 14 - MAX_SESSIONS, self.diag())
         self.assertEqual(st["drops"]["port_exhausted"], exhausted, self.diag())
+        # /metrics counts the same drops and shows the table full.
+        self.assertEqual(self.metric('egw_drops_total{reason="session_limit"}'), st["drops"]["session_limit"])
+        self.assertEqual(self.metric("egw_sessions_capacity"), MAX_SESSIONS)
+        self.assertEqual(self.metric('egw_sessions_active{lcore="1"}'), MAX_SESSIONS)
         self.assert_alive()
         # Once they expire, new flows get sessions again.
         self.wait_no_sessions()
@@ -334,6 +348,7 @@ class EdgeCasesE2E(unittest.TestCase):
         st = self.fresh_status(rewrites=1)    # before the sessions expire (3 s)
         self.assertEqual(st["drops"]["port_exhausted"] - exhausted, 10 - ports, self.diag())
         self.assertEqual(st["drops"]["session_limit"], limit, self.diag())
+        self.assertEqual(self.metric('egw_drops_total{reason="port_exhausted"}'), st["drops"]["port_exhausted"])
         self.assertEqual(self.active(st), ports, self.diag())
         listed = harness.wait_for(lambda: [s for s in self.sessions() if s["remote"] == f"{EXT1}:{ECHO_PORTS[0]}"],
                                   1.5, lambda: f"no session listed\n{self.diag()}")
