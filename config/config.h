@@ -152,7 +152,7 @@ struct StateConfig {
 // The Prometheus endpoint (/metrics, /livez, /readyz). Without a "metrics" section there is none.
 struct MetricsConfig {
     bool enabled = false;
-    uint32_t ip = 0x7f000001;           // listen address, host order; 0.0.0.0 for every interface
+    std::string host = "127.0.0.1";     // listen address, an IPv4 or IPv6 literal; "::" for every address of both
     uint16_t port = 9469;
     bool operator==(const MetricsConfig&) const = default;
 };
@@ -205,6 +205,8 @@ std::optional<MacAddr> parse_mac(const std::string& s);
 std::string format_ipv4(uint32_t ip);
 std::string format_prefix(const Ipv4Prefix& p);
 std::string format_mac(const MacAddr& m);
+// "127.0.0.1:9469", "[::]:9469": the metrics listener as the configuration writes it.
+std::string format_listen(const MetricsConfig& m);
 
 const char* to_string(PortRole r);
 const char* to_string(DefaultAction a);

@@ -122,7 +122,7 @@ json state(const StateConfig& s) {
 // Written even without an endpoint: {"enabled": false, "listen": <default>} loads back to the
 // same MetricsConfig as an absent section, and says so explicitly.
 json metrics(const MetricsConfig& m) {
-    return {{"enabled", m.enabled}, {"listen", format_ipv4(m.ip) + ":" + std::to_string(m.port)}};
+    return {{"enabled", m.enabled}, {"listen", format_listen(m)}};
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // caller either gets a complete Config or an exception.
 #include "config/config.h"
 
+#include <arpa/inet.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -99,6 +100,11 @@ std::optional<MacAddr> parse_mac(const std::string& s) {
 std::string format_ipv4(uint32_t ip) {
     return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." +
            std::to_string((ip >> 8) & 0xff) + "." + std::to_string(ip & 0xff);
+}
+
+std::string format_listen(const MetricsConfig& m) {
+    bool v6 = m.host.find(':') != std::string::npos;
+    return (v6 ? "[" + m.host + "]" : m.host) + ":" + std::to_string(m.port);
 }
 
 std::string format_prefix(const Ipv4Prefix& p) {
@@ -1102,14 +1108,26 @@ private:
         m.enabled = true;
         if (const json* v = o.get("enabled")) m.enabled = boolean(*v, o.at("enabled"));
         if (const json* v = o.get("listen")) {
-            static const std::string what = "an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\"";
+            static const std::string what =
+                "an IP address and a TCP port like \"127.0.0.1:9469\", \"0.0.0.0:9469\" or \"[::]:9469\"";
             const std::string& s = string(*v, o.at("listen"), what);
             size_t colon = s.rfind(':');
-            auto ip = colon == std::string::npos ? std::nullopt : parse_ipv4(s.substr(0, colon));
+            std::string host = colon == std::string::npos ? "" : s.substr(0, colon);
+            bool ok = false;
+            if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+                in6_addr a6{};
+                char text[INET6_ADDRSTRLEN];
+                ok = ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &a6) == 1 &&
+                     ::inet_ntop(AF_INET6, &a6, text, sizeof text) != nullptr;
+                if (ok) host = text;  // canonical form, so equal addresses compare equal
+            } else if (auto ip = parse_ipv4(host)) {
+                ok = true;
+                host = format_ipv4(*ip);
+            }
             uint64_t port = 0;
-            if (!ip || !parse_decimal(std::string_view(s).substr(colon + 1), 5, 65535, port) || port == 0)
+            if (!ok || !parse_decimal(std::string_view(s).substr(colon + 1), 5, 65535, port) || port == 0)
                 expected(o.at("listen"), what, *v);
-            m.ip = *ip;
+            m.host = host;
             m.port = static_cast<uint16_t>(port);
         }
     }

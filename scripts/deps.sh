@@ -9,8 +9,9 @@ set -euo pipefail
 packages=(
   build-essential meson ninja-build pkg-config
   dpdk dpdk-dev libdpdk-dev
-  nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcurl4-openssl-dev
+  nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcurl4-openssl-dev zlib1g-dev libcli11-dev
   libgtest-dev googletest
+  prometheus
   python3 iproute2 iputils-ping netcat-openbsd curl ethtool procps
   clang-14 libclang-rt-14-dev
   python3-yaml python3-jsonschema python3-prometheus-client

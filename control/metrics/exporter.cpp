@@ -252,6 +252,13 @@ void Exporter::sample_health() const {
         stall_.control_tick(tick);
 }
 
+std::string Exporter::startup() const {
+    std::vector<uint64_t> iterations;
+    for (const dp::Worker* w : workers_)
+        iterations.push_back(load_counter(w->counters.iterations));
+    return startup_problems(iterations, last_tick_.load(std::memory_order_relaxed) >= 0);
+}
+
 std::string Exporter::liveness() const {
     sample_health();  // a fresh sample, so a probe never judges stale data
     std::lock_guard lock(health_mu_);
@@ -268,31 +275,33 @@ HttpResponse Exporter::handle(const std::string& path) const {
         }
         return HttpResponse{200, std::string(kContentType), std::move(text)};
     }
-    if (path == "/livez" || path == "/readyz") {
-        std::string problems = path == "/livez" ? liveness() : readiness();
+    if (path == "/livez" || path == "/readyz" || path == "/startz") {
+        std::string problems = path == "/livez" ? liveness() : path == "/readyz" ? readiness() : startup();
         if (problems.empty())
             return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
         return HttpResponse{503, "text/plain; charset=utf-8", problems};
     }
     if (path == "/")
         return HttpResponse{200, "text/plain; charset=utf-8",
-                            "egwd " + process_.version + ": /metrics (Prometheus), /livez, /readyz\n"};
-    return HttpResponse{404, "text/plain; charset=utf-8", "not found; try /metrics, /livez or /readyz\n"};
+                            "egwd " + process_.version + ": /metrics (Prometheus), /startz, /livez, /readyz\n"};
+    return HttpResponse{404, "text/plain; charset=utf-8", "not found; try /metrics, /startz, /livez or /readyz\n"};
 }
 
 void Exporter::start() {
     if (!cfg_.metrics.enabled || server_)
         return;
+    // The probes are answered on the server's event loop; /metrics, which takes long with many
+    // Services, on its scrape thread, so a scrape never delays a probe.
     server_ = std::make_unique<HttpServer>([this](const std::string& path) { return handle(path); },
-                                           [this] { sample_health(); });
-    std::string where = format_ipv4(cfg_.metrics.ip) + ":" + std::to_string(cfg_.metrics.port);
-    std::string err = server_->start(cfg_.metrics.ip, cfg_.metrics.port);
+                                           [this] { sample_health(); }, std::vector<std::string>{"/metrics"});
+    std::string where = config::format_listen(cfg_.metrics);
+    std::string err = server_->start(cfg_.metrics.host, cfg_.metrics.port);
     if (!err.empty()) {
         spdlog::error("metrics: cannot listen on {}: {}; going on without /metrics, /livez and /readyz", where, err);
         server_.reset();
         return;
     }
-    spdlog::info("metrics: /metrics, /livez and /readyz on http://{}", where);
+    spdlog::info("metrics: /metrics, /startz, /livez and /readyz on http://{}", where);
 }
 
 void Exporter::stop() {

@@ -68,6 +68,7 @@ public:
     std::string metrics_text(std::string& error) const;
     std::string readiness() const;  // "" when ready
     std::string liveness() const;   // "" when live
+    std::string startup() const;    // "" when every worker and the control loop have started
     uint16_t port() const { return server_ ? server_->port() : 0; }
 
 private:

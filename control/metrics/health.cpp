@@ -54,4 +54,14 @@ std::string readiness_problems(const ReadinessInputs& in) {
     return out;
 }
 
+std::string startup_problems(const std::vector<uint64_t>& worker_iterations, bool control_ticked) {
+    std::string out;
+    for (size_t i = 0; i < worker_iterations.size(); ++i)
+        if (worker_iterations[i] == 0)
+            out += "worker " + std::to_string(i) + " has not started\n";
+    if (!control_ticked)
+        out += "control loop has not ticked yet\n";
+    return out;
+}
+
 }  // namespace egw::metrics

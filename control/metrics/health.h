@@ -50,4 +50,10 @@ struct ReadinessInputs {
 // Empty when ready; otherwise what is missing.
 std::string readiness_problems(const ReadinessInputs& in);
 
+// Started (/startz, the kubelet's startup probe): every worker has run at least one poll-loop
+// iteration and the control loop has ticked, so /livez judges every one of them from then on.
+// Unlike readiness, it does not wait for the first policy generation (a long first sync) nor for
+// links, and once true it stays true. Empty when started; otherwise what has not started.
+std::string startup_problems(const std::vector<uint64_t>& worker_iterations, bool control_ticked);
+
 }  // namespace egw::metrics

@@ -525,10 +525,18 @@ def _check_daemonset(name, doc, problems, configmaps, service_accounts):
     if not metrics:
         problems.append(f"{name}: no container port named metrics")
         return
-    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/livez")):
+    for probe, path in (("startupProbe", "/startz"), ("readinessProbe", "/readyz"), ("livenessProbe", "/livez")):
         get = _get(c, probe, "httpGet", default={})
         if get.get("path") != path or get.get("port") not in ("metrics", metrics["containerPort"]):
             problems.append(f"{name}: {probe} must GET {path} on the metrics port")
+        if not isinstance(_get(c, probe, "timeoutSeconds"), int):
+            problems.append(f"{name}: {probe} without timeoutSeconds")
+    if add - {"IPC_LOCK", "NET_ADMIN", "NET_RAW"}:
+        problems.append(f"{name}: capabilities egwd does not use: {sorted(add - {'IPC_LOCK', 'NET_ADMIN', 'NET_RAW'})}")
+    if _get(sc, "seccompProfile", "type") not in ("RuntimeDefault", "Localhost"):
+        problems.append(f"{name}: no seccompProfile (RuntimeDefault or Localhost)")
+    if not pod.get("priorityClassName"):
+        problems.append(f"{name}: no priorityClassName")
     if annotations.get("prometheus.io/scrape") != "true" or \
             annotations.get("prometheus.io/port") != str(metrics["containerPort"]):
         problems.append(f"{name}: prometheus.io/scrape and prometheus.io/port annotations")
@@ -545,6 +553,21 @@ def _check_podmonitor(name, doc, problems, pod_labels):
     eps = spec.get("podMetricsEndpoints") or []
     if not eps or eps[0].get("port") != "metrics" or eps[0].get("path", "/metrics") != "/metrics":
         problems.append(f"{name}: PodMonitor must scrape port metrics at /metrics")
+
+
+def _check_networkpolicy(name, doc, problems, pod_labels):
+    spec = doc.get("spec", {})
+    sel = _get(spec, "podSelector", "matchLabels", default={})
+    if not sel or any(pod_labels.get(k) != v for k, v in sel.items()):
+        problems.append(f"{name}: NetworkPolicy does not select the egwd pods")
+    if "Ingress" not in (spec.get("policyTypes") or []):
+        problems.append(f"{name}: NetworkPolicy must restrict Ingress")
+    for rule in spec.get("ingress") or []:
+        ports = rule.get("ports") or []
+        if not ports or any(p.get("port") not in ("metrics", 9469) for p in ports):
+            problems.append(f"{name}: an ingress rule admits more than the metrics port")
+        if not rule.get("from"):
+            problems.append(f"{name}: an ingress rule admits every source")
 
 
 def _check_grafana_configmap(name, doc, problems):
@@ -576,7 +599,7 @@ def manifest_problems(files=None):
     for name, doc in docs:
         kinds.setdefault(doc["kind"], []).append((name, doc))
     for kind in ("Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                 "Role", "RoleBinding", "ConfigMap", "DaemonSet", "PodMonitor"):
+                 "Role", "RoleBinding", "ConfigMap", "DaemonSet", "PodMonitor", "NetworkPolicy"):
         if kind not in kinds:
             problems.append(f"no {kind} is shipped")
     for name, doc in kinds.get("CustomResourceDefinition", []):
@@ -590,6 +613,8 @@ def manifest_problems(files=None):
         pod_labels = _get(doc, "spec", "template", "metadata", "labels", default={})
     for name, doc in kinds.get("PodMonitor", []):
         _check_podmonitor(name, doc, problems, pod_labels)
+    for name, doc in kinds.get("NetworkPolicy", []):
+        _check_networkpolicy(name, doc, problems, pod_labels)
     for name, doc in kinds.get("ConfigMap", []):
         if name.startswith("docs/grafana/"):
             _check_grafana_configmap(name, doc, problems)
@@ -693,8 +718,29 @@ class Manifests(unittest.TestCase):
             if d.get("kind") == "CustomResourceDefinition":
                 d["spec"]["scope"] = "Cluster"
 
+        def container(d):
+            return d["spec"]["template"]["spec"]["containers"][0] if d.get("kind") == "DaemonSet" else None
+
+        def sys_nice(d):
+            if container(d):
+                container(d)["securityContext"]["capabilities"]["add"].append("SYS_NICE")
+
+        def startup_on_livez(d):
+            if container(d):
+                container(d)["startupProbe"]["httpGet"]["path"] = "/livez"
+
+        def no_timeout(d):
+            if container(d):
+                del container(d)["readinessProbe"]["timeoutSeconds"]
+
+        def open_policy(d):
+            if d.get("kind") == "NetworkPolicy":
+                d["spec"]["ingress"][0]["ports"] = []
+
         for change, words in ((extra_verb, "verbs"), (privileged, "privileged"), (burstable, "Guaranteed"),
-                              (no_status, "status subresource"), (cluster_scope, "scope")):
+                              (no_status, "status subresource"), (cluster_scope, "scope"),
+                              (sys_nice, "SYS_NICE"), (startup_on_livez, "/startz"), (no_timeout, "timeoutSeconds"),
+                              (open_policy, "more than the metrics port")):
             problems = mutated(change)
             self.assertTrue(any(words in p for p in problems), f"{change.__name__}: {problems}")
 
@@ -715,7 +761,7 @@ class Manifests(unittest.TestCase):
         for f in k["resources"]:
             self.assertTrue((K8S / f).is_file(), f)
         self.assertEqual(set(k["resources"]), {"namespace.yaml", "crd-egressservice.yaml", "rbac.yaml",
-                                               "configmap.yaml", "daemonset.yaml"})
+                                               "configmap.yaml", "daemonset.yaml", "networkpolicy.yaml"})
 
     def test_kubectl_kustomize_renders_offline(self):
         kubectl = shutil.which("kubectl")
@@ -727,7 +773,8 @@ class Manifests(unittest.TestCase):
         # take; the top-level kind of each document is enough here.
         kinds = sorted(re.findall(r"^kind: (\S+)$", r.stdout, re.M))
         self.assertEqual(kinds, sorted(["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
-                                        "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "DaemonSet"]))
+                                        "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "DaemonSet",
+                                        "NetworkPolicy"]))
 
 
 class Entrypoint(unittest.TestCase):
@@ -759,7 +806,7 @@ class Entrypoint(unittest.TestCase):
         (ds,) = [d for d in load_yaml_documents((K8S / "daemonset.yaml").read_text()) if d["kind"] == "DaemonSet"]
         ports = ds["spec"]["template"]["spec"]["containers"][0]["ports"]
         self.assertIn({"name": "metrics", "containerPort": port, "protocol": "TCP"}, ports)
-        self.assertEqual(cfg["metrics"]["listen"], f"0.0.0.0:{port}")
+        self.assertEqual(cfg["metrics"]["listen"], f"[::]:{port}")  # both families
 
     def test_a_missing_variable_is_an_error(self):
         env = dict(self.ENV)

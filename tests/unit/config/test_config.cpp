@@ -1161,19 +1161,23 @@ const ErrorCase kCases[] = {
     {"MetricsEnabledNotBool", [](json& j) { j["metrics"] = {{"enabled", "yes"}}; }, "$.metrics.enabled",
      "expected true or false, got \"yes\""},
     {"MetricsListenNotString", [](json& j) { j["metrics"] = {{"listen", 9469}}; }, "$.metrics.listen",
-     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got 9469"},
+     "expected an IP address and a TCP port like \"127.0.0.1:9469\", \"0.0.0.0:9469\" or \"[::]:9469\", got 9469"},
     {"MetricsListenNoPort", [](json& j) { j["metrics"] = {{"listen", "127.0.0.1"}}; }, "$.metrics.listen",
-     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got \"127.0.0.1\""},
+     "expected an IP address and a TCP port like \"127.0.0.1:9469\", \"0.0.0.0:9469\" or \"[::]:9469\", got \"127.0.0.1\""},
     {"MetricsListenHostName", [](json& j) { j["metrics"] = {{"listen", "localhost:9469"}}; }, "$.metrics.listen",
-     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got "
+     "expected an IP address and a TCP port like \"127.0.0.1:9469\", \"0.0.0.0:9469\" or \"[::]:9469\", got "
      "\"localhost:9469\""},
     {"MetricsListenPortZero", [](json& j) { j["metrics"] = {{"listen", "0.0.0.0:0"}}; }, "$.metrics.listen",
-     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got \"0.0.0.0:0\""},
+     "expected an IP address and a TCP port like \"127.0.0.1:9469\", \"0.0.0.0:9469\" or \"[::]:9469\", got \"0.0.0.0:0\""},
     {"MetricsListenPortTooLarge", [](json& j) { j["metrics"] = {{"listen", "0.0.0.0:65536"}}; }, "$.metrics.listen",
-     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got "
+     "expected an IP address and a TCP port like \"127.0.0.1:9469\", \"0.0.0.0:9469\" or \"[::]:9469\", got "
      "\"0.0.0.0:65536\""},
-    {"MetricsListenIpv6", [](json& j) { j["metrics"] = {{"listen", "[::]:9469"}}; }, "$.metrics.listen",
-     "expected an IPv4 address and a TCP port like \"127.0.0.1:9469\" or \"0.0.0.0:9469\", got \"[::]:9469\""},
+    {"MetricsListenBadIpv6", [](json& j) { j["metrics"] = {{"listen", "[::g]:9469"}}; }, "$.metrics.listen",
+     "expected an IP address and a TCP port like \"127.0.0.1:9469\", \"0.0.0.0:9469\" or \"[::]:9469\", got "
+     "\"[::g]:9469\""},
+    {"MetricsListenIpv6NoBrackets", [](json& j) { j["metrics"] = {{"listen", "::1:9469"}}; }, "$.metrics.listen",
+     "expected an IP address and a TCP port like \"127.0.0.1:9469\", \"0.0.0.0:9469\" or \"[::]:9469\", got "
+     "\"::1:9469\""},
 };
 
 #undef J
@@ -1257,7 +1261,7 @@ TEST(Metrics, EmptySectionServesOnTheDefaultAddress) {
     j["metrics"] = json::object();
     Config c = load_text(j.dump(), kFile);
     EXPECT_TRUE(c.metrics.enabled);
-    EXPECT_EQ(c.metrics.ip, ip("127.0.0.1"));
+    EXPECT_EQ(c.metrics.host, "127.0.0.1");
     EXPECT_EQ(c.metrics.port, 9469);
 }
 
@@ -1266,19 +1270,26 @@ TEST(Metrics, ListenAndEnabledLand) {
     j["metrics"] = {{"listen", "0.0.0.0:9100"}, {"enabled", true}};
     Config c = load_text(j.dump(), kFile);
     EXPECT_TRUE(c.metrics.enabled);
-    EXPECT_EQ(c.metrics.ip, 0u);
+    EXPECT_EQ(c.metrics.host, "0.0.0.0");
     EXPECT_EQ(c.metrics.port, 9100);
     j["metrics"] = {{"listen", "192.0.2.1:65535"}, {"enabled", false}};
     c = load_text(j.dump(), kFile);
     EXPECT_FALSE(c.metrics.enabled);
-    EXPECT_EQ(c.metrics.ip, ip("192.0.2.1"));
+    EXPECT_EQ(c.metrics.host, "192.0.2.1");
     EXPECT_EQ(c.metrics.port, 65535);
+    // IPv6 in brackets, kept in canonical form; "[::]" listens on every address of both families.
+    j["metrics"] = {{"listen", "[0:0::0]:9469"}};
+    c = load_text(j.dump(), kFile);
+    EXPECT_EQ(c.metrics.host, "::");
+    EXPECT_EQ(format_listen(c.metrics), "[::]:9469");
+    j["metrics"] = {{"listen", "[2001:DB8::1]:9100"}};
+    EXPECT_EQ(load_text(j.dump(), kFile).metrics.host, "2001:db8::1");
 }
 
 TEST(ShippedFiles, DemoServesMetricsOnLoopback) {
     Config c = load_file(source_root() + "/config/demo.json");
     EXPECT_TRUE(c.metrics.enabled);
-    EXPECT_EQ(c.metrics.ip, ip("127.0.0.1"));
+    EXPECT_EQ(c.metrics.host, "127.0.0.1");
     EXPECT_EQ(c.metrics.port, 9469);
 }
 

@@ -65,4 +65,12 @@ TEST(Readiness, AllThreeConditions) {
               "no policy generation published yet\nport ext1: link down\nworker 0 has not started\n");
 }
 
+// Started needs neither a policy generation nor links: only that every thread /livez judges runs.
+TEST(Startup, EveryWorkerAndTheControlLoop) {
+    EXPECT_EQ(startup_problems({5, 9}, true), "");
+    EXPECT_EQ(startup_problems({}, true), "");
+    EXPECT_EQ(startup_problems({5, 0}, true), "worker 1 has not started\n");
+    EXPECT_EQ(startup_problems({0, 9}, false), "worker 0 has not started\ncontrol loop has not ticked yet\n");
+}
+
 }  // namespace
