@@ -318,43 +318,77 @@ std::optional<std::string> normalize_pci(std::string_view s) {
     return full;
 }
 
-// An EAL -l argument. `simple` holds the set when the text is a plain list of ids and ranges
-// ("0-3", "0,2,4", "0-1,4"); EAL's mapping syntax ("(0-3)@1", "4@2") is passed through unchecked.
+// eal.lcores as EAL takes it. `simple`: a plain list of ids and ranges ("0-3", "0,2,4", "0-1,4"),
+// passed with -l. `mapped`: EAL's --lcores form, a comma-separated list of LCORES[@CPUS] where
+// each side is an id, a range "a-b" or a parenthesised list of them ("0@0,(1-2)@(4-5)", "1-3",
+// "4@(2,6)"). `set` holds the lcore ids either way, so the main lcore and the workers are checked
+// against it. What EAL would refuse is `invalid`: a lone or unbalanced bracket, an empty item or
+// side, a reversed range, an lcore id above kMaxLcore (EAL's RTE_MAX_LCORE), a CPU id above
+// kMaxCpu (CPU_SETSIZE - 1). Whether those CPUs exist on this machine EAL checks at start.
 struct LcoreSpec {
     enum Kind { simple, mapped, invalid } kind = invalid;
     std::set<unsigned> set;
 };
 
-LcoreSpec parse_lcores(std::string_view s) {
-    LcoreSpec out;
-    if (s.empty()) return out;
-    if (s.find_first_of("@()") != std::string_view::npos) {
-        out.kind = LcoreSpec::mapped;
-        return out;
-    }
+constexpr uint64_t kMaxCpu = 1023;
+
+// One side of an item: "3", "1-2" or "(1-2,5)". Adds the ids to `out`; false when malformed.
+bool parse_lcore_side(std::string_view s, uint64_t max, std::set<unsigned>& out) {
+    if (s.size() >= 2 && s.front() == '(' && s.back() == ')')
+        s = s.substr(1, s.size() - 2);
+    if (s.empty() || s.find_first_of("()@") != std::string_view::npos) return false;
     while (true) {
         size_t comma = s.find(',');
         std::string_view item = s.substr(0, comma);
         size_t dash = item.find('-');
         uint64_t lo = 0, hi = 0;
         if (dash == std::string_view::npos) {
-            if (!parse_decimal(item, 3, kMaxLcore, lo)) return out;
+            if (!parse_decimal(item, 4, max, lo)) return false;
             hi = lo;
-        } else if (!parse_decimal(item.substr(0, dash), 3, kMaxLcore, lo) ||
-                   !parse_decimal(item.substr(dash + 1), 3, kMaxLcore, hi) || lo > hi) {
-            return out;
+        } else if (!parse_decimal(item.substr(0, dash), 4, max, lo) ||
+                   !parse_decimal(item.substr(dash + 1), 4, max, hi) || lo > hi) {
+            return false;
         }
-        for (uint64_t i = lo; i <= hi; ++i) out.set.insert(static_cast<unsigned>(i));
-        if (comma == std::string_view::npos) break;
+        for (uint64_t i = lo; i <= hi; ++i) out.insert(static_cast<unsigned>(i));
+        if (comma == std::string_view::npos) return true;
         s = s.substr(comma + 1);
     }
-    out.kind = LcoreSpec::simple;
+}
+
+LcoreSpec parse_lcores(std::string_view s) {
+    LcoreSpec out;
+    if (s.empty()) return out;
+    if (s.find_first_of("@()") == std::string_view::npos) {
+        if (!parse_lcore_side(s, kMaxLcore, out.set)) return out;
+        out.kind = LcoreSpec::simple;
+        return out;
+    }
+    // Split at the commas outside brackets.
+    size_t start = 0;
+    int depth = 0;
+    for (size_t i = 0; i <= s.size(); ++i) {
+        char c = i < s.size() ? s[i] : ',';
+        if (c == '(' && ++depth > 1) return out;
+        if (c == ')' && --depth < 0) return out;
+        if (c != ',' || depth != 0) continue;
+        std::string_view item = s.substr(start, i - start);
+        start = i + 1;
+        size_t at = item.find('@');
+        std::set<unsigned> cpus;
+        if (!parse_lcore_side(item.substr(0, at), kMaxLcore, out.set)) return out;
+        if (at != std::string_view::npos && !parse_lcore_side(item.substr(at + 1), kMaxCpu, cpus)) return out;
+    }
+    if (depth != 0) return out;
+    out.kind = LcoreSpec::mapped;
     return out;
 }
 
 std::string format_lcore_set(const std::set<unsigned>& s) {
     std::string out;
-    for (unsigned v : s) out += (out.empty() ? "" : ",") + std::to_string(v);
+    for (unsigned v : s) {
+        if (!out.empty()) out += ',';
+        out += std::to_string(v);
+    }
     return out;
 }
 
@@ -603,13 +637,14 @@ private:
               "an object");
         if (const json* v = o.get("lcores")) {
             static const std::string what = "an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to " +
-                                            std::to_string(kMaxLcore) + "), or EAL's \"lcore@cpu\" form";
+                                            std::to_string(kMaxLcore) + "), or EAL's mapping form like " +
+                                            "\"0@0,(1-2)@(4-5)\" (CPUs 0 to " + std::to_string(kMaxCpu) + ")";
             e.lcores = string(*v, o.at("lcores"), what);
             spec = parse_lcores(e.lcores);
             if (spec.kind == LcoreSpec::invalid) expected(o.at("lcores"), what, *v);
         }
         opt_integer(o, "main_lcore", e.main_lcore, 0, kMaxLcore);
-        if (spec.kind == LcoreSpec::simple && !spec.set.count(e.main_lcore))
+        if (!spec.set.count(e.main_lcore))
             fail(o.get("main_lcore") ? o.at("main_lcore") : o.at("lcores"),
                  "expected the main lcore to be one of the lcores \"" + e.lcores + "\", got " +
                      std::to_string(e.main_lcore));
@@ -659,7 +694,7 @@ private:
             if (id == c.eal.main_lcore)
                 fail(path, "expected a worker lcore other than the main lcore " + std::to_string(c.eal.main_lcore) +
                                " ($.eal.main_lcore), got " + std::to_string(id));
-            if (lcores.kind == LcoreSpec::simple && !lcores.set.count(id))
+            if (!lcores.set.count(id))
                 fail(path, "expected one of the lcores \"" + c.eal.lcores + "\" ($.eal.lcores: " +
                                format_lcore_set(lcores.set) + "), got " + std::to_string(id));
             if (!seen.insert(id).second) fail(path, "expected each worker lcore once, got " + std::to_string(id) + " twice");

@@ -185,7 +185,11 @@ int main(int argc, char** argv) {
         eal_argv.push_back(s.data());
     eal_argv.push_back(nullptr);
     if (rte_eal_init(static_cast<int>(eal.size()), eal_argv.data()) < 0) {
-        spdlog::error("EAL initialisation failed: {}", rte_strerror(rte_errno));
+        // EAL prints its own usage; say where its arguments came from, so the field can be fixed.
+        std::vector<std::string> shown(eal.begin() + 1, eal.end());
+        spdlog::error("EAL initialisation failed: {}; its arguments came from {}: {}", rte_strerror(rte_errno),
+                      opt.eal_args.empty() ? "$.eal of " + opt.config : std::string("the command line before --"),
+                      fmt::join(shown, " "));
         return 1;
     }
     std::signal(SIGINT, on_signal);

@@ -452,6 +452,16 @@ TEST(Load, LcoreMappingSyntaxIsPassedThrough) {
     EXPECT_EQ(c.workers, (std::vector<unsigned>{1, 2}));
 }
 
+TEST(Load, LcoreMappingForms) {
+    // Every form EAL's --lcores takes: one id, a range, a bracketed list, with or without @CPUS.
+    for (const char* lcores : {"0@0,1@1,2@2", "0,1-2@(3,5-6)", "(0-2)@0", "0-2@1", "0@(0-3),(1,2)@(1-1000)", "(0,1,2)"}) {
+        json j = base();
+        j["eal"]["lcores"] = lcores;
+        j["workers"] = {1, 2};
+        EXPECT_EQ(load_text(j.dump(), kFile).eal.lcores, lcores) << lcores;
+    }
+}
+
 TEST(Load, LcoreListsWithGaps) {
     json j = base();
     j["eal"]["lcores"] = "0-1,4,6-7";
@@ -727,7 +737,7 @@ const ErrorCase kCases[] = {
     {"BoolAsString", [](json& j) { j["eal"]["no_huge"] = "yes"; }, "$.eal.no_huge", "expected true or false, got \"yes\""},
     {"BoolAsNumber", [](json& j) { j["eal"]["no_huge"] = 1; }, "$.eal.no_huge", "expected true or false, got 1"},
     {"LcoresAsNumber", [](json& j) { j["eal"]["lcores"] = 3; }, "$.eal.lcores",
-     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got 3"},
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got 3"},
     {"VdevsNotArray", [](json& j) { j["eal"]["vdevs"] = "net_tap0"; }, "$.eal.vdevs",
      "expected an array of virtual device specifications like \"net_tap0,iface=egw0\", got \"net_tap0\""},
     {"ExtraArgNotString", [](json& j) { j["eal"]["extra_args"] = {"--a", 5}; }, "$.eal.extra_args[1]",
@@ -903,15 +913,35 @@ const ErrorCase kCases[] = {
 
     // --- EAL and workers ---------------------------------------------------------------------
     {"LcoresOpenRange", [](json& j) { j["eal"]["lcores"] = "0-"; }, "$.eal.lcores",
-     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got \"0-\""},
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"0-\""},
     {"LcoresReversed", [](json& j) { j["eal"]["lcores"] = "3-1"; }, "$.eal.lcores",
-     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got \"3-1\""},
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"3-1\""},
     {"LcoresWords", [](json& j) { j["eal"]["lcores"] = "all"; }, "$.eal.lcores",
-     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got \"all\""},
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"all\""},
     {"LcoresEmpty", [](json& j) { j["eal"]["lcores"] = ""; }, "$.eal.lcores",
-     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got \"\""},
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"\""},
     {"LcoresBeyondMax", [](json& j) { j["eal"]["lcores"] = "0-128"; }, "$.eal.lcores",
-     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's \"lcore@cpu\" form, got \"0-128\""},
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"0-128\""},
+    {"LcoresMappedEmptyCpus", [](json& j) { j["eal"]["lcores"] = "0@0,1@"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"0@0,1@\""},
+    {"LcoresMappedUnbalanced", [](json& j) { j["eal"]["lcores"] = "(0-1@0"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"(0-1@0\""},
+    {"LcoresMappedNested", [](json& j) { j["eal"]["lcores"] = "((0))@0"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"((0))@0\""},
+    {"LcoresMappedLcoreBeyondMax", [](json& j) { j["eal"]["lcores"] = "0@0,128@1"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"0@0,128@1\""},
+    {"LcoresMappedCpuBeyondMax", [](json& j) { j["eal"]["lcores"] = "0@0,1@1024"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"0@0,1@1024\""},
+    {"LcoresMappedReversed", [](json& j) { j["eal"]["lcores"] = "0@0,(3-1)@2"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"0@0,(3-1)@2\""},
+    {"LcoresMappedEmptyItem", [](json& j) { j["eal"]["lcores"] = "0@0,,1@1"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"0@0,,1@1\""},
+    {"LcoresMappedTwoAts", [](json& j) { j["eal"]["lcores"] = "0@0@1"; }, "$.eal.lcores",
+     "expected an lcore list like \"0-3\", \"0,2,4\" or \"0-1,4\" (ids 0 to 127), or EAL's mapping form like \"0@0,(1-2)@(4-5)\" (CPUs 0 to 1023), got \"0@0@1\""},
+    {"MappedMainNotInLcores", [](json& j) { j["eal"]["lcores"] = "1@0,2@1"; j["workers"] = {2}; }, "$.eal.lcores",
+     "expected the main lcore to be one of the lcores \"1@0,2@1\", got 0"},
+    {"MappedWorkerNotInLcores", [](json& j) { j["eal"]["lcores"] = "0@0,(1-2)@(4-5)"; j["workers"] = {1, 3}; },
+     "$.workers[1]", "expected one of the lcores \"0@0,(1-2)@(4-5)\" ($.eal.lcores: 0,1,2), got 3"},
     {"MainNotInLcores", [](json& j) { j["eal"]["main_lcore"] = 2; }, "$.eal.main_lcore",
      "expected the main lcore to be one of the lcores \"0-1\", got 2"},
     {"DefaultMainNotInLcores", [](json& j) { j["eal"]["lcores"] = "1-2"; }, "$.eal.lcores",
