@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
@@ -33,6 +34,43 @@ std::string at(const YAML::Mark& m) {
 
 [[noreturn]] void yaml_fail(const YAML::Node& n, const std::string& msg) {
     throw std::runtime_error(at(n.Mark()) + msg);
+}
+
+// Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF), as JSON strings
+// must be. yaml-cpp passes other bytes through, and "\uD800" escapes become surrogates.
+bool valid_utf8(const std::string& s) {
+    size_t i = 0;
+    const size_t n = s.size();
+    while (i < n) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        size_t len;
+        uint32_t cp;
+        if ((c & 0xe0) == 0xc0) { len = 2; cp = c & 0x1f; }
+        else if ((c & 0xf0) == 0xe0) { len = 3; cp = c & 0x0f; }
+        else if ((c & 0xf8) == 0xf0) { len = 4; cp = c & 0x07; }
+        else return false;
+        if (n - i < len) return false;
+        for (size_t k = 1; k < len; ++k) {
+            const auto cc = static_cast<unsigned char>(s[i + k]);
+            if ((cc & 0xc0) != 0x80) return false;
+            cp = cp << 6 | (cc & 0x3f);
+        }
+        static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+        i += len;
+    }
+    return true;
+}
+
+// The text of a scalar, which must be valid UTF-8: every string ends up in JSON.
+const std::string& scalar_text(const YAML::Node& n) {
+    const std::string& s = n.Scalar();
+    if (!valid_utf8(s)) yaml_fail(n, "not valid UTF-8 (a YAML file is Unicode text)");
+    return s;
 }
 
 bool all_of(const std::string& s, size_t from, bool (*pred)(char)) {
@@ -120,7 +158,7 @@ bool core_null(const std::string& s) { return s.empty() || s == "~" || s == "nul
 
 json scalar_to_json(const YAML::Node& n) {
     const std::string& tag = n.Tag();
-    const std::string& s = n.Scalar();
+    const std::string& s = scalar_text(n);
     static const std::string core = "tag:yaml.org,2002:";
     if (tag == "?") {  // plain scalar: resolve by content
         if (core_null(s)) return nullptr;
@@ -166,7 +204,7 @@ json node_to_json(const YAML::Node& n, int depth) {
         for (const auto& kv : n) {
             const YAML::Node& k = kv.first;
             std::string key;
-            if (k.IsScalar()) key = k.Scalar();
+            if (k.IsScalar()) key = scalar_text(k);
             else if (k.IsNull()) key = "null";
             else yaml_fail(k, "a mapping key must be a scalar");
             if (o.contains(key)) yaml_fail(k, "duplicate key " + json(key).dump());

@@ -26,8 +26,9 @@
 //     L4 checksum, also inside an ICMP error's quote, is right when it was right on the way in
 //   - out of an outside port, the IPv4 source is one of the gateway's NAT addresses (never a pod
 //     or anything else), and a quote never names a pod; traffic of the LoadBalancerIP Service's
-//     pods leaves from its ingress IP through ext1, the Network Service's through ext2 from
-//     ext2's address, other pods' masqueraded through ext1
+//     pods leaves from its ingress IP through ext1, the Network Service's to blue's network
+//     through ext2 from ext2's address (elsewhere through ext1, masqueraded), other pods'
+//     masqueraded through ext1
 //   - into the inside port, no destination (or quoted source) is a NAT address: what comes back
 //     is translated
 //   - TTL never leaves as 0
@@ -87,6 +88,21 @@ bool is_nat_address(uint32_t a) { return a == kIngress || a == kExt1Addr || a ==
     fuzz::fail(what + " (frame out of " + port + ": " + hex(frame) + ")");
 }
 
+// An ICMP error whose own headers are right, and whose quote is not a well-formed start of a
+// datagram (lengths, TCP data offset): the gateway forwards what a remote quoted as it is, only
+// its addresses and ports translated. The parser has filled in the outer headers and the quoted
+// IPv4 header.
+bool quote_only(const Parsed& p) {
+    return !p.ok && p.inner && p.error.rfind("quoted datagram: ", 0) == 0 &&
+           p.error != "quoted datagram: IPv4 header truncated" && p.error != "quoted datagram: not IPv4";
+}
+
+// A UDP length below the IPv4 payload (bytes after the datagram) is legal, and passed on as the
+// kernel's conntrack does; the parser stops there with the IPv4 header filled in.
+bool short_udp(const Parsed& p) { return !p.ok && p.error == "UDP length disagrees with the IPv4 length"; }
+
+bool usable(const Parsed& p) { return p.ok || quote_only(p) || short_udp(p); }
+
 // What was right about the frame received.
 struct Received {
     bool valid = false;          // it parsed as IPv4
@@ -97,7 +113,7 @@ struct Received {
 // `held`: given to the control thread to wait for ARP (its Ethernet header is not written yet).
 void check_frame(const Received& in, const std::string& port, const Bytes& f, bool held) {
     Parsed p = parse_frame(f);
-    if (!p.ok)
+    if (!usable(p) || (short_udp(p) && !(in.valid && short_udp(in.p))))
         broken("a frame that does not parse: " + p.error, port, f);
     const Mac& mac = port == "pods" ? kPodsMac : port == "ext1" ? kExt1Mac : kExt2Mac;
     if (!held && p.eth_src != mac)
@@ -134,8 +150,11 @@ void check_frame(const Received& in, const std::string& port, const Bytes& f, bo
         // Who sent it decides the source address (ICMP errors follow the session they quote).
         if (in.valid && !in.p.inner && in_pods(in.p.src)) {
             uint32_t pod = in.p.src;
-            uint32_t want = pod == kPod10 || pod == kPod11 ? kIngress : pod == kPod20 ? kExt2Addr : kExt1Addr;
-            std::string want_port = pod == kPod20 ? "ext2" : "ext1";
+            // The Network Service routes in VRF blue (only 198.51.100.0/24, connected), falling
+            // through to the default table, and masquerades to the address of the port it leaves.
+            bool blue = pod == kPod20 && (in.p.dst & 0xffffff00) == ip4(198, 51, 100, 0);
+            uint32_t want = pod == kPod10 || pod == kPod11 ? kIngress : blue ? kExt2Addr : kExt1Addr;
+            std::string want_port = blue ? "ext2" : "ext1";
             if (p.src != want || port != want_port)
                 broken("traffic of " + ip_str(pod) + " left " + port + " from " + ip_str(p.src) + " (policy: " +
                            want_port + " from " + ip_str(want) + ")",
@@ -169,7 +188,7 @@ Outcome send(uint16_t port, const Bytes& frame, uint64_t ol_flags = 0) {
     Rig& r = *g_rig;
     Received in;
     Parsed p = parse_frame(frame);
-    if (p.ok && p.ether_type == kEtherIpv4) {
+    if (usable(p) && p.ether_type == kEtherIpv4) {
         in.valid = true;
         in.p = p;
     }

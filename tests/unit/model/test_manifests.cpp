@@ -372,6 +372,21 @@ TEST_F(ManifestTest, UnquotedTrueLabelIsAnError) {
     EXPECT_EQ(md.objects().size(), 0u);
 }
 
+// Found by the manifest fuzzer: a label key that was not UTF-8 made scan() throw (the JSON
+// library refuses to write such a string, here while naming the field in an error).
+TEST_F(ManifestTest, TextThatIsNotUtf8IsAnError) {
+    write("node.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: gw-1\n  labels:\n    F\x9b: x\n");
+    write("svc.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: \"\\uD800\"\n");
+    ManifestDir md(dir.string());
+    ManifestDir::ScanResult r;
+    ASSERT_NO_THROW(r = md.scan());
+    ASSERT_EQ(r.errors.size(), 2u) << joined(r.errors);
+    EXPECT_EQ(r.errors[0], "node.yaml: line 6, column 5: not valid UTF-8 (a YAML file is Unicode text)");
+    EXPECT_EQ(r.errors[1].rfind("svc.yaml: line 4, column ", 0), 0u) << r.errors[1];  // yaml-cpp refuses surrogates
+    EXPECT_EQ(md.objects().size(), 0u);
+    EXPECT_EQ(parse_yaml("a: \"h\u00e9 \\u2603 \\U0001F600\"\n")[0]["a"], json("h\u00e9 \u2603 \U0001F600"));
+}
+
 TEST_F(ManifestTest, UnsupportedKindsAreSkipped) {
     write("mixed.yaml", R"(apiVersion: apps/v1
 kind: Deployment
