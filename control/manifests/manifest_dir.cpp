@@ -16,6 +16,7 @@
 #include <sstream>
 #include <utility>
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 namespace egw::manifests {
@@ -312,11 +313,61 @@ struct DocReader {
     }
 };
 
+// yaml-cpp 0.7 (Debian 12) loops forever in LoadAll, allocating a null document per turn, when a
+// document starts with a token that cannot start a node, such as a ',' at the top level: the
+// parser reports a null there without consuming the token (jbeder/yaml-cpp#1040; fixed upstream
+// after 0.8). Found by the manifest fuzzer. A first pass over the events sees it: two documents
+// in a row that are a lone null at the same place.
+class ProgressCheck : public YAML::EventHandler {
+public:
+    YAML::Mark first;   // of the document's first event
+    unsigned events = 0;
+    bool lone_null = false;
+
+    void OnDocumentStart(const YAML::Mark&) override {
+        events = 0;
+        lone_null = false;
+    }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark& m, YAML::anchor_t) override { note(m, true); }
+    void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { note(m, false); }
+    void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { note(m, false); }
+    void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+        note(m, false);
+    }
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+        note(m, false);
+    }
+    void OnMapEnd() override {}
+
+private:
+    void note(const YAML::Mark& m, bool null) {
+        if (events++ == 0) first = m;
+        lone_null = events == 1 && null;
+    }
+};
+
+void check_progress(const std::string& text) {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    ProgressCheck doc;
+    bool previous_lone_null = false;
+    YAML::Mark previous;
+    while (parser.HandleNextDocument(doc)) {
+        const bool stuck = doc.lone_null && previous_lone_null && doc.first.pos == previous.pos;
+        if (stuck) throw YAML::ParserException(previous, "unexpected character where a document should start");
+        previous_lone_null = doc.lone_null;
+        previous = doc.first;
+    }
+}
+
 }  // namespace
 
 std::vector<json> parse_yaml(const std::string& text) {
     std::vector<YAML::Node> docs;
     try {
+        check_progress(text);
         docs = YAML::LoadAll(text);
     } catch (const YAML::Exception& e) {
         throw std::runtime_error(at(e.mark) + e.msg);

@@ -12,17 +12,18 @@
 namespace egw::fuzz {
 
 inline const std::string& temp_dir() {
-    static const std::string dir = [] {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "egw-fuzz-XXXXXX").string();
-        if (!mkdtemp(tmpl.data()))
+    // Never destroyed: the exit handler that removes the directory runs after static destructors.
+    static const std::string* dir = [] {
+        auto* d = new std::string((std::filesystem::temp_directory_path() / "egw-fuzz-XXXXXX").string());
+        if (!mkdtemp(d->data()))
             std::abort();
         std::atexit([] {
             std::error_code ec;
             std::filesystem::remove_all(temp_dir(), ec);
         });
-        return tmpl;
+        return d;
     }();
-    return dir;
+    return *dir;
 }
 
 // Writes `text` to `path` whole; aborts when it cannot (the harness is broken, not egw).

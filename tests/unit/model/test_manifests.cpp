@@ -345,6 +345,21 @@ TEST_F(ManifestTest, MalformedFileKeepsLastGoodObjects) {
     EXPECT_EQ(md.objects().egress_services.count("default/b3"), 1u);
 }
 
+// Found by the manifest fuzzer: yaml-cpp 0.7's LoadAll never returned (and grew without bound) on
+// a document that starts with ',', so one such file stalled the files source for good.
+TEST(ParseYaml, CommaWhereADocumentStartsIsAnError) {
+    for (const char* text : {",", "\"x\",", "{a: b},", "a: 1\n---\n,\n"}) {
+        try {
+            parse_yaml(text);
+            FAIL() << "accepted " << text;
+        } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find("unexpected character where a document should start"), std::string::npos)
+                << text << ": " << e.what();
+        }
+    }
+    EXPECT_EQ(parse_yaml("---\n---\na: b, c\n").size(), 2u);  // empty documents and commas in scalars are fine
+}
+
 TEST_F(ManifestTest, FileThatNeverParsedGivesNothing) {
     write("bad.json", R"({"apiVersion": "v1", "kind": "Service", )");
     write("good.yaml", egress_yaml("g"));
