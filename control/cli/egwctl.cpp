@@ -16,9 +16,15 @@
 #include <memory>
 #include <optional>
 
+#include <CLI/CLI.hpp>
+
 #include "config/config.h"
 #include "control/cli/line_editor.h"
 #include "control/cli/protocol.h"
+
+#ifndef EGW_VERSION
+#define EGW_VERSION "unknown"
+#endif
 
 namespace {
 
@@ -40,62 +46,42 @@ struct Options {
     std::vector<std::string> command;
 };
 
-void usage(std::ostream& os) {
-    os << "usage: egwctl [options] [COMMAND...]\n"
-          "  -s, --socket PATH        egwd's CLI socket (default: from -c or -p)\n"
-          "  -c, --config FILE        egwd's configuration: the socket of its eal.file_prefix\n"
-          "  -p, --file-prefix NAME   DPDK file prefix of the egwd to reach (default egw)\n"
-          "  -j, --json               JSON output (show commands)\n"
-          "  -f, --file FILE          run the commands in FILE, one per line (\"-\": stdin)\n"
-          "  -e, --stop-on-error      with -f: stop at the first command that fails\n"
-          "  -x, --echo               with -f: print each command before its output\n"
-          "  -h, --help\n"
-          "With a COMMAND, runs it and exits (egwctl show services). With neither a COMMAND nor -f,\n"
-          "opens the egw> prompt, or reads commands from stdin when it is not a terminal.\n"
-          "`egwctl help` lists the commands. Exit status: 0 ok, 1 a command failed, 2 usage,\n"
-          "3 egwd unreachable.\n";
-}
-
+// The command line, with CLI11 (`--flag value`, `--flag=value`, errors naming the flag). Options
+// come before the COMMAND; -j/--json may also appear anywhere in it. Returns nullopt after --help
+// or --version (printed); throws CLI::ParseError or std::invalid_argument.
 std::optional<Options> parse_args(int argc, char** argv) {
     Options o;
-    int i = 1;
-    for (; i < argc; ++i) {
-        std::string a = argv[i];
-        if (a.empty() || a[0] != '-' || a == "--json" || a == "-j") {
-            if (a == "--json" || a == "-j") {
-                o.json = true;
-                continue;
-            }
-            break;  // the command starts here
-        }
-        auto value = [&](const char* what) -> std::string {
-            if (i + 1 >= argc)
-                throw std::invalid_argument(a + " needs " + what);
-            return argv[++i];
-        };
-        if (a == "-s" || a == "--socket")
-            o.socket = value("a path");
-        else if (a == "-c" || a == "--config")
-            o.config = value("a file");
-        else if (a == "-p" || a == "--file-prefix")
-            o.file_prefix = value("a name");
-        else if (a == "-f" || a == "--file")
-            o.file = value("a file");
-        else if (a == "-e" || a == "--stop-on-error")
-            o.stop_on_error = true;
-        else if (a == "-x" || a == "--echo")
-            o.echo = true;
-        else if (a == "-h" || a == "--help") {
-            usage(std::cout);
-            return std::nullopt;
-        } else if (a == "--") {
-            ++i;
-            break;
-        } else
-            throw std::invalid_argument("unknown option " + a);
+    CLI::App app{"egwctl: egw's command line, talking to a running egwd (docs/cli.md)", "egwctl"};
+    app.set_version_flag("--version", std::string("egwctl ") + EGW_VERSION, "print the version and exit");
+    app.add_option("-s,--socket", o.socket, "egwd's CLI socket (default: from -c or -p)")->type_name("PATH");
+    app.add_option("-c,--config", o.config, "egwd's configuration: the socket of its eal.file_prefix")
+        ->type_name("FILE");
+    app.add_option("-p,--file-prefix", o.file_prefix, "DPDK file prefix of the egwd to reach (default egw)")
+        ->type_name("NAME");
+    app.add_flag("-j,--json", o.json, "JSON output (show commands); also anywhere in the COMMAND");
+    app.add_option("-f,--file", o.file, "run the commands in FILE, one per line (\"-\": stdin)")->type_name("FILE");
+    app.add_flag("-e,--stop-on-error", o.stop_on_error, "with -f: stop at the first command that fails");
+    app.add_flag("-x,--echo", o.echo, "with -f: print each command before its output");
+    app.prefix_command();  // the first word that is no option starts the COMMAND
+    app.footer("With a COMMAND, runs it and exits (egwctl show services). With neither a COMMAND nor -f,\n"
+               "opens the egw> prompt, or reads commands from stdin when it is not a terminal.\n"
+               "`egwctl help` lists the commands. Exit status: 0 ok, 1 a command failed, 2 usage,\n"
+               "3 egwd unreachable.\n");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        std::cout << app.help();
+        return std::nullopt;
+    } catch (const CLI::CallForVersion&) {
+        std::cout << "egwctl " << EGW_VERSION << "\n";
+        return std::nullopt;
     }
-    for (; i < argc; ++i)
-        o.command.emplace_back(argv[i]);
+    for (auto& w : app.remaining()) {
+        if (w == "-j" || w == "--json")
+            o.json = true;
+        else if (!(o.command.empty() && w == "--"))
+            o.command.push_back(w);
+    }
     if (!o.file.empty() && !o.command.empty())
         throw std::invalid_argument("give either a COMMAND or -f FILE, not both");
     if ((o.stop_on_error || o.echo) && o.file.empty() && !o.command.empty())
@@ -227,8 +213,7 @@ int main(int argc, char** argv) {
             return kExitOk;
         o = *parsed;
     } catch (const std::exception& e) {
-        std::cerr << "egwctl: " << e.what() << "\n";
-        usage(std::cerr);
+        std::cerr << "egwctl: " << e.what() << "\n(egwctl --help lists the options)\n";
         return kExitUsage;
     }
     std::string path;

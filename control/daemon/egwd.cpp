@@ -3,17 +3,23 @@
 // egwd: the egress gateway daemon. The main lcore runs this control loop; worker lcores run the
 // data plane (dataplane/, stages.h).
 //
-//   egwd -c FILE [-i] [--status-file PATH] [--log-level LEVEL] [--mbufs N] [--duration S]
-//        [--kubeconfig FILE] [--election leader|external]
+//   egwd -c FILE [-i] [--status-file PATH] [--log-level LEVEL] [--log-format text|json] [--mbufs N]
+//        [--duration S] [--kubeconfig FILE] [--election leader|external]
+//   egwd --check-config FILE | --version | --help
 //   egwd EAL-ARGS... -- -c FILE ...          (EAL arguments passed through unchanged)
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_rcu_qsbr.h>
+#include <rte_log.h>
+#include <rte_version.h>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -36,6 +42,10 @@
 #include "control/model/rules.h"
 #include "control/telemetry/commands.h"
 
+#ifndef EGW_VERSION
+#define EGW_VERSION "unknown"
+#endif
+
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
@@ -46,8 +56,10 @@ void on_reload_signal(int) { g_reload = 1; }
 
 struct Options {
     std::string config;
+    std::string check_config;
     std::string status_file;
     std::string log_level = "info";
+    std::string log_format = "text";
     unsigned mbufs = 0;
     double duration = 0;
     bool interactive = false;
@@ -56,19 +68,13 @@ struct Options {
     std::vector<std::string> eal_args;
 };
 
-void usage(std::ostream& os) {
-    os << "usage: egwd [EAL-ARGS... --] -c FILE [options]\n"
-          "  -c, --config FILE       configuration (JSON), see docs/configuration.md\n"
-          "      --status-file PATH  rewrite PATH with the daemon's state as JSON every 500 ms\n"
-          "      --log-level LEVEL   trace, debug, info (default), warn, error\n"
-          "      --mbufs N           mbuf pool size, overriding mempool.mbufs\n"
-          "      --duration S        stop by itself after S seconds\n"
-          "  -i, --interactive       the egw> command prompt on this terminal (docs/cli.md)\n"
-          "      --kubeconfig FILE   kubernetes source: credentials, overriding state.kubeconfig\n"
-          "      --election MODE     kubernetes source: leader (default) or external, overriding state.election\n"
-          "EAL arguments before \"--\" replace the config's eal section entirely.\n";
+std::string version_text() {
+    return std::string("egwd ") + EGW_VERSION + " (" + rte_version() + ")";
 }
 
+// The command line, with CLI11: `--flag value` and `--flag=value`, typed values, and errors that
+// name the flag. Everything before a "--" is EAL's and is passed through unchanged. Returns
+// nullopt after --help or --version (printed); throws CLI::ParseError for the caller to report.
 std::optional<Options> parse_args(int argc, char** argv) {
     Options o;
     int first = 1;
@@ -79,49 +85,128 @@ std::optional<Options> parse_args(int argc, char** argv) {
             first = i + 1;
             break;
         }
-    for (int i = first; i < argc; ++i) {
-        std::string a = argv[i];
-        auto value = [&](const char* what) -> std::string {
-            if (i + 1 >= argc)
-                throw std::invalid_argument(a + " needs " + what);
-            return argv[++i];
-        };
-        if (a == "-c" || a == "--config")
-            o.config = value("a file");
-        else if (a == "--status-file")
-            o.status_file = value("a path");
-        else if (a == "--log-level")
-            o.log_level = value("a level");
-        else if (a == "--mbufs")
-            o.mbufs = static_cast<unsigned>(std::stoul(value("a count")));
-        else if (a == "--duration")
-            o.duration = std::stod(value("seconds"));
-        else if (a == "-i" || a == "--interactive")
-            o.interactive = true;
-        else if (a == "--kubeconfig")
-            o.kubeconfig = value("a file");
-        else if (a == "--election") {
-            o.election = egw::election::parse_election(value("leader or external"));
-            if (!o.election)
-                throw std::invalid_argument("--election takes leader or external");
-        }
-        else if (a == "-h" || a == "--help") {
-            usage(std::cout);
-            return std::nullopt;
-        } else
-            throw std::invalid_argument("unknown option " + a);
+    CLI::App app{"egwd: the egress gateway daemon (docs/operations.md)", "egwd"};
+    app.footer("EAL arguments before \"--\" replace the configuration's eal section entirely:\n"
+               "  egwd [EAL-ARGS... --] -c FILE [OPTIONS]\n");
+    app.set_version_flag("--version", version_text(), "print the version and exit");
+    auto* config = app.add_option("-c,--config", o.config, "configuration (JSON), see docs/configuration.md")
+                       ->type_name("FILE");
+    app.add_option("--check-config", o.check_config, "load and validate FILE, print what is wrong, and exit")
+        ->type_name("FILE")
+        ->excludes(config);
+    app.add_option("--status-file", o.status_file, "rewrite PATH with the daemon's state as JSON every 500 ms")
+        ->type_name("PATH");
+    app.add_option("--log-level", o.log_level, "trace, debug, info (default), warn, error")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+        ->type_name("LEVEL");
+    app.add_option("--log-format", o.log_format, "text (default) or json: one JSON object per line")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->type_name("FORMAT");
+    app.add_option("--mbufs", o.mbufs, "mbuf pool size, overriding mempool.mbufs")->type_name("N");
+    app.add_option("--duration", o.duration, "stop by itself after S seconds")
+        ->check(CLI::NonNegativeNumber)
+        ->type_name("S");
+    app.add_flag("-i,--interactive", o.interactive, "the egw> command prompt on this terminal (docs/cli.md)");
+    app.add_option("--kubeconfig", o.kubeconfig, "kubernetes source: credentials, overriding state.kubeconfig")
+        ->type_name("FILE");
+    std::string election;
+    app.add_option("--election", election, "kubernetes source: leader (default) or external, overriding state.election")
+        ->check(CLI::IsMember({"leader", "external"}))
+        ->type_name("MODE");
+    std::vector<std::string> args(argv + first, argv + argc);
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+    try {
+        app.parse(args);
+    } catch (const CLI::CallForHelp&) {
+        std::cout << app.help();
+        return std::nullopt;
+    } catch (const CLI::CallForVersion&) {
+        std::cout << version_text() << "\n";
+        return std::nullopt;
     }
-    if (o.config.empty())
-        throw std::invalid_argument("-c FILE is required");
+    if (!election.empty())
+        o.election = egw::election::parse_election(election);
+    if (o.config.empty() && o.check_config.empty())
+        throw CLI::RequiredError("-c,--config (or --check-config)");
     return o;
+}
+
+// A payload written as the inside of a JSON string: the `%*` flag of the json log format.
+class JsonMessage : public spdlog::custom_flag_formatter {
+public:
+    void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+        for (char c : msg.payload) {
+            switch (c) {
+            case '"': dest.append(std::string_view("\\\"")); break;
+            case '\\': dest.append(std::string_view("\\\\")); break;
+            case '\n': dest.append(std::string_view("\\n")); break;
+            case '\r': dest.append(std::string_view("\\r")); break;
+            case '\t': dest.append(std::string_view("\\t")); break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+                    dest.append(std::string_view(buf));
+                } else {
+                    dest.push_back(c);
+                }
+            }
+        }
+    }
+    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonMessage>(); }
+};
+
+// DPDK's own log lines (EAL, PMDs) go through spdlog too, so they share egwd's format (JSON
+// included) and level. DPDK writes each message with one or more fprintf calls ending in "\n".
+ssize_t dpdk_log_write(void*, const char* buf, size_t size) {
+    static std::string pending;  // DPDK serialises its log writes
+    pending.append(buf, size);
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+        std::string line = pending.substr(0, nl);
+        pending.erase(0, nl + 1);
+        if (line.empty())
+            continue;
+        int level = rte_log_cur_msg_loglevel();
+        auto l = level <= static_cast<int>(RTE_LOG_ERR)       ? spdlog::level::err
+                 : level == static_cast<int>(RTE_LOG_WARNING) ? spdlog::level::warn
+                 : level <= static_cast<int>(RTE_LOG_INFO)    ? spdlog::level::info
+                                                              : spdlog::level::debug;
+        spdlog::log(l, "dpdk: {}", line);
+    }
+    return static_cast<ssize_t>(size);
+}
+
+void route_dpdk_log() {
+    cookie_io_functions_t io{};
+    io.write = dpdk_log_write;
+    if (FILE* f = fopencookie(nullptr, "w", io)) {
+        setvbuf(f, nullptr, _IONBF, 0);
+        rte_openlog_stream(f);
+    }
+}
+
+// ISO 8601 with the zone (local time; "+00:00" in a container), text or one JSON object a line.
+void set_log_format(const std::string& format) {
+    auto f = std::make_unique<spdlog::pattern_formatter>();
+    if (format == "json")
+        f->add_flag<JsonMessage>('*').set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","msg":"%*"})");
+    else
+        f->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+    spdlog::set_formatter(std::move(f));
 }
 
 using egw::model::ServiceState;
 
 // Logs what changed in the evaluated Services, one line per Service and event, and records it in
-// `known` (the states as last logged). Costs what changed, not what there is.
+// `known` (the states as last logged). Costs what changed, not what there is. The first sync
+// (`first`: nothing known yet) logs those lines at debug and one summary at info, so 10,000
+// Services at start make one line, not 20,000.
 void log_changes(std::map<std::string, ServiceState>& known, const egw::model::ServiceDelta& delta,
-                 const egw::control::PolicyBuilder& builder) {
+                 const egw::control::PolicyBuilder& builder, bool first) {
+    const auto info = first ? spdlog::level::debug : spdlog::level::info;
+    const auto warn = first ? spdlog::level::debug : spdlog::level::warn;
+    size_t programmed = 0, problems = 0, elsewhere = 0;
     for (const auto& s : delta.changed) {
         auto it = known.find(s.key);
         if (it != known.end() && it->second == s)
@@ -129,21 +214,31 @@ void log_changes(std::map<std::string, ServiceState>& known, const egw::model::S
         const auto* v = builder.view(s.key);
         std::string why = v && !v->problem.empty() ? v->problem : s.reason;
         if (it == known.end() || it->second.status_host != s.status_host || it->second.serve_here != s.serve_here)
-            spdlog::info("{}: status.host=\"{}\"{}{}", s.key, s.status_host, why.empty() ? "" : " (",
-                         why.empty() ? "" : why + ")");
-        if (v && v->programmed)
-            spdlog::info("{}: translating {} endpoint(s) {} in VRF {}", s.key, s.endpoint_ipv4s.size(),
-                         s.mode == egw::model::Mode::network
-                             ? std::string("by masquerade")
-                             : "to " + egw::config::format_ipv4(s.ingress_ipv4.value_or(0)),
-                         v->vrf);
-        else if (v && !v->problem.empty())
-            spdlog::warn("{}: not programmed: {}", s.key, v->problem);
+            spdlog::log(info, "{}: status.host=\"{}\"{}{}", s.key, s.status_host, why.empty() ? "" : " (",
+                        why.empty() ? "" : why + ")");
+        if (v && v->programmed) {
+            ++programmed;
+            spdlog::log(info, "{}: translating {} endpoint(s) {} in VRF {}", s.key, s.endpoint_ipv4s.size(),
+                        s.mode == egw::model::Mode::network
+                            ? std::string("by masquerade")
+                            : "to " + egw::config::format_ipv4(s.ingress_ipv4.value_or(0)),
+                        v->vrf);
+        } else if (v && !v->problem.empty()) {
+            ++problems;
+            spdlog::log(warn, "{}: not programmed: {}", s.key, v->problem);
+        } else {
+            ++elsewhere;
+        }
         known.insert_or_assign(s.key, s);
     }
     for (const auto& k : delta.removed)
         if (known.erase(k))
             spdlog::info("{}: EgressService removed, its state is gone", k);
+    if (first)
+        spdlog::info("first sync: {} EgressService(s): {} programmed here, {} not programmed for a problem{}, {} "
+                     "served elsewhere or not at all (each one at --log-level debug; `egwctl show services`)",
+                     programmed + problems + elsewhere, programmed, problems,
+                     problems ? " (warnings at debug)" : "", elsewhere);
 }
 
 }  // namespace
@@ -151,7 +246,7 @@ void log_changes(std::map<std::string, ServiceState>& known, const egw::model::S
 int main(int argc, char** argv) {
     auto logger = spdlog::stderr_color_mt("egwd");
     spdlog::set_default_logger(logger);
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    set_log_format("text");
 
     Options opt;
     try {
@@ -159,12 +254,25 @@ int main(int argc, char** argv) {
         if (!o)
             return 0;
         opt = *o;
-    } catch (const std::exception& e) {
-        std::cerr << "egwd: " << e.what() << "\n";
-        usage(std::cerr);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "egwd: " << e.what() << "\n(egwd --help lists the options)\n";
         return 2;
     }
+    set_log_format(opt.log_format);
     spdlog::set_level(spdlog::level::from_str(opt.log_level));
+    route_dpdk_log();
+
+    if (!opt.check_config.empty()) {
+        try {
+            egw::config::Config checked = egw::config::load_file(opt.check_config);
+            std::cout << opt.check_config << ": ok (" << checked.ports.size() << " port(s), " << checked.workers.size()
+                      << " worker(s), state from " << egw::config::to_string(checked.state.source) << ")\n";
+            return 0;
+        } catch (const std::exception& e) {
+            std::cerr << "egwd: " << e.what() << "\n";
+            return 2;
+        }
+    }
 
     egw::config::Config cfg;
     try {
@@ -222,6 +330,7 @@ int main(int argc, char** argv) {
             egw::manifests::ManifestDir manifests(k8s ? std::string() : cfg.state.path);
             egw::model::GatewayIdentity self{cfg.node.name, cfg.node.labels};
             std::map<std::string, ServiceState> last_states;
+            bool first_sync_logged = false;
 
             auto& handle = rt.shared().policy;
             auto publish = [&](std::unique_ptr<egw::dp::PolicySnapshot> next) {
@@ -255,7 +364,11 @@ int main(int argc, char** argv) {
                         last_states, egw::model::evaluate_single_gateway(manifests.objects(), self, cfg.cluster.pod_cidrs));
                 }
                 publish(builder.apply(delta));
-                log_changes(last_states, delta, builder);
+                // The first delta with Services in it is the first sync (before it, with the
+                // kubernetes source, only ports and routes are published).
+                bool first = !first_sync_logged && !delta.changed.empty();
+                log_changes(last_states, delta, builder, first);
+                first_sync_logged = first_sync_logged || first;
             };
 
             if (k8s)
