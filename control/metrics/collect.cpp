@@ -10,7 +10,7 @@ namespace {
 constexpr Family kBuildInfo{"build_info", Type::gauge, "Always 1; the labels say which egw and DPDK this is",
                             {"version", "dpdk_version"}};
 constexpr Family kStartTime{"start_time_seconds", Type::gauge, "When egwd started, in seconds since the Unix epoch"};
-constexpr Family kTscHz{"tsc_hz", Type::gauge,
+constexpr Family kTscHz{"tsc_hertz", Type::gauge,
                         "Frequency of the time-stamp counter the lcore cycle counters are measured in, in hertz"};
 
 void write_process(Writer& w, const ProcessInfo& p) {
@@ -133,20 +133,21 @@ void write_default_action(Writer& w, const Readings& r) {
 
 // --- NAT addresses ----------------------------------------------------------------------------
 
-constexpr Family kSnatInUse{"snat_ports_in_use", Type::gauge,
-                            "NAT sessions using the address, each holding one port toward its destination; absent "
-                            "when masquerading traffic could leave through several addresses (see docs/metrics.md)",
-                            {"address", "kind"}};
+constexpr Family kSnatSessions{"snat_sessions", Type::gauge,
+                               "NAT sessions translated to the address, each holding one port toward its destination "
+                               "(the SESSIONS column of egwctl show snat pools, summed); absent when masquerading "
+                               "traffic could leave through several addresses (see docs/metrics.md)",
+                               {"address", "kind"}};
 constexpr Family kSnatCapacity{"snat_ports_capacity", Type::gauge,
                                "NAT ports of the address available toward one destination (sessions.port_min.."
                                "port_max)",
                                {"address", "kind"}};
 
 void write_nat_addresses(Writer& w, const ControlView& v, const Readings& r) {
-    w.family(kSnatInUse);
+    w.family(kSnatSessions);
     for (const NatAddressEntry& a : v.nat_addresses)
         if (a.exact)
-            w.sample(kSnatInUse, {format_ipv4(a.ip), a.kind}, sessions_on(a, v, r));
+            w.sample(kSnatSessions, {format_ipv4(a.ip), a.kind}, sessions_on(a, v, r));
     w.family(kSnatCapacity);
     for (const NatAddressEntry& a : v.nat_addresses)
         w.sample(kSnatCapacity, {format_ipv4(a.ip), a.kind}, uint64_t{v.nat_ports});

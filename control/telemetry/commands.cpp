@@ -168,10 +168,11 @@ int cmd_snat_ports(const char*, const char* params, rte_tel_data* d) {
             add_string(e, "address", ip);
             add_string(e, "kind", a.kind);
             rte_tel_data_add_dict_u64(e, "capacity", v->nat_ports);
-            if (a.exact)
-                rte_tel_data_add_dict_u64(e, "in_use", metrics::sessions_on(a, *v, r));
-            else
-                add_string(e, "in_use", "unknown: masquerading traffic may leave through several addresses");
+            // Always a number: the sessions of the traffic that can only use this address; `exact`
+            // says whether that is all of them (0: some masquerading traffic may leave through it
+            // or through another address, and is not counted).
+            rte_tel_data_add_dict_u64(e, "sessions", metrics::sessions_on(a, *v, r));
+            rte_tel_data_add_dict_u64(e, "exact", a.exact ? 1 : 0);
             std::string key = ip;
             std::replace(key.begin(), key.end(), '.', '_');
             rte_tel_data_add_dict_container(d, key.c_str(), e, 0);

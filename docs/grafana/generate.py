@@ -230,7 +230,7 @@ def services():
               "(drop reason port_exhausted). Any non-zero rate means the Service needs more addresses "
               "or a wider sessions.port_min..port_max."), 8, 8)
     l.add(timeseries("NAT port use per address", [
-        target(f"max by (instance, address) (egw_snat_ports_in_use{{{INST}}}"
+        target(f"max by (instance, address) (egw_snat_sessions{{{INST}}}"
                f" / on (instance, address, kind) egw_snat_ports_capacity{{{INST}}})", "{{instance}} {{address}}"),
     ], "percentunit", "Sessions on each NAT address over the ports available toward one destination. "
                       "Exhaustion happens per destination, so this is an upper bound of the risk: at "

@@ -607,14 +607,14 @@ class MetricsE2E(unittest.TestCase):
         self.assertGreater(busy, 0)
         self.assertGreater(total, busy)
         self.assertGreater(self.delta("egw_lcore_iterations_total", lcore="1"), 0)
-        self.assertGreater(value(t["after"], "egw_tsc_hz"), 0)
+        self.assertGreater(value(t["after"], "egw_tsc_hertz"), 0)
         self.assertEqual(value(t["after"], "egw_sessions_active", lcore="1"), 2)
         self.assertEqual(value(t["after"], "egw_sessions_capacity"), 4096)
 
     def test_nat_addresses(self):
         after = self.traffic["after"]
-        self.assertEqual(value(after, "egw_snat_ports_in_use", address=WEB_INGRESS, kind="ingress_ip"), 1)
-        self.assertEqual(value(after, "egw_snat_ports_in_use", address=EXT_GW, kind="port"), 1)
+        self.assertEqual(value(after, "egw_snat_sessions", address=WEB_INGRESS, kind="ingress_ip"), 1)
+        self.assertEqual(value(after, "egw_snat_sessions", address=EXT_GW, kind="port"), 1)
         for address, kind in ((WEB_INGRESS, "ingress_ip"), (EXT_GW, "port")):
             self.assertEqual(value(after, "egw_snat_ports_capacity", address=address, kind=kind), 65535 - 1024 + 1)
 
@@ -797,8 +797,13 @@ class MetricsE2E(unittest.TestCase):
         self.assertEqual(sessions["capacity"], 4096)
         self.assertEqual(sessions["active_per_lcore"], {"1": 2})
         self.assertEqual(snat["192_0_2_50"], {"address": WEB_INGRESS, "kind": "ingress_ip",
-                                              "capacity": 64512, "in_use": 1})
-        self.assertEqual(snat["192_0_2_1"]["in_use"], 1)
+                                              "capacity": 64512, "sessions": 1, "exact": 1})
+        self.assertEqual(snat["192_0_2_1"]["sessions"], 1)
+        # The same number as the metric, and a number for every address.
+        self.assertEqual(snat["192_0_2_50"]["sessions"],
+                         value(after, "egw_snat_sessions", address=WEB_INGRESS, kind="ingress_ip"))
+        for entry in snat.values():
+            self.assertIsInstance(entry["sessions"], int)
         self.assertEqual(list(one), ["192_0_2_50"])
         self.assertGreater(lcores["1"]["total_cycles"], lcores["1"]["busy_cycles"])
 

@@ -296,9 +296,9 @@ TEST(Write, NatAddressesInUseOnlyWhenAttributable) {
     ControlView v = make_view();
     w.counters[0][1].sessions_created = 7;
     std::string text = scrape(v, read_counters(v, w.ptrs, 0));
-    EXPECT_NE(text.find("egw_snat_ports_in_use{address=\"192.0.2.50\",kind=\"ingress_ip\"} 7\n"), std::string::npos);
-    EXPECT_NE(text.find("egw_snat_ports_in_use{address=\"192.0.2.1\",kind=\"port\"} 0\n"), std::string::npos);
-    EXPECT_EQ(text.find("egw_snat_ports_in_use{address=\"198.51.100.1\""), std::string::npos);
+    EXPECT_NE(text.find("egw_snat_sessions{address=\"192.0.2.50\",kind=\"ingress_ip\"} 7\n"), std::string::npos);
+    EXPECT_NE(text.find("egw_snat_sessions{address=\"192.0.2.1\",kind=\"port\"} 0\n"), std::string::npos);
+    EXPECT_EQ(text.find("egw_snat_sessions{address=\"198.51.100.1\""), std::string::npos);
     EXPECT_NE(text.find("egw_snat_ports_capacity{address=\"198.51.100.1\",kind=\"port\"} 64512\n"), std::string::npos);
 }
 
@@ -326,7 +326,7 @@ TEST(Write, PortsLcoresConfigAndBuild) {
              "egw_port_up{port=\"ext1\"} 0\n",
              "egw_port_info{port=\"ext1\",device=\"net_af_packet1\",role=\"outside\",vrf=\"default\"} 1\n",
              "egw_sessions_capacity 65536\n",
-             "egw_tsc_hz 2000000000\n",
+             "egw_tsc_hertz 2000000000\n",
          })
         EXPECT_NE(text.find(want), std::string::npos) << want;
     // A port whose statistics could not be read has no counter series, rather than zeros.
