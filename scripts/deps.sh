@@ -5,14 +5,17 @@ set -euo pipefail
 
 # clang-14 and libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes, for the fuzz build
 # (scripts/fuzz.sh, docs/testing.md).
-
+# ccache: meson uses it by itself when it is installed, so a machine that is kept rebuilds only
+# what changed (scripts/test.sh builds twice: release and sanitized).
+# openssl: the TLS tests make their certificates;
+# dpdk-dev also brings dpdk-telemetry.py, which the telemetry test drives.
 packages=(
-  build-essential meson ninja-build pkg-config
+  build-essential meson ninja-build pkg-config ccache
   dpdk dpdk-dev libdpdk-dev
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcurl4-openssl-dev zlib1g-dev libcli11-dev
   libgtest-dev googletest
   prometheus
-  python3 iproute2 iputils-ping netcat-openbsd curl ethtool procps
+  python3 openssl iproute2 iputils-ping netcat-openbsd curl ethtool procps
   clang-14 libclang-rt-14-dev
   python3-yaml python3-jsonschema python3-prometheus-client
 )

@@ -42,18 +42,23 @@ def binary(env, default):
     return path.resolve()
 
 
+def build_dir():
+    """$EGW_BUILD_DIR (e.g. build-asan, the sanitized build scripts/test.sh makes), else build."""
+    return os.environ.get("EGW_BUILD_DIR") or "build"
+
+
 def egwd_binary():
-    return binary("EGWD", "build/control/egwd")
+    return binary("EGWD", f"{build_dir()}/control/egwd")
 
 
 def egwctl_binary():
-    return binary("EGWCTL", "build/control/egwctl")
+    return binary("EGWCTL", f"{build_dir()}/control/egwctl")
 
 
 def require_binaries(*paths):
     for path in paths:
         if not os.access(path, os.X_OK):
-            raise FileNotFoundError(f"{path} not found: build with scripts/build.sh, or set EGWD/EGWCTL")
+            raise FileNotFoundError(f"{path} not found: build with scripts/build.sh, or set EGW_BUILD_DIR or EGWD/EGWCTL")
 
 
 def _die_with_parent():
