@@ -18,6 +18,14 @@ Protocol points it reproduces:
     the compaction point gives 410 (an HTTP status, or an ERROR event: --watch-expired-as);
     timeoutSeconds ends the stream cleanly; labelSelector turns objects entering/leaving the
     selection into ADDED/DELETED.
+  * a bounded watch cache (--watch-cache-window): a watch resumes only from within the last N
+    events of its resource, so a resume after a long disconnect gets 410; 410s are sent as an
+    ERROR event in a 200 stream by default, as the watch cache does (--watch-expired-as http: an
+    HTTP 410).
+  * a cluster's own activity: LoadBalancer Services carry the service controller's finalizer, so a
+    delete is a MODIFIED with deletionTimestamp and, --finalizer-delay later, a MODIFIED without
+    the finalizer and the DELETED; Node heartbeats (--node-heartbeat) update lastHeartbeatTime of
+    every Node condition, events that change nothing egw cares about.
   * get, create (POST, 409 AlreadyExists), update (PUT, resourceVersion precondition -> 409
     Conflict), patch (merge-patch+json, json-patch+json, and strategic-merge-patch+json for
     built-in kinds only; 415 otherwise), delete.
@@ -45,6 +53,7 @@ The test-only control API lives under /_test/ (never on a real server; no authen
                             "cuts":   [{"count", "afterBytes" | "afterEvents", "path"}]}
                            (rules are appended; "clear": true removes all first)
   POST /_test/config       {"token", "bookmarkInterval", "chunkSize", "watchExpiredAs",
+                            "watchCacheWindow", "nodeHeartbeat", "finalizerDelay",
                             "rbac": a file of RBAC objects to authorize with from now on, or null}
   GET  /_test/requests     every API request seen, in arrival order: [{"verb", "path", "code", "user"}]
                            (code 0 while unanswered; a watch has 200 once its stream is open)
@@ -77,6 +86,9 @@ import validation
 
 # The user of --admin-token: a member of system:masters, whom RBAC does not restrict.
 ADMIN = "system:admin"
+# What the service controller puts on a LoadBalancer Service, so that deleting one is a MODIFIED
+# with deletionTimestamp first, and a DELETED once the controller has cleaned up.
+LB_FINALIZER = "service.kubernetes.io/load-balancer-cleanup"
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,7 +214,72 @@ def parse_selector(text):
     return reqs
 
 
+def check_label_requirements(reqs, text):
+    """A real server refuses keys and values that are not valid label keys and values."""
+    for key, op, vals in reqs:
+        problems = validation.qualified_name_errors(key)
+        for v in vals:
+            problems += validation.label_value_errors(v)
+        if problems:
+            raise ApiError(400, "BadRequest", f"unable to parse requirement: {problems[0]} (in {text!r})")
+    return reqs
+
+
+# Fields a fieldSelector may name, beyond metadata.name and metadata.namespace (as kube-apiserver's
+# field label conversion functions for these kinds allow).
+SELECTABLE_FIELDS = {
+    "Node": ("spec.unschedulable",),
+    "Service": ("spec.clusterIP", "spec.type"),
+}
+
+
+def field_value(obj, path):
+    cur = obj
+    for part in path.split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    return "" if cur is None else str(cur)
+
+
+def parse_field_selector(text, res):
+    """[(field, op, value)] of ?fieldSelector=; 400 for a field this kind cannot be selected on
+    (never silently ignored) or a malformed term."""
+    reqs = []
+    if not text:
+        return reqs
+    allowed = ("metadata.name", "metadata.namespace") + SELECTABLE_FIELDS.get(res.kind, ())
+    for term in text.split(","):
+        for op in ("!=", "==", "="):
+            if op in term:
+                field, value = term.split(op, 1)
+                break
+        else:
+            raise ApiError(400, "BadRequest", f"invalid field selector: {term!r}: no operator")
+        field = field.strip()
+        if field not in allowed:
+            if res.builtin:
+                msg = f'field label not supported: {field}'
+            else:
+                msg = (f'"{field}" is not a known field selector: only "metadata.name", '
+                       '"metadata.namespace"')
+            raise ApiError(400, "BadRequest", msg)
+        reqs.append((field, "!=" if op == "!=" else "=", value.strip()))
+    return reqs
+
+
+def field_selector_matches(reqs, obj):
+    for field, op, value in reqs:
+        if (field_value(obj, field) == value) != (op == "="):
+            return False
+    return True
+
+
 def selector_matches(reqs, obj):
+    """Label requirements, and field requirements after a None entry (parse_selectors)."""
+    if None in reqs:
+        i = reqs.index(None)
+        return selector_matches(reqs[:i], obj) and field_selector_matches(reqs[i + 1:], obj)
     labels = (obj.get("metadata") or {}).get("labels") or {}
     for key, op, vals in reqs:
         present = key in labels
@@ -353,6 +430,13 @@ class Store:
         self.bookmark_epoch = 0      # bumped to ask every watch for a bookmark now
         self.watches = 0
         self.shutdown = False
+        # The watch cache: a watch can resume only from within the last `window` events of its
+        # resource (0: unbounded); older resourceVersions get 410 even before any compaction.
+        self.window = 0
+        self.res_rvs = {}            # plural -> rvs of its events, ordered
+        # Finalizers: objects marked for deletion, and when the simulated controller lets go.
+        self.finalizer_delay = 0.3
+        self.finalizing = []         # [(due monotonic, res, ns, name)]
 
     # -- writes (caller holds self.cond) --
 
@@ -372,6 +456,7 @@ class Store:
         self.versions.setdefault(key, []).append((rv, None if new_obj is None else new_obj))
         self.history.append(Event(rv, res, ns, etype, obj, prev))
         self.history_rvs.append(rv)
+        self.res_rvs.setdefault(res.plural, []).append(rv)
         self.cond.notify_all()
         return obj
 
@@ -406,6 +491,10 @@ class Store:
         meta.pop("deletionTimestamp", None)
         if not res.builtin:
             meta["generation"] = 1
+        if res.kind == "Service" and (obj.get("spec") or {}).get("type") == "LoadBalancer":
+            fins = meta.setdefault("finalizers", [])
+            if LB_FINALIZER not in fins:
+                fins.append(LB_FINALIZER)           # what the service controller adds
         obj["apiVersion"] = res.api_version
         obj["kind"] = res.kind
         obj = validate_write(res, name, obj)
@@ -498,15 +587,84 @@ class Store:
             o["metadata"].pop("resourceVersion", None)
             return o
         new = validate_write(res, name, new)
+        if old["metadata"].get("deletionTimestamp"):
+            new["metadata"]["deletionTimestamp"] = old["metadata"]["deletionTimestamp"]
+            new["metadata"]["deletionGracePeriodSeconds"] = old["metadata"].get("deletionGracePeriodSeconds", 0)
         if strip(new) == strip(old):
             return copy.deepcopy(old)        # a no-op write makes no revision
-        return copy.deepcopy(self._commit(res, ns, name, new, "MODIFIED"))
+        out = copy.deepcopy(self._commit(res, ns, name, new, "MODIFIED"))
+        self._delete_if_released(res, ns, name, new)
+        return out
 
     def delete(self, res, ns, name):
+        """An object without finalizers goes at once (DELETED). One with finalizers is marked: a
+        MODIFIED with metadata.deletionTimestamp, and it stays until its finalizers are removed;
+        the load-balancer finalizer is removed by the simulated service controller after
+        finalizer_delay seconds (MODIFIED without it, then DELETED), as on a cluster."""
         key = (res.plural, ns, name)
-        if key not in self.objects:
+        obj = self.objects.get(key)
+        if obj is None:
             raise not_found(res, name)
-        return copy.deepcopy(self._commit(res, ns, name, None, "DELETED"))
+        if not obj["metadata"].get("finalizers"):
+            return copy.deepcopy(self._commit(res, ns, name, None, "DELETED"))
+        if obj["metadata"].get("deletionTimestamp"):
+            return copy.deepcopy(obj)            # already being deleted
+        marked = copy.deepcopy(obj)
+        marked["metadata"]["deletionTimestamp"] = now_rfc3339()
+        marked["metadata"]["deletionGracePeriodSeconds"] = 0
+        out = self._commit(res, ns, name, marked, "MODIFIED")
+        if LB_FINALIZER in marked["metadata"]["finalizers"]:
+            self.finalizing.append((time.monotonic() + self.finalizer_delay, res, ns, name))
+        return copy.deepcopy(out)
+
+    def finish_deletions(self, now):
+        """The service controller's part: drops the load-balancer finalizer of marked objects."""
+        due = [f for f in self.finalizing if f[0] <= now]
+        self.finalizing = [f for f in self.finalizing if f[0] > now]
+        for _, res, ns, name in due:
+            obj = self.objects.get((res.plural, ns, name))
+            if obj is None or not obj["metadata"].get("deletionTimestamp"):
+                continue
+            new = copy.deepcopy(obj)
+            new["metadata"]["finalizers"] = [f for f in new["metadata"]["finalizers"] if f != LB_FINALIZER]
+            if not new["metadata"]["finalizers"]:
+                del new["metadata"]["finalizers"]
+            self._commit(res, ns, name, new, "MODIFIED")
+            self._delete_if_released(res, ns, name, new)
+
+    def _delete_if_released(self, res, ns, name, obj):
+        """An object marked for deletion whose last finalizer is gone is deleted."""
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self._commit(res, ns, name, None, "DELETED")
+            return True
+        return False
+
+    def heartbeat(self):
+        """The kubelets' part: every Node's conditions get a new lastHeartbeatTime."""
+        now = now_rfc3339()
+        res = BY_KIND["Node"]
+        for (plural, ns, name), obj in list(self.objects.items()):
+            if plural != "nodes":
+                continue
+            conds = (obj.get("status") or {}).get("conditions")
+            if not isinstance(conds, list) or not conds:
+                continue
+            if all(isinstance(c, dict) and c.get("lastHeartbeatTime") == now for c in conds):
+                continue
+            new = copy.deepcopy(obj)
+            for c in new["status"]["conditions"]:
+                if isinstance(c, dict):
+                    c["lastHeartbeatTime"] = now
+            self._commit(res, ns, name, new, "MODIFIED")
+
+    def too_old_for_window(self, res, rv):
+        """The oldest resourceVersion a watch of res can resume from, when rv is older than that."""
+        rvs = self.res_rvs.get(res.plural, [])
+        if self.window <= 0 or len(rvs) <= self.window:
+            return None
+        oldest = rvs[-self.window]
+        return oldest - 1 if rv < oldest - 1 else None
 
     def upsert_raw(self, obj):
         """Test control: create or replace as given, status included."""
@@ -519,6 +677,13 @@ class Store:
         validate_name(res, name)
         key = (res.plural, ns, name)
         old = self.objects.get(key)
+        if old is not None and old["metadata"].get("deletionTimestamp"):
+            # Being deleted: on a cluster it must be gone before it can be created again.
+            self._commit(res, ns, name, None, "DELETED")
+            old = None
+        if res.kind == "Service" and (obj.get("spec") or {}).get("type") == "LoadBalancer" \
+                and "finalizers" not in meta:
+            meta["finalizers"] = [LB_FINALIZER]     # what the service controller adds
         obj["apiVersion"] = res.api_version
         if res.namespaced:
             meta["namespace"] = ns
@@ -932,7 +1097,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_list(self, res, ns, query):
         store = self.server.store
-        selector = parse_selector(query.get("labelSelector", ""))
+        selector = parse_selectors(query, res)
         limit = query.get("limit", "")
         try:
             limit = int(limit) if limit else 0
@@ -998,7 +1163,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_watch(self, res, ns, query):
         srv, store = self.server, self.server.store
-        selector = parse_selector(query.get("labelSelector", ""))
+        selector = parse_selectors(query, res)
         bookmarks = query.get("allowWatchBookmarks", "") in ("true", "1")
         rv_param = query.get("resourceVersion", "")
         try:
@@ -1016,8 +1181,9 @@ class Handler(BaseHTTPRequestHandler):
                         initial.append(("ADDED", obj))
             else:
                 pos = parse_rv(rv_param)
-                if pos < store.compacted:
-                    msg = f"too old resource version: {pos} ({store.compacted})"
+                oldest = store.too_old_for_window(res, pos)
+                if pos < store.compacted or oldest is not None:
+                    msg = f"too old resource version: {pos} ({max(store.compacted, oldest or 0)})"
                     if srv.watch_expired_as == "http":
                         raise expired(msg)
                     expired_event = expired(msg).status()
@@ -1181,6 +1347,12 @@ class Handler(BaseHTTPRequestHandler):
                     srv.bookmark_interval = float(doc["bookmarkInterval"])
                 if "chunkSize" in doc:
                     srv.chunk_size = int(doc["chunkSize"])
+                if "watchCacheWindow" in doc:
+                    store.window = int(doc["watchCacheWindow"])
+                if "nodeHeartbeat" in doc:
+                    srv.node_heartbeat = float(doc["nodeHeartbeat"])
+                if "finalizerDelay" in doc:
+                    store.finalizer_delay = float(doc["finalizerDelay"])
                 if "rbac" in doc:
                     srv.authorizer = authz.Authorizer.from_file(doc["rbac"]) if doc["rbac"] else None
                 if "watchExpiredAs" in doc:
@@ -1248,6 +1420,14 @@ class WatchStream:
     def end(self):
         self.h.wfile.write(b"0\r\n\r\n")
         self.h.wfile.flush()
+
+
+def parse_selectors(query, res):
+    """?labelSelector= and ?fieldSelector= as one requirement list (labels, None, fields)."""
+    text = query.get("labelSelector", "")
+    reqs = check_label_requirements(parse_selector(text), text)
+    fields = parse_field_selector(query.get("fieldSelector", ""), res)
+    return reqs + [None] + fields if fields else reqs
 
 
 def filter_event(ev, res, ns, selector):
@@ -1389,7 +1569,11 @@ class Server(ThreadingHTTPServer):
         self.watch_timeout = args.watch_timeout
         self.chunk_size = args.chunk_size
         self.watch_expired_as = args.watch_expired_as
+        self.store.window = args.watch_cache_window
+        self.store.finalizer_delay = args.finalizer_delay
+        self.node_heartbeat = args.node_heartbeat
         self.verbose = args.verbose
+        threading.Thread(target=self.controllers, daemon=True).start()
         self.ssl_ctx = None
         if args.tls_cert:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -1398,6 +1582,21 @@ class Server(ThreadingHTTPServer):
                 ctx.load_verify_locations(args.client_ca)
                 ctx.verify_mode = ssl.CERT_OPTIONAL
             self.ssl_ctx = ctx
+
+    def controllers(self):
+        """What a cluster's other parts do by themselves: kubelets' heartbeats on Node status, the
+        service controller removing its finalizer from a LoadBalancer Service being deleted."""
+        last_beat = time.monotonic()
+        while True:
+            time.sleep(0.05)
+            now = time.monotonic()
+            with self.store.cond:
+                if self.store.shutdown:
+                    return
+                self.store.finish_deletions(now)
+                if self.node_heartbeat > 0 and now - last_beat >= self.node_heartbeat:
+                    last_beat = now
+                    self.store.heartbeat()
 
     def get_request(self):
         sock, addr = self.socket.accept()
@@ -1430,8 +1629,17 @@ def main(argv=None):
                     help="watch length when the client gives no timeoutSeconds")
     ap.add_argument("--chunk-size", type=int, default=0,
                     help="split watch output into chunks of 1..N bytes (0 = one chunk per write)")
-    ap.add_argument("--watch-expired-as", choices=("http", "event"), default="http",
-                    help="answer a watch from a compacted resourceVersion with HTTP 410 or an ERROR event")
+    ap.add_argument("--watch-expired-as", choices=("http", "event"), default="event",
+                    help="answer a watch from a compacted resourceVersion with an ERROR event in a 200 "
+                         "stream, as kube-apiserver's watch cache does (default), or HTTP 410")
+    ap.add_argument("--watch-cache-window", type=int, default=100,
+                    help="a watch resumes only from within the last N events of its resource, older "
+                         "resourceVersions get 410 (0 = the whole history)")
+    ap.add_argument("--node-heartbeat", type=float, default=0,
+                    help="every S seconds each Node's conditions get a new lastHeartbeatTime, as "
+                         "kubelets do (0 = never)")
+    ap.add_argument("--finalizer-delay", type=float, default=0.3,
+                    help="seconds between a LoadBalancer Service's deletion mark and its removal")
     ap.add_argument("--seed", help="a JSON file with a list of objects to load at start")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)

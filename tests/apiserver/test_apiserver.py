@@ -587,6 +587,126 @@ class ValidationTest(ApiServerTest):
         self.assertEqual(self.api.request("PUT", LEASES + "/l", out)[0], 400)
 
 
+class ClusterBehaviourTest(ApiServerTest):
+    """The watch cache window, finalizers, heartbeats and selectors, as on a real cluster."""
+    args = ("--watch-cache-window", "5", "--finalizer-delay", "0.2")
+
+    def setUp(self):
+        super().setUp()
+        self.api.test("config", {"watchExpiredAs": "event", "nodeHeartbeat": 0, "watchCacheWindow": 5})
+
+    def test_resume_outside_the_window_gets_410_as_an_error_event(self):
+        _, lst = self.api.request("GET", NODES)
+        rv0 = lst["metadata"]["resourceVersion"]
+        for i in range(5):
+            self.api.request("POST", NODES, node(f"n{i}"))
+        # Five node events since rv0: still inside the window, all replayed.
+        c, r = self.api.watch(NODES + "?watch=1&resourceVersion=" + rv0)
+        self.assertEqual(r.status, 200)
+        self.assertEqual([e["type"] for e in read_events(r, 5)], ["ADDED"] * 5)
+        c.close()
+        # Other kinds' events do not push nodes out of the window...
+        for i in range(8):
+            self.api.request("POST", ES, egress_service(f"e{i}"))
+        c, r = self.api.watch(NODES + "?watch=1&resourceVersion=" + rv0)
+        self.assertEqual(read_events(r, 1)[0]["object"]["metadata"]["name"], "n0")
+        c.close()
+        # ...a sixth node event does: 410 as an ERROR event in a 200 stream, then the stream ends.
+        self.api.request("POST", NODES, node("n5"))
+        c, r = self.api.watch(NODES + "?watch=1&resourceVersion=" + rv0)
+        self.assertEqual(r.status, 200)
+        evs = [json.loads(line) for line in r.read().splitlines()]
+        c.close()
+        self.assertEqual(len(evs), 1, evs)
+        self.assertEqual(evs[0]["type"], "ERROR")
+        st = evs[0]["object"]
+        self.assertEqual((st["kind"], st["code"], st["reason"]), ("Status", 410, "Expired"))
+        self.assertRegex(st["message"], r"^too old resource version: \d+ \(\d+\)$")
+        # A list still works, and so does a watch from its resourceVersion.
+        _, lst = self.api.request("GET", NODES)
+        self.assertEqual(len(lst["items"]), 6)
+        c, r = self.api.watch(NODES + "?watch=1&timeoutSeconds=1&resourceVersion=" + lst["metadata"]["resourceVersion"])
+        self.assertEqual(r.read(), b"")
+        c.close()
+        # The alternative: an HTTP 410.
+        self.api.test("config", {"watchExpiredAs": "http"})
+        status, st = self.api.request("GET", NODES + "?watch=1&resourceVersion=" + rv0)
+        self.assertEqual((status, st["reason"]), (410, "Expired"))
+
+    def test_load_balancer_service_deletion_goes_through_the_finalizer(self):
+        _, lst = self.api.request("GET", SVCS)
+        svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lb"},
+               "spec": {"type": "LoadBalancer"}}
+        status, created = self.api.request("POST", SVCS, svc)
+        self.assertEqual(created["metadata"]["finalizers"], ["service.kubernetes.io/load-balancer-cleanup"])
+        c, r = self.api.watch(SVCS + "?watch=1&resourceVersion=" + lst["metadata"]["resourceVersion"])
+        status, out = self.api.request("DELETE", SVCS + "/lb")
+        self.assertEqual(status, 200)
+        self.assertTrue(out["metadata"]["deletionTimestamp"])
+        self.assertEqual(self.api.request("GET", SVCS + "/lb")[0], 200)     # still there, being deleted
+        evs = read_events(r, 4)
+        c.close()
+        self.assertEqual([e["type"] for e in evs], ["ADDED", "MODIFIED", "MODIFIED", "DELETED"])
+        self.assertIn("deletionTimestamp", evs[1]["object"]["metadata"])
+        self.assertNotIn("finalizers", evs[2]["object"]["metadata"])
+        self.assertEqual(self.api.request("GET", SVCS + "/lb")[0], 404)
+        # Seeded through the control API too; a ClusterIP Service has no finalizer and goes at once.
+        self.api.test("upsert", dict(svc, metadata={"name": "lb2", "namespace": "default"}))
+        self.assertEqual(self.api.request("GET", SVCS + "/lb2")[1]["metadata"]["finalizers"],
+                         ["service.kubernetes.io/load-balancer-cleanup"])
+        self.api.request("POST", SVCS, {"metadata": {"name": "plain"}, "spec": {"type": "ClusterIP"}})
+        self.assertEqual(self.api.request("DELETE", SVCS + "/plain")[0], 200)
+        self.assertEqual(self.api.request("GET", SVCS + "/plain")[0], 404)
+
+    def test_node_heartbeats(self):
+        self.api.request("POST", NODES, node("n1"))
+        _, lst = self.api.request("GET", NODES)
+        self.api.test("config", {"nodeHeartbeat": 1})
+        c, r = self.api.watch(NODES + "?watch=1&resourceVersion=" + lst["metadata"]["resourceVersion"])
+        evs = read_events(r, 2)
+        c.close()
+        self.api.test("config", {"nodeHeartbeat": 0})
+        self.assertEqual([e["type"] for e in evs], ["MODIFIED", "MODIFIED"])
+        beats = [e["object"]["status"]["conditions"][0]["lastHeartbeatTime"] for e in evs]
+        self.assertNotEqual(beats[0], beats[1])
+        self.assertEqual(evs[1]["object"]["metadata"]["labels"], {})
+
+    def test_field_selectors_are_honoured_or_refused(self):
+        for name in ("a", "b"):
+            self.api.request("POST", NODES, node(name))
+            self.api.request("POST", ES, egress_service(name))
+        _, lst = self.api.request("GET", NODES + "?fieldSelector=metadata.name%3Da")
+        self.assertEqual([o["metadata"]["name"] for o in lst["items"]], ["a"])
+        _, lst = self.api.request("GET", NODES + "?fieldSelector=metadata.name!%3Da")
+        self.assertEqual([o["metadata"]["name"] for o in lst["items"]], ["b"])
+        _, lst = self.api.request("GET", "/apis/k8s.ovn.org/v1/egressservices?fieldSelector=metadata.namespace%3Dother")
+        self.assertEqual(lst["items"], [])
+        _, lst = self.api.request("GET", ES + "?fieldSelector=metadata.namespace%3Ddefault,metadata.name%3D%3Db")
+        self.assertEqual([o["metadata"]["name"] for o in lst["items"]], ["b"])
+        # On a watch too.
+        _, lst = self.api.request("GET", NODES)
+        c, r = self.api.watch(NODES + "?watch=1&fieldSelector=metadata.name%3Db&resourceVersion="
+                              + lst["metadata"]["resourceVersion"])
+        for name in ("a", "b"):
+            self.api.request("PATCH", NODES + "/" + name, {"metadata": {"labels": {"x": "1"}}},
+                             ctype="application/merge-patch+json")
+        evs = read_events(r, 1)
+        c.close()
+        self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in evs], [("MODIFIED", "b")])
+        # Fields a kind cannot be selected on are refused, never ignored.
+        status, st = self.api.request("GET", NODES + "?fieldSelector=status.phase%3DRunning")
+        self.assertEqual((status, st["reason"], st["message"]), (400, "BadRequest",
+                                                                 "field label not supported: status.phase"))
+        status, st = self.api.request("GET", ES + "?watch=1&fieldSelector=spec.sourceIPBy%3DNetwork")
+        self.assertEqual((status, st["reason"]), (400, "BadRequest"))
+        self.assertIn('"spec.sourceIPBy" is not a known field selector', st["message"])
+        self.assertEqual(self.api.request("GET", NODES + "?fieldSelector=metadata.name")[0], 400)
+        # Malformed label selectors too.
+        self.assertEqual(self.api.request("GET", NODES + "?labelSelector=a%20b%3Dc")[0], 400)
+        self.assertEqual(self.api.request("GET", NODES + "?labelSelector=x%3D" + "v" * 64)[0], 400)
+        self.assertEqual(self.api.request("GET", NODES + "?labelSelector=x%3D1")[0], 200)
+
+
 class FaultTest(ApiServerTest):
     def test_errors_delays_and_request_log(self):
         self.api.test("faults", {"errors": [{"count": 2, "code": 500, "path": "/nodes"}]})
