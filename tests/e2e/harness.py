@@ -31,6 +31,9 @@ NETNS_SH = REPO / "scripts" / "netns.sh"
 STOP_TIMEOUT = 10.0
 _PR_SET_PDEATHSIG = 1
 
+sys.path.insert(0, str(APISERVER.parent))
+from validation import debian_module  # noqa: E402,F401  (python3-yaml & co. from Debian's packages)
+
 
 # --- binaries and processes ---------------------------------------------------------------------
 
@@ -217,6 +220,7 @@ class Netns:
 # --- the test API server and its objects --------------------------------------------------------
 
 TOKEN = "egw-e2e-token"              # egwd's: the ServiceAccount egw-system/egwd of docker/k8s/rbac.yaml
+EGWD_USER = "system:serviceaccount:egw-system:egwd"
 ADMIN_TOKEN = "egw-e2e-admin-token"  # the test's own, unrestricted (what kubectl would do as an admin)
 RBAC = REPO / "docker" / "k8s" / "rbac.yaml"
 
@@ -225,7 +229,9 @@ class ApiServer:
     """tests/apiserver/apiserver.py on a free port of 127.0.0.1, with its log in `workdir`.
 
     egwd's token (in the kubeconfig) authenticates as the ServiceAccount egw-system/egwd and is
-    authorized by docker/k8s/rbac.yaml, as in a cluster; the test's own requests use an admin token."""
+    authorized by docker/k8s/rbac.yaml, as in a cluster; the test's own requests use an admin token.
+    Nodes heartbeat every second, LoadBalancer Services are deleted through their finalizer, and a
+    watch resumes only within the server's watch-cache window."""
 
     def __init__(self, workdir, token=TOKEN):
         self.token = token
@@ -234,8 +240,8 @@ class ApiServer:
         self.log_path = Path(workdir) / "apiserver.log"
         self.log = open(self.log_path, "w")
         self.proc = spawn([sys.executable, str(APISERVER), "--port", "0", "--port-file", str(self.port_file),
-                           "--token", token, "--token-user", "system:serviceaccount:egw-system:egwd",
-                           "--admin-token", ADMIN_TOKEN, "--rbac", str(RBAC)],
+                           "--token", token, "--token-user", EGWD_USER,
+                           "--admin-token", ADMIN_TOKEN, "--rbac", str(RBAC), "--node-heartbeat", "1"],
                           stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while not (self.port_file.exists() and self.port_file.read_text().strip()):
