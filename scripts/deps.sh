@@ -17,7 +17,7 @@ packages=(
   prometheus
   python3 openssl iproute2 iputils-ping netcat-openbsd curl ethtool procps
   clang-14 libclang-rt-14-dev
-  python3-yaml python3-jsonschema python3-prometheus-client
+  python3-yaml python3-jsonschema python3-prometheus-client prometheus
 )
 
 missing=()
@@ -29,4 +29,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The Kubernetes OpenAPI schemas for tests/e2e/test_deploy.py: the npm package kubernetes-models,
+# pinned by tests/e2e/k8s-schemas/package-lock.json (npm from Debian when the machine has none).
+schemas="$(cd "$(dirname "$0")/.." && pwd)/tests/e2e/k8s-schemas"
+if [ ! -d "$schemas/node_modules/kubernetes-models" ]; then
+  if ! command -v npm >/dev/null; then
+    if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+  fi
+  echo "deps: npm ci in tests/e2e/k8s-schemas"
+  (cd "$schemas" && npm ci --no-audit --no-fund --loglevel=error)
 fi
