@@ -35,7 +35,7 @@ import harness  # noqa: E402  (processes, the test API server, the objects it is
 import peer  # noqa: E402  (tests/e2e/peer.py: stage_config and the traffic clients)
 from harness import (ApiServer, egress_service, endpoint_slice, lb_service, node, run, run_bounded,  # noqa: E402
                      selector, stop_process, tail)
-import test_metrics  # noqa: E402  (the strict exposition parser and the dashboard check)
+import test_metrics  # noqa: E402  (the exposition read through promtool, and the dashboard check)
 
 EGWCTL = harness.egwctl_binary()
 RESOURCES = ("egressservices", "services", "endpointslices", "nodes", "leases")
@@ -319,6 +319,24 @@ class KubernetesSourceE2E(unittest.TestCase):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
             return test_metrics.parse_exposition(r.read().decode())
 
+    def test_01d_node_heartbeats_cause_no_work_and_no_writes(self):
+        # The test API server updates every Node's lastHeartbeatTime each second, as kubelets do:
+        # egwd sees the events and neither republishes its policy nor writes anything but Leases.
+        v = test_metrics.value
+        self.wait_host("web", NODE, hold=0)  # precondition
+        self.wait_labelled([NODE], hold=0)
+        time.sleep(1)                        # the write-backs of earlier changes have landed
+        before, seen = self.scrape(), len(self.h.apiserver.get_requests())
+        time.sleep(3.5)
+        after = self.scrape()
+        writes = [r for r in self.h.apiserver.get_requests()[seen:]
+                  if r["user"] == harness.EGWD_USER and r["verb"] in ("create", "update", "patch", "delete")
+                  and "/leases/" not in r["path"]]
+        self.assertEqual(writes, [])
+        self.assertGreaterEqual(v(after, "egw_k8s_watch_events_total", resource="nodes")
+                                - v(before, "egw_k8s_watch_events_total", resource="nodes"), 3)
+        self.assertEqual(v(after, "egw_config_generation"), v(before, "egw_config_generation"))
+
     def test_01c_metrics_report_every_resource_synced_watching_and_this_gateway_leading(self):
         v = test_metrics.value
         # Write-backs are asynchronous to the traffic the earlier tests waited for: let the
@@ -458,6 +476,38 @@ class KubernetesSourceE2E(unittest.TestCase):
         doc = (REPO / "docs" / "metrics.md").read_text()
         for name in families:
             self.assertIn(f"| `{name}` |", doc, f"{name} is missing from docs/metrics.md")
+
+    def test_98_rbac_grants_exactly_what_egwd_asked_for(self):
+        # The test API server authorizes egwd with docker/k8s/rbac.yaml and logs every request with
+        # its user: what egwd sent during this suite is what it needs. Nothing it sent may have been
+        # refused (no less), and every verb the manifest grants must have been used (no more).
+        import apiserver as test_apiserver  # tests/apiserver/apiserver.py: its URL parser
+        sent = [r for r in self.h.apiserver.get_requests() if r["user"] == harness.EGWD_USER]
+        self.assertGreater(len(sent), 10)
+        self.assertEqual([r for r in sent if r["code"] in (401, 403)], [], "egwd was refused")
+        used = set()
+        for r in sent:
+            route = test_apiserver.parse_path(r["path"])
+            if route[0] == "api":
+                _, res, ns, _, sub = route
+                used.add((res.group, res.plural + ("/" + sub if sub else ""), r["verb"], ns or ""))
+        granted, unused = set(), []
+        for doc in harness.debian_module("yaml").safe_load_all(harness.RBAC.read_text()):
+            if not doc or doc["kind"] not in ("ClusterRole", "Role"):
+                continue
+            scope = doc["metadata"].get("namespace") if doc["kind"] == "Role" else None
+            for rule in doc["rules"]:
+                for group in rule["apiGroups"]:
+                    for res in rule["resources"]:
+                        for verb in rule["verbs"]:
+                            granted.add((group, res, verb))
+                            if not any(u[:3] == (group, res, verb) and scope in (None, u[3]) for u in used):
+                                unused.append(f"{doc['kind']} {doc['metadata']['name']}: {verb} {res} "
+                                              f"in API group {group!r}")
+        self.assertEqual(unused, [], "docker/k8s/rbac.yaml grants what egwd never asked for")
+        self.assertEqual({u[:3] for u in used} - granted, set())
+        print(f"\n  egwd used {len(used)} (group, resource, verb, namespace) combinations, all granted",
+              file=sys.stderr)
 
     def test_99_egwd_stops_cleanly_and_hands_the_leader_lease_back(self):
         code = stop_process(self.h.egwd)
