@@ -778,7 +778,7 @@ class AuthzTest(ApiServerTest):
         merge = "application/merge-patch+json"
         # Granted: reads, node label patches, EgressService status, Leases in egw-system.
         self.assertEqual(self.egwd.request("GET", NODES)[0], 200)
-        self.assertEqual(self.egwd.request("GET", NODES + "/n1")[0], 200)
+        self.assertEqual(self.egwd.request("GET", NODES + "?watch=1&timeoutSeconds=1")[0], 200)
         self.assertEqual(self.egwd.request("GET", "/apis/k8s.ovn.org/v1/egressservices")[0], 200)
         self.assertEqual(self.egwd.request("PATCH", NODES + "/n1", {"metadata": {"labels": {"a": "b"}}},
                                            ctype=merge)[0], 200)
@@ -792,7 +792,10 @@ class AuthzTest(ApiServerTest):
         self.assertEqual(self.egwd.request("PUT", own + "/egw-leader", created)[0], 200)
         self.assertEqual(self.egwd.request("GET", own + "?watch=1&timeoutSeconds=1")[0], 200)
         self.assertEqual(self.egwd.request("GET", "/apis/coordination.k8s.io/v1")[0], 200)   # discovery
-        # Refused, with kube-apiserver's message.
+        # Refused, with kube-apiserver's message (egwd never reads one object by name but Leases).
+        self.assertForbidden(self.egwd.request("GET", NODES + "/n1"),
+                             f'nodes "n1" is forbidden: User "{EGWD}" cannot get resource "nodes" in API group "" '
+                             "at the cluster scope", "n1", "nodes")
         self.assertForbidden(self.egwd.request("POST", NODES, node("n2")),
                              f'nodes is forbidden: User "{EGWD}" cannot create resource "nodes" in API group "" '
                              "at the cluster scope", "", "nodes")
