@@ -632,6 +632,10 @@ void Controller::sync_labels() {
         }
     });
     labels_dirty_ = false;
+    {
+        std::lock_guard lk(stats_mu_);
+        ++stats_.label_passes;
+    }
     // A host whose label key the API server would refuse gets no label (desired_labels leaves it
     // out): said once per Service while it stays allocated.
     std::set<std::string> unlabelable;

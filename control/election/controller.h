@@ -74,6 +74,7 @@ struct ControllerStats {
     uint64_t lease_renewals = 0;   // successful liveness Lease writes
     uint64_t leader_transitions = 0;   // times this instance became leader
     uint64_t decisions = 0;        // keys decided
+    uint64_t label_passes = 0;     // passes over every node's egress-service labels (sync_labels)
 };
 
 class Controller {

@@ -552,6 +552,43 @@ TEST_F(ClusterTest, ForbiddenWritesAreLoggedOnceAndRetried) {
     EXPECT_EQ(log.sink().count(spdlog::level::warn, "cannot patch labels"), 1u);
 }
 
+// Kubelet heartbeats (a Node's lastHeartbeatTime, every second) change nothing egw decides on: no
+// decision, no pass over the labels, no write (the cache drops updates that change nothing it models).
+TEST_F(ClusterTest, NodeHeartbeatsCauseNoWork) {
+    upsert(node_json("node1"));
+    upsert(node_json("node2"));
+    Controller& g = start("node1");
+    wait_ready();
+    add_service("svc1");
+    eventually_host("svc1", "node1");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+    std::this_thread::sleep_for(500ms);   // the label's own MODIFIED has been seen
+    auto heartbeat = [&] {
+        return get("/api/v1/nodes/node2")["status"]["conditions"][0].value("lastHeartbeatTime", "");
+    };
+    server_->control("config", {{"nodeHeartbeat", 1}});
+    const std::string first = heartbeat();
+    ASSERT_TRUE(eventually([&] { return heartbeat() != first; }, 3s));
+    const auto before = g.stats();
+    const std::string second = heartbeat();
+    ASSERT_TRUE(eventually([&] { return heartbeat() != second; }, 3s));
+    const std::string third = heartbeat();
+    ASSERT_TRUE(eventually([&] { return heartbeat() != third; }, 3s));
+    std::this_thread::sleep_for(300ms);
+    const auto after = g.stats();
+    server_->control("config", {{"nodeHeartbeat", 0}});
+    EXPECT_EQ(after.decisions, before.decisions);
+    EXPECT_EQ(after.label_passes, before.label_passes);
+    EXPECT_EQ(after.label_writes, before.label_writes);
+    EXPECT_EQ(after.status_writes, before.status_writes);
+    // A change of a node's egress-service labels still makes a pass (and the stale label goes).
+    server_->call("PATCH", "/api/v1/nodes/node2", R"({"metadata":{"labels":{"egress-service.k8s.ovn.org/x-y":""}}})",
+                  "application/merge-patch+json", kToken);
+    labels_before_ += 1;   // the test's own PATCH
+    eventually_labels({{"node1", {"testns-svc1"}}});
+    EXPECT_GT(g.stats().label_passes, after.label_passes);
+}
+
 // "<namespace>-<name>" longer than 63 characters makes a label key the API server refuses: the
 // Service still gets its host, its host no label, the other Services on that node theirs, and the
 // reason is logged once.
