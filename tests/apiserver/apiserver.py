@@ -61,7 +61,8 @@ The test-only control API lives under /_test/ (never on a real server; no authen
   POST /_test/requests/reset
   GET  /_test/state        {"resourceVersion", "compacted", "watches", "objects"}
 
-Python 3 standard library only. Listens on 127.0.0.1.
+Python 3 with python3-yaml and python3-jsonschema (Debian packages; scripts/deps.sh). Listens on
+127.0.0.1.
 """
 
 import argparse
