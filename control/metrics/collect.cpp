@@ -45,7 +45,8 @@ void write_config(Writer& w, const ControlView& v) {
 // --- per Service ------------------------------------------------------------------------------
 
 constexpr Family kServiceInfo{"service_info", Type::gauge,
-                              "Always 1 for every EgressService egwd knows; the labels give its mode, VRF and host",
+                              "Always 1 for every EgressService this gateway programs or should program; the labels "
+                              "give its mode, VRF and host",
                               {"namespace", "service", "source_ip_by", "vrf", "status_host"}};
 constexpr Family kServiceProgrammed{"service_programmed", Type::gauge,
                                     "1 when this gateway translates the Service's traffic now, 0 otherwise",
@@ -68,35 +69,63 @@ constexpr Family kServiceAllocFailures{"service_snat_allocation_failures_total",
                                        "their destination",
                                        {"namespace", "service"}};
 
+constexpr Family kServicesKnown{"services_known", Type::gauge,
+                                 "EgressServices egwd knows, served by this gateway or not"};
+constexpr Family kServicesServed{"services_served", Type::gauge,
+                                 "EgressServices this gateway programs or should program (status.host is this node "
+                                 "or ALL): the Services with per-Service series"};
+
+// Per-Service series only for the Services this gateway programs, or should program and does not
+// (a problem worth seeing): with 10,000 EgressServices spread over a fleet, every gateway
+// exporting every Service made each scrape 120,000 series (docs/metrics.md).
+bool exported(const ServiceEntry& s) { return s.programmed || s.serve_here; }
+
 void write_services(Writer& w, const ControlView& v, const Readings& r) {
+    size_t served = 0;
+    for (const ServiceEntry& s : v.services)
+        served += exported(s);
+    w.family(kServicesKnown);
+    w.sample(kServicesKnown, {}, uint64_t{v.services.size()});
+    w.family(kServicesServed);
+    w.sample(kServicesServed, {}, uint64_t{served});
     w.family(kServiceInfo);
     for (const ServiceEntry& s : v.services)
-        w.sample(kServiceInfo, {s.ns, s.name, s.source_ip_by, s.vrf, s.status_host}, uint64_t{1});
+        if (exported(s))
+            w.sample(kServiceInfo, {s.ns, s.name, s.source_ip_by, s.vrf, s.status_host}, uint64_t{1});
     w.family(kServiceProgrammed);
     for (const ServiceEntry& s : v.services)
-        w.sample(kServiceProgrammed, {s.ns, s.name}, uint64_t{s.programmed});
+        if (exported(s))
+            w.sample(kServiceProgrammed, {s.ns, s.name}, uint64_t{s.programmed});
     w.family(kServiceEndpoints);
     for (const ServiceEntry& s : v.services)
-        w.sample(kServiceEndpoints, {s.ns, s.name}, uint64_t{s.endpoints});
+        if (exported(s))
+            w.sample(kServiceEndpoints, {s.ns, s.name}, uint64_t{s.endpoints});
     w.family(kServicePackets);
     for (size_t i = 0; i < v.services.size(); ++i) {
+        if (!exported(v.services[i]))
+            continue;
         w.sample(kServicePackets, {v.services[i].ns, v.services[i].name, "egress"}, r.services[i].packets_out);
         w.sample(kServicePackets, {v.services[i].ns, v.services[i].name, "reply"}, r.services[i].packets_in);
     }
     w.family(kServiceBytes);
     for (size_t i = 0; i < v.services.size(); ++i) {
+        if (!exported(v.services[i]))
+            continue;
         w.sample(kServiceBytes, {v.services[i].ns, v.services[i].name, "egress"}, r.services[i].bytes_out);
         w.sample(kServiceBytes, {v.services[i].ns, v.services[i].name, "reply"}, r.services[i].bytes_in);
     }
     w.family(kServiceSessions);
     for (size_t i = 0; i < v.services.size(); ++i)
-        w.sample(kServiceSessions, {v.services[i].ns, v.services[i].name}, r.services_active[i]);
+        if (exported(v.services[i]))
+            w.sample(kServiceSessions, {v.services[i].ns, v.services[i].name}, r.services_active[i]);
     w.family(kServiceSessionsCreated);
     for (size_t i = 0; i < v.services.size(); ++i)
-        w.sample(kServiceSessionsCreated, {v.services[i].ns, v.services[i].name}, r.services[i].sessions_created);
+        if (exported(v.services[i]))
+            w.sample(kServiceSessionsCreated, {v.services[i].ns, v.services[i].name}, r.services[i].sessions_created);
     w.family(kServiceAllocFailures);
     for (size_t i = 0; i < v.services.size(); ++i)
-        w.sample(kServiceAllocFailures, {v.services[i].ns, v.services[i].name}, r.services[i].port_alloc_failures);
+        if (exported(v.services[i]))
+            w.sample(kServiceAllocFailures, {v.services[i].ns, v.services[i].name}, r.services[i].port_alloc_failures);
 }
 
 // --- traffic of no EgressService (the default action) ------------------------------------------

@@ -17,7 +17,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DS = {"type": "prometheus", "uid": "${datasource}"}
-INST = 'instance=~"$instance"'
+# Gateways are told apart by `node` (the PodMonitor copies the pod's node name into it), which stays
+# the same across restarts, unlike `instance` (the pod IP and port).
+INST = 'node=~"$node"'
 RATE = "[$__rate_interval]"
 
 
@@ -122,7 +124,7 @@ def dashboard(uid, title, description, variables, layout, links=True):
 
 
 def instance_variable():
-    return query_variable("instance", "Gateway", "label_values(egw_build_info, instance)")
+    return query_variable("node", "Gateway", "label_values(egw_build_info, node)")
 
 
 # --- the dashboards -----------------------------------------------------------------------------
@@ -140,8 +142,8 @@ def overview():
 
     l.row("Ports")
     def per_port(metric, what, ref="A", sign=""):
-        return target(f"{sign}sum by (instance, port) (rate({metric}{{{INST}}}{RATE}))",
-                      "{{instance}} {{port}} " + what, ref=ref)
+        return target(f"{sign}sum by (node, port) (rate({metric}{{{INST}}}{RATE}))",
+                      "{{node}} {{port}} " + what, ref=ref)
 
     l.add(timeseries("Packets per port", [
         per_port("egw_port_rx_packets_total", "rx"),
@@ -158,7 +160,7 @@ def overview():
         per_port("egw_port_tx_errors_total", "tx errors", "D"),
     ], "pps", "Missed: the NIC's receive queue overflowed (workers too slow). No mbuf: the pool ran dry."), 12, 8)
     l.add(timeseries("Link state", [
-        target(f"egw_port_up{{{INST}}}", "{{instance}} {{port}}"),
+        target(f"egw_port_up{{{INST}}}", "{{node}} {{port}}"),
     ], "bool_on_off", "1 while the port's link is up."), 12, 8)
 
     l.row("Services")
@@ -180,20 +182,20 @@ def overview():
         target(f"sum by (reason) (rate(egw_drops_total{{{INST}}}{RATE})) > 0", "{{reason}}"),
     ], "pps", "Dropped packets per reason; the reasons are listed in docs/metrics.md.", stack=True), 12, 8)
     l.add(timeseries("Worker lcore load", [
-        target(f"sum by (instance, lcore) (rate(egw_lcore_busy_cycles_total{{{INST}}}{RATE}))"
-               f" / sum by (instance, lcore) (rate(egw_lcore_cycles_total{{{INST}}}{RATE}))",
-               "{{instance}} lcore {{lcore}}"),
+        target(f"sum by (node, lcore) (rate(egw_lcore_busy_cycles_total{{{INST}}}{RATE}))"
+               f" / sum by (node, lcore) (rate(egw_lcore_cycles_total{{{INST}}}{RATE}))",
+               "{{node}} lcore {{lcore}}"),
     ], "percentunit", "Share of each worker's cycles spent in iterations that moved packets: its real load "
                       "(a polling core always shows 100% CPU)."), 12, 8)
     l.add(timeseries("NAT sessions per lcore", [
-        target(f"sum by (instance, lcore) (egw_sessions_active{{{INST}}})", "{{instance}} lcore {{lcore}}"),
-        target(f"sum by (instance) (egw_sessions_capacity{{{INST}}})", "{{instance}} capacity", ref="B"),
+        target(f"sum by (node, lcore) (egw_sessions_active{{{INST}}})", "{{node}} lcore {{lcore}}"),
+        target(f"sum by (node) (egw_sessions_capacity{{{INST}}})", "{{node}} capacity", ref="B"),
     ], "none", "Open NAT sessions per worker, and the gateway's session limit."), 12, 8)
     l.add(timeseries("Hand-offs and held packets", [
-        target(f"sum by (instance, lcore) (rate(egw_lcore_handoffs_total{{{INST}}}{RATE}))",
-               "{{instance}} lcore {{lcore}} hand-off"),
-        target(f"sum by (instance, lcore) (rate(egw_lcore_held_total{{{INST}}}{RATE}))",
-               "{{instance}} lcore {{lcore}} held for ARP", ref="B"),
+        target(f"sum by (node, lcore) (rate(egw_lcore_handoffs_total{{{INST}}}{RATE}))",
+               "{{node}} lcore {{lcore}} hand-off"),
+        target(f"sum by (node, lcore) (rate(egw_lcore_held_total{{{INST}}}{RATE}))",
+               "{{node}} lcore {{lcore}} held for ARP", ref="B"),
     ], "pps", "Packets passed to the worker that owns their session, and packets waiting for ARP."), 12, 8)
     return dashboard("egw-overview", "egw / Overview",
                      "Throughput per port and per Service, drops by reason, worker load.",
@@ -230,8 +232,8 @@ def services():
               "(drop reason port_exhausted). Any non-zero rate means the Service needs more addresses "
               "or a wider sessions.port_min..port_max."), 8, 8)
     l.add(timeseries("NAT port use per address", [
-        target(f"max by (instance, address) (egw_snat_sessions{{{INST}}}"
-               f" / on (instance, address, kind) egw_snat_ports_capacity{{{INST}}})", "{{instance}} {{address}}"),
+        target(f"max by (node, address) (egw_snat_sessions{{{INST}}}"
+               f" / on (node, address, kind) egw_snat_ports_capacity{{{INST}}})", "{{node}} {{address}}"),
     ], "percentunit", "Sessions on each NAT address over the ports available toward one destination. "
                       "Exhaustion happens per destination, so this is an upper bound of the risk: at "
                       "100% every port is in use if all sessions go to the same remote address and port."),
@@ -262,24 +264,24 @@ def control_plane():
                "Since the oldest selected egwd started."), 6, 4)
     l.row("Publication")
     l.add(timeseries("Generation", [
-        target(f"egw_config_generation{{{INST}}}", "{{instance}}"),
+        target(f"egw_config_generation{{{INST}}}", "{{node}}"),
     ], "none", "Each step is a new policy snapshot handed to the workers."), 12, 8)
     l.add(timeseries("Publication latency", [
-        target(f"histogram_quantile(0.99, sum by (instance, le) "
-               f"(rate(egw_config_publish_duration_seconds_bucket{{{INST}}}{RATE})))", "{{instance}} p99"),
-        target(f"histogram_quantile(0.5, sum by (instance, le) "
-               f"(rate(egw_config_publish_duration_seconds_bucket{{{INST}}}{RATE})))", "{{instance}} p50", ref="B"),
-        target(f"sum by (instance) (rate(egw_config_publish_duration_seconds_sum{{{INST}}}{RATE}))"
-               f" / sum by (instance) (rate(egw_config_publish_duration_seconds_count{{{INST}}}{RATE}))",
-               "{{instance}} mean", ref="C"),
+        target(f"histogram_quantile(0.99, sum by (node, le) "
+               f"(rate(egw_config_publish_duration_seconds_bucket{{{INST}}}{RATE})))", "{{node}} p99"),
+        target(f"histogram_quantile(0.5, sum by (node, le) "
+               f"(rate(egw_config_publish_duration_seconds_bucket{{{INST}}}{RATE})))", "{{node}} p50", ref="B"),
+        target(f"sum by (node) (rate(egw_config_publish_duration_seconds_sum{{{INST}}}{RATE}))"
+               f" / sum by (node) (rate(egw_config_publish_duration_seconds_count{{{INST}}}{RATE}))",
+               "{{node}} mean", ref="C"),
     ], "s", "From handing a new snapshot to the workers until the old one is freed (RCU grace period)."), 12, 8)
     l.add(timeseries("Publications", [
-        target(f"sum by (instance) (increase(egw_config_publish_duration_seconds_count{{{INST}}}{RATE}))",
-               "{{instance}}"),
+        target(f"sum by (node) (increase(egw_config_publish_duration_seconds_count{{{INST}}}{RATE}))",
+               "{{node}}"),
     ], "none", "Policy snapshots published per interval."), 12, 8)
     l.add(timeseries("Services programmed", [
-        target(f"sum by (instance) (egw_service_programmed{{{INST}}})", "{{instance}} programmed"),
-        target(f"count by (instance) (egw_service_info{{{INST}}})", "{{instance}} known", ref="B"),
+        target(f"sum by (node) (egw_service_programmed{{{INST}}})", "{{node}} programmed"),
+        target(f"sum by (node) (egw_services_known{{{INST}}})", "{{node}} known", ref="B"),
     ], "none", "EgressServices each gateway translates, and those it knows."), 12, 8)
     l.row("Kubernetes API (state.source kubernetes)")
     l.add(stat("Leaders", f"sum(egw_leader{{{INST}}})", "none",
@@ -295,27 +297,27 @@ def control_plane():
                "How long ago the stalest cache was last known current (0 while its watch is open). "
                "egwd keeps forwarding with what it has meanwhile."), 6, 4)
     l.add(timeseries("Watch restarts", [
-        target(f"sum by (instance, resource, reason) (increase(egw_k8s_watch_restarts_total{{{INST}}}{RATE}))",
-               "{{instance}} {{resource}} {{reason}}"),
+        target(f"sum by (node, resource, reason) (increase(egw_k8s_watch_restarts_total{{{INST}}}{RATE}))",
+               "{{node}} {{resource}} {{reason}}"),
     ], "none", "Watch streams that ended, by reason: closed is the server's timeout (routine), expired "
                "is 410 Gone and costs a relist, error is a refused or cut connection or an HTTP error."), 12, 8)
     l.add(timeseries("Relists and list failures", [
-        target(f"sum by (instance, resource) (increase(egw_k8s_relists_total{{{INST}}}{RATE}))",
-               "{{instance}} {{resource}} relists"),
-        target(f"sum by (instance, resource) (increase(egw_k8s_list_failures_total{{{INST}}}{RATE}))",
-               "{{instance}} {{resource}} failed lists", ref="B"),
+        target(f"sum by (node, resource) (increase(egw_k8s_relists_total{{{INST}}}{RATE}))",
+               "{{node}} {{resource}} relists"),
+        target(f"sum by (node, resource) (increase(egw_k8s_list_failures_total{{{INST}}}{RATE}))",
+               "{{node}} {{resource}} failed lists", ref="B"),
     ], "none", "Complete lists after the first (after a 410 or the relist period), and list attempts "
                "that failed."), 12, 8)
     l.add(timeseries("Watch events", [
-        target(f"sum by (instance, resource) (rate(egw_k8s_watch_events_total{{{INST}}}{RATE}))",
-               "{{instance}} {{resource}}"),
+        target(f"sum by (node, resource) (rate(egw_k8s_watch_events_total{{{INST}}}{RATE}))",
+               "{{node}} {{resource}}"),
     ], "ops", "ADDED, MODIFIED and DELETED events applied per second, by resource."), 12, 8)
     l.add(timeseries("Cache staleness", [
-        target(f"time() - egw_k8s_last_sync_timestamp_seconds{{{INST}}}", "{{instance}} {{resource}}"),
+        target(f"time() - egw_k8s_last_sync_timestamp_seconds{{{INST}}}", "{{node}} {{resource}}"),
     ], "s", "Seconds since each resource's cache was last known current; 0 while its watch is open."), 12, 8)
     l.row("Leader election")
     l.add(timeseries("Leader", [
-        target(f"egw_leader{{{INST}}}", "{{instance}}"),
+        target(f"egw_leader{{{INST}}}", "{{node}}"),
     ], "none", "1 on the egwd holding the leader Lease. With election external it is 0 everywhere."), 12, 8)
     l.add(timeseries("Live gateways and assigned Services", [
         target(f"max(egw_election_live_gateways{{{INST}}})", "live gateways"),
@@ -323,17 +325,17 @@ def control_plane():
     ], "none", "As the leader sees them: gateways with a current liveness Lease, and EgressServices it "
                "has given a host."), 12, 8)
     l.add(timeseries("Write-backs", [
-        target(f"sum by (instance, object) (increase(egw_k8s_writes_total{{{INST}}}{RATE}))",
-               "{{instance}} {{object}}"),
-        target(f"sum by (instance, object) (increase(egw_k8s_write_failures_total{{{INST}}}{RATE}))",
-               "{{instance}} {{object}} failed", ref="B"),
+        target(f"sum by (node, object) (increase(egw_k8s_writes_total{{{INST}}}{RATE}))",
+               "{{node}} {{object}}"),
+        target(f"sum by (node, object) (increase(egw_k8s_write_failures_total{{{INST}}}{RATE}))",
+               "{{node}} {{object}} failed", ref="B"),
     ], "none", "The leader's status.host and node label PATCHes, and those that failed (retried with "
                "backoff)."), 12, 8)
     l.add(timeseries("Leader changes and Lease renewals", [
-        target(f"sum by (instance) (increase(egw_leader_transitions_total{{{INST}}}{RATE}))",
-               "{{instance}} became leader"),
-        target(f"sum by (instance) (increase(egw_election_lease_renewals_total{{{INST}}}{RATE}))",
-               "{{instance}} liveness renewals", ref="B"),
+        target(f"sum by (node) (increase(egw_leader_transitions_total{{{INST}}}{RATE}))",
+               "{{node}} became leader"),
+        target(f"sum by (node) (increase(egw_election_lease_renewals_total{{{INST}}}{RATE}))",
+               "{{node}} liveness renewals", ref="B"),
     ], "none", "Times each egwd took the leader Lease, and its liveness Lease renewals (steady when "
                "healthy: one per retry period)."), 12, 8)
     l.row("Build")

@@ -312,6 +312,14 @@ def _check_podmonitor(name, doc, problems, pod_labels):
     eps = spec.get("podMetricsEndpoints") or []
     if not eps or eps[0].get("port") != "metrics" or eps[0].get("path", "/metrics") != "/metrics":
         problems.append(f"{name}: PodMonitor must scrape port metrics at /metrics")
+        return
+    if eps[0].get("honorLabels") is not True:
+        problems.append(f"{name}: PodMonitor needs honorLabels: true (egwd's namespace/service labels)")
+    if not any(r.get("targetLabel") == "node" and r.get("sourceLabels") == ["__meta_kubernetes_pod_node_name"]
+               for r in eps[0].get("relabelings") or []):
+        problems.append(f"{name}: PodMonitor must set the node label the dashboards select by")
+    if not _get(doc, "metadata", "labels", "release"):
+        problems.append(f"{name}: PodMonitor without the release label kube-prometheus-stack selects by")
 
 
 def _check_networkpolicy(name, doc, problems, pod_labels):
@@ -454,6 +462,10 @@ class Manifests(unittest.TestCase):
             if container(d):
                 del container(d)["readinessProbe"]["timeoutSeconds"]
 
+        def no_honor_labels(d):
+            if d.get("kind") == "PodMonitor":
+                d["spec"]["podMetricsEndpoints"][0]["honorLabels"] = False
+
         def open_policy(d):
             if d.get("kind") == "NetworkPolicy":
                 d["spec"]["ingress"][0]["ports"] = []
@@ -464,7 +476,7 @@ class Manifests(unittest.TestCase):
                               (privileged, "privileged"), (burstable, "Guaranteed"),
                               (no_status, "status subresource"), (cluster_scope, "scope"),
                               (sys_nice, "SYS_NICE"), (startup_on_livez, "/startz"), (no_timeout, "timeoutSeconds"),
-                              (open_policy, "more than the metrics port")):
+                              (open_policy, "more than the metrics port"), (no_honor_labels, "honorLabels")):
             problems = mutated(change)
             self.assertTrue(any(words in p for p in problems), f"{change.__name__}: {problems}")
 

@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+
 #include <map>
 #include <memory>
 #include <regex>
@@ -276,6 +279,68 @@ TEST(Write, ServiceSeriesCarryNamespaceServiceAndDirection) {
              "egw_service_endpoints{namespace=\"default\",service=\"db\"} 2\n",
          })
         EXPECT_NE(text.find(want), std::string::npos) << want;
+}
+
+// A Service served elsewhere has no per-Service series here; the counts say how many there are.
+TEST(Write, PerServiceSeriesOnlyForServicesThisGatewayServes) {
+    FakeWorkers w(1);
+    ControlView v = make_view();
+    ServiceEntry other = service(3, "default", "elsewhere", 0xc0000233);
+    other.programmed = false;
+    other.serve_here = false;
+    other.status_host = "gw-2";
+    ServiceEntry broken = service(4, "default", "broken", 0xc0000234);
+    broken.programmed = false;  // should be served here, but is not: it stays visible
+    v.services.push_back(other);
+    v.services.push_back(broken);
+    std::string text = scrape(v, read_counters(v, w.ptrs, 0));
+    EXPECT_EQ(text.find("service=\"elsewhere\""), std::string::npos) << text;
+    EXPECT_NE(text.find("egw_service_programmed{namespace=\"default\",service=\"broken\"} 0\n"), std::string::npos);
+    EXPECT_NE(text.find("egw_services_known 4\n"), std::string::npos);
+    EXPECT_NE(text.find("egw_services_served 3\n"), std::string::npos);
+    EXPECT_EQ(check_exposition(text), "");
+}
+
+// 10,000 EgressServices across a fleet, 100 of them served by this gateway: the scrape carries
+// the 100, not the 10,000. Sizes and times are recorded (--gtest_output=xml) for docs/metrics.md.
+TEST(Write, TenThousandServicesOfWhichAHundredServedHere) {
+    FakeWorkers w(2);
+    auto build = [&](size_t served) {
+        ControlView v = make_view();
+        v.services.clear();
+        for (uint32_t i = 0; i < 10000; ++i) {
+            char name[32];
+            std::snprintf(name, sizeof name, "svc-%05u", i);
+            ServiceEntry e = service(i + 1, "ns-" + std::to_string(i % 100), name, 0x0a000000 + i);
+            e.programmed = e.serve_here = i < served;
+            e.status_host = i < served ? "gw-1" : "gw-2";
+            v.services.push_back(e);
+        }
+        std::sort(v.services.begin(), v.services.end(), [](auto& a, auto& b) { return a.key < b.key; });
+        return v;
+    };
+    auto measure = [&](const ControlView& v, size_t& bytes, size_t& series) {
+        auto t0 = std::chrono::steady_clock::now();
+        std::string text = scrape(v, read_counters(v, w.ptrs, 0));
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        bytes = text.size();
+        series = 0;
+        for (size_t p = 0; (p = text.find('\n', p)) != std::string::npos; ++p)
+            series += p + 1 < text.size() && text[p + 1] != '#';
+        return ms;
+    };
+    size_t all_bytes, all_series, few_bytes, few_series;
+    double all_ms = measure(build(10000), all_bytes, all_series);
+    double few_ms = measure(build(100), few_bytes, few_series);
+    RecordProperty("all_served_bytes", std::to_string(all_bytes));
+    RecordProperty("all_served_series", std::to_string(all_series));
+    RecordProperty("all_served_ms", std::to_string(all_ms));
+    RecordProperty("hundred_served_bytes", std::to_string(few_bytes));
+    RecordProperty("hundred_served_series", std::to_string(few_series));
+    RecordProperty("hundred_served_ms", std::to_string(few_ms));
+    EXPECT_GT(all_series, 100000u);
+    EXPECT_LT(few_series, 1500u);
+    EXPECT_LT(few_bytes * 50, all_bytes);
 }
 
 TEST(Write, EveryDropReasonIsASeriesAndTheHelpNamesThemAll) {
