@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dataplane/tables/session_table.h"
 
+#include <rte_eal.h>
 #include <rte_hash_crc.h>
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <cstring>
 
 namespace egw::dp {
@@ -27,10 +31,41 @@ bool SessionTable::outside_match(const Session& s, const FlowKey& k) {
 }
 
 SessionTable::~SessionTable() {
-    rte_free(inside_);
-    rte_free(outside_);
-    rte_free(pool_);
-    rte_free(free_);
+    if (map_len_)
+        munmap(memory_, map_len_);
+    else
+        rte_free(memory_);
+}
+
+// The table's memory is one region: the two bucket arrays, the pool and the free list. With
+// DPDK on hugepages it comes from DPDK's heap (NUMA-local, on those pages). Without them
+// (--no-huge) DPDK's heap is made of 4 KiB pages, and at a million sessions every lookup would
+// also miss the TLB: so the region is anonymous memory aligned to 2 MiB and marked for
+// transparent huge pages. It is never given to a NIC, so it needs no IOVA.
+bool SessionTable::allocate(const char* name, size_t bytes, int socket) {
+    constexpr size_t kHuge = size_t{2} << 20;
+    if (rte_eal_has_hugepages()) {
+        memory_ = rte_zmalloc_socket(name, bytes, 64, socket);
+        memory_bytes_ = bytes;
+        return memory_ != nullptr;
+    }
+    size_t len = (bytes + kHuge - 1) & ~(kHuge - 1);
+    void* p = mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    // Keep the 2 MiB-aligned part and give back the rest.
+    auto start = reinterpret_cast<uintptr_t>(p);
+    uintptr_t aligned = (start + kHuge - 1) & ~uintptr_t{kHuge - 1};
+    if (aligned > start)
+        munmap(p, aligned - start);
+    if (aligned + len < start + len + kHuge)
+        munmap(reinterpret_cast<void*>(aligned + len), start + len + kHuge - (aligned + len));
+    memory_ = reinterpret_cast<void*>(aligned);
+    memory_bytes_ = bytes;
+    map_len_ = len;
+    // Best effort: where transparent huge pages are off this is refused and 4 KiB pages remain.
+    (void)madvise(memory_, len, MADV_HUGEPAGE);
+    return true;
 }
 
 bool SessionTable::init(const char* name, uint32_t capacity, int socket) {
@@ -42,12 +77,15 @@ bool SessionTable::init(const char* name, uint32_t capacity, int socket) {
         buckets <<= 1;
     mask_ = static_cast<uint32_t>(buckets - 1);
     size_t table_bytes = sizeof(Bucket) * buckets;
-    inside_ = static_cast<Bucket*>(rte_malloc_socket(name, table_bytes, 64, socket));
-    outside_ = static_cast<Bucket*>(rte_malloc_socket(name, table_bytes, 64, socket));
-    pool_ = static_cast<Session*>(rte_zmalloc_socket(name, sizeof(Session) * size_t{capacity}, 64, socket));
-    free_ = static_cast<uint32_t*>(rte_malloc_socket(name, sizeof(uint32_t) * size_t{capacity}, 64, socket));
-    if (!inside_ || !outside_ || !pool_ || !free_)
+    size_t pool_bytes = sizeof(Session) * size_t{capacity};
+    size_t free_bytes = (sizeof(uint32_t) * size_t{capacity} + 63) & ~size_t{63};
+    if (!allocate(name, 2 * table_bytes + pool_bytes + free_bytes, socket))
         return false;
+    auto* base = static_cast<uint8_t*>(memory_);
+    inside_ = reinterpret_cast<Bucket*>(base);
+    outside_ = reinterpret_cast<Bucket*>(base + table_bytes);
+    pool_ = reinterpret_cast<Session*>(base + 2 * table_bytes);
+    free_ = reinterpret_cast<uint32_t*>(base + 2 * table_bytes + pool_bytes);
     std::memset(inside_, 0xff, table_bytes);
     std::memset(outside_, 0xff, table_bytes);
     for (uint64_t b = 0; b < buckets; ++b)
@@ -55,7 +93,6 @@ bool SessionTable::init(const char* name, uint32_t capacity, int socket) {
     for (uint32_t i = 0; i < capacity; ++i)
         free_[i] = capacity - 1 - i;
     n_free_ = capacity;
-    memory_bytes_ = 2 * table_bytes + sizeof(Session) * size_t{capacity} + sizeof(uint32_t) * size_t{capacity};
     return true;
 }
 

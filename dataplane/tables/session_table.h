@@ -20,6 +20,8 @@
 // (Worker::dump_*) and the worker fills it between bursts.
 // Reclamation: a session is freed on the spot by its worker (expiry sweep, policy change, TCP
 // close); the pool and hashes are freed at shutdown after the worker has stopped.
+// Memory: one region, allocated by the control thread in init(): DPDK's heap when DPDK runs on
+// hugepages, else anonymous memory on transparent huge pages (session_table.cpp).
 #pragma once
 
 #include <cstddef>
@@ -157,6 +159,7 @@ private:
     uint32_t find(const Bucket* table, const FlowKey& k, uint32_t h) const;
     template <bool Inside>
     void lookup_bulk(const Bucket* table, const FlowKey* const* keys, unsigned n, uint32_t* idx) const;
+    bool allocate(const char* name, size_t bytes, int socket);
     void insert(Bucket* table, uint32_t h, uint32_t idx);
     void erase(Bucket* table, uint32_t h, uint32_t idx);
 
@@ -168,7 +171,9 @@ private:
     uint32_t n_free_ = 0;
     uint32_t capacity_ = 0;
     uint32_t active_ = 0;
+    void* memory_ = nullptr;
     size_t memory_bytes_ = 0;
+    size_t map_len_ = 0;  // length of memory_'s anonymous mapping; 0: memory_ is DPDK heap
 };
 
 }  // namespace egw::dp
