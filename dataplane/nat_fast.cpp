@@ -31,10 +31,15 @@ void stage_nat_lookup(Worker& w, Burst& b) {
             out_keys[no++] = &pk.key;
         }
     });
+    // Every packet of the step leaves it, so the masks are set once for the whole burst.
+    uint32_t hits = 0;
     auto settle = [&](const unsigned* pos, unsigned n) {
         for (unsigned k = 0; k < n; ++k) {
-            b.pkt[pos[k]].session = found[k];
-            b.set_next(pos[k], found[k] != SessionTable::kNone ? Next::nat_fast : Next::nat_slow);
+            PacketMeta& pk = b.pkt[pos[k]];
+            pk.session = found[k];
+            bool hit = found[k] != SessionTable::kNone;
+            pk.next = hit ? Next::nat_fast : Next::nat_slow;
+            hits |= uint32_t{hit} << pos[k];
         }
     };
     if (ni) {
@@ -45,6 +50,10 @@ void stage_nat_lookup(Worker& w, Burst& b) {
         w.sessions.lookup_outside(out_keys, no, found);
         settle(out_pos, no);
     }
+    uint32_t looked = b.pending(Next::nat_lookup);
+    b.waiting[static_cast<unsigned>(Next::nat_lookup)] = 0;
+    b.waiting[static_cast<unsigned>(Next::nat_fast)] |= hits;
+    b.waiting[static_cast<unsigned>(Next::nat_slow)] |= looked & ~hits;
     b.created_at_lookup = w.counters.sessions_created;
     b.closed_at_lookup = w.counters.sessions_closed;
 }

@@ -48,12 +48,9 @@ inline bool policy_holds(const PolicySnapshot& p, Session& s) {
     return true;
 }
 
-// Re-resolves the cached routes of a session made under an older snapshot. Returns false when the
-// session can no longer be used as it is (no route, or a masquerade whose egress port changed).
+// Re-resolves the cached routes of a session. Returns false when the session can no longer be
+// used as it is (no route, or a masquerade whose egress port changed).
 inline bool refresh_routes(const PolicySnapshot& p, Session& s) {
-    uint32_t gen = static_cast<uint32_t>(p.generation);
-    if (likely(s.route_generation == gen))
-        return true;
     const NextHop* nh = p.lookup_route(s.vrf, rte_be_to_cpu_32(s.remote_ip));
     if (!nh)
         return false;
@@ -65,12 +62,26 @@ inline bool refresh_routes(const PolicySnapshot& p, Session& s) {
     s.out_neighbor = NeighborTable::kNone;
     s.in_port = kPortUnset;
     s.in_neighbor = NeighborTable::kNone;
-    s.route_generation = gen;
     return true;
 }
 
-// A hit may be used as it is: its policy holds and its cached routes are current.
-inline bool session_usable(const PolicySnapshot& p, Session& s) { return policy_holds(p, s) && refresh_routes(p, s); }
+// Whether a hit may be used as it is: its policy holds and its cached routes are current. A
+// session remembers the snapshot generation it was last checked under (its epoch), so a hit
+// under the same snapshot costs one comparison and reads nothing outside the session. Under a
+// newer snapshot the policy is checked again, and the routes only when they changed since the
+// epoch (so a publication for an unrelated Service does not send every session back to the route
+// and neighbour tables).
+inline bool session_usable(const PolicySnapshot& p, Session& s) {
+    uint32_t gen = static_cast<uint32_t>(p.generation);
+    if (likely(s.epoch == gen))
+        return true;
+    if (!policy_holds(p, s))
+        return false;
+    if (static_cast<int32_t>(static_cast<uint32_t>(p.route_generation) - s.epoch) > 0 && !refresh_routes(p, s))
+        return false;
+    s.epoch = gen;
+    return true;
+}
 
 inline void close_session(Worker& w, uint32_t idx) {
     Session& s = w.sessions.at(idx);

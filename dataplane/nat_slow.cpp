@@ -162,7 +162,7 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
         return SessionTable::kNone;
     }
     uint32_t dst = rte_be_to_cpu_32(pk.key.dst);
-    s.route_generation = static_cast<uint32_t>(p.generation);
+    s.epoch = static_cast<uint32_t>(p.generation);
     s.out_port = f.nh->port;
     s.out_next_hop = f.nh->gateway ? f.nh->gateway : dst;
     s.out_neighbor = NeighborTable::kNone;

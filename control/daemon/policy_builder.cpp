@@ -423,6 +423,19 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         size_t pi = static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data());
         add_route(static_cast<uint8_t>(resolve_vrf(r.vrf)), r.prefix, port_ids_[pi], r.via.value_or(0));
     }
+    // Sessions cache their egress port and next hop: only a change of the routes makes them
+    // look again, not every publication.
+    std::vector<uint64_t> route_sig;
+    route_sig.reserve(routes.size() * 2);
+    for (const auto& [key, nh] : routes) {
+        route_sig.push_back(key);
+        route_sig.push_back(uint64_t{snap->next_hops[nh].port} << 32 | snap->next_hops[nh].gateway);
+    }
+    if (route_sig != last_routes_) {
+        last_routes_ = std::move(route_sig);
+        route_generation_ = snap->generation;
+    }
+    snap->route_generation = route_generation_;
     snap->routes.build(routes);
     for (auto& [vrf, lens] : lengths) {
         std::sort(lens.begin(), lens.end(), std::greater<>());

@@ -109,6 +109,10 @@ private:
     uint32_t default_version_ = 1;
     std::optional<config::DefaultAction> last_default_action_;  // of the last snapshot
     uint64_t generation_ = 0;
+    // The routes of the last snapshot, as (key, port << 32 | gateway) pairs, and the generation
+    // since which they are unchanged (PolicySnapshot::route_generation).
+    std::vector<uint64_t> last_routes_;
+    uint64_t route_generation_ = 0;
 };
 
 }  // namespace egw::control

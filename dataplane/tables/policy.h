@@ -74,6 +74,9 @@ enum NatAddressFlags : uint32_t {
 
 struct PolicySnapshot {
     uint64_t generation = 0;
+    // The generation since which the routes (and the ports they lead to) are the same as in this
+    // snapshot: a session checked at or after it keeps its cached routes.
+    uint64_t route_generation = 0;
     DefaultAction default_action = DefaultAction::masquerade;
     uint32_t default_version = 1;  // changes when what the default action translates to changes
 

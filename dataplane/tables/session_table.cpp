@@ -8,6 +8,10 @@
 
 #include <sys/mman.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <cstdint>
 #include <cstring>
 
@@ -28,6 +32,24 @@ bool SessionTable::inside_match(const Session& s, const FlowKey& k) {
 bool SessionTable::outside_match(const Session& s, const FlowKey& k) {
     return s.remote_ip == k.src && s.nat_ip == k.dst && s.remote_port == k.sport && s.nat_port == k.dport &&
            s.proto == k.proto;
+}
+
+// Bit j set when signature j of the bucket is h: the seven signatures are compared at once (two
+// SSE2 compares of four; the eighth lane is idx[0] and is masked off).
+unsigned SessionTable::sig_matches(const Bucket& bk, uint32_t h) {
+#if defined(__SSE2__)
+    __m128i key = _mm_set1_epi32(static_cast<int>(h));
+    __m128i lo = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk.sig[0]));
+    __m128i hi = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk.sig[4]));
+    unsigned m = static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, key)))) |
+                 static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, key)))) << 4;
+    return m & ((1u << kWays) - 1);
+#else
+    unsigned m = 0;
+    for (unsigned j = 0; j < kWays; ++j)
+        m |= static_cast<unsigned>(bk.sig[j] == h) << j;
+    return m;
+#endif
 }
 
 SessionTable::~SessionTable() {
@@ -101,8 +123,9 @@ uint32_t SessionTable::find(const Bucket* table, const FlowKey& k, uint32_t h) c
     uint32_t b = h & mask_;
     for (;;) {
         const Bucket& bk = table[b];
-        for (unsigned j = 0; j < kWays; ++j) {
-            if (bk.sig[j] != h || bk.idx[j] == kEmpty)
+        for (unsigned m = sig_matches(bk, h); m; m &= m - 1) {
+            unsigned j = static_cast<unsigned>(__builtin_ctz(m));
+            if (bk.idx[j] == kEmpty)
                 continue;
             const Session& s = pool_[bk.idx[j]];
             if (Inside ? inside_match(s, k) : outside_match(s, k))
@@ -127,11 +150,13 @@ void SessionTable::lookup_bulk(const Bucket* table, const FlowKey* const* keys, 
     for (unsigned i = 0; i < n; ++i) {
         const Bucket& bk = table[h[i] & mask_];
         uint32_t cand = kNone;
-        for (unsigned j = 0; j < kWays; ++j)
-            if (bk.sig[j] == h[i] && bk.idx[j] != kEmpty) {
+        for (unsigned m = sig_matches(bk, h[i]); m; m &= m - 1) {
+            unsigned j = static_cast<unsigned>(__builtin_ctz(m));
+            if (bk.idx[j] != kEmpty) {
                 cand = bk.idx[j];
                 break;
             }
+        }
         idx[i] = cand;
         if (cand != kNone)
             rte_prefetch0(&pool_[cand]);
@@ -155,11 +180,13 @@ void SessionTable::lookup_outside(const FlowKey* const* keys, unsigned n, uint32
 
 void SessionTable::prefetch_outside_match(uint32_t h) const {
     const Bucket& bk = outside_[h & mask_];
-    for (unsigned j = 0; j < kWays; ++j)
-        if (bk.sig[j] == h && bk.idx[j] != kEmpty) {
+    for (unsigned m = sig_matches(bk, h); m; m &= m - 1) {
+        unsigned j = static_cast<unsigned>(__builtin_ctz(m));
+        if (bk.idx[j] != kEmpty) {
             rte_prefetch0(&pool_[bk.idx[j]]);
             return;
         }
+    }
 }
 
 uint32_t SessionTable::find_inside(const FlowKey& k) const { return find<true>(inside_, k, hash(k)); }

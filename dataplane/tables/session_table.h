@@ -65,7 +65,7 @@ struct alignas(64) Session {
     uint8_t vrf;
     uint8_t in_use;            // SessionFlags
 
-    uint32_t route_generation;  // low bits of the snapshot generation the cached routes below came from
+    uint32_t epoch;             // low bits of the snapshot generation this session was last checked under
     uint64_t last_seen;         // TSC
 
     uint16_t out_port;          // egress port toward the remote side
@@ -153,6 +153,7 @@ private:
     static_assert(sizeof(Bucket) == 64);
 
     static uint32_t hash(const FlowKey& k);
+    static unsigned sig_matches(const Bucket& bk, uint32_t h);
     static bool inside_match(const Session& s, const FlowKey& k);
     static bool outside_match(const Session& s, const FlowKey& k);
     template <bool Inside>

@@ -425,6 +425,28 @@ TEST_F(DataplaneTest, RouteChangeMovesSessionsOrReplacesMasqueradedOnes) {
     EXPECT_TRUE(r.tx(r.pods).empty());
 }
 
+TEST_F(DataplaneTest, PublicationWithTheSameRoutesKeepsTheSessionsCachedRoutes) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 40000, text("a"))));
+    ASSERT_EQ(r.tx(r.pods).size(), 1u);
+    auto before = r.sessions();
+    ASSERT_EQ(before.size(), 1u);
+    ASSERT_NE(before[0].in_port, dp::kPortUnset);
+
+    // Another Service appears: a new snapshot with the same routes.
+    r.publish({lb_service(kWeb, kIngress, {kPod10, kPod11}), lb_service("other/svc", ip4(192, 0, 2, 52), {kPod20})});
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q2"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src, kIngress);
+    auto after = r.sessions();
+    ASSERT_EQ(after.size(), 1u);
+    EXPECT_EQ(after[0].in_port, before[0].in_port) << "the way back to the pod was forgotten";
+    EXPECT_EQ(after[0].in_neighbor, before[0].in_neighbor);
+    EXPECT_EQ(after[0].out_neighbor, before[0].out_neighbor);
+    EXPECT_EQ(after[0].epoch, static_cast<uint32_t>(r.policy().generation)) << "checked again under the new snapshot";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Full queues: counted drops, and every mbuf accounted for (the fixture checks the pool)
 
