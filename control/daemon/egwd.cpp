@@ -10,7 +10,6 @@
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
-#include <rte_rcu_qsbr.h>
 #include <rte_log.h>
 #include <rte_version.h>
 #include <CLI/CLI.hpp>
@@ -41,6 +40,7 @@
 #include "control/metrics/kubernetes.h"
 #include "control/model/rules.h"
 #include "control/telemetry/commands.h"
+#include "dataplane/publish.h"
 
 #ifndef EGW_VERSION
 #define EGW_VERSION "unknown"
@@ -335,10 +335,8 @@ int main(int argc, char** argv) {
             auto& handle = rt.shared().policy;
             auto publish = [&](std::unique_ptr<egw::dp::PolicySnapshot> next) {
                 uint64_t t0 = rte_rdtsc();
-                const egw::dp::PolicySnapshot* old = handle.current.exchange(next.release(), std::memory_order_acq_rel);
-                // Wait until no worker can still be reading the old version, then free it.
-                rte_rcu_qsbr_synchronize(rt.shared().qsbr, RTE_QSBR_THRID_INVALID);
-                delete old;
+                // Returns once no worker can still be reading the old version: then it is freed.
+                delete egw::dp::publish_policy(rt.shared(), next.release());
                 uint64_t spent = rte_rdtsc() - t0;
                 exporter.published(builder, static_cast<double>(spent) / static_cast<double>(rte_get_tsc_hz()));
                 spdlog::debug("published policy generation {} in {} us", builder.generation(),

@@ -10,12 +10,15 @@
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
 #include <algorithm>
 #include <cstring>
 #include <new>
 #include <stdexcept>
+
+#include "dataplane/publish.h"
 
 namespace egw::test {
 
@@ -164,6 +167,12 @@ void Rig::setup(const RigOptions& o) {
     shared.neighbors = new dp::NeighborTable(cfg.arp.max_neighbors);
     shared.next_hop_field = g_next_hop_field;
     shared.qsbr = nullptr;
+    if (o.qsbr) {
+        size_t size = rte_rcu_qsbr_get_memsize(n_workers);
+        shared.qsbr = static_cast<rte_rcu_qsbr*>(rte_zmalloc(name("_qsbr").c_str(), size, RTE_CACHE_LINE_SIZE));
+        if (!shared.qsbr || rte_rcu_qsbr_init(shared.qsbr, n_workers) != 0)
+            fail("qsbr");
+    }
     shared.to_control = rte_ring_create(name("_ctl").c_str(), kRingSize, socket, RING_F_SC_DEQ);
     if (!shared.to_control)
         fail("control ring");
@@ -312,15 +321,30 @@ void Rig::release() {
     rings_.clear();
     delete shared.neighbors;
     shared.neighbors = nullptr;
+    rte_free(shared.qsbr);
+    shared.qsbr = nullptr;
     rte_mempool_free(pool_);
     pool_ = nullptr;
 }
 
 void Rig::publish(const std::vector<model::ServiceState>& services) {
     std::unique_ptr<dp::PolicySnapshot> snap = builder_->build(services);
-    shared.policy.current.store(snap.get(), std::memory_order_release);
-    // Old versions stay alive until the rig goes: no worker runs concurrently, no RCU needed.
-    snapshots_.push_back(std::move(snap));
+    if (!shared.qsbr) {
+        shared.policy.current.store(snap.get(), std::memory_order_release);
+        // Old versions stay alive until the rig goes: no worker runs concurrently, no RCU needed.
+        snapshots_.push_back(std::move(snap));
+        return;
+    }
+    // With RCU the rig keeps only the current version: the one replaced is freed as soon as
+    // publish_policy says no worker reads it, so a worker that still did would read freed memory.
+    const dp::PolicySnapshot* old = dp::publish_policy(shared, snap.get());
+    if (snapshots_.empty()) {
+        snapshots_.push_back(std::move(snap));
+        return;
+    }
+    if (old != snapshots_.back().get())
+        throw std::runtime_error("test rig: the published snapshot was not the rig's");
+    snapshots_.back() = std::move(snap);
 }
 
 Bytes Rig::from_pod(uint32_t pod, const Bytes& ip) const {
@@ -351,6 +375,19 @@ void Rig::rx(uint16_t port, const Bytes& frame) {
             if (rte_ring_enqueue(p.rx, mbuf_of(port, frame)) != 0)
                 throw std::runtime_error("test rig: rx ring full");
             return;
+        }
+    throw std::runtime_error("test rig: no port " + std::to_string(port));
+}
+
+bool Rig::try_rx(uint16_t port, const Bytes& frame) {
+    for (auto& p : ports_)
+        if (p.id == port) {
+            if (rte_ring_free_count(p.rx) == 0)
+                return false;
+            // Only this thread enqueues (single producer): the room seen is still there.
+            if (rte_ring_enqueue(p.rx, mbuf_of(port, frame)) != 0)
+                throw std::runtime_error("test rig: rx ring full");
+            return true;
         }
     throw std::runtime_error("test rig: no port " + std::to_string(port));
 }

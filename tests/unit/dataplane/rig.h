@@ -95,6 +95,10 @@ struct RigOptions {
     unsigned workers = 1;
     uint32_t sessions_per_worker = 1024;      // SessionTable capacity of each worker
     bool inject = false;                      // give each worker an inject ring
+    // RCU in use, as in egwd: publish() swaps the snapshot, waits for every worker's quiescent
+    // state (dp::publish_policy) and frees the old one. Needed when workers run on threads of
+    // their own (dp::worker_main); without it old snapshots live as long as the rig.
+    bool qsbr = false;
     std::function<void(config::Config&)> configure;  // edits the standard config before use
     std::vector<model::ServiceState> services = {
         lb_service(std_rig::kWeb, std_rig::kIngress, {std_rig::kPod10, std_rig::kPod11})};
@@ -141,6 +145,8 @@ public:
 
     // Into a port's receive ring (m->port set as a NIC would).
     void rx(uint16_t port, const Bytes& frame);
+    // The same, false (and nothing enqueued) when the ring is full.
+    bool try_rx(uint16_t port, const Bytes& frame);
     // One poll-loop iteration of a worker (its clock becomes the TSC).
     unsigned poll(unsigned worker = 0);
     // worker_process_burst + worker_flush on one burst, with the worker's clock as it is.

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Workers on threads of their own, as in egwd: each runs dp::worker_main (poll loop, RCU
+// quiescent state after every iteration) while this thread, the control thread, feeds frames,
+// takes what comes out and changes what the workers read:
+// - thousands of policy snapshots published with RCU QSBR in use, each replaced one freed as
+//   soon as dp::publish_policy returns (a worker still reading it reads freed memory: the
+//   AddressSanitizer build reports it, the ThreadSanitizer build reports the race);
+// - the neighbour table's MAC of the destination rewritten in place;
+// - two workers handing flows to each other through their rings;
+// - the counters read while the workers write them, as the metrics thread reads them.
+// Every frame sent must come out exactly once, translated as the policy says at every moment
+// (the translation of the flows under test never changes), with valid checksums.
+//
+// A program of their own (test_dataplane_threads), so that the ThreadSanitizer build
+// (scripts/test.sh, build-tsan) compiles only what it runs; every build runs them.
+#include <gtest/gtest.h>
+#include <rte_cycles.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/dataplane/rig.h"
+
+namespace egw::test {
+namespace {
+
+using namespace std_rig;
+using dp::DropReason;
+
+constexpr uint16_t kDport = 9000;
+constexpr unsigned kWindow = 64;  // frames in flight at most (rings hold 1024, the pool 4095)
+
+// Runs dp::worker_main for each worker on a thread; stops and joins them when it goes.
+class WorkerThreads {
+public:
+    explicit WorkerThreads(Rig& r) : rig_(r) {
+        rig_.shared.stop.store(false);
+        for (auto* w : rig_.workers)
+            threads_.emplace_back([w] { dp::worker_main(w); });
+    }
+    ~WorkerThreads() { stop(); }
+    void stop() {
+        rig_.shared.stop.store(true);
+        for (auto& t : threads_)
+            if (t.joinable())
+                t.join();
+    }
+
+private:
+    Rig& rig_;
+    std::vector<std::thread> threads_;
+};
+
+Bytes seq_payload(uint32_t seq) {
+    Bytes b(8, 0);
+    std::memcpy(b.data(), &seq, 4);
+    std::memcpy(b.data() + 4, "egw!", 4);
+    return b;
+}
+
+uint32_t seq_of(const Bytes& payload) {
+    uint32_t seq = ~0u;
+    if (payload.size() == 8 && std::memcmp(payload.data() + 4, "egw!", 4) == 0)
+        std::memcpy(&seq, payload.data(), 4);
+    return seq;
+}
+
+// Sends `total` UDP datagrams from pod 10 over `sports` (round robin) to kServer, keeps at most
+// kWindow in flight, calls `between()` once per loop round (a publication, a neighbour update)
+// and checks every frame leaving ext1. Returns once all arrived, the round count reached
+// `min_rounds`, or nothing arrived for 10 s (a lost frame).
+struct Traffic {
+    Rig& r;
+    std::vector<uint16_t> sports;
+    uint32_t total = 0;
+    std::vector<Mac> allowed_dst_macs{kServerMac};
+
+    uint32_t sent = 0, received = 0, rounds = 0;
+    std::vector<uint8_t> seen;
+    std::map<uint16_t, uint16_t> nat_port_of;  // pod source port -> translated port
+    std::map<Mac, unsigned> dst_macs;
+
+    void check(const Bytes& frame) {
+        Parsed p = parse_frame(frame);
+        ASSERT_TRUE(p.ok) << p.error;
+        EXPECT_TRUE(checksums_valid(p));
+        EXPECT_EQ(p.src, kIngress) << "a frame left with a source the policy never gave it";
+        EXPECT_EQ(p.dst, kServer);
+        EXPECT_EQ(p.proto, 17);
+        EXPECT_EQ(p.dport, kDport);
+        EXPECT_EQ(p.ttl, 63);
+        EXPECT_EQ(p.eth_src, kExt1Mac);
+        bool mac_ok = false;
+        for (const auto& m : allowed_dst_macs)
+            mac_ok = mac_ok || p.eth_dst == m;
+        EXPECT_TRUE(mac_ok) << "destination MAC is neither the old nor the new one (torn?)";
+        ++dst_macs[p.eth_dst];
+        uint32_t seq = seq_of(p.payload);
+        ASSERT_LT(seq, total) << "payload changed";
+        EXPECT_FALSE(seen[seq]) << "frame " << seq << " came out twice";
+        seen[seq] = 1;
+        // Every frame of one pod flow carries the flow's one translated port.
+        uint16_t sport = sports[seq % sports.size()];
+        auto [it, fresh] = nat_port_of.emplace(sport, p.sport);
+        EXPECT_EQ(it->second, p.sport) << "flow " << sport << " changed its translated port";
+    }
+
+    void run(unsigned min_rounds, const std::function<void(unsigned)>& between) {
+        seen.assign(total, 0);
+        auto last_progress = std::chrono::steady_clock::now();
+        while (received < total || rounds < min_rounds) {
+            while (sent < total && sent - received < kWindow) {
+                uint16_t sport = sports[sent % sports.size()];
+                if (!r.try_rx(r.pods, r.from_pod(kPod10, udp_ip(kPod10, sport, kServer, kDport, seq_payload(sent)))))
+                    break;
+                ++sent;
+            }
+            if (between)
+                between(rounds);
+            ++rounds;
+            auto frames = r.tx(r.ext1);
+            for (const auto& f : frames) {
+                check(f);
+                if (::testing::Test::HasFatalFailure())
+                    return;
+            }
+            if (!frames.empty()) {
+                received += static_cast<uint32_t>(frames.size());
+                last_progress = std::chrono::steady_clock::now();
+            } else if (received < total && std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(10)) {
+                FAIL() << "no frame came out for 10 s: " << sent - received << " of " << sent << " sent are lost";
+            }
+        }
+    }
+};
+
+RigOptions threaded(unsigned workers) {
+    RigOptions o;
+    o.workers = workers;
+    o.qsbr = true;
+    return o;
+}
+
+// An unrelated Service that comes and goes: the snapshots differ, the flows under test do not.
+std::vector<model::ServiceState> churn(unsigned round) {
+    std::vector<model::ServiceState> s = {lb_service(kWeb, kIngress, {kPod10, kPod11})};
+    for (unsigned i = 0; i < round % 4; ++i)
+        s.push_back(lb_service("default/other-" + std::to_string((round + i) % 16), ip4(192, 0, 2, 60 + i), {kPod20}));
+    return s;
+}
+
+TEST_F(DataplaneTest, ThousandsOfPoliciesPublishedWhileAWorkerForwards) {
+    Rig& r = start(threaded(1));
+    Traffic t{r, {40000, 40001, 40002, 40003}, 10000};
+    unsigned published = 0;
+    {
+        WorkerThreads threads(r);
+        t.run(2000, [&](unsigned round) {
+            r.publish(churn(round));
+            ++published;
+        });
+    }
+    EXPECT_EQ(t.received, t.total);
+    EXPECT_GE(published, 2000u);
+    EXPECT_EQ(r.w().counters.rx_packets, t.total);
+    EXPECT_EQ(r.w().counters.tx_packets, t.total);
+    EXPECT_EQ(r.total_drops(), 0u);
+    EXPECT_EQ(r.svc(kWeb).packets_out, t.total);
+    EXPECT_EQ(r.sessions().size(), t.sports.size());
+}
+
+TEST_F(DataplaneTest, NeighbourMacRewrittenInPlaceWhileAWorkerForwards) {
+    Rig& r = start(threaded(1));
+    const Mac moved{0x52, 0x54, 0x00, 0x00, 0x10, 0x64};
+    uint32_t slot = r.shared.neighbors->find(r.ext1, kServer);
+    ASSERT_NE(slot, dp::NeighborTable::kNone);
+    Traffic t{r, {40000, 40001}, 10000};
+    t.allowed_dst_macs = {kServerMac, moved};
+    {
+        WorkerThreads threads(r);
+        t.run(4000, [&](unsigned round) {
+            r.shared.neighbors->set_mac(slot, (round & 1) ? moved.data() : kServerMac.data());
+        });
+    }
+    EXPECT_EQ(t.received, t.total);
+    EXPECT_EQ(r.total_drops(), 0u);
+    EXPECT_EQ(r.w().counters.held, 0u) << "a frame found the neighbour unresolved while only its MAC changed";
+}
+
+TEST_F(DataplaneTest, TwoWorkerThreadsHandFlowsToEachOtherWhilePoliciesChange) {
+    Rig& r = start(threaded(2));
+    // 2000-2001 lie in worker 0's port block, 40000-40001 in worker 1's: worker 0 receives all
+    // and hands half to worker 1, which transmits them on its own queue.
+    Traffic t{r, {2000, 40000, 2001, 40001}, 10000};
+    {
+        WorkerThreads threads(r);
+        t.run(2000, [&](unsigned round) { r.publish(churn(round)); });
+    }
+    EXPECT_EQ(t.received, t.total);
+    EXPECT_EQ(r.w(0).counters.handed_off, t.total / 2);
+    EXPECT_EQ(r.w(0).counters.tx_packets + r.w(1).counters.tx_packets, t.total);
+    EXPECT_EQ(r.w(1).counters.tx_packets, t.total / 2);
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
+    EXPECT_EQ(r.sessions(0).size(), 2u);
+    EXPECT_EQ(r.sessions(1).size(), 2u);
+}
+
+TEST_F(DataplaneTest, CountersReadWhileWorkersCountNeverGoBackwards) {
+    Rig& r = start(threaded(2));
+    Traffic t{r, {2000, 40000}, 10000};
+    std::atomic<bool> done{false};
+    uint64_t reads = 0;
+    bool backwards = false;
+    const uint32_t web = r.service_id(kWeb);
+    // The metrics thread's way of reading a worker's counters (control/metrics/state.h).
+    std::thread reader([&] {
+        uint64_t last_rx = 0, last_tx = 0, last_web = 0;
+        while (!done.load()) {
+            uint64_t rx = __atomic_load_n(&r.w(0).counters.rx_packets, __ATOMIC_RELAXED);
+            uint64_t tx = __atomic_load_n(&r.w(0).counters.tx_packets, __ATOMIC_RELAXED) +
+                          __atomic_load_n(&r.w(1).counters.tx_packets, __ATOMIC_RELAXED);
+            uint64_t out = __atomic_load_n(&r.w(0).service_counters[web].packets_out, __ATOMIC_RELAXED) +
+                           __atomic_load_n(&r.w(1).service_counters[web].packets_out, __ATOMIC_RELAXED);
+            backwards = backwards || rx < last_rx || tx < last_tx || out < last_web;
+            last_rx = rx;
+            last_tx = tx;
+            last_web = out;
+            ++reads;
+        }
+    });
+    {
+        WorkerThreads threads(r);
+        t.run(0, {});
+    }
+    done.store(true);
+    reader.join();
+    EXPECT_EQ(t.received, t.total);
+    EXPECT_FALSE(backwards);
+    EXPECT_GT(reads, 0u);
+    EXPECT_EQ(r.svc(kWeb, 0).packets_out + r.svc(kWeb, 1).packets_out, t.total);
+}
+
+}  // namespace
+}  // namespace egw::test
