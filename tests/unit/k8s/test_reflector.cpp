@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // List+watch against the test API server: pagination, events, bookmarks, resume after a cut,
-// relist after 410, backoff after 500s, a wrong token, and the typed cache.
+// relist after 410, backoff after 500s, a wrong token, RBAC's 403, and the typed cache.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <thread>
 
@@ -379,6 +381,41 @@ TEST(ReflectorAuth, WrongTokenLogsOnceRetriesAndRecovers) {
     // The server starts accepting the client's token: the same reflector gets in.
     server.control("config", {{"token", "wrong"}});
     ASSERT_TRUE(eventually([&] { return r.synced(); }));
+    EXPECT_EQ(log.sink().count(spdlog::level::warn), 1u);
+    EXPECT_EQ(log.sink().count(spdlog::level::info, "list succeeded after"), 1u);
+    r.stop();
+}
+
+TEST(ReflectorAuth, ForbiddenListLogsOnceWithAnRbacHintAndRecovers) {
+    LogCapture log;
+    testing::TempDir dir;
+    // docker/k8s/rbac.yaml without the rule on Nodes, then with it.
+    std::ifstream in(testing::source_root() + "/docker/k8s/rbac.yaml");
+    const std::string full((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string rule = "- apiGroups: [\"\"]\n  resources: [\"nodes\"]";
+    ASSERT_NE(full.find(rule), std::string::npos);
+    std::string restricted = full;
+    restricted.replace(restricted.find(rule), rule.size(), "- apiGroups: [\"\"]\n  resources: [\"configmaps\"]");
+    dir.write("full.yaml", full);
+    dir.write("restricted.yaml", restricted);
+    ApiServerProcess server({"--token", "t", "--rbac", dir.file("restricted.yaml")});
+    Credentials c;
+    c.server = server.url();
+    c.token = "t";
+    c.source = "test kubeconfig";
+    RawStore store;
+    Reflector r(std::make_shared<Transport>(c), resources::nodes, store, fast_options());
+    r.start();
+    ASSERT_TRUE(eventually([&] { return r.status().failures >= 4; }));
+    EXPECT_FALSE(r.synced());
+    auto lines = log.sink().lines(spdlog::level::warn);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find("HTTP 403 Forbidden: nodes is forbidden: User "
+                            "\"system:serviceaccount:egw-system:egwd\" cannot list resource \"nodes\""),
+              std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find("RBAC"), std::string::npos) << lines[0];
+    server.control("config", {{"rbac", dir.file("full.yaml")}});
+    ASSERT_TRUE(eventually([&] { return r.synced() && r.status().watching; }));
     EXPECT_EQ(log.sink().count(spdlog::level::warn), 1u);
     EXPECT_EQ(log.sink().count(spdlog::level::info, "list succeeded after"), 1u);
     r.stop();
