@@ -38,7 +38,7 @@ import validation  # noqa: E402  (tests/apiserver/validation.py: label rules and
 yaml = harness.debian_module("yaml")
 SCHEMAS = HERE / "k8s-schemas"
 # Kinds of custom resources whose CRDs the OpenAPI schemas of Kubernetes do not have.
-NOT_IN_KUBERNETES_SCHEMAS = {("monitoring.coreos.com/v1", "PodMonitor"),
+NOT_IN_KUBERNETES_SCHEMAS = {("monitoring.coreos.com/v1", "PodMonitor"), ("monitoring.coreos.com/v1", "PrometheusRule"),
                              ("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition")}
 
 
@@ -371,7 +371,7 @@ def manifest_problems(files=None):
     for name, doc in docs:
         kinds.setdefault(doc["kind"], []).append((name, doc))
     for kind in ("Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                 "Role", "RoleBinding", "ConfigMap", "DaemonSet", "PodMonitor", "NetworkPolicy"):
+                 "Role", "RoleBinding", "ConfigMap", "DaemonSet", "PodMonitor", "NetworkPolicy", "PrometheusRule"):
         if kind not in kinds:
             problems.append(f"no {kind} is shipped")
     for name, doc in kinds.get("CustomResourceDefinition", []):
@@ -511,6 +511,51 @@ class Manifests(unittest.TestCase):
         bad = {"apiVersion": "k8s.ovn.org/v1", "kind": "EgressService", "metadata": {"name": "x"},
                "spec": {"sourceIPBy": "Nodes"}}
         self.assertTrue(validation.schema_errors(bad, schema))
+
+
+def alert_rules():
+    """The alerting rules of docker/k8s/prometheusrule.yaml: [{alert, expr, ...}]."""
+    (doc,) = load_yaml_documents((K8S / "prometheusrule.yaml").read_text())
+    return [r for g in doc["spec"]["groups"] for r in g["rules"]]
+
+
+# Names the alerts read that egwd does not export: Prometheus' own `up` and the kubelet's probe
+# counter (kube-prometheus-stack scrapes the kubelet's /metrics/probes).
+ALERT_NAMES_NOT_FROM_EGWD = {"up", "prober_probe_total"}
+
+
+class Alerts(unittest.TestCase):
+    ISSUE = {"EgwNoLeader", "EgwSeveralLeaders", "EgwWatchDown", "EgwReceiveMisses", "EgwSnatAllocationFailures",
+             "EgwSessionTableNearlyFull", "EgwProbeFailures"}
+
+    def test_the_alerts_the_operations_guide_explains(self):
+        names = {r["alert"] for r in alert_rules()}
+        self.assertTrue(self.ISSUE <= names, self.ISSUE - names)
+        guide = (REPO / "docs" / "operations.md").read_text()
+        for r in alert_rules():
+            self.assertIn(r["labels"]["severity"], ("warning", "critical"), r["alert"])
+            self.assertTrue(r["annotations"].get("summary") and r["annotations"].get("description"), r["alert"])
+            self.assertTrue(f"`{r['alert']}`" in guide, f"{r['alert']} is not explained in docs/operations.md")
+
+    def test_promtool_checks_and_unit_tests(self):
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            self.skipTest("promtool is not installed (Debian package prometheus, scripts/deps.sh)")
+        (doc,) = load_yaml_documents((K8S / "prometheusrule.yaml").read_text())
+        with tempfile.TemporaryDirectory(prefix="egw-rules-") as tmp:
+            # JSON is YAML: the spec as it is is a Prometheus rules file.
+            (Path(tmp) / "rules.yaml").write_text(json.dumps(doc["spec"], indent=1))
+            shutil.copy(REPO / "tests" / "e2e" / "prometheus" / "rules_test.yaml", tmp)
+            r = subprocess.run([promtool, "check", "rules", "rules.yaml"], cwd=tmp, capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn(f"SUCCESS: {len(alert_rules())} rules found", r.stdout)
+            r = subprocess.run([promtool, "test", "rules", "rules_test.yaml"], cwd=tmp, capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            # Every alert has a test that fires it.
+            tested = set(re.findall(r"alertname: (\w+)\n\s+exp_alerts:\n\s+- ", (Path(tmp) / "rules_test.yaml").read_text()))
+            self.assertEqual(tested, {r["alert"] for r in alert_rules()})
 
 
 class Entrypoint(unittest.TestCase):
