@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # The container's entrypoint: renders egwd's configuration for this pod, then becomes egwd.
+# The CLI is in the image too, next to egwd; from outside the pod:
+#   kubectl -n egw-system exec ds/egwd -- egwctl show services
 #
 # The template is /etc/egw/<node name>.json when the ConfigMap has a key for this node, else
 # /etc/egw/egwd.json. Every ${NAME} in it is replaced by the environment variable NAME; a name

@@ -677,6 +677,17 @@ class Dockerfile(unittest.TestCase):
         self.assertIn("librte-mempool-ring23", runtime_pkgs, "the default mempool driver is a plugin")
         self.assertIn("librte-bus-pci23", runtime_pkgs)
 
+    def test_egwctl_and_oci_labels_in_the_image(self):
+        build, runtime = self.stages()
+        text = (REPO / "docker" / "Dockerfile").read_text()
+        self.assertIn("control/egwctl", text)
+        self.assertIn("/out/usr/local/bin/egwctl", text)
+        self.assertIn("libcli11-dev", self.packages(build))
+        labels = " ".join(r for w, r in runtime["lines"] if w == "LABEL")
+        for key in ("title", "description", "version", "revision", "licenses"):
+            self.assertIn(f"org.opencontainers.image.{key}=", labels)
+        self.assertIn("kubectl -n egw-system exec ds/egwd -- egwctl", (REPO / "docs" / "operations.md").read_text())
+
     def test_runtime_stage_has_every_library_egwd_links(self):
         egwd = Path(os.environ.get("EGWD", REPO / "build" / "control" / "egwd"))
         if not os.access(egwd, os.X_OK) or not shutil.which("ldd") or not shutil.which("dpkg") \
