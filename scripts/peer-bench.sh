@@ -7,6 +7,7 @@
 #
 #   sudo scripts/peer-bench.sh                       # the rig's full run plus egwd
 #   sudo FLOWS=10000 REPS=1 scripts/peer-bench.sh    # quick
+#   sudo EGW_RIG_MODE=egressservice scripts/peer-bench.sh   # the same traffic through EgressServices
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 rig=${RIG:-$here/../shared/bench/peer-rig}
@@ -22,7 +23,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 
-export DUT_NAME=${DUT_NAME:-egwd}
-export DUT_CMD="exec $here/build/control/egwd \$RIG_EAL -- -c $here/config/bench-rig.json --mbufs \$RIG_NB_MBUFS --log-level warn"
+# EGW_RIG_MODE=masquerade (default): no rig source is an endpoint of a Service, so every flow
+# takes egwd's default action, the same SNAT the rig asks of OVS. EGW_RIG_MODE=egressservice: the
+# same sources are made endpoints of 64 LoadBalancer Services with EgressServices
+# (tests/bench/rig_services.py), so the same traffic takes the per-Service path.
+config=$here/config/bench-rig.json
+case "${EGW_RIG_MODE:-masquerade}" in
+  masquerade) export DUT_NAME=${DUT_NAME:-egwd} ;;
+  egressservice)
+    gen=${WORK:-/tmp/peer-bench}/egw-egressservice
+    python3 "$here/tests/bench/rig_services.py" --config "$config" --out "$gen"
+    config=$gen/egwd.json
+    export DUT_NAME=${DUT_NAME:-egwd-egressservice} ;;
+  *) echo "peer-bench: EGW_RIG_MODE must be masquerade or egressservice" >&2; exit 1 ;;
+esac
+export DUT_CMD="exec $here/build/control/egwd \$RIG_EAL -- -c $config --mbufs \$RIG_NB_MBUFS --log-level warn"
 export CONFIGS=${CONFIGS:-testpmd-io testpmd-rxonly ovs-fwd ovs-ctnat dut}
 exec bash "$rig/run.sh"
