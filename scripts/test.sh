@@ -68,6 +68,8 @@ fi
 gtest_suites unit build
 py_suite apiserver discover:tests/apiserver:test_*.py
 py_suite e2e tests/e2e/test_e2e.py
+py_suite e2e-cases tests/e2e/test_cases_e2e.py
+py_suite traffic tests/e2e/test_traffic.py
 py_suite k8s-e2e tests/e2e/test_k8s_e2e.py
 py_suite cluster tests/e2e/test_cluster.py
 py_suite cli tests/e2e/test_cli.py
