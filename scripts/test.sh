@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Runs every test egw has: unit and packet tests (GoogleTest, through meson), the test API
-# server's own tests, and the end-to-end tests in network namespaces. Installs what is missing
+# Runs every test egw has: unit and packet tests (GoogleTest, through meson), short libFuzzer
+# runs of the fuzz targets, the test API server's own tests, and the end-to-end tests in network
+# namespaces. Installs what is missing
 # and builds first.
 #
 # Every suite leaves its counts in build/test-results/ (tests/run_suite.py for Python suites,
@@ -66,6 +67,14 @@ if ! bash scripts/build.sh; then
 fi
 
 gtest_suites unit build
+
+# Fuzzing (scripts/fuzz.sh, docs/testing.md): the corpus replays ran above among the unit tests;
+# here each libFuzzer target of a clang build runs for FUZZ_TIME seconds (20 by default), one test
+# per target. A crash, a sanitizer report or a timeout fails it, with the reproducer in the log.
+next_result fuzz
+echo "== fuzz"
+FUZZ_TIME=${FUZZ_TIME:-20} timeout --kill-after=30 2400 bash scripts/fuzz.sh --results "$out" 2>&1 | tee "$logs/fuzz.txt"
+[ -f "$out" ] || python3 tests/results.py fail fuzz "scripts/fuzz.sh died or timed out (see $logs/fuzz.txt)" "$out"
 py_suite apiserver discover:tests/apiserver:test_*.py
 py_suite e2e tests/e2e/test_e2e.py
 py_suite e2e-cases tests/e2e/test_cases_e2e.py
