@@ -88,6 +88,19 @@ std::vector<std::string> HostNames::names(NameSet set) const {
 
 Cli::Outcome Cli::run(std::string_view line, Origin origin) {
     const Grammar& g = egw_grammar();
+    // "?" at the end, as in vppctl and grcli: what may come next ("show ?", "sh?", "?").
+    std::string_view trimmed = line.substr(0, line.find_last_not_of(" \t") + 1);
+    if (!trimmed.empty() && trimmed.back() == '?') {
+        Completion c = g.complete(trimmed.substr(0, trimmed.size() - 1), names_);
+        std::string text;
+        for (const auto& w : c.candidates)
+            text += "  " + w + "\n";
+        for (const auto& h : c.hints)
+            text += "  " + h + "\n";
+        if (text.empty())
+            text = "  (nothing: the command is complete, or the words before ? are wrong)\n";
+        return {Status::ok, text};
+    }
     ParseResult p = g.parse(line, names_);
     if (p.blank)
         return {};

@@ -84,4 +84,36 @@ Reply clear_port_stats(Context& ctx, const Args& a) {
     return ok("statistics cleared: " + done);
 }
 
+Reply show_port_info(Context& ctx, const Args& a) {
+    Table t({"port", "name", "device", "driver", "mac", "link", "speed-mbps", "mtu", "rx-queues", "tx-queues"});
+    json rows = json::array();
+    for (const auto* p : selected(ctx, a.get("PORTS"))) {
+        rte_eth_dev_info info{};
+        int rc = rte_eth_dev_info_get(p->id, &info);
+        rte_ether_addr mac{};
+        rte_eth_macaddr_get(p->id, &mac);
+        char mac_text[RTE_ETHER_ADDR_FMT_SIZE];
+        rte_ether_format_addr(mac_text, sizeof mac_text, &mac);
+        rte_eth_link link{};
+        rte_eth_link_get_nowait(p->id, &link);
+        uint16_t mtu = 0;
+        rte_eth_dev_get_mtu(p->id, &mtu);
+        std::string driver = rc == 0 && info.driver_name ? info.driver_name : "";
+        bool up = link.link_status == RTE_ETH_LINK_UP;
+        uint32_t speed = up ? link.link_speed : 0;
+        t.row({num(p->id), p->name, p->device, driver, mac_text, up ? "up" : "down", num(speed),
+               num(mtu), num(info.nb_rx_queues), num(info.nb_tx_queues)});
+        rows.push_back({{"id", p->id}, {"name", p->name}, {"device", p->device}, {"driver", driver}, {"mac", mac_text},
+                        {"link_up", up}, {"speed_mbps", speed}, {"mtu", mtu},
+                        {"rx_queues", info.nb_rx_queues}, {"tx_queues", info.nb_tx_queues}});
+    }
+    return ok(t.render(), rows);
+}
+
+Reply clear_counters(Context& ctx, const Args&) {
+    Args all;
+    all.values["PORTS"] = "all";
+    return clear_port_stats(ctx, all);
+}
+
 }  // namespace egw::cli

@@ -2,9 +2,11 @@
 //
 // Section "system": lcores, drops, the configuration, the log level, help and quit.
 #include <rte_lcore.h>
+#include <rte_version.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "config/config.h"
 #include "config/dump.h"
@@ -13,11 +15,18 @@
 #include "control/daemon/runtime.h"
 #include "dataplane/drop_reason.h"
 
+#ifndef EGW_VERSION
+#define EGW_VERSION "unknown"
+#endif
+
 namespace egw::cli {
 
 namespace {
 
 using nlohmann::json;
+
+// Static initialisation runs as egwd starts: close enough to its start for an uptime.
+const auto kStarted = std::chrono::steady_clock::now();
 
 // One row per leaf: "ports[1].addresses" -> "10.0.0.1/24, 10.0.0.2/24".
 void flatten(const json& j, const std::string& path, Table& t) {
@@ -146,6 +155,14 @@ Reply reload_config(Context& ctx, const Args&) {
     if (!ctx.host.reload)
         return fail("reload config: this egwd has no configuration file to re-read");
     return ctx.host.reload();
+}
+
+Reply show_version(Context& ctx, const Args&) {
+    (void)ctx;
+    double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - kStarted).count();
+    std::string text = std::string("egwd ") + EGW_VERSION + "\n" + rte_version() + "\nuptime " +
+                       std::to_string(static_cast<uint64_t>(up)) + " s\n";
+    return ok(text, json{{"egwd", EGW_VERSION}, {"dpdk", rte_version()}, {"uptime_seconds", up}});
 }
 
 Reply help(Context& ctx, const Args& a) {

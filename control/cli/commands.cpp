@@ -69,8 +69,14 @@ const Command kCommands[] = {
     {"show port stats PORTS", "ports",
      "packets and bytes received and sent, missed and errors, of one port or all", show_port_stats},
     {"show port xstats PORT", "ports", "the driver's extended statistics of one port", show_port_xstats},
+    {"show port info PORTS", "ports", "driver, MAC address, link state and speed, MTU, queues of one port or all",
+     show_port_info},
     {"clear port stats PORTS", "ports", "reset the statistics and extended statistics of one port or all",
      clear_port_stats},
+    {"clear counters", "ports",
+     "reset every port's statistics (clear port stats all); the workers' counters only grow, Prometheus "
+     "takes rates of them",
+     clear_counters},
 
     {"show services [namespace NS]", "services",
      "every EgressService: status.host, whether this gateway translates it and why not, counters", show_services},
@@ -96,6 +102,7 @@ const Command kCommands[] = {
     {"show k8s", "system", "the Kubernetes connection: per-kind sync state, last resourceVersion, leader", show_k8s},
     {"show drops", "system", "dropped packets by reason, summed over the workers", show_drops},
     {"show config", "system", "the configuration egwd runs with", show_config},
+    {"show version", "system", "egwd's and DPDK's versions, and how long egwd has run", show_version},
     {"set log level LEVEL", "system", "change the level of egwd's log", set_log_level},
     {"reload config", "system",
      "re-read the configuration file: apply it whole (routes, neighbours, default action, ARP, address lists) "

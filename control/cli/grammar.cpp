@@ -34,6 +34,7 @@ std::string join_set(const std::set<std::string>& words) {
 }
 
 constexpr std::string_view kJson = "--json";
+constexpr std::string_view kJsonShort = "-j";
 constexpr size_t kHelpWidth = 96;
 
 // `text` folded at spaces into lines of at most `width` columns, each starting with `indent`.
@@ -285,11 +286,64 @@ bool Grammar::next_elements(const Compiled& c, const std::vector<std::string>& w
     return true;
 }
 
+bool Grammar::expand_prefixes(std::vector<std::string>& words, const NameSource& names, std::string& error) const {
+    for (size_t i = 0; i < words.size(); ++i) {
+        std::vector<std::string> before(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(i));
+        std::set<std::string> keywords;
+        bool fits = false;
+        for (const Compiled& c : compiled_) {
+            std::vector<const Element*> next;
+            if (!next_elements(c, before, names, next))
+                continue;
+            for (const Element* e : next) {
+                // A keyword typed whole, or a value of a closed set (a port name, "all"), stays.
+                if (e->kind ? e->kind->closed && accepts(*e->kind, words[i], names) : e->word == words[i])
+                    fits = true;
+                else if (!e->kind && starts_with(e->word, words[i]))
+                    keywords.insert(e->word);
+            }
+        }
+        if (fits || keywords.empty())
+            continue;  // as typed: the parser says what is wrong, if anything
+        if (keywords.size() > 1) {
+            // Several keywords begin so: take the one with which the whole line makes a command
+            // ("sh serv": only "services" can end there), if exactly one does.
+            std::vector<std::string> only;
+            for (const auto& k : keywords) {
+                std::vector<std::string> trial = words;
+                trial[i] = k;
+                std::string ignored;
+                if (!expand_prefixes(trial, names, ignored))
+                    continue;
+                bool matches = std::any_of(compiled_.begin(), compiled_.end(), [&](const Compiled& c) {
+                    return match(c, trial, names, nullptr).fail == Fail::none;
+                });
+                if (matches) {
+                    if (!only.empty()) {
+                        only.clear();
+                        break;
+                    }
+                    only = std::move(trial);
+                }
+            }
+            if (!only.empty()) {
+                words = std::move(only);
+                return true;
+            }
+            error = "ambiguous \"" + words[i] + "\"" + (i ? " after \"" + join(words, i) + "\"" : std::string()) +
+                    ": " + join_set(keywords);
+            return false;
+        }
+        words[i] = *keywords.begin();
+    }
+    return true;
+}
+
 ParseResult Grammar::parse(std::string_view line, const NameSource& names) const {
     ParseResult r;
     std::vector<std::string> words;
     for (auto& w : split_words(line)) {
-        if (w == kJson)
+        if (w == kJson || w == kJsonShort)
             r.json = true;
         else
             words.push_back(std::move(w));
@@ -298,16 +352,32 @@ ParseResult Grammar::parse(std::string_view line, const NameSource& names) const
         r.blank = true;
         return r;
     }
-    std::vector<Attempt> attempts;
-    for (const Compiled& c : compiled_) {
-        Args args;
-        Attempt a = match(c, words, names, &args);
-        if (a.fail == Fail::none) {
-            r.command = c.command;
-            r.args = std::move(args);
-            return r;
+    auto try_all = [&](const std::vector<std::string>& ws, std::vector<Attempt>& attempts) {
+        for (const Compiled& c : compiled_) {
+            Args args;
+            Attempt a = match(c, ws, names, &args);
+            if (a.fail == Fail::none) {
+                r.command = c.command;
+                r.args = std::move(args);
+                return true;
+            }
+            attempts.push_back(a);
         }
-        attempts.push_back(a);
+        return false;
+    };
+    // As typed first; then with keyword prefixes expanded, so a value that happens to begin a
+    // keyword ("show things co" with a thing named "co") keeps meaning what was typed.
+    std::vector<Attempt> attempts;
+    if (try_all(words, attempts))
+        return r;
+    std::vector<std::string> expanded = words;
+    if (!expand_prefixes(expanded, names, r.error))
+        return r;
+    if (expanded != words) {
+        attempts.clear();
+        if (try_all(expanded, attempts))
+            return r;
+        words = std::move(expanded);
     }
     r.error = describe_failure(attempts, words, names);
     return r;
@@ -398,6 +468,7 @@ Completion Grammar::complete(std::string_view line, const NameSource& names) con
         words.pop_back();
     }
     words.erase(std::remove(words.begin(), words.end(), std::string(kJson)), words.end());
+    words.erase(std::remove(words.begin(), words.end(), std::string(kJsonShort)), words.end());
     std::set<std::string> candidates, hints;
     if (!out.partial.empty() && out.partial[0] == '-') {
         if (!words.empty() && words[0] == "show" && starts_with(kJson, out.partial))

@@ -118,6 +118,12 @@ public:
     Grammar(std::span<const Command> commands, std::span<const ArgKind> kinds, std::span<const Section> sections);
 
     ParseResult parse(std::string_view line, const NameSource& names) const;
+    // Replaces each word that is the unambiguous beginning of the one keyword that may stand at
+    // its place ("sh serv" -> "show services"), as testpmd and vppctl users type. A word that is a
+    // whole keyword or a value of a closed set stays; one that begins several keywords is an error
+    // naming them. Returns false with `error` set then. parse() uses it only when the line as
+    // typed matches no command.
+    bool expand_prefixes(std::vector<std::string>& words, const NameSource& names, std::string& error) const;
 
     // Completes the last word of `line` (the text before the cursor).
     Completion complete(std::string_view line, const NameSource& names) const;

@@ -14,6 +14,8 @@ namespace egw::cli {
 Reply show_port_stats(Context& ctx, const Args& a);
 Reply show_port_xstats(Context& ctx, const Args& a);
 Reply clear_port_stats(Context& ctx, const Args& a);
+Reply show_port_info(Context& ctx, const Args& a);
+Reply clear_counters(Context& ctx, const Args& a);
 
 // services
 Reply show_services(Context& ctx, const Args& a);
@@ -35,6 +37,7 @@ Reply show_lcores(Context& ctx, const Args& a);
 Reply show_k8s(Context& ctx, const Args& a);
 Reply show_drops(Context& ctx, const Args& a);
 Reply show_config(Context& ctx, const Args& a);
+Reply show_version(Context& ctx, const Args& a);
 Reply set_log_level(Context& ctx, const Args& a);
 Reply reload_config(Context& ctx, const Args& a);
 Reply help(Context& ctx, const Args& a);

@@ -435,6 +435,36 @@ class CliThroughEgwctl(unittest.TestCase):
         self.assertEqual(self.json("show", "port", "stats", "ext2")[0]["tx_packets"], 0)
         self.assertEqual(self.json("show", "port", "stats", "pods")[0]["rx_packets"], len(FRAMES))
 
+    def test_port_info(self):
+        info = {p["name"]: p for p in self.json("sh", "po", "info", "all")}
+        self.assertEqual(set(info), {"pods", "ext1", "ext2"})
+        self.assertEqual(info["pods"]["driver"], "net_pcap")
+        self.assertEqual(info["ext1"]["driver"], "net_null")
+        self.assertRegex(info["pods"]["mac"], r"^([0-9A-F]{2}:){5}[0-9A-F]{2}$")  # the device's own
+        self.assertEqual(info["pods"]["rx_queues"], 1)
+        self.assertIn("DRIVER", self.out("show", "port", "info", "pods"))
+
+    def test_zz_clear_counters(self):
+        self.assertIn("statistics cleared: pods, ext1, ext2", self.out("clear", "counters"))
+        for p in self.json("show", "port", "stats", "all"):
+            self.assertEqual((p["rx_packets"], p["tx_packets"]), (0, 0), p)
+
+    def test_habits_of_testpmd_and_vppctl_users(self):
+        # Prefixes, -j anywhere, ? for what may follow, show version.
+        self.assertEqual(self.out("sh", "serv"), self.out("show", "services"))
+        self.assertEqual(json.loads(self.out("sh", "serv", "-j")), self.json("show", "services"))
+        self.assertEqual(json.loads(self.out("show", "-j", "services")), self.json("show", "services"))
+        words = self.out("show", "?").split()
+        self.assertIn("services", words)
+        self.assertIn("version", words)
+        self.assertEqual(self.out("show", "port", "?").split(), ["info", "stats", "xstats"])
+        r = self.ctl("show", "se", check=1)
+        self.assertIn('ambiguous "se" after "show": service, services, sessions', r.stdout + r.stderr)
+        v = self.json("show", "version")
+        self.assertRegex(v["egwd"], r"^\d+\.\d+\.\d+$")
+        self.assertTrue(v["dpdk"].startswith("DPDK "))
+        self.assertIn("egwd " + v["egwd"], self.out("sh", "ver"))
+
     # services
 
     def test_services(self):

@@ -66,6 +66,17 @@ TEST_F(CommandsTest, EveryCommandParses) {
     EXPECT_EQ(pattern("show snat pools"), "show snat pools");
     EXPECT_EQ(pattern("clear sessions service default/web"), "clear sessions service SERVICE");
     EXPECT_EQ(pattern("clear sessions all"), "clear sessions all");
+    // What testpmd and vppctl users type: prefixes, and the new commands.
+    EXPECT_EQ(pattern("sh serv"), "show services [namespace NS]");
+    EXPECT_EQ(pattern("sh ser default/web"), "show service SERVICE");
+    EXPECT_EQ(pattern("sh po in all"), "show port info PORTS");
+    EXPECT_EQ(pattern("show version"), "show version");
+    EXPECT_EQ(pattern("cl co"), "clear counters");
+    EXPECT_EQ(pattern("sh sess pro udp lim 5"),
+              "show sessions [service SERVICE] [saddr IP] [daddr IP] [sport L4PORT] [dport L4PORT] [proto PROTO] [limit N]");
+    EXPECT_EQ(pattern("s services"), "show services [namespace NS]");  // "set services" is no command
+    EXPECT_EQ(parse("s log level info").error, "");
+    EXPECT_EQ(parse("show se").error, "ambiguous \"se\" after \"show\": service, services, sessions");
     EXPECT_EQ(pattern("show vrfs"), "show vrfs");
     EXPECT_EQ(pattern("show routes vrf blue"), "show routes vrf VRF");
     EXPECT_EQ(pattern("show routes vrf 100"), "show routes vrf VRF");
@@ -127,7 +138,9 @@ TEST_F(CommandsTest, MessagesNameTheOffendingWord) {
 TEST_F(CommandsTest, Completion) {
     EXPECT_EQ(candidates(""), (std::vector<std::string>{"clear", "help", "quit", "reload", "set", "show"}));
     EXPECT_EQ(candidates("show "), (std::vector<std::string>{"config", "drops", "k8s", "lcores", "neighbors", "port", "routes",
-                                                             "service", "services", "sessions", "snat", "vrfs"}));
+                                                             "service", "services", "sessions", "snat", "version", "vrfs"}));
+    EXPECT_EQ(candidates("show port "), (std::vector<std::string>{"info", "stats", "xstats"}));
+    EXPECT_EQ(candidates("clear "), (std::vector<std::string>{"counters", "port", "sessions"}));
     EXPECT_EQ(candidates("show service "), (std::vector<std::string>{"default/db", "default/web", "shop/cart"}));
     EXPECT_EQ(candidates("show services namespace "), (std::vector<std::string>{"default", "shop"}));
     EXPECT_EQ(candidates("show routes vrf "), (std::vector<std::string>{"100", "254", "blue", "default"}));

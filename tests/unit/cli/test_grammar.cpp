@@ -97,6 +97,47 @@ TEST_F(GrammarTest, JsonAnywhereIsTakenOut) {
     EXPECT_EQ(r.args.get("PORTS"), "1");
 }
 
+TEST_F(GrammarTest, ShortJsonAnywhereToo) {
+    auto r = parse("show port -j stats 1");
+    ASSERT_EQ(r.command, &kCommands[0]);
+    EXPECT_TRUE(r.json);
+}
+
+// Unambiguous beginnings of keywords, as testpmd and vppctl users type them.
+TEST_F(GrammarTest, UnambiguousPrefixesAreExpanded) {
+    auto r = parse("sh p st 1");
+    ASSERT_EQ(r.command, &kCommands[0]) << r.error;
+    EXPECT_EQ(r.args.get("PORTS"), "1");
+    r = parse("sh p x all");
+    ASSERT_EQ(r.command, &kCommands[1]) << r.error;
+    r = parse("cl things");
+    ASSERT_EQ(r.command, &kCommands[4]) << r.error;
+    r = parse("sh things col red lim 3");
+    ASSERT_EQ(r.command, &kCommands[2]) << r.error;
+    EXPECT_EQ(r.args.get("color"), "red");
+    EXPECT_EQ(r.args.get("limit"), "3");
+    // "thing" is a whole keyword: it stays, though it begins "things" too.
+    r = parse("show thing x");
+    ASSERT_EQ(r.command, &kCommands[3]) << r.error;
+}
+
+TEST_F(GrammarTest, AmbiguousPrefixesNameTheCandidates) {
+    // Both "show thing x" and "show things x" are commands: ambiguous.
+    auto r = parse("show th x");
+    EXPECT_EQ(r.command, nullptr);
+    EXPECT_EQ(r.error, "ambiguous \"th\" after \"show\": thing, things");
+    // Only "show things" can end there ("show thing" needs a NAME): that one.
+    r = parse("show th");
+    EXPECT_EQ(r.command, &kCommands[2]) << r.error;
+    r = parse("x port stats 1");
+    EXPECT_EQ(r.command, nullptr);
+    EXPECT_EQ(r.error, "unknown command \"x\": expected one of clear, help, show (help lists them)");
+    // A value is never expanded: "ext" is no port, even though "ext1" is.
+    r = parse("sh port stats ext");
+    EXPECT_EQ(r.command, nullptr);
+    EXPECT_NE(r.error.find("bad PORTS \"ext\""), std::string::npos) << r.error;
+}
+
 TEST_F(GrammarTest, BlankLinesAndComments) {
     EXPECT_TRUE(parse("").blank);
     EXPECT_TRUE(parse("   \t ").blank);
@@ -105,8 +146,8 @@ TEST_F(GrammarTest, BlankLinesAndComments) {
     EXPECT_EQ(parse("").error, "");
 }
 
-TEST_F(GrammarTest, KeywordsAreWholeWords) {
-    EXPECT_EQ(error("sh port stats all"), "unknown command \"sh\": expected one of clear, help, show (help lists them)");
+TEST_F(GrammarTest, KeywordsAreMatchedWholeBeforePrefixes) {
+    EXPECT_EQ(error("shw port stats all"), "unknown command \"shw\": expected one of clear, help, show (help lists them)");
     EXPECT_EQ(parse("show thing default/web").command, &kCommands[3]);
     EXPECT_EQ(parse("show things").command, &kCommands[2]);
 }
