@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Checks what review should not have to: every source, build and manifest file starts with an
+# SPDX licence line (meson.build files included), and dataplane/ never includes control/.
+#   scripts/lint.sh                   the checks above, on every file git knows
+#   scripts/lint.sh --format FILE...  also clang-format (.clang-format) on FILE..., as a dry run
+# The tree as a whole is not clang-formatted yet; format the files you change.
+# Exit status 1 when something is wrong, with one line per problem.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+problems=0
+report() { echo "lint: $*"; problems=$((problems + 1)); }
+
+# 1. SPDX in the first three lines.
+while IFS= read -r f; do
+  head -n 3 "$f" | grep -q "SPDX-License-Identifier: " || report "$f: no SPDX-License-Identifier in its first lines"
+done < <(git ls-files | grep -E '(\.(cpp|h|py|mjs|sh)|(^|/)meson\.build|(^|/)meson_options\.txt|(^|/)Dockerfile|\.ya?ml)$')
+
+# 2. The data plane never includes the control plane (docs/architecture.md).
+while IFS= read -r hit; do
+  report "$hit: dataplane/ includes control/"
+done < <(git ls-files 'dataplane/*' | xargs grep -nE '^\s*#\s*include\s*["<]control/' || true)
+
+# 3. Formatting, of the files named.
+if [ "${1:-}" = "--format" ]; then
+  shift
+  command -v clang-format >/dev/null || { report "clang-format is not installed (Debian clang-format)"; shift $#; }
+  for f in "$@"; do
+    case "$f" in
+      *.cpp|*.h) clang-format --dry-run --Werror "$f" 2>/dev/null || report "$f: not formatted as .clang-format says (clang-format -i $f)" ;;
+    esac
+  done
+fi
+
+if [ "$problems" -gt 0 ]; then
+  echo "lint: $problems problem(s)"
+  exit 1
+fi
+echo "lint: ok"
