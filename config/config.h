@@ -143,9 +143,9 @@ struct StateConfig {
     std::string kubeconfig;             // kubernetes: path, or empty for in-cluster / $KUBECONFIG
     Election election = Election::leader;   // kubernetes
     std::string lease_namespace;        // kubernetes: where the Leases live; "" = the credentials' namespace
-    unsigned lease_duration_s = 15;     // kubernetes: leaseDurationSeconds of the liveness and leader Leases
-    unsigned renew_deadline_ms = 10000; // kubernetes: a leader that has not renewed for this long stops deciding
-    unsigned retry_period_ms = 2000;    // kubernetes: Lease renewal and acquisition attempts
+    unsigned lease_duration_s = 2;      // kubernetes: leaseDurationSeconds of the liveness and leader Leases
+    unsigned renew_deadline_ms = 1500;  // kubernetes: a leader that has not renewed for this long stops deciding
+    unsigned retry_period_ms = 500;     // kubernetes: Lease renewal and acquisition attempts
     bool operator==(const StateConfig&) const = default;
 };
 

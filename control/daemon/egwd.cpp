@@ -324,7 +324,18 @@ int main(int argc, char** argv) {
                 exporter.add_families([source](egw::metrics::Writer& w) {
                     egw::metrics::write_kubernetes(w, source->client().status(), source->stats());
                 });
+                // Liveness means serving: the liveness Lease and /readyz follow the API and the data plane.
+                source->set_serving_check([&exporter] { return exporter.serving_problems(); });
+                exporter.add_readiness([source] { return source->serving_problems(); });
             }
+            // The exporter goes before k8s: unhook it first.
+            struct Unhook {
+                egw::election::Controller* c;
+                ~Unhook() {
+                    if (c)
+                        c->set_serving_check(nullptr);
+                }
+            } unhook{k8s.get()};
             exporter.start();
 
             egw::manifests::ManifestDir manifests(k8s ? std::string() : cfg.state.path);
@@ -469,7 +480,7 @@ int main(int argc, char** argv) {
             }
             spdlog::info("stopping");
             if (k8s)
-                k8s->stop();  // a leader hands its Lease over first
+                k8s->stop();  // the liveness and leader Leases are given up first: Services move at once
             exporter.stop();
             rt.stop_workers();
             if (!opt.status_file.empty()) {

@@ -72,6 +72,14 @@ void label_lease(json& lease) {
     labels["app.kubernetes.io/name"] = "egw";
 }
 
+std::string resource_version_of(const json& obj) {
+    if (!obj.is_object()) return "";
+    auto m = obj.find("metadata");
+    if (m == obj.end() || !m->is_object()) return "";
+    auto rv = m->find("resourceVersion");
+    return rv != m->end() && rv->is_string() ? rv->get<std::string>() : "";
+}
+
 std::string lease_holder(const json& lease) {
     const json* spec = lease.contains("spec") ? &lease["spec"] : nullptr;
     if (!spec || !spec->is_object()) return "";
@@ -98,9 +106,14 @@ Controller::Controller(k8s::Credentials creds, ControllerOptions opts, k8s::Clie
                 : !creds.namespace_.empty()    ? creds.namespace_
                                                : "default";
     client_opts.lease_namespace = lease_ns_;
+    if (opts_.grace.count() <= 0) opts_.grace = 2 * opts_.retry_period;
     client_ = std::make_unique<k8s::Client>(std::move(creds), std::move(client_opts));
-    if (opts_.election == ElectionMode::leader)
-        client_->cache().set_listener([this](const k8s::Change& c) { on_change(c); });
+    client_->cache().set_listener([this](const k8s::Change& c) { on_change(c); });
+}
+
+void Controller::set_serving_check(std::function<std::string()> check) {
+    std::lock_guard lk(check_mu_);
+    serving_check_ = std::move(check);
 }
 
 Controller::~Controller() { abandon(); }
@@ -110,9 +123,9 @@ void Controller::start() {
     if (started_) return;
     started_ = true;
     k8s::logger()->info("egw {}: kubernetes source, election {}, Leases in namespace {} (duration {}s, renew "
-                        "deadline {}ms, retry {}ms)",
+                        "deadline {}ms, retry {}ms, grace {}ms)",
                         opts_.node_name, to_string(opts_.election), lease_ns_, opts_.lease_duration.count(),
-                        opts_.renew_deadline.count(), opts_.retry_period.count());
+                        opts_.renew_deadline.count(), opts_.retry_period.count(), opts_.grace.count());
     client_->start();
     lease_thread_ = std::thread([this] { lease_loop(); });
     if (opts_.election == ElectionMode::leader) decide_thread_ = std::thread([this] { decide_loop(); });
@@ -134,31 +147,75 @@ void Controller::abandon() {
 }
 
 void Controller::stop() {
-    bool release = false;
+    bool release = false, release_lead = false;
     {
         std::lock_guard lk(lease_mu_);
         if (stopped_) return;
         stopping_ = true;
-        release = opts_.release_on_stop && was_leader_.load();
+        release = opts_.release_on_stop && started_;
+        release_lead = release && was_leader_.load();
     }
     lease_cv_.notify_all();
     queue_.wake();
     if (lease_thread_.joinable()) lease_thread_.join();
     if (decide_thread_.joinable()) decide_thread_.join();
-    // The decider has stopped: nothing can be written on this instance's behalf any more.
+    // The decider has stopped: nothing can be written on this instance's behalf any more. The
+    // liveness Lease goes first: the leader (this one or another) moves the Services at once.
     leader_until_ = 0;
-    if (release) release_leader();
+    if (release && stats().lease_renewals > 0) release_liveness();
+    if (release_lead) release_leader();
     abandon();
 }
 
 bool Controller::leader() const { return steady_ns(SteadyClock::now()) < leader_until_.load(); }
 
 ControllerStats Controller::stats() const {
+    // Liveness as this egwd sees it now, the same on a leader and a follower.
+    size_t live = 0;
+    if (client_->synced()) client_->cache().read([&](const model::ObjectSet& objs) { live = live_now(objs).live.size(); });
     std::lock_guard lk(stats_mu_);
     ControllerStats s = stats_;
     s.synced = client_->synced();
     s.leader = leader();
+    s.deciding = s.deciding && s.leader;
+    s.live_nodes = live;
     return s;
+}
+
+std::string Controller::api_problems() const {
+    std::string out;
+    for (const auto& r : client_->status()) {
+        if (!r.synced)
+            out += r.name + ": not listed yet" + (r.last_error.empty() ? "" : " (" + r.last_error + ")") + "\n";
+        else if (r.failing && k8s::refused_by_server(r.failure_status))
+            out += r.name + ": " + r.last_error + "\n";
+    }
+    return out;
+}
+
+std::string Controller::serving_problems() const {
+    std::string out = api_problems();
+    // Called under the lock, so that set_serving_check(nullptr) waits for a call in progress.
+    std::lock_guard lk(check_mu_);
+    if (serving_check_) {
+        std::string dp = serving_check_();
+        if (!dp.empty() && dp.back() != '\n') dp += '\n';
+        out += dp;
+    }
+    return out;
+}
+
+LeaseObservations Controller::observations() const {
+    LeaseObservations seen;
+    // While the Lease watch is broken nothing can be judged expired: count from now.
+    seen.view_since = client_->continuity(model::Kind::lease).since.value_or(SteadyClock::now());
+    std::lock_guard lk(seen_mu_);
+    seen.changed = lease_changes_;
+    return seen;
+}
+
+Liveness Controller::live_now(const model::ObjectSet& objs) const {
+    return liveness(objs, observations(), SteadyClock::now());
 }
 
 std::map<std::string, std::string> Controller::allocations() const {
@@ -175,20 +232,46 @@ std::map<std::string, HostDecision> Controller::decisions() const {
 
 void Controller::sleep_leases(std::chrono::milliseconds d) {
     std::unique_lock lk(lease_mu_);
-    lease_cv_.wait_for(lk, d, [this] { return stopping_.load(); });
+    lease_cv_.wait_for(lk, d, [this] { return stopping_.load() || lease_kick_.exchange(false); });
 }
 
 void Controller::lease_loop() {
-    const auto liveness_interval =
-        std::max<std::chrono::milliseconds>(std::chrono::milliseconds(100), opts_.lease_duration / 3);
+    // The liveness Lease is renewed every retry period, like the leader Lease: a gateway that dies
+    // is seen dead leaseDurationSeconds after its last renewal (docs/kubernetes.md, Timings).
     auto next_liveness = SteadyClock::now();
     while (!stopping_) {
         auto now = SteadyClock::now();
         try {
             if (now >= next_liveness) {
-                bool ok = renew_liveness();
-                // A failed renewal is tried again soon: the Lease must not run out.
-                next_liveness = now + (ok ? liveness_interval : std::min(liveness_interval, opts_.retry_period));
+                std::string problems = serving_problems();
+                if (problems.empty()) {
+                    if (renew_liveness() && liveness_released_) {
+                        k8s::logger()->info("egw {}: serving; liveness Lease held", opts_.node_name);
+                        liveness_released_ = false;
+                    }
+                    not_serving_.clear();
+                } else {
+                    std::string oneline = problems;
+                    while (!oneline.empty() && oneline.back() == '\n') oneline.pop_back();
+                    for (size_t i = 0; (i = oneline.find('\n', i)) != std::string::npos;) oneline.replace(i, 1, "; ");
+                    if (oneline != not_serving_) {
+                        // Before the first renewal this is start-up, not news.
+                        if (stats().lease_renewals == 0)
+                            k8s::logger()->info("egw {}: not serving yet ({})", opts_.node_name, oneline);
+                        else
+                            k8s::logger()->warn("egw {}: not serving ({}); the liveness Lease is given up until it is",
+                                                opts_.node_name, oneline);
+                    }
+                    not_serving_ = oneline;
+                    // Only a Lease this process renewed is given up: one left by the previous run
+                    // of this gateway (a restart) runs out by itself if serving takes that long.
+                    if (!liveness_released_ && stats().lease_renewals > 0) release_liveness();
+                }
+                {
+                    std::lock_guard lk(stats_mu_);
+                    stats_.not_serving = not_serving_;
+                }
+                next_liveness = now + opts_.retry_period;
             }
             if (stopping_) break;
             if (opts_.election == ElectionMode::leader) try_leader();
@@ -202,10 +285,34 @@ void Controller::lease_loop() {
     }
 }
 
+k8s::WriteResult Controller::write_lease(const std::string& name, json& cached, const k8s::Writer::LeaseMutator& m) {
+    // The Lease as this egwd last wrote it is the one to update (one PUT); a 409 or 404 means
+    // someone else wrote it since: read it again (modify_lease) and decide on what is there.
+    if (cached.is_object()) {
+        json lease = cached;
+        if (!m(lease, true)) {
+            k8s::WriteResult r;
+            r.status = 200;
+            r.object = cached;
+            return r;
+        }
+        auto res = client_->writer().update_lease(lease_ns_, lease);
+        if (res.ok()) {
+            cached = res.object;
+            return res;
+        }
+        cached = json();
+        if (!res.conflict() && !res.not_found()) return res;
+    }
+    auto res = client_->writer().modify_lease(lease_ns_, name, m);
+    if (res.ok() && res.written) cached = res.object;
+    return res;
+}
+
 bool Controller::renew_liveness() {
     const std::string name = std::string(kLivenessLeasePrefix) + opts_.node_name;
     const int32_t duration = static_cast<int32_t>(opts_.lease_duration.count());
-    auto res = client_->writer().modify_lease(lease_ns_, name, [&](json& lease, bool exists) {
+    auto res = write_lease(name, liveness_obj_, [&](json& lease, bool exists) {
         json& spec = lease["spec"];
         if (!spec.is_object()) spec = json::object();
         const std::string now = now_micro_time();
@@ -235,23 +342,94 @@ bool Controller::renew_liveness() {
     return false;
 }
 
+void Controller::release_liveness() {
+    // As client-go's ReleaseOnCancel: no holder and a 1 s duration. Every leader sees at once that
+    // no egwd runs here.
+    const std::string name = std::string(kLivenessLeasePrefix) + opts_.node_name;
+    auto res = write_lease(name, liveness_obj_, [&](json& lease, bool exists) {
+        if (!exists || lease_holder(lease) != opts_.node_name) return false;
+        json& spec = lease["spec"];
+        spec["holderIdentity"] = "";
+        spec["leaseDurationSeconds"] = 1;
+        spec["renewTime"] = now_micro_time();
+        return true;
+    });
+    if (res.ok() || res.not_found()) {
+        liveness_released_ = true;   // given up, or there was none to give up
+        if (res.ok() && res.written)
+            k8s::logger()->info("egw {}: gave the liveness Lease {}/{} up", opts_.node_name, lease_ns_, name);
+    } else {
+        k8s::logger()->warn("egw {}: could not give the liveness Lease {}/{} up: {}", opts_.node_name, lease_ns_, name,
+                            res.error);
+    }
+}
+
 void Controller::try_leader() {
     const auto started = SteadyClock::now();
     const int32_t duration = static_cast<int32_t>(opts_.lease_duration.count());
+    const std::string key = lease_ns_ + "/" + kLeaderLeaseName;
+
+    // Only an egwd that has every kind listed and is not refused by the API server leads: one
+    // that cannot decide must not keep the others from it.
+    if (std::string problems = api_problems(); !problems.empty()) {
+        if (was_leader_.load()) {
+            k8s::logger()->warn("egw {}: cannot follow the API ({}); handing the leader Lease back", identity_,
+                                problems.substr(0, problems.find('\n')));
+            leader_until_ = 0;
+            queue_.wake();
+            release_leader();
+        }
+        return;
+    }
+
+    // A follower asks the API only when the leader Lease, as watched, looks free: given back, or
+    // not seen to change for its duration (on this egwd's clock, never by its renewTime).
+    std::string seen_rv;
+    bool seen = false;
+    if (!was_leader_.load() && client_->synced()) {
+        bool busy = false;
+        std::string holder;
+        const auto seen_at = observations();
+        client_->cache().read([&](const model::ObjectSet& objs) {
+            auto it = objs.leases.find(key);
+            if (it == objs.leases.end()) return;
+            seen = true;
+            seen_rv = it->second.meta.resource_version;
+            holder = it->second.holder_identity;
+            if (holder.empty() || holder == identity_) return;
+            auto expiry = observed_expiry(it->second, seen_at);
+            busy = expiry && started < *expiry;
+        });
+        if (busy) {
+            std::lock_guard lk(stats_mu_);
+            stats_.leader_identity = holder;
+            return;
+        }
+    }
+
     std::string holder;
-    auto res = client_->writer().modify_lease(lease_ns_, kLeaderLeaseName, [&](json& lease, bool exists) {
+    bool handed_back = false;
+    auto mutate = [&](json& lease, bool exists) {
         json& spec = lease["spec"];
         if (!spec.is_object()) spec = json::object();
         holder = lease_holder(lease);
-        const auto now = std::chrono::system_clock::now();
+        handed_back = !exists || holder.empty();
         if (exists && !holder.empty() && holder != identity_) {
-            model::Lease l;
-            l.lease_duration_seconds = int_field(spec, "leaseDurationSeconds");
-            if (spec.contains("renewTime") && spec["renewTime"].is_string())
-                l.renew_time = spec["renewTime"].get<std::string>();
-            if (lease_live(l, now)) return false;   // held by someone else and not expired
+            // Someone else's: take it only when it is the very version watched to run out.
+            const std::string rv = resource_version_of(lease);
+            if (seen) {
+                if (rv != seen_rv) return false;   // renewed since it was watched running out
+            } else if (rv != probe_rv_) {
+                // Not in the cache (the model refuses it): take it once it has not changed for a
+                // Lease duration between reads, on this egwd's clock.
+                probe_rv_ = rv;
+                probe_at_ = started;
+                return false;
+            } else if (started - probe_at_ < opts_.lease_duration) {
+                return false;
+            }
         }
-        const std::string t = k8s::format_micro_time(now);
+        const std::string t = now_micro_time();
         if (holder != identity_) {
             spec["acquireTime"] = t;
             int32_t transitions = int_field(spec, "leaseTransitions");
@@ -263,10 +441,16 @@ void Controller::try_leader() {
         spec["renewTime"] = t;
         label_lease(lease);
         return true;
-    });
+    };
+    auto res = was_leader_.load() ? write_lease(kLeaderLeaseName, leader_obj_, mutate)
+                                  : client_->writer().modify_lease(lease_ns_, kLeaderLeaseName, mutate);
     if (res.ok() && res.written) {
+        if (!was_leader_.load()) leader_obj_ = res.object;
         leader_until_ = steady_ns(started + opts_.renew_deadline);
         if (!was_leader_.exchange(true)) {
+            // Taken from a holder that did not hand it back (it died, or nobody could renew for a
+            // while): the Lease view may be old news; observe a grace period before deciding.
+            decide_after_ = handed_back ? 0 : steady_ns(SteadyClock::now() + opts_.grace);
             k8s::logger()->info("egw {}: became the leader (Lease {}/{}{})", identity_, lease_ns_, kLeaderLeaseName,
                                 holder.empty() || holder == identity_ ? "" : ", taken over from " + holder);
             std::lock_guard lk(stats_mu_);
@@ -279,6 +463,7 @@ void Controller::try_leader() {
     if (res.ok() || res.not_found()) {
         // Declined: someone else holds it.
         leader_until_ = 0;
+        leader_obj_ = json();
         {
             std::lock_guard lk(stats_mu_);
             stats_.leader_identity = holder;
@@ -291,6 +476,7 @@ void Controller::try_leader() {
     // The API server could not be reached or refused: keep deciding until the deadline, not after.
     if (was_leader_.load() && !leader()) {
         was_leader_ = false;
+        leader_obj_ = json();
         k8s::logger()->warn("egw {}: could not renew the leader Lease within {} ms ({}); stopped deciding",
                             identity_, opts_.renew_deadline.count(), res.error);
         queue_.wake();
@@ -313,6 +499,7 @@ void Controller::release_leader() {
     else if (!res.ok())
         k8s::logger()->warn("egw {}: could not give the leader Lease back: {}", identity_, res.error);
     was_leader_ = false;
+    leader_obj_ = json();
 }
 
 // --- The data plane's input ------------------------------------------------------------------
@@ -400,6 +587,26 @@ bool Controller::poll(model::ServiceDelta& out) {
 // --- The leader's decisions -------------------------------------------------------------------
 
 void Controller::on_change(const k8s::Change& c) {
+    if (c.kind == model::Kind::lease) {
+        {
+            std::lock_guard lk(seen_mu_);
+            if (c.deleted) lease_changes_.erase(c.key);
+            else lease_changes_[c.key] = SteadyClock::now();
+        }
+        // The leader Lease handed back: a follower tries at once rather than at its next round.
+        if (opts_.election == ElectionMode::leader && !was_leader_.load() &&
+            c.key == lease_ns_ + "/" + kLeaderLeaseName) {
+            bool free = client_->cache().read([&](const model::ObjectSet& objs) {
+                auto it = objs.leases.find(c.key);
+                return it == objs.leases.end() || it->second.holder_identity.empty();
+            });
+            if (free) {
+                lease_kick_ = true;
+                lease_cv_.notify_all();
+            }
+        }
+    }
+    if (opts_.election != ElectionMode::leader) return;
     {
         std::lock_guard lk(changes_mu_);
         changes_.push_back(c);
@@ -414,6 +621,7 @@ void Controller::lose_leadership(const char* why) {
     alloc_.clear();
     queue_.clear();
     std::lock_guard lk(stats_mu_);
+    stats_.deciding = false;
     alloc_view_.clear();
     decisions_.clear();
     stats_.allocations = 0;
@@ -423,7 +631,7 @@ void Controller::restore() {
     std::vector<std::string> keys;
     size_t kept = 0;
     client_->cache().read([&](const model::ObjectSet& objs) {
-        live_ = liveness(objs, std::chrono::system_clock::now()).live;
+        live_ = live_now(objs).live;
         owners_.rebuild(objs);
         const model::SliceIndex slices = model::index_endpoint_slices(objs);
         ClusterView view{objs, slices, live_, opts_.pod_cidrs};
@@ -440,13 +648,61 @@ void Controller::restore() {
     for (const auto& k : keys) queue_.add(k);
     labels_dirty_ = true;
     need_restore_ = false;
+    paused_logged_ = false;
     k8s::logger()->info("egw {}: deciding for {} EgressService(s); kept {} host(s) found valid, {} live gateway(s)",
                         identity_, keys.size(), kept, live_.size());
     std::lock_guard lk(stats_mu_);
     decisions_.clear();
     alloc_view_ = alloc_.hosts();
     stats_.allocations = kept;
-    stats_.live_nodes = live_.size();
+    stats_.deciding = true;
+}
+
+bool Controller::fresh(SteadyClock::time_point now, std::optional<SteadyClock::time_point>& ready_at) {
+    // Every kind's watch unbroken for the grace period: the Lease view has seen a renewal of every
+    // live gateway since it was (re)established, and the other kinds are current again.
+    uint64_t breaks = 0;
+    std::string broken;
+    auto ready = SteadyClock::time_point(std::chrono::nanoseconds(decide_after_.load()));
+    for (auto kind : k8s::Client::all_kinds()) {
+        k8s::Continuity c = client_->continuity(kind);
+        breaks += c.breaks;
+        if (!c.since) {
+            if (broken.empty()) broken = model::to_string(kind);
+        } else {
+            ready = std::max(ready, *c.since + opts_.grace);
+        }
+    }
+    if (breaks != breaks_seen_) {
+        // A watch relisted or went through a backoff: what the cache said may be old news. Start
+        // over from the API's state once it is fresh again.
+        breaks_seen_ = breaks;
+        if (!need_restore_) {
+            k8s::logger()->info("egw {}: a watch was interrupted; decisions pause until every kind is fresh again",
+                                identity_);
+            need_restore_ = true;
+            alloc_.clear();
+            queue_.clear();
+            std::lock_guard lk(stats_mu_);
+            ++stats_.pauses;
+            stats_.deciding = false;
+            alloc_view_.clear();
+            stats_.allocations = 0;
+        }
+    }
+    if (!broken.empty() || now < ready) {
+        if (!paused_logged_ && need_restore_) {
+            paused_logged_ = true;
+            if (!broken.empty())
+                k8s::logger()->info("egw {}: waiting for the {} watch before deciding", identity_, broken);
+            else
+                k8s::logger()->info("egw {}: observing the Leases for {} ms before deciding", identity_,
+                                    std::chrono::duration_cast<std::chrono::milliseconds>(ready - now).count());
+        }
+        ready_at = broken.empty() ? std::optional(ready) : std::nullopt;
+        return false;
+    }
+    return true;
 }
 
 std::vector<std::string> Controller::keys_for(const std::vector<k8s::Change>& changes, bool& all, bool& leases) {
@@ -493,14 +749,16 @@ void Controller::decide_batch(const std::vector<std::string>& keys) {
     struct Todo {
         HostDecision d;
         bool write = false;
-        std::string rv;
-        std::string before;   // the allocation before
+        std::string rv;        // the write's precondition: the object's version as last seen or written
+        std::string seen_rv;   // the cache's version
+        std::string before;    // the allocation before
     };
     std::vector<Todo> todo;
     todo.reserve(keys.size());
     client_->cache().read([&](const model::ObjectSet& objs) {
         const model::SliceIndex slices = owners_.index(objs, keys);
-        // What this leader wrote and the cache does not show yet.
+        // What this leader wrote and the cache does not show yet: the API's object is the one the
+        // write produced, not the cache's.
         std::map<std::string, std::string> written;
         for (const auto& key : keys) {
             auto w = status_written_.find(key);
@@ -517,11 +775,16 @@ void Controller::decide_batch(const std::vector<std::string>& keys) {
             apply(alloc_, t.d);
             if (t.d.exists) {
                 const model::EgressService& es = objs.egress_services.at(key);
+                bool has = es.has_status;
+                std::string now_host = es.status_host;
                 t.rv = es.meta.resource_version;
-                bool says = es.has_status && es.status_host == t.d.host;
-                auto w = status_written_.find(key);
-                bool sent = w != status_written_.end() && w->second.value == t.d.host && w->second.resource_version == t.rv;
-                t.write = !says && !sent;
+                t.seen_rv = t.rv;
+                if (auto w = written.find(key); w != written.end()) {
+                    has = true;
+                    now_host = w->second;
+                    t.rv = status_written_.at(key).written_version;
+                }
+                t.write = !(has && now_host == t.d.host);
             }
             todo.push_back(std::move(t));
         }
@@ -567,8 +830,7 @@ void Controller::decide_batch(const std::vector<std::string>& keys) {
             // A leader that lost its Lease writes nothing more; the decider starts over.
             if (k >= to_write.size() || stopping_ || !leader()) return;
             const Todo& t = todo[to_write[k]];
-            auto [ns, name] = split_key(t.d.key);
-            results[k] = client_->writer().set_egress_service_host(ns, name, t.d.host);
+            results[k] = write_status(t.d.key, t.d.host, t.rv);
             attempted[k] = 1;
         }
     };
@@ -583,13 +845,13 @@ void Controller::decide_batch(const std::vector<std::string>& keys) {
         const Todo& t = todo[to_write[k]];
         const k8s::WriteResult& res = results[k];
         if (res.ok() || res.not_found()) {
-            if (res.ok()) {
+            if (res.ok() && res.written) {
                 k8s::logger()->info("egw {}: {} status.host=\"{}\"{}", identity_, t.d.key, t.d.host,
                                     t.d.reason.empty() ? "" : " (" + t.d.reason + ")");
                 std::lock_guard lk(stats_mu_);
                 ++stats_.status_writes;
             }
-            status_written_[t.d.key] = Written{t.d.host, t.rv};
+            status_written_[t.d.key] = Written{t.d.host, t.seen_rv, res.ok() ? resource_version_of(res.object) : ""};
             failures_.erase(t.d.key);
             if (unwritten_.erase(t.d.key)) labels_dirty_ = true;
             if (t.d.reelect) queue_.add(t.d.key);
@@ -614,19 +876,38 @@ void Controller::decide_batch(const std::vector<std::string>& keys) {
     }
 }
 
+k8s::WriteResult Controller::write_status(const std::string& key, const std::string& host, const std::string& rv) {
+    // Conditional on the version the decision was made on. A 409 means the object changed since
+    // (the cache lags, or someone edited it): read it again and write only if it does not already
+    // say `host`.
+    auto [ns, name] = split_key(key);
+    std::string version = rv;
+    k8s::WriteResult res;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        res = client_->writer().set_egress_service_host(ns, name, host, version);
+        if (!res.conflict()) return res;
+        k8s::WriteResult got = client_->writer().get(k8s::resources::egress_services, ns, name);
+        if (!got.ok()) return got.not_found() ? got : res;
+        const json& obj = got.object;
+        version = resource_version_of(obj);
+        const json* st = obj.contains("status") && obj["status"].is_object() ? &obj["status"] : nullptr;
+        if (st && st->contains("host") && (*st)["host"].is_string() && (*st)["host"].get<std::string>() == host) {
+            got.written = false;
+            return got;   // it says so already
+        }
+    }
+    return res;
+}
+
 void Controller::sync_labels() {
     std::vector<std::pair<LabelPatch, std::string>> patches;   // with the node's resourceVersion
+    std::map<std::string, std::set<std::string>> wanted;
     client_->cache().read([&](const model::ObjectSet& objs) {
         // A host whose status write has not gone through is not labelled yet (status first).
-        std::vector<LabelPatch> all;
-        if (unwritten_.empty()) {
-            all = label_patches(objs, alloc_);
-        } else {
-            Allocations confirmed = alloc_;
-            for (const auto& k : unwritten_) confirmed.release(k);
-            all = label_patches(objs, confirmed);
-        }
-        for (auto& p : all) {
+        Allocations confirmed = alloc_;
+        for (const auto& k : unwritten_) confirmed.release(k);
+        wanted = desired_labels(confirmed);
+        for (auto& p : label_patches(objs, confirmed)) {
             std::string rv = objs.nodes.at(p.node).meta.resource_version;
             patches.emplace_back(std::move(p), std::move(rv));
         }
@@ -659,24 +940,45 @@ void Controller::sync_labels() {
             labels_dirty_ = true;
             return;
         }
-        auto res = client_->writer().patch_node_labels(p.node, p.labels);
+        // Conditional on the node as the cache has it; a 409 (the cache lags) reads the node again
+        // and patches what that one needs.
+        auto res = client_->writer().patch_node_labels(p.node, p.labels, rv);
+        LabelPatch sent = p;
+        if (res.conflict()) {
+            auto got = client_->writer().get(k8s::resources::nodes, "", p.node);
+            if (got.ok()) {
+                try {
+                    auto node = std::get<model::Node>(model::parse_object(got.object, "$"));
+                    static const std::set<std::string> none;
+                    auto it = wanted.find(p.node);
+                    auto fresh = label_patch(node, it == wanted.end() ? none : it->second);
+                    if (!fresh) continue;   // it says so already
+                    sent = *fresh;
+                    res = client_->writer().patch_node_labels(p.node, sent.labels, node.meta.resource_version);
+                } catch (const std::exception& e) {
+                    res.error = std::string("reading the node again: ") + e.what();
+                }
+            } else {
+                res = got;
+            }
+        }
         if (res.ok()) {
-            k8s::logger()->info("egw {}: node {} labels {}", identity_, p.node, describe_patch(p));
+            k8s::logger()->info("egw {}: node {} labels {}", identity_, p.node, describe_patch(sent));
             if (auto f = label_failures_.find(p.node); f != label_failures_.end()) {
                 k8s::logger()->info("egw {}: node {}: labels patched again after {} failure(s)", identity_, p.node,
                                     f->second);
                 label_failures_.erase(f);
             }
-            labels_written_[p.node] = Written{body, rv};
+            labels_written_[p.node] = Written{body, rv, resource_version_of(res.object)};
             std::lock_guard lk(stats_mu_);
             ++stats_.label_writes;
         } else if (!res.not_found()) {
             if (label_failures_[p.node]++ == 0)
                 k8s::logger()->warn("egw {}: node {}: cannot patch labels ({}): {} (retrying; further failures at "
-                                    "debug)", identity_, p.node, describe_patch(p), res.error);
+                                    "debug)", identity_, p.node, describe_patch(sent), res.error);
             else
                 k8s::logger()->debug("egw {}: node {}: cannot patch labels ({}), {} in a row: {}", identity_, p.node,
-                                     describe_patch(p), label_failures_[p.node], res.error);
+                                     describe_patch(sent), label_failures_[p.node], res.error);
             labels_dirty_ = true;
             label_retry_ = SteadyClock::now() + opts_.write_backoff_initial * 5;
             std::lock_guard lk(stats_mu_);
@@ -700,14 +1002,11 @@ void Controller::decide_loop() {
 }
 
 void Controller::decide_once() {
-    // Wake at least once a second, and when a live gateway's Lease runs out.
+    // Wake at least once a second, when a live gateway's Lease runs out, and when fresh state is due.
     const auto now = SteadyClock::now();
     auto deadline = now + std::chrono::seconds(1);
-    if (next_expiry_) {
-        auto left = std::chrono::duration_cast<SteadyClock::duration>(*next_expiry_ - std::chrono::system_clock::now() +
-                                                                      std::chrono::milliseconds(1));
-        deadline = std::min(deadline, now + std::max(SteadyClock::duration::zero(), left));
-    }
+    if (next_expiry_) deadline = std::min(deadline, std::max(now, *next_expiry_ + std::chrono::milliseconds(1)));
+    if (ready_at_) deadline = std::min(deadline, std::max(now, *ready_at_));
     if (labels_dirty_ && label_retry_ > now) deadline = std::min(deadline, label_retry_);
     std::vector<std::string> due = queue_.take(deadline);
     if (stopping_) return;
@@ -722,6 +1021,8 @@ void Controller::decide_once() {
         return;
     }
     if (!client_->synced()) return;
+    ready_at_.reset();
+    if (!fresh(SteadyClock::now(), ready_at_)) return;
     if (need_restore_) {
         restore();
         return;
@@ -733,7 +1034,7 @@ void Controller::decide_once() {
     Liveness lv;
     std::vector<std::string> every;
     client_->cache().read([&](const model::ObjectSet& objs) {
-        lv = liveness(objs, std::chrono::system_clock::now());
+        lv = live_now(objs);
         if (lv.live != live_)
             for (const auto& [key, es] : objs.egress_services) every.push_back(key);
     });
@@ -741,8 +1042,6 @@ void Controller::decide_once() {
     if (lv.live != live_) {
         k8s::logger()->info("egw {}: {} live gateway(s)", identity_, lv.live.size());
         live_ = std::move(lv.live);
-        std::lock_guard lk(stats_mu_);
-        stats_.live_nodes = live_.size();
     }
     for (auto& k : every) keys.push_back(std::move(k));
     for (auto& k : due) keys.push_back(std::move(k));

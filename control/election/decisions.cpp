@@ -48,26 +48,22 @@ std::string no_candidate_reason(const ClusterView& view, const model::ServiceFac
 
 }  // namespace
 
-std::optional<Clock::time_point> lease_expiry(const model::Lease& lease) {
-    if (lease.renew_time.empty() || lease.lease_duration_seconds <= 0) return std::nullopt;
-    auto renewed = k8s::parse_micro_time(lease.renew_time);
-    if (!renewed) return std::nullopt;
-    return *renewed + std::chrono::seconds(lease.lease_duration_seconds);
+std::optional<SteadyClock::time_point> observed_expiry(const model::Lease& lease, const LeaseObservations& seen) {
+    if (lease.holder_identity.empty() || lease.lease_duration_seconds <= 0) return std::nullopt;
+    auto from = seen.view_since;
+    if (auto it = seen.changed.find(model::key_of(lease.meta)); it != seen.changed.end())
+        from = std::max(from, it->second);
+    return from + std::chrono::seconds(lease.lease_duration_seconds);
 }
 
-bool lease_live(const model::Lease& lease, Clock::time_point now) {
-    auto expiry = lease_expiry(lease);
-    return expiry && now < *expiry;
-}
-
-Liveness liveness(const model::ObjectSet& objects, Clock::time_point now, const std::string& prefix) {
+Liveness liveness(const model::ObjectSet& objects, const LeaseObservations& seen, SteadyClock::time_point now,
+                  const std::string& prefix) {
     Liveness out;
     for (const auto& [key, lease] : objects.leases) {
         if (!starts_with(lease.meta.name, prefix)) continue;
-        // A Lease whose holder is cleared was given up: nobody is live through it.
         std::string node = lease.meta.name.substr(prefix.size());
-        auto expiry = lease_expiry(lease);
-        if (node.empty() || lease.holder_identity.empty() || !expiry || now >= *expiry) continue;
+        auto expiry = observed_expiry(lease, seen);
+        if (node.empty() || !expiry || now >= *expiry) continue;
         out.live.insert(node);
         if (!out.next_change || *expiry < *out.next_change) out.next_change = *expiry;
     }

@@ -3,7 +3,8 @@
 // The EgressService rules for a cluster of egw gateways (SPEC.md section 2;
 // reference/egress-service-semantics.md sections 2-3), as pure functions of the objects:
 //
-//   - liveness: which nodes run a live egwd (their Lease was renewed within its duration);
+//   - liveness: which nodes run a live egwd (their Lease was seen to change within its duration,
+//     on this egwd's monotonic clock);
 //   - decide_host(): what the leader writes to status.host, with stickiness and re-election
 //     through "" (the cluster manager's syncEgressService);
 //   - restore_allocations(): what a new leader keeps of the hosts it finds (the repair at start);
@@ -35,20 +36,28 @@ inline constexpr const char* kLivenessLeasePrefix = "egw-node-";
 inline constexpr const char* kLeaderLeaseName = "egw-leader";
 
 using Clock = std::chrono::system_clock;
+using SteadyClock = std::chrono::steady_clock;
 
-// When the Lease stops being live: renewTime + leaseDurationSeconds. nullopt when it was never
-// renewed (no renewTime, or a malformed one) or has no duration.
-std::optional<Clock::time_point> lease_expiry(const model::Lease& lease);
-// The Lease was renewed and its duration has not run out at `now`.
-bool lease_live(const model::Lease& lease, Clock::time_point now);
+// What this egwd saw of the Leases, on its own monotonic clock. A Lease's renewTime is never
+// compared with the local clock: after an API outage, or while Lease writes were refused, every
+// renewTime is old although every gateway was alive all along.
+struct LeaseObservations {
+    std::map<std::string, SteadyClock::time_point> changed;   // Lease key -> when it was last seen to change
+    SteadyClock::time_point view_since{};                      // since when the Lease watch has been unbroken
+};
+
+// When the Lease stops being live as this egwd sees it: leaseDurationSeconds after the later of its
+// last observed change and the start of the unbroken view (a Lease never seen to change counts from
+// there). nullopt when it has no holder (given up) or no duration.
+std::optional<SteadyClock::time_point> observed_expiry(const model::Lease& lease, const LeaseObservations& seen);
 
 struct Liveness {
-    std::set<std::string> live;                     // nodes whose egwd renewed its Lease in time
-    std::optional<Clock::time_point> next_change;   // the earliest expiry among the live ones
+    std::set<std::string> live;                            // nodes whose egwd renewed its Lease in time
+    std::optional<SteadyClock::time_point> next_change;   // the earliest expiry among the live ones
 };
 // The liveness Leases are the Leases named `prefix` + node. A Lease counts for the node in its
-// name while it is live and has a holderIdentity (clearing the holder gives it up).
-Liveness liveness(const model::ObjectSet& objects, Clock::time_point now,
+// name while it is live by observed_expiry() (clearing the holder gives it up at once).
+Liveness liveness(const model::ObjectSet& objects, const LeaseObservations& seen, SteadyClock::time_point now,
                   const std::string& prefix = kLivenessLeasePrefix);
 
 // The leader's record of which node hosts which LoadBalancerIP EgressService.

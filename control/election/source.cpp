@@ -47,6 +47,8 @@ nlohmann::json describe(Controller& c) {
                              {"events", r.events}, {"bookmarks", r.bookmarks}, {"failures", r.failures},
                              {"current_until", r.current_until}, {"last_error", r.last_error}});
     return {{"synced", st.synced}, {"leader", st.leader}, {"leader_identity", st.leader_identity},
+            {"deciding", st.deciding}, {"serving", st.not_serving.empty()}, {"not_serving", st.not_serving},
+            {"decision_pauses", st.pauses},
             {"election", to_string(c.options().election)}, {"live_nodes", st.live_nodes},
             {"allocations", st.allocations}, {"status_writes", st.status_writes}, {"label_writes", st.label_writes},
             {"write_failures", st.write_failures}, {"lease_renewals", st.lease_renewals},

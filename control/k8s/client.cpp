@@ -51,4 +51,10 @@ std::vector<ReflectorStatus> Client::status() const {
     return out;
 }
 
+Continuity Client::continuity(model::Kind kind) const {
+    for (const auto& r : reflectors_)
+        if (r->type().kind == resource_for(kind).kind) return r->continuity();
+    return {};
+}
+
 }  // namespace egw::k8s

@@ -59,6 +59,9 @@ public:
     const std::shared_ptr<Transport>& shared_transport() const { return transport_; }
     // One entry per running reflector (for metrics and `egwctl show`).
     std::vector<ReflectorStatus> status() const;
+    // How long the cache of `kind` has been kept current without a break (broken when that kind
+    // has no reflector).
+    Continuity continuity(model::Kind kind) const;
 
     static std::vector<model::Kind> all_kinds();
 

@@ -88,6 +88,15 @@ std::string describe(const Response& r) {
     return out;
 }
 
+std::string explain(const Response& r, const std::string& credentials_source) {
+    std::string s = describe(r);
+    if (r.status == 401)
+        s += " (the API server rejected the credentials from " + credentials_source + ")";
+    else if (r.status == 403)
+        s += " (egwd's RBAC does not allow this; see docs/kubernetes.md)";
+    return s;
+}
+
 std::string url_encode(std::string_view s) {
     static const char* hex = "0123456789ABCDEF";
     std::string out;
@@ -287,6 +296,7 @@ Response Transport::request(std::string_view method, const std::string& path, co
         call.cancel = cancel;
         Response r = perform(call, cancel);
         if (r.status == 401 && attempt == 0 && reload_token()) continue;
+        if (r.status >= 200 && r.status < 300) answers_.fetch_add(1, std::memory_order_relaxed);
         return r;
     }
 }
@@ -304,6 +314,7 @@ Response Transport::stream(const std::string& path, const std::function<void(lon
         std::function<void(long)> respond = [&](long status) {
             // A 401 that will be retried with a fresh token is not reported.
             if (status == 401 && attempt == 0 && !creds_.token_file.empty()) return;
+            if (status >= 200 && status < 300) answers_.fetch_add(1, std::memory_order_relaxed);
             if (on_response) on_response(status);
         };
         call.on_response = &respond;

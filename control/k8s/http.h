@@ -50,6 +50,9 @@ ApiStatus api_status(const Response& r);
 ApiStatus api_status(const nlohmann::json& status_object, long http_status = 0);
 // One line for a log: "HTTP 409 Conflict: <message>" or "transport: <error>".
 std::string describe(const Response& r);
+// describe() with a hint for the two errors an operator fixes: a 401 names where the credentials
+// came from, a 403 points to egwd's RBAC.
+std::string explain(const Response& r, const std::string& credentials_source);
 
 // Percent-encodes a query value.
 std::string url_encode(std::string_view s);
@@ -106,6 +109,9 @@ public:
         uint64_t token_reloads = 0;
     };
     Stats stats() const;
+    // Requests the server answered with a 2xx so far (a watch counts once its stream opens).
+    // Reflectors in a backoff after an outage retry at once when this moves (docs/kubernetes.md).
+    uint64_t answers() const { return answers_.load(std::memory_order_relaxed); }
 
     struct Call;  // one transfer (defined in http.cpp)
 
@@ -121,7 +127,7 @@ private:
     std::mutex token_mu_;
     std::string token_;
     std::chrono::steady_clock::time_point token_read_{};
-    std::atomic<uint64_t> requests_{0}, unauthorized_{0}, token_reloads_{0};
+    std::atomic<uint64_t> requests_{0}, unauthorized_{0}, token_reloads_{0}, answers_{0};
 };
 
 }  // namespace egw::k8s

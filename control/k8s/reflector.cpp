@@ -27,7 +27,23 @@ std::string seconds(std::chrono::milliseconds d) {
     return fmt::format("{:.1f}s", static_cast<double>(d.count()) / 1000.0);
 }
 
+using SteadyClock = std::chrono::steady_clock;
+
+int64_t steady_ns(SteadyClock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// More than this between two watch streams breaks the stretch: nothing was watched meanwhile.
+constexpr auto kMaxGap = std::chrono::seconds(1);
+
+// No response, or the server is overloaded or failing: an outage, over once it answers again.
+bool outage(long status) { return status == 0 || status == 429 || status >= 500; }
+
 }  // namespace
+
+bool refused_by_server(long status) {
+    return status >= 400 && status < 500 && status != 408 && status != 409 && status != 410 && status != 429;
+}
 
 Reflector::Reflector(std::shared_ptr<Transport> transport, ResourceType type, ReflectorHandler& handler,
                      ReflectorOptions opts)
@@ -71,6 +87,44 @@ bool Reflector::sleep_for(std::chrono::milliseconds d) {
     return !sleep_cv_.wait_for(lk, d, [this] { return stopping_.load(); });
 }
 
+bool Reflector::sleep_until_answer(std::chrono::milliseconds d, uint64_t seen) {
+    const auto start = SteadyClock::now();
+    const auto end = start + d;
+    const auto earliest = start + std::chrono::milliseconds(100);
+    std::unique_lock lk(sleep_mu_);
+    for (;;) {
+        const auto now = SteadyClock::now();
+        if (stopping_ || now >= end) return false;
+        if (now >= earliest && transport_->answers() != seen) return true;
+        sleep_cv_.wait_for(lk, std::min<SteadyClock::duration>(end - now, std::chrono::milliseconds(100)),
+                           [this] { return stopping_.load(); });
+    }
+}
+
+void Reflector::break_stretch() {
+    if (since_ns_.exchange(0) != 0) breaks_.fetch_add(1);
+}
+
+void Reflector::mend_stretch(SteadyClock::time_point now) {
+    int64_t zero = 0;
+    since_ns_.compare_exchange_strong(zero, steady_ns(now));
+}
+
+Continuity Reflector::continuity() const {
+    Continuity c;
+    c.breaks = breaks_.load();
+    const int64_t since = since_ns_.load();
+    bool watching;
+    {
+        std::lock_guard lk(mu_);
+        watching = status_.watching;
+    }
+    const int64_t now = steady_ns(SteadyClock::now());
+    const bool gap = !watching && now - current_ns_.load() > std::chrono::nanoseconds(kMaxGap).count();
+    if (since != 0 && !gap) c.since = SteadyClock::time_point(std::chrono::nanoseconds(since));
+    return c;
+}
+
 void Reflector::fill_kind(json& obj) const {
     if (!obj.contains("kind")) obj["kind"] = type_.kind;
     if (!obj.contains("apiVersion")) obj["apiVersion"] = type_.api_version();
@@ -83,23 +137,20 @@ std::string Reflector::selectors() const {
     return q;
 }
 
-std::string Reflector::explain(const Response& r) const {
-    std::string s = describe(r);
-    if (r.status == 401)
-        s += " (the API server rejected the credentials from " + transport_->credentials().source + ")";
-    else if (r.status == 403)
-        s += " (egwd's RBAC does not allow this; see docs/kubernetes.md)";
-    return s;
-}
+std::string Reflector::explain(const Response& r) const { return k8s::explain(r, transport_->credentials().source); }
 
 void Reflector::failure(const char* what, const std::string& error) {
     ++streak_;
+    break_stretch();
     const auto delay = backoff_.next();
+    const uint64_t answers = transport_->answers();
+    const long status = fail_status_;
     {
         std::lock_guard lk(mu_);
         ++status_.failures;
         status_.failing = true;
         status_.last_error = std::string(what) + ": " + error;
+        status_.failure_status = status;
     }
     if (streak_ == 1) {
         logger()->warn("k8s: {}: {} failed: {}; retrying in {} (further failures logged at debug until it recovers)",
@@ -108,7 +159,14 @@ void Reflector::failure(const char* what, const std::string& error) {
         logger()->debug("k8s: {}: {} failed again ({} in a row): {}; retrying in {}", name_, what, streak_, error,
                         seconds(delay));
     }
-    sleep_for(delay);
+    // After an outage the backoff does not outlast it: the first answer the server gives to
+    // anyone (another reflector, a Lease renewal) ends the wait and starts the delays over.
+    if (!outage(status)) {
+        sleep_for(delay);
+    } else if (sleep_until_answer(delay, answers)) {
+        backoff_.reset();
+        logger()->debug("k8s: {}: the API server answers again; retrying the {} now", name_, what);
+    }
 }
 
 void Reflector::recovered(const char* what) {
@@ -119,6 +177,7 @@ void Reflector::recovered(const char* what) {
     }
     std::lock_guard lk(mu_);
     status_.failing = false;
+    status_.failure_status = 0;
 }
 
 void Reflector::run() {
@@ -149,6 +208,8 @@ void Reflector::run() {
             rv = list_rv;
             need_list = false;
             last_list = std::chrono::steady_clock::now();
+            current_ns_ = steady_ns(last_list);
+            mend_stretch(last_list);
             {
                 std::lock_guard lk(mu_);
                 ++status_.lists;
@@ -164,6 +225,8 @@ void Reflector::run() {
 
         std::string error;
         Outcome o = watch(rv, error);
+        current_ns_ = steady_ns(SteadyClock::now());
+        if (o == Outcome::expired || o == Outcome::failed) break_stretch();
         {
             std::lock_guard lk(mu_);
             if (status_.watching) status_.current_until = unix_now();
@@ -214,8 +277,10 @@ Reflector::Outcome Reflector::list(std::vector<json>& items, std::string& rv, st
         }
         if (!r.ok()) {
             error = explain(r);
+            fail_status_ = r.status;
             return Outcome::failed;
         }
+        fail_status_ = r.status;   // a page that cannot be read fails with the status it came with
         json page = json::parse(r.body, nullptr, false);
         if (page.is_discarded() || !page.is_object()) {
             error = "the list response is not a JSON object";
@@ -268,6 +333,9 @@ Reflector::Outcome Reflector::watch(const std::string& from_rv, std::string& err
     auto on_response = [&](long status) {
         if (status < 200 || status >= 300) return;
         opened = std::chrono::steady_clock::now();
+        // Nothing was watched between the last stream and this one: a long gap starts a new stretch.
+        if (steady_ns(opened) - current_ns_.load() > std::chrono::nanoseconds(kMaxGap).count()) break_stretch();
+        mend_stretch(opened);
         std::lock_guard lk(mu_);
         ++status_.watches;
         status_.watching = true;
@@ -307,6 +375,7 @@ Reflector::Outcome Reflector::watch(const std::string& from_rv, std::string& err
             ApiStatus st = api_status(ev.object);
             error = fmt::format("ERROR event {} {}: {}", st.code, st.reason, st.message);
             result = st.code == 410 ? Outcome::expired : Outcome::failed;
+            fail_status_ = st.code;
             done = true;
             break;
         }
@@ -318,6 +387,7 @@ Reflector::Outcome Reflector::watch(const std::string& from_rv, std::string& err
         } catch (const std::exception& e) {
             error = e.what();
             result = Outcome::failed;
+            fail_status_ = 200;   // the server sent something unreadable
             done = true;
         }
         return !done && !stopping_;
@@ -337,9 +407,11 @@ Reflector::Outcome Reflector::watch(const std::string& from_rv, std::string& err
     }
     if (r.status < 200 || r.status >= 300) {
         error = explain(r);
+        fail_status_ = r.status;
         return Outcome::failed;
     }
     if (!r.error.empty()) {
+        fail_status_ = 0;   // the connection broke
         error = "stream broken: " + r.error;
         if (splitter.pending() > 0)
             error += fmt::format(" ({} bytes of an unfinished event dropped)", splitter.pending());

@@ -7,7 +7,9 @@
 //   the stream ends (server timeout, connection cut, even mid-event) -> watch again from the
 //       last resourceVersion seen in an event or a BOOKMARK
 //   410 Gone (HTTP status or ERROR event) -> list again, then watch from the new listRV
-//   any other failure -> wait (exponential backoff with jitter) and retry the same step
+//   any other failure -> wait (exponential backoff with jitter) and retry the same step; a wait
+//       after an outage (no response, 5xx, 429) ends early, with the backoff reset, as soon as the
+//       server answers another request of the same Transport
 //
 // Failures are logged once per streak (with the delay before the next try), and the recovery
 // once. It works on raw JSON: objects are handed over as the server sent them, with kind and
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,6 +82,19 @@ struct ReflectorStatus {
     // which status() fills in, so time() minus it is how stale the cache may be.
     double current_until = 0;
     std::string last_error;
+    long failure_status = 0;          // HTTP status of the last failure (0: no response); while failing
+};
+
+// A failure the server decided (401, 403, 404, 422, ...), as opposed to an outage (no response,
+// 5xx, 429) or a routine 409/410: retrying will not help until someone changes something.
+bool refused_by_server(long status);
+
+// How long the handler has been kept current without a break. A stretch breaks on a failed list or
+// watch, on a 410, and when more than a second passes between the end of one watch stream and the
+// opening of the next; it starts again once a list is handed over or a watch is open.
+struct Continuity {
+    std::optional<std::chrono::steady_clock::time_point> since;   // nullopt while broken
+    uint64_t breaks = 0;                                          // stretches ended so far
 };
 
 class Reflector {
@@ -95,6 +111,7 @@ public:
 
     bool synced() const { return synced_.load(); }
     ReflectorStatus status() const;
+    Continuity continuity() const;
     const ResourceType& type() const { return type_; }
 
 private:
@@ -109,6 +126,11 @@ private:
     void failure(const char* what, const std::string& error);
     void recovered(const char* what);
     bool sleep_for(std::chrono::milliseconds d);
+    // sleep_for(d), cut short (after at least 100 ms) when the transport's answers() moves past `seen`.
+    // True when cut short.
+    bool sleep_until_answer(std::chrono::milliseconds d, uint64_t seen);
+    void break_stretch();
+    void mend_stretch(std::chrono::steady_clock::time_point now);
 
     std::shared_ptr<Transport> transport_;
     ResourceType type_;
@@ -125,6 +147,11 @@ private:
 
     Backoff backoff_;
     unsigned streak_ = 0;             // failures in a row (reflector thread only)
+    long fail_status_ = 0;            // HTTP status of the failure being reported (reflector thread only)
+    // Continuity (steady_clock nanoseconds; since_ns_ 0 = broken).
+    std::atomic<int64_t> since_ns_{0};
+    std::atomic<int64_t> current_ns_{0};   // the end of the last list or watch stream
+    std::atomic<uint64_t> breaks_{0};
     mutable std::mutex mu_;           // guards status_
     ReflectorStatus status_;
 };

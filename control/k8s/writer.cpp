@@ -34,6 +34,8 @@ WriteResult Writer::finish(Response&& r, int attempts) {
     }
     w.error = describe(r);
     if (r.status == 403) w.error += " (egwd's RBAC does not allow this write; see docs/kubernetes.md, RBAC)";
+    else if (r.status == 401)
+        w.error += " (the API server rejected the credentials from " + transport_->credentials().source + ")";
     if (r.status != 0) w.reason = api_status(r).reason;
     return w;
 }
@@ -52,22 +54,29 @@ WriteResult Writer::patch_status(const ResourceType& type, const std::string& ns
     return merge_patch(type.object_path(ns, name, "status"), patch);
 }
 
-WriteResult Writer::set_egress_service_host(const std::string& ns, const std::string& name, const std::string& host) {
-    return patch_status(resources::egress_services, ns, name, json{{"host", host}});
+WriteResult Writer::set_egress_service_host(const std::string& ns, const std::string& name, const std::string& host,
+                                            const std::string& resource_version) {
+    return patch_status(resources::egress_services, ns, name, json{{"host", host}}, resource_version);
 }
 
 WriteResult Writer::patch_node_labels(const std::string& node,
-                                      const std::map<std::string, std::optional<std::string>>& labels) {
+                                      const std::map<std::string, std::optional<std::string>>& labels,
+                                      const std::string& resource_version) {
     json l = json::object();
     for (const auto& [k, v] : labels) l[k] = v ? json(*v) : json(nullptr);
-    return merge_patch(resources::nodes.object_path("", node), json{{"metadata", {{"labels", l}}}});
+    json meta = {{"labels", l}};
+    if (!resource_version.empty()) meta["resourceVersion"] = resource_version;
+    return merge_patch(resources::nodes.object_path("", node), json{{"metadata", meta}});
+}
+
+WriteResult Writer::get(const ResourceType& type, const std::string& ns, const std::string& name) {
+    WriteResult w = finish(transport_->request("GET", type.object_path(ns, name), "", "", nullptr, opts_.timeout));
+    w.written = false;
+    return w;
 }
 
 WriteResult Writer::get_lease(const std::string& ns, const std::string& name) {
-    WriteResult w =
-        finish(transport_->request("GET", resources::leases.object_path(ns, name), "", "", nullptr, opts_.timeout));
-    w.written = false;
-    return w;
+    return get(resources::leases, ns, name);
 }
 
 WriteResult Writer::create_lease(const std::string& ns, const json& lease) {

@@ -48,11 +48,17 @@ public:
     // resource_version is sent as a precondition (409 when the object changed since).
     WriteResult patch_status(const ResourceType& type, const std::string& ns, const std::string& name,
                              const nlohmann::json& status, const std::string& resource_version = "");
-    // status.host of an EgressService ("" = nothing serves it).
-    WriteResult set_egress_service_host(const std::string& ns, const std::string& name, const std::string& host);
+    // status.host of an EgressService ("" = nothing serves it); conditional on resource_version
+    // when one is given.
+    WriteResult set_egress_service_host(const std::string& ns, const std::string& name, const std::string& host,
+                                        const std::string& resource_version = "");
     // PATCH the node's labels: a value sets the label, nullopt removes it. Others are untouched.
+    // Conditional on resource_version when one is given (409 when the node changed since).
     WriteResult patch_node_labels(const std::string& node,
-                                  const std::map<std::string, std::optional<std::string>>& labels);
+                                  const std::map<std::string, std::optional<std::string>>& labels,
+                                  const std::string& resource_version = "");
+    // GET one object (written = false): the re-read after a conditional write got 409.
+    WriteResult get(const ResourceType& type, const std::string& ns, const std::string& name);
     // Any JSON merge patch (path as in ResourceType::object_path()).
     WriteResult merge_patch(const std::string& path, const nlohmann::json& patch);
 

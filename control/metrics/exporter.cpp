@@ -28,6 +28,8 @@ std::vector<double> publish_buckets() {
 }
 
 constexpr double kStallSeconds = 5.0;
+// A worker that has not advanced for this long does not serve: its gateway gives its Services up.
+constexpr double kServingStallSeconds = 1.0;
 
 double unix_now() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -42,7 +44,8 @@ std::string dpdk_version() {
 }  // namespace
 
 Exporter::Exporter(const config::Config& cfg, control::Runtime& rt)
-    : cfg_(cfg), workers_(rt.workers()), publish_duration_(publish_buckets()), stall_(kStallSeconds) {
+    : cfg_(cfg), workers_(rt.workers()), publish_duration_(publish_buckets()), stall_(kStallSeconds),
+      serving_stall_(kServingStallSeconds) {
     for (const auto& p : rt.ports()) {
         const config::PortConfig* pc = cfg.find_port(p.name);
         ports_.push_back(PortEntry{p.name, p.device, pc ? config::to_string(pc->role) : "", pc ? pc->vrf : "", p.id});
@@ -237,7 +240,55 @@ std::string Exporter::readiness() const {
         in.ports.emplace_back(v->ports[i].name, ports[i].link_up);
     for (const dp::Worker* w : workers_)
         in.worker_iterations.push_back(load_counter(w->counters.iterations));
-    return readiness_problems(in);
+    std::string out = readiness_problems(in);
+    std::vector<std::function<std::string()>> checks;
+    {
+        std::lock_guard lock(extra_mu_);
+        checks = readiness_checks_;
+    }
+    for (const auto& check : checks) {
+        // One line per reason, each once (a port without link may be reported twice).
+        std::string more = check();
+        size_t start = 0;
+        while (start < more.size()) {
+            size_t end = more.find('\n', start);
+            if (end == std::string::npos) end = more.size();
+            std::string line = more.substr(start, end - start) + "\n";
+            if (end > start && out.find(line) == std::string::npos) out += line;
+            start = end + 1;
+        }
+    }
+    return out;
+}
+
+void Exporter::add_readiness(std::function<std::string()> check) {
+    std::lock_guard lock(extra_mu_);
+    readiness_checks_.push_back(std::move(check));
+}
+
+std::string Exporter::serving_problems() const {
+    std::vector<uint64_t> iterations;
+    for (const dp::Worker* w : workers_)
+        iterations.push_back(load_counter(w->counters.iterations));
+    std::string out;
+    for (size_t i = 0; i < iterations.size(); ++i)
+        if (iterations[i] == 0)
+            out += "worker " + std::to_string(i) + " has not started\n";
+    {
+        const double t = now();
+        std::lock_guard lock(health_mu_);
+        serving_stall_.sample_workers(t, iterations);
+        out += serving_stall_.problems(t);
+    }
+    std::lock_guard lock(ethdev_mu_);
+    for (const PortEntry& p : ports_) {
+        if (p.role != "outside")
+            continue;
+        rte_eth_link link{};
+        if (rte_eth_link_get_nowait(p.id, &link) != 0 || link.link_status != RTE_ETH_LINK_UP)
+            out += "port " + p.name + ": link down\n";
+    }
+    return out;
 }
 
 void Exporter::sample_health() const {

@@ -66,9 +66,15 @@ public:
     const ProcessInfo& process() const { return process_; }
     // The whole exposition; `error` receives a writer error (then the text must not be served).
     std::string metrics_text(std::string& error) const;
-    std::string readiness() const;  // "" when ready
+    std::string readiness() const;  // "" when ready (its own checks and add_readiness()'s)
     std::string liveness() const;   // "" when live
     std::string startup() const;    // "" when every worker and the control loop have started
+    // What keeps the data plane from serving, one line each ("" when it serves): a worker that has
+    // not started or whose loop counter has not moved for a second, an outside port without link.
+    // The kubernetes source renews its liveness Lease only while this is empty.
+    std::string serving_problems() const;
+    // More reasons for /readyz to fail ("" when none), asked on every probe. Register before start().
+    void add_readiness(std::function<std::string()> check);
     uint16_t port() const { return server_ ? server_->port() : 0; }
 
 private:
@@ -91,6 +97,8 @@ private:
     std::atomic<double> last_tick_{-1};
     mutable std::mutex health_mu_;
     mutable StallDetector stall_;
+    mutable StallDetector serving_stall_;   // the same, judged after a second (serving_problems)
+    std::vector<std::function<std::string()>> readiness_checks_;
     mutable std::mutex extra_mu_;
     std::vector<std::function<void(Writer&)>> extra_;
     // ethdev calls are not documented as safe from several threads at once for one port: the

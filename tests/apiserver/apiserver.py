@@ -60,6 +60,8 @@ The test-only control API lives under /_test/ (never on a real server; no authen
                            and counts per verb
   POST /_test/requests/reset
   GET  /_test/state        {"resourceVersion", "compacted", "watches", "objects"}
+  POST /_test/disrupt, GET /_test/history   outages, RBAC refusals and stale watches: see
+                           "Disruptions" below
 
 Python 3 with python3-yaml and python3-jsonschema (Debian packages; scripts/deps.sh). Listens on
 127.0.0.1.
@@ -845,6 +847,104 @@ class Faults:
 
 
 # --------------------------------------------------------------------------------------------
+# Disruptions: what a real API server did to egw under faults (issue 14), for the election
+# tests. Kept apart from the request-level faults above; the rest of the server calls in here at
+# four points only (dispatch, the 403 check, the watch loop and the control API).
+#
+#   POST /_test/disrupt  {"outage": S,                 refuse every API request for S seconds:
+#                                                      the connection is closed unanswered, open
+#                                                      watches are cut
+#                         "forbid": [{"verbs": [...], "path": "...", "userAgent": "...",
+#                                     "seconds": S}],  answer 403 Forbidden as RBAC does (for S
+#                                                      seconds; without "seconds" until cleared)
+#                         "hold": [{"path": "...", "seconds": S}],
+#                                                      matching watches stay open but send nothing
+#                                                      (no event, no bookmark) for S seconds, then
+#                                                      deliver everything in order: a stale cache
+#                         "clear": true}               ends every disruption first
+#   GET  /_test/history  every change the store made, in resourceVersion order:
+#                        [{"resourceVersion", "type", "kind", "namespace", "name", "object"}]
+
+
+class Disruptions:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.outage_until = 0.0
+        self.forbid = []          # {"verbs", "path", "userAgent", "until" (None: until cleared)}
+        self.holds = []           # {"path", "until"}
+
+    @staticmethod
+    def _active(rule, now):
+        return rule.get("until") is None or now < rule["until"]
+
+    def in_outage(self):
+        with self.lock:
+            return time.monotonic() < self.outage_until
+
+    def forbidden(self, verb, path, user_agent):
+        now = time.monotonic()
+        with self.lock:
+            for r in self.forbid:
+                if not self._active(r, now):
+                    continue
+                if r.get("verbs") and verb not in r["verbs"]:
+                    continue
+                if r.get("path") and r["path"] not in path:
+                    continue
+                if r.get("userAgent") and r["userAgent"] not in (user_agent or ""):
+                    continue
+                return True
+        return False
+
+    def held(self, path):
+        now = time.monotonic()
+        with self.lock:
+            return any(self._active(h, now) and h.get("path", "") in path for h in self.holds)
+
+    def configure(self, store, doc):
+        now = time.monotonic()
+        with self.lock:
+            if doc.get("clear"):
+                self.outage_until = 0.0
+                self.forbid.clear()
+                self.holds.clear()
+            if doc.get("outage"):
+                self.outage_until = now + float(doc["outage"])
+            for r in doc.get("forbid", []):
+                r = dict(r)
+                r["until"] = now + float(r["seconds"]) if r.get("seconds") else None
+                self.forbid.append(r)
+            for h in doc.get("hold", []):
+                self.holds.append({"path": h.get("path", ""), "until": now + float(h.get("seconds", 1))})
+        if doc.get("outage"):
+            with store.cond:           # the open watches break with the server
+                store.close_epoch += 1
+                store.close_abort = True
+                store.cond.notify_all()
+        with store.cond:
+            store.cond.notify_all()    # held watches look again
+
+    @staticmethod
+    def history(store):
+        with store.cond:
+            return [{"resourceVersion": str(ev.rv), "type": ev.type, "kind": ev.res.kind,
+                     "namespace": ev.ns, "name": ev.obj["metadata"]["name"],
+                     "object": copy.deepcopy(ev.obj)} for ev in store.history]
+
+
+def rbac_forbidden(user, verb, route):
+    """The 403 an RBAC authorizer gives when the rule that allowed this request is taken away."""
+    if route is None or route[0] != "api":
+        return ApiError(403, "Forbidden", f'forbidden: User "{user}" cannot {verb} this path')
+    _, res, ns, name, sub = route
+    details = {"name": name or "", "kind": res.plural}
+    if res.group:
+        details["group"] = res.group
+    return ApiError(403, "Forbidden", authz.forbidden_message(user, verb, res.group, res.plural, sub, ns or "",
+                                                              name or ""), details)
+
+
+# --------------------------------------------------------------------------------------------
 # HTTP
 
 
@@ -953,6 +1053,15 @@ class Handler(BaseHTTPRequestHandler):
             except ApiError as e:
                 self.send_json(e.code, e.status())
             return
+        if self.server.disruptions.in_outage():
+            # Disruptions: the server is away; the client sees its connection closed unanswered.
+            self.server.faults.record("unknown", path)
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
         if path in ("/healthz", "/readyz", "/livez"):
             self.send_text(200, "ok")
             return
@@ -988,6 +1097,11 @@ class Handler(BaseHTTPRequestHandler):
             entry["code"] = code
             self.send_json(code, ApiError(code, reasons.get(code, "InternalError"),
                                           f"injected fault: HTTP {code}").status(), headers)
+            return
+        if srv.disruptions.forbidden(verb, path, self.headers.get("User-Agent")):
+            e = rbac_forbidden(user, verb, route)
+            entry["code"] = e.code
+            self.send_json(e.code, e.status(), e.headers)
             return
         try:
             if route is None:
@@ -1225,6 +1339,10 @@ class Handler(BaseHTTPRequestHandler):
                         now = time.monotonic()
                         if store.shutdown or now >= deadline or store.close_epoch != close_epoch:
                             break
+                        held = srv.disruptions.held(self.path)   # Disruptions: a stale watch
+                        if held:
+                            store.cond.wait(timeout=0.05)
+                            continue
                         if store.watch_epoch != epoch or store.history_rvs[-1:] > [pos] \
                                 or (bookmarks and store.bookmark_epoch != bookmark_epoch):
                             break
@@ -1345,6 +1463,11 @@ class Handler(BaseHTTPRequestHandler):
                 faults.delays.extend(copy.deepcopy(doc.get("delays", [])))
                 faults.cuts.extend(copy.deepcopy(doc.get("cuts", [])))
             self.send_json(200, {})
+        elif method == "POST" and path == "/_test/disrupt":
+            srv.disruptions.configure(store, doc)
+            self.send_json(200, {})
+        elif method == "GET" and path == "/_test/history":
+            self.send_json(200, {"history": Disruptions.history(store)})
         elif method == "POST" and path == "/_test/config":
             with store.cond:
                 if "token" in doc:
@@ -1566,6 +1689,7 @@ class Server(ThreadingHTTPServer):
         super().__init__(addr, Handler)
         self.store = Store()
         self.faults = Faults()
+        self.disruptions = Disruptions()
         self.token = args.token
         self.token_user = args.token_user
         self.admin_token = args.admin_token

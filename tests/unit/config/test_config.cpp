@@ -524,9 +524,9 @@ TEST(StatePath, KubernetesElectionAndLeaseTimings) {
     Config c = load_text(j.dump(), "/srv/egw/egw.json");
     EXPECT_EQ(c.state.election, Election::leader);
     EXPECT_EQ(c.state.lease_namespace, "");
-    EXPECT_EQ(c.state.lease_duration_s, 15u);
-    EXPECT_EQ(c.state.renew_deadline_ms, 10000u);
-    EXPECT_EQ(c.state.retry_period_ms, 2000u);
+    EXPECT_EQ(c.state.lease_duration_s, 2u);
+    EXPECT_EQ(c.state.renew_deadline_ms, 1500u);
+    EXPECT_EQ(c.state.retry_period_ms, 500u);
     j["state"] = json::parse(R"({"source": "kubernetes", "election": "external", "lease_namespace": "egw-system",
                                  "lease_duration_s": 4, "renew_deadline_ms": 3000, "retry_period_ms": 500})");
     c = load_text(j.dump(), "/srv/egw/egw.json");
@@ -790,10 +790,13 @@ const ErrorCase kCases[] = {
      [](json& j) { j["state"] = J(R"({"source": "kubernetes", "lease_duration_s": 5, "renew_deadline_ms": 5000})"); },
      "$.state.renew_deadline_ms", "expected renew_deadline_ms shorter than lease_duration_s (5000 ms), got 5000"},
     {"DefaultRenewDeadlineTooLongForShortLease",
-     [](json& j) { j["state"] = J(R"({"source": "kubernetes", "lease_duration_s": 10})"); },
-     "$.state.lease_duration_s", "expected renew_deadline_ms shorter than lease_duration_s (10000 ms), got 10000"},
+     [](json& j) { j["state"] = J(R"({"source": "kubernetes", "lease_duration_s": 1})"); },
+     "$.state.lease_duration_s", "expected renew_deadline_ms shorter than lease_duration_s (1000 ms), got 1500"},
     {"RetryNotShorterThanRenew",
-     [](json& j) { j["state"] = J(R"({"source": "kubernetes", "renew_deadline_ms": 3000, "retry_period_ms": 3000})"); },
+     [](json& j) {
+         j["state"] = J(R"({"source": "kubernetes", "lease_duration_s": 5, "renew_deadline_ms": 3000,
+                            "retry_period_ms": 3000})");
+     },
      "$.state.retry_period_ms", "expected retry_period_ms shorter than renew_deadline_ms (3000 ms), got 3000"},
 
     // --- numbers: range, sign, non-integer ----------------------------------------------------
@@ -1485,8 +1488,8 @@ TEST(ToJson, StateHoldsOnlyTheKeysOfItsSource) {
     doc["state"] = {{"source", "kubernetes"}};
     json k = to_json(load_text(doc.dump(), "/srv/egw/egw.json"))["state"];
     EXPECT_EQ(k, json::parse(R"({"source": "kubernetes", "poll_ms": 200, "kubeconfig": "", "election": "leader",
-                                 "lease_namespace": "", "lease_duration_s": 15, "renew_deadline_ms": 10000,
-                                 "retry_period_ms": 2000})"));
+                                 "lease_namespace": "", "lease_duration_s": 2, "renew_deadline_ms": 1500,
+                                 "retry_period_ms": 500})"));
 }
 
 TEST(ToJson, AbsentMacAndNextHopAreLeftOutNotNull) {
@@ -1569,7 +1572,7 @@ TEST(ToJson, ShippedFilesSpotChecks) {
     EXPECT_EQ(nic["state"]["source"], "kubernetes");
     EXPECT_EQ(nic["state"]["kubeconfig"], "");
     EXPECT_EQ(nic["state"]["election"], "leader");
-    EXPECT_EQ(nic["state"]["lease_duration_s"], 15);
+    EXPECT_EQ(nic["state"]["lease_duration_s"], 2);
     EXPECT_FALSE(nic["state"].contains("path"));
     EXPECT_EQ(nic["eal"]["pci_allow"].size(), 3u);
     EXPECT_EQ(nic["default_action"], "route");

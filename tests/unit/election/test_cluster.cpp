@@ -7,6 +7,8 @@
 // request log that only leaders wrote status or labels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -146,6 +148,7 @@ protected:
         k8s::ClientOptions co;
         co.reflector.backoff_initial = 50ms;
         co.reflector.backoff_max = 500ms;
+        co.http.user_agent = "egwd/" + node;   // the server can single one gateway out
         auto c = std::make_unique<Controller>(creds, options(node, mode), co);
         c->start();
         // A stopped instance of the same node is replaced; its counters stay in the totals.
@@ -251,6 +254,31 @@ protected:
         upsert(service_json(name, etp));
         upsert(slice_json(name, {{"10.128.0.5", ep_node}}));
         upsert(egress_json(name, std::move(selector)));
+    }
+
+    // status.host of every EgressService of kNs now ("" for none yet).
+    std::map<std::string, std::string> hosts() {
+        std::map<std::string, std::string> out;
+        json list = get("/apis/k8s.ovn.org/v1/namespaces/testns/egressservices");
+        for (const auto& es : list["items"])
+            out[es["metadata"]["name"]] = es.contains("status") ? es["status"].value("host", "") : "";
+        return out;
+    }
+    // Successful writes of status.host and node labels the server saw.
+    std::pair<size_t, size_t> writes_seen() {
+        size_t status = 0, labels = 0;
+        for (const auto& r : server_->requests("patch")) {
+            if (r["code"] != 200) continue;
+            const std::string path = r["path"];
+            if (path.ends_with("/status")) ++status;
+            else if (path.find("/api/v1/nodes/") != std::string::npos) ++labels;
+        }
+        return {status, labels};
+    }
+    json lease(const std::string& name) { return get("/apis/coordination.k8s.io/v1/namespaces/egw/leases/" + name); }
+    std::string holder(const std::string& name) {
+        json l = lease(name);
+        return l.is_object() && l.contains("spec") ? l["spec"].value("holderIdentity", "") : "";
     }
 
     std::unique_ptr<ApiServerProcess> server_;
@@ -749,6 +777,191 @@ TEST_F(ClusterTest, NothingIsProgrammedBeforeEveryKindSynced) {
     ASSERT_TRUE(eventually([&] { return g.poll(st); }, 5s));
     ASSERT_EQ(st.size(), 1u);
     EXPECT_EQ(st[0].key, "testns/svc1");
+}
+
+
+// ---- Under faults (issue 14) ----------------------------------------------------------------
+
+// An API server outage longer than the Lease duration, every gateway alive all along: when the
+// server is back, no Service loses its host and none moves. The Leases' renewTimes are all older
+// than their duration by then; a leader that judged them by the clock would clear every host.
+TEST_F(ClusterTest, OutageLongerThanTheLeaseMovesNothing) {
+    for (const char* n : {"node1", "node2", "node3"}) upsert(node_json(n));
+    for (const char* n : {"node1", "node2", "node3"}) start(n);
+    ASSERT_NE(wait_ready(), nullptr);
+    for (int i = 0; i < 6; ++i) add_service("svc" + std::to_string(i));
+    ASSERT_TRUE(eventually([&] {
+        auto h = hosts();
+        return h.size() == 6 && std::all_of(h.begin(), h.end(), [](auto& kv) { return kv.second.rfind("node", 0) == 0; });
+    }, 8s));
+    ASSERT_TRUE(eventually([&] { size_t n = 0; for (auto& [node, ls] : labelled()) n += ls.size(); return n == 6; }));
+    const auto before = hosts();
+    const auto labels_before = labelled();
+    const auto writes_before = writes_seen();
+
+    server_->control("disrupt", {{"outage", 4}});   // twice the Lease duration
+    std::this_thread::sleep_for(4s);
+    // Hold it over twice the Lease duration after the outage: the time a wrong verdict would take.
+    EXPECT_TRUE(consistently([&] { return hosts() == before; }, 2 * kLease + 1s)) << "a Service moved";
+    EXPECT_EQ(labelled(), labels_before);
+    EXPECT_EQ(writes_seen(), writes_before) << "status or labels written after the outage";
+    Controller* leader = wait_ready();
+    ASSERT_NE(leader, nullptr);
+    EXPECT_TRUE(leader->stats().deciding);
+    EXPECT_EQ(leader->stats().live_nodes, 3u);
+    // Followers see the same live gateways as the leader.
+    for (auto& [name, c] : gw_) EXPECT_EQ(c->stats().live_nodes, 3u) << name;
+}
+
+// Lease updates refused (403) for longer than the Lease duration, then allowed again: the same.
+TEST_F(ClusterTest, LeaseUpdatesForbiddenThenRestoredMovesNothing) {
+    for (const char* n : {"node1", "node2", "node3"}) upsert(node_json(n));
+    for (const char* n : {"node1", "node2", "node3"}) start(n);
+    ASSERT_NE(wait_ready(), nullptr);
+    for (int i = 0; i < 6; ++i) add_service("svc" + std::to_string(i));
+    ASSERT_TRUE(eventually([&] {
+        auto h = hosts();
+        return h.size() == 6 && std::all_of(h.begin(), h.end(), [](auto& kv) { return kv.second.rfind("node", 0) == 0; });
+    }, 8s));
+    ASSERT_TRUE(eventually([&] { size_t n = 0; for (auto& [node, ls] : labelled()) n += ls.size(); return n == 6; }));
+    const auto before = hosts();
+    const auto writes_before = writes_seen();
+
+    server_->control("disrupt", {{"forbid", json::array({{{"verbs", {"update", "create"}}, {"path", "/leases"},
+                                                          {"seconds", 5}}})}});
+    EXPECT_TRUE(consistently([&] { return hosts() == before; }, 5s + 2 * kLease + 1s)) << "a Service moved";
+    size_t refused = 0;
+    for (const auto& r : server_->requests("update", "/leases/")) refused += r["code"] == 403;
+    EXPECT_GT(refused, 0u) << "the Lease updates were not refused";
+    EXPECT_EQ(writes_seen(), writes_before) << "status or labels written";
+    Controller* leader = wait_ready();
+    ASSERT_NE(leader, nullptr);
+    EXPECT_EQ(leader->stats().live_nodes, 3u);
+}
+
+// The leader's EgressService watch is stale (its events are held back) while the host it cleared
+// becomes eligible again: the status is still written before the label, although the cache says
+// the old host. Checked on the server's history, revision by revision.
+TEST_F(ClusterTest, StaleEgressServiceCacheKeepsStatusBeforeLabel) {
+    upsert(node_json("node1", {{"gw", "one"}}));
+    upsert(node_json("node2", {{"gw", "two"}}));
+    start("node2");
+    ASSERT_TRUE(eventually([&] { return gw_["node2"]->leader(); }, 5s));
+    start("node1");
+    wait_ready();
+    add_service("svc1", {{"gw", "one"}});
+    eventually_host("svc1", "node1");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+
+    server_->control("disrupt", {{"hold", json::array({{{"path", "/egressservices"}, {"seconds", 6}}})}});
+    upsert(node_json("node1", {{"gw", "one"}, {kPrefix + "testns-svc1", ""}}, false));   // NotReady
+    ASSERT_TRUE(eventually_host("svc1", "", 3s));
+    eventually_labels({}, 3s);
+    upsert(node_json("node1", {{"gw", "one"}}, true));   // Ready again; the cache still says node1
+    // Well before the watch delivers anything: the leader does not wait for its cache.
+    EXPECT_TRUE(eventually_host("svc1", "node1", 3s));
+    eventually_labels({{"node1", {"testns-svc1"}}}, 3s);
+
+    // Every revision: a node that gains svc1's label is what status.host says at that moment.
+    std::string status;
+    std::map<std::string, bool> had;
+    size_t gained = 0;
+    const json history = server_->control_get("history")["history"];
+    for (const auto& ev : history) {
+        const json& o = ev["object"];
+        if (ev["kind"] == "EgressService" && ev["name"] == "svc1")
+            status = o.contains("status") ? o["status"].value("host", "") : "";
+        if (ev["kind"] != "Node") continue;
+        const std::string node = ev["name"];
+        const bool has = ev["type"] != "DELETED" && o["metadata"].value("labels", json::object()).contains(kPrefix + "testns-svc1");
+        if (has && !had[node]) {
+            ++gained;
+            EXPECT_EQ(status, node) << "label on " << node << " at resourceVersion " << ev["resourceVersion"]
+                                    << " while status.host is \"" << status << "\"";
+        }
+        had[node] = has;
+    }
+    EXPECT_GE(gained, 2u);
+}
+
+// A gateway that cannot list EndpointSlices (RBAC) cannot serve: it neither holds its liveness
+// Lease nor leads, and it is never elected host; once allowed, it is live again.
+TEST_F(ClusterTest, GatewayThatCannotListEndpointSlicesIsNotElected) {
+    server_->control("disrupt", {{"forbid", json::array({{{"verbs", {"list", "watch"}}, {"path", "/endpointslices"},
+                                                          {"userAgent", "egwd/node1"}}})}});
+    upsert(node_json("node1"));
+    upsert(node_json("node2"));
+    Controller& g1 = start("node1");   // first by name and started first: it would win every tie
+    // The reason names the kind, the server's refusal and the RBAC hint.
+    ASSERT_TRUE(eventually([&] {
+        const std::string p = g1.serving_problems();
+        return p.find("endpointslices: not listed yet") != std::string::npos && p.find("forbidden") != std::string::npos &&
+               p.find("RBAC") != std::string::npos;
+    }, 5s)) << g1.serving_problems();
+    Controller& g2 = start("node2");
+    ASSERT_TRUE(eventually([&] { return g2.leader() && g2.stats().live_nodes == 1; }, 5s));
+    add_service("svc1");
+    eventually_host("svc1", "node2");
+    EXPECT_TRUE(consistently([&] { return host("svc1") == "node2" && !g1.leader() && holder("egw-node-node1").empty(); }, 2s));
+    EXPECT_FALSE(g1.stats().not_serving.empty());
+
+    server_->control("disrupt", {{"clear", true}});
+    ASSERT_TRUE(eventually([&] { return holder("egw-node-node1") == "node1"; }, 5s));
+    EXPECT_TRUE(eventually([&] { return g2.stats().live_nodes == 2 && g1.stats().live_nodes == 2; }));
+    EXPECT_EQ(g1.serving_problems(), "");
+    EXPECT_TRUE(consistently([&] { return host("svc1") == "node2"; }, 1s));   // hosts are sticky
+}
+
+// The data plane stops serving (a port without link, a stuck worker): the liveness Lease is given
+// up within a renew interval, the Service moves; when it serves again, the Lease is taken back.
+TEST_F(ClusterTest, NotServingGivesTheLivenessLeaseUp) {
+    upsert(node_json("node1", {{"gw", "yes"}}));
+    upsert(node_json("node2", {{"gw", "yes"}}));
+    upsert(node_json("node3"));
+    start("node3");   // the leader, hosting nothing (no gw label)
+    ASSERT_TRUE(eventually([&] { return gw_["node3"]->leader(); }, 5s));
+    std::atomic<bool> link{true};
+    Controller& g1 = start("node1");
+    g1.set_serving_check([&link] { return link ? std::string() : std::string("port ext1: link down"); });
+    start("node2");
+    wait_ready();
+    add_service("svc1", {{"gw", "yes"}});
+    eventually_host("svc1", "node1");
+
+    auto t0 = std::chrono::steady_clock::now();
+    link = false;
+    ASSERT_TRUE(eventually([&] { return holder("egw-node-node1").empty(); }, kRetry + 1s));
+    ASSERT_TRUE(eventually_host("svc1", "node2", 3s));
+    auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_LE(took, kRetry + 1s) << "moved after " << std::chrono::duration<double>(took).count() << " s";
+    EXPECT_EQ(g1.stats().not_serving, "port ext1: link down");
+    eventually_labels({{"node2", {"testns-svc1"}}});
+
+    link = true;
+    ASSERT_TRUE(eventually([&] { return holder("egw-node-node1") == "node1"; }, kRetry + 1s));
+    EXPECT_TRUE(eventually([&] { return gw_["node3"]->stats().live_nodes == 3; }));
+    EXPECT_TRUE(g1.stats().not_serving.empty());
+}
+
+// A gateway that stops cleanly (SIGTERM) gives its liveness Lease up: its Services move at once.
+TEST_F(ClusterTest, CleanStopMovesServicesAtOnce) {
+    upsert(node_json("node1", {{"gw", "yes"}}));
+    upsert(node_json("node2", {{"gw", "yes"}}));
+    upsert(node_json("node3"));
+    start("node3");
+    ASSERT_TRUE(eventually([&] { return gw_["node3"]->leader(); }, 5s));
+    start("node1");
+    start("node2");
+    wait_ready();
+    add_service("svc1", {{"gw", "yes"}});
+    eventually_host("svc1", "node1");
+    auto t0 = std::chrono::steady_clock::now();
+    gw_["node1"]->stop();
+    ASSERT_TRUE(eventually_host("svc1", "node2", 3s));
+    auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_LT(took, 1s) << "moved after " << std::chrono::duration<double>(took).count() << " s";
+    EXPECT_EQ(lease("egw-node-node1")["spec"]["leaseDurationSeconds"], 1);
+    EXPECT_EQ(holder("egw-node-node1"), "");
 }
 
 }  // namespace

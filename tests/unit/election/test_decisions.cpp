@@ -159,33 +159,51 @@ const std::string kSvc2Label = "egress-service.k8s.ovn.org/testns-svc2";
 
 // ---- Leases ----
 
-TEST(Liveness, LeaseIsLiveUntilRenewTimePlusDuration) {
-    auto l = lease("egw-node-a", "a", kNow - std::chrono::seconds(10), 15);
-    EXPECT_TRUE(lease_live(l, kNow));
-    EXPECT_TRUE(lease_live(l, kNow + std::chrono::milliseconds(4999)));
-    EXPECT_FALSE(lease_live(l, kNow + std::chrono::seconds(5)));
-    EXPECT_EQ(lease_expiry(l), kNow + std::chrono::seconds(5));
-    l.renew_time = "";
-    EXPECT_FALSE(lease_live(l, kNow));
-    l.renew_time = "yesterday";
-    EXPECT_FALSE(lease_live(l, kNow));
+// Liveness is judged on the local monotonic clock: renewTime is never compared with it.
+const SteadyClock::time_point kT0 = SteadyClock::time_point(std::chrono::hours(100));
+
+TEST(Liveness, LiveForItsDurationAfterTheLastChangeSeen) {
+    auto l = lease("egw-node-a", "a", kNow - std::chrono::hours(24), 15);   // renewTime a day old
+    LeaseObservations seen;
+    seen.view_since = kT0 - std::chrono::seconds(60);
+    seen.changed["egw/egw-node-a"] = kT0 - std::chrono::seconds(10);
+    EXPECT_EQ(observed_expiry(l, seen), kT0 + std::chrono::seconds(5));
+    // Never seen to change: it counts from the start of the unbroken view.
+    seen.changed.clear();
+    EXPECT_EQ(observed_expiry(l, seen), kT0 - std::chrono::seconds(45));
+    // The view was re-established (after an outage) later than the last change seen: from there.
+    seen.changed["egw/egw-node-a"] = kT0 - std::chrono::seconds(30);
+    seen.view_since = kT0 - std::chrono::seconds(1);
+    EXPECT_EQ(observed_expiry(l, seen), kT0 + std::chrono::seconds(14));
+    l.holder_identity = "";   // given up
+    EXPECT_FALSE(observed_expiry(l, seen));
     l = lease("egw-node-a", "a", kNow, 0);
-    EXPECT_FALSE(lease_live(l, kNow));
+    EXPECT_FALSE(observed_expiry(l, seen));
 }
 
 TEST(Liveness, CountsLiveLeasesOfEgwInstancesOnly) {
     ObjectSet o;
-    o.upsert(lease("egw-node-a", "a", kNow - std::chrono::seconds(1)));
-    o.upsert(lease("egw-node-b", "b", kNow - std::chrono::seconds(20)));     // expired
-    o.upsert(lease("egw-node-c", "", kNow));                                 // released: no holder
-    o.upsert(lease("egw-leader", "a", kNow));                                // not a liveness Lease
-    o.upsert(lease("egw-node-d", "d", kNow - std::chrono::seconds(5)));
-    Liveness lv = liveness(o, kNow);
+    o.upsert(lease("egw-node-a", "a", kNow));
+    o.upsert(lease("egw-node-b", "b", kNow));
+    o.upsert(lease("egw-node-c", "", kNow));     // released: no holder
+    o.upsert(lease("egw-leader", "a", kNow));    // not a liveness Lease
+    o.upsert(lease("egw-node-d", "d", kNow));
+    LeaseObservations seen;
+    seen.view_since = kT0 - std::chrono::seconds(100);
+    seen.changed["egw/egw-node-a"] = kT0 - std::chrono::seconds(1);
+    seen.changed["egw/egw-node-b"] = kT0 - std::chrono::seconds(20);   // expired
+    seen.changed["egw/egw-node-c"] = kT0;
+    seen.changed["egw/egw-leader"] = kT0;
+    seen.changed["egw/egw-node-d"] = kT0 - std::chrono::seconds(5);
+    Liveness lv = liveness(o, seen, kT0);
     EXPECT_EQ(lv.live, (std::set<std::string>{"a", "d"}));
     ASSERT_TRUE(lv.next_change);
-    EXPECT_EQ(*lv.next_change, kNow + std::chrono::seconds(10));   // d runs out first
-    EXPECT_TRUE(liveness(ObjectSet{}, kNow).live.empty());
-    EXPECT_FALSE(liveness(ObjectSet{}, kNow).next_change);
+    EXPECT_EQ(*lv.next_change, kT0 + std::chrono::seconds(10));   // d runs out first
+    // Right after the view was re-established nobody has run out, whatever their renewTime says.
+    seen.view_since = kT0;
+    EXPECT_EQ(liveness(o, seen, kT0).live, (std::set<std::string>{"a", "b", "d"}));
+    EXPECT_TRUE(liveness(ObjectSet{}, seen, kT0).live.empty());
+    EXPECT_FALSE(liveness(ObjectSet{}, seen, kT0).next_change);
 }
 
 TEST(Allocations, CountsLoadPerNode) {
