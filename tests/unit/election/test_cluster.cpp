@@ -964,5 +964,38 @@ TEST_F(ClusterTest, CleanStopMovesServicesAtOnce) {
     EXPECT_EQ(holder("egw-node-node1"), "");
 }
 
+
+// After an outage the reflectors do not sit out their backoff: the first answer the server gives
+// (a Lease renewal) ends it, and every watch is back within a retry period or so, although their
+// delays had grown to seconds.
+TEST_F(ClusterTest, BackoffEndsWhenTheServerAnswersAgain) {
+    upsert(node_json("node1"));
+    k8s::Credentials creds;
+    creds.server = server_->url();
+    creds.token = kToken;
+    creds.source = "test";
+    k8s::ClientOptions co;
+    co.reflector.backoff_initial = 1000ms;   // 1, 2, 4, 8 s (+50 %): the retry after 10 s comes at 15 s or later
+    co.reflector.backoff_max = 30s;
+    gw_["node1"] = std::make_unique<Controller>(creds, options("node1"), co);
+    Controller& g = *gw_["node1"];
+    g.start();
+    auto all_watching = [&] {
+        for (const auto& r : g.client().status())
+            if (!r.watching) return false;
+        return true;
+    };
+    ASSERT_TRUE(eventually([&] { return g.leader() && all_watching(); }, 5s));
+
+    server_->control("disrupt", {{"outage", 10}});
+    std::this_thread::sleep_for(10s);
+    auto back = std::chrono::steady_clock::now();
+    ASSERT_TRUE(eventually(all_watching, 10s));
+    auto took = std::chrono::steady_clock::now() - back;
+    EXPECT_LT(took, 2s) << "the watches came back " << std::chrono::duration<double>(took).count()
+                        << " s after the server";
+    for (const auto& r : g.client().status()) EXPECT_GE(r.failures, 2u) << r.name;   // they did back off
+}
+
 }  // namespace
 }  // namespace egw::election
