@@ -886,7 +886,7 @@ k8s::WriteResult Controller::write_status(const std::string& key, const std::str
     for (int attempt = 0; attempt < 3; ++attempt) {
         res = client_->writer().set_egress_service_host(ns, name, host, version);
         if (!res.conflict()) return res;
-        k8s::WriteResult got = client_->writer().get(k8s::resources::egress_services, ns, name);
+        k8s::WriteResult got = client_->writer().read(k8s::resources::egress_services, ns, name);
         if (!got.ok()) return got.not_found() ? got : res;
         const json& obj = got.object;
         version = resource_version_of(obj);
@@ -945,7 +945,7 @@ void Controller::sync_labels() {
         auto res = client_->writer().patch_node_labels(p.node, p.labels, rv);
         LabelPatch sent = p;
         if (res.conflict()) {
-            auto got = client_->writer().get(k8s::resources::nodes, "", p.node);
+            auto got = client_->writer().read(k8s::resources::nodes, "", p.node);
             if (got.ok()) {
                 try {
                     auto node = std::get<model::Node>(model::parse_object(got.object, "$"));

@@ -69,14 +69,31 @@ WriteResult Writer::patch_node_labels(const std::string& node,
     return merge_patch(resources::nodes.object_path("", node), json{{"metadata", meta}});
 }
 
-WriteResult Writer::get(const ResourceType& type, const std::string& ns, const std::string& name) {
-    WriteResult w = finish(transport_->request("GET", type.object_path(ns, name), "", "", nullptr, opts_.timeout));
+WriteResult Writer::read(const ResourceType& type, const std::string& ns, const std::string& name) {
+    const std::string path = type.collection_path(ns) + "?fieldSelector=" + url_encode("metadata.name=" + name);
+    WriteResult w = finish(transport_->request("GET", path, "", "", nullptr, opts_.timeout));
     w.written = false;
+    if (!w.ok()) return w;
+    const json* items = w.object.contains("items") && w.object["items"].is_array() ? &w.object["items"] : nullptr;
+    if (!items || items->empty()) {
+        w.status = 404;
+        w.reason = "NotFound";
+        w.error = type.plural + " \"" + name + "\" not found";
+        w.object = json();
+        return w;
+    }
+    json obj = (*items)[0];
+    if (!obj.contains("kind")) obj["kind"] = type.kind;
+    if (!obj.contains("apiVersion")) obj["apiVersion"] = type.api_version();
+    w.object = std::move(obj);
     return w;
 }
 
 WriteResult Writer::get_lease(const std::string& ns, const std::string& name) {
-    return get(resources::leases, ns, name);
+    WriteResult w =
+        finish(transport_->request("GET", resources::leases.object_path(ns, name), "", "", nullptr, opts_.timeout));
+    w.written = false;
+    return w;
 }
 
 WriteResult Writer::create_lease(const std::string& ns, const json& lease) {

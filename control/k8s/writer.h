@@ -57,8 +57,10 @@ public:
     WriteResult patch_node_labels(const std::string& node,
                                   const std::map<std::string, std::optional<std::string>>& labels,
                                   const std::string& resource_version = "");
-    // GET one object (written = false): the re-read after a conditional write got 409.
-    WriteResult get(const ResourceType& type, const std::string& ns, const std::string& name);
+    // A consistent read of one object (written = false; 404 when there is none): the re-read after
+    // a conditional write got 409. A list with fieldSelector metadata.name=NAME, because egwd's
+    // RBAC lets it list and watch EgressServices and Nodes but not get them.
+    WriteResult read(const ResourceType& type, const std::string& ns, const std::string& name);
     // Any JSON merge patch (path as in ResourceType::object_path()).
     WriteResult merge_patch(const std::string& path, const nlohmann::json& patch);
 
