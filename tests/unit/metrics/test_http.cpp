@@ -209,7 +209,7 @@ TEST(Http, ABusyPortIsReported) {
 
 // The point of the event loop: 100 clients that connect and say nothing (as a stuck scraper, a
 // port scan or a slow-loris would) do not delay a probe. Every probe must be answered within
-// 50 ms (on an idle machine it takes well under one); the old one-connection-at-a-time server
+// 200 ms, a bound for a loaded CI machine (it takes well under 1 ms); the old one-at-a-time server
 // took 2 s per idle client ahead of the probe.
 TEST(Http, ProbesAnswerWithinMillisecondsWithAHundredIdleClients) {
     Server s;
@@ -229,7 +229,7 @@ TEST(Http, ProbesAnswerWithinMillisecondsWithAHundredIdleClients) {
         ASSERT_TRUE(r.starts_with("HTTP/1.1 200 OK")) << r;
     }
     std::sort(ms.begin(), ms.end());
-    EXPECT_LT(ms.back(), 50.0) << "median " << ms[ms.size() / 2] << " ms";
+    EXPECT_LT(ms.back(), 200.0) << "median " << ms[ms.size() / 2] << " ms";
     RecordProperty("probe_ms_median", std::to_string(ms[ms.size() / 2]));
     RecordProperty("probe_ms_max", std::to_string(ms.back()));
     EXPECT_GE(s.http.counters().open.load(), 100u);
@@ -264,7 +264,7 @@ TEST(Http, TheOldestSilentClientMakesRoom) {
         idle.push_back(fd);
     }
     std::string r;
-    EXPECT_LT(timed_get(s.http.port(), "/hello", &r), 50.0);
+    EXPECT_LT(timed_get(s.http.port(), "/hello", &r), 200.0);
     EXPECT_TRUE(r.starts_with("HTTP/1.1 200 OK")) << r;
     EXPECT_GE(s.http.counters().shed.load(), 50u);
     EXPECT_LE(s.http.counters().open.load(), 150u);
@@ -279,7 +279,7 @@ TEST(Http, ASlowScrapeDoesNotDelayAProbe) {
     std::thread scraper([&] { slow = ask(s.http.port(), "GET /slow HTTP/1.1\r\n\r\n"); });
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::string r;
-    EXPECT_LT(timed_get(s.http.port(), "/hello", &r), 50.0);
+    EXPECT_LT(timed_get(s.http.port(), "/hello", &r), 200.0);
     EXPECT_TRUE(r.starts_with("HTTP/1.1 200 OK")) << r;
     scraper.join();
     EXPECT_TRUE(slow.starts_with("HTTP/1.1 200 OK")) << slow;
