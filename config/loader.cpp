@@ -485,6 +485,12 @@ public:
             doc = json::parse(text, std::ref(check), true, /*ignore_comments=*/true);
         } catch (const json::parse_error& e) {
             fail("$", "expected valid JSON, got " + syntax_error(text, e));
+        } catch (const json::out_of_range& e) {
+            // A number too large for a double (found by the config fuzzer: it escaped as an
+            // exception that was not a ConfigError).
+            std::string what = e.what();
+            if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+            fail("$", "expected valid JSON, got " + what);
         }
         Config c;
         c.file = file_;

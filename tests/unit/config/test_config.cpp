@@ -1601,3 +1601,10 @@ TEST(ToJson, KubernetesSourceWithMetricsAndElection) {
 }
 
 }  // namespace
+
+// Found by the config fuzzer: a number past a double's range escaped load_text() as the JSON
+// library's out_of_range instead of a ConfigError.
+TEST(LoadText, NumberTooLargeIsAConfigError) {
+    std::string e = error_of(R"({"workers": [1e400]})");
+    EXPECT_EQ(e.rfind(std::string(kFile) + ": $: expected valid JSON, got number overflow parsing '1e400'", 0), 0u) << e;
+}
