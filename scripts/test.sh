@@ -61,6 +61,15 @@ py_suite() {  # label, targets...
 rm -rf "$results"
 mkdir -p "$results" "$logs"
 
+# Lint (scripts/lint.sh): SPDX lines everywhere and a data plane that never includes control/.
+next_result lint
+echo "== lint"
+if bash scripts/lint.sh 2>&1 | tee "$logs/lint.txt"; then
+  python3 tests/results.py pass lint "$out"
+else
+  python3 tests/results.py fail lint "scripts/lint.sh found problems (see $logs/lint.txt)" "$out"
+fi
+
 if ! bash scripts/build.sh; then
   step_failed build "scripts/build.sh failed"
   finish
@@ -84,6 +93,7 @@ py_suite cluster tests/e2e/test_cluster.py
 py_suite cli tests/e2e/test_cli.py
 py_suite metrics tests/e2e/test_metrics.py
 py_suite deploy tests/e2e/test_deploy.py
+py_suite flags tests/e2e/test_flags.py
 
 # --- the same tests on sanitized binaries --------------------------------------------------------
 # build-asan: AddressSanitizer + UndefinedBehaviorSanitizer (meson.build makes every report fatal),

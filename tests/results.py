@@ -4,6 +4,7 @@ directory, this turns GoogleTest's results into such a file and adds them all up
 
     python3 tests/results.py junit  NAME MESON_JUNIT.xml MESON_RC OUT.json
     python3 tests/results.py fail   NAME REASON OUT.json       (a step that failed as a whole)
+    python3 tests/results.py pass   NAME OUT.json              (a step that passed as a whole)
     python3 tests/results.py total  DIR
 
 A result file: {"suite", "passed": N, "failed": [{"id", "reason"}], "skipped": [{"id", "reason"}]}.
@@ -57,6 +58,10 @@ def junit(name, xml_path, meson_rc, out):
     Path(out).write_text(json.dumps(res, indent=1) + "\n")
 
 
+def step_passed(name, out):
+    Path(out).write_text(json.dumps({"suite": name, "passed": 1, "failed": [], "skipped": []}) + "\n")
+
+
 def fail(name, reason, out):
     Path(out).write_text(json.dumps({"suite": name, "passed": 0, "skipped": [],
                                      "failed": [{"id": name, "reason": reason}]}, indent=1) + "\n")
@@ -98,6 +103,9 @@ def main(argv):
         return 0
     if len(argv) == 5 and argv[1] == "fail":
         fail(*argv[2:])
+        return 0
+    if len(argv) == 4 and argv[1] == "pass":
+        step_passed(*argv[2:])
         return 0
     if len(argv) == 3 and argv[1] == "total":
         return total(argv[2])
