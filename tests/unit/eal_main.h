@@ -4,7 +4,9 @@
 // takes its flags first, then the EAL starts on lcore 0 without hugepages or PCI, under a file
 // prefix that carries the pid so that parallel runs never meet, and its run directory is removed
 // at the end. `ready` runs after the EAL is up (registrations the code under test expects) and
-// fails the run by returning false.
+// fails the run by returning false. `lcores` is the EAL --lcores list when a test needs more lcores
+// than the main one (it maps them onto CPUs, e.g. "0,1@0,2@0"; nothing is launched on them unless
+// the test does).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,7 +23,7 @@
 namespace egw::test {
 
 inline int run_with_eal(int argc, char** argv, const std::string& name, unsigned memory_mb,
-                        const std::function<bool()>& ready = {}) {
+                        const std::function<bool()>& ready = {}, const std::string& lcores = "") {
     ::testing::InitGoogleTest(&argc, argv);
     std::vector<std::string> args = {argv[0],
                                      "--no-huge",
@@ -29,9 +31,13 @@ inline int run_with_eal(int argc, char** argv, const std::string& name, unsigned
                                      "-m",
                                      std::to_string(memory_mb),
                                      "--file-prefix=egw-" + name + "-" + std::to_string(getpid()),
-                                     "-l",
-                                     "0",
                                      "--log-level=error"};
+    if (lcores.empty()) {
+        args.push_back("-l");
+        args.push_back("0");
+    } else {
+        args.push_back("--lcores=" + lcores);
+    }
     std::vector<char*> eal_argv;
     for (auto& a : args)
         eal_argv.push_back(a.data());
