@@ -576,6 +576,8 @@ TEST_F(ClusterTest, ForbiddenWritesAreLoggedOnceAndRetried) {
     EXPECT_TRUE(labelled().empty());
     server_->control("config", {{"rbac", dir.file("full.yaml")}});
     eventually_labels({{"node1", {"testns-svc1"}}});
+    // The server applies the patch before egwd hears its answer and logs: wait for the line.
+    EXPECT_TRUE(eventually([&] { return log.sink().count(spdlog::level::info, "labels patched again after") == 1u; }));
     EXPECT_EQ(log.sink().count(spdlog::level::info, "labels patched again after"), 1u);
     EXPECT_EQ(log.sink().count(spdlog::level::warn, "cannot patch labels"), 1u);
 }
