@@ -17,6 +17,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_TIME:-25}
+# FUZZ_RUNS and FUZZ_SEED make a run repeatable: at most FUZZ_RUNS inputs per target (still capped
+# by the time) from a fixed seed, so the same tree explores the same inputs on every machine.
+runs=${FUZZ_RUNS:-}
+seed=${FUZZ_SEED:-0}
 results=
 targets=()
 while [ $# -gt 0 ]; do
@@ -83,7 +87,9 @@ for t in "${targets[@]}"; do
   # -max_len: the packet target takes at most 1838 bytes of frame; the text formats get room.
   maxlen=8192
   [ "$t" = packet ] && maxlen=1900
-  timeout --kill-after=30 $((seconds + 120)) "$dir/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 \
+  bounds=(-max_total_time="$seconds" -seed="$seed")
+  [ -n "$runs" ] && bounds+=(-runs="$runs")
+  timeout --kill-after=30 $((seconds + 120)) "$dir/tests/fuzz/fuzz_$t" "${bounds[@]}" -timeout=10 \
     -rss_limit_mb=2048 -max_len=$maxlen -print_final_stats=1 -artifact_prefix="$artifacts/" \
     "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1
   rc=$?
