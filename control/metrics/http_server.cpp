@@ -518,8 +518,9 @@ void HttpServer::run() {
             if (c.state != Loop::State::waiting && c.deadline <= now)
                 late.push_back(fd);
         for (int fd : late) {
-            close_conn(fd);
+            // Counted before the close, so whoever sees the connection end sees it counted.
             counters_.timed_out.fetch_add(1, std::memory_order_relaxed);
+            close_conn(fd);
         }
         if (now >= next_idle) {
             if (idle_)

@@ -250,6 +250,8 @@ TEST(Http, IdleClientsAreClosedAfterTheHeadTimeout) {
     EXPECT_LE(::recv(fd, &c, 1, 0), 0);  // closed without an answer
     EXPECT_GT(waited, 1.5);
     EXPECT_LT(waited, 3.5);
+    for (int i = 0; i < 100 && s.http.counters().timed_out.load() == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(s.http.counters().timed_out.load(), 1u);
     ::close(fd);
 }
