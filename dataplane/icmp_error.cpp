@@ -31,11 +31,7 @@ void error_in2out(Worker& w, Burst& b, unsigned i, Session& s) {
     in->hdr_checksum = csum_apply(in->hdr_checksum, s.l3_delta);
     set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, false, s.nat_port, s.l4_delta);
     recompute_icmp_checksum(pk);
-    s.last_seen = w.now;
-    ServiceCounters& sc = w.service_counters[s.service_id];
-    ++sc.packets_out;
-    sc.bytes_out += b.m[i]->pkt_len;
-    b.to_output(i, s.out_port, s.out_next_hop, &s.out_neighbor);
+    send_translated_out(w, b, i, s);
 }
 
 // An error about a packet we translated: its quoted source is the NAT address and port. It is
@@ -65,11 +61,7 @@ void error_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Sess
     in->hdr_checksum = csum_apply(in->hdr_checksum, l3_back);
     set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, true, s.pod_port, l4_back);
     recompute_icmp_checksum(pk);
-    s.last_seen = w.now;
-    ServiceCounters& sc = w.service_counters[s.service_id];
-    ++sc.packets_in;
-    sc.bytes_in += b.m[i]->pkt_len;
-    b.to_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
+    send_translated_in(w, b, i, s);
 }
 
 }  // namespace

@@ -72,11 +72,7 @@ void translate_in2out(Worker& w, Burst& b, unsigned i, Session& s) {
     set_l4_port<true>(pk, s.nat_port, s.l4_delta);
     if (pk.kind == Kind::tcp)
         track_tcp(s, pk.l4, true);
-    s.last_seen = w.now;
-    ServiceCounters& sc = w.service_counters[s.service_id];
-    ++sc.packets_out;
-    sc.bytes_out += b.m[i]->pkt_len;
-    b.to_output(i, s.out_port, s.out_next_hop, &s.out_neighbor);
+    send_translated_out(w, b, i, s);
 }
 
 void translate_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s) {
@@ -105,11 +101,7 @@ void translate_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, 
     set_l4_port<false>(pk, s.pod_port, csum_delta_invert(s.l4_delta));
     if (pk.kind == Kind::tcp)
         track_tcp(s, pk.l4, false);
-    s.last_seen = w.now;
-    ServiceCounters& sc = w.service_counters[s.service_id];
-    ++sc.packets_in;
-    sc.bytes_in += b.m[i]->pkt_len;
-    b.to_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
+    send_translated_in(w, b, i, s);
 }
 
 }  // namespace
