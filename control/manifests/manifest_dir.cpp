@@ -400,8 +400,9 @@ void ManifestDir::read_file(const std::string& name, FileState& st, std::vector<
             try {
                 json j = json::parse(text);
                 DocReader{name + ": ", objects, fatal, notes}.read(j, "$");
-            } catch (const json::parse_error& e) {
-                // "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error ..."
+            } catch (const json::exception& e) {
+                // "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error ...",
+                // or out_of_range.406 for a number no double holds (1e400).
                 std::string msg = e.what();
                 if (auto p = msg.find("line "); p != std::string::npos) msg = msg.substr(p);
                 else if (auto q = msg.find("] "); q != std::string::npos) msg = msg.substr(q + 2);

@@ -118,6 +118,13 @@ TEST(EventSplitter, RejectsMalformedInput) {
     EXPECT_THROW(sp3.feed("{\"a\":1}]", ignore), StreamError);
     EventSplitter small(16);
     EXPECT_THROW(small.feed("{\"a\":\"0123456789012345\"}", ignore), StreamError);
+    // A number no double holds: the JSON parser throws out_of_range, which must become a
+    // StreamError like any other malformed event (the watch fuzzer found it escaping).
+    EventSplitter huge;
+    EXPECT_THROW(huge.feed("{\"a\":55555e55555555555}\n", ignore), StreamError);
+    EventSplitter huge_split;
+    huge_split.feed("{\"a\":1e4", ignore);
+    EXPECT_THROW(huge_split.feed("00}\n", ignore), StreamError);
 }
 
 TEST(WatchEvent, Decodes) {

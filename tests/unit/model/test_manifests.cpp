@@ -377,6 +377,18 @@ TEST_F(ManifestTest, FileThatNeverParsedGivesNothing) {
     EXPECT_FALSE(r.changed);
 }
 
+TEST_F(ManifestTest, NumberNoDoubleHoldsIsAnErrorNotACrash) {
+    // A JSON number beyond a double's range makes the parser throw out_of_range, not parse_error.
+    write("huge.json", R"({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "generation": 1e400}})");
+    ManifestDir md(dir.string());
+    ManifestDir::ScanResult r;
+    ASSERT_NO_THROW(r = md.scan());
+    ASSERT_EQ(r.errors.size(), 1u) << joined(r.errors);
+    EXPECT_EQ(r.errors[0].rfind("huge.json: ", 0), 0u) << r.errors[0];
+    EXPECT_NE(r.errors[0].find("1e400"), std::string::npos) << r.errors[0];
+    EXPECT_EQ(md.objects().size(), 0u);
+}
+
 TEST_F(ManifestTest, UnquotedTrueLabelIsAnError) {
     write("node.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: gw-1\n  labels:\n    egw.example.com/gateway: true\n");
     ManifestDir md(dir.string());
