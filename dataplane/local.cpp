@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Stage local: what is addressed to the gateway itself. ARP requests for the receiving port's
-// addresses (and, on outside ports, for every ingress IP this gateway serves) are answered; ARP
+// addresses (and, on the outside ports of a Service's network, for its ingress IP while this
+// gateway serves it) are answered; ARP
 // replies go to the control thread, which owns the neighbour table; ICMP echo requests to the
 // gateway's addresses are answered back to the sender's MAC. Anything else is dropped as local.
 // Replies leave through output as finished frames (next step `transmit`).
@@ -51,12 +52,7 @@ void handle_arp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         return;
     }
     uint32_t target = rte_be_to_cpu_32(arp->arp_data.arp_tip);
-    bool ours = p.is_port_address(port, target);
-    if (!ours && pp.role == PortRole::outside) {
-        uint32_t flags = p.nat_addresses.find(target);
-        ours = flags != FlatMap::kMissing && (flags & kNatIngressIp);
-    }
-    if (!ours) {
+    if (!p.is_port_address(port, target) && !p.answers_arp_for_ingress(port, target)) {
         b.drop(i, DropReason::local);
         return;
     }

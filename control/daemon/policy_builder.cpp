@@ -106,11 +106,15 @@ bool PolicyBuilder::served(uint32_t ip) const {
     return id != dp::FlatMap::kMissing && services_[id].mode != dp::ServiceMode::inactive;
 }
 
-// An ingress IP that is also a port address keeps both flags.
+// An ingress IP that is also a port address keeps both flags. An ingress IP is answered to ARP on
+// the outside ports of the networks of the Services translating to it.
 uint32_t PolicyBuilder::nat_flags(uint32_t ip) const {
     uint32_t flags = 0;
-    if (ingress_refs_.count(ip))
+    if (auto it = ingress_refs_.find(ip); it != ingress_refs_.end()) {
         flags |= dp::kNatIngressIp;
+        for (uint8_t vrf : it->second)
+            flags |= arp_ports_[vrf] << dp::kNatArpPortsShift;
+    }
     if (std::binary_search(port_nat_.begin(), port_nat_.end(), ip))
         flags |= dp::kNatPortAddress;
     return flags;
@@ -232,7 +236,8 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
         if (pol.mode != dp::ServiceMode::snat_ingress_ip)
             return;
         auto it = ingress_refs_.find(pol.nat_ip);
-        if (--it->second == 0)
+        it->second.erase(std::find(it->second.begin(), it->second.end(), pol.vrf));
+        if (it->second.empty())
             ingress_refs_.erase(it);
         nat_changed.push_back(pol.nat_ip);
     };
@@ -315,7 +320,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
                 unclaim(ip, old_id);
         }
         if (pol.mode == dp::ServiceMode::snat_ingress_ip) {
-            ++ingress_refs_[pol.nat_ip];
+            ingress_refs_[pol.nat_ip].push_back(pol.vrf);
             nat_changed.push_back(pol.nat_ip);
         }
         for (uint32_t ip : s.endpoint_ipv4s)
@@ -452,10 +457,21 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         nodes.emplace_back(ip, 1);
     snap->node_ips.build(nodes);
 
+    // The outside ports of each network; a network with none of its own reaches the outside
+    // through the default table, so its ingress IPs are answered on the default network's ports.
+    std::vector<uint32_t> arp_ports(dp::kMaxVrfs);
+    for (unsigned id = 0; id < dp::kMaxPorts; ++id)
+        if (snap->ports[id].role == dp::PortRole::outside)
+            arp_ports[snap->ports[id].vrf] |= 1u << id;
+    for (uint32_t& mask : arp_ports)
+        if (mask == 0)
+            mask = arp_ports[dp::kDefaultVrf];
+
     std::sort(port_nat.begin(), port_nat.end());
     port_nat.erase(std::unique(port_nat.begin(), port_nat.end()), port_nat.end());
-    if (port_nat != port_nat_) {
+    if (port_nat != port_nat_ || arp_ports != arp_ports_) {
         port_nat_ = std::move(port_nat);
+        arp_ports_ = std::move(arp_ports);
         rebuild_nat();
     }
 

@@ -104,7 +104,10 @@ private:
     // is the rule, so it lives in a flat map, and only pods claimed more than once have a list.
     dp::FlatMap first_claim_;                                           // pod -> one claimant
     std::unordered_map<uint32_t, std::vector<uint32_t>> more_claims_;   // pod -> the others
-    std::unordered_map<uint32_t, uint32_t> ingress_refs_;   // ingress IP -> translating Services
+    // ingress IP -> the VRF of each Service translating to it (one entry per Service)
+    std::unordered_map<uint32_t, std::vector<uint8_t>> ingress_refs_;
+    // Per VRF, the outside ports answering ARP for its Services' ingress IPs (bit n: port id n).
+    std::vector<uint32_t> arp_ports_ = std::vector<uint32_t>(dp::kMaxVrfs);
     std::vector<uint32_t> port_nat_;                        // outside ports' addresses, sorted
     uint32_t default_version_ = 1;
     std::optional<config::DefaultAction> last_default_action_;  // of the last snapshot

@@ -67,10 +67,15 @@ struct NextHop {
 };
 
 // NAT addresses this gateway owns on the outside: replies to them are looked up in sessions.
+// The upper 16 bits of an ingress IP's value are the ports that answer ARP for it (bit n: DPDK
+// port n): the outside ports of its Services' networks, so that a network that is not the
+// Service's never learns the address through this gateway.
 enum NatAddressFlags : uint32_t {
-    kNatIngressIp = 1u << 0,     // a served Service's ingress IP (answered to ARP on outside ports)
+    kNatIngressIp = 1u << 0,     // a served Service's ingress IP
     kNatPortAddress = 1u << 1,   // an outside port's own address (masquerade)
 };
+inline constexpr unsigned kNatArpPortsShift = 16;
+static_assert(kMaxPorts <= 32 - kNatArpPortsShift, "the ARP port mask shares the flags word");
 
 struct PolicySnapshot {
     uint64_t generation = 0;
@@ -124,6 +129,13 @@ struct PolicySnapshot {
             if ((dst & mask) == net)
                 return true;
         return node_ips.contains(dst);
+    }
+
+    // Whether ARP for `ip` is answered on `port` as a served ingress IP.
+    bool answers_arp_for_ingress(uint16_t port, uint32_t ip) const {
+        uint32_t flags = nat_addresses.find(ip);
+        return flags != FlatMap::kMissing && (flags & kNatIngressIp) &&
+               (flags >> kNatArpPortsShift) & (1u << port);
     }
 
     bool is_port_address(uint16_t port, uint32_t ip) const {

@@ -121,8 +121,9 @@ void check_frame(const Received& in, const std::string& port, const Bytes& f, bo
     if (p.ether_type == kEtherArp) {
         if (p.arp_op == 2 && !held) {
             uint32_t mine = port == "pods" ? kPodsAddr : port == "ext1" ? kExt1Addr : kExt2Addr;
-            // Outside ports answer for every ingress IP the gateway serves (docs/architecture.md).
-            if (p.arp_spa != mine && !(port != "pods" && p.arp_spa == kIngress))
+            // The ingress IP of web (default network) is answered on ext1 only, the port of its
+            // network (docs/architecture.md).
+            if (p.arp_spa != mine && !(port == "ext1" && p.arp_spa == kIngress))
                 broken("an ARP reply for " + ip_str(p.arp_spa) + ", not an address of the port", port, f);
         }
         return;

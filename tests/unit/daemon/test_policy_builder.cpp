@@ -113,7 +113,15 @@ public:
                     pol.mode = dp::ServiceMode::snat_ingress_ip;
                     pol.vrf = static_cast<uint8_t>(vrf);
                     pol.nat_ip = *s.ingress_ipv4;
-                    nat.emplace_back(pol.nat_ip, dp::kNatIngressIp);
+                    // Answered to ARP on the outside ports of the Service's network, or of the
+                    // default network when its own has none.
+                    uint32_t ports = 0;
+                    for (int pass = 0; pass < 2 && ports == 0; ++pass)
+                        for (unsigned id = 0; id < dp::kMaxPorts; ++id)
+                            if (snap->ports[id].role == dp::PortRole::outside &&
+                                snap->ports[id].vrf == (pass == 0 ? pol.vrf : dp::kDefaultVrf))
+                                ports |= 1u << id;
+                    nat.emplace_back(pol.nat_ip, dp::kNatIngressIp | ports << dp::kNatArpPortsShift);
                 }
             }
             v.programmed = pol.mode != dp::ServiceMode::inactive;

@@ -427,6 +427,53 @@ TEST_F(DataplaneTest, ArpRequestsForOtherAddressesAreNotAnswered) {
     EXPECT_EQ(r.drops(DropReason::local), 3u);
 }
 
+// An ingress IP is answered only on the outside ports of its Service's network: web (default
+// network) on ext1 and never on ext2 (blue); a Service in blue on ext2 only; a Service in a
+// network with no outside port of its own ("red") on the default network's ports, where its
+// traffic leaves by the fall-through to the default table.
+TEST_F(DataplaneTest, ArpForAnIngressIpOnlyOnItsNetworksPorts) {
+    constexpr uint32_t kBlueIngress = ip4(198, 51, 100, 50);
+    constexpr uint32_t kRedIngress = ip4(192, 0, 2, 60);
+    RigOptions o;
+    o.configure = [](config::Config& c) { c.vrfs.push_back(config::VrfConfig{"red", 300}); };
+    o.services = {lb_service(kWeb, kIngress, {kPod10}), lb_service("default/db", kBlueIngress, {kPod11}, "blue"),
+                  lb_service("default/red", kRedIngress, {kPod20}, "red")};
+    Rig& r = start(o);
+    auto ask = [&](uint16_t port, const Mac& from, uint32_t from_ip, uint32_t target) {
+        r.process(port, ethernet(kBroadcast, from, kEtherArp, arp_body(1, from, from_ip, Mac{}, target)));
+        return r.tx(port);
+    };
+    // Answered where the network is the Service's.
+    auto frames = ask(r.ext1, kServerMac, kServer, kIngress);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kIngress, kServerMac, kServer)));
+    frames = ask(r.ext2, kBlueServerMac, kBlueServer, kBlueIngress);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherArp,
+                                  arp_body(2, kExt2Mac, kBlueIngress, kBlueServerMac, kBlueServer)));
+    frames = ask(r.ext1, kServerMac, kServer, kRedIngress);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kRedIngress, kServerMac, kServer)));
+    EXPECT_EQ(r.drops(DropReason::local), 0u);
+    // Refused on the other network's port, counted as addressed to no address of that port.
+    EXPECT_TRUE(ask(r.ext2, kBlueServerMac, kBlueServer, kIngress).empty());
+    EXPECT_TRUE(ask(r.ext2, kBlueServerMac, kBlueServer, kRedIngress).empty());
+    EXPECT_TRUE(ask(r.ext1, kServerMac, kServer, kBlueIngress).empty());
+    EXPECT_EQ(r.drops(DropReason::local), 3u);
+
+    // The Service moves to blue: its ingress IP moves with it.
+    r.publish({lb_service(kWeb, kIngress, {kPod10}, "blue")});
+    EXPECT_TRUE(ask(r.ext1, kServerMac, kServer, kIngress).empty());
+    frames = ask(r.ext2, kBlueServerMac, kBlueServer, kIngress);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherArp, arp_body(2, kExt2Mac, kIngress, kBlueServerMac, kBlueServer)));
+    // Two Services sharing one ingress IP in two networks: both networks' ports answer.
+    r.publish({lb_service(kWeb, kIngress, {kPod10}, "blue"), lb_service("default/web2", kIngress, {kPod11})});
+    EXPECT_EQ(ask(r.ext1, kServerMac, kServer, kIngress).size(), 1u);
+    EXPECT_EQ(ask(r.ext2, kBlueServerMac, kBlueServer, kIngress).size(), 1u);
+    EXPECT_EQ(r.drops(DropReason::local), 4u);
+}
+
 TEST_F(DataplaneTest, ArpReplyGoesToTheControlThread) {
     Rig& r = start();
     Bytes reply = ethernet(kExt1Mac, kServerBMac, kEtherArp, arp_body(2, kServerBMac, kServerB, kExt1Mac, kExt1Addr));
