@@ -8,6 +8,7 @@ dies first (PR_SET_PDEATHSIG), so a crashed or killed test run leaves no egwd, A
 traffic server behind, even when its cleanup never runs.
 """
 
+import atexit
 import ctypes
 import json
 import os
@@ -17,7 +18,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+import unittest
 import urllib.error
 import urllib.request
 from datetime import datetime, timezone
@@ -215,6 +219,167 @@ class Netns:
         if self.built:
             self._run("down")
             self.built = False
+
+
+# --- what one suite starts, and its teardown ----------------------------------------------------
+
+def read_status(path):
+    """egwd's status file as JSON, None while it does not exist. egwd replaces it by rename, so an
+    unreadable moment can only be a race with its first write: tried three times."""
+    for _ in range(3):
+        try:
+            return json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            time.sleep(0.05)
+    return None
+
+
+def wait_rewritten(path, rewrites, timeout, message):
+    """Waits until the status file at `path` has been replaced `rewrites` times from now, so that
+    what it says next counts everything that happened before this call."""
+    def stamp():
+        try:
+            st = Path(path).stat()
+            return st.st_ino, st.st_mtime_ns
+        except OSError:
+            return None
+    seen = [stamp()]
+
+    def rewritten():
+        now = stamp()
+        if now is not None and now != seen[-1]:
+            seen.append(now)
+        return len(seen) > rewrites
+    wait_for(rewritten, timeout, message)
+
+
+class NamespaceRig:
+    """Everything an end-to-end suite starts in network namespaces: its work directory, the
+    namespaces (a `Netns`, or the suite's own through `at_cleanup`), egwd processes with their
+    logs and DPDK runtime directories, the test API server and helper scripts run inside the
+    namespaces. `cleanup()` tears all of it down in one idempotent place; `for_suite` calls it
+    from the test class's cleanup, at interpreter exit and on SIGTERM (run_suite.py's timeout), so
+    an interrupted run leaves nothing behind."""
+
+    def __init__(self, suite, netns=None):
+        self.suite = suite
+        self.netns = netns
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"egw-{suite}-"))
+        self.egwds = {}           # name -> Popen; its log is <workdir>/<name>.log
+        self.procs = {}           # name -> Popen of a helper; its log is <workdir>/<name>.log
+        self.api = None
+        self._logs = []
+        self._file_prefixes = []
+        self._before_stop = []    # the suite's threads: stopped before any process
+        self._after_stop = []     # the suite's own links and namespaces: removed after them
+        self._previous_sigterm = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_suite(cls, test_class, suite, prefix=None, tag=None, binaries=()):
+        """A rig for `test_class` (call from setUpClass), with scripts/netns.sh's topology under
+        `prefix`/`tag` when given (built by `rig.netns.up()`). Raises SkipTest where namespaces
+        cannot be made (not root, or no `ip netns`), FileNotFoundError when egwd or one of
+        `binaries` is missing (an error, not a skip)."""
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("end-to-end tests need root (network namespaces, veth, AF_PACKET)")
+        if shutil.which("ip") is None or run(["ip", "netns", "list"], 10).returncode != 0:
+            raise unittest.SkipTest("`ip netns` is unavailable (iproute2 missing or no netns support)")
+        require_binaries(egwd_binary(), *binaries)
+        rig = cls(suite, Netns(prefix, tag) if prefix else None)
+        test_class.addClassCleanup(rig.cleanup)
+        atexit.register(rig.cleanup)
+        if threading.current_thread() is threading.main_thread():
+            rig._previous_sigterm = signal.signal(signal.SIGTERM, _sigterm_interrupts)
+        return rig
+
+    @property
+    def egwd(self):
+        """The suite's egwd when it runs one named "egwd" (None before it starts)."""
+        return self.egwds.get("egwd")
+
+    def log_path(self, name):
+        return self.workdir / f"{name}.log"
+
+    def at_cleanup(self, fn, before_processes=False):
+        """Runs `fn` at cleanup: before any process is stopped (a thread of the suite's), or after
+        all of them (links and namespaces the suite made itself)."""
+        (self._before_stop if before_processes else self._after_stop).append(fn)
+
+    def start_api(self):
+        self.api = ApiServer(self.workdir)
+        return self.api
+
+    def start_egwd(self, config, status_file, file_prefix, name="egwd", args=("--log-level", "debug")):
+        """egwd ($EGWD, or the build's) on `config`, writing `status_file`, logging to
+        <workdir>/<name>.log; its DPDK runtime directory (the config's EAL file prefix) is removed
+        at cleanup."""
+        log = open(self.log_path(name), "w")
+        self._logs.append(log)
+        self._file_prefixes.append(file_prefix)
+        self.egwds[name] = spawn([str(egwd_binary()), "-c", str(config), "--status-file", str(status_file), *args],
+                                 cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        return self.egwds[name]
+
+    def spawn_in(self, netns, name, script, *args, wait_ready=True, timeout=10.0):
+        """A Python helper (peer.py, stream.py) in namespace `netns`, logging to <workdir>/<name>.log;
+        waits until it logs "ready" unless told not to, and fails if it exits first."""
+        log = self.log_path(name)
+        with open(log, "w") as out:
+            proc = spawn(["ip", "netns", "exec", netns, sys.executable, str(script), *map(str, args)],
+                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        self.procs[name] = proc
+
+        def text():
+            try:
+                return log.read_text(errors="replace")
+            except OSError:
+                return ""
+        if wait_ready:
+            wait_for(lambda: "ready" in text() or proc.poll() is not None, timeout,
+                     lambda: f"{name} in {netns} did not start within {timeout:g}s:\n{text()}")
+            if "ready" not in text():
+                raise AssertionError(f"{name} in {netns} exited with {describe_exit(proc.returncode)}:\n{text()}")
+        return proc
+
+    def cleanup(self):
+        with self._lock:
+            for fn in self._before_stop:
+                fn()
+            self._before_stop = []
+            for proc in self.procs.values():
+                stop_process(proc, signal.SIGTERM, grace=3)
+            self.procs = {}
+            for proc in self.egwds.values():
+                stop_process(proc)
+            self.egwds = {}
+            for log in self._logs:
+                log.close()
+            self._logs = []
+            if self.api:
+                self.api.stop()
+                self.api = None
+            for fn in self._after_stop:
+                fn()
+            self._after_stop = []
+            if self.netns:
+                self.netns.down()
+            for prefix in self._file_prefixes:
+                shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
+            self._file_prefixes = []
+            if self.workdir:
+                remove_workdir(self.workdir, self.suite)
+                self.workdir = None
+            if self._previous_sigterm is not None:
+                signal.signal(signal.SIGTERM, self._previous_sigterm)
+                self._previous_sigterm = None
+
+
+def _sigterm_interrupts(signum, frame):
+    # unittest then unwinds through the class cleanups, which stop what the suite started.
+    raise KeyboardInterrupt("SIGTERM")
 
 
 # --- the test API server and its objects --------------------------------------------------------

@@ -12,15 +12,10 @@ EgressService, default/net1 (sourceIPBy Network in the default VRF, endpoint 10.
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_cases_e2e.py
 """
 
-import atexit
 import json
 import os
 import re
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
 import urllib.request
@@ -32,7 +27,7 @@ sys.path.insert(0, str(HERE))
 sys.dont_write_bytecode = True
 import harness  # noqa: E402
 import peer  # noqa: E402  (stage_config)
-from harness import describe_exit, run, run_bounded, stop_process, tail  # noqa: E402
+from harness import describe_exit, run, run_bounded, tail  # noqa: E402
 
 PEER = HERE / "peer.py"
 STREAM = HERE / "stream.py"
@@ -79,45 +74,12 @@ def ns(role):
     return f"{PREFIX}-{role}"
 
 
-class Rig:
-    def __init__(self):
-        self.workdir = None
-        self.egwd = None
-        self.log = None
-        self.procs = []
-        self.netns = harness.Netns(PREFIX, TAG)
-
-    def cleanup(self):
-        for p in self.procs:
-            stop_process(p, signal.SIGTERM, grace=3)
-        self.procs = []
-        stop_process(self.egwd)
-        self.egwd = None
-        if self.log:
-            self.log.close()
-            self.log = None
-        self.netns.down()
-        shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}", ignore_errors=True)
-        if self.workdir:
-            harness.remove_workdir(self.workdir, "cases e2e")
-            self.workdir = None
-
-
 class EdgeCasesE2E(unittest.TestCase):
     rig = None
 
     @classmethod
     def setUpClass(cls):
-        if os.geteuid() != 0:
-            raise unittest.SkipTest("end-to-end tests need root (network namespaces, veth, AF_PACKET)")
-        if shutil.which("ip") is None or run(["ip", "netns", "list"], 10).returncode != 0:
-            raise unittest.SkipTest("`ip netns` is unavailable (iproute2 missing or no netns support)")
-        egwd = harness.egwd_binary()
-        harness.require_binaries(egwd)
-        cls.rig = rig = Rig()
-        cls.addClassCleanup(rig.cleanup)
-        atexit.register(rig.cleanup)
-        rig.workdir = Path(tempfile.mkdtemp(prefix="egw-cases-"))
+        cls.rig = rig = harness.NamespaceRig.for_suite(cls, "cases", PREFIX, TAG)
         cls.metrics_port = harness.free_port()
         cls.config, cls.manifests = peer.stage_config(DEMO_CONFIG, rig.workdir, FILE_PREFIX, iface_tag=TAG,
                                                       metrics_listen=f"127.0.0.1:{cls.metrics_port}")
@@ -129,17 +91,14 @@ class EdgeCasesE2E(unittest.TestCase):
         cls.config.write_text(json.dumps(cfg, indent=1))
         (cls.manifests / "net1.json").write_text(json.dumps(NET1, indent=1))
         cls.status_file = rig.workdir / "status.json"
-        cls.log_path = rig.workdir / "egwd.log"
+        cls.log_path = rig.log_path("egwd")
 
         rig.netns.up()
         for role in ("ext1", "ext2"):
             r = run(["ip", "-n", ns(role), "addr", "add", f"{SHARED}/32", "dev", "lo"], 10)
             if r.returncode != 0:
                 raise RuntimeError(r.stderr)
-        rig.log = open(cls.log_path, "w")
-        rig.egwd = harness.spawn([str(egwd), "-c", str(cls.config), "--status-file", str(cls.status_file),
-                                  "--log-level", "debug"],
-                                 cwd=REPO, stdin=subprocess.DEVNULL, stdout=rig.log, stderr=subprocess.STDOUT)
+        rig.start_egwd(cls.config, cls.status_file, FILE_PREFIX)
         harness.wait_for(lambda: (cls.status() or {}).get("ready") is True or rig.egwd.poll() is not None,
                          READY_TIMEOUT, lambda: f"egwd not ready\n{tail(cls.log_path)}")
         if rig.egwd.poll() is not None:
@@ -154,43 +113,17 @@ class EdgeCasesE2E(unittest.TestCase):
 
     @classmethod
     def spawn(cls, role, name, script, *args):
-        log = cls.rig.workdir / f"{name}.log"
-        with open(log, "w") as out:
-            p = harness.spawn(["ip", "netns", "exec", ns(role), sys.executable, str(script), *map(str, args)],
-                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-        cls.rig.procs.append(p)
-        harness.wait_for(lambda: "ready" in log.read_text(errors="replace"), 10,
-                         lambda: f"{name} in {ns(role)} did not start:\n{log.read_text()}")
+        cls.rig.spawn_in(ns(role), name, script, *args)
 
     # --- helpers ----------------------------------------------------------------------------
 
     @classmethod
     def status(cls):
-        for _ in range(3):
-            try:
-                return json.loads(cls.status_file.read_text())
-            except FileNotFoundError:
-                return None
-            except (OSError, ValueError):
-                time.sleep(0.05)
-        return None
+        return harness.read_status(cls.status_file)
 
     def fresh_status(self, rewrites=2):
         """The status as of now: the file is rewritten every 500 ms; wait for `rewrites`."""
-        def stamp():
-            try:
-                st = self.status_file.stat()
-                return st.st_ino, st.st_mtime_ns
-            except OSError:
-                return None
-        seen = [stamp()]
-
-        def rewritten():
-            now = stamp()
-            if now is not None and now != seen[-1]:
-                seen.append(now)
-            return len(seen) > rewrites
-        harness.wait_for(rewritten, 5, "status file not rewritten")
+        harness.wait_rewritten(self.status_file, rewrites, 5, "status file not rewritten")
         return self.status()
 
     def drops(self, reason):

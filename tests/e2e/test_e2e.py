@@ -11,7 +11,6 @@ EGWD names the binary (default build/control/egwd); EGW_E2E_KEEP=1 keeps the wor
 (egwd's log, status file and server logs) for a look after the run.
 """
 
-import atexit
 import concurrent.futures
 import json
 import os
@@ -20,8 +19,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import unittest
 from pathlib import Path
@@ -68,94 +65,28 @@ def run_peer(role, *args, timeout=20.0):
     return run_bounded(["ip", "netns", "exec", ns(role), sys.executable, str(PEER), *map(str, args)], timeout)
 
 
-class Topology:
-    """Everything the suite starts, torn down in one idempotent place (also at exit and on
-    SIGTERM, so that an interrupted run leaves no namespace or process behind)."""
-
-    def __init__(self):
-        self.workdir = None
-        self.egwd = None
-        self.egwd_log = None
-        self.servers = {}
-        self.netns = harness.Netns(PREFIX, TAG)
-        self.lock = threading.Lock()
-        self.previous_sigterm = None
-
-    def cleanup(self):
-        with self.lock:
-            for proc in self.servers.values():
-                stop_process(proc, signal.SIGTERM, grace=3)
-            self.servers.clear()
-            stop_process(self.egwd)
-            self.egwd = None
-            if self.egwd_log:
-                self.egwd_log.close()
-                self.egwd_log = None
-            self.netns.down()
-            shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}", ignore_errors=True)
-            if self.workdir:
-                harness.remove_workdir(self.workdir, "e2e")
-                self.workdir = None
-            if self.previous_sigterm is not None:
-                signal.signal(signal.SIGTERM, self.previous_sigterm)
-                self.previous_sigterm = None
-
-
 class EgressGatewayE2E(unittest.TestCase):
     topo = None
 
-    # --- suite set-up and tear-down --------------------------------------------------------
+    # --- suite set-up ------------------------------------------------------------------------
 
     @classmethod
     def setUpClass(cls):
-        if os.geteuid() != 0:
-            raise unittest.SkipTest("end-to-end tests need root (network namespaces, veth, AF_PACKET)")
-        if shutil.which("ip") is None or run(["ip", "netns", "list"], 10).returncode != 0:
-            raise unittest.SkipTest("`ip netns` is unavailable (iproute2 missing or no netns support)")
-        egwd = harness.egwd_binary()
-        harness.require_binaries(egwd)
+        cls.topo = topo = harness.NamespaceRig.for_suite(cls, "e2e", PREFIX, TAG)
 
-        cls.topo = topo = Topology()
-        cls.addClassCleanup(topo.cleanup)
-        atexit.register(topo.cleanup)
-        topo.previous_sigterm = signal.signal(signal.SIGTERM, cls._on_sigterm)
-
-        topo.workdir = Path(tempfile.mkdtemp(prefix="egw-e2e-"))
         cls.config, cls.manifests = peer.stage_config(
             DEMO_CONFIG, topo.workdir, FILE_PREFIX, iface_tag=TAG,
             metrics_listen=f"127.0.0.1:{harness.free_port()}")
         cls.status_file = topo.workdir / "status.json"
-        cls.egwd_log_path = topo.workdir / "egwd.log"
+        cls.egwd_log_path = topo.log_path("egwd")
 
         topo.netns.up()
-
-        topo.egwd_log = open(cls.egwd_log_path, "w")
-        topo.egwd = harness.spawn(
-            [str(egwd), "-c", str(cls.config), "--status-file", str(cls.status_file),
-             "--log-level", "debug"],
-            cwd=REPO, stdin=subprocess.DEVNULL, stdout=topo.egwd_log, stderr=subprocess.STDOUT)
+        topo.start_egwd(cls.config, cls.status_file, FILE_PREFIX)
         cls.wait_ready()
 
         for role in ("ext1", "ext2", "pods2"):
-            log = topo.workdir / f"server-{role}.log"
-            with open(log, "w") as out:
-                topo.servers[role] = harness.spawn(
-                    ["ip", "netns", "exec", ns(role), sys.executable, str(PEER), "serve",
-                     "--tcp", str(SERVICE_PORT), "--udp", str(SERVICE_PORT), "--icmp",
-                     "--lifetime", "1800"],
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-        for role in topo.servers:
-            cls.wait_for(lambda role=role: "ready" in cls.server_log(role), 10,
-                         lambda role=role: f"server in {ns(role)} did not start:\n{cls.server_log(role)}")
-
-    @staticmethod
-    def _on_sigterm(signum, frame):
-        raise KeyboardInterrupt("SIGTERM")
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.topo:
-            cls.topo.cleanup()
+            topo.spawn_in(ns(role), f"server-{role}", PEER, "serve", "--tcp", SERVICE_PORT, "--udp", SERVICE_PORT,
+                          "--icmp", "--lifetime", 1800)
 
     @classmethod
     def wait_ready(cls):
@@ -185,33 +116,13 @@ class EgressGatewayE2E(unittest.TestCase):
 
     @classmethod
     def read_status(cls):
-        for _ in range(3):
-            try:
-                return json.loads(cls.status_file.read_text())
-            except FileNotFoundError:
-                return None
-            except (OSError, ValueError):
-                time.sleep(0.05)  # rewritten by rename, so this is only a race with the first write
-        return None
+        return harness.read_status(cls.status_file)
 
     def fresh_status(self, rewrites=2, timeout=5.0):
         """The status after the file has been rewritten `rewrites` times from now: it then
         counts everything that happened before this call."""
-        def stamp():
-            try:
-                st = self.status_file.stat()
-                return st.st_ino, st.st_mtime_ns
-            except OSError:
-                return None
-        seen = [stamp()]
-
-        def rewritten():
-            now = stamp()
-            if now is not None and now != seen[-1]:
-                seen.append(now)
-            return len(seen) > rewrites
-        self.wait_for(rewritten, timeout, lambda: f"status file not rewritten {rewrites} times in "
-                      f"{timeout:g}s\n{self.diag()}")
+        harness.wait_rewritten(self.status_file, rewrites, timeout, lambda: f"status file not rewritten "
+                               f"{rewrites} times in {timeout:g}s\n{self.diag()}")
         status = self.read_status()
         self.assertIsNotNone(status, "status file unreadable")
         return status

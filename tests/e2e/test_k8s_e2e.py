@@ -13,14 +13,9 @@ Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_k8
 EGWD names the binary (default build/control/egwd); EGW_E2E_KEEP=1 keeps the work directory.
 """
 
-import atexit
 import json
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -33,7 +28,7 @@ sys.path.insert(0, str(HERE))
 sys.dont_write_bytecode = True             # leave no __pycache__ in the tree
 import harness  # noqa: E402  (processes, the test API server, the objects it is seeded with)
 import peer  # noqa: E402  (tests/e2e/peer.py: stage_config and the traffic clients)
-from harness import (ApiServer, egress_service, endpoint_slice, lb_service, node, run, run_bounded,  # noqa: E402
+from harness import (egress_service, endpoint_slice, lb_service, node, run, run_bounded,  # noqa: E402
                      selector, stop_process, tail)
 import test_metrics  # noqa: E402  (the exposition read through promtool, and the dashboard check)
 
@@ -80,71 +75,13 @@ def liveness_lease(node_name, seconds=3):
     return harness.liveness_lease(node_name, LEASE_NS, seconds)
 
 
-class Harness:
-    """Everything the suite starts, torn down in one idempotent place (also at exit)."""
-
-    def __init__(self):
-        self.workdir = None
-        self.apiserver = None
-        self.egwd = None
-        self.egwd_log = None
-        self.servers = {}
-        self.netns = harness.Netns(PREFIX, TAG)
-        self.renewer = None
-        self.renewing = threading.Event()
-        self.stopping = threading.Event()
-        self.lock = threading.Lock()
-
-    def renew_other_gateway(self):
-        """Keeps gw-2's liveness Lease live while `renewing` is set (a second gateway)."""
-        while not self.stopping.wait(0.5):
-            if self.renewing.is_set():
-                try:
-                    self.apiserver.upsert(liveness_lease(OTHER))
-                except (OSError, RuntimeError):
-                    pass
-
-    def cleanup(self):
-        with self.lock:
-            self.stopping.set()
-            if self.renewer:
-                self.renewer.join(timeout=5)
-                self.renewer = None
-            for proc in self.servers.values():
-                stop_process(proc, signal.SIGTERM, grace=3)
-            self.servers.clear()
-            stop_process(self.egwd)
-            self.egwd = None
-            if self.egwd_log:
-                self.egwd_log.close()
-                self.egwd_log = None
-            if self.apiserver:
-                self.apiserver.stop()
-                self.apiserver = None
-            self.netns.down()
-            shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}", ignore_errors=True)
-            if self.workdir:
-                harness.remove_workdir(self.workdir, "k8s e2e")
-                self.workdir = None
-
-
 class KubernetesSourceE2E(unittest.TestCase):
     h = None
 
     @classmethod
     def setUpClass(cls):
-        if os.geteuid() != 0:
-            raise unittest.SkipTest("end-to-end tests need root (network namespaces, veth, AF_PACKET)")
-        if shutil.which("ip") is None or run(["ip", "netns", "list"], 10).returncode != 0:
-            raise unittest.SkipTest("`ip netns` is unavailable (iproute2 missing or no netns support)")
-        egwd = harness.egwd_binary()
-        harness.require_binaries(egwd, EGWCTL)
-
-        cls.h = h = Harness()
-        cls.addClassCleanup(h.cleanup)
-        atexit.register(h.cleanup)
-        h.workdir = Path(tempfile.mkdtemp(prefix="egw-k8s-e2e-"))
-        h.apiserver = api = ApiServer(h.workdir)
+        cls.h = h = harness.NamespaceRig.for_suite(cls, "k8s-e2e", PREFIX, TAG, binaries=[EGWCTL])
+        api = h.start_api()
 
         kubeconfig = api.write_kubeconfig(h.workdir / "kubeconfig", namespace=LEASE_NS)
         config, _ = peer.stage_config(DEMO_CONFIG, h.workdir, FILE_PREFIX, iface_tag=TAG)
@@ -155,7 +92,7 @@ class KubernetesSourceE2E(unittest.TestCase):
         cfg["metrics"] = {"enabled": True, "listen": f"127.0.0.1:{cls.metrics_port}"}
         config.write_text(json.dumps(cfg, indent=2))
         cls.status_file = h.workdir / "status.json"
-        cls.egwd_log_path = h.workdir / "egwd.log"
+        cls.egwd_log_path = h.log_path("egwd")
 
         # The cluster before egwd starts: two gateway nodes, the demo's Services, no EgressService.
         api.upsert(node(NODE))
@@ -164,36 +101,42 @@ class KubernetesSourceE2E(unittest.TestCase):
         api.upsert(endpoint_slice("web-abc12", "web", WEB_PODS))
         api.upsert(lb_service("db", "192.0.2.60", "10.96.0.60"))
         api.upsert(endpoint_slice("db-xyz34", "db", [DB_POD], "worker-2"))
-        h.renewing.set()
-        api.upsert(liveness_lease(OTHER))
-        h.renewer = threading.Thread(target=h.renew_other_gateway, daemon=True)
-        h.renewer.start()
+        cls.start_other_gateway()
 
         h.netns.up()
-
-        h.egwd_log = open(cls.egwd_log_path, "w")
-        h.egwd = harness.spawn([str(egwd), "-c", str(config), "--status-file", str(cls.status_file),
-                                   "--log-level", "debug"],
-                                  cwd=REPO, stdin=subprocess.DEVNULL, stdout=h.egwd_log, stderr=subprocess.STDOUT)
+        h.start_egwd(config, cls.status_file, FILE_PREFIX)
         cls.wait_for(lambda: (cls.read_status() or {}).get("ready") is True, READY_TIMEOUT,
                      lambda: f"egwd not ready:\n{tail(cls.egwd_log_path)}")
         cls.wait_for(lambda: "became the leader" in cls.egwd_log_path.read_text(errors="replace"), READY_TIMEOUT,
                      lambda: f"egwd did not become the leader:\n{tail(cls.egwd_log_path)}")
 
         for role in ("ext1", "ext2"):
-            log = h.workdir / f"server-{role}.log"
-            with open(log, "w") as out:
-                h.servers[role] = harness.spawn(
-                    ["ip", "netns", "exec", ns(role), sys.executable, str(PEER), "serve",
-                     "--tcp", str(SERVICE_PORT), "--udp", str(SERVICE_PORT), "--lifetime", "1800"],
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-            cls.wait_for(lambda log=log: "ready" in log.read_text(errors="replace"), 10,
-                         lambda log=log: f"server in {ns(role)} did not start:\n{log.read_text()}")
+            h.spawn_in(ns(role), f"server-{role}", PEER, "serve", "--tcp", SERVICE_PORT, "--udp", SERVICE_PORT,
+                       "--lifetime", 1800)
 
     @classmethod
-    def tearDownClass(cls):
-        if cls.h:
-            cls.h.cleanup()
+    def start_other_gateway(cls):
+        """gw-2: a second gateway whose liveness Lease a thread renews while `renewing` is set."""
+        h = cls.h
+        cls.renewing = threading.Event()
+        stopping = threading.Event()
+
+        def renew():
+            while not stopping.wait(0.5):
+                if cls.renewing.is_set():
+                    try:
+                        h.api.upsert(liveness_lease(OTHER))
+                    except (OSError, RuntimeError, AttributeError):   # AttributeError: the server is gone
+                        pass
+        cls.renewing.set()
+        h.api.upsert(liveness_lease(OTHER))
+        renewer = threading.Thread(target=renew, daemon=True)
+        renewer.start()
+
+        def stop():
+            stopping.set()
+            renewer.join(timeout=5)
+        h.at_cleanup(stop, before_processes=True)
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -201,14 +144,7 @@ class KubernetesSourceE2E(unittest.TestCase):
 
     @classmethod
     def read_status(cls):
-        for _ in range(3):
-            try:
-                return json.loads(cls.status_file.read_text())
-            except FileNotFoundError:
-                return None
-            except (OSError, ValueError):
-                time.sleep(0.05)
-        return None
+        return harness.read_status(cls.status_file)
 
     def diag(self):
         parts = []
@@ -216,7 +152,7 @@ class KubernetesSourceE2E(unittest.TestCase):
             parts.append(f"egwd EXITED with code {self.h.egwd.returncode}")
         for s in (self.read_status() or {}).get("services", []):
             parts.append(f"service {json.dumps(s, sort_keys=True)}")
-        es = self.h.apiserver.get("/apis/k8s.ovn.org/v1/egressservices") or {}
+        es = self.h.api.get("/apis/k8s.ovn.org/v1/egressservices") or {}
         for item in es.get("items", []):
             parts.append(f"EgressService {item['metadata']['name']}: spec {item.get('spec')} "
                          f"status {item.get('status')}")
@@ -224,11 +160,11 @@ class KubernetesSourceE2E(unittest.TestCase):
         return "\n".join(parts)
 
     def host(self, name):
-        es = self.h.apiserver.get(f"/apis/k8s.ovn.org/v1/namespaces/default/egressservices/{name}")
+        es = self.h.api.get(f"/apis/k8s.ovn.org/v1/namespaces/default/egressservices/{name}")
         return None if es is None else (es.get("status") or {}).get("host")
 
     def labelled(self):
-        nodes = self.h.apiserver.get("/api/v1/nodes") or {"items": []}
+        nodes = self.h.api.get("/api/v1/nodes") or {"items": []}
         return sorted(n["metadata"]["name"] for n in nodes["items"]
                       if LABEL in (n["metadata"].get("labels") or {}))
 
@@ -282,7 +218,7 @@ class KubernetesSourceE2E(unittest.TestCase):
         self.assertEqual(web, [], "egwd programmed a Service that has no EgressService")
 
     def test_01_creating_the_egress_service_makes_pods_leave_with_the_ingress_ip(self):
-        self.h.apiserver.upsert(egress_service("web", host=NODE))
+        self.h.api.upsert(egress_service("web", host=NODE))
         took = self.wait_seen_from(WEB_PODS[0], EXT1, WEB_INGRESS)
         self.assertEqual(self.host("web"), NODE)
         self.wait_labelled([NODE])
@@ -326,10 +262,10 @@ class KubernetesSourceE2E(unittest.TestCase):
         self.wait_host("web", NODE, hold=0)  # precondition
         self.wait_labelled([NODE], hold=0)
         time.sleep(1)                        # the write-backs of earlier changes have landed
-        before, seen = self.scrape(), len(self.h.apiserver.get_requests())
+        before, seen = self.scrape(), len(self.h.api.get_requests())
         time.sleep(3.5)
         after = self.scrape()
-        writes = [r for r in self.h.apiserver.get_requests()[seen:]
+        writes = [r for r in self.h.api.get_requests()[seen:]
                   if r["user"] == harness.EGWD_USER and r["verb"] in ("create", "update", "patch", "delete")
                   and "/leases/" not in r["path"]]
         self.assertEqual(writes, [])
@@ -378,13 +314,13 @@ class KubernetesSourceE2E(unittest.TestCase):
                                    for reason in ("closed", "expired", "error")), res)
 
     def test_02_network_egress_service_routes_in_its_vrf_on_every_gateway(self):
-        self.h.apiserver.upsert(egress_service("db", "Network", network="blue"))
+        self.h.api.upsert(egress_service("db", "Network", network="blue"))
         self.wait_host("db", "ALL")
         self.wait_seen_from(DB_POD, EXT2, EXT2_GW)
 
     def test_03_moving_the_host_away_stops_translation_and_back_restarts_it(self):
         self.wait_host("web", NODE, hold=0)  # precondition
-        self.h.apiserver.patch_spec("web", selector(OTHER))
+        self.h.api.patch_spec("web", selector(OTHER))
         self.wait_host("web", OTHER)
         self.wait_labelled([OTHER])
         # egwd no longer serves web: its pods get the default action (masquerade to ext1).
@@ -400,7 +336,7 @@ class KubernetesSourceE2E(unittest.TestCase):
             lambda: f"web still programmed, or sessions still translating to {WEB_INGRESS}, after the "
             f"host moved\n{self.diag()}")
 
-        self.h.apiserver.patch_spec("web", selector(NODE))
+        self.h.api.patch_spec("web", selector(NODE))
         back = self.wait_seen_from(WEB_PODS[0], EXT1, WEB_INGRESS)
         self.wait_labelled([NODE])
         print(f"\n  host moved away -> stopped in {took:.2f} s, moved back -> translating in {back:.2f} s",
@@ -409,29 +345,29 @@ class KubernetesSourceE2E(unittest.TestCase):
     def test_04_a_new_endpoint_is_translated_and_a_removed_one_is_not(self):
         self.wait_host("web", NODE, hold=0)  # precondition
         self.wait_seen_from(NEW_POD, EXT1, EXT1_GW)
-        self.h.apiserver.upsert(endpoint_slice("web-abc12", "web", [*WEB_PODS, NEW_POD]))
+        self.h.api.upsert(endpoint_slice("web-abc12", "web", [*WEB_PODS, NEW_POD]))
         self.wait_seen_from(NEW_POD, EXT1, WEB_INGRESS)
-        self.h.apiserver.upsert(endpoint_slice("web-abc12", "web", WEB_PODS))
+        self.h.api.upsert(endpoint_slice("web-abc12", "web", WEB_PODS))
         self.wait_seen_from(NEW_POD, EXT1, EXT1_GW)
         self.wait_seen_from(WEB_PODS[0], EXT1, WEB_INGRESS)
 
     def test_05_when_the_other_gateway_dies_its_service_comes_back_here(self):
-        self.h.apiserver.patch_spec("web", selector(None))    # any gateway node
+        self.h.api.patch_spec("web", selector(None))    # any gateway node
         self.wait_host("web", NODE)                           # sticky: it stays here
-        self.h.apiserver.patch_spec("web", selector(OTHER))
+        self.h.api.patch_spec("web", selector(OTHER))
         self.wait_host("web", OTHER)
-        self.h.apiserver.patch_spec("web", selector(None))    # both qualify again; it stays on gw-2
+        self.h.api.patch_spec("web", selector(None))    # both qualify again; it stays on gw-2
         harness.hold(lambda: self.host("web") == OTHER, HOLD_STATE,
                      lambda: f"web moved off {OTHER} while it stayed eligible: {self.host('web')!r}")
-        self.h.renewing.clear()                          # gw-2 stops renewing its Lease
-        self.addCleanup(self.h.renewing.set)
+        self.renewing.clear()                          # gw-2 stops renewing its Lease
+        self.addCleanup(self.renewing.set)
         self.wait_host("web", NODE, timeout=3 + CONVERGE_TIMEOUT)
         self.wait_labelled([NODE])
         self.wait_seen_from(WEB_PODS[0], EXT1, WEB_INGRESS)
 
     def test_06_deleting_the_egress_service_removes_its_label_and_translation(self):
         self.wait_host("web", NODE, hold=0)  # precondition
-        self.h.apiserver.delete("EgressService", "web")
+        self.h.api.delete("EgressService", "web")
         self.wait_labelled([])
         self.wait_seen_from(WEB_PODS[0], EXT1, EXT1_GW)
 
@@ -456,11 +392,11 @@ class KubernetesSourceE2E(unittest.TestCase):
                           lambda: f"after {reason}: want {want}\ngot {counts()}\n{tail(self.egwd_log_path)}")
 
         # The server ends every watch at its timeout: egwd resumes from its resourceVersion.
-        step(lambda: self.h.apiserver.control("close-watches"), "closed", 0)
+        step(lambda: self.h.api.control("close-watches"), "closed", 0)
         # A cut connection: backoff, then resume, still without a list.
-        step(lambda: self.h.apiserver.control("close-watches", {"abort": True}), "error", 0)
+        step(lambda: self.h.api.control("close-watches", {"abort": True}), "error", 0)
         # History compacted under open watches: ERROR 410, and each resource lists again.
-        step(lambda: self.h.apiserver.control("compact", {"expireWatches": True}), "expired", 1)
+        step(lambda: self.h.api.control("compact", {"expireWatches": True}), "expired", 1)
         # Still programmed from the relisted state.
         self.wait_seen_from(DB_POD, EXT2, EXT2_GW)
         # `show k8s` tells the same story: one watch end of each kind per resource.
@@ -482,7 +418,7 @@ class KubernetesSourceE2E(unittest.TestCase):
         # its user: what egwd sent during this suite is what it needs. Nothing it sent may have been
         # refused (no less), and every verb the manifest grants must have been used (no more).
         import apiserver as test_apiserver  # tests/apiserver/apiserver.py: its URL parser
-        sent = [r for r in self.h.apiserver.get_requests() if r["user"] == harness.EGWD_USER]
+        sent = [r for r in self.h.api.get_requests() if r["user"] == harness.EGWD_USER]
         self.assertGreater(len(sent), 10)
         self.assertEqual([r for r in sent if r["code"] in (401, 403)], [], "egwd was refused")
         used = set()
@@ -511,9 +447,8 @@ class KubernetesSourceE2E(unittest.TestCase):
 
     def test_99_egwd_stops_cleanly_and_hands_the_leader_lease_back(self):
         code = stop_process(self.h.egwd)
-        self.h.egwd = None
         self.assertEqual(code, 0, tail(self.egwd_log_path))
-        lease = self.h.apiserver.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases/egw-leader")
+        lease = self.h.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases/egw-leader")
         self.assertIsNotNone(lease)
         self.assertEqual(lease["spec"].get("holderIdentity", ""), "", lease)
 

@@ -27,15 +27,10 @@ over a period) after the bound.
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_traffic.py
 """
 
-import atexit
 import json
 import os
-import re
-import shutil
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -46,7 +41,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.dont_write_bytecode = True
 import harness  # noqa: E402
-from harness import (ApiServer, describe_exit, egress_service, endpoint_slice, lb_service, node, run,  # noqa: E402
+from harness import (egress_service, endpoint_slice, lb_service, node, run,  # noqa: E402
                      selector, stop_process, tail)
 
 STREAM = HERE / "stream.py"
@@ -128,49 +123,33 @@ def egwd_config(gw, kubeconfig, file_prefix):
     }
 
 
-class Rig:
-    """Everything the suite starts, torn down in one idempotent place (also at exit)."""
+class Rig(harness.NamespaceRig):
+    """The suite's NamespaceRig with a topology of its own (two veths per namespace, one to each
+    gateway) instead of scripts/netns.sh's, and the thread that moves routes after web's host."""
 
-    def __init__(self):
-        self.workdir = None
-        self.api = None
-        self.egwd = {}
-        self.logs = {}
-        self.procs = []
+    def __init__(self, suite, netns=None):
+        super().__init__(suite, netns)
         self.links = []
         self.namespaces = []
         self.follower = None
         self.following = threading.Event()
-        self.lock = threading.Lock()
+        self.host_changes = []
+        self.at_cleanup(self.stop_following, before_processes=True)
+        self.at_cleanup(self.remove_topology)
 
-    def cleanup(self):
-        with self.lock:
-            self.following.clear()
-            if self.follower:
-                self.follower.join(timeout=5)
-                self.follower = None
-            for p in self.procs:
-                stop_process(p, signal.SIGTERM, grace=3)
-            self.procs = []
-            for gw, p in self.egwd.items():
-                stop_process(p)
-                shutil.rmtree(f"/var/run/dpdk/{self.prefix(gw)}", ignore_errors=True)
-            self.egwd = {}
-            for f in self.logs.values():
-                f.close()
-            self.logs = {}
-            if self.api:
-                self.api.stop()
-                self.api = None
-            for link in self.links:
-                run(["ip", "link", "delete", "dev", link], 10)
-            self.links = []
-            for n in self.namespaces:
-                run(["ip", "netns", "delete", n], 10)
-            self.namespaces = []
-            if self.workdir:
-                harness.remove_workdir(self.workdir, "traffic e2e")
-                self.workdir = None
+    def stop_following(self):
+        self.following.clear()
+        if self.follower:
+            self.follower.join(timeout=5)
+            self.follower = None
+
+    def remove_topology(self):
+        for link in self.links:
+            run(["ip", "link", "delete", "dev", link], 10)
+        self.links = []
+        for n in self.namespaces:
+            run(["ip", "netns", "delete", n], 10)
+        self.namespaces = []
 
     @staticmethod
     def prefix(gw):
@@ -223,19 +202,10 @@ class TrafficUnderChange(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        if os.geteuid() != 0:
-            raise unittest.SkipTest("end-to-end tests need root (network namespaces, veth, AF_PACKET)")
-        if shutil.which("ip") is None or run(["ip", "netns", "list"], 10).returncode != 0:
-            raise unittest.SkipTest("`ip netns` is unavailable (iproute2 missing or no netns support)")
-        egwd = harness.egwd_binary()
-        harness.require_binaries(egwd)
-        cls.rig = rig = Rig()
-        cls.addClassCleanup(rig.cleanup)
-        atexit.register(rig.cleanup)
-        rig.workdir = Path(tempfile.mkdtemp(prefix="egw-traffic-"))
+        cls.rig = rig = Rig.for_suite(cls, "traffic")
         rig.build_topology()
 
-        rig.api = api = ApiServer(rig.workdir)
+        api = rig.start_api()
         kubeconfig = api.write_kubeconfig(rig.workdir / "kubeconfig", namespace=LEASE_NS)
         for gw in GATEWAYS:
             api.upsert(node(gw))
@@ -243,14 +213,15 @@ class TrafficUnderChange(unittest.TestCase):
         api.upsert(endpoint_slice("web-abc12", "web", [POD, OTHER_POD]))
         api.upsert(egress_service("web", host="gw-1"))
         for gw in GATEWAYS:
-            cls.start_egwd(gw, egwd, kubeconfig)
+            cfg = rig.workdir / f"{gw}.json"
+            cfg.write_text(json.dumps(egwd_config(gw, kubeconfig, rig.prefix(gw)), indent=1))
+            rig.start_egwd(cfg, rig.workdir / f"{gw}.status.json", rig.prefix(gw), name=gw)
         for gw in GATEWAYS:
             harness.wait_for(lambda gw=gw: cls.status(gw).get("ready") is True, READY_TIMEOUT,
                              lambda gw=gw: f"{gw} not ready\n{cls.logs_tail()}")
         harness.wait_for(lambda: cls.host() == "gw-1", READY_TIMEOUT, lambda: f"web not on gw-1\n{cls.logs_tail()}")
 
         rig.following.set()
-        rig.host_changes = []
         rig.follower = threading.Thread(target=cls.follow_host, daemon=True)
         rig.follower.start()
 
@@ -259,30 +230,9 @@ class TrafficUnderChange(unittest.TestCase):
         cls.spawn_in("ext", "capture", "--out", cls.capture_path, "--lifetime", 900)
 
     @classmethod
-    def start_egwd(cls, gw, egwd, kubeconfig):
-        rig = cls.rig
-        cfg = rig.workdir / f"{gw}.json"
-        cfg.write_text(json.dumps(egwd_config(gw, kubeconfig, rig.prefix(gw)), indent=1))
-        rig.logs[gw] = open(rig.workdir / f"{gw}.log", "w")
-        rig.egwd[gw] = harness.spawn(
-            [str(egwd), "-c", str(cfg), "--status-file", str(rig.workdir / f"{gw}.status.json"),
-             "--log-level", "debug"],
-            cwd=REPO, stdin=subprocess.DEVNULL, stdout=rig.logs[gw], stderr=subprocess.STDOUT)
-
-    @classmethod
-    def spawn_in(cls, role, *args, wait_ready=True):
-        log = cls.rig.workdir / f"stream-{len(cls.rig.procs)}-{args[0]}.log"
-        out = open(log, "w")
-        proc = harness.spawn(["ip", "netns", "exec", ns(role), sys.executable, str(STREAM), *map(str, args)],
-                             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-        out.close()
-        cls.rig.procs.append(proc)
-        if wait_ready:
-            harness.wait_for(lambda: "ready" in log.read_text(errors="replace") or proc.poll() is not None, 10,
-                             lambda: f"stream.py {args[0]} in {ns(role)} did not start:\n{log.read_text()}")
-            if proc.poll() is not None and "ready" not in log.read_text(errors="replace"):
-                raise AssertionError(f"stream.py {args[0]} exited:\n{log.read_text()}")
-        return proc
+    def spawn_in(cls, role, *args):
+        """stream.py with `args` in namespace <prefix>-`role`, once it is ready."""
+        return cls.rig.spawn_in(ns(role), f"stream-{len(cls.rig.procs)}-{args[0]}", STREAM, *args)
 
     @classmethod
     def follow_host(cls):
@@ -560,8 +510,8 @@ class TrafficUnderChange(unittest.TestCase):
         t0 = time.monotonic()
         before = len(self.rig.host_changes)
         killed = time.monotonic()
-        self.rig.egwd[leader].kill()
-        self.rig.egwd[leader].wait(timeout=10)
+        self.rig.egwds[leader].kill()
+        self.rig.egwds[leader].wait(timeout=10)
         harness.wait_for(lambda: len(self.rig.host_changes) > before, FAILOVER_BOUND + 3,
                          lambda: f"status.host is still {self.host()!r}\n{self.logs_tail()}")
         moved_at, host = self.rig.host_changes[-1]
