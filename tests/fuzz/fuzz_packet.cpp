@@ -105,6 +105,7 @@ bool usable(const Parsed& p) { return p.ok || quote_only(p) || short_udp(p); }
 
 // What was right about the frame received.
 struct Received {
+    std::string port;            // where it arrived
     bool valid = false;          // it parsed as IPv4
     Parsed p;
     bool ip_flagged_good = false;
@@ -150,7 +151,11 @@ void check_frame(const Received& in, const std::string& port, const Bytes& f, bo
         if (p.inner && (in_pods(p.inner->src) || in_pods(p.inner->dst)))
             broken("a quote naming a pod out of an outside port", port, f);
         // Who sent it decides the source address (ICMP errors follow the session they quote).
-        if (in.valid && !in.p.inner && in_pods(in.p.src)) {
+        // The gateway answering a packet itself (an echo reply, its own ICMP error) sends it back
+        // out of the port it arrived on, from that port's address, whatever source the packet
+        // claimed: a pod's address arriving from outside gets its answer outside.
+        const bool answered = p.proto == kProtoIcmp && p.src == allowed && port == in.port;
+        if (in.valid && !in.p.inner && in_pods(in.p.src) && !answered) {
             uint32_t pod = in.p.src;
             // The Network Service routes in VRF blue (only 198.51.100.0/24, connected), falling
             // through to the default table, and masquerades to the address of the port it leaves.
@@ -189,6 +194,7 @@ std::string port_name(const Rig& r, uint16_t port) {
 Outcome send(uint16_t port, const Bytes& frame, uint64_t ol_flags = 0) {
     Rig& r = *g_rig;
     Received in;
+    in.port = port_name(r, port);
     Parsed p = parse_frame(frame);
     if (usable(p) && p.ether_type == kEtherIpv4) {
         in.valid = true;
