@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs what egw builds and tests with, from Debian 12's packages, when it is missing.
+# With --image, also what scripts/image.sh builds the container image with (debootstrap, podman).
 set -euo pipefail
 
 # clang-14 and libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes, for the fuzz build
@@ -18,7 +19,13 @@ packages=(
   python3 openssl iproute2 iputils-ping netcat-openbsd curl ethtool procps
   clang-14 libclang-rt-14-dev
   python3-yaml python3-jsonschema python3-prometheus-client prometheus
+  # tests/e2e/test_confinement.py: libseccomp's Python binding loads a filter made from the
+  # containers/common default seccomp profile, which golang-github-containers-common ships.
+  python3-seccomp golang-github-containers-common util-linux
 )
+if [ "${1:-}" = --image ]; then
+  packages+=(debootstrap podman)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

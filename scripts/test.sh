@@ -99,6 +99,7 @@ py_suite cli tests/e2e/test_cli.py
 py_suite metrics tests/e2e/test_metrics.py
 py_suite deploy tests/e2e/test_deploy.py
 py_suite flags tests/e2e/test_flags.py
+py_suite confinement tests/e2e/test_confinement.py
 
 # --- the same tests on sanitized binaries --------------------------------------------------------
 # build-asan: AddressSanitizer + UndefinedBehaviorSanitizer (meson.build makes every report fatal),
