@@ -121,12 +121,12 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
         pod_in_block[n] = pod_port_in_block(w, key.sport);
         if (pod_in_block[n]) {
             k.dport = key.sport;
-            h_pod[n] = SessionTable::key_hash(k);
+            h_pod[n] = st.key_hash(k);
             st.prefetch_outside_bucket(h_pod[n]);
         }
         uint32_t x = probe_seed(key.src, key.sport, key.dst, key.dport);
         k.dport = probe_next(w, x);
-        h_rand[n] = SessionTable::key_hash(k);
+        h_rand[n] = st.key_hash(k);
         st.prefetch_outside_bucket(h_rand[n]);
         st.prefetch_free_slot(n);
         pos[n++] = i;

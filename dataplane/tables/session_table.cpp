@@ -2,11 +2,11 @@
 #include "dataplane/tables/session_table.h"
 
 #include <rte_eal.h>
-#include <rte_hash_crc.h>
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 
 #include <sys/mman.h>
+#include <sys/random.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -17,11 +17,19 @@
 
 namespace egw::dp {
 
-uint32_t SessionTable::hash(const FlowKey& k) {
-    uint64_t a, b;
-    std::memcpy(&a, &k, 8);
-    std::memcpy(&b, reinterpret_cast<const uint8_t*>(&k) + 8, 8);
-    return rte_hash_crc_8byte(b, rte_hash_crc_8byte(a, 0x9747b28c));
+// Vector multiply-shift (Dietzfelbinger; Thorup, "High Speed Hashing for Integers and Strings",
+// 2015): the key's four 32-bit words times four random 64-bit multipliers, plus a fifth random
+// word, modulo 2^64, keep the high 32 bits. Over the choice of the multipliers that is strongly
+// universal: any two distinct keys share a bucket with the probability of random ones, whatever
+// keys a pod chooses, as long as it cannot see the multipliers. An unkeyed CRC32 (what this was)
+// lets anyone compute colliding tuples in advance, and a CRC with a secret initial value does
+// not help: CRC is affine in it, so keys that collide under one value collide under all. Four
+// independent multiplications cost about what the two dependent CRC32 instructions did.
+uint32_t SessionTable::hash(const FlowKey& k) const {
+    uint32_t w[4];
+    std::memcpy(w, &k, sizeof(w));
+    uint64_t h = hash_key_[0] + hash_key_[1] * w[0] + hash_key_[2] * w[1] + hash_key_[3] * w[2] + hash_key_[4] * w[3];
+    return static_cast<uint32_t>(h >> 32);
 }
 
 bool SessionTable::inside_match(const Session& s, const FlowKey& k) {
@@ -90,7 +98,19 @@ bool SessionTable::allocate(const char* name, size_t bytes, int socket) {
     return true;
 }
 
-bool SessionTable::init(const char* name, uint32_t capacity, int socket) {
+bool SessionTable::init(const char* name, uint32_t capacity, int socket, uint64_t seed) {
+    if (seed) {
+        // splitmix64: five well-mixed words out of one.
+        for (uint64_t& k : hash_key_) {
+            seed += 0x9e3779b97f4a7c15;
+            uint64_t z = seed;
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+            k = z ^ (z >> 31);
+        }
+    } else if (getrandom(hash_key_, sizeof(hash_key_), 0) != static_cast<ssize_t>(sizeof(hash_key_))) {
+        return false;
+    }
     capacity_ = capacity;
     // At most half of the slots in use: 2 * capacity / 7 buckets, rounded up to a power of two.
     uint64_t want = (uint64_t{capacity} * 2 + kWays - 1) / kWays;

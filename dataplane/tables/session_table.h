@@ -12,7 +12,8 @@
 // The indexes are egw's own, not rte_hash: a bucket is one cache line of seven (signature,
 // session index) pairs, and the key is checked against the session itself, so a hit costs the
 // bucket line and the session line that translation reads anyway (rte_hash adds a key-store
-// line). Buckets are kept at most half full; an insert that finds its bucket full moves on to
+// line). The hash is keyed with random multipliers drawn when the table is made (see hash() in
+// session_table.cpp), so a pod cannot pick flows that pile up in one bucket chain. Buckets are kept at most half full; an insert that finds its bucket full moves on to
 // the next one and counts in the full one that an entry went past it; a lookup stops at the
 // first bucket that no live entry went past. Deleting empties the slot and takes the entry's
 // count back off the buckets it went past, so chains shrink again as sessions come and go.
@@ -97,8 +98,10 @@ public:
     SessionTable& operator=(const SessionTable&) = delete;
     ~SessionTable();
 
-    // `name` labels the DPDK allocations. Returns false when memory runs out.
-    bool init(const char* name, uint32_t capacity, int socket);
+    // `name` labels the DPDK allocations. The hash key is drawn from the kernel's random source
+    // (getrandom), or derived from `seed` when it is not 0 (tests that need a repeatable layout).
+    // Returns false when memory or randomness runs out.
+    bool init(const char* name, uint32_t capacity, int socket, uint64_t seed = 0);
 
     uint32_t capacity() const { return capacity_; }
     uint32_t active() const { return active_; }
@@ -118,7 +121,9 @@ public:
     // probe (outside bucket, and the session a signature match points to) and a pool line to
     // write, all cold in a large table: issuing these for a whole burst before the creates run
     // one by one lets the misses overlap instead of queueing behind each other.
-    static uint32_t key_hash(const FlowKey& k) { return hash(k); }
+    uint32_t key_hash(const FlowKey& k) const { return hash(k); }
+    // Buckets per index: key_hash(k) & (bucket_count() - 1) is the bucket a key starts in.
+    uint32_t bucket_count() const { return mask_ + 1; }
     // The outside bucket of hash `h`.
     void prefetch_outside_bucket(uint32_t h) const { __builtin_prefetch(&outside_[h & mask_], 0, 3); }
     // The session of the first signature match in that bucket; call once the bucket has arrived.
@@ -152,7 +157,7 @@ private:
     };
     static_assert(sizeof(Bucket) == 64);
 
-    static uint32_t hash(const FlowKey& k);
+    uint32_t hash(const FlowKey& k) const;
     static unsigned sig_matches(const Bucket& bk, uint32_t h);
     static bool inside_match(const Session& s, const FlowKey& k);
     static bool outside_match(const Session& s, const FlowKey& k);
@@ -164,6 +169,7 @@ private:
     void insert(Bucket* table, uint32_t h, uint32_t idx);
     void erase(Bucket* table, uint32_t h, uint32_t idx);
 
+    uint64_t hash_key_[5] = {};  // random multipliers of hash()
     Bucket* inside_ = nullptr;
     Bucket* outside_ = nullptr;
     uint32_t mask_ = 0;

@@ -7,7 +7,9 @@
 #include <rte_memory.h>
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -145,6 +147,76 @@ TEST(SessionTable, DestroyedSessionIsNotFoundAndItsSlotIsReused) {
     uint32_t ic = t.create(c);
     EXPECT_EQ(t.find_outside(SessionTable::outside_key(c)), ic);
     EXPECT_EQ(t.active(), 2u);
+}
+
+// The flows a pod opens toward one server differ only in the pod's source port. Knowing a table's
+// hash key, a pod can pick ports whose inside keys all start in one bucket (that is what the
+// unkeyed CRC32 allowed to anyone). Another table, keyed at random, spreads those same flows.
+TEST(SessionTable, HashIsKeyedSoChosenCollisionsDoNotCarryOver) {
+    constexpr uint32_t kCapacity = 4096;
+    SessionTable known, other, other2;
+    ASSERT_TRUE(known.init("st_hash_known", kCapacity, SOCKET_ID_ANY, 1));
+    ASSERT_TRUE(other.init("st_hash_other", kCapacity, SOCKET_ID_ANY));
+    ASSERT_TRUE(other2.init("st_hash_other2", kCapacity, SOCKET_ID_ANY));
+    const uint32_t buckets = known.bucket_count();
+    ASSERT_EQ(buckets, other.bucket_count());
+    ASSERT_GE(buckets, 1024u);
+
+    auto key = [](uint16_t sport) {
+        return FlowKey{htonl(0x0af40107), htonl(0xc6336414), htons(sport), htons(443), 6, {}};
+    };
+    // Every source port, sorted by the bucket it starts in under the known key.
+    std::map<uint32_t, std::vector<uint16_t>> by_bucket;
+    for (uint32_t port = 1; port <= 65535; ++port)
+        by_bucket[known.key_hash(key(static_cast<uint16_t>(port))) & (buckets - 1)].push_back(static_cast<uint16_t>(port));
+    std::vector<uint16_t> chosen;
+    for (auto& [b, ports] : by_bucket)
+        if (ports.size() > chosen.size())
+            chosen = ports;
+    // 65535 flows over the buckets: the fullest bucket has well over 32 of them.
+    ASSERT_GE(chosen.size(), 32u);
+    chosen.resize(32);
+
+    // The same seed gives the same layout; the chosen flows all collide there.
+    SessionTable again;
+    ASSERT_TRUE(again.init("st_hash_again", kCapacity, SOCKET_ID_ANY, 1));
+    std::set<uint32_t> in_known, in_again, in_other, in_other2;
+    for (uint16_t port : chosen) {
+        in_known.insert(known.key_hash(key(port)) & (buckets - 1));
+        in_again.insert(again.key_hash(key(port)) & (buckets - 1));
+        in_other.insert(other.key_hash(key(port)) & (buckets - 1));
+        in_other2.insert(other2.key_hash(key(port)) & (buckets - 1));
+    }
+    EXPECT_EQ(in_known.size(), 1u);
+    EXPECT_EQ(in_again, in_known);
+    // 32 flows in 1024 or more buckets at random: about 31.5 distinct buckets on average; 24 or
+    // fewer happens with a probability far below one in a million.
+    EXPECT_GT(in_other.size(), 24u);
+    EXPECT_GT(in_other2.size(), 24u);
+    // Two tables keyed from the kernel's random source do not share a key.
+    unsigned same = 0;
+    for (uint32_t port = 1; port <= 1000; ++port)
+        same += other.key_hash(key(static_cast<uint16_t>(port))) == other2.key_hash(key(static_cast<uint16_t>(port)));
+    EXPECT_LT(same, 5u);
+
+    // And the chosen flows still work in either table: a chain, not a failure.
+    for (SessionTable* t : {&known, &other}) {
+        std::vector<uint32_t> idx;
+        for (uint16_t port : chosen) {
+            Session s{};
+            s.pod_ip = htonl(0x0af40107);
+            s.remote_ip = htonl(0xc6336414);
+            s.pod_port = htons(port);
+            s.remote_port = htons(443);
+            s.nat_ip = htonl(0xc0000201);
+            s.nat_port = htons(port);
+            s.proto = 6;
+            idx.push_back(t->create(s));
+            ASSERT_NE(idx.back(), SessionTable::kNone);
+        }
+        for (size_t i = 0; i < chosen.size(); ++i)
+            EXPECT_EQ(t->find_inside(key(chosen[i])), idx[i]);
+    }
 }
 
 }  // namespace
