@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The Daemon (daemon.h): sets up what egwd runs, runs the control loop, stops it in order.
+#include "control/daemon/daemon.h"
+
+#include <rte_cycles.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "config/reload.h"
+#include "control/cli/frontends.h"
+#include "control/daemon/neighbor_resolver.h"
+#include "control/daemon/policy_builder.h"
+#include "control/daemon/runtime.h"
+#include "control/daemon/status_file.h"
+#include "control/election/source.h"
+#include "control/manifests/manifest_dir.h"
+#include "control/metrics/exporter.h"
+#include "control/metrics/kubernetes.h"
+#include "control/telemetry/commands.h"
+#include "dataplane/publish.h"
+
+namespace egw::control {
+namespace {
+
+using model::ServiceState;
+
+// Logs what changed in the evaluated Services, one line per Service and event, and records it in
+// `known` (the states as last logged). Costs what changed, not what there is. The first sync
+// (`first`: nothing known yet) logs those lines at debug and one summary at info, so 10,000
+// Services at start make one line, not 20,000.
+void log_changes(std::map<std::string, ServiceState>& known, const model::ServiceDelta& delta,
+                 const PolicyBuilder& builder, bool first) {
+    const auto info = first ? spdlog::level::debug : spdlog::level::info;
+    const auto warn = first ? spdlog::level::debug : spdlog::level::warn;
+    size_t programmed = 0, problems = 0, elsewhere = 0;
+    for (const auto& s : delta.changed) {
+        auto it = known.find(s.key);
+        if (it != known.end() && it->second == s) continue;
+        const auto* v = builder.view(s.key);
+        std::string why = v && !v->problem.empty() ? v->problem : s.reason;
+        if (it == known.end() || it->second.status_host != s.status_host || it->second.serve_here != s.serve_here)
+            spdlog::log(info, "{}: status.host=\"{}\"{}{}", s.key, s.status_host, why.empty() ? "" : " (",
+                        why.empty() ? "" : why + ")");
+        if (v && v->programmed) {
+            ++programmed;
+            spdlog::log(info, "{}: translating {} endpoint(s) {} in VRF {}", s.key, s.endpoint_ipv4s.size(),
+                        s.mode == model::Mode::network ? std::string("by masquerade")
+                                                       : "to " + config::format_ipv4(s.ingress_ipv4.value_or(0)),
+                        v->vrf);
+        } else if (v && !v->problem.empty()) {
+            ++problems;
+            spdlog::log(warn, "{}: not programmed: {}", s.key, v->problem);
+        } else {
+            ++elsewhere;
+        }
+        known.insert_or_assign(s.key, s);
+    }
+    for (const auto& k : delta.removed)
+        if (known.erase(k)) spdlog::info("{}: EgressService removed, its state is gone", k);
+    if (first)
+        spdlog::info(
+            "first sync: {} EgressService(s): {} programmed here, {} not programmed for a problem{}, {} "
+            "served elsewhere or not at all (each one at --log-level debug; `egwctl show services`)",
+            programmed + problems + elsewhere, programmed, problems, problems ? " (warnings at debug)" : "", elsewhere);
+}
+
+}  // namespace
+
+Daemon::Daemon(config::Config cfg, DaemonOptions opt)
+    : cfg_(std::move(cfg)), opt_(std::move(opt)), self_{cfg_.node.name, cfg_.node.labels} {}
+
+Daemon::~Daemon() {
+    // The exporter goes before the source: unhook it first.
+    if (k8s_) k8s_->set_serving_check(nullptr);
+}
+
+int Daemon::run(DaemonSignals signals) {
+    try {
+        setup();
+        loop(signals);
+        shutdown();
+        return 0;
+    } catch (const std::exception& e) {
+        spdlog::error("{}", e.what());
+        return 1;
+    }
+}
+
+void Daemon::setup() {
+    rt_ = std::make_unique<Runtime>(cfg_);
+    rt_->setup(opt_.mbufs);
+    if (cfg_.state.source == config::StateSource::kubernetes)
+        k8s_ = election::make_source(cfg_, opt_.kubeconfig, opt_.election);
+    builder_ = std::make_unique<PolicyBuilder>(cfg_, rt_->port_ids(), rt_->port_macs());
+    resolver_ = std::make_unique<NeighborResolver>(cfg_, *rt_);
+    resolver_->install_static();
+    exporter_ = std::make_unique<metrics::Exporter>(cfg_, *rt_);
+    telemetry_ = std::make_unique<telemetry::Commands>(*exporter_);
+    if (k8s_) {
+        // k8s_ outlives the exporter (made first), and both status() and stats() copy under the
+        // client's and controller's own locks: safe from the metrics thread.
+        election::Controller* source = k8s_.get();
+        exporter_->add_families(
+            [source](metrics::Writer& w) { metrics::write_kubernetes(w, source->client().status(), source->stats()); });
+        // Liveness means serving: the liveness Lease and /readyz follow the API and the data plane.
+        metrics::Exporter* exporter = exporter_.get();
+        source->set_serving_check([exporter] { return exporter->serving_problems(); });
+        exporter_->add_readiness([source] { return source->serving_problems(); });
+    }
+    exporter_->start();
+    manifests_ = std::make_unique<manifests::ManifestDir>(k8s_ ? std::string() : cfg_.state.path);
+
+    if (k8s_) k8s_->start();
+    reconcile(true);
+    rt_->start_ports();
+    rt_->launch_workers();
+    spdlog::info("egwd running: node {}, {} port(s), {}", cfg_.node.name, rt_->ports().size(),
+                 k8s_ ? "Kubernetes API " + k8s_->client().transport().credentials().server + ", election " +
+                            election::to_string(k8s_->options().election)
+                      : "manifests from " + cfg_.state.path);
+
+    std::function<nlohmann::json()> k8s_view;
+    if (k8s_) k8s_view = [this] { return election::describe(*k8s_); };
+    cli_ = std::make_unique<cli::Frontends>(
+        cli::CliHost{cfg_, *rt_, *builder_, *resolver_, k8s_ ? &k8s_->objects() : &manifests_->objects(), k8s_view,
+                     [this] { return reload(); }},
+        opt_.interactive);
+}
+
+void Daemon::publish(std::unique_ptr<dp::PolicySnapshot> next) {
+    uint64_t t0 = rte_rdtsc();
+    // Returns once no worker can still be reading the old version: then it is freed.
+    delete dp::publish_policy(rt_->shared(), next.release());
+    uint64_t spent = rte_rdtsc() - t0;
+    exporter_->published(*builder_, static_cast<double>(spent) / static_cast<double>(rte_get_tsc_hz()));
+    spdlog::debug("published policy generation {} in {} us", builder_->generation(),
+                  spent * 1000000 / rte_get_tsc_hz());
+}
+
+// Only what changed goes to the builder and the log: with 10,000 EgressServices, copying or
+// comparing all of them would cost more than the change itself (docs/performance.md).
+void Daemon::reconcile(bool force) {
+    model::ServiceDelta delta;
+    if (k8s_) {
+        // Nothing but the ports and routes until every kind has been listed once.
+        if (k8s_->poll(delta)) force = true;
+        if (!force) return;
+    } else {
+        auto scan = manifests_->scan();
+        for (const auto& e : scan.errors)
+            spdlog::error("manifest {}", e);
+        if (!scan.changed && !force) return;
+        delta = model::diff(last_states_,
+                            model::evaluate_single_gateway(manifests_->objects(), self_, cfg_.cluster.pod_cidrs));
+    }
+    publish(builder_->apply(delta));
+    // The first delta with Services in it is the first sync (before it, with the kubernetes
+    // source, only ports and routes are published).
+    bool first = !first_sync_logged_ && !delta.changed.empty();
+    log_changes(last_states_, delta, *builder_, first);
+    first_sync_logged_ = first_sync_logged_ || first;
+}
+
+// All of the file or nothing, see config/reload.h for what may change while egwd runs.
+cli::Reply Daemon::reload() {
+    nlohmann::json detail = {
+        {"file", cfg_.file}, {"applied", nlohmann::json::array()}, {"restart_needed", nlohmann::json::array()}};
+    config::Config next;
+    try {
+        next = config::load_file(cfg_.file);
+    } catch (const std::exception& e) {
+        spdlog::error("reload refused: {}; egwd keeps running on the configuration it has", e.what());
+        detail["error"] = e.what();
+        return {false, std::string("reload refused: ") + e.what() + "\negwd keeps running on the configuration it has.",
+                detail};
+    }
+    auto changes = config::compare_for_reload(cfg_, next);
+    detail["restart_needed"] = changes.restart;
+    if (!changes.restart.empty()) {
+        std::string why = fmt::format("only read when egwd starts: {}", fmt::join(changes.restart, ", "));
+        spdlog::error("reload refused: {} changes settings {}; nothing was applied", cfg_.file, why);
+        detail["error"] = why;
+        return {false,
+                "reload refused: " + cfg_.file + " changes settings " + why +
+                    ".\nNothing was applied; restart egwd to change them.",
+                detail};
+    }
+    if (changes.live.empty()) {
+        spdlog::info("reload: {} has no change", cfg_.file);
+        return cli::ok("reload: " + cfg_.file + " has no change.", detail);
+    }
+    if (std::string err = resolver_->reload_static(next.neighbors); !err.empty()) {
+        spdlog::error("reload refused: {}; nothing was applied", err);
+        detail["error"] = err;
+        return {false, "reload refused: " + err + ".\nNothing was applied.", detail};
+    }
+    config::apply_live(cfg_, next);
+    self_.labels = cfg_.node.labels;
+    if (k8s_)
+        publish(builder_->apply(model::ServiceDelta{}));  // the Services stay; routes and actions move
+    else
+        reconcile(true);  // node labels and pod CIDRs feed the files source's rules
+    detail["applied"] = changes.live;
+    detail["generation"] = builder_->generation();
+    const std::string applied = fmt::format("{}", fmt::join(changes.live, ", "));
+    spdlog::info("configuration reloaded from {}: {} (policy generation {})", cfg_.file, applied,
+                 builder_->generation());
+    return cli::ok(fmt::format("reload: applied {} (policy generation {}).", applied, builder_->generation()), detail);
+}
+
+void Daemon::write_status(bool running, bool final_write) {
+    StatusInputs in{*rt_, *builder_, *resolver_, running, final_write};
+    if (!write_status_file(opt_.status_file, collect_status(in)) && !final_write)
+        spdlog::warn("cannot write status file {}", opt_.status_file);
+}
+
+void Daemon::loop(DaemonSignals signals) {
+    using clock = std::chrono::steady_clock;
+    auto& handle = rt_->shared().policy;
+    auto start = clock::now();
+    auto next_scan = start, next_tick = start, next_status = start;
+    while (!*signals.stop) {
+        auto now = clock::now();
+        const auto* snap = handle.current.load(std::memory_order_acquire);
+        resolver_->poll(*snap);
+        if (now >= next_tick) {
+            resolver_->tick(*snap);
+            exporter_->tick(*resolver_);
+            next_tick = now + std::chrono::milliseconds(100);
+        }
+        if (*signals.reload) {
+            *signals.reload = 0;
+            reload();  // it logs its outcome
+        }
+        if (now >= next_scan) {
+            reconcile(false);
+            // The kubernetes source is event driven: look at it on every pass.
+            next_scan = now + std::chrono::milliseconds(k8s_ ? 0 : cfg_.state.poll_ms);
+        }
+        if (!opt_.status_file.empty() && now >= next_status) {
+            write_status(true, false);
+            next_status = now + std::chrono::milliseconds(500);
+        }
+        if (!cli_->poll()) break;  // `quit` on the console
+        if (opt_.duration > 0 && std::chrono::duration<double>(now - start).count() >= opt_.duration) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+}
+
+void Daemon::shutdown() {
+    spdlog::info("stopping");
+    if (k8s_) k8s_->stop();  // the liveness and leader Leases are given up first: Services move at once
+    exporter_->stop();
+    rt_->stop_workers();
+    if (!opt_.status_file.empty()) write_status(false, true);
+    rt_->stop();
+    delete rt_->shared().policy.current.exchange(nullptr);
+}
+
+}  // namespace egw::control

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The Daemon owns everything egwd runs once EAL is up, and runs the control loop: the runtime
+// (ports, mempool, workers), the state source (a manifest directory or the Kubernetes API with
+// the election), the policy builder and its publication to the workers, the neighbour resolver,
+// the metrics exporter and telemetry commands, the status file and the CLI. egwd's main() only
+// parses the command line, sets up the logs and EAL, and hands over to it.
+#pragma once
+
+#include <csignal>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "config/config.h"
+#include "control/model/rules.h"
+
+namespace egw::election {
+class Controller;
+}
+namespace egw::manifests {
+class ManifestDir;
+}
+namespace egw::metrics {
+class Exporter;
+}
+namespace egw::telemetry {
+class Commands;
+}
+namespace egw::cli {
+class Frontends;
+struct Reply;
+}  // namespace egw::cli
+namespace egw::dp {
+struct PolicySnapshot;
+}
+
+namespace egw::control {
+
+class Runtime;
+class PolicyBuilder;
+class NeighborResolver;
+
+// What the command line adds to the configuration.
+struct DaemonOptions {
+    std::string status_file;                   // rewritten every 500 ms when set
+    unsigned mbufs = 0;                        // overrides mempool.mbufs when not 0
+    double duration = 0;                       // stop by itself after this many seconds (0: never)
+    bool interactive = false;                  // the egw> prompt on this terminal
+    std::string kubeconfig;                    // kubernetes source: overrides state.kubeconfig
+    std::optional<config::Election> election;  // kubernetes source: overrides state.election
+};
+
+// Signals, as the handlers set them: `stop` ends the loop, `reload` (cleared here) rereads the
+// configuration file.
+struct DaemonSignals {
+    volatile std::sig_atomic_t* stop;
+    volatile std::sig_atomic_t* reload;
+};
+
+class Daemon {
+public:
+    // Needs EAL initialised. Nothing is started before run().
+    Daemon(config::Config cfg, DaemonOptions opt);
+    ~Daemon();
+    Daemon(const Daemon&) = delete;
+    Daemon& operator=(const Daemon&) = delete;
+
+    // Sets everything up, runs the control loop until a stop signal, `quit` on the console or
+    // the duration, then stops in order (Leases given up first, workers, last status). Returns
+    // egwd's exit status; an exception on the way is logged and gives 1.
+    int run(DaemonSignals signals);
+
+private:
+    void setup();
+    void loop(DaemonSignals signals);
+    void shutdown();
+    // Publishes `next` to the workers; the old snapshot is freed once no worker can read it.
+    void publish(std::unique_ptr<dp::PolicySnapshot> next);
+    // Feeds what changed in the state source to the builder and publishes; `force` publishes
+    // even when nothing changed (start, reload).
+    void reconcile(bool force);
+    // The configuration file again (SIGHUP, `reload config`): all of it or nothing.
+    cli::Reply reload();
+    void write_status(bool running, bool final_write);
+
+    config::Config cfg_;
+    DaemonOptions opt_;
+    // Declared in the order they are made; destroyed in reverse, so the exporter and the CLI go
+    // before the source, the builder and the runtime they read.
+    std::unique_ptr<Runtime> rt_;
+    std::unique_ptr<election::Controller> k8s_;  // the kubernetes source, or null
+    std::unique_ptr<PolicyBuilder> builder_;
+    std::unique_ptr<NeighborResolver> resolver_;
+    std::unique_ptr<metrics::Exporter> exporter_;
+    std::unique_ptr<telemetry::Commands> telemetry_;
+    std::unique_ptr<manifests::ManifestDir> manifests_;  // the files source (empty path with kubernetes)
+    std::unique_ptr<cli::Frontends> cli_;
+    model::GatewayIdentity self_;
+    std::map<std::string, model::ServiceState> last_states_;  // as last logged
+    bool first_sync_logged_ = false;
+};
+
+}  // namespace egw::control
