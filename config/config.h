@@ -65,6 +65,7 @@ struct PortConfig {
     unsigned mtu = 1500;
     unsigned rx_desc = 1024;
     unsigned tx_desc = 1024;
+    unsigned queues = 0;         // receive queues; 0: one per worker (clamped to the device's maximum)
     bool operator==(const PortConfig&) const = default;
 };
 

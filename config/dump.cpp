@@ -39,6 +39,7 @@ json ports(const std::vector<PortConfig>& ps) {
                   {"rx_desc", p.rx_desc},
                   {"tx_desc", p.tx_desc}};
         if (p.mac) j["mac"] = format_mac(*p.mac);  // absent: the device's own MAC
+        if (p.queues) j["queues"] = p.queues;       // absent: one per worker
         out.push_back(std::move(j));
     }
     return out;

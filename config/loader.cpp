@@ -788,7 +788,7 @@ private:
         std::set<std::string> devices;
         for (size_t i = 0; i < j.size(); ++i) {
             Obj o(*this, j[i], index_path(top.at("ports"), i),
-                  {"name", "device", "role", "vrf", "addresses", "mac", "mtu", "rx_desc", "tx_desc"},
+                  {"name", "device", "role", "vrf", "addresses", "mac", "mtu", "rx_desc", "tx_desc", "queues"},
                   "a port like {\"name\": \"ext1\", \"device\": \"net_af_packet0\", \"role\": \"outside\"}");
             PortConfig p;
 
@@ -842,6 +842,7 @@ private:
             opt_integer(o, "mtu", p.mtu, 68, 16128);
             opt_integer(o, "rx_desc", p.rx_desc, 16, 32768);
             opt_integer(o, "tx_desc", p.tx_desc, 16, 32768);
+            opt_integer(o, "queues", p.queues, 1, 16);  // dp::kMaxWorkers
             c.ports.push_back(std::move(p));
         }
         for (PortRole r : {PortRole::inside, PortRole::outside})

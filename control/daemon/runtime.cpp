@@ -21,6 +21,11 @@ namespace {
 
 std::string errstr(int e) { return rte_strerror(e < 0 ? -e : e); }
 
+unsigned main_socket() {
+    unsigned s = rte_socket_id();
+    return s == static_cast<unsigned>(SOCKET_ID_ANY) ? 0 : s;
+}
+
 }  // namespace
 
 std::vector<std::string> Runtime::eal_arguments(const config::Config& cfg, const std::vector<std::string>& eal_args,
@@ -84,6 +89,27 @@ std::vector<std::array<uint8_t, 6>> Runtime::port_macs() const {
     return macs;
 }
 
+unsigned Runtime::worker_socket(unsigned index) const {
+    unsigned s = rte_lcore_to_socket_id(cfg_.workers.at(index));
+    return s == static_cast<unsigned>(SOCKET_ID_ANY) ? main_socket() : s;
+}
+
+rte_mempool* Runtime::pool_on(unsigned socket) {
+    for (const auto& [s, p] : pools_)
+        if (s == socket)
+            return p;
+    // The first pool keeps the plain name; one per further socket that has a port.
+    std::string name = pools_.empty() ? "egw_mbufs" : "egw_mbufs_s" + std::to_string(socket);
+    rte_mempool* p = rte_pktmbuf_pool_create(name.c_str(), n_mbufs_, cfg_.mempool.cache, 0,
+                                             static_cast<uint16_t>(cfg_.mempool.data_room), static_cast<int>(socket));
+    if (!p)
+        throw RuntimeError("cannot create a pool of " + std::to_string(n_mbufs_) + " mbufs on socket " +
+                           std::to_string(socket) + ": " + errstr(rte_errno) +
+                           " (raise eal.memory_mb or lower mempool.mbufs)");
+    pools_.emplace_back(socket, p);
+    return p;
+}
+
 void Runtime::setup(unsigned mbufs) {
     tsc_hz_ = rte_get_tsc_hz();
     unsigned n_workers = static_cast<unsigned>(cfg_.workers.size());
@@ -98,12 +124,8 @@ void Runtime::setup(unsigned mbufs) {
     if (shared_.next_hop_field < 0)
         throw RuntimeError("cannot register the mbuf next-hop field: " + errstr(rte_errno));
 
-    unsigned n_mbufs = mbufs ? mbufs : cfg_.mempool.mbufs;
-    pool_ = rte_pktmbuf_pool_create("egw_mbufs", n_mbufs, cfg_.mempool.cache, 0,
-                                    static_cast<uint16_t>(cfg_.mempool.data_room), static_cast<int>(rte_socket_id()));
-    if (!pool_)
-        throw RuntimeError("cannot create a pool of " + std::to_string(n_mbufs) + " mbufs: " + errstr(rte_errno) +
-                           " (raise eal.memory_mb or lower mempool.mbufs)");
+    n_mbufs_ = mbufs ? mbufs : cfg_.mempool.mbufs;
+    pool_ = pool_on(main_socket());
 
     shared_.n_workers = n_workers;
     shared_.nat_port_min = cfg_.sessions.port_min;
@@ -137,16 +159,23 @@ void Runtime::setup(unsigned mbufs) {
         rte_eth_dev_info info{};
         if (int rc = rte_eth_dev_info_get(pi.id, &info); rc != 0)
             throw RuntimeError("port " + pc.name + ": " + errstr(rc));
+        // A transmit queue per worker: a worker never shares one (that would need a lock).
         if (info.max_tx_queues < n_workers)
             throw RuntimeError("port " + pc.name + ": device supports " + std::to_string(info.max_tx_queues) +
                                " tx queues, " + std::to_string(n_workers) + " workers need one each");
-        pi.rx_queues = static_cast<uint16_t>(info.max_rx_queues >= n_workers ? n_workers : 1);
+        QueuePlan plan = plan_queues(pc.queues, n_workers, info.max_rx_queues, info.flow_type_rss_offloads);
+        pi.rx_queues = plan.rx_queues;
+        pi.rss_hf = plan.rss_hf;
+        if (plan.rx_queues < plan.wanted)
+            spdlog::info("port {}: {} receive queue(s) instead of {}: the device offers {}, there are {} worker(s)",
+                         pc.name, plan.rx_queues, plan.wanted, info.max_rx_queues, n_workers);
         rte_eth_conf conf{};
-        if (pi.rx_queues > 1) {
-            conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
-            conf.rx_adv_conf.rss_conf.rss_hf = RTE_ETH_RSS_IP & info.flow_type_rss_offloads;
-            if (!conf.rx_adv_conf.rss_conf.rss_hf)
-                conf.rxmode.mq_mode = RTE_ETH_MQ_RX_NONE;
+        if (plan.rx_queues > 1) {
+            if (plan.rss_hf) {
+                conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+                conf.rx_adv_conf.rss_conf.rss_hf = plan.rss_hf;
+            }
+            spdlog::info("port {}: RSS over {} across {} queues", pc.name, describe_rss(plan.rss_hf), plan.rx_queues);
         }
         if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM)
             conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
@@ -154,14 +183,16 @@ void Runtime::setup(unsigned mbufs) {
             throw RuntimeError("port " + pc.name + ": configure: " + errstr(rc));
         uint16_t rxd = static_cast<uint16_t>(pc.rx_desc), txd = static_cast<uint16_t>(pc.tx_desc);
         rte_eth_dev_adjust_nb_rx_tx_desc(pi.id, &rxd, &txd);
+        // Descriptor rings and the mbufs they fill live on the port's socket (SOCKET_ID_ANY for
+        // virtual devices: the main lcore's).
         int socket = rte_eth_dev_socket_id(pi.id);
-        if (socket < 0)
-            socket = static_cast<int>(rte_socket_id());
+        pi.socket = socket < 0 ? main_socket() : static_cast<unsigned>(socket);
+        rte_mempool* pool = pool_on(pi.socket);
         for (uint16_t q = 0; q < pi.rx_queues; ++q)
-            if (int rc = rte_eth_rx_queue_setup(pi.id, q, rxd, static_cast<unsigned>(socket), nullptr, pool_); rc != 0)
+            if (int rc = rte_eth_rx_queue_setup(pi.id, q, rxd, pi.socket, nullptr, pool); rc != 0)
                 throw RuntimeError("port " + pc.name + ": rx queue " + std::to_string(q) + ": " + errstr(rc));
         for (uint16_t q = 0; q < n_workers; ++q)
-            if (int rc = rte_eth_tx_queue_setup(pi.id, q, txd, static_cast<unsigned>(socket), nullptr); rc != 0)
+            if (int rc = rte_eth_tx_queue_setup(pi.id, q, txd, pi.socket, nullptr); rc != 0)
                 throw RuntimeError("port " + pc.name + ": tx queue " + std::to_string(q) + ": " + errstr(rc));
         if (pc.mac) {
             rte_ether_addr a;
@@ -187,7 +218,9 @@ void Runtime::setup(unsigned mbufs) {
         n_ports = std::max<uint16_t>(n_ports, static_cast<uint16_t>(p.id + 1));
     uint32_t per_worker = (cfg_.sessions.max_sessions + n_workers - 1) / n_workers;
     for (unsigned i = 0; i < n_workers; ++i) {
-        void* mem = rte_zmalloc("egw_worker", sizeof(dp::Worker), RTE_CACHE_LINE_SIZE);
+        // Everything the worker writes per packet lives on its lcore's socket.
+        int wsocket = static_cast<int>(worker_socket(i));
+        void* mem = rte_zmalloc_socket("egw_worker", sizeof(dp::Worker), RTE_CACHE_LINE_SIZE, wsocket);
         if (!mem)
             throw RuntimeError("out of memory for worker state");
         auto* w = new (mem) dp::Worker();
@@ -196,16 +229,17 @@ void Runtime::setup(unsigned mbufs) {
         w->n_ports = n_ports;
         dp::worker_assign_port_block(*w);
         w->service_counters = static_cast<dp::ServiceCounters*>(
-            rte_zmalloc("egw_svc_counters", sizeof(dp::ServiceCounters) * dp::kMaxServices, RTE_CACHE_LINE_SIZE));
+            rte_zmalloc_socket("egw_svc_counters", sizeof(dp::ServiceCounters) * dp::kMaxServices, RTE_CACHE_LINE_SIZE,
+                               wsocket));
         w->dump_capacity = 1024;
         w->dump_buffer = static_cast<dp::SessionRecord*>(
-            rte_zmalloc("egw_dump", sizeof(dp::SessionRecord) * w->dump_capacity, RTE_CACHE_LINE_SIZE));
+            rte_zmalloc_socket("egw_dump", sizeof(dp::SessionRecord) * w->dump_capacity, RTE_CACHE_LINE_SIZE, wsocket));
         std::string name = "egw_s" + std::to_string(i);
-        if (!w->service_counters || !w->dump_buffer || !w->sessions.init(name.c_str(), per_worker, static_cast<int>(rte_socket_id())))
+        if (!w->service_counters || !w->dump_buffer || !w->sessions.init(name.c_str(), per_worker, wsocket))
             throw RuntimeError("cannot allocate " + std::to_string(per_worker) +
                                " sessions for worker " + std::to_string(i) + " (raise eal.memory_mb or lower sessions.max)");
         std::string rn = "egw_inj" + std::to_string(i);
-        w->inject = rte_ring_create(rn.c_str(), 1024, static_cast<int>(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
+        w->inject = rte_ring_create(rn.c_str(), 1024, wsocket, RING_F_SP_ENQ | RING_F_SC_DEQ);
         if (!w->inject)
             throw RuntimeError("cannot create ring " + rn + ": " + errstr(rte_errno));
         workers_.push_back(w);
@@ -215,26 +249,31 @@ void Runtime::setup(unsigned mbufs) {
             if (a == b)
                 continue;
             std::string rn = "egw_ho" + std::to_string(a) + "_" + std::to_string(b);
-            rte_ring* r = rte_ring_create(rn.c_str(), 2048, static_cast<int>(rte_socket_id()), RING_F_SP_ENQ | RING_F_SC_DEQ);
+            // A hand-off ring is read by its consumer in every iteration: on the consumer's socket.
+            rte_ring* r = rte_ring_create(rn.c_str(), 2048, static_cast<int>(worker_socket(b)), RING_F_SP_ENQ | RING_F_SC_DEQ);
             if (!r)
                 throw RuntimeError("cannot create ring " + rn + ": " + errstr(rte_errno));
             workers_[a]->handoff_out[b] = r;
             workers_[b]->handoff_in[a] = r;
         }
-    // Receive queues: queue q of a multi-queue port goes to worker q; single-queue ports are
-    // spread over the workers.
+    // Receive queues: a port with a queue per worker gives queue q to worker q (rte_flow steering
+    // relies on it); fewer queues are spread over the workers, each polled by exactly one.
     unsigned next = 0;
     for (const auto& p : ports_) {
         for (uint16_t q = 0; q < p.rx_queues; ++q) {
-            dp::Worker* w = p.rx_queues > 1 ? workers_[q] : workers_[next++ % n_workers];
+            unsigned wi = p.rx_queues == n_workers ? q : next++ % n_workers;
+            dp::Worker* w = workers_[wi];
             w->rxq[w->n_rxq++] = dp::RxQueue{p.id, q};
+            if (p.socket != worker_socket(wi))
+                spdlog::warn("port {}: queue {} is polled by worker {} (lcore {}) on socket {}, the port is on socket {}: "
+                             "every packet crosses sockets", p.name, q, wi, cfg_.workers[wi], worker_socket(wi), p.socket);
         }
     }
     size_t session_bytes = 0;
     for (auto* w : workers_)
         session_bytes += w->sessions.memory_bytes();
     spdlog::info("data plane: {} worker(s), {} port(s), {} mbufs, {} sessions ({:.1f} MiB of session tables)", n_workers,
-                 ports_.size(), n_mbufs, per_worker * n_workers, session_bytes / 1048576.0);
+                 ports_.size(), n_mbufs_ * pools_.size(), per_worker * n_workers, session_bytes / 1048576.0);
 }
 
 void Runtime::start_ports() {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "control/daemon/queues.h"
 #include "dataplane/worker.h"
 
 struct rte_mempool;
@@ -27,6 +28,8 @@ struct PortInfo {
     uint16_t id = 0;           // DPDK port id
     std::array<uint8_t, 6> mac{};
     uint16_t rx_queues = 1;
+    uint64_t rss_hf = 0;       // RSS hash types in use (0: none, or a single queue)
+    unsigned socket = 0;       // NUMA socket of the device (the main lcore's for virtual devices)
 };
 
 class Runtime {
@@ -50,7 +53,8 @@ public:
     dp::DataplaneShared& shared() { return shared_; }
     std::vector<dp::Worker*>& workers() { return workers_; }
     const std::vector<PortInfo>& ports() const { return ports_; }
-    rte_mempool* pool() const { return pool_; }
+    rte_mempool* pool() const { return pool_; }   // the main lcore's socket's pool
+    unsigned worker_socket(unsigned index) const; // NUMA socket of worker `index`'s lcore
     std::vector<uint16_t> port_ids() const;
     std::vector<std::array<uint8_t, 6>> port_macs() const;   // indexed by DPDK port id
     uint64_t tsc_hz() const { return tsc_hz_; }
@@ -60,7 +64,11 @@ private:
     dp::DataplaneShared shared_;
     std::vector<dp::Worker*> workers_;
     std::vector<PortInfo> ports_;
+    rte_mempool* pool_on(unsigned socket);      // the pool of a socket, made on first use
+
     rte_mempool* pool_ = nullptr;
+    std::vector<std::pair<unsigned, rte_mempool*>> pools_;  // one per socket with a port (and the main one)
+    unsigned n_mbufs_ = 0;                                  // per pool
     uint64_t tsc_hz_ = 0;
     bool launched_ = false;
     bool ports_started_ = false;

@@ -292,7 +292,7 @@ TEST(Load, FullFileEveryFieldLands) {
       "ports": [
         {"name": "pods", "device": "net_tap0", "role": "inside", "vrf": "default",
          "addresses": ["10.244.1.1/24", "10.244.9.1/32"], "mac": "02:00:00:00:00:01", "mtu": 9000,
-         "rx_desc": 2048, "tx_desc": 512},
+         "rx_desc": 2048, "tx_desc": 512, "queues": 2},
         {"name": "up", "device": "0000:01:00.0", "role": "outside", "addresses": ["192.0.2.1/24"]},
         {"name": "blue", "device": "0000:02:00.1", "role": "outside", "vrf": "blue", "addresses": ["198.51.100.1/25"]},
         {"name": "sink", "device": "net_null0", "role": "outside", "vrf": "red"}
@@ -344,6 +344,8 @@ TEST(Load, FullFileEveryFieldLands) {
     EXPECT_EQ(pods.mtu, 9000u);
     EXPECT_EQ(pods.rx_desc, 2048u);
     EXPECT_EQ(pods.tx_desc, 512u);
+    EXPECT_EQ(pods.queues, 2u);
+    EXPECT_EQ(c.ports[1].queues, 0u) << "absent: one per worker";
     EXPECT_EQ(c.ports[1].device, "0000:01:00.0");
     EXPECT_EQ(c.ports[1].role, PortRole::outside);
     EXPECT_EQ(c.ports[1].vrf, "default");
@@ -691,7 +693,7 @@ TEST_P(FieldError, NamesPathAndExpectation) {
 const char* const kTopKeys =
     "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, node, state, "
     "metrics";
-const char* const kPortKeys = "name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc";
+const char* const kPortKeys = "name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc, queues";
 
 #define J(text) json::parse(text)
 
@@ -706,7 +708,7 @@ const ErrorCase kCases[] = {
     {"UnknownMempool", [](json& j) { j["mempool"] = {{"size", 1}}; }, "$.mempool.size",
      "unknown key \"size\", expected one of: mbufs, cache, data_room"},
     {"UnknownPort", [](json& j) { j["ports"][1]["ip"] = "1.2.3.4"; }, "$.ports[1].ip",
-     "unknown key \"ip\", expected one of: name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc"},
+     "unknown key \"ip\", expected one of: name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc, queues"},
     {"UnknownNeighbor",
      [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2.9", "mac": "02:00:00:00:00:09", "ttl": 1}])"); },
      "$.neighbors[0].ttl", "unknown key \"ttl\", expected one of: port, ip, mac"},
@@ -812,6 +814,10 @@ const ErrorCase kCases[] = {
     {"TooSmall", [](json& j) { j["ports"][0]["mtu"] = 67; }, "$.ports[0].mtu", "expected an integer from 68 to 16128, got 67"},
     {"RxDescZero", [](json& j) { j["ports"][0]["rx_desc"] = 0; }, "$.ports[0].rx_desc",
      "expected an integer from 16 to 32768, got 0"},
+    {"QueuesZero", [](json& j) { j["ports"][0]["queues"] = 0; }, "$.ports[0].queues",
+     "expected an integer from 1 to 16, got 0"},
+    {"QueuesBeyondWorkers", [](json& j) { j["ports"][1]["queues"] = 17; }, "$.ports[1].queues",
+     "expected an integer from 1 to 16, got 17"},
     {"TxDescHuge", [](json& j) { j["ports"][0]["tx_desc"] = 1u << 20; }, "$.ports[0].tx_desc",
      "expected an integer from 16 to 32768, got 1048576"},
     {"MemoryZero", [](json& j) { j["eal"]["memory_mb"] = 0; }, "$.eal.memory_mb",
@@ -1384,7 +1390,7 @@ json full_files_document() {
       "ports": [
         {"name": "pods", "device": "net_tap0", "role": "inside", "vrf": "default",
          "addresses": ["10.244.1.1/24", "10.244.9.1/32"], "mac": "02:00:00:00:00:01", "mtu": 9000,
-         "rx_desc": 2048, "tx_desc": 512},
+         "rx_desc": 2048, "tx_desc": 512, "queues": 2},
         {"name": "up", "device": "0000:01:00.0", "role": "outside", "vrf": "default", "addresses": ["192.0.2.1/24"],
          "mtu": 1500, "rx_desc": 1024, "tx_desc": 1024},
         {"name": "blue", "device": "02:00.1", "role": "outside", "vrf": "blue", "addresses": ["198.51.100.1/25"],
