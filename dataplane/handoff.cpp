@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Stage handoff: a session belongs to one worker (nat_ports.h), so a packet that arrived on
+// Stage handoff: a session belongs to one worker (nat_ports.h), so a reply that arrived on
 // another one is given to its owner through a single-producer/single-consumer ring before any
 // session is looked up.
 #include <rte_ring.h>
@@ -25,19 +25,21 @@ void worker_assign_port_block(Worker& w) {
                                                  : static_cast<uint16_t>(sh.nat_port_min + (w.index + 1) * block - 1);
 }
 
-// The port that decides the owner: the pod-side port going out, the NAT port coming back.
-// Packets with no key stay where they are; so do replies to a port outside the NAT range (no
-// session anywhere); new flows whose pod port is not a NAT port are spread by pod address.
+// Going out, the worker that receives a flow owns it: RSS (or the driver's fan-out) gives every
+// packet of a flow to the same queue, so that worker saw the first packet and made the session
+// with a NAT port of its own block. Coming back, the NAT destination port names the owner (where
+// rte_flow steers replies by port block this is already the receiving worker). Packets with no
+// key stay where they are, and so do replies to a port outside the NAT range (no session
+// anywhere). An ICMP error from the inside quotes the pod-side tuple, which does not name the
+// owner: it stays too, and finds its session only on the owner (docs/architecture.md).
 unsigned owner_of(const Worker& w, const PacketMeta& pk) {
-    if (pk.kind == Kind::other)
+    if (pk.kind == Kind::other || pk.dir == Dir::in2out)
         return w.index;
-    uint16_t port = rte_be_to_cpu_16(pk.dir == Dir::in2out ? pk.key.sport : pk.key.dport);
+    uint16_t port = rte_be_to_cpu_16(pk.key.dport);
     const DataplaneShared& sh = *w.shared;
     if (port >= sh.nat_port_min && port <= sh.nat_port_max)
         return owner_of_port(sh, port);
-    if (pk.dir == Dir::out2in)
-        return w.index;
-    return rte_be_to_cpu_32(pk.key.src) % sh.n_workers;
+    return w.index;
 }
 
 void stage_handoff(Worker& w, Burst& b) {

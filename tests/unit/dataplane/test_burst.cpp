@@ -121,7 +121,7 @@ TEST_F(DataplaneTest, MixedBurstMatchesPacketAtATime) {
             {r.pods, r.from_pod(kPod20, udp_ip(kPod20, 3000, kInternet, 53, text("default")))},
             {r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 2000, kServerB, 443, kSyn))},
             {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 20002, kServer, 53, text("ttl"), IpOpt{.ttl = 1}))},
-            {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 60000, kServer, 53, text("worker 1")))},
+            {r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 60000, text("worker 1")))},
             {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 20003, kRemotePod, 53, text("cluster")))},
             {r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 20005, text("no session")))},
             {r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 2000, kServerB, 443, kAck))},

@@ -7,7 +7,7 @@
 //   soon as dp::publish_policy returns (a worker still reading it reads freed memory: the
 //   AddressSanitizer build reports it, the ThreadSanitizer build reports the race);
 // - the neighbour table's MAC of the destination rewritten in place;
-// - two workers handing flows to each other through their rings;
+// - two workers, one receiving every flow and owning it;
 // - the counters read while the workers write them, as the metrics thread reads them.
 // Every frame sent must come out exactly once, translated as the policy says at every moment
 // (the translation of the flows under test never changes), with valid checksums.
@@ -193,22 +193,26 @@ TEST_F(DataplaneTest, NeighbourMacRewrittenInPlaceWhileAWorkerForwards) {
     EXPECT_EQ(r.w().counters.held, 0u) << "a frame found the neighbour unresolved while only its MAC changed";
 }
 
-TEST_F(DataplaneTest, TwoWorkerThreadsHandFlowsToEachOtherWhilePoliciesChange) {
+TEST_F(DataplaneTest, TwoWorkerThreadsWhilePoliciesChangeTheReceiverOwnsEveryFlow) {
     Rig& r = start(threaded(2));
     // 2000-2001 lie in worker 0's port block, 40000-40001 in worker 1's: worker 0 receives all
-    // and hands half to worker 1, which transmits them on its own queue.
+    // and owns all (the receiver of a flow's first packet owns it), with NAT ports of its block.
     Traffic t{r, {2000, 40000, 2001, 40001}, 10000};
     {
         WorkerThreads threads(r);
         t.run(2000, [&](unsigned round) { r.publish(churn(round)); });
     }
     EXPECT_EQ(t.received, t.total);
-    EXPECT_EQ(r.w(0).counters.handed_off, t.total / 2);
-    EXPECT_EQ(r.w(0).counters.tx_packets + r.w(1).counters.tx_packets, t.total);
-    EXPECT_EQ(r.w(1).counters.tx_packets, t.total / 2);
+    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
+    EXPECT_EQ(r.w(0).counters.tx_packets, t.total);
+    EXPECT_EQ(r.w(1).counters.tx_packets, 0u);
     EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
-    EXPECT_EQ(r.sessions(0).size(), 2u);
-    EXPECT_EQ(r.sessions(1).size(), 2u);
+    EXPECT_EQ(r.sessions(0).size(), 4u);
+    EXPECT_EQ(r.sessions(1).size(), 0u);
+    for (const auto& [pod_port, nat_port] : t.nat_port_of) {
+        EXPECT_GE(nat_port, r.w(0).nat_port_lo) << pod_port;
+        EXPECT_LE(nat_port, r.w(0).nat_port_hi) << pod_port;
+    }
 }
 
 TEST_F(DataplaneTest, CountersReadWhileWorkersCountNeverGoBackwards) {

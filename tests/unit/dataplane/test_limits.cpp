@@ -472,7 +472,7 @@ TEST_F(DataplaneTest, FullHandOffRingIsACountedDrop) {
     for (unsigned sent = 0; sent < kPackets; sent += dp::kBurst) {
         std::vector<In> burst;
         for (unsigned i = sent; i < std::min(kPackets, sent + dp::kBurst); ++i)
-            burst.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q")))});
+            burst.push_back({r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 40000, text("a")))});
         r.process(0, burst);
     }
     EXPECT_EQ(r.w(0).counters.handed_off, 2047u);

@@ -61,8 +61,8 @@ TEST_F(DataplaneTest, EveryNextStepInOneBurstMatchesPacketAtATime) {
             {r.pods, r.from_pod(kPod11, udp_ip(kPod11, 5000, kUnresolved, 53, text("held")))},
             // ip_forward: a cluster destination
             {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 20003, kRemotePod, 53, text("cluster")))},
-            // handoff: a pod port of worker 1's block
-            {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 60000, kServer, 53, text("worker 1")))},
+            // handoff: a reply to a NAT port of worker 1's block
+            {r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 60000, text("worker 1")))},
         };
     };
     a.process(0, input(a));

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Several workers: the NAT port range is cut into one block per worker, a session lives on the
-// worker owning its NAT port, and packets received elsewhere are handed to the owner through
-// its single-producer/single-consumer ring (all receive queues are polled by worker 0 here).
+// Several workers: the NAT port range is cut into one block per worker; the worker that receives
+// a flow's first packet owns its session and gives it a NAT port of its block; replies received
+// elsewhere are handed to the owner through its single-producer/single-consumer ring (all receive
+// queues are polled by worker 0 here; other workers get their bursts through Rig::process).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -58,40 +59,41 @@ TEST_F(DataplaneTest, UnevenSplitGivesTheRemainderToTheLastWorker) {
     }
 }
 
-TEST_F(DataplaneTest, FlowIsHandedToTheWorkerOwningItsPort) {
+TEST_F(DataplaneTest, FlowIsOwnedByTheWorkerThatReceivesIt) {
     Rig& r = start(two_workers());
-    // 40000 lies in worker 1's block.
+    // 40000 lies in worker 1's block, but worker 0 received the flow: it keeps it and gives it a
+    // NAT port of its own block, with no hand-off.
     r.rx(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn)));
     EXPECT_EQ(r.poll(0), 1u);
-    EXPECT_TRUE(r.tx(r.ext1).empty()) << "worker 0 translated a flow of worker 1's block";
-    EXPECT_EQ(r.handoff_pending(0, 1), 1u);
-    EXPECT_EQ(r.w(0).counters.handed_off, 1u);
-    EXPECT_TRUE(r.sessions(0).empty());
-
-    EXPECT_EQ(r.poll(1), 1u);
+    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
+    EXPECT_EQ(r.handoff_pending(0, 1), 0u);
+    auto ss = r.sessions(0);
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_TRUE(r.sessions(1).empty());
+    uint16_t nat = rte_be_to_cpu_16(ss[0].nat_port);
+    EXPECT_GE(nat, r.w(0).nat_port_lo);
+    EXPECT_LE(nat, r.w(0).nat_port_hi);
     auto frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kIngress, 40000, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
-    auto ss = r.sessions(1);
-    ASSERT_EQ(ss.size(), 1u);
-    EXPECT_EQ(ss[0].nat_port, nbo16(40000));
-    EXPECT_TRUE(r.sessions(0).empty());
-    EXPECT_EQ(r.svc(kWeb, 1).packets_out, 1u);
-    EXPECT_EQ(r.svc(kWeb, 0).packets_out, 0u);
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kIngress, nat, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.svc(kWeb, 0).packets_out, 1u);
+    EXPECT_EQ(r.svc(kWeb, 1).packets_out, 0u);
 
-    // The reply is received by worker 0 and handed over by its destination port.
-    r.rx(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck)));
-    r.poll(0);
+    // The reply is received by worker 1 and handed to worker 0 by its destination port.
+    r.process(1, {{r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, nat, kSyn | kAck))}});
     EXPECT_TRUE(r.tx(r.pods).empty());
-    EXPECT_EQ(r.w(0).counters.handed_off, 2u);
-    r.poll(1);
+    EXPECT_EQ(r.w(1).counters.handed_off, 1u);
+    EXPECT_EQ(r.handoff_pending(1, 0), 1u);
+    EXPECT_EQ(r.poll(0), 1u);
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
     EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
-    EXPECT_EQ(r.svc(kWeb, 1).packets_in, 1u);
-    EXPECT_EQ(ss.size(), r.sessions(1).size());
+    EXPECT_EQ(r.svc(kWeb, 0).packets_in, 1u);
+    EXPECT_EQ(r.svc(kWeb, 1).packets_in, 0u);
+    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
     EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
-    EXPECT_EQ(r.w(0).counters.sessions_created + r.w(1).counters.sessions_created, 1u);
+    EXPECT_EQ(r.w(0).counters.sessions_created, 1u);
+    EXPECT_EQ(r.w(1).counters.sessions_created, 0u);
 }
 
 TEST_F(DataplaneTest, FlowInOwnBlockStaysOnItsWorker) {
@@ -111,18 +113,16 @@ TEST_F(DataplaneTest, FlowInOwnBlockStaysOnItsWorker) {
     EXPECT_EQ(r.w(0).counters.handed_off, 0u);
 }
 
-TEST_F(DataplaneTest, PortBelowTheRangeGetsANatPortInItsOwnersBlock) {
+TEST_F(DataplaneTest, PortBelowTheRangeGetsANatPortInTheReceiversBlock) {
     Rig& r = start(two_workers());
-    // Below the NAT range the owner follows the pod address: .10 is even (worker 0), .11 odd.
-    for (uint32_t pod : {kPod10, kPod11}) {
-        SCOPED_TRACE(ip_str(pod));
-        unsigned owner = pod % 2;
-        r.rx(r.pods, r.from_pod(pod, udp_ip(pod, 53, kServer, 53, text("q"))));
-        r.poll(0);
-        if (owner == 1) {
-            EXPECT_EQ(r.handoff_pending(0, 1), 1u);
-            r.poll(1);
-        }
+    // Port 53 is below the NAT range: whichever worker receives the flow picks a port of its block.
+    for (unsigned owner : {0u, 1u}) {
+        SCOPED_TRACE(owner);
+        uint32_t pod = owner == 0 ? kPod10 : kPod11;
+        unsigned other = 1 - owner;
+        uint64_t handed_before = r.w(owner).counters.handed_off, other_before = r.w(other).counters.handed_off;
+        r.process(owner, {{r.pods, r.from_pod(pod, udp_ip(pod, 53, kServer, 53, text("q")))}});
+        EXPECT_EQ(r.w(owner).counters.handed_off, handed_before);
         auto frames = r.tx(r.ext1);
         Parsed p = single(frames);
         ASSERT_TRUE(checksums_valid(p));
@@ -132,13 +132,14 @@ TEST_F(DataplaneTest, PortBelowTheRangeGetsANatPortInItsOwnersBlock) {
         EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, p.sport, kServer, 53, text("q"), IpOpt{.ttl = 63})));
         EXPECT_EQ(r.sessions(owner).size(), 1u);
 
-        // Its reply goes to the same worker and back to port 53 of the pod.
-        r.rx(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, p.sport, text("a"))));
-        r.poll(0);
-        r.poll(1);
+        // Its reply, received by the other worker, is handed to the owner and reaches port 53.
+        r.process(other, {{r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, p.sport, text("a")))}});
+        EXPECT_EQ(r.handoff_pending(other, owner), 1u);
+        EXPECT_EQ(r.w(other).counters.handed_off, other_before + 1);
+        r.poll(owner);
         frames = r.tx(r.pods);
         ASSERT_TRUE(checksums_valid(single(frames)));
-        EXPECT_EQ(frames[0], ethernet(pod == kPod10 ? kPod10Mac : kPod11Mac, kPodsMac, kEtherIpv4,
+        EXPECT_EQ(frames[0], ethernet(owner == 0 ? kPod10Mac : kPod11Mac, kPodsMac, kEtherIpv4,
                                       udp_ip(kServer, 53, pod, 53, text("a"), IpOpt{.ttl = 63})));
     }
     EXPECT_EQ(r.sessions(0).size(), 1u);
@@ -146,29 +147,32 @@ TEST_F(DataplaneTest, PortBelowTheRangeGetsANatPortInItsOwnersBlock) {
     EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
 }
 
-TEST_F(DataplaneTest, IcmpIsHandedOffByIdentifierAndQuotedPort) {
+TEST_F(DataplaneTest, IcmpRepliesAreHandedOffByIdentifierAndQuotedPort) {
     Rig& r = start(two_workers());
-    // Echo with an identifier of worker 1's block.
+    // An echo with an identifier of worker 1's block, received by worker 0: worker 0's session,
+    // with an identifier of worker 0's block.
     r.rx(r.pods, r.from_pod(kPod10, echo_ip(true, kPod10, kServer, 50000, 1)));
     r.poll(0);
-    r.poll(1);
+    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
     Parsed p = single(r.tx(r.ext1));
     ASSERT_TRUE(checksums_valid(p));
-    EXPECT_EQ(p.icmp_ident, 50000);
-    EXPECT_EQ(r.sessions(1).size(), 1u);
-    r.rx(r.ext1, r.from_ext1(echo_ip(false, kServer, kIngress, 50000, 1)));
+    ASSERT_EQ(r.sessions(0).size(), 1u);
+    EXPECT_GE(p.icmp_ident, r.w(0).nat_port_lo);
+    EXPECT_LE(p.icmp_ident, r.w(0).nat_port_hi);
+    r.process(1, {{r.ext1, r.from_ext1(echo_ip(false, kServer, kIngress, p.icmp_ident, 1))}});
+    EXPECT_EQ(r.handoff_pending(1, 0), 1u);
     r.poll(0);
-    EXPECT_EQ(r.handoff_pending(0, 1), 1u);
-    r.poll(1);
-    EXPECT_EQ(single(r.tx(r.pods)).dst, kPod10);
+    Parsed back = single(r.tx(r.pods));
+    EXPECT_EQ(back.dst, kPod10);
+    EXPECT_EQ(back.icmp_ident, 50000);
 
     // A UDP flow of worker 1, then an ICMP error about it received by worker 0.
-    r.rx(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 60000, kServer, 53, text("q"))));
-    r.poll(0);
-    r.poll(1);
+    r.process(1, {{r.pods, r.from_pod(kPod11, udp_ip(kPod11, 60000, kServer, 53, text("q")))}});
     auto frames = r.tx(r.ext1);
     ASSERT_EQ(frames.size(), 1u);
+    ASSERT_EQ(r.sessions(1).size(), 1u);
     Bytes sent(frames[0].begin() + 14, frames[0].end());
+    uint16_t nat = parse_frame(frames[0]).sport;
     r.rx(r.ext1, r.from_ext1(ipv4(kServer, kIngress, kProtoIcmp, icmp_error(3, 3, sent))));
     r.poll(0);
     EXPECT_EQ(r.handoff_pending(0, 1), 1u);
@@ -178,34 +182,45 @@ TEST_F(DataplaneTest, IcmpIsHandedOffByIdentifierAndQuotedPort) {
     EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4,
                                   ipv4(kServer, kPod11, kProtoIcmp,
                                        icmp_error(3, 3, udp_ip(kPod11, 60000, kServer, 53, text("q"), IpOpt{.ttl = 63})),
-                                       IpOpt{.ttl = 63})));
+                                       IpOpt{.ttl = 63})))
+        << "NAT port " << nat;
+    EXPECT_EQ(r.w(0).counters.handed_off, 1u);
+    EXPECT_EQ(r.w(1).counters.handed_off, 1u);
     EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
 }
 
-TEST_F(DataplaneTest, LargeBurstForAnotherWorkerIsHandedOffWhole) {
-    // More packets for one worker than a burst holds, in one call, toward the last worker.
+TEST_F(DataplaneTest, LargeBurstOfRepliesForAnotherWorkerIsHandedOffWhole) {
+    // More replies for one worker than a burst holds, in one call, toward the last worker.
     RigOptions o;
     o.workers = dp::kMaxWorkers;
     o.sessions_per_worker = 128;
     Rig& r = start(o);
     unsigned last = dp::kMaxWorkers - 1;
-    std::vector<In> burst;
-    for (uint16_t i = 0; i < 2 * dp::kBurst + 5; ++i)
-        burst.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(r.w(last).nat_port_lo + i), kServer, 53, text("q")))});
-    r.process(0, burst);
-    EXPECT_EQ(r.w(0).counters.handed_off, burst.size());
-    EXPECT_EQ(r.handoff_pending(0, last), burst.size());
+    unsigned n = 2 * dp::kBurst + 5;
+    std::vector<In> out;
+    for (uint16_t i = 0; i < n; ++i)
+        out.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(r.w(last).nat_port_lo + i), kServer, 53, text("q")))});
+    r.process(last, out);
+    EXPECT_EQ(r.tx(r.ext1).size(), n) << "the pod ports lie in the receiver's block: kept";
+    std::vector<In> replies;
+    for (uint16_t i = 0; i < n; ++i)
+        replies.push_back({r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, static_cast<uint16_t>(r.w(last).nat_port_lo + i), text("a")))});
+    r.process(0, replies);
+    EXPECT_EQ(r.w(0).counters.handed_off, n);
+    EXPECT_EQ(r.handoff_pending(0, last), n);
     EXPECT_EQ(r.total_drops(0), 0u);
     while (r.poll(last)) {
     }
-    auto frames = r.tx(r.ext1);
-    ASSERT_EQ(frames.size(), burst.size());
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), n);
     for (size_t i = 0; i < frames.size(); ++i) {
         Parsed p = parse_frame(frames[i]);
         ASSERT_TRUE(checksums_valid(p));
-        EXPECT_EQ(p.sport, r.w(last).nat_port_lo + i);
+        EXPECT_EQ(p.dport, r.w(last).nat_port_lo + i);
+        EXPECT_EQ(p.dst, kPod10);
     }
-    EXPECT_EQ(r.sessions(last).size(), burst.size());
+    EXPECT_EQ(r.sessions(last).size(), n);
+    EXPECT_EQ(r.svc(kWeb, last).packets_in, n);
 }
 
 TEST_F(DataplaneTest, SessionListingIsServedByTheWorker) {
