@@ -23,6 +23,21 @@ std::vector<const control::PortInfo*> selected(Context& ctx, const std::string& 
     return out;
 }
 
+// The steering state of a port: nullptr for an inside port.
+const control::Steering::Port* steering_of(Context& ctx, uint16_t id) {
+    for (const auto& p : ctx.host.runtime.steering().ports())
+        if (p.id == id)
+            return &p;
+    return nullptr;
+}
+
+size_t installed_rules(const control::Steering::Port& p) {
+    size_t n = 0;
+    for (const auto& [ip, flows] : p.flows)
+        n += flows.size();
+    return n;
+}
+
 }  // namespace
 
 Reply show_port_stats(Context& ctx, const Args& a) {
@@ -85,7 +100,8 @@ Reply clear_port_stats(Context& ctx, const Args& a) {
 }
 
 Reply show_port_info(Context& ctx, const Args& a) {
-    Table t({"port", "name", "device", "driver", "mac", "link", "speed-mbps", "mtu", "rx-queues", "tx-queues"});
+    Table t({"port", "name", "device", "driver", "mac", "link", "speed-mbps", "mtu", "rx-queues", "tx-queues", "rss",
+             "steering"});
     json rows = json::array();
     for (const auto* p : selected(ctx, a.get("PORTS"))) {
         rte_eth_dev_info info{};
@@ -101,11 +117,15 @@ Reply show_port_info(Context& ctx, const Args& a) {
         std::string driver = rc == 0 && info.driver_name ? info.driver_name : "";
         bool up = link.link_status == RTE_ETH_LINK_UP;
         uint32_t speed = up ? link.link_speed : 0;
+        std::string rss = control::describe_rss(p->rss_hf);
+        const auto* st = steering_of(ctx, p->id);
+        std::string steering = st ? control::to_string(st->mode) : "-";
         t.row({num(p->id), p->name, p->device, driver, mac_text, up ? "up" : "down", num(speed),
-               num(mtu), num(info.nb_rx_queues), num(info.nb_tx_queues)});
+               num(mtu), num(info.nb_rx_queues), num(info.nb_tx_queues), rss, steering});
         rows.push_back({{"id", p->id}, {"name", p->name}, {"device", p->device}, {"driver", driver}, {"mac", mac_text},
                         {"link_up", up}, {"speed_mbps", speed}, {"mtu", mtu},
-                        {"rx_queues", info.nb_rx_queues}, {"tx_queues", info.nb_tx_queues}});
+                        {"rx_queues", info.nb_rx_queues}, {"tx_queues", info.nb_tx_queues}, {"rss", rss},
+                        {"steering", st ? json(steering) : json(nullptr)}});
     }
     return ok(t.render(), rows);
 }
@@ -114,6 +134,53 @@ Reply clear_counters(Context& ctx, const Args&) {
     Args all;
     all.values["PORTS"] = "all";
     return clear_port_stats(ctx, all);
+}
+
+}  // namespace egw::cli
+
+namespace egw::cli {
+
+Reply show_steering(Context& ctx, const Args&) {
+    const auto& steering = ctx.host.runtime.steering();
+    Table ports({"port", "name", "mode", "rules", "icmp", "why software"});
+    json jports = json::array();
+    std::string rules_text;
+    for (const auto& p : steering.ports()) {
+        bool hw = p.mode == control::Steering::Mode::rte_flow;
+        size_t installed = installed_rules(p);
+        ports.row({num(p.id), p.name, control::to_string(p.mode), num(installed), hw && p.icmp ? "steered" : "software",
+                   or_dash(p.reason)});
+        json rules = json::array();
+        for (uint32_t ip : steering.nat_ips())
+            for (const auto& r : steering.rules_of(ip)) {
+                if (r.proto == control::SteeredProto::icmp && !p.icmp)
+                    continue;
+                rules.push_back(control::testpmd_flow_create(p.id, r));
+            }
+        if (!rules.empty()) {
+            rules_text += "\n" + p.name + (hw ? ": rules in force (testpmd syntax)\n"
+                                               : ": rules a NIC with rte_flow would get (testpmd syntax; not installed)\n");
+            for (const auto& r : rules)
+                rules_text += "  " + r.get<std::string>() + "\n";
+        }
+        jports.push_back({{"id", p.id}, {"name", p.name}, {"mode", control::to_string(p.mode)},
+                          {"reason", p.reason}, {"icmp_steered", hw && p.icmp}, {"rules_installed", installed},
+                          {"rules", rules}});
+    }
+    Table workers({"worker", "nat-ports", "handed-off"});
+    json jworkers = json::array();
+    const auto& blocks = steering.blocks();
+    for (const auto& s : ctx.status()["workers"]) {
+        unsigned index = s["index"].get<unsigned>();
+        std::string block = index < blocks.size()
+                                ? std::to_string(blocks[index].lo) + "-" + std::to_string(blocks[index].hi)
+                                : "-";
+        workers.row({num(index), block, jnum(s["handed_off"])});
+        jworkers.push_back({{"index", index}, {"nat_ports", block}, {"handed_off", s["handed_off"]}});
+    }
+    std::string text = ports.render() + "\n" + workers.render() +
+                       "handed-off: replies this worker received and passed to their owner's ring.\n" + rules_text;
+    return ok(text, json{{"ports", jports}, {"workers", jworkers}});
 }
 
 }  // namespace egw::cli

@@ -71,6 +71,10 @@ const Command kCommands[] = {
     {"show port xstats PORT", "ports", "the driver's extended statistics of one port", show_port_xstats},
     {"show port info PORTS", "ports", "driver, MAC address, link state and speed, MTU, queues of one port or all",
      show_port_info},
+    {"show steering", "ports",
+     "how replies reach the worker owning their session, per outside port: rte_flow rules (listed in testpmd "
+     "syntax) or software hand-off, and hand-offs per worker",
+     show_steering},
     {"clear port stats PORTS", "ports", "reset the statistics and extended statistics of one port or all",
      clear_port_stats},
     {"clear counters", "ports",

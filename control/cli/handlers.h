@@ -16,6 +16,7 @@ Reply show_port_xstats(Context& ctx, const Args& a);
 Reply clear_port_stats(Context& ctx, const Args& a);
 Reply show_port_info(Context& ctx, const Args& a);
 Reply clear_counters(Context& ctx, const Args& a);
+Reply show_steering(Context& ctx, const Args& a);
 
 // services
 Reply show_services(Context& ctx, const Args& a);

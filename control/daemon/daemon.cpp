@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -133,6 +134,13 @@ void Daemon::setup() {
 }
 
 void Daemon::publish(std::unique_ptr<dp::PolicySnapshot> next) {
+    // Replies to the NAT addresses are steered to their owners where the NIC can (the rules of a
+    // new address go in before the first session can use it; software hand-off covers the rest).
+    std::vector<uint32_t> nat_ips;
+    next->nat_addresses.for_each([&](uint64_t ip, uint32_t) { nat_ips.push_back(static_cast<uint32_t>(ip)); });
+    std::sort(nat_ips.begin(), nat_ips.end());
+    if (nat_ips != rt_->steering().nat_ips())
+        rt_->steering().update(nat_ips);
     uint64_t t0 = rte_rdtsc();
     // Returns once no worker can still be reading the old version: then it is freed.
     delete dp::publish_policy(rt_->shared(), next.release());

@@ -282,6 +282,14 @@ void Runtime::start_ports() {
             throw RuntimeError("port " + p.name + ": start: " + errstr(rc));
         ports_started_ = true;
     }
+    std::vector<Steering::OutsidePort> outside;
+    for (size_t i = 0; i < ports_.size(); ++i)
+        if (cfg_.ports[i].role == config::PortRole::outside)
+            outside.push_back({ports_[i].id, ports_[i].name, ports_[i].rx_queues});
+    std::vector<PortBlock> blocks;
+    for (const auto* w : workers_)
+        blocks.push_back({w->nat_port_lo, w->nat_port_hi});
+    steering_.init(outside, blocks);
 }
 
 void Runtime::launch_workers() {
@@ -302,6 +310,7 @@ void Runtime::stop_workers() {
 
 void Runtime::stop() {
     stop_workers();
+    steering_.clear();
     if (ports_started_) {
         for (const auto& p : ports_) {
             rte_eth_dev_stop(p.id);

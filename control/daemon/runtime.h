@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "control/daemon/queues.h"
+#include "control/daemon/steering.h"
 #include "dataplane/worker.h"
 
 struct rte_mempool;
@@ -45,7 +46,7 @@ public:
     // EAL must be initialised. Creates the pool (`mbufs` overrides the config when non-zero), the
     // ports, rings, RCU and the workers' state. Throws RuntimeError naming what failed.
     void setup(unsigned mbufs);
-    void start_ports();
+    void start_ports();        // also sets up steering (no rule until the first NAT address)
     void launch_workers();
     void stop_workers();       // asks the workers to stop and waits for them
     void stop();               // stops workers, then ports
@@ -58,6 +59,8 @@ public:
     std::vector<uint16_t> port_ids() const;
     std::vector<std::array<uint8_t, 6>> port_macs() const;   // indexed by DPDK port id
     uint64_t tsc_hz() const { return tsc_hz_; }
+    Steering& steering() { return steering_; }
+    const Steering& steering() const { return steering_; }
 
 private:
     const config::Config& cfg_;
@@ -66,6 +69,7 @@ private:
     std::vector<PortInfo> ports_;
     rte_mempool* pool_on(unsigned socket);      // the pool of a socket, made on first use
 
+    Steering steering_;
     rte_mempool* pool_ = nullptr;
     std::vector<std::pair<unsigned, rte_mempool*>> pools_;  // one per socket with a port (and the main one)
     unsigned n_mbufs_ = 0;                                  // per pool

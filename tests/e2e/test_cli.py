@@ -442,7 +442,25 @@ class CliThroughEgwctl(unittest.TestCase):
         self.assertEqual(info["ext1"]["driver"], "net_null")
         self.assertRegex(info["pods"]["mac"], r"^([0-9A-F]{2}:){5}[0-9A-F]{2}$")  # the device's own
         self.assertEqual(info["pods"]["rx_queues"], 1)
+        self.assertEqual(info["pods"]["rss"], "none")
+        self.assertIsNone(info["pods"]["steering"])          # inside: nothing to steer
+        self.assertEqual(info["ext1"]["steering"], "software")
         self.assertIn("DRIVER", self.out("show", "port", "info", "pods"))
+
+    def test_steering(self):
+        # One worker: the outside ports stay on software (nothing to steer) and no rule is made.
+        st = self.json("show", "steering")
+        self.assertEqual([p["name"] for p in st["ports"]], ["ext1", "ext2"])
+        for p in st["ports"]:
+            self.assertEqual((p["mode"], p["reason"], p["rules_installed"]),
+                             ("software", "one worker: every reply is its own", 0), p)
+        self.assertEqual([(w["index"], w["nat_ports"]) for w in st["workers"]], [(0, "1024-65535")])
+        # The rules a NIC would get, in testpmd syntax: one address, one worker, 6 matches x 3 protocols.
+        ext1 = st["ports"][0]
+        self.assertEqual(len(ext1["rules"]) % 18, 0, ext1["rules"])
+        self.assertIn(f"flow create {ext1['id']} ingress pattern eth / ipv4 dst is {WEB_INGRESS} / tcp dst spec 1024 "
+                      "dst mask 0xfc00 / end actions queue index 0 / end", ext1["rules"])
+        self.assertIn("not installed", self.out("show", "steering"))
 
     def test_zz_clear_counters(self):
         self.assertIn("statistics cleared: pods, ext1, ext2", self.out("clear", "counters"))

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "control/daemon/steering.h"
 #include "tests/unit/dataplane/rig.h"
 
 namespace egw::test {
@@ -221,6 +222,38 @@ TEST_F(DataplaneTest, LargeBurstOfRepliesForAnotherWorkerIsHandedOffWhole) {
     }
     EXPECT_EQ(r.sessions(last).size(), n);
     EXPECT_EQ(r.svc(kWeb, last).packets_in, n);
+}
+
+// Steering on a device without rte_flow (net_ring, like every virtual device): the first rule
+// is refused by rte_flow_validate, the port falls back to the software hand-off with the reason,
+// and nothing fails. Replies are then handed off as the tests above show.
+TEST_F(DataplaneTest, SteeringFallsBackToSoftwareWhereTheDeviceHasNoRteFlow) {
+    Rig& r = start(two_workers());
+    std::vector<control::PortBlock> blocks{{r.w(0).nat_port_lo, r.w(0).nat_port_hi},
+                                           {r.w(1).nat_port_lo, r.w(1).nat_port_hi}};
+    control::Steering st;
+    st.update({kIngress});  // the first policy is published before the ports start
+    st.init({{r.ext1, "ext1", 2}, {r.ext2, "ext2", 1}}, blocks);
+    ASSERT_EQ(st.ports().size(), 2u);
+    const auto& ext1 = st.ports()[0];
+    EXPECT_EQ(ext1.mode, control::Steering::Mode::software);
+    std::string first = "rte_flow_validate refused flow create " + std::to_string(r.ext1) +
+                        " ingress pattern eth / ipv4 dst is 192.0.2.50 / tcp dst spec 1024 dst mask 0xfc00 / end "
+                        "actions queue index 0 / end: ";
+    EXPECT_EQ(ext1.reason.substr(0, first.size()), first) << ext1.reason;
+    EXPECT_TRUE(ext1.flows.empty());
+    const auto& ext2 = st.ports()[1];
+    EXPECT_EQ(ext2.mode, control::Steering::Mode::software);
+    EXPECT_EQ(ext2.reason, "1 receive queue(s) for 2 workers: queue w is not worker w's");
+    EXPECT_EQ(st.nat_ips(), (std::vector<uint32_t>{kIngress}));
+    // A later change of NAT addresses touches no software port.
+    st.update({kIngress, kExt1Addr});
+    EXPECT_TRUE(st.ports()[0].flows.empty());
+    EXPECT_EQ(st.rules_of(kExt1Addr).size(), 36u);
+
+    control::Steering one;
+    one.init({{r.ext1, "ext1", 1}}, {{1024, 65535}});
+    EXPECT_EQ(one.ports()[0].reason, "one worker: every reply is its own");
 }
 
 TEST_F(DataplaneTest, SessionListingIsServedByTheWorker) {
