@@ -146,6 +146,7 @@ Rig::Rig(const RigOptions& o) : instance_(g_instances++) {
 }
 
 void Rig::setup(const RigOptions& o) {
+    queue_per_worker_ = o.queue_per_worker;
     cfg = standard_config();
     if (o.configure)
         o.configure(cfg);
@@ -243,9 +244,11 @@ void Rig::setup(const RigOptions& o) {
             workers[a]->handoff_out[b] = r;
             workers[b]->handoff_in[a] = r;
         }
-    // Every port's single receive queue is polled by worker 0.
+    // Every port's single receive queue is polled by worker 0; with a queue per worker, worker w
+    // polls queue w of every port, as in egwd.
     for (const auto& p : ports_)
-        workers[0]->rxq[workers[0]->n_rxq++] = dp::RxQueue{p.id, 0};
+        for (unsigned q = 0; q < p.rxs.size(); ++q)
+            workers[q]->rxq[workers[q]->n_rxq++] = dp::RxQueue{p.id, static_cast<uint16_t>(q)};
 
     builder_ = std::make_unique<control::PolicyBuilder>(cfg, ids, macs);
     publish(o.services);
@@ -262,19 +265,29 @@ uint16_t Rig::make_port(const std::string& device) {
     int socket = static_cast<int>(rte_socket_id());
     Port p;
     p.device = "net_ring_" + device;
-    p.rx = rte_ring_create((device + "_r").c_str(), kRingSize, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    // One receive ring per queue: one, or one per worker (RigOptions::queue_per_worker).
+    unsigned n_rxq = queue_per_worker_ ? std::max(1u, shared.n_workers) : 1;
+    bool ok = true;
+    for (unsigned q = 0; q < n_rxq; ++q) {
+        std::string rn = device + "_r" + (q ? std::to_string(q) : "");
+        p.rxs.push_back(rte_ring_create(rn.c_str(), kRingSize, socket, RING_F_SP_ENQ | RING_F_SC_DEQ));
+        ok = ok && p.rxs.back();
+    }
+    p.rx = p.rxs[0];
     p.tx = rte_ring_create((device + "_t").c_str(), kRingSize, socket, 0);
-    if (!p.rx || !p.tx) {
-        rte_ring_free(p.rx);
+    if (!ok || !p.tx) {
+        for (auto* r : p.rxs)
+            rte_ring_free(r);
         rte_ring_free(p.tx);
         fail("port rings of " + device);
     }
     // A tx queue per worker (at least two), all feeding the one transmit ring.
     unsigned n_txq = std::max<unsigned>(2, static_cast<unsigned>(shared.n_workers));
     std::vector<rte_ring*> txs(n_txq, p.tx);
-    int id = rte_eth_from_rings(device.c_str(), &p.rx, 1, txs.data(), n_txq, static_cast<unsigned>(socket));
+    int id = rte_eth_from_rings(device.c_str(), p.rxs.data(), n_rxq, txs.data(), n_txq, static_cast<unsigned>(socket));
     if (id < 0) {
-        rte_ring_free(p.rx);
+        for (auto* r : p.rxs)
+            rte_ring_free(r);
         rte_ring_free(p.tx);
         fail("rte_eth_from_rings " + device);
     }
@@ -283,10 +296,11 @@ uint16_t Rig::make_port(const std::string& device) {
     if (p.id >= dp::kMaxPorts)
         throw std::runtime_error("test rig: port id too large (ports leaked by an earlier test?)");
     rte_eth_conf conf{};
-    if (rte_eth_dev_configure(p.id, 1, static_cast<uint16_t>(n_txq), &conf) != 0)
+    if (rte_eth_dev_configure(p.id, static_cast<uint16_t>(n_rxq), static_cast<uint16_t>(n_txq), &conf) != 0)
         fail("configure " + device);
-    if (rte_eth_rx_queue_setup(p.id, 0, 512, static_cast<unsigned>(socket), nullptr, pool_) != 0)
-        fail("rx queue " + device);
+    for (unsigned q = 0; q < n_rxq; ++q)
+        if (rte_eth_rx_queue_setup(p.id, static_cast<uint16_t>(q), 512, static_cast<unsigned>(socket), nullptr, pool_) != 0)
+            fail("rx queue " + device);
     for (unsigned q = 0; q < n_txq; ++q)
         if (rte_eth_tx_queue_setup(p.id, static_cast<uint16_t>(q), 512, static_cast<unsigned>(socket), nullptr) != 0)
             fail("tx queue " + device);
@@ -305,7 +319,8 @@ void Rig::release() {
         if (p.started)
             rte_eth_dev_stop(p.id);
         rte_vdev_uninit(p.device.c_str());
-        rte_ring_free(p.rx);
+        for (auto* r : p.rxs)
+            rte_ring_free(r);
         rte_ring_free(p.tx);
     }
     ports_.clear();
@@ -379,13 +394,16 @@ void Rig::rx(uint16_t port, const Bytes& frame) {
     throw std::runtime_error("test rig: no port " + std::to_string(port));
 }
 
-bool Rig::try_rx(uint16_t port, const Bytes& frame) {
+bool Rig::try_rx(uint16_t port, const Bytes& frame) { return try_rx_queue(port, 0, frame); }
+
+bool Rig::try_rx_queue(uint16_t port, unsigned queue, const Bytes& frame) {
     for (auto& p : ports_)
         if (p.id == port) {
-            if (rte_ring_free_count(p.rx) == 0)
+            rte_ring* r = p.rxs.at(queue);
+            if (rte_ring_free_count(r) == 0)
                 return false;
             // Only this thread enqueues (single producer): the room seen is still there.
-            if (rte_ring_enqueue(p.rx, mbuf_of(port, frame)) != 0)
+            if (rte_ring_enqueue(r, mbuf_of(port, frame)) != 0)
                 throw std::runtime_error("test rig: rx ring full");
             return true;
         }
@@ -498,7 +516,8 @@ void Rig::drain_all() {
             rte_pktmbuf_free(static_cast<rte_mbuf*>(obj));
     };
     for (auto& p : ports_) {
-        drain(p.rx);
+        for (auto* r : p.rxs)
+            drain(r);
         drain(p.tx);
     }
     for (auto* r : rings_)

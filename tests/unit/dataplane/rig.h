@@ -95,6 +95,9 @@ struct RigOptions {
     unsigned workers = 1;
     uint32_t sessions_per_worker = 1024;      // SessionTable capacity of each worker
     bool inject = false;                      // give each worker an inject ring
+    // Each port gets a receive queue per worker, worker w polling queue w of every port (as egwd
+    // sets them up); otherwise each port has one, polled by worker 0.
+    bool queue_per_worker = false;
     // RCU in use, as in egwd: publish() swaps the snapshot, waits for every worker's quiescent
     // state (dp::publish_policy) and frees the old one. Needed when workers run on threads of
     // their own (dp::worker_main); without it old snapshots live as long as the rig.
@@ -147,6 +150,8 @@ public:
     void rx(uint16_t port, const Bytes& frame);
     // The same, false (and nothing enqueued) when the ring is full.
     bool try_rx(uint16_t port, const Bytes& frame);
+    // Into receive queue `queue` of a port (RigOptions::queue_per_worker), as RSS would put it.
+    bool try_rx_queue(uint16_t port, unsigned queue, const Bytes& frame);
     // One poll-loop iteration of a worker (its clock becomes the TSC).
     unsigned poll(unsigned worker = 0);
     // worker_process_burst + worker_flush on one burst, with the worker's clock as it is.
@@ -181,7 +186,8 @@ private:
     struct Port {
         std::string device;
         uint16_t id = 0;
-        rte_ring* rx = nullptr;
+        rte_ring* rx = nullptr;          // queue 0's
+        std::vector<rte_ring*> rxs;      // every receive queue's
         rte_ring* tx = nullptr;
         bool started = false;
     };
@@ -192,6 +198,7 @@ private:
     std::string name(const std::string& what) const;
 
     unsigned instance_;
+    bool queue_per_worker_ = false;
     rte_mempool* pool_ = nullptr;
     unsigned pool_size_ = 0;
     std::vector<Port> ports_;

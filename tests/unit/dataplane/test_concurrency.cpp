@@ -8,6 +8,9 @@
 //   AddressSanitizer build reports it, the ThreadSanitizer build reports the race);
 // - the neighbour table's MAC of the destination rewritten in place;
 // - two workers, one receiving every flow and owning it;
+// - two and four workers each polling its own queue of every port, flows spread over the queues
+//   by a hash of the 5-tuple as RSS does: the receiver owns each flow, replies that hash to
+//   another queue are handed to the owner, counted exactly;
 // - the counters read while the workers write them, as the metrics thread reads them.
 // Every frame sent must come out exactly once, translated as the policy says at every moment
 // (the translation of the flows under test never changes), with valid checksums.
@@ -213,6 +216,164 @@ TEST_F(DataplaneTest, TwoWorkerThreadsWhilePoliciesChangeTheReceiverOwnsEveryFlo
         EXPECT_GE(nat_port, r.w(0).nat_port_lo) << pod_port;
         EXPECT_LE(nat_port, r.w(0).nat_port_hi) << pod_port;
     }
+}
+
+// RSS as a NIC does it: a hash of the 5-tuple picks the queue, the same for every packet of a
+// flow in one direction; a reply's tuple is another one and generally hashes elsewhere.
+unsigned rss_queue(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, unsigned n) {
+    uint32_t h = src ^ (dst * 0x9E3779B1u) ^ (((uint32_t{sport} << 16) | dport) * 0x27D4EB2Fu);
+    h ^= h >> 16;  // murmur3's finaliser: every input bit reaches the low bits
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return h % n;
+}
+
+struct Flow {
+    uint32_t pod;
+    uint16_t sport;
+    unsigned out_queue;     // where its outgoing packets arrive: the owner
+    uint16_t nat = 0;       // its translated port, once seen
+    unsigned in_queue = 0;  // where its replies arrive
+};
+
+// Puts every frame of `frames` (queue, frame) into `port`'s queues with at most kWindow in
+// flight, and hands what leaves `out` to `check` (which returns the frame's sequence number)
+// until every frame came out once; fails when nothing comes out for 10 s.
+void pump(Rig& r, uint16_t port, uint16_t out, const std::vector<std::pair<unsigned, Bytes>>& frames,
+          const std::function<uint32_t(const Bytes&)>& check) {
+    std::vector<uint8_t> seen(frames.size(), 0);
+    size_t sent = 0, received = 0;
+    auto last_progress = std::chrono::steady_clock::now();
+    while (received < frames.size()) {
+        while (sent < frames.size() && sent - received < kWindow &&
+               r.try_rx_queue(port, frames[sent].first, frames[sent].second))
+            ++sent;
+        auto got = r.tx(out);
+        for (const auto& f : got) {
+            uint32_t seq = check(f);
+            ASSERT_LT(seq, frames.size());
+            ASSERT_FALSE(seen[seq]) << "frame " << seq << " came out twice";
+            seen[seq] = 1;
+        }
+        if (!got.empty()) {
+            received += got.size();
+            last_progress = std::chrono::steady_clock::now();
+        } else if (std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(10)) {
+            FAIL() << "no frame came out for 10 s: " << sent - received << " of " << sent << " sent are lost";
+        }
+    }
+}
+
+void RssSpreadFlowsOverWorkerThreads(Rig& r, unsigned n) {
+    constexpr unsigned kFlows = 96, kRounds = 12;
+    std::vector<Flow> flows;
+    for (unsigned i = 0; i < kFlows; ++i) {
+        uint32_t pod = i % 2 ? kPod11 : kPod10;
+        auto sport = static_cast<uint16_t>(1100 + i * 677);  // across every worker's block and below it
+        flows.push_back({pod, sport, rss_queue(pod, kServer, sport, kDport, n)});
+    }
+    std::vector<std::pair<unsigned, Bytes>> out, back;
+    for (uint32_t seq = 0; seq < kFlows * kRounds; ++seq) {
+        const Flow& f = flows[seq % kFlows];
+        out.push_back({f.out_queue, r.from_pod(f.pod, udp_ip(f.pod, f.sport, kServer, kDport, seq_payload(seq)))});
+    }
+    std::vector<uint64_t> to_queue(n, 0), handoffs(n, 0);
+    for (const auto& [q, frame] : out)
+        ++to_queue[q];
+    {
+        WorkerThreads threads(r);
+        pump(r, r.pods, r.ext1, out, [&](const Bytes& frame) {
+            Parsed p = parse_frame(frame);
+            EXPECT_TRUE(checksums_valid(p));
+            EXPECT_EQ(p.src, kIngress);
+            EXPECT_EQ(p.dst, kServer);
+            EXPECT_EQ(p.dport, kDport);
+            uint32_t seq = seq_of(p.payload);
+            if (seq >= out.size())
+                return seq;
+            Flow& f = flows[seq % kFlows];
+            if (!f.nat)
+                f.nat = p.sport;
+            EXPECT_EQ(p.sport, f.nat) << "flow " << f.sport << " changed its translated port";
+            // The worker that received the flow took a port of its own block.
+            EXPECT_GE(p.sport, r.w(f.out_queue).nat_port_lo) << f.sport;
+            EXPECT_LE(p.sport, r.w(f.out_queue).nat_port_hi) << f.sport;
+            return seq;
+        });
+        if (::testing::Test::HasFatalFailure())
+            return;
+        for (Flow& f : flows)
+            f.in_queue = rss_queue(kServer, kIngress, kDport, f.nat, n);
+        for (uint32_t seq = 0; seq < kFlows * kRounds; ++seq) {
+            const Flow& f = flows[seq % kFlows];
+            back.push_back({f.in_queue, r.from_ext1(udp_ip(kServer, kDport, kIngress, f.nat, seq_payload(seq)))});
+            ++to_queue[f.in_queue];
+            if (f.in_queue != f.out_queue)
+                ++handoffs[f.in_queue];
+        }
+        pump(r, r.ext1, r.pods, back, [&](const Bytes& frame) {
+            Parsed p = parse_frame(frame);
+            EXPECT_TRUE(checksums_valid(p));
+            uint32_t seq = seq_of(p.payload);
+            if (seq >= back.size())
+                return seq;
+            const Flow& f = flows[seq % kFlows];
+            EXPECT_EQ(p.src, kServer);
+            EXPECT_EQ(p.sport, kDport);
+            EXPECT_EQ(p.dst, f.pod);
+            EXPECT_EQ(p.dport, f.sport);
+            EXPECT_EQ(p.eth_dst, f.pod == kPod10 ? kPod10Mac : kPod11Mac);
+            return seq;
+        });
+    }
+    if (::testing::Test::HasFatalFailure())
+        return;
+    // The workers have stopped: their tables and counters may be read.
+    uint64_t total_handoffs = 0;
+    std::map<std::pair<uint32_t, uint16_t>, unsigned> owner_of_flow;
+    for (unsigned w = 0; w < n; ++w) {
+        SCOPED_TRACE(testing::Message() << "worker " << w);
+        unsigned owned = 0;
+        for (const Flow& f : flows)
+            owned += f.out_queue == w;
+        EXPECT_GT(owned, 0u) << "the hash gave this worker no flow";
+        auto ss = r.sessions(w);
+        EXPECT_EQ(ss.size(), owned);
+        for (const auto& s : ss) {
+            auto [it, fresh] = owner_of_flow.emplace(std::make_pair(s.pod_ip, s.pod_port), w);
+            EXPECT_TRUE(fresh) << "a flow has sessions on workers " << it->second << " and " << w;
+        }
+        const auto& c = r.w(w).counters;
+        EXPECT_EQ(c.rx_packets, to_queue[w]);
+        EXPECT_EQ(c.handed_off, handoffs[w]);
+        EXPECT_EQ(c.sessions_created, owned);
+        EXPECT_EQ(r.total_drops(w), 0u);
+        // The owner translates both directions of its flows.
+        EXPECT_EQ(r.svc(kWeb, w).packets_out, owned * kRounds);
+        EXPECT_EQ(r.svc(kWeb, w).packets_in, owned * kRounds);
+        total_handoffs += c.handed_off;
+    }
+    for (const Flow& f : flows) {
+        auto it = owner_of_flow.find({nbo32(f.pod), nbo16(f.sport)});
+        ASSERT_NE(it, owner_of_flow.end()) << "no session for flow " << f.sport;
+        EXPECT_EQ(it->second, f.out_queue) << "flow " << f.sport;
+    }
+    EXPECT_EQ(owner_of_flow.size(), kFlows);
+    EXPECT_GT(total_handoffs, 0u) << "no reply hashed to another worker: the hand-off went untested";
+}
+
+TEST_F(DataplaneTest, TwoWorkerThreadsWithAQueueEachOwnWhatTheyReceiveAndGetTheirReplies) {
+    RigOptions o = threaded(2);
+    o.queue_per_worker = true;
+    RssSpreadFlowsOverWorkerThreads(start(o), 2);
+}
+
+TEST_F(DataplaneTest, FourWorkerThreadsWithAQueueEachOwnWhatTheyReceiveAndGetTheirReplies) {
+    RigOptions o = threaded(4);
+    o.queue_per_worker = true;
+    RssSpreadFlowsOverWorkerThreads(start(o), 4);
 }
 
 TEST_F(DataplaneTest, CountersReadWhileWorkersCountNeverGoBackwards) {
