@@ -386,6 +386,50 @@ class TrafficUnderChange(unittest.TestCase):
 
     # --- tests (in name order, each leaves web hosted on gw-1 unless it says otherwise) ------
 
+    def test_0_two_queues_per_port_each_flow_on_the_worker_that_received_it(self):
+        """Two workers, two queues per port: net_af_packet's fan-out by flow hash spreads the
+        pod's flows over both queues (as RSS would); each flow's session lives on exactly one
+        worker, with a NAT port of that worker's block, and its reply comes back, through the
+        software hand-off where it arrived on the other queue (net_af_packet has no rte_flow)."""
+        ctl = [str(harness.egwctl_binary()), "-p", self.rig.prefix("gw-1"), "--json"]
+        steering = json.loads(run(ctl + ["show", "steering"], 20).stdout)
+        (ext,) = steering["ports"]
+        self.assertEqual(ext["mode"], "software", ext)
+        self.assertTrue(ext["reason"].startswith("rte_flow_validate refused flow create "), ext["reason"])
+        self.assertEqual(ext["rules_installed"], 0)
+        blocks = {w["index"]: tuple(map(int, w["nat_ports"].split("-"))) for w in steering["workers"]}
+        self.assertEqual(sorted(blocks), [0, 1])
+        info = {p["name"]: p for p in json.loads(run(ctl + ["show", "port", "info", "all"], 20).stdout)}
+        self.assertEqual((info["pods"]["rx_queues"], info["ext1"]["rx_queues"]), (2, 2))
+        handed_before = sum(w["handed_off"] for w in steering["workers"])
+
+        ports = list(range(31000, 31032))
+        for port in ports:
+            r = run(["ip", "netns", "exec", ns("pods"), sys.executable, str(HERE / "peer.py"), "udp", EXT, str(UDP_PORT),
+                     "--bind", f"{POD}:{port}", "--timeout", "5", "--interval", "0.5"], 20, check=False)
+            self.assertEqual(r.returncode, 0, f"flow from port {port}: {r.stdout}{r.stderr}")
+
+        def ours():
+            return [s for s in self.status("gw-1").get("sessions", [])
+                    if s["inside"].startswith(POD + ":") and int(s["inside"].split(":")[1]) in ports]
+        harness.wait_for(lambda: len(ours()) >= len(ports), 10, lambda: f"sessions: {ours()}")
+        by_flow = {}
+        for s in ours():
+            by_flow.setdefault(s["inside"], []).append(s)
+        self.assertEqual(len(by_flow), len(ports))
+        workers = set()
+        for flow, ss in by_flow.items():
+            self.assertEqual(len(ss), 1, f"{flow} has sessions on several workers: {ss}")
+            w = ss[0]["worker"]
+            nat = int(ss[0]["outside"].split(":")[1])
+            lo, hi = blocks[w]
+            self.assertTrue(lo <= nat <= hi, f"{flow}: NAT port {nat} outside worker {w}'s block {lo}-{hi}")
+            workers.add(w)
+        self.assertEqual(workers, {0, 1}, "the fan-out gave every flow to one queue")
+        steering = json.loads(run(ctl + ["show", "steering"], 20).stdout)
+        self.assertGreater(sum(w["handed_off"] for w in steering["workers"]), handed_before,
+                           "no reply arrived on the other worker's queue")
+
     def test_1_hundreds_of_unrelated_changes_lose_nothing_and_break_nothing(self):
         self.start_streams()
         self.wait_flowing(INGRESS[0], "gw-1")
