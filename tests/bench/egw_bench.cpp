@@ -8,7 +8,9 @@
 // is generate + the full pipeline (parse, bulk session lookup, translate, route, neighbour,
 // transmit to net_null). The difference is what egw costs per packet.
 //
-//   egw-bench [--flows N[,N...]] [--services M] [--seconds S] [--destinations D]
+//   egw-bench [--flows N[,N...]] [--services M] [--seconds S] [--destinations D] [--workers N[,N...]]
+//
+// With --workers, it prints instead the cost of replies with N workers (hand-off or not).
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -39,6 +41,7 @@ namespace {
 using namespace egw;
 
 constexpr uint32_t kFrameLen = 60;
+constexpr uint16_t kMaxBenchWorkers = 4;
 constexpr uint8_t kInsideMac[6] = {0x02, 0, 0, 0, 0, 0x02};
 constexpr uint8_t kOutsideMac[6] = {0x02, 0, 0, 0, 0, 0x03};
 constexpr uint8_t kGatewayMac[6] = {0x02, 0, 0, 0, 0, 0x04};
@@ -46,12 +49,14 @@ constexpr uint32_t kPodBase = 0x0a800000;       // 10.128.0.0/14
 constexpr uint32_t kDstBase = 0xc6336400 + 10;  // 198.51.100.10
 constexpr uint32_t kIngressBase = 0xcb007100 + 10;  // 203.0.113.10..
 constexpr uint32_t kGateway = 0xcb007101;       // 203.0.113.1
+constexpr uint32_t kPodRouter = 0x0a7f00fe;     // 10.127.0.254, inside
 
 struct Args {
     std::vector<uint32_t> flows{10000, 1000000};
     unsigned services = 64;
     unsigned destinations = 64;
     double seconds = 3;
+    std::vector<uint32_t> workers;  // --workers: the many-worker table, for these worker counts
 };
 
 struct Frame {
@@ -93,21 +98,25 @@ struct Rig {
     rte_mempool* pool = nullptr;
     uint16_t inside = 0, outside = 0;
     dp::DataplaneShared shared;
-    dp::Worker* worker = nullptr;
+    dp::Worker* worker = nullptr;          // workers[0]
+    std::vector<dp::Worker*> workers;
+    std::vector<rte_ring*> rings;          // hand-off rings
     config::Config cfg;
     std::unique_ptr<control::PolicyBuilder> builder;
     const dp::PolicySnapshot* snap = nullptr;
     size_t session_bytes = 0;
 };
 
-void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods) {
+void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigned n_workers = 1) {
     static unsigned instance = 0;
     ++instance;
     r.cfg = config::Config{};
     config::PortConfig in, out;
     in.name = "inside";
     in.role = config::PortRole::inside;
-    in.addresses = {{0x0a800001, 14}};
+    // The pods sit behind a router on the inside (as on a node's pod network), so replies need
+    // one neighbour, not one per pod.
+    in.addresses = {{kPodRouter - 0xfd, 24}};
     out.name = "outside";
     out.role = config::PortRole::outside;
     out.addresses = {{0xcb00710a, 24}};
@@ -117,7 +126,11 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods) {
     def.prefix = {0, 0};
     def.via = kGateway;
     def.port = "outside";
-    r.cfg.routes = {def};
+    config::RouteConfig pods_route;
+    pods_route.prefix = {kPodBase, 14};
+    pods_route.via = kPodRouter;
+    pods_route.port = "inside";
+    r.cfg.routes = {def, pods_route};
     r.cfg.cluster.pod_cidrs = {{kPodBase, 14}};
     r.cfg.default_action = config::DefaultAction::masquerade;
 
@@ -137,7 +150,7 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods) {
         states[p % services].endpoint_ipv4s.push_back(kPodBase + 1 + p);
     r.snap = r.builder->build(states).release();
     r.shared.policy.current.store(r.snap);
-    r.shared.n_workers = 1;
+    r.shared.n_workers = n_workers;
     r.shared.nat_port_min = 1024;
     r.shared.nat_port_max = 65535;
     uint64_t hz = rte_get_tsc_hz();
@@ -145,26 +158,48 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods) {
     r.shared.neighbors = new dp::NeighborTable(64);
     uint32_t slot = r.shared.neighbors->insert(r.outside, kGateway);
     r.shared.neighbors->set_mac(slot, kGatewayMac);
+    slot = r.shared.neighbors->insert(r.inside, kPodRouter);
+    r.shared.neighbors->set_mac(slot, kGatewayMac);
     r.shared.to_control = rte_ring_create(("bench_ctl" + std::to_string(instance)).c_str(), 1024, 0, RING_F_SC_DEQ);
 
-    void* mem = rte_zmalloc("bench_worker", sizeof(dp::Worker), 64);
-    r.worker = new (mem) dp::Worker();
-    r.worker->shared = &r.shared;
-    r.worker->n_ports = static_cast<uint16_t>(std::max(r.inside, r.outside) + 1);
-    dp::worker_assign_port_block(*r.worker);
-    r.worker->service_counters = static_cast<dp::ServiceCounters*>(
-        rte_zmalloc("bench_svc", sizeof(dp::ServiceCounters) * dp::kMaxServices, 64));
-    if (!r.worker->sessions.init(("bench" + std::to_string(instance)).c_str(), flows, 0)) {
-        std::fprintf(stderr, "egw-bench: cannot allocate %u sessions (raise -m)\n", flows);
-        std::exit(1);
+    for (unsigned i = 0; i < n_workers; ++i) {
+        void* mem = rte_zmalloc("bench_worker", sizeof(dp::Worker), 64);
+        auto* w = new (mem) dp::Worker();
+        w->index = i;
+        w->shared = &r.shared;
+        w->n_ports = static_cast<uint16_t>(std::max(r.inside, r.outside) + 1);
+        dp::worker_assign_port_block(*w);
+        w->service_counters = static_cast<dp::ServiceCounters*>(
+            rte_zmalloc("bench_svc", sizeof(dp::ServiceCounters) * dp::kMaxServices, 64));
+        std::string name = "bench" + std::to_string(instance) + "_" + std::to_string(i);
+        if (!w->sessions.init(name.c_str(), flows, 0)) {
+            std::fprintf(stderr, "egw-bench: cannot allocate %u sessions (raise -m)\n", flows);
+            std::exit(1);
+        }
+        r.workers.push_back(w);
     }
+    for (unsigned a = 0; a < n_workers && n_workers > 1; ++a)
+        for (unsigned b = 0; b < n_workers; ++b) {
+            if (a == b)
+                continue;
+            std::string rn = "bench_ho" + std::to_string(instance) + "_" + std::to_string(a) + "_" + std::to_string(b);
+            rte_ring* ring = rte_ring_create(rn.c_str(), 2048, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+            r.rings.push_back(ring);
+            r.workers[a]->handoff_out[b] = ring;
+            r.workers[b]->handoff_in[a] = ring;
+        }
+    r.worker = r.workers[0];
     r.session_bytes = r.worker->sessions.memory_bytes();
 }
 
 void teardown_rig(Rig& r) {
-    rte_free(r.worker->service_counters);
-    r.worker->~Worker();
-    rte_free(r.worker);
+    for (auto* w : r.workers) {
+        rte_free(w->service_counters);
+        w->~Worker();
+        rte_free(w);
+    }
+    for (auto* ring : r.rings)
+        rte_ring_free(ring);
     rte_ring_free(r.shared.to_control);
     delete r.shared.neighbors;
     r.shared.policy.current.store(nullptr);
@@ -227,6 +262,194 @@ uint64_t total_drops(const dp::Worker& w) {
     return n;
 }
 
+// --- Several workers on this one lcore --------------------------------------------------------
+//
+// What a reply costs when it lands on another worker's queue and is handed off, against the
+// same reply landing on its owner's queue (as rte_flow steering makes it). The N worker contexts
+// run one after another on this lcore: this measures cost per packet, not scaling.
+
+// RSS stand-in: a hash of the UDP 5-tuple in the frame picks the queue.
+unsigned rss_queue(const uint8_t* frame, unsigned n) {
+    auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(frame + sizeof(rte_ether_hdr));
+    auto* udp = reinterpret_cast<const rte_udp_hdr*>(ip + 1);
+    uint32_t h = ip->src_addr ^ (ip->dst_addr * 0x9E3779B1u) ^ ((uint32_t{udp->src_port} << 16 | udp->dst_port) * 0x27D4EB2Fu);
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return h % n;
+}
+
+// A reply to every session of every worker (remote -> NAT address and port), and its owner.
+std::vector<Frame> reply_frames(const Rig& r, std::vector<uint8_t>& owner) {
+    std::vector<Frame> out;
+    for (const auto* w : r.workers)
+        for (uint32_t i = 0; i < w->sessions.capacity(); ++i) {
+            const dp::Session& s = w->sessions.at(i);
+            if (!(s.in_use & dp::kSessionInUse))
+                continue;
+            Frame f{};
+            uint8_t* b = f.bytes;
+            auto* eth = reinterpret_cast<rte_ether_hdr*>(b);
+            std::memcpy(eth->dst_addr.addr_bytes, kOutsideMac, 6);
+            std::memcpy(eth->src_addr.addr_bytes, kGatewayMac, 6);
+            eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+            auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
+            ip->version_ihl = 0x45;
+            ip->total_length = rte_cpu_to_be_16(kFrameLen - 14);
+            ip->time_to_live = 64;
+            ip->next_proto_id = IPPROTO_UDP;
+            ip->src_addr = s.remote_ip;
+            ip->dst_addr = s.nat_ip;
+            ip->hdr_checksum = rte_ipv4_cksum(ip);
+            auto* udp = reinterpret_cast<rte_udp_hdr*>(ip + 1);
+            udp->src_port = s.remote_port;
+            udp->dst_port = s.nat_port;
+            udp->dgram_len = rte_cpu_to_be_16(kFrameLen - 14 - 20);
+            udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+            out.push_back(f);
+            owner.push_back(static_cast<uint8_t>(w->index));
+        }
+    return out;
+}
+
+enum class Delivery { rss, owner };
+
+// Replies in bursts of 32, each packet given to the worker `delivery` picks, every worker's
+// share processed, then every worker polled once (its hand-off rings, transmit, expiry), as the
+// N poll loops would do between them.
+Result run_replies(Rig& r, const std::vector<Frame>& frames, const std::vector<uint8_t>& owner, Delivery delivery,
+                   double seconds, uint64_t& handed) {
+    unsigned n = static_cast<unsigned>(r.workers.size());
+    rte_mbuf* pkts[dp::kBurst];
+    rte_mbuf* per[kMaxBenchWorkers][dp::kBurst];
+    uint64_t hz = rte_get_tsc_hz(), packets = 0;
+    uint64_t handed0 = 0;
+    for (const auto* w : r.workers)
+        handed0 += w->counters.handed_off;
+    size_t cursor = 0;
+    uint64_t start = rte_rdtsc(), end = start + static_cast<uint64_t>(seconds * static_cast<double>(hz)), now = start;
+    while (now < end) {
+        for (int k = 0; k < 64; ++k) {
+            size_t first = cursor;
+            if (!generate(r.pool, frames, cursor, pkts, dp::kBurst, r.outside))
+                continue;
+            unsigned cnt[kMaxBenchWorkers] = {};
+            for (unsigned i = 0; i < dp::kBurst; ++i) {
+                size_t at = (first + i) % frames.size();
+                unsigned q = delivery == Delivery::owner ? owner[at] : rss_queue(frames[at].bytes, n);
+                per[q][cnt[q]++] = pkts[i];
+            }
+            for (unsigned q = 0; q < n; ++q) {
+                r.workers[q]->now = rte_rdtsc();
+                if (cnt[q])
+                    dp::worker_process_burst(*r.workers[q], *r.snap, per[q], static_cast<uint16_t>(cnt[q]));
+            }
+            for (auto* w : r.workers)
+                dp::worker_poll_once(*w);
+            packets += dp::kBurst;
+        }
+        now = rte_rdtsc();
+    }
+    handed = 0;
+    for (const auto* w : r.workers)
+        handed += w->counters.handed_off;
+    handed -= handed0;
+    double secs = static_cast<double>(now - start) / static_cast<double>(hz);
+    return Result{static_cast<double>(packets) / secs / 1e6, static_cast<double>(now - start) / static_cast<double>(packets)};
+}
+
+int many_workers(rte_mempool* pool, uint16_t inside, uint16_t outside, int field, const Args& a) {
+    uint32_t flows = a.flows.empty() ? 10000 : a.flows.front();
+    std::printf("egw-bench --workers: %u flows, replies (outside -> pod) through N worker contexts run one after another "
+                "on lcore %u, %.1f s per measurement.\nThis machine shows the cost per packet, not scaling: the N workers "
+                "share one core.\n\n",
+                flows, rte_lcore_id(), a.seconds);
+    std::printf("| workers | io-forward cycles/pkt | replies by RSS: cycles/pkt | handed off | replies to their owner "
+                "(rte_flow): cycles/pkt | cost of a hand-off, cycles |\n|---:|---:|---:|---:|---:|---:|\n");
+    int rc = 0;
+    for (uint32_t n : a.workers) {
+        if (n < 1 || n > kMaxBenchWorkers) {
+            std::fprintf(stderr, "egw-bench: --workers takes 1 to %u\n", kMaxBenchWorkers);
+            return 2;
+        }
+        uint32_t pods = std::min<uint32_t>(flows, 16384);
+        auto frames = make_frames(flows, a.destinations, pods);
+        Rig r;
+        r.pool = pool;
+        r.inside = inside;
+        r.outside = outside;
+        r.shared.next_hop_field = field;
+        setup_rig(r, flows + flows / 8, a.services, pods, n);
+        // Outgoing flows spread by the RSS stand-in: the receiving worker owns each.
+        rte_mbuf* pkts[dp::kBurst];
+        rte_mbuf* per[kMaxBenchWorkers][dp::kBurst];
+        size_t cursor = 0;
+        for (uint32_t sent = 0; sent < flows;) {
+            unsigned cnt = static_cast<unsigned>(std::min<uint32_t>(dp::kBurst, flows - sent));
+            size_t first = cursor;
+            if (!generate(pool, frames, cursor, pkts, cnt, inside))
+                break;
+            unsigned c[kMaxBenchWorkers] = {};
+            for (unsigned i = 0; i < cnt; ++i) {
+                unsigned q = rss_queue(frames[first + i].bytes, n);
+                per[q][c[q]++] = pkts[i];
+            }
+            for (unsigned q = 0; q < n; ++q)
+                if (c[q]) {
+                    r.workers[q]->now = rte_rdtsc();
+                    dp::worker_process_burst(*r.workers[q], *r.snap, per[q], static_cast<uint16_t>(c[q]));
+                    dp::worker_flush(*r.workers[q]);
+                }
+            sent += cnt;
+        }
+        std::vector<uint8_t> owner;
+        auto replies = reply_frames(r, owner);
+        if (replies.size() != flows) {
+            std::fprintf(stderr, "egw-bench: %zu sessions for %u flows\n", replies.size(), flows);
+            rc = 1;
+        }
+        // Shuffle replies and owners alike.
+        std::vector<size_t> order(replies.size());
+        for (size_t i = 0; i < order.size(); ++i)
+            order[i] = i;
+        std::shuffle(order.begin(), order.end(), std::mt19937(3));
+        std::vector<Frame> rf(replies.size());
+        std::vector<uint8_t> ro(replies.size());
+        for (size_t i = 0; i < order.size(); ++i) {
+            rf[i] = replies[order[i]];
+            ro[i] = owner[order[i]];
+        }
+        cursor = 0;
+        Result io = run(r, rf, Mode::io_forward, a.seconds, cursor);
+        uint64_t handed_rss = 0, handed_owner = 0;
+        Result rss = run_replies(r, rf, ro, Delivery::rss, a.seconds, handed_rss);
+        Result own = run_replies(r, rf, ro, Delivery::owner, a.seconds, handed_owner);
+        uint64_t rss_packets = static_cast<uint64_t>(rss.mpps * 1e6 * a.seconds);
+        double fraction = rss_packets ? static_cast<double>(handed_rss) / static_cast<double>(rss_packets) : 0;
+        uint64_t drops = 0;
+        for (const auto* w : r.workers)
+            drops += total_drops(*w);
+        if (handed_owner != 0 || drops != 0) {
+            std::fprintf(stderr, "egw-bench: %lu hand-offs with replies sent to their owner, %lu drops\n",
+                         static_cast<unsigned long>(handed_owner), static_cast<unsigned long>(drops));
+            rc = 1;
+        }
+        double per_handoff = fraction > 0 ? (rss.cycles_per_packet - own.cycles_per_packet) / fraction : 0;
+        std::printf("| %u | %.0f | %.0f | %.0f%% | %.0f | %s |\n", n, io.cycles_per_packet, rss.cycles_per_packet,
+                    100.0 * fraction, own.cycles_per_packet,
+                    fraction > 0 ? std::to_string(static_cast<long>(per_handoff)).c_str() : "-");
+        std::fflush(stdout);
+        teardown_rig(r);
+    }
+    std::printf("\nreplies by RSS = each reply given to the worker a 5-tuple hash picks (software hand-off when it is "
+                "not the owner);\nreplies to their owner = each reply given to the worker owning its NAT port, as "
+                "rte_flow steering does.\ncycles/pkt include making the frame (io-forward column) and the N workers' "
+                "poll iterations.\n");
+    return rc;
+}
+
 std::vector<uint32_t> parse_list(const char* s) {
     std::vector<uint32_t> v;
     std::string str(s);
@@ -268,8 +491,10 @@ int main(int argc, char** argv) {
             a.destinations = static_cast<unsigned>(std::stoul(v));
         else if (k == "--seconds")
             a.seconds = std::stod(v);
+        else if (k == "--workers")
+            a.workers = parse_list(v);
         else {
-            std::fprintf(stderr, "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds S]\n");
+            std::fprintf(stderr, "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds S] [--workers N,...]\n");
             return 2;
         }
     }
@@ -289,11 +514,20 @@ int main(int argc, char** argv) {
     }
     rte_eth_conf conf{};
     for (uint16_t p : {inside, outside}) {
-        if (rte_eth_dev_configure(p, 1, 1, &conf) != 0 || rte_eth_rx_queue_setup(p, 0, 1024, 0, nullptr, pool) != 0 ||
-            rte_eth_tx_queue_setup(p, 0, 1024, 0, nullptr) != 0 || rte_eth_dev_start(p) != 0) {
+        // A transmit queue per worker of the --workers table.
+        bool ok = rte_eth_dev_configure(p, 1, kMaxBenchWorkers, &conf) == 0 &&
+                  rte_eth_rx_queue_setup(p, 0, 1024, 0, nullptr, pool) == 0;
+        for (uint16_t q = 0; ok && q < kMaxBenchWorkers; ++q)
+            ok = rte_eth_tx_queue_setup(p, q, 1024, 0, nullptr) == 0;
+        if (!ok || rte_eth_dev_start(p) != 0) {
             std::fprintf(stderr, "egw-bench: cannot start port %u\n", p);
             return 1;
         }
+    }
+    if (!a.workers.empty()) {
+        int rc = many_workers(pool, inside, outside, field, a);
+        rte_eal_cleanup();
+        return rc;
     }
     double ghz = static_cast<double>(rte_get_tsc_hz()) / 1e9;
     std::printf("egw-bench: one worker on lcore %u, TSC %.2f GHz, 60-byte UDP frames (64 on the wire), %u Services, %u "
