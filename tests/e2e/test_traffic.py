@@ -97,6 +97,30 @@ def sysctl(path, value, netns=None):
     run((["ip", "netns", "exec", netns] if netns else []) + cmd, 10)
 
 
+def testpmd_verdicts(rules, file_prefix):
+    """Feeds `flow validate` forms of `rules` (testpmd `flow create` lines) to dpdk-testpmd on a
+    net_null port, which has no rte_flow: a rule testpmd's grammar accepts reaches the driver and
+    comes back "Function not implemented", one it cannot parse gets "Bad arguments". Returns one
+    count of each verdict: {"parsed": N, "bad": M}."""
+    lines = []
+    for r in rules:
+        words = r.split()
+        assert words[:2] == ["flow", "create"], r
+        lines.append(" ".join(["flow", "validate", "0"] + words[3:]))
+    r = run(["dpdk-testpmd", "--no-huge", "-m", "512", "--no-pci", "--vdev", "net_null0", "--file-prefix", file_prefix,
+             "-l", "0-1", "--log-level=error", "--", "-i", "--rxq=4", "--txq=4", "--total-num-mbufs=2048"],
+            120, check=False, input="\n".join(lines + ["quit"]) + "\n")
+    # The driver's complaints go to stderr, the parser's to stdout: count both.
+    verdicts = []
+    for line in (r.stdout + "\n" + r.stderr).splitlines():
+        line = line.split("testpmd> ")[-1].strip()
+        if "Function not implemented" in line:
+            verdicts.append("parsed")
+        elif line == "Bad arguments":
+            verdicts.append("bad")
+    return {v: verdicts.count(v) for v in set(verdicts)}
+
+
 def egwd_config(gw, kubeconfig, file_prefix):
     n = GATEWAYS.index(gw) + 1
     return {
@@ -399,6 +423,13 @@ class TrafficUnderChange(unittest.TestCase):
         self.assertEqual(ext["rules_installed"], 0)
         blocks = {w["index"]: tuple(map(int, w["nat_ports"].split("-"))) for w in steering["workers"]}
         self.assertEqual(sorted(blocks), [0, 1])
+        # The rules a NIC would get (one NAT address at least, two workers: 12 matches x 3
+        # protocols each) parse in testpmd's flow grammar; a misspelt one does not.
+        self.assertEqual(len(ext["rules"]) % 36, 0, ext["rules"])
+        self.assertEqual({r.split("queue index ")[1] for r in ext["rules"]}, {"0 / end", "1 / end"})
+        bad = ext["rules"][0].replace(" dst spec ", " dstt spec ")
+        verdicts = testpmd_verdicts(ext["rules"] + [bad], f"egw-tp-{os.getpid()}")
+        self.assertEqual(verdicts, {"parsed": len(ext["rules"]), "bad": 1})
         info = {p["name"]: p for p in json.loads(run(ctl + ["show", "port", "info", "all"], 20).stdout)}
         self.assertEqual((info["pods"]["rx_queues"], info["ext1"]["rx_queues"]), (2, 2))
         handed_before = sum(w["handed_off"] for w in steering["workers"])
