@@ -100,7 +100,7 @@ def sysctl(path, value, netns=None):
 def testpmd_verdicts(rules, file_prefix):
     """Feeds `flow validate` forms of `rules` (testpmd `flow create` lines) to dpdk-testpmd on a
     net_null port, which has no rte_flow: a rule testpmd's grammar accepts reaches the driver and
-    comes back "Function not implemented", one it cannot parse gets "Bad arguments". Returns one
+    comes back "Function not implemented", one it cannot parse gets "Bad arguments". Returns the
     count of each verdict: {"parsed": N, "bad": M}."""
     lines = []
     for r in rules:
