@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/tables/roles.h"
+
 namespace egw::config {
 
 // An IPv4 prefix, host byte order. `addr` keeps the host bits as written (an interface
@@ -53,7 +55,7 @@ struct MempoolConfig {
     bool operator==(const MempoolConfig&) const = default;
 };
 
-enum class PortRole { inside, outside };
+using PortRole = dp::PortRole;  // inside or outside (none is not configurable)
 
 struct PortConfig {
     std::string name;            // egw's name for the port, used everywhere else in the file
@@ -97,7 +99,7 @@ struct ClusterConfig {
     bool operator==(const ClusterConfig&) const = default;
 };
 
-enum class DefaultAction { route, masquerade, drop };
+using DefaultAction = dp::DefaultAction;
 
 struct TimeoutConfig {
     unsigned tcp_established_s = 7440;

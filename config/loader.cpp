@@ -127,6 +127,7 @@ const char* to_string(PortRole r) {
     switch (r) {
     case PortRole::inside: return "inside";
     case PortRole::outside: return "outside";
+    case PortRole::none: return "none";
     }
     return "?";
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "dataplane/tables/flat_map.h"
+#include "dataplane/tables/roles.h"
 
 namespace egw::dp {
 
@@ -37,8 +38,7 @@ inline constexpr uint32_t kMaxServices = 16384;
 inline constexpr uint32_t kDefaultPolicyId = 0;
 inline constexpr uint8_t kDefaultVrf = 0;
 
-enum class PortRole : uint8_t { none, inside, outside };
-enum class DefaultAction : uint8_t { route, masquerade, drop };
+// PortRole and DefaultAction: roles.h.
 enum class ServiceMode : uint8_t {
     inactive,         // not served by this gateway: its endpoints take the default action
     snat_ingress_ip,  // sourceIPBy LoadBalancerIP: NAPT to the ingress IP
