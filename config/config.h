@@ -125,6 +125,14 @@ struct ArpConfig {
     bool operator==(const ArpConfig&) const = default;
 };
 
+// The ICMP errors the gateway originates (TTL exceeded, unreachable), per worker: a token bucket
+// refilled at `errors_per_second` holding at most `burst`. 0 errors per second: none are sent.
+struct IcmpConfig {
+    unsigned errors_per_second = 1000;
+    unsigned burst = 50;
+    bool operator==(const IcmpConfig&) const = default;
+};
+
 struct NodeConfig {
     std::string name;                   // this gateway's Kubernetes node name
     std::map<std::string, std::string> labels;
@@ -173,6 +181,7 @@ struct Config {
     DefaultAction default_action = DefaultAction::masquerade;
     SessionConfig sessions;
     ArpConfig arp;
+    IcmpConfig icmp;
     NodeConfig node;
     StateConfig state;
     MetricsConfig metrics;

@@ -93,6 +93,8 @@ json arp(const ArpConfig& a) {
             {"reachable_s", a.reachable_s}};
 }
 
+json icmp(const IcmpConfig& i) { return {{"errors_per_second", i.errors_per_second}, {"burst", i.burst}}; }
+
 json node(const NodeConfig& n) {
     json labels = json::object();
     for (const auto& [k, v] : n.labels) labels[k] = v;
@@ -140,6 +142,7 @@ json to_json(const Config& c) {
             {"default_action", to_string(c.default_action)},
             {"sessions", sessions(c.sessions)},
             {"arp", arp(c.arp)},
+            {"icmp", icmp(c.icmp)},
             {"node", node(c.node)},
             {"state", state(c.state)},
             {"metrics", metrics(c.metrics)}};

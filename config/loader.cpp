@@ -617,7 +617,7 @@ private:
     void read(const json& doc, Config& c) const {
         Obj top(*this, doc, "$",
                 {"eal", "workers", "mempool", "ports", "neighbors", "vrfs", "routes", "cluster", "default_action",
-                 "sessions", "arp", "node", "state", "metrics"},
+                 "sessions", "arp", "icmp", "node", "state", "metrics"},
                 "a JSON object");
         LcoreSpec lcores = read_eal(top, c.eal);
         read_workers(top, c, lcores);
@@ -630,6 +630,7 @@ private:
         read_default_action(top, c.default_action);
         read_sessions(top, c.sessions, c.workers.size());
         read_arp(top, c.arp);
+        read_icmp(top, c.icmp);
         read_node(top, c.node);
         read_state(top, c.state);
         read_metrics(top, c.metrics);
@@ -1028,6 +1029,14 @@ private:
         opt_integer(o, "hold_packets", a.hold_packets, 0, 65536);
         opt_integer(o, "retry_ms", a.retry_ms, 10, 60000);
         opt_integer(o, "reachable_s", a.reachable_s, 1, 86400);
+    }
+
+    void read_icmp(const Obj& top, IcmpConfig& i) const {
+        const json* j = top.get("icmp");
+        if (!j) return;
+        Obj o(*this, *j, top.at("icmp"), {"errors_per_second", "burst"}, "an object");
+        opt_integer(o, "errors_per_second", i.errors_per_second, 0, 1000000);
+        opt_integer(o, "burst", i.burst, 1, 100000);
     }
 
     void read_node(const Obj& top, NodeConfig& n) const {

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "dataplane/drop_reason.h"
+#include "dataplane/icmp_errors.h"
 #include "dataplane/tables/policy.h"
 #include "dataplane/tables/session_table.h"
 #include "dataplane/worker.h"
@@ -46,6 +47,7 @@ enum class Next : uint8_t {
     icmp_error,  // an ICMP error quoting a packet of a session: translate it (icmp_error.cpp)
     local,       // ARP or an ICMP echo for the gateway itself (local.cpp)
     ip_forward,  // forwarded untranslated: TTL and route (ip_forward.cpp)
+    icmp_reply,  // to be answered with an ICMP error of the gateway's own (icmp_reply.cpp)
     output,      // out_port and next_hop set: neighbour, Ethernet header, transmit or hold (output.cpp)
     transmit,    // a finished frame (ARP and echo replies): transmit on out_port as it is
     drop,        // freed and counted under `reason` by output
@@ -56,15 +58,16 @@ enum class Next : uint8_t {
 // The one classification of an outgoing packet with no session (nat_slow.cpp), made once per
 // packet and used both to prepare a burst's creates and to make them.
 struct NewFlow {
-    enum class Action : uint8_t { translate, route, local, drop };
+    enum class Action : uint8_t { translate, route, local, drop, reject };
     Action action;
-    DropReason reason;       // drop
+    DropReason reason;       // drop, reject
     uint8_t vrf;             // translate, route
     uint16_t service_id;     // translate: kDefaultPolicyId for the default action's masquerade
     bool masquerade;         // translate: to the egress port's address
     uint32_t version;        // translate: the policy version the session is made under
     uint32_t nat_ip;         // translate: network order
     const NextHop* nh;       // translate
+    IcmpError icmp;          // reject: answered with this ICMP error (icmp_reply.h)
 };
 
 struct PacketMeta {
@@ -90,6 +93,8 @@ struct PacketMeta {
     // remote port, NAT port); for ICMP errors, the quoted packet's tuple turned around.
     FlowKey key;
     NewFlow flow;            // nat_slow, outgoing packets
+    IcmpError icmp;          // icmp_reply: which error (`reason` says why the packet is not forwarded)
+    uint32_t icmp_aux;       // icmp_reply: bytes 4-7 of the ICMP header, host order (next-hop MTU)
 };
 
 struct Burst {

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Stage ip_forward: packets forwarded untranslated (cluster destinations, the default action
-// `route`, and the way back of such flows): the TTL rule (ip_forward.h), a route in the packet's
-// table, and on to output.
+// `route`, and the way back of such flows): the TTL rule (ip_forward.h; an expired packet is
+// answered with Time Exceeded), a route in the packet's table, and on to output.
 #include <rte_branch_prediction.h>
 #include <rte_ip.h>
 
+#include "dataplane/icmp_reply.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/stages.h"
 
@@ -15,7 +16,7 @@ void stage_ip_forward(Worker& w, const PolicySnapshot& p, Burst& b) {
     for_each_packet(b.pending(Next::ip_forward), [&](unsigned i) {
         PacketMeta& pk = b.pkt[i];
         if (unlikely(ttl_expires(pk.ip))) {
-            b.drop(i, DropReason::ttl_exceeded);
+            reply_icmp_error(b, i, IcmpError::time_exceeded, DropReason::ttl_exceeded);
             return;
         }
         uint32_t dst = rte_be_to_cpu_32(pk.ip->dst_addr);

@@ -8,6 +8,7 @@
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
+#include "dataplane/icmp_reply.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"
@@ -64,7 +65,7 @@ void translate_in2out(Worker& w, Burst& b, unsigned i, Session& s) {
     PacketMeta& pk = b.pkt[i];
     rte_ipv4_hdr* ip = pk.ip;
     if (unlikely(ttl_expires(ip))) {
-        b.drop(i, DropReason::ttl_exceeded);
+        reply_icmp_error(b, i, IcmpError::time_exceeded, DropReason::ttl_exceeded);
         return;
     }
     ip->src_addr = s.nat_ip;
@@ -79,7 +80,7 @@ void translate_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, 
     PacketMeta& pk = b.pkt[i];
     rte_ipv4_hdr* ip = pk.ip;
     if (unlikely(ttl_expires(ip))) {
-        b.drop(i, DropReason::ttl_exceeded);
+        reply_icmp_error(b, i, IcmpError::time_exceeded, DropReason::ttl_exceeded);
         return;
     }
     if (unlikely(s.in_port == kPortUnset)) {

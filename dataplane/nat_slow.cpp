@@ -19,6 +19,7 @@
 #include <rte_mbuf.h>
 
 #include "dataplane/checksum.h"
+#include "dataplane/icmp_reply.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/nat_ports.h"
 #include "dataplane/nat_session.h"
@@ -31,6 +32,15 @@ namespace {
 NewFlow drop_flow(DropReason r) {
     NewFlow f{};
     f.action = NewFlow::Action::drop;
+    f.reason = r;
+    return f;
+}
+
+// Not forwarded, and answered with an ICMP error (unless icmp_reply holds it back).
+NewFlow reject_flow(IcmpError e, DropReason r) {
+    NewFlow f{};
+    f.action = NewFlow::Action::reject;
+    f.icmp = e;
     f.reason = r;
     return f;
 }
@@ -76,8 +86,9 @@ NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const Packe
     // An error about a flow we hold no session for: nothing to translate it against.
     if (pk.kind == Kind::icmp_error)
         return drop_flow(DropReason::no_session);
+    // Before anything is rewritten, so that the Time Exceeded quotes the pod's own header.
     if (unlikely(ttl_expires(pk.ip)))
-        return drop_flow(DropReason::ttl_exceeded);
+        return reject_flow(IcmpError::time_exceeded, DropReason::ttl_exceeded);
     NewFlow f{};
     f.action = NewFlow::Action::translate;
     f.vrf = svc ? svc->vrf : kDefaultVrf;
@@ -196,6 +207,9 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         return;
     case NewFlow::Action::drop:
         b.drop(i, pk.flow.reason);
+        return;
+    case NewFlow::Action::reject:
+        reply_icmp_error(b, i, pk.flow.icmp, pk.flow.reason);
         return;
     case NewFlow::Action::translate:
         break;

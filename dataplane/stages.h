@@ -11,6 +11,7 @@
 //   icmp_error  ICMP errors quoting a packet of a session: outer and inner rewrite
 //   local       ARP, echo replies of the gateway's own addresses
 //   ip_forward  untranslated traffic: TTL, route
+//   icmp_reply  the gateway's own ICMP errors (TTL exceeded, unreachable) built in place
 //   output      neighbour, Ethernet header, transmit or hold; frees the drops
 //
 // Everything here runs on the worker lcore (see worker.h for what that forbids).
@@ -34,6 +35,7 @@ void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b);
 void stage_icmp_error(Worker& w, const PolicySnapshot& p, Burst& b);
 void stage_local(Worker& w, const PolicySnapshot& p, Burst& b);
 void stage_ip_forward(Worker& w, const PolicySnapshot& p, Burst& b);
+void stage_icmp_reply(Worker& w, const PolicySnapshot& p, Burst& b);
 void stage_output(Worker& w, const PolicySnapshot& p, Burst& b);
 
 // The rewrite of a packet whose session `s` holds (nat_fast.cpp); the slow path uses it for the

@@ -33,6 +33,8 @@ void worker_process_burst(Worker& w, const PolicySnapshot& p, rte_mbuf** pkts, u
             stage_local(w, p, b);
         if (b.pending(Next::ip_forward))
             stage_ip_forward(w, p, b);
+        if (b.pending(Next::icmp_reply))
+            stage_icmp_reply(w, p, b);
         stage_output(w, p, b);
         pkts += chunk;
         n = static_cast<uint16_t>(n - chunk);

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "dataplane/drop_reason.h"
+#include "dataplane/icmp_errors.h"
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/policy.h"
 #include "dataplane/tables/session_table.h"
@@ -34,6 +35,21 @@ struct Timeouts {
     uint64_t icmp = 0;
 };
 
+// The rate of the ICMP errors a worker originates (icmp_reply.cpp): a token bucket of `burst`
+// tokens refilled one per `interval`, kept in its GCRA form (one timestamp per worker).
+struct IcmpLimit {
+    uint64_t interval = 0;                 // TSC ticks per token; 0: the gateway sends no ICMP errors
+    uint64_t tolerance = 0;                // (burst - 1) * interval
+};
+
+// `per_second` errors per second with bursts of `burst` (at least 1), on a TSC of `hz`.
+inline IcmpLimit make_icmp_limit(uint32_t per_second, uint32_t burst, uint64_t hz) {
+    if (per_second == 0)
+        return {};
+    uint64_t interval = hz / per_second ? hz / per_second : 1;
+    return {interval, (burst ? burst - 1 : 0) * interval};
+}
+
 // Shared by all workers and the control thread; written by the control thread only.
 struct DataplaneShared {
     PolicyHandle policy;
@@ -45,6 +61,7 @@ struct DataplaneShared {
     uint16_t nat_port_max = 65535;
     Timeouts timeouts;
     int next_hop_field = -1;               // mbuf dynfield offset: next hop of a held packet
+    IcmpLimit icmp_limit;                  // set before the workers start
     std::atomic<bool> stop{false};
 };
 
@@ -62,6 +79,8 @@ struct WorkerCounters {
     uint64_t busy_cycles;                  // iterations that moved at least one packet
     uint64_t total_cycles;
     uint64_t iterations;
+    uint64_t icmp_sent[kIcmpErrorCount];   // ICMP errors originated, by kind (each replaced the packet it answers)
+    uint64_t icmp_rate_limited;            // ICMP errors not sent for the rate limit (the packet counted as a drop)
 };
 
 // Per Service id (0 = traffic of no EgressService), one cache line each.
@@ -109,6 +128,7 @@ struct alignas(64) Worker {
     SessionTable sessions;
     TxBuffer tx[kMaxPorts]{};
     WorkerCounters counters{};
+    uint64_t icmp_tat = 0;                 // the ICMP error bucket's theoretical arrival time (TSC)
     ServiceCounters* service_counters = nullptr;  // [kMaxServices]
 
     // Session listing requested by the control thread: it sets dump_capacity and bumps

@@ -275,6 +275,8 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_EQ(c.arp.hold_packets, 256u);
     EXPECT_EQ(c.arp.retry_ms, 1000u);
     EXPECT_EQ(c.arp.reachable_s, 300u);
+    EXPECT_EQ(c.icmp.errors_per_second, 1000u);
+    EXPECT_EQ(c.icmp.burst, 50u);
     EXPECT_TRUE(c.node.labels.empty());
     EXPECT_EQ(c.state.source, StateSource::files);
     EXPECT_EQ(c.state.path, "/etc/egw/m");
@@ -312,6 +314,7 @@ TEST(Load, FullFileEveryFieldLands) {
       "sessions": {"max": 1000, "port_min": 2000, "port_max": 3000,
                    "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}},
       "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30},
+      "icmp": {"errors_per_second": 0, "burst": 7},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
       "state": {"source": "kubernetes", "kubeconfig": "/etc/kubernetes/admin.conf"}
     })", "cfg/egw.json");
@@ -398,6 +401,8 @@ TEST(Load, FullFileEveryFieldLands) {
     EXPECT_EQ(c.arp.hold_packets, 0u);
     EXPECT_EQ(c.arp.retry_ms, 100u);
     EXPECT_EQ(c.arp.reachable_s, 30u);
+    EXPECT_EQ(c.icmp.errors_per_second, 0u);
+    EXPECT_EQ(c.icmp.burst, 7u);
     EXPECT_EQ(c.node.name, "gw-1.example.com");
     EXPECT_EQ(c.node.labels, (std::map<std::string, std::string>{{"egw.example.com/gateway", "true"}, {"zone", ""}}));
     EXPECT_EQ(c.state.source, StateSource::kubernetes);
@@ -691,7 +696,7 @@ TEST_P(FieldError, NamesPathAndExpectation) {
 }
 
 const char* const kTopKeys =
-    "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, node, state, "
+    "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, icmp, node, state, "
     "metrics";
 const char* const kPortKeys = "name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc, queues";
 
@@ -701,7 +706,7 @@ const ErrorCase kCases[] = {
     // --- unknown keys, everywhere ------------------------------------------------------------
     {"UnknownTopLevel", [](json& j) { j["worker"] = {1}; }, "$.worker",
      "unknown key \"worker\", expected one of: eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, "
-     "default_action, sessions, arp, node, state, metrics"},
+     "default_action, sessions, arp, icmp, node, state, metrics"},
     {"UnknownEal", [](json& j) { j["eal"]["lcore"] = "0-1"; }, "$.eal.lcore",
      "unknown key \"lcore\", expected one of: lcores, main_lcore, no_huge, memory_mb, file_prefix, vdevs, "
      "pci_allow, extra_args"},
@@ -869,6 +874,13 @@ const ErrorCase kCases[] = {
      "expected an integer from 0 to 65536, got -1"},
     {"ArpReachableZero", [](json& j) { j["arp"] = {{"reachable_s", 0}}; }, "$.arp.reachable_s",
      "expected an integer from 1 to 86400, got 0"},
+    {"UnknownIcmp", [](json& j) { j["icmp"] = {{"rate", 5}}; }, "$.icmp.rate",
+     "unknown key \"rate\", expected one of: errors_per_second, burst"},
+    {"IcmpBurstZero", [](json& j) { j["icmp"] = {{"burst", 0}}; }, "$.icmp.burst",
+     "expected an integer from 1 to 100000, got 0"},
+    {"IcmpRateNegative", [](json& j) { j["icmp"] = {{"errors_per_second", -1}}; }, "$.icmp.errors_per_second",
+     "expected an integer from 0 to 1000000, got -1"},
+    {"IcmpNotAnObject", [](json& j) { j["icmp"] = 100; }, "$.icmp", "expected an object, got 100"},
     {"PollTooFast", [](json& j) { j["state"]["poll_ms"] = 1; }, "$.state.poll_ms",
      "expected an integer from 10 to 60000, got 1"},
     {"TableZero", [](json& j) { j["vrfs"][0]["table"] = 0; }, "$.vrfs[0].table",
@@ -1412,6 +1424,7 @@ json full_files_document() {
       "sessions": {"max": 1000, "port_min": 2000, "port_max": 3000,
                    "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}},
       "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30},
+      "icmp": {"errors_per_second": 20, "burst": 5},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
       "state": {"source": "files", "path": "/srv/egw/manifests", "poll_ms": 500},
       "metrics": {"enabled": true, "listen": "0.0.0.0:9100"}
@@ -1465,7 +1478,7 @@ TEST(ToJson, TheFullDocumentsDifferFromTheDefaultsEverywhere) {
     const json full = full_files_document();
     const json defaults = to_json(load_text(minimal_document().dump(), "/srv/egw/egw.json"));
     std::vector<json::json_pointer> checked;
-    for (const char* section : {"eal", "workers", "mempool", "default_action", "sessions", "arp", "node", "metrics"})
+    for (const char* section : {"eal", "workers", "mempool", "default_action", "sessions", "arp", "icmp", "node", "metrics"})
         leaves(full[section], json::json_pointer() / section, checked);
     for (const char* key : {"/ports/0/mac", "/ports/0/mtu", "/ports/0/rx_desc", "/ports/0/tx_desc",
                             "/ports/0/addresses", "/state/path", "/state/poll_ms"})

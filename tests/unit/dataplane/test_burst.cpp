@@ -102,7 +102,7 @@ TEST_F(DataplaneTest, StaleSessionClosedOnceWhenReplyAndPacketShareABurst) {
 
 // A burst mixing every outcome (hits both ways, new sessions of an SNAT Service and of the default
 // masquerade, a pod-port collision that forces a probe, the second packet of a new flow, a TTL
-// drop, a cluster destination routed untouched, a reply with no session, a hand-off) gives the
+// answered with Time Exceeded, a cluster destination routed untouched, a reply with no session, a hand-off) gives the
 // same frames, counters and sessions as the same packets sent one per burst. The burst path
 // classifies and prefetches all of a burst's new sessions before creating any of them, so this
 // pins that batching to the packet-at-a-time result.
@@ -137,7 +137,7 @@ TEST_F(DataplaneTest, MixedBurstMatchesPacketAtATime) {
         b->process(0, {in});
 
     auto pods_a = a.tx(a.pods), ext1_a = a.tx(a.ext1);
-    EXPECT_EQ(pods_a.size(), 2u);  // the cluster destination and the reply
+    EXPECT_EQ(pods_a.size(), 3u);  // the Time Exceeded, the cluster destination and the reply
     EXPECT_EQ(ext1_a.size(), 6u);  // the hit, four new flows, the flow's second segment
     EXPECT_EQ(pods_a, b->tx(b->pods));
     EXPECT_EQ(ext1_a, b->tx(b->ext1));
@@ -146,7 +146,10 @@ TEST_F(DataplaneTest, MixedBurstMatchesPacketAtATime) {
     EXPECT_EQ(b->handoff_pending(0, 1), 1u);
     for (unsigned d = 0; d < dp::kDropReasonCount; ++d)
         EXPECT_EQ(a.w().counters.drops[d], b->w().counters.drops[d]) << dp::kDropReasonNames[d];
-    EXPECT_EQ(a.drops(DropReason::ttl_exceeded), 1u);
+    EXPECT_EQ(a.drops(DropReason::ttl_exceeded), 0u);
+    const auto time_exceeded = static_cast<unsigned>(dp::IcmpError::time_exceeded);
+    EXPECT_EQ(a.w().counters.icmp_sent[time_exceeded], 1u);
+    EXPECT_EQ(b->w().counters.icmp_sent[time_exceeded], 1u);
     EXPECT_EQ(a.drops(DropReason::no_session), 1u);
     EXPECT_EQ(a.w().counters.sessions_created, b->w().counters.sessions_created);
     EXPECT_EQ(a.w().counters.sessions_created, 5u);

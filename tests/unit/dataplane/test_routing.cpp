@@ -543,31 +543,7 @@ TEST_F(DataplaneTest, IncompleteNeighbourHoldsAndGatewayIsTheNextHop) {
 // ---------------------------------------------------------------------------------------------
 // TTL
 
-TEST_F(DataplaneTest, TtlOneIsDropped) {
-    Rig& r = start();
-    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn, {}, IpOpt{.ttl = 1})));
-    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 1u);
-    EXPECT_TRUE(r.sessions().empty()) << "no session for a packet that cannot leave";
-    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kRemotePod, 80, kSyn, {}, IpOpt{.ttl = 1})));
-    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 2u);
-    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 80, {}, IpOpt{.ttl = 0})));
-    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 3u);
-
-    // An established flow: a reply with TTL 1 is dropped, TTL 2 passes with 1.
-    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn)));
-    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
-    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck, {}, IpOpt{.ttl = 1})));
-    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 4u);
-    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kAck, {}, IpOpt{.ttl = 1})));
-    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 5u);
-    EXPECT_TRUE(r.tx(r.ext1).empty());
-    EXPECT_TRUE(r.tx(r.pods).empty());
-    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck, {}, IpOpt{.ttl = 2})));
-    auto frames = r.tx(r.pods);
-    ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, IpOpt{.ttl = 1})));
-    EXPECT_EQ(r.total_drops(), 5u);
-}
+// Time Exceeded for TTL 1 and 0, on every path: test_icmp_reply.cpp.
 
 // ---------------------------------------------------------------------------------------------
 // The gateway's own addresses

@@ -46,7 +46,7 @@ TEST_F(DataplaneTest, EveryNextStepInOneBurstMatchesPacketAtATime) {
             // drops made by input
             {r.pods, r.from_pod(kPod10, truncated)},
             {r.pods, ethernet(kPodsMac, kPod10Mac, 0x86dd, Bytes(40, 0))},
-            // nat_fast: a hit each way, and a hit whose TTL runs out
+            // nat_fast: a hit each way, and a hit whose TTL runs out (icmp_reply: Time Exceeded)
             {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 20000, kServer, 53, text("hit")))},
             {r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 20000, text("reply")))},
             {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 20000, kServer, 53, text("ttl"), IpOpt{.ttl = 1}))},
@@ -70,7 +70,8 @@ TEST_F(DataplaneTest, EveryNextStepInOneBurstMatchesPacketAtATime) {
         b->process(0, {in});
 
     auto pods_a = a.tx(a.pods), ext1_a = a.tx(a.ext1);
-    EXPECT_EQ(pods_a.size(), 5u);  // ARP reply, echo reply, the reply, the ICMP error, the cluster destination
+    // ARP reply, echo reply, the reply, the Time Exceeded, the ICMP error, the cluster destination
+    EXPECT_EQ(pods_a.size(), 6u);
     EXPECT_EQ(ext1_a.size(), 4u);  // the hit, the replaced session, the new flow's two segments
     EXPECT_EQ(pods_a, b->tx(b->pods));
     EXPECT_EQ(ext1_a, b->tx(b->ext1));
@@ -86,7 +87,10 @@ TEST_F(DataplaneTest, EveryNextStepInOneBurstMatchesPacketAtATime) {
         EXPECT_EQ(a.w().counters.drops[d], b->w().counters.drops[d]) << dp::kDropReasonNames[d];
     EXPECT_EQ(a.drops(DropReason::malformed), 1u);
     EXPECT_EQ(a.drops(DropReason::not_ipv4), 1u);
-    EXPECT_EQ(a.drops(DropReason::ttl_exceeded), 1u);
+    EXPECT_EQ(a.drops(DropReason::ttl_exceeded), 0u);
+    const auto time_exceeded = static_cast<unsigned>(dp::IcmpError::time_exceeded);
+    EXPECT_EQ(a.w().counters.icmp_sent[time_exceeded], 1u);
+    EXPECT_EQ(b->w().counters.icmp_sent[time_exceeded], 1u);
     EXPECT_EQ(a.drops(DropReason::no_session) + a.drops(DropReason::stale_session), 1u);
     const auto& ca = a.w().counters;
     const auto& cb = b->w().counters;

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Addresses the gateway never translates, forwards or answers: multicast, limited and directed
+// broadcast, and the martian ranges (RFC 1812 4.2.2.11 and 5.3.7, RFC 3927 2.7 for link-local).
+// Addresses are host order.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/tables/policy.h"
+
+namespace egw::dp {
+
+// 224.0.0.0/4
+inline bool is_multicast(uint32_t a) { return (a >> 28) == 0xe; }
+// 255.255.255.255
+inline bool is_limited_broadcast(uint32_t a) { return a == 0xffffffffu; }
+// 240.0.0.0/4, reserved (it holds the limited broadcast)
+inline bool is_reserved_class_e(uint32_t a) { return (a >> 28) == 0xf; }
+// 0.0.0.0/8, "this network"
+inline bool is_this_network(uint32_t a) { return (a >> 24) == 0; }
+// 127.0.0.0/8
+inline bool is_loopback(uint32_t a) { return (a >> 24) == 127; }
+// 169.254.0.0/16
+inline bool is_link_local(uint32_t a) { return (a >> 16) == 0xa9fe; }
+
+// The broadcast address of the subnet of one of the addresses of ports 0..n_ports-1 (a prefix of
+// /30 or shorter has one; /31 and /32 do not).
+inline bool is_directed_broadcast(const PolicySnapshot& p, unsigned n_ports, uint32_t a) {
+    if (!(a & 1))
+        return false;  // the host part of a broadcast address is all ones
+    for (unsigned port = 0; port < n_ports; ++port) {
+        const PortPolicy& pp = p.ports[port];
+        for (unsigned k = 0; k < pp.n_addrs; ++k) {
+            uint8_t len = pp.prefix_len[k];
+            if (len == 0 || len > 30)
+                continue;
+            uint32_t host = ~uint32_t{0} >> len;
+            if ((a & host) == host && (a & ~host) == (pp.addrs[k] & ~host))
+                return true;
+        }
+    }
+    return false;
+}
+
+// Whether `a` names one host, as RFC 1812 4.3.2.7 asks of the source of a packet the gateway
+// would answer with an ICMP error: not 0.0.0.0/8, 127.0.0.0/8, multicast, 240.0.0.0/4 (with the
+// limited broadcast), nor a directed broadcast.
+inline bool is_single_host(const PolicySnapshot& p, unsigned n_ports, uint32_t a) {
+    return !is_this_network(a) && !is_loopback(a) && !is_multicast(a) && !is_reserved_class_e(a) &&
+           !is_directed_broadcast(p, n_ports, a);
+}
+
+}  // namespace egw::dp

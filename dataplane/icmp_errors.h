@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The ICMP errors the gateway originates itself (icmp_reply.cpp builds them), as one list: it
+// feeds the per-worker counters, the status file, the CLI and the metrics, like drop_reason.h.
+// The ICMP errors egw translates on behalf of others (icmp_error.cpp) are not in it.
+#pragma once
+
+#include <cstdint>
+
+namespace egw::dp {
+
+// name, ICMP type, code, what it answers
+#define EGW_ICMP_ERRORS(X)                                                                         \
+    X(time_exceeded, 11, 0, "TTL exceeded in transit: the TTL would have left as 0")                  \
+    X(net_unreachable, 3, 0, "destination unreachable, net: no route in the VRF nor the default table") \
+    X(protocol_unreachable, 3, 2, "destination unreachable, protocol: the gateway's own address, a protocol it does not serve") \
+    X(port_unreachable, 3, 3, "destination unreachable, port: UDP to the gateway's own address")      \
+    X(fragmentation_needed, 3, 4, "destination unreachable, fragmentation needed: DF set and larger than the next hop's MTU")
+
+enum class IcmpError : uint8_t {
+#define EGW_X(name, type, code, help) name,
+    EGW_ICMP_ERRORS(EGW_X)
+#undef EGW_X
+    count
+};
+
+inline constexpr unsigned kIcmpErrorCount = static_cast<unsigned>(IcmpError::count);
+
+inline constexpr const char* kIcmpErrorNames[] = {
+#define EGW_X(name, type, code, help) #name,
+    EGW_ICMP_ERRORS(EGW_X)
+#undef EGW_X
+};
+
+inline constexpr const char* kIcmpErrorHelp[] = {
+#define EGW_X(name, type, code, help) help,
+    EGW_ICMP_ERRORS(EGW_X)
+#undef EGW_X
+};
+
+inline constexpr uint8_t kIcmpErrorType[] = {
+#define EGW_X(name, type, code, help) type,
+    EGW_ICMP_ERRORS(EGW_X)
+#undef EGW_X
+};
+
+inline constexpr uint8_t kIcmpErrorCode[] = {
+#define EGW_X(name, type, code, help) code,
+    EGW_ICMP_ERRORS(EGW_X)
+#undef EGW_X
+};
+
+}  // namespace egw::dp

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Stage icmp_reply: the ICMP errors the gateway originates (RFC 1812 4.3). Earlier stages ask for
+// one with reply_icmp_error() (icmp_reply.h) instead of dropping the packet; here, in packet
+// order, each such packet is
+//   - dropped under its reason when RFC 1812 4.3.2.7 forbids an answer: an ICMP error, a fragment
+//     other than the first, a link-layer broadcast or multicast, an IP broadcast or multicast
+//     destination, a source that does not name one host;
+//   - dropped under its reason, and counted as rate-limited, when the worker's token bucket is
+//     empty;
+//   - otherwise rewritten into the error in its own mbuf and sent back out the port it came in on,
+//     to the MAC it came from, from that port's address (the one on the sender's subnet).
+//
+// The rewrite: the offending datagram stays where it is and becomes the quote; the Ethernet, IPv4
+// and ICMP headers are written in the 42 bytes in front of it (28 of them taken from the
+// headroom, or the quote moved back when there is none), and the frame is cut after as much of
+// the datagram as keeps the error's IPv4 datagram within 576 bytes (RFC 1812 4.3.2.3).
+#include <rte_branch_prediction.h>
+#include <rte_ether.h>
+#include <rte_icmp.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+
+#include <cstring>
+
+#include "dataplane/address_filter.h"
+#include "dataplane/checksum.h"
+#include "dataplane/icmp_reply.h"
+#include "dataplane/stages.h"
+
+namespace egw::dp {
+
+namespace {
+
+constexpr uint32_t kHeaders = sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr) + sizeof(rte_icmp_hdr);  // 42
+constexpr uint8_t kTos = 0xc0;  // precedence 6, internetwork control (RFC 1812 4.3.2.5); DSCP CS6
+constexpr uint8_t kTtl = 64;
+
+// ICMP messages that are not errors: echo, timestamp, information and address mask requests and
+// replies. Anything else (the errors, and types egw does not know) is never answered.
+inline bool is_icmp_query(uint8_t type) {
+    switch (type) {
+    case 0: case 8: case 13: case 14: case 15: case 16: case 17: case 18:
+        return true;
+    default:
+        return false;
+    }
+}
+
+// RFC 1812 4.3.2.7: whether the packet may be answered with an ICMP error at all.
+bool may_answer(const Worker& w, const PolicySnapshot& p, const rte_mbuf* m, const PacketMeta& pk) {
+    auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
+    if (eth->dst_addr.addr_bytes[0] & 1)
+        return false;
+    const rte_ipv4_hdr* ip = pk.ip;
+    if (ip->fragment_offset & be16(RTE_IPV4_HDR_OFFSET_MASK))
+        return false;
+    uint32_t src = rte_be_to_cpu_32(ip->src_addr);
+    uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
+    if (is_multicast(dst) || is_limited_broadcast(dst) || is_directed_broadcast(p, w.n_ports, dst))
+        return false;
+    if (!is_single_host(p, w.n_ports, src))
+        return false;
+    if (ip->next_proto_id == IPPROTO_ICMP && (pk.l4_len == 0 || !is_icmp_query(pk.l4[0])))
+        return false;
+    return p.ports[m->port].n_addrs > 0;
+}
+
+// A token bucket in its GCRA form: one timestamp, the time at which the bucket would be full again
+// (`icmp_tat`), instead of a token count and a refill time.
+bool take_token(Worker& w) {
+    const IcmpLimit& l = w.shared->icmp_limit;
+    if (l.interval == 0)
+        return false;
+    uint64_t tat = w.icmp_tat > w.now ? w.icmp_tat : w.now;
+    if (tat - w.now > l.tolerance)
+        return false;
+    w.icmp_tat = tat + l.interval;
+    return true;
+}
+
+// The receiving port's address on the sender's subnet, else its first.
+uint32_t source_address(const PortPolicy& pp, uint32_t peer) {
+    for (unsigned k = 0; k < pp.n_addrs; ++k) {
+        uint32_t mask = pp.prefix_len[k] == 0 ? 0 : ~uint32_t{0} << (32 - pp.prefix_len[k]);
+        if (((peer ^ pp.addrs[k]) & mask) == 0)
+            return pp.addrs[k];
+    }
+    return pp.addrs[0];
+}
+
+// How many bytes of the datagram the error quotes: as many as the 576-byte rule allows of what
+// the first segment holds.
+inline uint32_t quote_length(const rte_mbuf* m, const PacketMeta& pk) {
+    uint32_t offset = static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(pk.ip) - rte_pktmbuf_mtod(m, const uint8_t*));
+    uint32_t len = rte_be_to_cpu_16(pk.ip->total_length);
+    uint32_t held = m->data_len - offset;
+    if (len > held)
+        len = held;
+    return len < kIcmpErrorMaxQuote ? len : kIcmpErrorMaxQuote;
+}
+
+// Whether the headers fit in front of the datagram: in the headroom, or in the buffer with the
+// quote moved back.
+inline bool fits(const rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
+    auto* buf = static_cast<const uint8_t*>(m->buf_addr);
+    auto* quote = reinterpret_cast<const uint8_t*>(pk.ip);
+    return static_cast<uint32_t>(quote - buf) >= kHeaders || uint32_t{m->data_off} + kHeaders + len <= m->buf_len;
+}
+
+// Rewrites packet i into the error: Ethernet to the sender, IPv4 from the port's address, ICMP
+// with the quote.
+void build(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
+    const PortPolicy& pp = p.ports[m->port];
+    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    rte_ether_addr peer_mac = eth->src_addr;
+    uint32_t peer = pk.ip->src_addr;
+    uint32_t own = be32(source_address(pp, rte_be_to_cpu_32(peer)));
+
+    // A chained datagram is quoted from its first segment; the rest of the chain is released.
+    if (unlikely(m->nb_segs > 1)) {
+        rte_pktmbuf_free(m->next);
+        m->next = nullptr;
+        m->nb_segs = 1;
+    }
+    auto* buf = static_cast<uint8_t*>(m->buf_addr);
+    auto* quote = reinterpret_cast<uint8_t*>(pk.ip);
+    uint8_t* start;
+    if (likely(static_cast<uint32_t>(quote - buf) >= kHeaders)) {
+        start = quote - kHeaders;
+    } else {
+        start = rte_pktmbuf_mtod(m, uint8_t*);
+        std::memmove(start + kHeaders, quote, len);
+    }
+    m->data_off = static_cast<uint16_t>(start - buf);
+    m->data_len = static_cast<uint16_t>(kHeaders + len);
+    m->pkt_len = m->data_len;
+    m->ol_flags = 0;
+
+    auto* e = reinterpret_cast<rte_ether_hdr*>(start);
+    e->dst_addr = peer_mac;
+    std::memcpy(e->src_addr.addr_bytes, pp.mac, 6);
+    e->ether_type = be16(RTE_ETHER_TYPE_IPV4);
+
+    auto* ip = reinterpret_cast<rte_ipv4_hdr*>(e + 1);
+    ip->version_ihl = RTE_IPV4_VHL_DEF;
+    ip->type_of_service = kTos;
+    ip->total_length = be16(static_cast<uint16_t>(sizeof(rte_ipv4_hdr) + sizeof(rte_icmp_hdr) + len));
+    ip->packet_id = 0;
+    ip->fragment_offset = 0;
+    ip->time_to_live = kTtl;
+    ip->next_proto_id = IPPROTO_ICMP;
+    ip->src_addr = own;
+    ip->dst_addr = peer;
+    ip->hdr_checksum = 0;
+    ip->hdr_checksum = rte_ipv4_cksum(ip);
+
+    auto* icmp = reinterpret_cast<rte_icmp_hdr*>(ip + 1);
+    unsigned e_index = static_cast<unsigned>(pk.icmp);
+    icmp->icmp_type = kIcmpErrorType[e_index];
+    icmp->icmp_code = kIcmpErrorCode[e_index];
+    icmp->icmp_cksum = 0;
+    uint32_t aux = be32(pk.icmp_aux);
+    std::memcpy(&icmp->icmp_ident, &aux, 4);
+    icmp->icmp_cksum = csum_finish(csum_partial(icmp, sizeof(rte_icmp_hdr) + len));
+}
+
+}  // namespace
+
+void stage_icmp_reply(Worker& w, const PolicySnapshot& p, Burst& b) {
+    for_each_packet(b.pending(Next::icmp_reply), [&](unsigned i) {
+        PacketMeta& pk = b.pkt[i];
+        rte_mbuf* m = b.m[i];
+        uint32_t len = quote_length(m, pk);
+        if (!may_answer(w, p, m, pk) || unlikely(!fits(m, pk, len))) {
+            b.drop(i, pk.reason);
+            return;
+        }
+        if (!take_token(w)) {
+            ++w.counters.icmp_rate_limited;
+            b.drop(i, pk.reason);
+            return;
+        }
+        build(p, m, pk, len);
+        ++w.counters.icmp_sent[static_cast<unsigned>(pk.icmp)];
+        pk.out_port = m->port;
+        b.set_next(i, Next::transmit);
+    });
+}
+
+}  // namespace egw::dp

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The gateway's own ICMP errors (dataplane/icmp_reply.cpp): every error is compared byte for byte
+// with the frame RFC 792/1812 describe, built independently by packet.cpp (type, code, quoted
+// datagram, checksums, source address, TTL, TOS), and the counters say what was sent, limited or
+// dropped.
+#include <gtest/gtest.h>
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+
+#include <cstring>
+
+#include "dataplane/icmp_reply.h"
+#include "tests/unit/dataplane/rig.h"
+
+namespace egw::test {
+namespace {
+
+using namespace std_rig;
+using dp::DropReason;
+using dp::IcmpError;
+
+Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+
+uint64_t sent(const Rig& r, IcmpError e, unsigned worker = 0) {
+    return r.workers.at(worker)->counters.icmp_sent[static_cast<unsigned>(e)];
+}
+
+// The error the gateway must send: from `from` (a port address) to the sender of `offending`,
+// TTL 64, TOS 0xc0, ID 0, quoting `quote`.
+Bytes error_frame(const Mac& to_mac, const Mac& port_mac, uint32_t from, uint32_t to, uint8_t type, uint8_t code,
+                  const Bytes& quote, uint32_t aux = 0) {
+    return ethernet(to_mac, port_mac, kEtherIpv4,
+                    ipv4(from, to, kProtoIcmp, icmp_error(type, code, quote, aux), IpOpt{.ttl = 64, .id = 0, .tos = 0xc0}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Time Exceeded
+
+// A pod's packet whose TTL runs out at the gateway is answered before it is translated: the pod
+// gets a Time Exceeded from the inside port's address quoting its own header (its address and
+// port, not the ingress IP), and no session is made for it.
+TEST_F(DataplaneTest, TtlExpiredNewFlowOfAPodGetsTimeExceededQuotingItsOwnHeader) {
+    Rig& r = start();
+    Bytes probe = udp_ip(kPod10, 33434, kServer, 33435, text("traceroute probe"), IpOpt{.ttl = 1, .id = 0x1111});
+    r.process(r.pods, r.from_pod(kPod10, probe));
+    auto frames = r.tx(r.pods);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.src, kPodsAddr);
+    EXPECT_EQ(p.dst, kPod10);
+    EXPECT_EQ(p.ttl, 64);
+    EXPECT_EQ(p.icmp_type, 11);
+    EXPECT_EQ(p.icmp_code, 0);
+    ASSERT_TRUE(p.inner);
+    EXPECT_EQ(p.inner->src, kPod10);
+    EXPECT_EQ(p.inner->sport, 33434);
+    EXPECT_EQ(p.inner->ttl, 1);
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, probe));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_TRUE(r.sessions().empty()) << "no session for a packet that cannot leave";
+    EXPECT_EQ(sent(r, IcmpError::time_exceeded), 1u);
+    EXPECT_EQ(r.total_drops(), 0u) << "an answered packet is not a drop";
+    EXPECT_EQ(r.w().counters.tx_packets, 1u);
+
+    // TTL 0 is answered the same way.
+    Bytes zero = udp_ip(kPod10, 33434, kServer, 33436, {}, IpOpt{.ttl = 0});
+    r.process(r.pods, r.from_pod(kPod10, zero));
+    frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, zero));
+    EXPECT_EQ(sent(r, IcmpError::time_exceeded), 2u);
+}
+
+// A packet of an established session (the fast path) is answered untranslated too, and the
+// session is not touched by it.
+TEST_F(DataplaneTest, TtlExpiredPacketOfASessionIsAnsweredUntranslatedBothWays) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn)));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck)));
+    ASSERT_EQ(r.tx(r.pods).size(), 1u);
+    uint64_t out_before = r.svc(kWeb).packets_out, in_before = r.svc(kWeb).packets_in;
+
+    Bytes seg = tcp_ip(kPod10, 40000, kServer, 80, kPsh | kAck, text("late"), IpOpt{.ttl = 1});
+    r.process(r.pods, r.from_pod(kPod10, seg));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, seg));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+
+    // From outside, to the ingress IP: answered out of ext1 from ext1's address, to the sender's
+    // MAC, quoting the packet as it arrived (its destination the ingress IP, not the pod).
+    Bytes back = tcp_ip(kServer, 80, kIngress, 40000, kAck, text("back"), IpOpt{.ttl = 1});
+    r.process(r.ext1, r.from_ext1(back));
+    frames = r.tx(r.ext1);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.src, kExt1Addr);
+    EXPECT_EQ(frames[0], error_frame(kServerMac, kExt1Mac, kExt1Addr, kServer, 11, 0, back));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+
+    EXPECT_EQ(sent(r, IcmpError::time_exceeded), 2u);
+    EXPECT_EQ(r.svc(kWeb).packets_out, out_before);
+    EXPECT_EQ(r.svc(kWeb).packets_in, in_before);
+    EXPECT_EQ(r.sessions().size(), 1u);
+    EXPECT_EQ(r.total_drops(), 0u);
+
+    // TTL 2 still passes, with 1.
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kAck, {}, IpOpt{.ttl = 2})));
+    frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kAck, {}, IpOpt{.ttl = 1})));
+}
+
+// Untranslated forwarding (a cluster destination) applies the same rule.
+TEST_F(DataplaneTest, TtlExpiredRoutedPacketGetsTimeExceeded) {
+    Rig& r = start();
+    Bytes probe = echo_ip(true, kPod10, kRemotePod, 0x99, 1, text("ping -t 1"), IpOpt{.ttl = 1});
+    r.process(r.pods, r.from_pod(kPod10, probe));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, probe));
+    EXPECT_EQ(r.w().counters.routed, 0u);
+    EXPECT_EQ(sent(r, IcmpError::time_exceeded), 1u);
+}
+
+// RFC 1812 4.3.2.3: as much of the datagram as keeps the error within 576 bytes; IPv4 options
+// are part of the quoted header.
+TEST_F(DataplaneTest, TimeExceededQuotesAtMost548Bytes) {
+    Rig& r = start();
+    Bytes big = udp_ip(kPod10, 5000, kServer, 53, Bytes(1200, 0xab), IpOpt{.ttl = 1});
+    r.process(r.pods, r.from_pod(kPod10, big));
+    auto frames = r.tx(r.pods);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.total_length, 576);
+    EXPECT_EQ(frames[0].size(), 14u + 576u);
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, Bytes(big.begin(), big.begin() + 548)));
+
+    IpOpt o{.ttl = 1, .options = {0x01, 0x01, 0x01, 0x00}};
+    Bytes with_options = udp_ip(kPod10, 5001, kServer, 53, text("opt"), o);
+    r.process(r.pods, r.from_pod(kPod10, with_options));
+    frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, with_options));
+}
+
+// A received mbuf with no headroom: the quote is moved back inside the buffer instead.
+TEST_F(DataplaneTest, TimeExceededIsBuiltWithoutHeadroom) {
+    Rig& r = start();
+    Bytes probe = udp_ip(kPod10, 33434, kServer, 33435, text("no headroom"), IpOpt{.ttl = 1});
+    Bytes frame = r.from_pod(kPod10, probe);
+    rte_mbuf* m = rte_pktmbuf_alloc(r.pool());
+    ASSERT_NE(m, nullptr);
+    m->data_off = 0;
+    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())), frame.data(), frame.size());
+    m->port = r.pods;
+    ASSERT_EQ(rte_pktmbuf_headroom(m), 0u);
+    dp::worker_process_burst(r.w(), r.policy(), &m, 1);
+    dp::worker_flush(r.w());
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, probe));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rate limit
+
+TEST_F(DataplaneTest, IcmpErrorsAreRateLimitedPerWorker) {
+    RigOptions o;
+    o.configure = [](config::Config& c) {
+        c.icmp.errors_per_second = 10;
+        c.icmp.burst = 3;
+    };
+    Rig& r = start(o);
+    auto probes = [&](unsigned n) {
+        std::vector<In> burst;
+        for (unsigned k = 0; k < n; ++k)
+            burst.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(33434 + k), kServer, 33435,
+                                                              {}, IpOpt{.ttl = 1}))});
+        r.process(0, burst);
+        return r.tx(r.pods).size();
+    };
+    // A full bucket: three errors, then the limit (each limited packet is a drop of its reason).
+    EXPECT_EQ(probes(5), 3u);
+    EXPECT_EQ(sent(r, IcmpError::time_exceeded), 3u);
+    EXPECT_EQ(r.w().counters.icmp_rate_limited, 2u);
+    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 2u);
+    // A token comes back every 100 ms.
+    uint64_t hz = rte_get_tsc_hz();
+    r.advance(hz / 10 + hz / 100);
+    EXPECT_EQ(probes(2), 1u);
+    EXPECT_EQ(r.w().counters.icmp_rate_limited, 3u);
+    // After a long quiet time, no more than the burst.
+    r.advance(hz * 60);
+    EXPECT_EQ(probes(5), 3u);
+    EXPECT_EQ(sent(r, IcmpError::time_exceeded), 7u);
+    EXPECT_EQ(r.w().counters.icmp_rate_limited, 5u);
+    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 5u);
+}
+
+TEST_F(DataplaneTest, ZeroErrorsPerSecondSendsNone) {
+    RigOptions o;
+    o.configure = [](config::Config& c) { c.icmp.errors_per_second = 0; };
+    Rig& r = start(o);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 33434, kServer, 33435, {}, IpOpt{.ttl = 1})));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 1u);
+    EXPECT_EQ(r.w().counters.icmp_rate_limited, 1u);
+    EXPECT_EQ(sent(r, IcmpError::time_exceeded), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Never answered (RFC 1812 4.3.2.7)
+
+TEST_F(DataplaneTest, NoIcmpErrorForAnIcmpErrorOrALinkLayerBroadcast) {
+    Rig& r = start();
+    // An ICMP error routed toward the cluster, its TTL expiring.
+    Bytes quoted = udp_ip(kRemotePod, 53, kPod10, 5000, text("q"));
+    r.process(r.pods, r.from_pod(kPod10, ipv4(kPod10, kRemotePod, kProtoIcmp, icmp_error(3, 3, quoted), IpOpt{.ttl = 1})));
+    // A unicast datagram sent to the Ethernet broadcast address.
+    r.process(r.pods, ethernet(kBroadcast, kPod10Mac, kEtherIpv4, udp_ip(kPod10, 5000, kServer, 53, {}, IpOpt{.ttl = 1})));
+    // To a multicast MAC.
+    Mac mcast{0x01, 0x00, 0x5e, 0x00, 0x00, 0x01};
+    r.process(r.pods, ethernet(mcast, kPod10Mac, kEtherIpv4, udp_ip(kPod10, 5000, kServer, 53, {}, IpOpt{.ttl = 1})));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 3u);
+    EXPECT_EQ(r.w().counters.icmp_rate_limited, 0u) << "the never-cases take no token";
+    EXPECT_EQ(sent(r, IcmpError::time_exceeded), 0u);
+    // An echo request (a query, not an error) is answered.
+    Bytes ping = echo_ip(true, kPod10, kServer, 7, 1, {}, IpOpt{.ttl = 1});
+    r.process(r.pods, r.from_pod(kPod10, ping));
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, ping));
+}
+
+}  // namespace
+}  // namespace egw::test
