@@ -35,21 +35,38 @@ void worker_serve_dump(Worker& w) {
     uint32_t req = w.dump_request.load(std::memory_order_acquire);
     if (req == w.dump_done.load(std::memory_order_relaxed))
         return;
-    uint32_t n = 0;
     SessionTable& st = w.sessions;
-    uint32_t i = std::min(w.dump_start, st.capacity());
-    uint32_t end = w.dump_scan && w.dump_scan < st.capacity() - i ? i + w.dump_scan : st.capacity();
-    for (; i < end && n < w.dump_capacity; ++i) {
+    if (req != w.dump_serving) {
+        // A new request (or a newer one while an older was still being served: the control
+        // thread only asks again for a listing from the start, so the scan starts over).
+        w.dump_serving = req;
+        w.dump_cursor = std::min(w.dump_start, st.capacity());
+        w.dump_end = w.dump_scan && w.dump_scan < st.capacity() - w.dump_cursor ? w.dump_cursor + w.dump_scan
+                                                                                : st.capacity();
+        w.dump_count = 0;
+    }
+    uint32_t i = w.dump_cursor;
+    uint32_t stop = w.dump_end - i > kDumpScanPerIteration ? i + kDumpScanPerIteration : w.dump_end;
+    uint32_t n = w.dump_count;
+    for (; i < stop && n < w.dump_capacity; ++i) {
         const Session& s = st.at(i);
-        if (!s.in_use)
+        if (!(s.in_use & kSessionInUse))
             continue;
         w.dump_buffer[n].session = s;
         w.dump_buffer[n].idle_ticks = w.now - s.last_seen;
         ++n;
     }
     w.dump_count = n;
-    w.dump_next = i;
-    w.dump_done.store(req, std::memory_order_release);
+    w.dump_cursor = i;
+    if (i == w.dump_end || n == w.dump_capacity) {
+        w.dump_next = i;
+        w.dump_done.store(req, std::memory_order_release);
+    }
+}
+
+void worker_finish_dump(Worker& w) {
+    while (w.dump_done.load(std::memory_order_relaxed) != w.dump_request.load(std::memory_order_acquire))
+        worker_serve_dump(w);
 }
 
 void worker_serve_flush(Worker& w) {

@@ -132,7 +132,11 @@ struct alignas(64) Worker {
     ServiceCounters* service_counters = nullptr;  // [kMaxServices]
 
     // Session listing requested by the control thread: it sets dump_capacity and bumps
-    // dump_request; the worker copies up to that many sessions and publishes dump_done.
+    // dump_request; the worker copies up to that many sessions and publishes dump_done. The
+    // worker looks at kDumpScanPerIteration table slots per poll iteration at most, however few
+    // of them hold sessions, so a listing of a large table takes many iterations and never
+    // stalls the packets; dump_count and dump_next are the control thread's to read only once
+    // dump_done has reached its request.
     std::atomic<uint32_t> dump_request{0};
     std::atomic<uint32_t> dump_done{0};
     SessionRecord* dump_buffer = nullptr;
@@ -140,10 +144,15 @@ struct alignas(64) Worker {
     uint32_t dump_count = 0;
     // Paging of the listing (the CLI walks the whole table this way): the scan starts at table
     // slot dump_start and looks at dump_scan slots at most (0: to the end); dump_next is where it
-    // stopped (the table's capacity once it reached the end). Set before bumping dump_request.
+    // stopped (the table's capacity once it reached the end). Set before bumping dump_request,
+    // and only while no request is pending.
     uint32_t dump_start = 0;
     uint32_t dump_scan = 0;
     uint32_t dump_next = 0;
+    // The worker's own progress through the request it is serving.
+    uint32_t dump_serving = 0;
+    uint32_t dump_cursor = 0;
+    uint32_t dump_end = 0;
 
     // Closing a Service's sessions, requested by the control thread, which never touches the
     // table itself: with no request pending it sets flush_service (a Service id, or kFlushAll)
@@ -156,6 +165,7 @@ struct alignas(64) Worker {
     uint32_t flush_closed = 0;
 };
 
+inline constexpr uint32_t kDumpScanPerIteration = 1024;
 inline constexpr uint32_t kFlushAll = ~uint32_t{0};
 inline constexpr uint32_t kFlushPerIteration = 4096;
 
@@ -175,9 +185,14 @@ void worker_flush(Worker& w);
 // Frees up to kSweepPerIteration expired sessions' worth of scanning.
 void worker_expire_step(Worker& w, const PolicySnapshot& p);
 
-// Answers a pending session-listing request. Called by the worker between bursts, or by the
-// control thread once the worker has stopped.
+// Serves a pending session-listing request for up to kDumpScanPerIteration table slots; it is
+// answered (dump_done) once the scan reached its end or the buffer is full. Called by the worker
+// between bursts.
 void worker_serve_dump(Worker& w);
+
+// Serves a pending session-listing request to the end. Only for a worker that has stopped
+// (called by the control thread then).
+void worker_finish_dump(Worker& w);
 
 // Serves a pending flush request for one slice of the table. Called by the worker between
 // bursts.

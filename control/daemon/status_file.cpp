@@ -32,13 +32,6 @@ nlohmann::json collect_status(const StatusInputs& in) {
     doc["generation"] = in.policy.generation();
     doc["ready"] = in.ready;
 
-    // Ask every worker for its sessions; they answer between bursts.
-    for (auto* w : workers) {
-        w->dump_request.fetch_add(1, std::memory_order_release);
-        if (in.workers_stopped)
-            dp::worker_serve_dump(*w);
-    }
-
     std::map<uint32_t, std::string> id_to_key;
     for (auto& [k, id] : in.policy.ids())
         id_to_key[id] = k;
@@ -113,27 +106,27 @@ nlohmann::json collect_status(const StatusInputs& in) {
     std::map<uint16_t, std::string> port_names;
     for (const auto& p : rt.ports())
         port_names[p.id] = p.name;
-    json sessions = json::array();
-    uint64_t deadline = rte_rdtsc() + rte_get_tsc_hz() / 20;  // 50 ms
-    for (auto* w : workers) {
-        uint32_t want = w->dump_request.load(std::memory_order_relaxed);
-        while (w->dump_done.load(std::memory_order_acquire) != want && rte_rdtsc() < deadline)
-            rte_pause();
-        if (w->dump_done.load(std::memory_order_acquire) != want)
-            continue;  // a stopped worker: no listing this time
-        for (uint32_t i = 0; i < w->dump_count && sessions.size() < in.max_sessions; ++i) {
-            const dp::Session& s = w->dump_buffer[i].session;
-            auto it = id_to_key.find(s.service_id);
-            sessions.push_back({{"worker", w->index}, {"proto", session_proto_name(s.proto)},
-                                {"inside", session_endpoint(s.pod_ip, s.pod_port)}, {"outside", session_endpoint(s.nat_ip, s.nat_port)},
-                                {"remote", session_endpoint(s.remote_ip, s.remote_port)},
-                                {"service", s.service_id && it != id_to_key.end() ? it->second : ""},
-                                {"port", port_names.count(s.out_port) ? port_names[s.out_port] : ""},
-                                {"vrf", in.policy.vrf_name(s.vrf)}, {"state", session_tcp_state(s)},
-                                {"idle_ms", w->dump_buffer[i].idle_ticks * 1000 / rte_get_tsc_hz()}});
-        }
+    if (in.max_sessions == 0) {
+        doc["sessions"] = json::array();
+    } else {
+        uint64_t hz = rte_get_tsc_hz();
+        json listing = list_sessions(
+            workers, in.max_sessions, in.listing_timeout_ms, in.workers_stopped,
+            [&](const dp::Worker& w, const dp::SessionRecord& r) {
+                const dp::Session& s = r.session;
+                auto it = id_to_key.find(s.service_id);
+                return json{{"worker", w.index}, {"proto", session_proto_name(s.proto)},
+                            {"inside", session_endpoint(s.pod_ip, s.pod_port)},
+                            {"outside", session_endpoint(s.nat_ip, s.nat_port)},
+                            {"remote", session_endpoint(s.remote_ip, s.remote_port)},
+                            {"service", s.service_id && it != id_to_key.end() ? it->second : ""},
+                            {"port", port_names.count(s.out_port) ? port_names[s.out_port] : ""},
+                            {"vrf", in.policy.vrf_name(s.vrf)}, {"state", session_tcp_state(s)},
+                            {"idle_ms", r.idle_ticks * 1000 / hz}};
+            });
+        doc["sessions"] = std::move(listing["sessions"]);
+        doc["session_listing"] = std::move(listing["session_listing"]);
     }
-    doc["sessions"] = sessions;
 
     json neighbors = json::array();
     for (const auto& n : in.neighbors.list())
@@ -141,6 +134,86 @@ nlohmann::json collect_status(const StatusInputs& in) {
                              {"held", n.held}});
     doc["neighbors"] = neighbors;
     return doc;
+}
+
+nlohmann::json list_sessions(const std::vector<dp::Worker*>& workers, unsigned max_sessions, unsigned timeout_ms,
+                             bool workers_stopped,
+                             const std::function<nlohmann::json(const dp::Worker&, const dp::SessionRecord&)>& row) {
+    using nlohmann::json;
+    const uint64_t deadline = rte_rdtsc() + rte_get_tsc_hz() * timeout_ms / 1000;
+    auto answered = [](const dp::Worker& w, uint32_t want) {
+        return w.dump_done.load(std::memory_order_acquire) == want;
+    };
+    auto wait = [&](const dp::Worker& w, uint32_t want) {
+        while (!answered(w, want) && rte_rdtsc() < deadline)
+            rte_pause();
+        return answered(w, want);
+    };
+    // Requests go to every worker before any answer is waited for, so they scan side by side.
+    // A worker still busy with an earlier request (one whose answer came too late) finishes that
+    // one first: its paging fields are the worker's until it answers.
+    std::vector<uint32_t> want(workers.size(), 0);
+    std::vector<bool> asked(workers.size(), false);
+    auto ask = [&](size_t i) {
+        dp::Worker& w = *workers[i];
+        w.dump_start = 0;
+        w.dump_scan = 0;
+        want[i] = w.dump_request.fetch_add(1, std::memory_order_release) + 1;
+        asked[i] = true;
+        if (workers_stopped)
+            dp::worker_finish_dump(w);
+    };
+    for (size_t i = 0; i < workers.size(); ++i) {
+        dp::Worker& w = *workers[i];
+        if (workers_stopped)
+            dp::worker_finish_dump(w);
+        if (answered(w, w.dump_request.load(std::memory_order_relaxed)))
+            ask(i);
+    }
+    for (size_t i = 0; i < workers.size(); ++i)
+        if (!asked[i] && wait(*workers[i], workers[i]->dump_request.load(std::memory_order_relaxed)))
+            ask(i);
+
+    json sessions = json::array();
+    json missing = json::array();
+    std::string reason;
+    uint64_t active = 0;
+    bool complete = true;
+    for (size_t i = 0; i < workers.size(); ++i) {
+        const dp::Worker& w = *workers[i];
+        uint64_t created = __atomic_load_n(&w.counters.sessions_created, __ATOMIC_RELAXED);
+        uint64_t closed = __atomic_load_n(&w.counters.sessions_closed, __ATOMIC_RELAXED);
+        active += created >= closed ? created - closed : 0;
+        if (!asked[i] || !wait(w, want[i])) {
+            complete = false;
+            missing.push_back(w.index);
+            if (reason.empty())
+                reason = "worker " + std::to_string(w.index) + " did not answer within " + std::to_string(timeout_ms) +
+                         " ms; its sessions are not listed";
+            continue;
+        }
+        uint32_t n = w.dump_count;
+        if (n == w.dump_capacity && w.dump_next < w.sessions.capacity()) {
+            complete = false;
+            if (reason.empty())
+                reason = "worker " + std::to_string(w.index) + " listed its first " + std::to_string(n) +
+                         " sessions only (its listing buffer)";
+        }
+        for (uint32_t k = 0; k < n; ++k) {
+            if (sessions.size() >= max_sessions) {
+                complete = false;
+                if (reason.empty())
+                    reason = "the listing stops at " + std::to_string(max_sessions) + " sessions";
+                break;
+            }
+            sessions.push_back(row(w, w.dump_buffer[k]));
+        }
+    }
+    json out;
+    out["session_listing"] = {{"complete", complete}, {"active", active}, {"listed", sessions.size()},
+                              {"missing_workers", missing}, {"reason", reason}};
+    out["sessions"] = std::move(sessions);
+    return out;
 }
 
 bool write_status_file(const std::string& path, const nlohmann::json& doc) {

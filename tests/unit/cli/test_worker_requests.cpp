@@ -7,12 +7,14 @@
 #include <rte_byteorder.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
 #include <thread>
 
 #include "control/cli/worker_requests.h"
+#include "control/daemon/status_file.h"
 
 using namespace egw;
 
@@ -166,6 +168,62 @@ TEST(WorkerRequests, FlushedPortsCanBeReused) {
     EXPECT_EQ(cli::flush_sessions({a.w.get()}, 3).closed[0], 1u);
     a.add(3, 4242);  // same tuple again: the indexes forgot the old one
     EXPECT_EQ(cli::flush_sessions({a.w.get()}, 3).closed[0], 1u);
+}
+
+// The status file's listing (control/daemon/status_file.h) says when it is not the whole truth.
+nlohmann::json status_listing(const std::vector<dp::Worker*>& ws, unsigned max, unsigned timeout_ms) {
+    return control::list_sessions(ws, max, timeout_ms, false, [](const dp::Worker& w, const dp::SessionRecord& r) {
+        return nlohmann::json{{"worker", w.index}, {"port", rte_be_to_cpu_16(r.session.pod_port)}};
+    });
+}
+
+TEST(WorkerRequests, StatusListingNamesAWorkerThatDidNotAnswer) {
+    // a: a table of many listing iterations; b: one that is held still (no lcore serves it).
+    TestWorker a(0, 40 * dp::kDumpScanPerIteration, 64), b(1, 1024, 64);
+    for (uint16_t p = 1; p <= 30; ++p)
+        a.add(1, p);
+    for (uint16_t p = 1; p <= 5; ++p)
+        b.add(1, p);
+    a.w->counters.sessions_created = 30;
+    b.w->counters.sessions_created = 5;
+    std::vector<dp::Worker*> ws{a.w.get(), b.w.get()};
+    {
+        FakeLcore lcore({a.w.get()});
+        auto t0 = std::chrono::steady_clock::now();
+        nlohmann::json j = status_listing(ws, 1000, 100);
+        auto took = std::chrono::steady_clock::now() - t0;
+        EXPECT_GE(took, std::chrono::milliseconds(100));
+        EXPECT_LT(took, std::chrono::milliseconds(2000));
+        const auto& l = j["session_listing"];
+        EXPECT_EQ(l["complete"], false);
+        EXPECT_EQ(l["missing_workers"], nlohmann::json::array({1}));
+        EXPECT_EQ(l["reason"], "worker 1 did not answer within 100 ms; its sessions are not listed");
+        EXPECT_EQ(l["active"], 35u);
+        EXPECT_EQ(l["listed"], 30u);
+        ASSERT_EQ(j["sessions"].size(), 30u);
+        for (const auto& row : j["sessions"])
+            EXPECT_EQ(row["worker"], 0u);
+    }
+    // Both answer again: b first finishes the request it left pending, then a fresh one.
+    FakeLcore lcore({a.w.get(), b.w.get()});
+    nlohmann::json j = status_listing(ws, 1000, 1000);
+    EXPECT_EQ(j["session_listing"]["complete"], true);
+    EXPECT_EQ(j["session_listing"]["reason"], "");
+    EXPECT_EQ(j["session_listing"]["missing_workers"], nlohmann::json::array());
+    EXPECT_EQ(j["sessions"].size(), 35u);
+    EXPECT_EQ(b.w->dump_done.load(), 2u);
+
+    // Cut short by the row limit, and by a worker's listing buffer: said too.
+    j = status_listing(ws, 10, 1000);
+    EXPECT_EQ(j["session_listing"]["complete"], false);
+    EXPECT_EQ(j["session_listing"]["reason"], "the listing stops at 10 sessions");
+    EXPECT_EQ(j["sessions"].size(), 10u);
+    for (uint16_t p = 100; p < 200; ++p)
+        b.add(1, p);
+    j = status_listing(ws, 1000, 1000);
+    EXPECT_EQ(j["session_listing"]["complete"], false);
+    EXPECT_EQ(j["session_listing"]["reason"], "worker 1 listed its first 64 sessions only (its listing buffer)");
+    EXPECT_EQ(j["sessions"].size(), 30u + 64u);
 }
 
 }  // namespace

@@ -262,6 +262,8 @@ TEST_F(DataplaneTest, SessionListingIsServedByTheWorker) {
     r.process(r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 40001, kServer, 80, kSyn)));
     EXPECT_EQ(r.tx(r.ext1).size(), 2u);
     r.w().dump_request.store(1);
+    // The rig's table is one iteration's scan.
+    ASSERT_LE(r.w().sessions.capacity(), dp::kDumpScanPerIteration);
     r.poll();
     EXPECT_EQ(r.w().dump_done.load(), 1u);
     ASSERT_EQ(r.w().dump_count, 2u);
@@ -269,6 +271,81 @@ TEST_F(DataplaneTest, SessionListingIsServedByTheWorker) {
     for (uint32_t i = 0; i < r.w().dump_count; ++i)
         ports.insert(r.w().dump_buffer[i].session.pod_port);
     EXPECT_EQ(ports, (std::set<uint16_t>{nbo16(40000), nbo16(40001)}));
+}
+
+// However sparse the table, one poll iteration looks at kDumpScanPerIteration slots at most: a
+// listing of a large table is spread over iterations, the packets keep flowing meanwhile, and
+// the answer holds every session, found wherever it sits.
+TEST_F(DataplaneTest, SessionListingOfASparseTableIsSpreadOverIterations) {
+    RigOptions o;
+    o.sessions_per_worker = 64 * dp::kDumpScanPerIteration;
+    Rig& r = start(o);
+    dp::SessionTable& st = r.w().sessions;
+    // Sessions fill the table from slot 0 up: make it full, then keep only the last slot's and
+    // one in the middle.
+    std::vector<uint32_t> made;
+    for (uint32_t i = 0; i < st.capacity(); ++i) {
+        dp::Session s{};
+        s.pod_ip = nbo32(kPod10);
+        s.remote_ip = nbo32(kServer);
+        s.pod_port = nbo16(static_cast<uint16_t>(i));
+        s.remote_port = nbo16(443);
+        s.nat_ip = nbo32(kIngress);
+        s.nat_port = nbo16(static_cast<uint16_t>(i));
+        s.proto = 6;
+        s.service_id = static_cast<uint16_t>(r.service_id(kWeb));
+        s.service_version = r.policy().services[s.service_id].version;
+        s.last_seen = r.w().now;
+        made.push_back(st.create(s));
+        ASSERT_NE(made.back(), dp::SessionTable::kNone);
+    }
+    const uint32_t middle = st.capacity() / 2, last = st.capacity() - 1;
+    for (uint32_t idx : made)
+        if (idx != middle && idx != last)
+            st.destroy(idx);
+    ASSERT_EQ(st.active(), 2u);
+
+    r.w().dump_request.store(1, std::memory_order_release);
+    unsigned iterations = 0;
+    uint32_t cursor = 0;
+    bool forwarded = false;
+    while (r.w().dump_done.load(std::memory_order_acquire) != 1u) {
+        ASSERT_LT(iterations, 1000u) << "the listing never finished";
+        // Traffic in the same iterations is forwarded as usual.
+        if (iterations == 10) {
+            r.rx(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+            r.poll();
+            forwarded = r.tx(r.ext1).size() == 1;
+        } else {
+            r.poll();
+        }
+        ++iterations;
+        ASSERT_LE(r.w().dump_cursor - cursor, dp::kDumpScanPerIteration) << "iteration " << iterations;
+        cursor = r.w().dump_cursor;
+    }
+    EXPECT_TRUE(forwarded);
+    EXPECT_EQ(iterations, st.capacity() / dp::kDumpScanPerIteration);
+    EXPECT_EQ(r.w().dump_next, st.capacity());
+    // The flow that came meanwhile took the slot freed last (last - 1), which the scan had not
+    // reached yet: a listing is not a snapshot, it shows what each slot held when it was read.
+    ASSERT_EQ(r.w().dump_count, 3u);
+    EXPECT_EQ(r.w().dump_buffer[0].session.pod_port, nbo16(static_cast<uint16_t>(middle)));
+    EXPECT_EQ(r.w().dump_buffer[1].session.pod_port, nbo16(40000));
+    EXPECT_EQ(r.w().dump_buffer[2].session.pod_port, nbo16(static_cast<uint16_t>(last)));
+
+    // A page of the table (what the CLI asks for) is bounded the same way, and says where it
+    // stopped.
+    r.w().dump_start = 1000;
+    r.w().dump_scan = 3 * dp::kDumpScanPerIteration;
+    r.w().dump_request.store(2, std::memory_order_release);
+    iterations = 0;
+    while (r.w().dump_done.load(std::memory_order_acquire) != 2u && iterations < 100) {
+        r.poll();
+        ++iterations;
+    }
+    EXPECT_EQ(iterations, 3u);
+    EXPECT_EQ(r.w().dump_next, 1000 + 3 * dp::kDumpScanPerIteration);
+    EXPECT_EQ(r.w().dump_count, 0u);
 }
 
 }  // namespace
