@@ -25,7 +25,14 @@ namespace egw::dp {
     X(icmp_unsupported, "ICMP type that is neither echo nor a translatable error")            \
     X(tx_full, "the port's transmit queue was full")                                          \
     X(handoff_full, "the owning worker's hand-off ring was full")                             \
-    X(stale_session, "reply for a session whose Service policy changed")
+    X(stale_session, "reply for a session whose Service policy changed")                     \
+    X(multicast, "IPv4 multicast destination (224.0.0.0/4)")                                  \
+    X(broadcast, "limited broadcast destination (255.255.255.255)")                           \
+    X(directed_broadcast, "destination is the broadcast address of a port's subnet")          \
+    X(martian_source, "source in 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 or 240.0.0.0/4, or a subnet's broadcast") \
+    X(martian_destination, "destination in 0.0.0.0/8, 127.0.0.0/8 or 240.0.0.0/4 (but 255.255.255.255)") \
+    X(link_local, "source or destination in 169.254.0.0/16 (link-local, never forwarded)")    \
+    X(link_broadcast, "unicast IPv4 received in an Ethernet broadcast or multicast frame")
 
 enum class DropReason : uint8_t {
 #define EGW_X(name, help) name,

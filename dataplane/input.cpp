@@ -14,6 +14,7 @@
 
 #include <cstring>
 
+#include "dataplane/address_filter.h"
 #include "dataplane/checksum.h"
 #include "dataplane/stages.h"
 
@@ -163,6 +164,11 @@ DropReason parse(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMe
     // Ethernet padding after the IPv4 datagram must not be translated or forwarded as data.
     if (len > total)
         rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
+    // Multicast, broadcast and martian addresses are never translated, forwarded or answered.
+    DropReason filtered = filter_addresses(p, w.n_ports, rte_be_to_cpu_32(ip->src_addr),
+                                           rte_be_to_cpu_32(ip->dst_addr), eth->dst_addr.addr_bytes[0] & 1);
+    if (unlikely(filtered != DropReason::count))
+        return filtered;
     if (unlikely(ip->fragment_offset & be16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)))
         return DropReason::fragment;
 

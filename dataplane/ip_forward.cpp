@@ -22,7 +22,7 @@ void stage_ip_forward(Worker& w, const PolicySnapshot& p, Burst& b) {
         uint32_t dst = rte_be_to_cpu_32(pk.ip->dst_addr);
         const NextHop* nh = p.lookup_route(pk.vrf, dst);
         if (unlikely(!nh)) {
-            b.drop(i, DropReason::no_route);
+            reply_icmp_error(b, i, IcmpError::net_unreachable, DropReason::no_route);
             return;
         }
         pk.ip->hdr_checksum = csum_apply(pk.ip->hdr_checksum, ttl_decrement(pk.ip));

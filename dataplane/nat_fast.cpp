@@ -90,7 +90,7 @@ void translate_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, 
         uint32_t pod = rte_be_to_cpu_32(s.pod_ip);
         const NextHop* nh = p.lookup_route(kDefaultVrf, pod);
         if (unlikely(!nh)) {
-            b.drop(i, DropReason::no_route);
+            reply_icmp_error(b, i, IcmpError::net_unreachable, DropReason::no_route);
             return;
         }
         s.in_port = nh->port;

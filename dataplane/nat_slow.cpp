@@ -57,8 +57,18 @@ NewFlow route_flow(uint8_t vrf) {
 NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
     uint32_t dst = rte_be_to_cpu_32(pk.ip->dst_addr);
     if (addressed_to_gateway(p, rx_port, dst, Dir::in2out)) {
-        if (pk.ip->next_proto_id != IPPROTO_ICMP)
+        // The gateway serves nothing on UDP and only ICMP otherwise (RFC 1812 4.3.3.1 via RFC 1122
+        // 3.2.2.1). TCP would be answered with a reset, which it does not send: dropped.
+        switch (pk.ip->next_proto_id) {
+        case IPPROTO_ICMP:
+            break;
+        case IPPROTO_UDP:
+            return reject_flow(IcmpError::port_unreachable, DropReason::local);
+        case IPPROTO_TCP:
             return drop_flow(DropReason::local);
+        default:
+            return reject_flow(IcmpError::protocol_unreachable, DropReason::local);
+        }
         NewFlow f{};
         f.action = NewFlow::Action::local;
         return f;
@@ -94,7 +104,7 @@ NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const Packe
     f.vrf = svc ? svc->vrf : kDefaultVrf;
     f.nh = p.lookup_route(f.vrf, dst);
     if (unlikely(!f.nh))
-        return drop_flow(DropReason::no_route);
+        return reject_flow(IcmpError::net_unreachable, DropReason::no_route);
     if (svc && svc->mode == ServiceMode::snat_ingress_ip) {
         f.nat_ip = be32(svc->nat_ip);
         f.masquerade = false;

@@ -6,11 +6,16 @@
 // dropped.
 #include <gtest/gtest.h>
 #include <rte_cycles.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include <cstring>
+#include <functional>
+#include <iterator>
+#include <vector>
 
 #include "dataplane/icmp_reply.h"
+#include "dataplane/stages.h"
 #include "tests/unit/dataplane/rig.h"
 
 namespace egw::test {
@@ -216,17 +221,19 @@ TEST_F(DataplaneTest, ZeroErrorsPerSecondSendsNone) {
 
 TEST_F(DataplaneTest, NoIcmpErrorForAnIcmpErrorOrALinkLayerBroadcast) {
     Rig& r = start();
-    // An ICMP error routed toward the cluster, its TTL expiring.
+    // An ICMP error routed toward the cluster, its TTL expiring; and one from outside.
     Bytes quoted = udp_ip(kRemotePod, 53, kPod10, 5000, text("q"));
     r.process(r.pods, r.from_pod(kPod10, ipv4(kPod10, kRemotePod, kProtoIcmp, icmp_error(3, 3, quoted), IpOpt{.ttl = 1})));
-    // A unicast datagram sent to the Ethernet broadcast address.
+    r.process(r.pods, r.from_pod(kPod10, ipv4(kPod10, kRemotePod, kProtoIcmp, icmp_error(11, 0, quoted), IpOpt{.ttl = 0})));
+    // A unicast datagram sent to the Ethernet broadcast address, and to a multicast MAC: input
+    // drops them before any stage could ask (RFC 1812 5.3.4).
     r.process(r.pods, ethernet(kBroadcast, kPod10Mac, kEtherIpv4, udp_ip(kPod10, 5000, kServer, 53, {}, IpOpt{.ttl = 1})));
-    // To a multicast MAC.
     Mac mcast{0x01, 0x00, 0x5e, 0x00, 0x00, 0x01};
     r.process(r.pods, ethernet(mcast, kPod10Mac, kEtherIpv4, udp_ip(kPod10, 5000, kServer, 53, {}, IpOpt{.ttl = 1})));
     EXPECT_TRUE(r.tx(r.pods).empty());
     EXPECT_TRUE(r.tx(r.ext1).empty());
-    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 3u);
+    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), 2u);
+    EXPECT_EQ(r.drops(DropReason::link_broadcast), 2u);
     EXPECT_EQ(r.w().counters.icmp_rate_limited, 0u) << "the never-cases take no token";
     EXPECT_EQ(sent(r, IcmpError::time_exceeded), 0u);
     // An echo request (a query, not an error) is answered.
@@ -235,6 +242,121 @@ TEST_F(DataplaneTest, NoIcmpErrorForAnIcmpErrorOrALinkLayerBroadcast) {
     auto frames = r.tx(r.pods);
     ASSERT_EQ(frames.size(), 1u);
     EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, ping));
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Destination Unreachable
+
+// No route: net unreachable from the receiving port's address, the datagram quoted as it came.
+TEST_F(DataplaneTest, NoRouteGetsNetUnreachable) {
+    RigOptions o;
+    o.configure = [](config::Config& c) {
+        std::erase_if(c.routes, [](const config::RouteConfig& rc) { return rc.prefix.len == 0; });
+        c.default_action = config::DefaultAction::route;
+    };
+    o.services = {lb_service(kWeb, kIngress, {kPod10})};
+    Rig& r = start(o);
+    // A pod of the Service: classified, no route, no session.
+    Bytes q = udp_ip(kPod10, 5000, kInternet, 53, text("where"));
+    r.process(r.pods, r.from_pod(kPod10, q));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 3, 0, q));
+    EXPECT_TRUE(r.sessions().empty());
+    // A pod of no Service under the default action route: ip_forward.
+    Bytes routed = tcp_ip(kPod20, 6000, kInternet, 443, kSyn);
+    r.process(r.pods, r.from_pod(kPod20, routed));
+    frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], error_frame(kPod20Mac, kPodsMac, kPodsAddr, kPod20, 3, 0, routed));
+    // From outside, routed untouched toward nowhere: back out of ext1 from ext1's address.
+    Bytes in = udp_ip(kServer, 7, kInternet, 7, text("through"));
+    r.process(r.ext1, r.from_ext1(in));
+    frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], error_frame(kServerMac, kExt1Mac, kExt1Addr, kServer, 3, 0, in));
+    EXPECT_EQ(sent(r, IcmpError::net_unreachable), 3u);
+    EXPECT_EQ(r.drops(DropReason::no_route), 0u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// The gateway's own addresses: UDP gets port unreachable, a protocol it does not speak protocol
+// unreachable, TCP nothing (a reset would be the answer; egw sends none).
+TEST_F(DataplaneTest, GatewayAddressesAnswerUdpAndOtherProtocolsWithUnreachable) {
+    Rig& r = start();
+    Bytes udp = udp_ip(kPod10, 5000, kPodsAddr, 53, text("dns?"));
+    r.process(r.pods, r.from_pod(kPod10, udp));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 3, 3, udp));
+    // ext1's address seen from inside is the gateway's too; the answer comes from the port the
+    // packet reached, the inside one.
+    Bytes udp_ext = udp_ip(kPod10, 5001, kExt1Addr, 161, text("snmp?"));
+    r.process(r.pods, r.from_pod(kPod10, udp_ext));
+    frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 3, 3, udp_ext));
+    Bytes gre = ipv4(kPod10, kPodsAddr, 47, text("tunnel"));
+    r.process(r.pods, r.from_pod(kPod10, gre));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 3, 2, gre));
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kPodsAddr, 22, kSyn)));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::local), 1u);
+    EXPECT_EQ(sent(r, IcmpError::port_unreachable), 2u);
+    EXPECT_EQ(sent(r, IcmpError::protocol_unreachable), 1u);
+    EXPECT_TRUE(r.sessions().empty());
+}
+
+// The IP-level never-cases (broadcast and multicast destinations, sources naming no single host)
+// are also the input filter's (test_filter.cpp), which drops such packets before any stage could
+// ask for an error; icmp_reply checks them again by itself. Here it runs alone on a packet input
+// has passed, then changed into each case; an unchanged one and a first fragment are answered.
+TEST_F(DataplaneTest, IcmpReplyStageRefusesBroadcastMulticastMartiansAndLaterFragments) {
+    Rig& r = start();
+    struct Case {
+        const char* what;
+        std::function<void(rte_ipv4_hdr*)> change;
+        bool answered;
+    };
+    const Case cases[] = {
+        {"unchanged", [](rte_ipv4_hdr*) {}, true},
+        {"first fragment", [](rte_ipv4_hdr* ip) { ip->fragment_offset = nbo16(0x2000); }, true},
+        {"later fragment", [](rte_ipv4_hdr* ip) { ip->fragment_offset = nbo16(0x0001); }, false},
+        {"multicast", [](rte_ipv4_hdr* ip) { ip->dst_addr = nbo32(ip4(224, 0, 0, 5)); }, false},
+        {"limited broadcast", [](rte_ipv4_hdr* ip) { ip->dst_addr = nbo32(ip4(255, 255, 255, 255)); }, false},
+        {"directed broadcast", [](rte_ipv4_hdr* ip) { ip->dst_addr = nbo32(ip4(198, 51, 100, 255)); }, false},
+        {"from 0.0.0.0", [](rte_ipv4_hdr* ip) { ip->src_addr = 0; }, false},
+        {"from loopback", [](rte_ipv4_hdr* ip) { ip->src_addr = nbo32(ip4(127, 0, 0, 1)); }, false},
+        {"from 240.0.0.0/4", [](rte_ipv4_hdr* ip) { ip->src_addr = nbo32(ip4(240, 0, 0, 1)); }, false},
+        {"from multicast", [](rte_ipv4_hdr* ip) { ip->src_addr = nbo32(ip4(239, 1, 1, 1)); }, false},
+        {"from a subnet's broadcast", [](rte_ipv4_hdr* ip) { ip->src_addr = nbo32(ip4(10, 244, 1, 255)); }, false},
+    };
+    Bytes frame = r.from_pod(kPod10, udp_ip(kPod10, 33434, kServer, 33435, text("probe"), IpOpt{.ttl = 1}));
+    uint64_t answered = 0;
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.what);
+        rte_mbuf* m = rte_pktmbuf_alloc(r.pool());
+        ASSERT_NE(m, nullptr);
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())), frame.data(), frame.size());
+        m->port = r.pods;
+        dp::Burst b;
+        dp::stage_input(r.w(), r.policy(), b, &m, 1);
+        ASSERT_EQ(b.pkt[0].next, dp::Next::nat_lookup);
+        c.change(b.pkt[0].ip);
+        dp::reply_icmp_error(b, 0, IcmpError::time_exceeded, DropReason::ttl_exceeded);
+        dp::stage_icmp_reply(r.w(), r.policy(), b);
+        EXPECT_EQ(b.pkt[0].next, c.answered ? dp::Next::transmit : dp::Next::drop);
+        dp::stage_output(r.w(), r.policy(), b);
+        dp::worker_flush(r.w());
+        EXPECT_EQ(r.tx(r.pods).size(), c.answered ? 1u : 0u);
+        answered += c.answered;
+    }
+    EXPECT_EQ(sent(r, IcmpError::time_exceeded), answered);
+    EXPECT_EQ(r.drops(DropReason::ttl_exceeded), std::size(cases) - answered);
+    EXPECT_EQ(r.w().counters.icmp_rate_limited, 0u);
 }
 
 }  // namespace

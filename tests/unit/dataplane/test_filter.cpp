@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Addresses the gateway never translates, forwards or answers (dataplane/address_filter.h, applied
+// by input): multicast, limited and directed broadcast, the martian ranges, link-local, and
+// unicast datagrams sent as link-layer broadcasts. Each is counted by its own reason, makes no
+// session and leaves no port; the addresses just outside each range go through.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "tests/unit/dataplane/rig.h"
+
+namespace egw::test {
+namespace {
+
+using namespace std_rig;
+using dp::DropReason;
+
+Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+
+const Mac kAllHostsMac{0x01, 0x00, 0x5e, 0x00, 0x00, 0x01};
+const Mac kMdnsMac{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb};
+
+struct Filtered {
+    const char* what;
+    bool from_pod;               // else from ext1
+    Mac eth_dst;                 // the port's MAC unless a broadcast or multicast one
+    uint32_t src, dst;
+    DropReason reason;
+};
+
+// Every case once from a pod and, where it makes sense, from outside: nothing leaves any port, no
+// session is made, and exactly its own reason counts it.
+void expect_filtered(Rig& r, const std::vector<Filtered>& cases) {
+    for (const Filtered& c : cases) {
+        SCOPED_TRACE(c.what);
+        uint64_t before = r.drops(c.reason), total = r.total_drops();
+        Bytes ip = udp_ip(c.src, 5353, c.dst, 5353, text(c.what));
+        if (c.from_pod)
+            r.process(r.pods, ethernet(c.eth_dst, kPod10Mac, kEtherIpv4, ip));
+        else
+            r.process(r.ext1, ethernet(c.eth_dst, kServerMac, kEtherIpv4, ip));
+        EXPECT_EQ(r.drops(c.reason), before + 1) << dp::kDropReasonNames[static_cast<unsigned>(c.reason)];
+        EXPECT_EQ(r.total_drops(), total + 1);
+        EXPECT_TRUE(r.tx(r.pods).empty());
+        EXPECT_TRUE(r.tx(r.ext1).empty());
+        EXPECT_TRUE(r.tx(r.ext2).empty());
+        EXPECT_TRUE(r.to_control().empty());
+        EXPECT_TRUE(r.sessions().empty());
+    }
+}
+
+std::vector<Filtered> all_cases() {
+    return {
+        // a pod's mDNS and DHCP, the examples
+        {"mDNS from a pod", true, kMdnsMac, kPod10, ip4(224, 0, 0, 251), DropReason::multicast},
+        {"DHCP discover", true, kBroadcast, 0, ip4(255, 255, 255, 255), DropReason::broadcast},
+        {"limited broadcast from a pod", true, kBroadcast, kPod10, ip4(255, 255, 255, 255), DropReason::broadcast},
+        {"all-hosts from outside", false, kAllHostsMac, kServer, ip4(224, 0, 0, 1), DropReason::multicast},
+        {"the top of multicast", true, kAllHostsMac, kPod10, ip4(239, 255, 255, 255), DropReason::multicast},
+        // the subnets of every port, from either side
+        {"the pods subnet's broadcast", true, kBroadcast, kPod10, ip4(10, 244, 1, 255), DropReason::directed_broadcast},
+        {"ext1's subnet's broadcast from a pod", true, kPodsMac, kPod10, ip4(192, 0, 2, 255),
+         DropReason::directed_broadcast},
+        {"ext2's subnet's broadcast from outside", false, kExt1Mac, kServer, ip4(198, 51, 100, 255),
+         DropReason::directed_broadcast},
+        {"the pods subnet's broadcast from outside", false, kExt1Mac, kServer, ip4(10, 244, 1, 255),
+         DropReason::directed_broadcast},
+        // martian destinations
+        {"to 0.0.0.0/8", true, kPodsMac, kPod10, ip4(0, 1, 2, 3), DropReason::martian_destination},
+        {"to loopback", true, kPodsMac, kPod10, ip4(127, 0, 0, 1), DropReason::martian_destination},
+        {"to 240.0.0.0/4", true, kPodsMac, kPod10, ip4(240, 0, 0, 1), DropReason::martian_destination},
+        {"to 255.255.255.254", false, kExt1Mac, kServer, ip4(255, 255, 255, 254), DropReason::martian_destination},
+        // martian sources
+        {"from 0.0.0.0 to a server", true, kPodsMac, 0, kServer, DropReason::martian_source},
+        {"from loopback", true, kPodsMac, ip4(127, 0, 0, 1), kServer, DropReason::martian_source},
+        {"from multicast", false, kExt1Mac, ip4(224, 1, 2, 3), kIngress, DropReason::martian_source},
+        {"from 240.0.0.0/4", false, kExt1Mac, ip4(250, 0, 0, 1), kIngress, DropReason::martian_source},
+        {"from a subnet's broadcast", false, kExt1Mac, ip4(192, 0, 2, 255), kIngress, DropReason::martian_source},
+        // link-local, either end
+        {"to the metadata address", true, kPodsMac, kPod10, ip4(169, 254, 169, 254), DropReason::link_local},
+        {"from link-local", false, kExt1Mac, ip4(169, 254, 1, 1), kIngress, DropReason::link_local},
+        // a unicast datagram in a link-layer broadcast or multicast frame
+        {"unicast in a broadcast frame", true, kBroadcast, kPod10, kServer, DropReason::link_broadcast},
+        {"unicast in a multicast frame", false, kAllHostsMac, kServer, kIngress, DropReason::link_broadcast},
+    };
+}
+
+TEST_F(DataplaneTest, FilteredAddressesAreNeverTranslatedOrForwarded) {
+    Rig& r = start();
+    expect_filtered(r, all_cases());
+    EXPECT_EQ(r.w().counters.sessions_created, 0u);
+}
+
+// With the default action `route` nothing is translated anyway: the filter still stops these
+// (224.0.0.1 from outside went back out before it).
+TEST_F(DataplaneTest, FilteredAddressesAreNotRoutedUnderTheDefaultActionRoute) {
+    RigOptions o;
+    o.configure = [](config::Config& c) { c.default_action = config::DefaultAction::route; };
+    o.services = {};
+    Rig& r = start(o);
+    expect_filtered(r, all_cases());
+    EXPECT_EQ(r.w().counters.routed, 0u);
+}
+
+// The addresses next to every range are ordinary unicast and go through: the ranges are no wider
+// than they should be.
+TEST_F(DataplaneTest, AddressesBesideTheFilteredRangesGoThrough) {
+    Rig& r = start();
+    const uint32_t outside_ranges[] = {
+        ip4(223, 255, 255, 255),  // below multicast
+        ip4(1, 0, 0, 0),          // above 0.0.0.0/8
+        ip4(126, 255, 255, 255),  // below loopback (and a broadcast of no port's subnet)
+        ip4(128, 0, 0, 0),        // above loopback
+        ip4(169, 253, 255, 255),  // below link-local
+        ip4(169, 255, 0, 0),      // above link-local
+        ip4(192, 0, 2, 254),      // ext1's subnet, not its broadcast
+        ip4(10, 244, 2, 255),     // a broadcast-looking address of the pod CIDR, not of a port's subnet
+    };
+    uint16_t port = 40000;
+    for (uint32_t dst : outside_ranges) {
+        SCOPED_TRACE(ip_str(dst));
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, port++, dst, 53, text("unicast"))));
+        size_t out = r.tx(r.ext1).size() + r.tx(r.pods).size() + r.to_control().size();
+        EXPECT_EQ(out, 1u);
+    }
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+}  // namespace
+}  // namespace egw::test
