@@ -131,6 +131,17 @@ Reply show_drops(Context& ctx, const Args&) {
     return ok(t.render(), drops);
 }
 
+Reply show_icmp(Context& ctx, const Args&) {
+    const json& icmp = ctx.status()["icmp"];
+    const json& sent = icmp["sent"];
+    Table t({"type", "sent", "description"});
+    for (unsigned e = 0; e < dp::kIcmpErrorCount; ++e) {
+        const char* name = dp::kIcmpErrorNames[e];
+        t.row({name, jnum(sent.contains(name) ? sent[name] : json(nullptr)), dp::kIcmpErrorHelp[e]});
+    }
+    return ok(t.render() + "rate-limited: " + jnum(icmp["rate_limited"]) + "\n", icmp);
+}
+
 // The file's own shape (config::to_json, every section with its defaults spelt out) plus "file",
 // the path egwd loaded it from: without "file", the JSON form is itself a loadable configuration.
 Reply show_config(Context& ctx, const Args&) {

@@ -105,6 +105,7 @@ const Command kCommands[] = {
     {"show lcores", "system", "the lcores and their busy and total TSC cycles", show_lcores},
     {"show k8s", "system", "the Kubernetes connection: per-kind sync state, last resourceVersion, leader", show_k8s},
     {"show drops", "system", "dropped packets by reason, summed over the workers", show_drops},
+    {"show icmp", "system", "ICMP errors the gateway sent itself, by type, and those the rate limit held back", show_icmp},
     {"show config", "system", "the configuration egwd runs with", show_config},
     {"show version", "system", "egwd's and DPDK's versions, and how long egwd has run", show_version},
     {"set log level LEVEL", "system", "change the level of egwd's log", set_log_level},

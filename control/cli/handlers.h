@@ -37,6 +37,7 @@ Reply show_neighbors(Context& ctx, const Args& a);
 Reply show_lcores(Context& ctx, const Args& a);
 Reply show_k8s(Context& ctx, const Args& a);
 Reply show_drops(Context& ctx, const Args& a);
+Reply show_icmp(Context& ctx, const Args& a);
 Reply show_config(Context& ctx, const Args& a);
 Reply show_version(Context& ctx, const Args& a);
 Reply set_log_level(Context& ctx, const Args& a);

@@ -92,6 +92,18 @@ nlohmann::json collect_status(const StatusInputs& in) {
     drops["neighbor_unresolved"] = drops["neighbor_unresolved"].get<uint64_t>() + in.neighbors.held_dropped();
     doc["drops"] = drops;
 
+    json icmp_sent = json::object();
+    uint64_t icmp_limited = 0;
+    for (unsigned e = 0; e < dp::kIcmpErrorCount; ++e) {
+        uint64_t n = 0;
+        for (auto* w : workers)
+            n += rd(w->counters.icmp_sent[e]);
+        icmp_sent[dp::kIcmpErrorNames[e]] = n;
+    }
+    for (auto* w : workers)
+        icmp_limited += rd(w->counters.icmp_rate_limited);
+    doc["icmp"] = {{"sent", icmp_sent}, {"rate_limited", icmp_limited}};
+
     json wjs = json::array();
     for (auto* w : workers) {
         const auto& c = w->counters;

@@ -195,6 +195,26 @@ void write_drops(Writer& w, const Readings& r) {
         w.sample(kDrops, {dp::kDropReasonNames[i]}, r.drops[i]);
 }
 
+// --- the gateway's own ICMP errors ------------------------------------------------------------
+
+#define EGW_ICMP_HELP(name, type, code, help) " " #name ": " help ";"
+constexpr Family kIcmpSent{"icmp_errors_sent_total", Type::counter,
+                           "ICMP errors the gateway sent itself, by type (each in place of the packet it "
+                           "answers, which is then not a drop):" EGW_ICMP_ERRORS(EGW_ICMP_HELP),
+                           {"type"}};
+#undef EGW_ICMP_HELP
+constexpr Family kIcmpLimited{"icmp_errors_rate_limited_total", Type::counter,
+                              "ICMP errors not sent because the worker's token bucket (icmp.errors_per_second, "
+                              "icmp.burst) was empty; their packets count as drops of their reason"};
+
+void write_icmp(Writer& w, const Readings& r) {
+    w.family(kIcmpSent);
+    for (unsigned i = 0; i < dp::kIcmpErrorCount; ++i)
+        w.sample(kIcmpSent, {dp::kIcmpErrorNames[i]}, r.icmp_sent[i]);
+    w.family(kIcmpLimited);
+    w.sample(kIcmpLimited, {}, r.icmp_rate_limited);
+}
+
 // --- sessions ---------------------------------------------------------------------------------
 
 constexpr Family kSessionsActive{"sessions_active", Type::gauge, "NAT sessions open now, per worker lcore",
@@ -318,6 +338,7 @@ void write_metrics(Writer& w, const ControlView& view, const Readings& r, const 
     write_default_action(w, r);
     write_nat_addresses(w, view, r);
     write_drops(w, r);
+    write_icmp(w, r);
     write_sessions(w, view, r);
     write_lcores(w, r);
     write_ports(w, view, ports);

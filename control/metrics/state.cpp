@@ -57,6 +57,9 @@ Readings read_counters(const ControlView& view, std::span<dp::Worker* const> wor
         const dp::WorkerCounters& c = w->counters;
         for (unsigned i = 0; i < dp::kDropReasonCount; ++i)
             r.drops[i] += load_counter(c.drops[i]);
+        for (unsigned i = 0; i < dp::kIcmpErrorCount; ++i)
+            r.icmp_sent[i] += load_counter(c.icmp_sent[i]);
+        r.icmp_rate_limited += load_counter(c.icmp_rate_limited);
         LcoreReading l;
         l.index = w->index;
         l.lcore = w->index < view.workers.size() ? view.workers[w->index].lcore : w->index;

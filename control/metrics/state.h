@@ -140,6 +140,8 @@ struct Readings {
     std::vector<uint64_t> services_active;  // parallel, raw (not baselined)
     ServiceCounters default_action;         // service id 0: traffic of no EgressService
     std::array<uint64_t, dp::kDropReasonCount> drops{};
+    std::array<uint64_t, dp::kIcmpErrorCount> icmp_sent{};  // the gateway's own ICMP errors, by kind
+    uint64_t icmp_rate_limited = 0;
     std::vector<LcoreReading> lcores;
     uint64_t sessions_active = 0;
 };

@@ -356,6 +356,26 @@ TEST(Write, EveryDropReasonIsASeriesAndTheHelpNamesThemAll) {
     EXPECT_NE(text.find("egw_drops_total{reason=\"stale_session\"} 4\n"), std::string::npos);
 }
 
+TEST(Write, IcmpErrorsByTypeAndRateLimitedSummedOverWorkers) {
+    FakeWorkers w(2);
+    ControlView v = make_view();
+    w[0].counters.icmp_sent[static_cast<unsigned>(dp::IcmpError::time_exceeded)] = 3;
+    w[1].counters.icmp_sent[static_cast<unsigned>(dp::IcmpError::time_exceeded)] = 4;
+    w[1].counters.icmp_sent[static_cast<unsigned>(dp::IcmpError::port_unreachable)] = 2;
+    w[0].counters.icmp_rate_limited = 5;
+    w[1].counters.icmp_rate_limited = 6;
+    std::string text = scrape(v, read_counters(v, w.ptrs, 0));
+    for (unsigned i = 0; i < dp::kIcmpErrorCount; ++i) {
+        std::string type = dp::kIcmpErrorNames[i];
+        EXPECT_NE(text.find("egw_icmp_errors_sent_total{type=\"" + type + "\"} "), std::string::npos) << type;
+        EXPECT_NE(text.find(" " + type + ": " + dp::kIcmpErrorHelp[i] + ";"), std::string::npos) << type;
+    }
+    EXPECT_NE(text.find("egw_icmp_errors_sent_total{type=\"time_exceeded\"} 7\n"), std::string::npos);
+    EXPECT_NE(text.find("egw_icmp_errors_sent_total{type=\"port_unreachable\"} 2\n"), std::string::npos);
+    EXPECT_NE(text.find("egw_icmp_errors_sent_total{type=\"net_unreachable\"} 0\n"), std::string::npos);
+    EXPECT_NE(text.find("egw_icmp_errors_rate_limited_total 11\n"), std::string::npos);
+}
+
 TEST(Write, NatAddressesInUseOnlyWhenAttributable) {
     FakeWorkers w(1);
     ControlView v = make_view();
