@@ -39,6 +39,13 @@ with the moments it changed the policy.
       sender and prints "sent <peer>" and then "ECONNREFUSED <peer>" if an ICMP error for the
       answer came back within 2 s, or "no-error <peer>".
 
+  ttl-probe HOST PORT --bind IP:PORT [--ttl N] [--timeout S]
+      One datagram with IP TTL N (1) from a connected UDP socket, as traceroute sends; prints
+      "icmp <type> <code> <offender>" for the first ICMP error the kernel matched to the socket
+      (IP_RECVERR: its quote named this socket's addresses and ports), or "timeout".
+  send-to --bind IP --to A:P[,B:P...]
+      One datagram to each address (broadcast and multicast allowed, multicast TTL 255, sent from
+      IP's interface); prints "sent <n>".
 Every command prints "ready" on stdout once it is set up, and exits 0 on SIGTERM.
 """
 
@@ -352,6 +359,45 @@ def span(text):
     return range(int(a), int(b or a) + 1)
 
 
+IP_RECVERR = 11     # <linux/in.h>; Python's socket module does not export it
+
+
+def cmd_ttl_probe(args):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(addr(args.bind))
+    s.connect((args.host, args.port))
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, args.ttl)
+    s.setsockopt(socket.IPPROTO_IP, IP_RECVERR, 1)
+    s.send(b"ttl probe\n")
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        try:
+            _, anc, _, _ = s.recvmsg(2048, 1024, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            time.sleep(0.05)
+            continue
+        for level, kind, data in anc:
+            if level == socket.IPPROTO_IP and kind == IP_RECVERR and len(data) >= 24:
+                # struct sock_extended_err (16 bytes), then the offender's struct sockaddr_in
+                _, _, icmp_type, icmp_code = struct.unpack("=IBBB", data[:7])
+                print(f"icmp {icmp_type} {icmp_code} {socket.inet_ntoa(data[20:24])}", flush=True)
+                return
+    print("timeout", flush=True)
+
+
+def cmd_send_to(args):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 255)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(args.bind))
+    s.bind((args.bind, 0))
+    targets = [addr(t) for t in args.to.split(",")]
+    for host, port in targets:
+        s.sendto(f"to {host}\n".encode(), (host, port))
+    print(f"sent {len(targets)}", flush=True)
+
+
 def cmd_udp_fan(args):
     socks = {}
     for dport in span(args.dports):
@@ -452,6 +498,19 @@ def main():
         c.add_argument("--timeout", type=float, default=3)
         c.add_argument("--lifetime", type=float, default=60)
         c.set_defaults(fn=fn)
+    c = sub.add_parser("ttl-probe")
+    c.add_argument("host")
+    c.add_argument("port", type=int)
+    c.add_argument("--bind", required=True)
+    c.add_argument("--ttl", type=int, default=1)
+    c.add_argument("--timeout", type=float, default=3)
+    c.add_argument("--lifetime", type=float, default=60)
+    c.set_defaults(fn=cmd_ttl_probe)
+    c = sub.add_parser("send-to")
+    c.add_argument("--bind", required=True)
+    c.add_argument("--to", required=True)
+    c.add_argument("--lifetime", type=float, default=60)
+    c.set_defaults(fn=cmd_send_to)
     c = sub.add_parser("udp-fan")
     c.add_argument("host")
     c.add_argument("--bind", required=True)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """End-to-end cases that the packet tests cover byte by byte, here with real kernel hosts
 (issue 8 §6): ICMP errors in both directions, session expiry, a full session table, NAT port
-exhaustion, and one destination address reached through two VRFs (OVN-Kubernetes e2e E8).
+exhaustion, one destination address reached through two VRFs (OVN-Kubernetes e2e E8), the
+gateway's own Time Exceeded for a TTL 1 probe, and a pod's broadcasts and multicast kept inside.
 
 The topology is scripts/netns.sh's (pods, pods2, ext1, ext2) with a tag of its own. egwd runs on a
 staged copy of config/demo.json changed for these cases: 2-3 s session timeouts, at most 12
@@ -36,6 +37,7 @@ PREFIX = f"egwcase{os.getpid()}"
 TAG = harness.iface_tag("c")
 FILE_PREFIX = f"egw-cases-{os.getpid()}"
 
+PODS_GW = "10.244.1.1"         # the pods port's address: the gateway's own ICMP errors come from it
 WEB_POD = "10.244.1.10"        # default/web: LoadBalancerIP 192.0.2.50
 WEB_INGRESS = "192.0.2.50"
 DB_POD = "10.244.1.20"         # default/db: Network, VRF blue (ext2)
@@ -335,6 +337,62 @@ class EdgeCasesE2E(unittest.TestCase):
         harness.eventually_consistently(
             lambda: self.seen("udp", DB_POD, next(counter)).startswith(EXT1_GW + ":"), CONVERGE_TIMEOUT, HOLD,
             lambda: f"db without its EgressService not seen from {EXT1_GW}\n{self.diag()}")
+
+
+    # --- the gateway's own ICMP errors and filtering -------------------------------------------
+
+    def test_7_a_ttl_one_probe_gets_time_exceeded_from_the_gateway(self):
+        # As traceroute's first hop: a UDP datagram with TTL 1 from a pod of default/web. The
+        # kernel queues the Time Exceeded on the socket only when its quote names the socket's own
+        # (untranslated) addresses and ports and the checksums are right; the offender is the
+        # gateway's inside address.
+        sent = self.metric('egw_icmp_errors_sent_total{type="time_exceeded"}')
+        out, r = self.in_ns("pods", STREAM, "ttl-probe", EXT1, 33434, "--bind", f"{WEB_POD}:41010", "--timeout", 3)
+        self.assertEqual(out, f"icmp 11 0 {PODS_GW}", f"{r.stderr}\n{self.diag()}")
+        # A pod of no EgressService (the default action), toward the other network: the same.
+        out, r = self.in_ns("pods", STREAM, "ttl-probe", EXT2, 33435, "--bind", f"{DB_POD}:41011", "--timeout", 3)
+        self.assertEqual(out, f"icmp 11 0 {PODS_GW}", f"{r.stderr}\n{self.diag()}")
+        # TTL 2 reaches the server (and no error comes back).
+        out, r = self.in_ns("pods", STREAM, "ttl-probe", EXT1, SERVE_PORT, "--bind", f"{WEB_POD}:41012", "--ttl", 2,
+                            "--timeout", 1)
+        self.assertEqual(out, "timeout", f"{r.stderr}\n{self.diag()}")
+        harness.wait_for(lambda: self.metric('egw_icmp_errors_sent_total{type="time_exceeded"}') == sent + 2, 3,
+                         lambda: f"the errors were not counted\n{self.diag()}")
+        # egwctl shows the same count.
+        r = run([str(harness.egwctl_binary()), "-p", FILE_PREFIX, "--json", "show", "icmp"], 10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["sent"]["time_exceeded"], sent + 2, r.stdout)
+        self.assert_alive()
+
+    def test_7_b_broadcast_and_multicast_from_a_pod_stay_inside(self):
+        # A pod's DHCP-like limited broadcast, its mDNS, and a broadcast to its own subnet: none
+        # leaves an outside port (a capture in both external namespaces sees none), each counted by
+        # its own reason.
+        reasons = ("broadcast", "multicast", "directed_broadcast")
+        before = {r: self.drops(r) for r in reasons}
+        captures = {}
+        for role in ("ext1", "ext2"):
+            path = self.rig.workdir / f"capture-{role}-{time.monotonic_ns()}.txt"
+            self.spawn(role, f"capture-{role}", STREAM, "capture", "--out", path, "--lifetime", 30)
+            captures[role] = path
+        out, r = self.in_ns("pods", STREAM, "send-to", "--bind", WEB_POD,
+                            "--to", "255.255.255.255:6767,224.0.0.251:5353,10.244.1.255:6768")
+        self.assertEqual(out, "sent 3", r.stderr)
+        harness.wait_for(lambda: all(self.drops(r) >= before[r] + 1 for r in reasons), 3,
+                         lambda: f"not counted: {before}\n{self.diag()}")
+        # Then an ordinary datagram of the same pod, which must show up in ext1's capture, so the
+        # capture is known to be running when the others would have passed.
+        out, r = self.in_ns("pods", PEER, "udp", EXT1, SERVE_PORT, "--bind", f"{WEB_POD}:41013", "--timeout", 3)
+        self.assertEqual(r.returncode, 0, f"{r.stderr}\n{self.diag()}")
+        harness.wait_for(lambda: f" {SERVE_PORT} " in captures["ext1"].read_text(), 3,
+                         lambda: f"the capture in ext1 saw nothing\n{captures['ext1'].read_text()}")
+        for role, path in captures.items():
+            for line in path.read_text().splitlines():
+                self.assertNotRegex(line, r" (6767|5353|6768) ", f"left through {role}: {line}")
+        after = {r: self.drops(r) for r in reasons}
+        for reason in reasons:
+            self.assertEqual(after[reason], before[reason] + 1, f"{reason}: {before} -> {after}")
+        self.assert_alive()
 
 
 if __name__ == "__main__":
