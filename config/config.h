@@ -4,8 +4,8 @@
 //
 // The structs below are plain values; the loader fills them and checks every cross reference
 // (a route's port and VRF, a neighbour's port, a port's VRF) so that code past the loader can
-// rely on names resolving. Addresses are kept in host byte order. See docs/configuration.md for
-// the file format with an example per field.
+// rely on names resolving. Addresses of both families are net::IpAddr / net::IpPrefix values
+// (config/ip.h). See docs/configuration.md for the file format with an example per field.
 #pragma once
 
 #include <cstdint>
@@ -15,21 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "config/ip.h"
 #include "dataplane/tables/roles.h"
 
 namespace egw::config {
 
-// An IPv4 prefix, host byte order. `addr` keeps the host bits as written (an interface
-// address such as 10.0.0.1/24); network() masks them.
-struct Ipv4Prefix {
-    uint32_t addr = 0;
-    uint8_t len = 0;
-
-    uint32_t mask() const { return len == 0 ? 0 : ~uint32_t{0} << (32 - len); }
-    uint32_t network() const { return addr & mask(); }
-    bool contains(uint32_t ip) const { return (ip & mask()) == network(); }
-    bool operator==(const Ipv4Prefix&) const = default;
-};
+using net::IpAddr;
+using net::IpPrefix;
 
 struct MacAddr {
     uint8_t bytes[6] = {};
@@ -62,7 +54,9 @@ struct PortConfig {
     std::string device;          // DPDK device name: "net_tap0", "net_pcap0", "0000:01:00.0"
     PortRole role = PortRole::inside;
     std::string vrf = "default"; // name of a declared VRF
-    std::vector<Ipv4Prefix> addresses;
+    // IPv4 and IPv6 interface addresses in the order written; the first IPv4 one is the port's
+    // masquerade address.
+    std::vector<IpPrefix> addresses;
     std::optional<MacAddr> mac;  // absent: use the device's MAC and enable promiscuous mode
     unsigned mtu = 1500;
     unsigned rx_desc = 1024;
@@ -73,7 +67,7 @@ struct PortConfig {
 
 struct NeighborConfig {
     std::string port;
-    uint32_t ip = 0;
+    IpAddr ip;
     MacAddr mac;
     bool operator==(const NeighborConfig&) const = default;
 };
@@ -86,16 +80,16 @@ struct VrfConfig {
 
 struct RouteConfig {
     std::string vrf = "default";
-    Ipv4Prefix prefix;
-    std::optional<uint32_t> via; // next hop; absent means directly connected on `port`
+    IpPrefix prefix;
+    std::optional<IpAddr> via;   // next hop of the prefix's family; absent means directly connected on `port`
     std::string port;
     bool operator==(const RouteConfig&) const = default;
 };
 
 struct ClusterConfig {
-    std::vector<Ipv4Prefix> pod_cidrs;
-    std::vector<Ipv4Prefix> service_cidrs;
-    std::vector<uint32_t> node_ips;
+    std::vector<IpPrefix> pod_cidrs;      // either family, in the order written
+    std::vector<IpPrefix> service_cidrs;
+    std::vector<IpAddr> node_ips;
     bool operator==(const ClusterConfig&) const = default;
 };
 
@@ -211,11 +205,11 @@ Config load_file(const std::string& path);
 Config load_text(const std::string& text, const std::string& file);
 
 // Parsing helpers shared with the manifest reader.
+// parse_ipv4 takes IPv4 only and gives host order; format_ipv4 writes a host-order IPv4 address
+// (as the IPv4 data plane holds them).
 std::optional<uint32_t> parse_ipv4(const std::string& s);
-std::optional<Ipv4Prefix> parse_ipv4_prefix(const std::string& s);
 std::optional<MacAddr> parse_mac(const std::string& s);
 std::string format_ipv4(uint32_t ip);
-std::string format_prefix(const Ipv4Prefix& p);
 std::string format_mac(const MacAddr& m);
 // "127.0.0.1:9469", "[::]:9469": the metrics listener as the configuration writes it.
 std::string format_listen(const MetricsConfig& m);

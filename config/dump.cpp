@@ -10,9 +10,9 @@ namespace {
 
 using json = nlohmann::json;
 
-json prefixes(const std::vector<Ipv4Prefix>& ps) {
+json prefixes(const std::vector<IpPrefix>& ps) {
     json out = json::array();
-    for (const auto& p : ps) out.push_back(format_prefix(p));
+    for (const auto& p : ps) out.push_back(net::to_string(p));
     return out;
 }
 
@@ -47,7 +47,7 @@ json ports(const std::vector<PortConfig>& ps) {
 
 json neighbors(const std::vector<NeighborConfig>& ns) {
     json out = json::array();
-    for (const auto& n : ns) out.push_back({{"port", n.port}, {"ip", format_ipv4(n.ip)}, {"mac", format_mac(n.mac)}});
+    for (const auto& n : ns) out.push_back({{"port", n.port}, {"ip", net::to_string(n.ip)}, {"mac", format_mac(n.mac)}});
     return out;
 }
 
@@ -61,8 +61,8 @@ json vrfs(const std::vector<VrfConfig>& vs) {
 json routes(const std::vector<RouteConfig>& rs) {
     json out = json::array();
     for (const auto& r : rs) {
-        json j = {{"vrf", r.vrf}, {"prefix", format_prefix(r.prefix)}, {"port", r.port}};
-        if (r.via) j["via"] = format_ipv4(*r.via);  // absent: directly connected
+        json j = {{"vrf", r.vrf}, {"prefix", net::to_string(r.prefix)}, {"port", r.port}};
+        if (r.via) j["via"] = net::to_string(*r.via);  // absent: directly connected
         out.push_back(std::move(j));
     }
     return out;
@@ -70,7 +70,7 @@ json routes(const std::vector<RouteConfig>& rs) {
 
 json cluster(const ClusterConfig& c) {
     json node_ips = json::array();
-    for (uint32_t ip : c.node_ips) node_ips.push_back(format_ipv4(ip));
+    for (const IpAddr& ip : c.node_ips) node_ips.push_back(net::to_string(ip));
     return {{"pod_cidrs", prefixes(c.pod_cidrs)}, {"service_cidrs", prefixes(c.service_cidrs)}, {"node_ips", node_ips}};
 }
 

@@ -58,30 +58,9 @@ int hex_value(char c) {
 }  // namespace
 
 std::optional<uint32_t> parse_ipv4(const std::string& s) {
-    std::string_view rest(s);
-    uint32_t ip = 0;
-    for (int i = 0; i < 4; ++i) {
-        size_t end = rest.size();
-        if (i < 3) {
-            end = rest.find('.');
-            if (end == std::string_view::npos) return std::nullopt;
-        }
-        uint64_t octet = 0;
-        if (!parse_decimal(rest.substr(0, end), 3, 255, octet)) return std::nullopt;
-        ip = (ip << 8) | static_cast<uint32_t>(octet);
-        rest = i < 3 ? rest.substr(end + 1) : std::string_view();
-    }
-    return ip;
-}
-
-std::optional<Ipv4Prefix> parse_ipv4_prefix(const std::string& s) {
-    size_t slash = s.find('/');
-    if (slash == std::string::npos) return std::nullopt;
-    auto addr = parse_ipv4(s.substr(0, slash));
-    if (!addr) return std::nullopt;
-    uint64_t len = 0;
-    if (!parse_decimal(std::string_view(s).substr(slash + 1), 2, 32, len)) return std::nullopt;
-    return Ipv4Prefix{*addr, static_cast<uint8_t>(len)};
+    auto a = net::parse_ip(s);
+    if (!a || !a->is_v4()) return std::nullopt;
+    return a->v4();
 }
 
 std::optional<MacAddr> parse_mac(const std::string& s) {
@@ -105,10 +84,6 @@ std::string format_ipv4(uint32_t ip) {
 std::string format_listen(const MetricsConfig& m) {
     bool v6 = m.host.find(':') != std::string::npos;
     return (v6 ? "[" + m.host + "]" : m.host) + ":" + std::to_string(m.port);
-}
-
-std::string format_prefix(const Ipv4Prefix& p) {
-    return format_ipv4(p.addr) + "/" + std::to_string(p.len);
 }
 
 std::string format_mac(const MacAddr& m) {
@@ -564,34 +539,50 @@ private:
         return j;
     }
 
-    uint32_t ipv4(const json& j, const std::string& path) const {
-        static const std::string what = "an IPv4 address like 192.0.2.1";
-        auto ip = parse_ipv4(string(j, path, what));
-        if (!ip) expected(path, what, j);
-        return *ip;
+    // An address of either family. An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is refused: the
+    // IPv4 address itself is what is meant, and two spellings of one address would compare unequal.
+    IpAddr ip(const json& j, const std::string& path) const {
+        static const std::string what = "an IPv4 or IPv6 address like 192.0.2.1 or 2001:db8::1";
+        auto a = net::parse_ip(string(j, path, what));
+        if (!a) expected(path, what, j);
+        if (a->is_v4_mapped())
+            fail(path, "expected an IPv4 address written as IPv4, got " + describe(j) + " (an IPv4-mapped IPv6 address)");
+        return *a;
+    }
+
+    IpPrefix prefix(const json& j, const std::string& path, const std::string& what) const {
+        auto p = net::parse_prefix(string(j, path, what));
+        if (!p) expected(path, what, j);
+        if (p->addr.is_v4_mapped())
+            fail(path, "expected an IPv4 prefix written as IPv4, got " + describe(j) + " (an IPv4-mapped IPv6 prefix)");
+        return *p;
     }
 
     // A network prefix (route, CIDR): host bits must be zero.
-    Ipv4Prefix network_prefix(const json& j, const std::string& path) const {
-        static const std::string what = "an IPv4 prefix like 10.0.0.0/16";
-        auto p = parse_ipv4_prefix(string(j, path, what));
-        if (!p) expected(path, what, j);
-        if (p->addr != p->network())
+    IpPrefix network_prefix(const json& j, const std::string& path) const {
+        IpPrefix p = prefix(j, path, "an IPv4 or IPv6 prefix like 10.0.0.0/16 or 2001:db8::/64");
+        if (p.addr != p.network())
             fail(path, "expected a prefix without host bits, got " + describe(j) + " (did you mean \"" +
-                           format_prefix(Ipv4Prefix{p->network(), p->len}) + "\"?)");
-        return *p;
+                           net::to_string(IpPrefix{p.network(), p.len}) + "\"?)");
+        return p;
     }
 
-    // An interface address with its prefix length: host bits are the address.
-    Ipv4Prefix interface_address(const json& j, const std::string& path) const {
-        static const std::string what = "an IPv4 prefix like 10.0.0.1/24";
-        auto p = parse_ipv4_prefix(string(j, path, what));
-        if (!p) expected(path, what, j);
-        const uint32_t a = p->addr;
-        const bool special = (a >> 24) == 0 || (a >> 24) == 127 || (a >> 28) == 0xe || (a >> 28) == 0xf;
-        if (p->len == 0 || special)
-            expected(path, "a unicast interface address with a prefix length from 1 to 32, like 10.0.0.1/24", j);
-        return *p;
+    // An interface address with its prefix length: host bits are the address. Link-local IPv6
+    // addresses are not configured (the gateway does not use them yet, docs/configuration.md).
+    IpPrefix interface_address(const json& j, const std::string& path) const {
+        IpPrefix p = prefix(j, path, "an IPv4 or IPv6 prefix like 10.0.0.1/24 or 2001:db8::1/64");
+        const IpAddr& a = p.addr;
+        bool special = a.is_unspecified() || a.is_loopback() || a.is_multicast();
+        if (a.is_v4()) special = special || (a.v4() >> 24) == 0 || (a.v4() >> 28) == 0xf;
+        if (p.len == 0 || special) {
+            expected(path,
+                     a.is_v4() ? "a unicast interface address with a prefix length from 1 to 32, like 10.0.0.1/24"
+                               : "a unicast interface address with a prefix length from 1 to 128, like 2001:db8::1/64",
+                     j);
+        }
+        if (a.is_v6() && a.is_link_local())
+            expected(path, "a global or unique-local IPv6 address like 2001:db8::1/64 (link-local addresses are not configured)", j);
+        return p;
     }
 
     MacAddr unicast_mac(const json& j, const std::string& path) const {
@@ -822,20 +813,20 @@ private:
             }
 
             if (const json* v = o.get("addresses")) {
-                array(*v, o.at("addresses"), "an array of IPv4 prefixes like [\"10.0.0.1/24\"]", false);
+                array(*v, o.at("addresses"), "an array of IPv4 or IPv6 prefixes like [\"10.0.0.1/24\", \"2001:db8::1/64\"]", false);
                 for (size_t k = 0; k < v->size(); ++k) {
                     std::string path = index_path(o.at("addresses"), k);
-                    Ipv4Prefix a = interface_address((*v)[k], path);
+                    IpPrefix a = interface_address((*v)[k], path);
                     // The same address twice in one VRF would make the gateway's own address ambiguous.
                     for (const auto& a2 : p.addresses)
                         if (a2.addr == a.addr)
-                            fail(path, "expected each address once, got " + format_ipv4(a.addr) + " twice");
+                            fail(path, "expected each address once, got " + net::to_string(a.addr) + " twice");
                     for (const auto& other : c.ports)
                         if (other.vrf == p.vrf)
                             for (const auto& a2 : other.addresses)
                                 if (a2.addr == a.addr)
                                     fail(path, "expected an address unique in VRF " + quote(p.vrf) + ", got " +
-                                                   format_ipv4(a.addr) + " which port " + quote(other.name) +
+                                                   net::to_string(a.addr) + " which port " + quote(other.name) +
                                                    " already has");
                     p.addresses.push_back(a);
                 }
@@ -874,7 +865,7 @@ private:
     static std::string address_list(const PortConfig& p) {
         if (p.addresses.empty()) return "it has no addresses";
         std::string out;
-        for (const auto& a : p.addresses) out += (out.empty() ? "" : ", ") + format_prefix(a);
+        for (const auto& a : p.addresses) out += (out.empty() ? "" : ", ") + net::to_string(a);
         return "its addresses are " + out;
     }
 
@@ -885,18 +876,22 @@ private:
         return *p;
     }
 
-    // A next hop or neighbour must be on-link: inside one of the port's prefixes, not the port itself.
-    void check_on_link(const PortConfig& p, uint32_t ip, const std::string& path, const std::string& role) const {
-        bool on_link = false;
+    // A next hop or neighbour must be on-link: inside one of the port's prefixes of its family, not
+    // the port itself. An IPv6 link-local address is on-link on every port (that is what it is for:
+    // routers commonly announce themselves by one).
+    void check_on_link(const PortConfig& p, const IpAddr& ip, const std::string& path, const std::string& role) const {
+        if (ip.is_unspecified() || ip.is_loopback() || ip.is_multicast())
+            fail(path, "expected " + role + " that is a unicast address, got " + net::to_string(ip));
+        bool on_link = ip.is_v6() && ip.is_link_local();
         for (const auto& a : p.addresses) {
             if (a.addr == ip)
                 fail(path, "expected " + role + " other than port " + quote(p.name) + "'s own address, got " +
-                               format_ipv4(ip));
+                               net::to_string(ip));
             on_link = on_link || a.contains(ip);
         }
         if (!on_link)
             fail(path, "expected " + role + " on-link on port " + quote(p.name) + " (" + address_list(p) + "), got " +
-                           format_ipv4(ip));
+                           net::to_string(ip));
     }
 
     void read_neighbors(const Obj& top, Config& c) const {
@@ -909,11 +904,11 @@ private:
             NeighborConfig n;
             const PortConfig& p = port_ref(c, o, o.require("port", "a port name"));
             n.port = p.name;
-            n.ip = ipv4(o.require("ip", "an IPv4 address like 192.0.2.254"), o.at("ip"));
+            n.ip = ip(o.require("ip", "an IPv4 or IPv6 address like 192.0.2.254 or 2001:db8::fe"), o.at("ip"));
             check_on_link(p, n.ip, o.at("ip"), "a neighbour address");
             for (const auto& other : c.neighbors)
                 if (other.port == n.port && other.ip == n.ip)
-                    fail(o.at("ip"), "expected each neighbour once per port, got " + format_ipv4(n.ip) + " on port " +
+                    fail(o.at("ip"), "expected each neighbour once per port, got " + net::to_string(n.ip) + " on port " +
                                          quote(n.port) + " twice");
             n.mac = unicast_mac(o.require("mac", "a MAC address like 02:00:00:00:00:fe"), o.at("mac"));
             c.neighbors.push_back(n);
@@ -933,35 +928,38 @@ private:
                 if (!find_vrf_by_name(c.vrfs, r.vrf))
                     fail(o.at("vrf"), "expected a VRF declared in $.vrfs (" + vrf_names(c.vrfs) + "), got " + describe(*v));
             }
-            r.prefix = network_prefix(o.require("prefix", "an IPv4 prefix like 0.0.0.0/0"), o.at("prefix"));
+            r.prefix = network_prefix(o.require("prefix", "an IPv4 or IPv6 prefix like 0.0.0.0/0 or ::/0"), o.at("prefix"));
             const PortConfig& p = port_ref(c, o, o.require("port", "the name of the port the route leaves through"));
             r.port = p.name;
             if (p.vrf != r.vrf)
                 fail(o.at("port"), "expected a port in VRF " + quote(r.vrf) + ", got " + quote(p.name) +
                                        " which is in VRF " + quote(p.vrf));
             if (const json* v = o.get("via")) {
-                r.via = ipv4(*v, o.at("via"));
+                r.via = ip(*v, o.at("via"));
+                if (r.via->family() != r.prefix.family())
+                    fail(o.at("via"), std::string("expected a next hop of the prefix's family (") +
+                                          net::to_string(r.prefix.family()) + "), got " + describe(*v));
                 check_on_link(p, *r.via, o.at("via"), "a next hop");
             }
             for (const auto& other : c.routes)
                 if (other.vrf == r.vrf && other.prefix == r.prefix)
-                    fail(o.at("prefix"), "expected each prefix once per VRF, got " + format_prefix(r.prefix) +
+                    fail(o.at("prefix"), "expected each prefix once per VRF, got " + net::to_string(r.prefix) +
                                              " twice in VRF " + quote(r.vrf));
             c.routes.push_back(r);
         }
     }
 
-    std::vector<Ipv4Prefix> prefix_list(const Obj& o, const char* key, bool required) const {
-        static const std::string what = "a non-empty array of IPv4 prefixes like [\"10.244.0.0/16\"]";
-        std::vector<Ipv4Prefix> out;
+    std::vector<IpPrefix> prefix_list(const Obj& o, const char* key, bool required) const {
+        static const std::string what = "a non-empty array of IPv4 or IPv6 prefixes like [\"10.244.0.0/16\", \"fd00:10:244::/56\"]";
+        std::vector<IpPrefix> out;
         const json* j = required ? &o.require(key, what) : o.get(key);
         if (!j) return out;
-        array(*j, o.at(key), required ? what : "an array of IPv4 prefixes like [\"10.96.0.0/12\"]", required);
+        array(*j, o.at(key), required ? what : "an array of IPv4 or IPv6 prefixes like [\"10.96.0.0/12\", \"fd00:10:96::/112\"]", required);
         for (size_t i = 0; i < j->size(); ++i) {
             std::string path = index_path(o.at(key), i);
-            Ipv4Prefix p = network_prefix((*j)[i], path);
+            IpPrefix p = network_prefix((*j)[i], path);
             if (std::find(out.begin(), out.end(), p) != out.end())
-                fail(path, "expected each prefix once, got " + format_prefix(p) + " twice");
+                fail(path, "expected each prefix once, got " + net::to_string(p) + " twice");
             out.push_back(p);
         }
         return out;
@@ -973,13 +971,13 @@ private:
         cl.pod_cidrs = prefix_list(o, "pod_cidrs", true);
         cl.service_cidrs = prefix_list(o, "service_cidrs", false);
         if (const json* v = o.get("node_ips")) {
-            array(*v, o.at("node_ips"), "an array of IPv4 addresses like [\"172.18.0.2\"]", false);
+            array(*v, o.at("node_ips"), "an array of IPv4 or IPv6 addresses like [\"172.18.0.2\", \"fc00:f853:ccd:e793::2\"]", false);
             for (size_t i = 0; i < v->size(); ++i) {
                 std::string path = index_path(o.at("node_ips"), i);
-                uint32_t ip = ipv4((*v)[i], path);
-                if (std::find(cl.node_ips.begin(), cl.node_ips.end(), ip) != cl.node_ips.end())
-                    fail(path, "expected each node IP once, got " + format_ipv4(ip) + " twice");
-                cl.node_ips.push_back(ip);
+                IpAddr a = ip((*v)[i], path);
+                if (std::find(cl.node_ips.begin(), cl.node_ips.end(), a) != cl.node_ips.end())
+                    fail(path, "expected each node IP once, got " + net::to_string(a) + " twice");
+                cl.node_ips.push_back(a);
             }
         }
     }

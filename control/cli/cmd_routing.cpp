@@ -27,11 +27,13 @@ std::vector<RouteRow> routes_of(const config::Config& cfg, const std::string& vr
     for (const auto& p : cfg.ports)
         if (p.vrf == vrf)
             for (const auto& a : p.addresses)
-                out.push_back({config::format_prefix(config::Ipv4Prefix{a.network(), a.len}), "", p.name, "connected"});
+                out.push_back({net::to_string(net::IpPrefix{a.network(), a.len}), "", p.name,
+                               a.is_v4() ? "connected" : "connected (IPv6: not routed yet)"});
     for (const auto& r : cfg.routes)
         if (r.vrf == vrf)
-            out.push_back({config::format_prefix(config::Ipv4Prefix{r.prefix.network(), r.prefix.len}),
-                           r.via ? config::format_ipv4(*r.via) : "", r.port, "static"});
+            out.push_back({net::to_string(net::IpPrefix{r.prefix.network(), r.prefix.len}),
+                           r.via ? net::to_string(*r.via) : "", r.port,
+                           r.prefix.is_v4() ? "static" : "static (IPv6: not routed yet)"});
     return out;
 }
 
@@ -87,7 +89,7 @@ Reply show_neighbors(Context& ctx, const Args&) {
     Table t({"port", "ip", "mac", "state", "held"});
     json list = ctx.status()["neighbors"];
     auto order = [](const json& n) {
-        return std::make_pair(jstr(n["port"]), config::parse_ipv4(jstr(n["ip"])).value_or(0));
+        return std::make_pair(jstr(n["port"]), net::parse_ip(jstr(n["ip"])).value_or(net::IpAddr{}));
     };
     std::sort(list.begin(), list.end(), [&](const json& x, const json& y) { return order(x) < order(y); });
     for (const auto& n : list)

@@ -140,7 +140,8 @@ Reply show_snat_pools(Context& ctx, const Args&) {
     for (const auto& p : ctx.host.config.ports)
         if (p.role == config::PortRole::outside)
             for (const auto& addr : p.addresses)
-                users[addr.addr].insert("masquerade on " + p.name);
+                if (addr.is_v4())
+                    users[addr.addr.v4()].insert("masquerade on " + p.name);
 
     // NAT ports in use: distinct ports per (address, protocol, worker), from the sessions.
     struct Use {

@@ -49,12 +49,14 @@ uint16_t NeighborResolver::port_id(const std::string& name) const {
 void NeighborResolver::install_static() {
     auto& table = *rt_.shared().neighbors;
     for (const auto& n : cfg_.neighbors) {
+        if (!n.ip.is_v4())
+            continue;  // IPv6 neighbours are configured but the data plane has no IPv6 yet
         uint16_t id = port_id(n.port);
-        uint32_t slot = table.insert(id, n.ip);
+        uint32_t slot = table.insert(id, n.ip.v4());
         if (slot == dp::NeighborTable::kNone)
             throw RuntimeError("arp.max_neighbors is smaller than the static neighbours");
         table.set_mac(slot, n.mac.bytes);
-        Entry& e = entries_[dp::NeighborTable::make_key(id, n.ip)];
+        Entry& e = entries_[dp::NeighborTable::make_key(id, n.ip.v4())];
         e.is_static = true;
         e.resolved = true;
     }
@@ -65,9 +67,11 @@ std::string NeighborResolver::reload_static(const std::vector<config::NeighborCo
     std::unordered_map<uint64_t, const config::NeighborConfig*> wanted;
     uint32_t new_slots = 0;
     for (const auto& n : next) {
+        if (!n.ip.is_v4())
+            continue;
         uint16_t id = port_id(n.port);
-        wanted[dp::NeighborTable::make_key(id, n.ip)] = &n;
-        if (table.find(id, n.ip) == dp::NeighborTable::kNone)
+        wanted[dp::NeighborTable::make_key(id, n.ip.v4())] = &n;
+        if (table.find(id, n.ip.v4()) == dp::NeighborTable::kNone)
             ++new_slots;
     }
     // Slots are never taken back (workers cache them), so room is checked before anything moves.
@@ -86,7 +90,7 @@ std::string NeighborResolver::reload_static(const std::vector<config::NeighborCo
         e.requests = 0;
     }
     for (const auto& [key, n] : wanted) {
-        uint32_t slot = table.insert(port_id(n->port), n->ip);
+        uint32_t slot = table.insert(port_id(n->port), n->ip.v4());
         table.set_mac(slot, n->mac.bytes);
         Entry& e = entries_[key];
         e.is_static = true;

@@ -399,9 +399,11 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     std::vector<std::pair<uint64_t, uint32_t>> routes;
     std::vector<uint32_t> port_nat;
     std::map<uint8_t, std::vector<uint8_t>> lengths;
-    auto add_route = [&](uint8_t vrf, const config::Ipv4Prefix& prefix, uint16_t port, uint32_t via) {
+    // The IPv4 tables only: IPv6 addresses, routes and cluster ranges are configured but the data
+    // plane does not carry IPv6 yet.
+    auto add_route = [&](uint8_t vrf, const net::IpPrefix& prefix, uint16_t port, uint32_t via) {
         snap->next_hops.push_back(dp::NextHop{port, via});
-        routes.emplace_back(dp::PolicySnapshot::route_key(vrf, prefix.len, prefix.network()),
+        routes.emplace_back(dp::PolicySnapshot::route_key(vrf, prefix.len, prefix.network4()),
                             static_cast<uint32_t>(snap->next_hops.size() - 1));
         lengths[vrf].push_back(prefix.len);
     };
@@ -413,20 +415,24 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         pp.vrf = static_cast<uint8_t>(resolve_vrf(pc.vrf));
         std::copy(port_macs_[id].begin(), port_macs_[id].end(), pp.mac);
         for (const auto& a : pc.addresses) {
+            if (!a.is_v4())
+                continue;
             if (pp.n_addrs == dp::kMaxPortAddresses)
                 break;
-            pp.addrs[pp.n_addrs] = a.addr;
+            pp.addrs[pp.n_addrs] = a.addr.v4();
             pp.prefix_len[pp.n_addrs] = a.len;
             ++pp.n_addrs;
             add_route(pp.vrf, a, id, 0);
             if (pc.role == config::PortRole::outside)
-                port_nat.push_back(a.addr);
+                port_nat.push_back(a.addr.v4());
         }
     }
     // Static routes come after connected ones so that an explicit route for the same prefix wins.
     for (const auto& r : cfg_.routes) {
+        if (!r.prefix.is_v4())
+            continue;
         size_t pi = static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data());
-        add_route(static_cast<uint8_t>(resolve_vrf(r.vrf)), r.prefix, port_ids_[pi], r.via.value_or(0));
+        add_route(static_cast<uint8_t>(resolve_vrf(r.vrf)), r.prefix, port_ids_[pi], r.via ? r.via->v4() : 0);
     }
     // Sessions cache their egress port and next hop: only a change of the routes makes them
     // look again, not every publication.
@@ -448,13 +454,14 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         snap->vrf_prefix_lengths[vrf] = lens;
     }
 
-    for (const auto& c : cfg_.cluster.pod_cidrs)
-        snap->cluster_cidrs.emplace_back(c.network(), c.mask());
-    for (const auto& c : cfg_.cluster.service_cidrs)
-        snap->cluster_cidrs.emplace_back(c.network(), c.mask());
+    for (const auto* cidrs : {&cfg_.cluster.pod_cidrs, &cfg_.cluster.service_cidrs})
+        for (const auto& c : *cidrs)
+            if (c.is_v4())
+                snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
     std::vector<std::pair<uint64_t, uint32_t>> nodes;
-    for (uint32_t ip : cfg_.cluster.node_ips)
-        nodes.emplace_back(ip, 1);
+    for (const net::IpAddr& ip : cfg_.cluster.node_ips)
+        if (ip.is_v4())
+            nodes.emplace_back(ip.v4(), 1);
     snap->node_ips.build(nodes);
 
     // The outside ports of each network; a network with none of its own reaches the outside

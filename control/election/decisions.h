@@ -83,7 +83,7 @@ struct ClusterView {
     const model::ObjectSet& objects;
     const model::SliceIndex& slices;                // model::index_endpoint_slices(objects)
     const std::set<std::string>& live_nodes;        // liveness(objects, now).live
-    const std::vector<config::Ipv4Prefix>& pod_cidrs;
+    const std::vector<net::IpPrefix>& pod_cidrs;
     // status.host values written but not seen in `objects` yet (the watch lags the write), by key.
     const std::map<std::string, std::string>* written = nullptr;
 };

@@ -128,9 +128,15 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
                 a.kind = "ingress_ip";
             a.service_ids.push_back(e.id);
         }
-    auto masquerade_address = [&](const config::PortConfig& p) { return p.addresses.front().addr; };
+    // The first IPv4 address (IPv6 has no data plane yet); 0 when the port has none.
+    auto masquerade_address = [&](const config::PortConfig& p) {
+        for (const auto& a : p.addresses)
+            if (a.is_v4())
+                return a.addr.v4();
+        return uint32_t{0};
+    };
     for (const auto& p : cfg_.ports)
-        if (p.role == config::PortRole::outside && !p.addresses.empty()) {
+        if (p.role == config::PortRole::outside && masquerade_address(p) != 0) {
             auto& a = nat[masquerade_address(p)];
             a.ip = masquerade_address(p);
             a.kind = "port";
@@ -142,7 +148,7 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
         std::set<uint32_t> out;
         auto add = [&](const std::string& name) {
             for (const auto& p : cfg_.ports)
-                if (p.role == config::PortRole::outside && p.vrf == name && !p.addresses.empty())
+                if (p.role == config::PortRole::outside && p.vrf == name && masquerade_address(p) != 0)
                     out.insert(masquerade_address(p));
         };
         add(vrf);

@@ -202,7 +202,7 @@ SliceIndex index_endpoint_slices(const ObjectSet& objects) {
 
 ServiceFacts service_facts(const ObjectSet& objects, const std::string& key,
                            const std::vector<const EndpointSlice*>* slices,
-                           const std::vector<egw::config::Ipv4Prefix>& pod_cidrs) {
+                           const std::vector<net::IpPrefix>& pod_cidrs) {
     ServiceFacts f;
     ServiceState& st = f.state;
     st.key = key;
@@ -230,7 +230,7 @@ ServiceFacts service_facts(const ObjectSet& objects, const std::string& key,
     st.etp_local = svc.external_traffic_policy == "Local";
 
     auto in_pod_network = [&](uint32_t ip) {
-        return std::any_of(pod_cidrs.begin(), pod_cidrs.end(), [&](const auto& p) { return p.contains(ip); });
+        return std::any_of(pod_cidrs.begin(), pod_cidrs.end(), [&](const auto& p) { return p.contains(net::IpAddr::from_v4(ip)); });
     };
     if (slices) {
         for (const EndpointSlice* slice : *slices) {
@@ -253,7 +253,7 @@ ServiceFacts service_facts(const ObjectSet& objects, const std::string& key,
 }
 
 std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, const GatewayIdentity& self,
-                                                  const std::vector<egw::config::Ipv4Prefix>& pod_cidrs) {
+                                                  const std::vector<net::IpPrefix>& pod_cidrs) {
     // This gateway as a candidate node: the Node object, when there is one, is authoritative.
     std::map<std::string, std::string> labels = self.labels;
     bool ready = true;

@@ -74,7 +74,7 @@ struct GatewayIdentity {
 // (merged over self.labels) and its Ready condition are used; otherwise the node is taken as Ready
 // with self.labels.
 std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, const GatewayIdentity& self,
-                                                  const std::vector<egw::config::Ipv4Prefix>& pod_cidrs);
+                                                  const std::vector<net::IpPrefix>& pod_cidrs);
 
 // EndpointSlices grouped by the Service they belong to ("namespace/service-name", from the label
 // kubernetes.io/service-name). Slices without that label are left out. The pointers point into
@@ -96,7 +96,7 @@ struct ServiceFacts {
 };
 ServiceFacts service_facts(const ObjectSet& objects, const std::string& key,
                            const std::vector<const EndpointSlice*>* slices,
-                           const std::vector<egw::config::Ipv4Prefix>& pod_cidrs);
+                           const std::vector<net::IpPrefix>& pod_cidrs);
 
 // The node label that marks the chosen host: "egress-service.k8s.ovn.org/<namespace>-<name>" for
 // key "<namespace>/<name>".

@@ -116,22 +116,22 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigne
     in.role = config::PortRole::inside;
     // The pods sit behind a router on the inside (as on a node's pod network), so replies need
     // one neighbour, not one per pod.
-    in.addresses = {{kPodRouter - 0xfd, 24}};
+    in.addresses = {net::IpPrefix::from_v4(kPodRouter - 0xfd, 24)};
     out.name = "outside";
     out.role = config::PortRole::outside;
-    out.addresses = {{0xcb00710a, 24}};
+    out.addresses = {net::IpPrefix::from_v4(0xcb00710a, 24)};
     r.cfg.ports = {in, out};
     r.cfg.vrfs = {{"default", 254}};
     config::RouteConfig def;
-    def.prefix = {0, 0};
-    def.via = kGateway;
+    def.prefix = net::IpPrefix::from_v4(0, 0);
+    def.via = net::IpAddr::from_v4(kGateway);
     def.port = "outside";
     config::RouteConfig pods_route;
-    pods_route.prefix = {kPodBase, 14};
-    pods_route.via = kPodRouter;
+    pods_route.prefix = net::IpPrefix::from_v4(kPodBase, 14);
+    pods_route.via = net::IpAddr::from_v4(kPodRouter);
     pods_route.port = "inside";
     r.cfg.routes = {def, pods_route};
-    r.cfg.cluster.pod_cidrs = {{kPodBase, 14}};
+    r.cfg.cluster.pod_cidrs = {net::IpPrefix::from_v4(kPodBase, 14)};
     r.cfg.default_action = config::DefaultAction::masquerade;
 
     std::vector<std::array<uint8_t, 6>> macs(dp::kMaxPorts);

@@ -19,21 +19,22 @@
 namespace {
 
 using namespace egw::config;
+namespace net = egw::net;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr const char* kFile = "test.json";
 
-uint32_t ip(const char* s) {
-    auto v = parse_ipv4(s);
+IpAddr ip(const char* s) {
+    auto v = net::parse_ip(s);
     EXPECT_TRUE(v.has_value()) << s;
-    return v.value_or(0);
+    return v.value_or(IpAddr{});
 }
 
-Ipv4Prefix prefix(const char* s) {
-    auto v = parse_ipv4_prefix(s);
+IpPrefix prefix(const char* s) {
+    auto v = net::parse_prefix(s);
     EXPECT_TRUE(v.has_value()) << s;
-    return v.value_or(Ipv4Prefix{});
+    return v.value_or(IpPrefix{});
 }
 
 MacAddr mac(const char* s) {
@@ -141,28 +142,108 @@ TEST(ParseIpv4, RejectsEverythingElse) {
 }
 
 TEST(ParseIpv4Prefix, KeepsHostBits) {
-    auto p = parse_ipv4_prefix("10.0.0.1/24");
+    auto p = net::parse_prefix("10.0.0.1/24");
     ASSERT_TRUE(p);
-    EXPECT_EQ(p->addr, 0x0a000001u);
+    EXPECT_TRUE(p->is_v4());
+    EXPECT_EQ(p->addr.v4(), 0x0a000001u);
     EXPECT_EQ(p->len, 24);
-    EXPECT_EQ(p->network(), 0x0a000000u);
-    EXPECT_EQ(p->mask(), 0xffffff00u);
+    EXPECT_EQ(p->network4(), 0x0a000000u);
+    EXPECT_EQ(p->network(), ip("10.0.0.0"));
+    EXPECT_EQ(p->mask4(), 0xffffff00u);
     EXPECT_TRUE(p->contains(ip("10.0.0.200")));
     EXPECT_FALSE(p->contains(ip("10.0.1.1")));
-    auto all = parse_ipv4_prefix("0.0.0.0/0");
+    auto all = net::parse_prefix("0.0.0.0/0");
     ASSERT_TRUE(all);
-    EXPECT_EQ(all->mask(), 0u);
+    EXPECT_EQ(all->mask4(), 0u);
     EXPECT_TRUE(all->contains(ip("203.0.113.9")));
-    auto host = parse_ipv4_prefix("192.0.2.7/32");
+    EXPECT_FALSE(all->contains(ip("::"))) << "a prefix holds addresses of its own family only";
+    auto host = net::parse_prefix("192.0.2.7/32");
     ASSERT_TRUE(host);
-    EXPECT_EQ(host->mask(), 0xffffffffu);
+    EXPECT_EQ(host->mask4(), 0xffffffffu);
 }
 
 TEST(ParseIpv4Prefix, RejectsEverythingElse) {
     for (const char* s : {"", "10.0.0.0", "10.0.0.0/", "10.0.0.0/33", "10.0.0.0/024", "10.0.0.0/+4",
                           "10.0.0.0/24/1", "10.0.0.0/2a", "10.0.0/8", "/8", "10.0.0.0 /8", "10.0.0.0/-1",
                           "10.0.0.0/100"})
-        EXPECT_FALSE(parse_ipv4_prefix(s).has_value()) << '"' << s << '"';
+        EXPECT_FALSE(net::parse_prefix(s).has_value()) << '"' << s << '"';
+}
+
+TEST(ParseIpv6, AcceptsEveryFormAndPrintsCanonically) {
+    // RFC 5952: lower case, longest zero run compressed (the first of equal ones), no single
+    // zero group compressed, leading zeros dropped.
+    const std::pair<const char*, const char*> cases[] = {
+        {"2001:db8::1", "2001:db8::1"},
+        {"2001:0DB8:0000:0000:0000:0000:0000:0001", "2001:db8::1"},
+        {"2001:db8:0:1:0:0:0:1", "2001:db8:0:1::1"},
+        {"2001:db8:0:0:1:0:0:1", "2001:db8::1:0:0:1"},
+        {"2001:db8:1:1:1:1:0:1", "2001:db8:1:1:1:1:0:1"},
+        {"::", "::"},
+        {"fe80::a:b", "fe80::a:b"},
+        {"::ffff:192.0.2.1", "::ffff:192.0.2.1"},
+        {"64:ff9b::192.0.2.33", "64:ff9b::c000:221"},
+    };
+    for (const auto& [in, out] : cases) {
+        auto a = net::parse_ip(in);
+        ASSERT_TRUE(a) << in;
+        EXPECT_TRUE(a->is_v6()) << in;
+        EXPECT_EQ(net::to_string(*a), out) << in;
+        EXPECT_EQ(net::parse_ip(net::to_string(*a)), a) << in;
+    }
+    auto a = net::parse_ip("2001:db8::102:304");
+    ASSERT_TRUE(a);
+    const uint8_t want[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4};
+    EXPECT_TRUE(std::equal(std::begin(want), std::end(want), a->bytes().begin()));
+}
+
+TEST(ParseIpv6, RejectsEverythingElse) {
+    for (const char* s : {":", ":::", "2001:db8::1::2", "2001:db8:1:2:3:4:5:6:7", "2001:db8::g", "2001:db8::12345",
+                          "[2001:db8::1]", "fe80::1%eth0", "2001:db8::1/64", " ::1", "::1 ", "::ffff:1.2.3",
+                          "::ffff:01.2.3.4", "1:2:3:4:5:6:7"})
+        EXPECT_FALSE(net::parse_ip(s).has_value()) << '"' << s << '"';
+}
+
+TEST(ParseIpv6Prefix, NetworkAndContains) {
+    auto p = net::parse_prefix("2001:db8:aa:bbcc::1/57");
+    ASSERT_TRUE(p);
+    EXPECT_TRUE(p->is_v6());
+    EXPECT_EQ(p->len, 57);
+    EXPECT_EQ(net::to_string(p->network()), "2001:db8:aa:bb80::");
+    EXPECT_TRUE(p->contains(ip("2001:db8:aa:bbff::9")));
+    EXPECT_TRUE(p->contains(ip("2001:db8:aa:bb80::")));
+    EXPECT_FALSE(p->contains(ip("2001:db8:aa:bb7f::1")));
+    EXPECT_FALSE(p->contains(ip("10.0.0.1")));
+    auto all = net::parse_prefix("::/0");
+    ASSERT_TRUE(all);
+    EXPECT_TRUE(all->contains(ip("2001:db8::1")));
+    EXPECT_FALSE(all->contains(ip("0.0.0.0")));
+    auto host = net::parse_prefix("2001:db8::7/128");
+    ASSERT_TRUE(host);
+    EXPECT_EQ(host->network(), ip("2001:db8::7"));
+    EXPECT_FALSE(host->contains(ip("2001:db8::6")));
+    for (const char* s : {"2001:db8::/129", "2001:db8::/0128", "2001:db8::", "2001:db8::/", "/64", "2001:db8::/6a"})
+        EXPECT_FALSE(net::parse_prefix(s).has_value()) << '"' << s << '"';
+}
+
+TEST(IpAddr, OrdersIpv4FirstAndClassifies) {
+    EXPECT_LT(ip("255.255.255.255"), ip("::"));
+    EXPECT_LT(ip("10.0.0.1"), ip("10.0.0.2"));
+    EXPECT_LT(ip("2001:db8::1"), ip("2001:db8::1:0"));
+    EXPECT_NE(ip("0.0.0.0"), ip("::"));
+    EXPECT_EQ(net::IpAddrHash{}(ip("2001:db8::1")), net::IpAddrHash{}(ip("2001:0db8::0001")));
+    EXPECT_NE(net::IpAddrHash{}(ip("0.0.0.0")), net::IpAddrHash{}(ip("::")));
+    EXPECT_TRUE(ip("::").is_unspecified());
+    EXPECT_TRUE(ip("::1").is_loopback());
+    EXPECT_TRUE(ip("ff02::1").is_multicast());
+    EXPECT_TRUE(ip("fe80::1").is_link_local());
+    EXPECT_TRUE(ip("febf::1").is_link_local());
+    EXPECT_FALSE(ip("fec0::1").is_link_local());
+    EXPECT_TRUE(ip("::ffff:10.0.0.1").is_v4_mapped());
+    EXPECT_FALSE(ip("::10.0.0.1").is_v4_mapped());
+    EXPECT_TRUE(ip("169.254.1.1").is_link_local());
+    EXPECT_TRUE(ip("224.0.0.1").is_multicast());
+    EXPECT_EQ(ip("192.0.2.1").v4(), 0xc0000201u);
+    EXPECT_EQ(net::IpAddr::from_v4(0xc0000201u), ip("192.0.2.1"));
 }
 
 TEST(ParseMac, AcceptsColonHex) {
@@ -182,10 +263,11 @@ TEST(ParseMac, RejectsEverythingElse) {
 TEST(Format, RoundTrips) {
     EXPECT_EQ(format_ipv4(0xc0000201u), "192.0.2.1");
     EXPECT_EQ(format_ipv4(0), "0.0.0.0");
-    EXPECT_EQ(format_prefix(Ipv4Prefix{0x0a000001u, 24}), "10.0.0.1/24");
-    EXPECT_EQ(format_prefix(prefix("0.0.0.0/0")), "0.0.0.0/0");
+    EXPECT_EQ(net::to_string(IpPrefix{net::IpAddr::from_v4(0x0a000001u), 24}), "10.0.0.1/24");
+    EXPECT_EQ(net::to_string(prefix("0.0.0.0/0")), "0.0.0.0/0");
+    EXPECT_EQ(net::to_string(prefix("2001:db8::1/64")), "2001:db8::1/64");
     EXPECT_EQ(format_mac(mac("02:E9:00:0a:00:01")), "02:e9:00:0a:00:01");
-    for (const char* s : {"1.2.3.4", "255.0.255.0", "10.244.1.1"}) EXPECT_EQ(format_ipv4(ip(s)), s);
+    for (const char* s : {"1.2.3.4", "255.0.255.0", "10.244.1.1"}) EXPECT_EQ(format_ipv4(ip(s).v4()), s);
 }
 
 TEST(ToString, Enums) {
@@ -340,8 +422,8 @@ TEST(Load, FullFileEveryFieldLands) {
     EXPECT_EQ(pods.role, PortRole::inside);
     EXPECT_EQ(pods.vrf, "default");
     ASSERT_EQ(pods.addresses.size(), 2u);
-    EXPECT_EQ(pods.addresses[0], (Ipv4Prefix{ip("10.244.1.1"), 24}));
-    EXPECT_EQ(pods.addresses[1], (Ipv4Prefix{ip("10.244.9.1"), 32}));
+    EXPECT_EQ(pods.addresses[0], (IpPrefix{ip("10.244.1.1"), 24}));
+    EXPECT_EQ(pods.addresses[1], (IpPrefix{ip("10.244.9.1"), 32}));
     ASSERT_TRUE(pods.mac.has_value());
     EXPECT_EQ(*pods.mac, mac("02:00:00:00:00:01"));
     EXPECT_EQ(pods.mtu, 9000u);
@@ -354,7 +436,7 @@ TEST(Load, FullFileEveryFieldLands) {
     EXPECT_EQ(c.ports[1].vrf, "default");
     EXPECT_FALSE(c.ports[1].mac.has_value());
     EXPECT_EQ(c.ports[2].vrf, "blue");
-    EXPECT_EQ(c.ports[2].addresses[0], (Ipv4Prefix{ip("198.51.100.1"), 25}));
+    EXPECT_EQ(c.ports[2].addresses[0], (IpPrefix{ip("198.51.100.1"), 25}));
     EXPECT_EQ(c.ports[3].vrf, "red");
     EXPECT_TRUE(c.ports[3].addresses.empty());
 
@@ -386,9 +468,9 @@ TEST(Load, FullFileEveryFieldLands) {
     EXPECT_EQ(c.routes[2].port, "sink");
     EXPECT_EQ(c.routes[3].vrf, "default");
 
-    EXPECT_EQ(c.cluster.pod_cidrs, (std::vector<Ipv4Prefix>{prefix("10.244.0.0/16"), prefix("10.245.0.0/16")}));
-    EXPECT_EQ(c.cluster.service_cidrs, (std::vector<Ipv4Prefix>{prefix("10.96.0.0/12")}));
-    EXPECT_EQ(c.cluster.node_ips, (std::vector<uint32_t>{ip("172.18.0.2"), ip("172.18.0.3")}));
+    EXPECT_EQ(c.cluster.pod_cidrs, (std::vector<IpPrefix>{prefix("10.244.0.0/16"), prefix("10.245.0.0/16")}));
+    EXPECT_EQ(c.cluster.service_cidrs, (std::vector<IpPrefix>{prefix("10.96.0.0/12")}));
+    EXPECT_EQ(c.cluster.node_ips, (std::vector<IpAddr>{ip("172.18.0.2"), ip("172.18.0.3")}));
     EXPECT_EQ(c.default_action, DefaultAction::drop);
     EXPECT_EQ(c.sessions.max_sessions, 1000u);
     EXPECT_EQ(c.sessions.port_min, 2000);
@@ -644,7 +726,7 @@ TEST(FileErrors, TheExampleFromTheDocs) {
         FAIL() << "no error";
     } catch (const ConfigError& e) {
         EXPECT_STREQ(e.what(),
-                     "config/demo.json: $.ports[1].addresses[0]: expected an IPv4 prefix like 10.0.0.1/24, got "
+                     "config/demo.json: $.ports[1].addresses[0]: expected an IPv4 or IPv6 prefix like 10.0.0.1/24 or 2001:db8::1/64, got "
                      "\"10.0.0.300/24\"");
         EXPECT_EQ(e.path(), "$.ports[1].addresses[0]");
         EXPECT_EQ(e.file(), "config/demo.json");
@@ -759,7 +841,7 @@ const ErrorCase kCases[] = {
     {"PortNameNumber", [](json& j) { j["ports"][0]["name"] = 1; }, "$.ports[0].name",
      "expected a port name of 1 to 32 characters from [A-Za-z0-9._-], got 1"},
     {"AddressesNotArray", [](json& j) { j["ports"][0]["addresses"] = "10.244.1.1/24"; }, "$.ports[0].addresses",
-     "expected an array of IPv4 prefixes like [\"10.0.0.1/24\"], got \"10.244.1.1/24\""},
+     "expected an array of IPv4 or IPv6 prefixes like [\"10.0.0.1/24\", \"2001:db8::1/64\"], got \"10.244.1.1/24\""},
     {"MacNull", [](json& j) { j["ports"][0]["mac"] = nullptr; }, "$.ports[0].mac",
      "expected a MAC address like 02:00:00:00:00:01, got null"},
     {"VrfsNotArray", [](json& j) { j["vrfs"] = J(R"({"blue": 100})"); }, "$.vrfs",
@@ -769,9 +851,9 @@ const ErrorCase kCases[] = {
     {"NeighborsNotArray", [](json& j) { j["neighbors"] = true; }, "$.neighbors",
      "expected an array of static neighbours, got true"},
     {"PodCidrsNotArray", [](json& j) { j["cluster"]["pod_cidrs"] = "10.244.0.0/16"; }, "$.cluster.pod_cidrs",
-     "expected a non-empty array of IPv4 prefixes like [\"10.244.0.0/16\"], got \"10.244.0.0/16\""},
+     "expected a non-empty array of IPv4 or IPv6 prefixes like [\"10.244.0.0/16\", \"fd00:10:244::/56\"], got \"10.244.0.0/16\""},
     {"NodeIpsNotArray", [](json& j) { j["cluster"]["node_ips"] = "172.18.0.2"; }, "$.cluster.node_ips",
-     "expected an array of IPv4 addresses like [\"172.18.0.2\"], got \"172.18.0.2\""},
+     "expected an array of IPv4 or IPv6 addresses like [\"172.18.0.2\", \"fc00:f853:ccd:e793::2\"], got \"172.18.0.2\""},
     {"DefaultActionNumber", [](json& j) { j["default_action"] = 1; }, "$.default_action",
      "expected \"route\", \"masquerade\" or \"drop\", got 1"},
     {"LabelsArray", [](json& j) { j["node"]["labels"] = {"a"}; }, "$.node.labels",
@@ -905,9 +987,9 @@ const ErrorCase kCases[] = {
     {"MissingCluster", [](json& j) { j.erase("cluster"); }, "$.cluster",
      "missing required key, expected an object like {\"pod_cidrs\": [\"10.244.0.0/16\"]}"},
     {"MissingPodCidrs", [](json& j) { j["cluster"] = json::object(); }, "$.cluster.pod_cidrs",
-     "missing required key, expected a non-empty array of IPv4 prefixes like [\"10.244.0.0/16\"]"},
+     "missing required key, expected a non-empty array of IPv4 or IPv6 prefixes like [\"10.244.0.0/16\", \"fd00:10:244::/56\"]"},
     {"EmptyPodCidrs", [](json& j) { j["cluster"]["pod_cidrs"] = json::array(); }, "$.cluster.pod_cidrs",
-     "expected a non-empty array of IPv4 prefixes like [\"10.244.0.0/16\"], got an empty array"},
+     "expected a non-empty array of IPv4 or IPv6 prefixes like [\"10.244.0.0/16\", \"fd00:10:244::/56\"], got an empty array"},
     {"MissingNode", [](json& j) { j.erase("node"); }, "$.node", "missing required key, expected an object like {\"name\": \"gw-1\"}"},
     {"MissingNodeName", [](json& j) { j["node"] = json::object(); }, "$.node.name",
      "missing required key, expected a node name that is a DNS-1123 subdomain (lower-case letters, digits, '-' "
@@ -924,11 +1006,11 @@ const ErrorCase kCases[] = {
     {"MissingRoutePort", [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0"}])"); }, "$.routes[0].port",
      "missing required key, expected the name of the port the route leaves through"},
     {"MissingRoutePrefix", [](json& j) { j["routes"] = J(R"([{"port": "out"}])"); }, "$.routes[0].prefix",
-     "missing required key, expected an IPv4 prefix like 0.0.0.0/0"},
+     "missing required key, expected an IPv4 or IPv6 prefix like 0.0.0.0/0 or ::/0"},
     {"MissingNeighborMac", [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2.9"}])"); },
      "$.neighbors[0].mac", "missing required key, expected a MAC address like 02:00:00:00:00:fe"},
     {"MissingNeighborIp", [](json& j) { j["neighbors"] = J(R"([{"port": "out", "mac": "02:00:00:00:00:09"}])"); },
-     "$.neighbors[0].ip", "missing required key, expected an IPv4 address like 192.0.2.254"},
+     "$.neighbors[0].ip", "missing required key, expected an IPv4 or IPv6 address like 192.0.2.254 or 2001:db8::fe"},
     {"MissingNeighborPort", [](json& j) { j["neighbors"] = J(R"([{"ip": "192.0.2.9", "mac": "02:00:00:00:00:09"}])"); },
      "$.neighbors[0].port", "missing required key, expected a port name"},
 
@@ -1035,17 +1117,40 @@ const ErrorCase kCases[] = {
     {"NoInsidePort", [](json& j) { j["ports"][0]["role"] = "outside"; }, "$.ports",
      "expected at least one port with role \"inside\", got none"},
     {"AddressOctetTooBig", [](json& j) { j["ports"][0]["addresses"][0] = "10.0.0.300/24"; }, "$.ports[0].addresses[0]",
-     "expected an IPv4 prefix like 10.0.0.1/24, got \"10.0.0.300/24\""},
+     "expected an IPv4 or IPv6 prefix like 10.0.0.1/24 or 2001:db8::1/64, got \"10.0.0.300/24\""},
     {"AddressWithoutLength", [](json& j) { j["ports"][0]["addresses"][0] = "10.244.1.1"; }, "$.ports[0].addresses[0]",
-     "expected an IPv4 prefix like 10.0.0.1/24, got \"10.244.1.1\""},
+     "expected an IPv4 or IPv6 prefix like 10.0.0.1/24 or 2001:db8::1/64, got \"10.244.1.1\""},
     {"AddressLengthZero", [](json& j) { j["ports"][0]["addresses"][0] = "10.244.1.1/0"; }, "$.ports[0].addresses[0]",
      "expected a unicast interface address with a prefix length from 1 to 32, like 10.0.0.1/24, got \"10.244.1.1/0\""},
     {"AddressMulticast", [](json& j) { j["ports"][0]["addresses"][0] = "224.0.0.1/24"; }, "$.ports[0].addresses[0]",
      "expected a unicast interface address with a prefix length from 1 to 32, like 10.0.0.1/24, got \"224.0.0.1/24\""},
     {"AddressLoopback", [](json& j) { j["ports"][0]["addresses"][0] = "127.0.0.1/8"; }, "$.ports[0].addresses[0]",
      "expected a unicast interface address with a prefix length from 1 to 32, like 10.0.0.1/24, got \"127.0.0.1/8\""},
-    {"AddressIpv6", [](json& j) { j["ports"][0]["addresses"][0] = "fd00::1/64"; }, "$.ports[0].addresses[0]",
-     "expected an IPv4 prefix like 10.0.0.1/24, got \"fd00::1/64\""},
+    {"Address6LengthTooBig", [](json& j) { j["ports"][0]["addresses"][0] = "fd00::1/129"; }, "$.ports[0].addresses[0]",
+     "expected an IPv4 or IPv6 prefix like 10.0.0.1/24 or 2001:db8::1/64, got \"fd00::1/129\""},
+    {"Address6LengthZero", [](json& j) { j["ports"][0]["addresses"][0] = "fd00::1/0"; }, "$.ports[0].addresses[0]",
+     "expected a unicast interface address with a prefix length from 1 to 128, like 2001:db8::1/64, got \"fd00::1/0\""},
+    {"Address6Multicast", [](json& j) { j["ports"][0]["addresses"][0] = "ff02::1/64"; }, "$.ports[0].addresses[0]",
+     "expected a unicast interface address with a prefix length from 1 to 128, like 2001:db8::1/64, got \"ff02::1/64\""},
+    {"Address6Loopback", [](json& j) { j["ports"][0]["addresses"][0] = "::1/128"; }, "$.ports[0].addresses[0]",
+     "expected a unicast interface address with a prefix length from 1 to 128, like 2001:db8::1/64, got \"::1/128\""},
+    {"Address6Unspecified", [](json& j) { j["ports"][0]["addresses"][0] = "::/64"; }, "$.ports[0].addresses[0]",
+     "expected a unicast interface address with a prefix length from 1 to 128, like 2001:db8::1/64, got \"::/64\""},
+    {"Address6LinkLocal", [](json& j) { j["ports"][0]["addresses"][0] = "fe80::1/64"; }, "$.ports[0].addresses[0]",
+     "expected a global or unique-local IPv6 address like 2001:db8::1/64 (link-local addresses are not configured), got "
+     "\"fe80::1/64\""},
+    {"Address6Mapped", [](json& j) { j["ports"][0]["addresses"][0] = "::ffff:10.244.1.1/120"; }, "$.ports[0].addresses[0]",
+     "expected an IPv4 prefix written as IPv4, got \"::ffff:10.244.1.1/120\" (an IPv4-mapped IPv6 prefix)"},
+    {"Address6Zone", [](json& j) { j["ports"][0]["addresses"][0] = "fd00::1%eth0/64"; }, "$.ports[0].addresses[0]",
+     "expected an IPv4 or IPv6 prefix like 10.0.0.1/24 or 2001:db8::1/64, got \"fd00::1%eth0/64\""},
+    {"Address6DuplicateInPort", [](json& j) { j["ports"][0]["addresses"] = {"fd00::1/64", "fd00:0::1/56"}; },
+     "$.ports[0].addresses[1]", "expected each address once, got fd00::1 twice"},
+    {"Address6DuplicateInVrf",
+     [](json& j) {
+         j["ports"][0]["addresses"].push_back("fd00:10:244::1/64");
+         j["ports"][1]["addresses"].push_back("FD00:10:244:0::1/64");
+     },
+     "$.ports[1].addresses[1]", "expected an address unique in VRF \"default\", got fd00:10:244::1 which port \"in\" already has"},
     {"AddressDuplicateInPort", [](json& j) { j["ports"][0]["addresses"] = {"10.244.1.1/24", "10.244.1.1/16"}; },
      "$.ports[0].addresses[1]", "expected each address once, got 10.244.1.1 twice"},
     {"AddressDuplicateInVrf", [](json& j) { j["ports"][1]["addresses"] = {"10.244.1.1/24"}; }, "$.ports[1].addresses[0]",
@@ -1065,7 +1170,7 @@ const ErrorCase kCases[] = {
      "$.neighbors[0].port", "expected a port declared in $.ports (\"in\", \"out\", \"blue1\"), got \"ext9\""},
     {"NeighborBadIp",
      [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2", "mac": "02:00:00:00:00:09"}])"); },
-     "$.neighbors[0].ip", "expected an IPv4 address like 192.0.2.1, got \"192.0.2\""},
+     "$.neighbors[0].ip", "expected an IPv4 or IPv6 address like 192.0.2.1 or 2001:db8::1, got \"192.0.2\""},
     {"NeighborNotOnLink",
      [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.3.9", "mac": "02:00:00:00:00:09"}])"); },
      "$.neighbors[0].ip",
@@ -1079,6 +1184,32 @@ const ErrorCase kCases[] = {
                                 {"port": "out", "ip": "192.0.2.9", "mac": "02:00:00:00:00:0a"}])");
      },
      "$.neighbors[1].ip", "expected each neighbour once per port, got 192.0.2.9 on port \"out\" twice"},
+    {"Neighbor6NotOnLink",
+     [](json& j) {
+         j["ports"][1]["addresses"].push_back("2001:db8:1::1/64");
+         j["neighbors"] = J(R"([{"port": "out", "ip": "2001:db8:2::9", "mac": "02:00:00:00:00:09"}])");
+     },
+     "$.neighbors[0].ip",
+     "expected a neighbour address on-link on port \"out\" (its addresses are 192.0.2.1/24, 2001:db8:1::1/64), got "
+     "2001:db8:2::9"},
+    {"Neighbor6IsOwnAddress",
+     [](json& j) {
+         j["ports"][1]["addresses"].push_back("2001:db8:1::1/64");
+         j["neighbors"] = J(R"([{"port": "out", "ip": "2001:db8:1:0::1", "mac": "02:00:00:00:00:09"}])");
+     },
+     "$.neighbors[0].ip", "expected a neighbour address other than port \"out\"'s own address, got 2001:db8:1::1"},
+    {"Neighbor6Multicast",
+     [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "ff02::1", "mac": "02:00:00:00:00:09"}])"); },
+     "$.neighbors[0].ip", "expected a neighbour address that is a unicast address, got ff02::1"},
+    {"Neighbor6Duplicate",
+     [](json& j) {
+         j["neighbors"] = J(R"([{"port": "out", "ip": "fe80::9", "mac": "02:00:00:00:00:09"},
+                                {"port": "out", "ip": "fe80:0::9", "mac": "02:00:00:00:00:0a"}])");
+     },
+     "$.neighbors[1].ip", "expected each neighbour once per port, got fe80::9 on port \"out\" twice"},
+    {"NeighborMapped",
+     [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "::ffff:192.0.2.9", "mac": "02:00:00:00:00:09"}])"); },
+     "$.neighbors[0].ip", "expected an IPv4 address written as IPv4, got \"::ffff:192.0.2.9\" (an IPv4-mapped IPv6 address)"},
     {"NeighborMulticastMac",
      [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2.9", "mac": "03:00:00:00:00:09"}])"); },
      "$.neighbors[0].mac",
@@ -1122,7 +1253,7 @@ const ErrorCase kCases[] = {
     {"RouteHostBits", [](json& j) { j["routes"] = J(R"([{"prefix": "10.0.0.1/8", "port": "out"}])"); },
      "$.routes[0].prefix", "expected a prefix without host bits, got \"10.0.0.1/8\" (did you mean \"10.0.0.0/8\"?)"},
     {"RouteBadPrefix", [](json& j) { j["routes"] = J(R"([{"prefix": "default", "port": "out"}])"); },
-     "$.routes[0].prefix", "expected an IPv4 prefix like 10.0.0.0/16, got \"default\""},
+     "$.routes[0].prefix", "expected an IPv4 or IPv6 prefix like 10.0.0.0/16 or 2001:db8::/64, got \"default\""},
     {"RoutePortInOtherVrf", [](json& j) { j["routes"] = J(R"([{"vrf": "blue", "prefix": "0.0.0.0/0", "port": "out"}])"); },
      "$.routes[0].port", "expected a port in VRF \"blue\", got \"out\" which is in VRF \"default\""},
     {"RouteDefaultVrfPortInBlue", [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "port": "blue1"}])"); },
@@ -1133,9 +1264,31 @@ const ErrorCase kCases[] = {
     {"RouteViaOwnAddress", [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "via": "192.0.2.1", "port": "out"}])"); },
      "$.routes[0].via", "expected a next hop other than port \"out\"'s own address, got 192.0.2.1"},
     {"RouteViaBad", [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "via": "192.0.2.0254", "port": "out"}])"); },
-     "$.routes[0].via", "expected an IPv4 address like 192.0.2.1, got \"192.0.2.0254\""},
+     "$.routes[0].via", "expected an IPv4 or IPv6 address like 192.0.2.1 or 2001:db8::1, got \"192.0.2.0254\""},
     {"RouteViaNumber", [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "via": 3221225982, "port": "out"}])"); },
-     "$.routes[0].via", "expected an IPv4 address like 192.0.2.1, got 3221225982"},
+     "$.routes[0].via", "expected an IPv4 or IPv6 address like 192.0.2.1 or 2001:db8::1, got 3221225982"},
+    {"Route6HostBits", [](json& j) { j["routes"] = J(R"([{"prefix": "2001:db8:0:1::/48", "port": "out"}])"); },
+     "$.routes[0].prefix",
+     "expected a prefix without host bits, got \"2001:db8:0:1::/48\" (did you mean \"2001:db8::/48\"?)"},
+    {"Route6ViaOtherFamily",
+     [](json& j) { j["routes"] = J(R"([{"prefix": "::/0", "via": "192.0.2.254", "port": "out"}])"); },
+     "$.routes[0].via", "expected a next hop of the prefix's family (IPv6), got \"192.0.2.254\""},
+    {"RouteViaIpv6ForIpv4",
+     [](json& j) { j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "via": "fe80::1", "port": "out"}])"); },
+     "$.routes[0].via", "expected a next hop of the prefix's family (IPv4), got \"fe80::1\""},
+    {"Route6ViaNotOnLink",
+     [](json& j) {
+         j["ports"][1]["addresses"].push_back("2001:db8:1::1/64");
+         j["routes"] = J(R"([{"prefix": "::/0", "via": "2001:db8:99::1", "port": "out"}])");
+     },
+     "$.routes[0].via",
+     "expected a next hop on-link on port \"out\" (its addresses are 192.0.2.1/24, 2001:db8:1::1/64), got 2001:db8:99::1"},
+    {"Route6Duplicate",
+     [](json& j) {
+         j["routes"] = json::parse(R"([{"prefix": "::/0", "via": "fe80::1", "port": "out"},
+                             {"prefix": "0:0::/0", "via": "fe80::2", "port": "out"}])");
+     },
+     "$.routes[1].prefix", "expected each prefix once per VRF, got ::/0 twice in VRF \"default\""},
     {"RouteDuplicate",
      [](json& j) {
          j["routes"] = J(R"([{"prefix": "0.0.0.0/0", "via": "192.0.2.254", "port": "out"},
@@ -1150,9 +1303,16 @@ const ErrorCase kCases[] = {
     {"PodCidrDuplicate", [](json& j) { j["cluster"]["pod_cidrs"] = {"10.244.0.0/16", "10.244.0.0/16"}; },
      "$.cluster.pod_cidrs[1]", "expected each prefix once, got 10.244.0.0/16 twice"},
     {"ServiceCidrBad", [](json& j) { j["cluster"]["service_cidrs"] = {"10.96.0.0/40"}; }, "$.cluster.service_cidrs[0]",
-     "expected an IPv4 prefix like 10.0.0.0/16, got \"10.96.0.0/40\""},
+     "expected an IPv4 or IPv6 prefix like 10.0.0.0/16 or 2001:db8::/64, got \"10.96.0.0/40\""},
     {"NodeIpBad", [](json& j) { j["cluster"]["node_ips"] = {"172.18.0.2", "172.18.0"}; }, "$.cluster.node_ips[1]",
-     "expected an IPv4 address like 192.0.2.1, got \"172.18.0\""},
+     "expected an IPv4 or IPv6 address like 192.0.2.1 or 2001:db8::1, got \"172.18.0\""},
+    {"PodCidr6HostBits", [](json& j) { j["cluster"]["pod_cidrs"] = {"10.244.0.0/16", "fd00:10:244::1/56"}; },
+     "$.cluster.pod_cidrs[1]",
+     "expected a prefix without host bits, got \"fd00:10:244::1/56\" (did you mean \"fd00:10:244::/56\"?)"},
+    {"PodCidr6Duplicate", [](json& j) { j["cluster"]["pod_cidrs"] = {"fd00:10:244::/56", "fd00:10:244:0::/56"}; },
+     "$.cluster.pod_cidrs[1]", "expected each prefix once, got fd00:10:244::/56 twice"},
+    {"NodeIp6Duplicate", [](json& j) { j["cluster"]["node_ips"] = {"fc00::2", "FC00:0::2"}; }, "$.cluster.node_ips[1]",
+     "expected each node IP once, got fc00::2 twice"},
     {"NodeIpDuplicate", [](json& j) { j["cluster"]["node_ips"] = {"172.18.0.2", "172.18.0.2"}; }, "$.cluster.node_ips[1]",
      "expected each node IP once, got 172.18.0.2 twice"},
     {"DefaultActionUnknown", [](json& j) { j["default_action"] = "snat"; }, "$.default_action",
@@ -1276,7 +1436,7 @@ TEST(ShippedFiles, DemoLoadsWithTheAgreedTopology) {
         EXPECT_EQ(c.ports[i].device, want[i].device);
         EXPECT_EQ(c.ports[i].role, want[i].role);
         EXPECT_EQ(c.ports[i].vrf, want[i].vrf);
-        EXPECT_EQ(c.ports[i].addresses, (std::vector<Ipv4Prefix>{prefix(want[i].address)}));
+        EXPECT_EQ(c.ports[i].addresses, (std::vector<IpPrefix>{prefix(want[i].address)}));
         EXPECT_EQ(c.ports[i].mac, mac(want[i].mac));
     }
     ASSERT_EQ(c.vrfs.size(), 2u);
@@ -1287,9 +1447,9 @@ TEST(ShippedFiles, DemoLoadsWithTheAgreedTopology) {
     EXPECT_EQ(c.routes[0].prefix, prefix("203.0.113.0/24"));
     EXPECT_EQ(c.routes[0].via, ip("192.0.2.254"));
     EXPECT_EQ(c.routes[0].port, "ext1");
-    EXPECT_EQ(c.cluster.pod_cidrs, (std::vector<Ipv4Prefix>{prefix("10.244.0.0/16")}));
-    EXPECT_EQ(c.cluster.service_cidrs, (std::vector<Ipv4Prefix>{prefix("10.96.0.0/12")}));
-    EXPECT_EQ(c.cluster.node_ips, (std::vector<uint32_t>{ip("172.18.0.2"), ip("172.18.0.3")}));
+    EXPECT_EQ(c.cluster.pod_cidrs, (std::vector<IpPrefix>{prefix("10.244.0.0/16")}));
+    EXPECT_EQ(c.cluster.service_cidrs, (std::vector<IpPrefix>{prefix("10.96.0.0/12")}));
+    EXPECT_EQ(c.cluster.node_ips, (std::vector<IpAddr>{ip("172.18.0.2"), ip("172.18.0.3")}));
     EXPECT_EQ(c.default_action, DefaultAction::masquerade);
     EXPECT_EQ(c.sessions.max_sessions, 65536u);
     EXPECT_EQ(c.sessions.timeouts.tcp_established_s, 300u);
@@ -1617,6 +1777,63 @@ TEST(ToJson, KubernetesSourceWithMetricsAndElection) {
     EXPECT_EQ(j["state"]["retry_period_ms"], 500);
     EXPECT_EQ(j["state"]["poll_ms"], 50);
     EXPECT_FALSE(j["state"].contains("path"));
+}
+
+// Both families side by side: several addresses of each per port, routes, neighbours and cluster
+// ranges of either family, each landing as written (IPv6 canonicalised), and a round trip.
+TEST(Load, DualStackEveryIpv6FieldLands) {
+    json j = base();
+    j["ports"][0]["addresses"] = {"10.244.1.1/24", "fd00:10:244:1::1/64", "2001:DB8:0:1::1/64", "10.244.9.1/32"};
+    j["ports"][1]["addresses"] = {"2001:db8:ff::1/64", "192.0.2.1/24"};
+    j["ports"][2]["addresses"] = {"198.51.100.1/24", "2001:db8:100::1/64"};
+    j["neighbors"] = json::parse(R"([{"port": "out", "ip": "2001:db8:ff::fe", "mac": "02:00:00:00:00:fe"},
+                           {"port": "out", "ip": "fe80::1", "mac": "02:00:00:00:00:fd"},
+                           {"port": "out", "ip": "192.0.2.254", "mac": "02:00:00:00:00:fc"}])");
+    j["routes"] = json::parse(R"([{"prefix": "::/0", "via": "fe80::1", "port": "out"},
+                        {"prefix": "0.0.0.0/0", "via": "192.0.2.254", "port": "out"},
+                        {"vrf": "blue", "prefix": "2001:db8:200::/48", "via": "2001:db8:100::fe", "port": "blue1"},
+                        {"vrf": "blue", "prefix": "2001:db8:300::/48", "port": "blue1"}])");
+    j["cluster"] = json::parse(R"({"pod_cidrs": ["10.244.0.0/16", "fd00:10:244::/56"],
+                         "service_cidrs": ["fd00:10:96::/112", "10.96.0.0/12"],
+                         "node_ips": ["172.18.0.2", "fc00:f853:ccd:e793::2"]})");
+    const Config c = load_text(j.dump(), kFile);
+
+    EXPECT_EQ(c.ports[0].addresses, (std::vector<IpPrefix>{prefix("10.244.1.1/24"), prefix("fd00:10:244:1::1/64"),
+                                                           prefix("2001:db8:0:1::1/64"), prefix("10.244.9.1/32")}));
+    EXPECT_TRUE(c.ports[0].addresses[1].is_v6());
+    EXPECT_EQ(c.ports[1].addresses, (std::vector<IpPrefix>{prefix("2001:db8:ff::1/64"), prefix("192.0.2.1/24")}));
+    ASSERT_EQ(c.neighbors.size(), 3u);
+    EXPECT_EQ(c.neighbors[0].ip, ip("2001:db8:ff::fe"));
+    EXPECT_EQ(c.neighbors[1].ip, ip("fe80::1")) << "a link-local neighbour is on-link on any port";
+    EXPECT_EQ(c.neighbors[2].ip, ip("192.0.2.254"));
+    ASSERT_EQ(c.routes.size(), 4u);
+    EXPECT_EQ(c.routes[0].prefix, prefix("::/0"));
+    EXPECT_EQ(c.routes[0].via, ip("fe80::1"));
+    EXPECT_EQ(c.routes[1].prefix, prefix("0.0.0.0/0"));
+    EXPECT_EQ(c.routes[2].vrf, "blue");
+    EXPECT_EQ(c.routes[2].prefix, prefix("2001:db8:200::/48"));
+    EXPECT_EQ(c.routes[2].via, ip("2001:db8:100::fe"));
+    EXPECT_FALSE(c.routes[3].via.has_value());
+    EXPECT_EQ(c.cluster.pod_cidrs, (std::vector<IpPrefix>{prefix("10.244.0.0/16"), prefix("fd00:10:244::/56")}));
+    EXPECT_EQ(c.cluster.service_cidrs, (std::vector<IpPrefix>{prefix("fd00:10:96::/112"), prefix("10.96.0.0/12")}));
+    EXPECT_EQ(c.cluster.node_ips, (std::vector<IpAddr>{ip("172.18.0.2"), ip("fc00:f853:ccd:e793::2")}));
+
+    const json dump = expect_round_trip(c);
+    EXPECT_EQ(dump["ports"][0]["addresses"][2], "2001:db8:0:1::1/64") << "written in the canonical form";
+    EXPECT_EQ(dump["routes"][0]["via"], "fe80::1");
+    EXPECT_EQ(dump["cluster"]["node_ips"][1], "fc00:f853:ccd:e793::2");
+}
+
+// An IPv6-only port (no IPv4 address) loads; an IPv6-only cluster too.
+TEST(Load, Ipv6OnlyPortsAndCluster) {
+    json j = base();
+    j["ports"][0]["addresses"] = {"fd00:10:244:1::1/64"};
+    j["cluster"]["pod_cidrs"] = {"fd00:10:244::/56"};
+    const Config c = load_text(j.dump(), kFile);
+    ASSERT_EQ(c.ports[0].addresses.size(), 1u);
+    EXPECT_TRUE(c.ports[0].addresses[0].is_v6());
+    EXPECT_EQ(c.cluster.pod_cidrs, (std::vector<IpPrefix>{prefix("fd00:10:244::/56")}));
+    expect_round_trip(c);
 }
 
 }  // namespace

@@ -44,9 +44,10 @@ public:
         last_action_ = cfg_.default_action;
         std::vector<std::pair<uint64_t, uint32_t>> routes, nat;
         std::map<uint8_t, std::set<uint8_t, std::greater<>>> lengths;
-        auto route = [&](uint8_t vrf, const config::Ipv4Prefix& p, uint16_t port, uint32_t via) {
+        // IPv4 only, as the builder (the data plane has no IPv6 yet).
+        auto route = [&](uint8_t vrf, const net::IpPrefix& p, uint16_t port, uint32_t via) {
             snap->next_hops.push_back(dp::NextHop{port, via});
-            routes.emplace_back(dp::PolicySnapshot::route_key(vrf, p.len, p.network()),
+            routes.emplace_back(dp::PolicySnapshot::route_key(vrf, p.len, p.network4()),
                                 static_cast<uint32_t>(snap->next_hops.size() - 1));
             lengths[vrf].insert(p.len);
         };
@@ -57,22 +58,24 @@ public:
             pp.vrf = static_cast<uint8_t>(vrf_of(pc.vrf));
             std::copy(macs_[port_ids_[i]].begin(), macs_[port_ids_[i]].end(), pp.mac);
             for (const auto& a : pc.addresses) {
+                if (!a.is_v4()) continue;
                 if (pp.n_addrs == dp::kMaxPortAddresses) break;
-                pp.addrs[pp.n_addrs] = a.addr;
+                pp.addrs[pp.n_addrs] = a.addr.v4();
                 pp.prefix_len[pp.n_addrs++] = a.len;
                 route(pp.vrf, a, port_ids_[i], 0);
-                if (pc.role == config::PortRole::outside) nat.emplace_back(a.addr, dp::kNatPortAddress);
+                if (pc.role == config::PortRole::outside) nat.emplace_back(a.addr.v4(), dp::kNatPortAddress);
             }
         }
         for (const auto& r : cfg_.routes)
-            route(static_cast<uint8_t>(vrf_of(r.vrf)), r.prefix,
-                  port_ids_[static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data())], r.via.value_or(0));
+            if (r.prefix.is_v4())
+                route(static_cast<uint8_t>(vrf_of(r.vrf)), r.prefix,
+                      port_ids_[static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data())], r.via ? r.via->v4() : 0);
         snap->routes.build(routes);
         for (auto& [vrf, lens] : lengths) snap->vrf_prefix_lengths[vrf].assign(lens.begin(), lens.end());
-        for (const auto& c : cfg_.cluster.pod_cidrs) snap->cluster_cidrs.emplace_back(c.network(), c.mask());
-        for (const auto& c : cfg_.cluster.service_cidrs) snap->cluster_cidrs.emplace_back(c.network(), c.mask());
+        for (const auto& c : cfg_.cluster.pod_cidrs) if (c.is_v4()) snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
+        for (const auto& c : cfg_.cluster.service_cidrs) if (c.is_v4()) snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
         std::vector<std::pair<uint64_t, uint32_t>> nodes;
-        for (uint32_t ip : cfg_.cluster.node_ips) nodes.emplace_back(ip, 1);
+        for (const auto& ip : cfg_.cluster.node_ips) if (ip.is_v4()) nodes.emplace_back(ip.v4(), 1);
         snap->node_ips.build(nodes);
 
         std::set<std::string> present;
@@ -491,7 +494,7 @@ TEST(PolicyBuilder, ConfigurationChangesGiveWhatABuildFromScratchGives) {
             case 0: cfg.vrfs[0].table = cfg.vrfs[0].table == 100 ? 101 : 100; what += " blue renumbered"; break;
             case 1: cfg.vrfs[1].name = cfg.vrfs[1].name == "red" ? "green" : "red"; what += " red renamed"; break;
             case 2:
-                cfg.routes[0].via = cfg.routes[0].via == 0xc00002feu ? 0xc00002fdu : 0xc00002feu;
+                cfg.routes[0].via = net::IpAddr::from_v4(cfg.routes[0].via->v4() == 0xc00002feu ? 0xc00002fdu : 0xc00002feu);
                 what += " default route moved";
                 break;
             case 3: {
@@ -504,7 +507,7 @@ TEST(PolicyBuilder, ConfigurationChangesGiveWhatABuildFromScratchGives) {
             default:
                 // An outside address that is also some Services' ingress IP comes and goes.
                 if (cfg.ports[1].addresses.size() == 2) cfg.ports[1].addresses.pop_back();
-                else cfg.ports[1].addresses.push_back(cfg.ports[1].addresses[0]), cfg.ports[1].addresses[1].addr = 0xc0000202u;
+                else cfg.ports[1].addresses.push_back(cfg.ports[1].addresses[0]), cfg.ports[1].addresses[1].addr = net::IpAddr::from_v4(0xc0000202u);
                 what += " outside address";
                 break;
             }

@@ -30,7 +30,7 @@ unsigned g_instances = 0;
 constexpr unsigned kPoolSize = 4095;
 constexpr unsigned kRingSize = 1024;
 
-config::Ipv4Prefix prefix(uint32_t addr, uint8_t len) { return config::Ipv4Prefix{addr, len}; }
+net::IpPrefix prefix(uint32_t addr, uint8_t len) { return net::IpPrefix::from_v4(addr, len); }
 
 config::MacAddr cmac(const Mac& m) {
     config::MacAddr a;
@@ -39,7 +39,7 @@ config::MacAddr cmac(const Mac& m) {
 }
 
 config::PortConfig port_config(const std::string& name, config::PortRole role, const std::string& vrf,
-                               config::Ipv4Prefix addr, const Mac& mac) {
+                               net::IpPrefix addr, const Mac& mac) {
     config::PortConfig p;
     p.name = name;
     p.device = "net_ring_" + name;
@@ -131,11 +131,12 @@ config::Config standard_config() {
         port_config("ext1", PortRole::outside, "default", prefix(kExt1Addr, 24), kExt1Mac),
         port_config("ext2", PortRole::outside, "blue", prefix(kExt2Addr, 24), kExt2Mac),
     };
-    auto route = [](const std::string& vrf, config::Ipv4Prefix p, std::optional<uint32_t> via, const std::string& port) {
+    auto route = [](const std::string& vrf, net::IpPrefix p, std::optional<uint32_t> via, const std::string& port) {
         config::RouteConfig r;
         r.vrf = vrf;
         r.prefix = p;
-        r.via = via;
+        if (via)
+            r.via = net::IpAddr::from_v4(*via);
         r.port = port;
         return r;
     };
@@ -145,7 +146,7 @@ config::Config standard_config() {
         route("default", prefix(ip4(172, 18, 0, 0), 16), kPodsRouter, "pods"),
         route("default", prefix(0, 0), kExt1Gw, "ext1"),
     };
-    auto neigh = [](const std::string& port, uint32_t ip, const Mac& m) { return config::NeighborConfig{port, ip, cmac(m)}; };
+    auto neigh = [](const std::string& port, uint32_t ip, const Mac& m) { return config::NeighborConfig{port, net::IpAddr::from_v4(ip), cmac(m)}; };
     c.neighbors = {
         neigh("pods", kPod10, kPod10Mac),       neigh("pods", kPod11, kPod11Mac),
         neigh("pods", kPod20, kPod20Mac),       neigh("pods", kPodsRouter, kPodsRouterMac),
@@ -155,7 +156,7 @@ config::Config standard_config() {
     };
     c.cluster.pod_cidrs = {prefix(ip4(10, 244, 0, 0), 16)};
     c.cluster.service_cidrs = {prefix(ip4(10, 96, 0, 0), 12)};
-    c.cluster.node_ips = {kNodeIp};
+    c.cluster.node_ips = {net::IpAddr::from_v4(kNodeIp)};
     c.default_action = config::DefaultAction::masquerade;
     c.sessions.port_min = 1024;
     c.sessions.port_max = 65535;
@@ -228,7 +229,7 @@ void Rig::setup(const RigOptions& o) {
     ext1 = id_of("ext1");
     ext2 = id_of("ext2");
     for (const auto& n : cfg.neighbors) {
-        uint32_t slot = shared.neighbors->insert(id_of(n.port), n.ip);
+        uint32_t slot = shared.neighbors->insert(id_of(n.port), n.ip.v4());
         if (slot == dp::NeighborTable::kNone)
             throw std::runtime_error("test rig: neighbour table full");
         shared.neighbors->set_mac(slot, n.mac.bytes);

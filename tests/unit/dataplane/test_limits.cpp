@@ -397,7 +397,7 @@ TEST_F(DataplaneTest, RouteChangeMovesSessionsOrReplacesMasqueradedOnes) {
     // The default route moves to ext2's gateway.
     for (auto& rt : r.cfg.routes)
         if (rt.vrf == "default" && rt.prefix.len == 0) {
-            rt.via = kBlueGw;
+            rt.via = net::IpAddr::from_v4(kBlueGw);
             rt.port = "ext2";
         }
     r.publish({lb_service(kWeb, kIngress, {kPod10, kPod11})});

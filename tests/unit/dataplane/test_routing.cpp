@@ -59,14 +59,14 @@ TEST_F(DataplaneTest, PodCidrThroughSecondInsidePort) {
         config::PortConfig p;
         p.name = "pods2";
         p.role = config::PortRole::inside;
-        p.addresses = {config::Ipv4Prefix{ip4(10, 244, 2, 1), 24}};
+        p.addresses = {net::IpPrefix::from_v4(ip4(10, 244, 2, 1), 24)};
         config::MacAddr m;
         std::copy(kPods2Mac.begin(), kPods2Mac.end(), m.bytes);
         p.mac = m;
         c.ports.push_back(p);
         config::MacAddr rm;
         std::copy(kRemotePodMac.begin(), kRemotePodMac.end(), rm.bytes);
-        c.neighbors.push_back(config::NeighborConfig{"pods2", kRemotePod, rm});
+        c.neighbors.push_back(config::NeighborConfig{"pods2", net::IpAddr::from_v4(kRemotePod), rm});
     };
     Rig& r = start(o);
     uint16_t pods2 = r.port_id("pods2");
@@ -169,8 +169,8 @@ TEST_F(DataplaneTest, RepliesReachThePodWhenTheVrfHasADefaultRoute) {
     o.configure = [](config::Config& c) {
         config::RouteConfig rt;
         rt.vrf = "blue";
-        rt.prefix = config::Ipv4Prefix{0, 0};
-        rt.via = kBlueGw;
+        rt.prefix = net::IpPrefix::from_v4(0, 0);
+        rt.via = net::IpAddr::from_v4(kBlueGw);
         rt.port = "ext2";
         c.routes.push_back(rt);
     };
@@ -524,7 +524,7 @@ TEST_F(DataplaneTest, UnresolvedNextHopHoldsTheTranslatedPacket) {
 TEST_F(DataplaneTest, IncompleteNeighbourHoldsAndGatewayIsTheNextHop) {
     RigOptions o;
     o.configure = [](config::Config& c) {
-        std::erase_if(c.neighbors, [](const config::NeighborConfig& n) { return n.ip == kExt1Gw; });
+        std::erase_if(c.neighbors, [](const config::NeighborConfig& n) { return n.ip == net::IpAddr::from_v4(kExt1Gw); });
     };
     Rig& r = start(o);
     // The gateway's entry exists but has no MAC yet (ARP in progress).

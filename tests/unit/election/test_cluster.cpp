@@ -134,7 +134,7 @@ protected:
         o.lease_duration = kLease;
         o.renew_deadline = kDeadline;
         o.retry_period = kRetry;
-        o.pod_cidrs = {{0x0a800000, 14}};   // 10.128.0.0/14
+        o.pod_cidrs = {egw::net::IpPrefix::from_v4(0x0a800000, 14)};   // 10.128.0.0/14
         o.write_backoff_initial = 50ms;
         o.write_backoff_max = 500ms;
         return o;

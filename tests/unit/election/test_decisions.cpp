@@ -13,7 +13,7 @@
 
 using namespace egw::election;
 using namespace egw::model;
-using egw::config::Ipv4Prefix;
+using egw::net::IpPrefix;
 
 namespace {
 
@@ -88,7 +88,7 @@ LabelSelector labels(std::map<std::string, std::string> m) {
 struct Cluster : ::testing::Test {
     ObjectSet objects;
     std::set<std::string> live;
-    std::vector<Ipv4Prefix> pods{{ip4(10, 128, 0, 0), 14}};
+    std::vector<IpPrefix> pods{IpPrefix::from_v4(ip4(10, 128, 0, 0), 14)};
     Allocations alloc;
     std::map<std::string, std::vector<std::string>> history;   // key -> status.host values written
 
@@ -500,7 +500,7 @@ TEST_F(Cluster, NewLeaderMovesAnInvalidHostThroughEmpty) {
 
 TEST(Serving, FollowsStatusHostOnly) {
     ObjectSet o;
-    std::vector<Ipv4Prefix> pods{{ip4(10, 128, 0, 0), 14}};
+    std::vector<IpPrefix> pods{IpPrefix::from_v4(ip4(10, 128, 0, 0), 14)};
     o.upsert(egress("svc1", "", {}, "gw1"));
     o.upsert(lb("svc1"));
     o.upsert(slice("svc1-1", "svc1", {ep("10.128.0.5", "n"), ep("10.128.0.4", std::nullopt)}));

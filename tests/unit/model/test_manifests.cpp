@@ -531,7 +531,7 @@ TEST(DemoManifests, ParseAndEvaluate) {
     EXPECT_EQ(o.nodes.size(), 1u);
 
     egw::model::GatewayIdentity self{"gw-1", {{"egw.example.com/gateway", "true"}}};
-    std::vector<egw::config::Ipv4Prefix> pods{{10u << 24 | 244u << 16, 16}};
+    std::vector<egw::net::IpPrefix> pods{egw::net::IpPrefix::from_v4(10u << 24 | 244u << 16, 16)};
     auto states = egw::model::evaluate_single_gateway(o, self, pods);
     ASSERT_EQ(states.size(), 2u);
 

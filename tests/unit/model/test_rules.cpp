@@ -6,7 +6,7 @@
 #include "control/model/rules.h"
 
 using namespace egw::model;
-using egw::config::Ipv4Prefix;
+using egw::net::IpPrefix;
 
 namespace {
 
@@ -81,7 +81,7 @@ LabelSelector match_expressions(std::vector<LabelSelectorRequirement> reqs) {
 struct RulesTest : ::testing::Test {
     ObjectSet objects;
     GatewayIdentity self{"gw-1", {{"egw.example.com/gateway", "true"}, {"kubernetes.io/hostname", "gw-1"}}};
-    std::vector<Ipv4Prefix> pods{{ip4(10, 244, 0, 0), 16}};
+    std::vector<IpPrefix> pods{IpPrefix::from_v4(ip4(10, 244, 0, 0), 16)};
 
     void SetUp() override {
         objects.upsert(egress("web"));
