@@ -51,8 +51,8 @@ json selector_json(const model::LabelSelector& sel) {
 
 Reply show_services(Context& ctx, const Args& a) {
     const std::string& ns = a.get("namespace");
-    Table t({"service", "host", "programmed", "mode", "ingress-ip", "vrf", "endpoints", "sessions", "packets-out",
-             "packets-in", "reason"});
+    Table t({"service", "host", "programmed", "mode", "ingress-ip", "ingress-ipv6", "vrf", "endpoints", "sessions",
+             "packets-out", "packets-in", "reason"});
     json rows = json::array();
     for (const auto& s : ctx.status()["services"]) {
         std::string key = jstr(s["key"]);
@@ -60,7 +60,9 @@ Reply show_services(Context& ctx, const Args& a) {
             continue;
         std::string host = jstr(s["status_host"]);
         t.row({key, host.empty() ? "\"\"" : host, s["programmed"].get<bool>() ? "yes" : "no", jstr(s["mode"]),
-               or_dash(jstr(s["ingress_ip"])), or_dash(jstr(s["vrf"])), jnum(s["endpoints"]), jnum(s["sessions_active"]),
+               or_dash(jstr(s["ingress_ip"])), or_dash(jstr(s["ingress_ipv6"])), or_dash(jstr(s["vrf"])),
+               jnum(s["endpoints"]) + (s.value("endpoints_ipv6", 0) ? "+" + jnum(s["endpoints_ipv6"]) + " IPv6" : ""),
+               jnum(s["sessions_active"]),
                jnum(s["packets_out"]), jnum(s["packets_in"]), or_dash(jstr(s["reason"]))});
         rows.push_back(s);
     }
@@ -99,12 +101,19 @@ Reply show_service(Context& ctx, const Args& a) {
     } else {
         if (st.ingress_ipv4)
             ingress.push_back(config::format_ipv4(*st.ingress_ipv4));
-        if (!st.ingress_ipv6.empty())
-            ingress.push_back(st.ingress_ipv6);
+        if (st.ingress_ipv6)
+            ingress.push_back(net::to_string(*st.ingress_ipv6));
     }
     std::vector<std::string> endpoints;
     for (uint32_t ip : st.endpoint_ipv4s)
         endpoints.push_back(config::format_ipv4(ip));
+    for (const auto& ip : st.endpoint_ipv6s)
+        endpoints.push_back(net::to_string(ip));
+    std::string families;
+    for (const auto& f : st.ip_families)
+        families += (families.empty() ? "" : ", ") + f;
+    if (!st.ip_family_policy.empty())
+        families += (families.empty() ? "" : " ") + std::string("(") + st.ip_family_policy + ")";
 
     std::string why;
     if (!st.serve_here)
@@ -137,6 +146,9 @@ Reply show_service(Context& ctx, const Args& a) {
         {"why", why},
         {"programmed", programmed},
         {"ingress IPs", joined(ingress)},
+        {"ipFamilies", families.empty() ? "(not set)" : families},
+        {"IPv4", view->ipv4},
+        {"IPv6", view->ipv6},
         {"ETP", st.etp_local ? "Local" : "Cluster"},
         {"endpoints", joined(endpoints)},
         {"endpoint nodes", joined(st.endpoint_nodes)},
@@ -168,6 +180,11 @@ Reply show_service(Context& ctx, const Args& a) {
               {"mode", model::to_string(st.mode)},
               {"vrf", view->vrf},
               {"ingress_ips", ingress},
+              {"ingress_ipv4", st.ingress_ipv4 ? json(config::format_ipv4(*st.ingress_ipv4)) : json(nullptr)},
+              {"ingress_ipv6", st.ingress_ipv6 ? json(net::to_string(*st.ingress_ipv6)) : json(nullptr)},
+              {"ip_families", st.ip_families},
+              {"ip_family_policy", st.ip_family_policy},
+              {"families", {{"IPv4", view->ipv4}, {"IPv6", view->ipv6}}},
               {"etp_local", st.etp_local},
               {"endpoints", endpoints},
               {"endpoint_nodes", st.endpoint_nodes},

@@ -19,6 +19,33 @@ bool by_key(const ServiceView& v, const std::string& key) { return v.state.key <
 
 }  // namespace
 
+std::string ipv4_translation(const model::ServiceState& s, const dp::ServicePolicy& pol, const std::string& problem) {
+    const std::string none = s.endpoint_ipv4s.empty() ? " (no IPv4 endpoints)" : "";
+    switch (pol.mode) {
+    case dp::ServiceMode::snat_ingress_ip: return "SNAT to " + config::format_ipv4(pol.nat_ip) + none;
+    case dp::ServiceMode::masquerade: return "masquerade to the egress port's address" + none;
+    case dp::ServiceMode::inactive: break;
+    }
+    return "not translated: " + (!s.serve_here ? s.reason : problem.empty() ? std::string("not programmed") : problem);
+}
+
+std::string ipv6_translation(const model::ServiceState& s, const std::string& problem) {
+    std::string why;
+    if (!s.serve_here)
+        why = s.reason;
+    else if (!problem.empty() && problem.rfind("no IPv4 ingress IP", 0) != 0)
+        why = problem;  // an unknown network or the Service limit holds for both families
+    else if (s.endpoint_ipv6s.empty())
+        why = "no IPv6 endpoints";
+    else if (s.mode == model::Mode::load_balancer_ip && !s.ingress_ipv6)
+        why = "no IPv6 ingress IP (its IPv6 endpoints take the default action; the data plane does not carry IPv6 yet)";
+    else if (s.mode == model::Mode::load_balancer_ip)
+        why = "the data plane does not carry IPv6 yet (would SNAT to " + net::to_string(*s.ingress_ipv6) + ")";
+    else
+        why = "the data plane does not carry IPv6 yet (would masquerade)";
+    return "not translated: " + why;
+}
+
 PolicyBuilder::PolicyBuilder(const config::Config& cfg, std::vector<uint16_t> port_ids,
                              std::vector<std::array<uint8_t, 6>> port_macs)
     : cfg_(cfg), port_ids_(std::move(port_ids)), port_macs_(std::move(port_macs)), key_of_(dp::kMaxServices),
@@ -277,6 +304,8 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
         next.id = id_for(s.key);
         if (next.id == 0) {
             next.problem = "too many Services (limit " + std::to_string(dp::kMaxServices - 1) + ")";
+            next.ipv4 = ipv4_translation(s, dp::ServicePolicy{}, next.problem);
+            next.ipv6 = ipv6_translation(s, next.problem);
             next.state = s;
             v = std::move(next);
             idless_.insert(s.key);
@@ -305,6 +334,8 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
             }
         }
         next.programmed = pol.mode != dp::ServiceMode::inactive;
+        next.ipv4 = ipv4_translation(s, pol, next.problem);
+        next.ipv6 = ipv6_translation(s, next.problem);
         // The version survives while nothing a session depends on changed. Losing an endpoint
         // counts (its sessions must stop translating); gaining one does not. An id this Service
         // did not have before (new, or reused after another Service) has no previous translation.

@@ -38,7 +38,16 @@ struct ServiceView {
     bool programmed = false;       // translating on this gateway now
     std::string vrf;               // resolved VRF name ("" when the network is unknown)
     std::string problem;           // why it is not programmed although served here (unknown network, ...)
+    // Per address family, what this gateway does with the Service's endpoints of that family, in
+    // one line for the CLI, the status file and the logs: "SNAT to 192.0.2.50", "masquerade to the
+    // egress port's address" or "not translated: <why>". IPv6 is never translated yet.
+    std::string ipv4;
+    std::string ipv6;
 };
+
+// The two lines of ServiceView::ipv4 / ipv6 for a state and the IPv4 policy made of it.
+std::string ipv4_translation(const model::ServiceState& s, const dp::ServicePolicy& pol, const std::string& problem);
+std::string ipv6_translation(const model::ServiceState& s, const std::string& problem);
 
 class PolicyBuilder {
 public:

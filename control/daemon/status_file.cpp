@@ -46,6 +46,12 @@ nlohmann::json collect_status(const StatusInputs& in) {
         j["serve_here"] = s.serve_here;
         j["mode"] = model::to_string(s.mode);
         j["ingress_ip"] = s.ingress_ipv4 ? config::format_ipv4(*s.ingress_ipv4) : "";
+        j["ingress_ipv6"] = s.ingress_ipv6 ? net::to_string(*s.ingress_ipv6) : "";
+        j["ip_families"] = s.ip_families;
+        j["ip_family_policy"] = s.ip_family_policy;
+        j["ipv4"] = v.ipv4;
+        j["ipv6"] = v.ipv6;
+        j["endpoints_ipv6"] = s.endpoint_ipv6s.size();
         j["network"] = s.network;
         j["vrf"] = v.vrf;
         j["endpoints"] = s.endpoint_ipv4s.size();

@@ -152,7 +152,7 @@ HostDecision decide_host(const ClusterView& view, const std::string& key, const 
         d.reason = "Service is not type LoadBalancer";
     } else if (!facts.has_ingress_ip) {
         d.reason = "Service has no ingress IP";
-    } else if (facts.state.endpoint_ipv4s.empty()) {
+    } else if (!facts.state.has_pod_endpoints()) {
         d.reason = "no endpoints in the pod network";
     } else if (!model::selector_valid(facts.egress_service->node_selector, &why)) {
         d.reason = "invalid nodeSelector: " + why;
@@ -218,7 +218,7 @@ Allocations restore_allocations(const ClusterView& view) {
         auto it = view.slices.find(key);
         model::ServiceFacts facts =
             model::service_facts(view.objects, key, it == view.slices.end() ? nullptr : &it->second, view.pod_cidrs);
-        if (!facts.service || !facts.load_balancer || !facts.has_ingress_ip || facts.state.endpoint_ipv4s.empty())
+        if (!facts.service || !facts.load_balancer || !facts.has_ingress_ip || !facts.state.has_pod_endpoints())
             continue;
         if (!model::selector_valid(es.node_selector)) continue;
         if (!node_eligible(view, facts, es.status_host)) continue;

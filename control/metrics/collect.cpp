@@ -53,6 +53,13 @@ constexpr Family kServiceProgrammed{"service_programmed", Type::gauge,
                                     {"namespace", "service"}};
 constexpr Family kServiceEndpoints{"service_endpoints", Type::gauge,
                                    "Cluster-networked IPv4 endpoints (pods) of the Service", {"namespace", "service"}};
+constexpr Family kServiceFamilyEndpoints{"service_family_endpoints", Type::gauge,
+                                         "Cluster-networked endpoints (pods) of the Service by address family",
+                                         {"namespace", "service", "family"}};
+constexpr Family kServiceFamilyTranslated{"service_family_translated", Type::gauge,
+                                          "1 when this gateway translates the Service's endpoints of that address "
+                                          "family now (IPv6: never yet, the data plane does not carry it)",
+                                          {"namespace", "service", "family"}};
 constexpr Family kServicePackets{"service_packets_total", Type::counter,
                                  "Packets translated for the Service; direction egress is pod to outside, reply is "
                                  "outside to pod",
@@ -100,6 +107,18 @@ void write_services(Writer& w, const ControlView& v, const Readings& r) {
     for (const ServiceEntry& s : v.services)
         if (exported(s))
             w.sample(kServiceEndpoints, {s.ns, s.name}, uint64_t{s.endpoints});
+    w.family(kServiceFamilyEndpoints);
+    for (const ServiceEntry& s : v.services)
+        if (exported(s)) {
+            w.sample(kServiceFamilyEndpoints, {s.ns, s.name, "IPv4"}, uint64_t{s.endpoints});
+            w.sample(kServiceFamilyEndpoints, {s.ns, s.name, "IPv6"}, uint64_t{s.endpoints_ipv6});
+        }
+    w.family(kServiceFamilyTranslated);
+    for (const ServiceEntry& s : v.services)
+        if (exported(s)) {
+            w.sample(kServiceFamilyTranslated, {s.ns, s.name, "IPv4"}, uint64_t{s.programmed});
+            w.sample(kServiceFamilyTranslated, {s.ns, s.name, "IPv6"}, uint64_t{s.ipv6_translated});
+        }
     w.family(kServicePackets);
     for (size_t i = 0; i < v.services.size(); ++i) {
         if (!exported(v.services[i]))

@@ -251,6 +251,16 @@ Service parse_service(const json& j, const std::string& path) {
             if (!ip.empty()) svc.cluster_ips.push_back(ip);
         }
         svc.external_traffic_policy = one_of(*spec, "externalTrafficPolicy", spath, {"Cluster", "Local"}, true);
+        svc.ip_family_policy =
+            one_of(*spec, "ipFamilyPolicy", spath, {"SingleStack", "PreferDualStack", "RequireDualStack"}, true);
+        svc.ip_families = string_list_field(*spec, "ipFamilies", spath);
+        for (size_t i = 0; i < svc.ip_families.size(); ++i) {
+            const std::string& f = svc.ip_families[i];
+            const std::string fpath = element(child(spath, "ipFamilies"), i);
+            if (f != "IPv4" && f != "IPv6") fail(fpath, "expected \"IPv4\" or \"IPv6\", got " + json(f).dump());
+            for (size_t k = 0; k < i; ++k)
+                if (svc.ip_families[k] == f) fail(fpath, "expected each family once, got " + json(f).dump() + " twice");
+        }
     }
     if (const json* status = object_field(j, "status", path)) {
         const std::string stpath = child(path, "status");

@@ -71,6 +71,8 @@ struct Service {
     std::vector<std::string> cluster_ips;   // spec.clusterIPs, or spec.clusterIP when only that is set
     std::vector<LoadBalancerIngress> ingress;
     std::string external_traffic_policy;    // "", "Cluster" or "Local"
+    std::vector<std::string> ip_families;   // spec.ipFamilies: "IPv4"/"IPv6", at most one of each, in order
+    std::string ip_family_policy;           // "", "SingleStack", "PreferDualStack" or "RequireDualStack"
     bool operator==(const Service&) const = default;
 };
 

@@ -224,29 +224,35 @@ ServiceFacts service_facts(const ObjectSet& objects, const std::string& key,
         if (auto v4 = ipv4_host_order(in.ip)) {
             st.ingress_ipv4 = v4;
         } else {
-            st.ingress_ipv6 = in.ip;
+            st.ingress_ipv6 = net::parse_ip(in.ip);  // nullopt for a hostname-only entry
         }
     }
     st.etp_local = svc.external_traffic_policy == "Local";
+    st.ip_families = svc.ip_families;
+    st.ip_family_policy = svc.ip_family_policy;
 
-    auto in_pod_network = [&](uint32_t ip) {
-        return std::any_of(pod_cidrs.begin(), pod_cidrs.end(), [&](const auto& p) { return p.contains(net::IpAddr::from_v4(ip)); });
+    auto in_pod_network = [&](const net::IpAddr& ip) {
+        return std::any_of(pod_cidrs.begin(), pod_cidrs.end(), [&](const auto& p) { return p.contains(ip); });
     };
     if (slices) {
         for (const EndpointSlice* slice : *slices) {
             if (slice->address_type == "FQDN") continue;
             for (const auto& ep : slice->endpoints) {
                 if (ep.node_name && !ep.node_name->empty()) st.endpoint_nodes.push_back(*ep.node_name);
-                if (slice->address_type != "IPv4") continue;
+                // One slice set per family: each slice's addresses are of its addressType.
                 for (const auto& addr : ep.addresses) {
-                    auto ip = ipv4_host_order(addr);
-                    if (ip && in_pod_network(*ip)) st.endpoint_ipv4s.push_back(*ip);
+                    auto ip = net::parse_ip(addr);
+                    if (!ip || !in_pod_network(*ip)) continue;
+                    if (slice->address_type == "IPv4" && ip->is_v4()) st.endpoint_ipv4s.push_back(ip->v4());
+                    else if (slice->address_type == "IPv6" && ip->is_v6()) st.endpoint_ipv6s.push_back(*ip);
                 }
             }
         }
     }
     std::sort(st.endpoint_ipv4s.begin(), st.endpoint_ipv4s.end());
     st.endpoint_ipv4s.erase(std::unique(st.endpoint_ipv4s.begin(), st.endpoint_ipv4s.end()), st.endpoint_ipv4s.end());
+    std::sort(st.endpoint_ipv6s.begin(), st.endpoint_ipv6s.end());
+    st.endpoint_ipv6s.erase(std::unique(st.endpoint_ipv6s.begin(), st.endpoint_ipv6s.end()), st.endpoint_ipv6s.end());
     std::sort(st.endpoint_nodes.begin(), st.endpoint_nodes.end());
     st.endpoint_nodes.erase(std::unique(st.endpoint_nodes.begin(), st.endpoint_nodes.end()), st.endpoint_nodes.end());
     return f;
@@ -292,7 +298,7 @@ std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, cons
             st.reason = "Service is not type LoadBalancer";
         } else if (!f.has_ingress_ip) {
             st.reason = "Service has no ingress IP";
-        } else if (st.endpoint_ipv4s.empty()) {
+        } else if (!st.has_pod_endpoints()) {
             st.reason = "no endpoints in the pod network";
         } else if (!selector_valid(es.node_selector, &why)) {
             st.reason = "invalid nodeSelector: " + why;

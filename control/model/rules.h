@@ -45,10 +45,17 @@ struct ServiceState {
     // The Service's addresses, filled whenever the Service exists, whatever the outcome (the CLI
     // shows them). In Network mode they are informational only: no load-balancer SNAT is done.
     std::optional<uint32_t> ingress_ipv4;  // host order; the last IPv4 ingress entry
-    std::string ingress_ipv6;        // the last non-IPv4 entry's ip ("" for a hostname-only entry)
+    // The last non-IPv4 entry's ip; nullopt when there is none or when that entry has only a
+    // hostname (OVN-Kubernetes counts such an entry as "not IPv4" and keeps nothing for IPv6).
+    std::optional<net::IpAddr> ingress_ipv6;
     std::vector<uint32_t> endpoint_ipv4s;  // cluster-networked IPv4 endpoint addresses, sorted, unique
+    std::vector<net::IpAddr> endpoint_ipv6s;  // cluster-networked IPv6 endpoint addresses (IPv6 slices), sorted, unique
+    std::vector<std::string> ip_families;  // the Service's spec.ipFamilies, as written (informational)
+    std::string ip_family_policy;          // spec.ipFamilyPolicy, "" when absent (informational)
     std::vector<std::string> endpoint_nodes;  // nodes hosting an endpoint (IPv4/IPv6 slices), sorted
     bool etp_local = false;          // externalTrafficPolicy: Local
+    // Some endpoint of either family is in the pod network (SPEC section 2's precondition).
+    bool has_pod_endpoints() const { return !endpoint_ipv4s.empty() || !endpoint_ipv6s.empty(); }
     bool operator==(const ServiceState&) const = default;
 };
 

@@ -98,6 +98,8 @@ public:
             v.id = id_for(s.key);
             if (v.id == 0) {
                 v.problem = "too many Services (limit " + std::to_string(dp::kMaxServices - 1) + ")";
+                v.ipv4 = ipv4_translation(s, dp::ServicePolicy{}, v.problem);
+                v.ipv6 = ipv6_translation(s, v.problem);
                 views.push_back(v);
                 continue;
             }
@@ -128,6 +130,8 @@ public:
                 }
             }
             v.programmed = pol.mode != dp::ServiceMode::inactive;
+            v.ipv4 = ipv4_translation(s, pol, v.problem);
+            v.ipv6 = ipv6_translation(s, v.problem);
             auto prev = last_.find(v.id);
             bool same = prev != last_.end() && prev->second.first.mode == pol.mode &&
                         prev->second.first.vrf == pol.vrf && prev->second.first.nat_ip == pol.nat_ip &&
@@ -239,7 +243,7 @@ std::string dump(const std::vector<ServiceView>& views) {
     std::ostringstream o;
     for (const auto& v : views) {
         const auto& s = v.state;
-        o << s.key << " id " << v.id << " programmed " << v.programmed << " vrf " << v.vrf << " problem " << v.problem
+        o << s.key << " id " << v.id << " programmed " << v.programmed << " vrf " << v.vrf << " problem " << v.problem << " ipv4 " << v.ipv4 << " ipv6 " << v.ipv6
           << " | mode " << int(s.mode) << " host " << s.status_host << " reason " << s.reason << " serve " << s.serve_here
           << " net " << s.network << " ingress " << (s.ingress_ipv4 ? ip(*s.ingress_ipv4) : "-") << " eps";
         for (uint32_t e : s.endpoint_ipv4s) o << " " << ip(e);
@@ -595,6 +599,79 @@ TEST(PolicyBuilder, NothingChangedKeepsEveryVersion) {
     EXPECT_EQ(s3->services[id].version, s1->services[id].version);
     EXPECT_EQ(s3->default_version, s1->default_version);
     EXPECT_EQ(s3->endpoints.find(0x0a000001u), id);
+}
+
+// Per family, the views say what is done with the Service's endpoints: IPv4 as programmed, IPv6
+// never yet, with the reason in the words the CLI and the status file show.
+TEST(PolicyBuilderFamilies, EachFamilySaysWhatIsDone) {
+    const config::Config cfg = test_config();
+    PolicyBuilder b(cfg, {0, 1, 2}, kMacs);
+    ServiceState dual;
+    dual.key = "default/dual";
+    dual.serve_here = true;
+    dual.status_host = "gw-1";
+    dual.ingress_ipv4 = 0xc0000232u;  // 192.0.2.50
+    dual.ingress_ipv6 = net::parse_ip("2001:db8::50");
+    dual.endpoint_ipv4s = {0x0a000005u};
+    dual.endpoint_ipv6s = {*net::parse_ip("fd00:10:244::5")};
+    ServiceState v6only = dual;
+    v6only.key = "default/v6only";
+    v6only.ingress_ipv4.reset();
+    v6only.endpoint_ipv4s.clear();
+    ServiceState v4ingress = dual;
+    v4ingress.key = "default/v4ingress";
+    v4ingress.ingress_ipv6.reset();
+    ServiceState away = dual;
+    away.key = "default/away";
+    away.serve_here = false;
+    away.status_host = "gw-2";
+    away.reason = "gw-2 is the chosen host";
+    ServiceState netm = dual;
+    netm.key = "default/net";
+    netm.mode = model::Mode::network;
+    netm.network = "purple";
+    auto snap = b.build({dual, v6only, v4ingress, away, netm});
+
+    const ServiceView* d = b.view("default/dual");
+    ASSERT_NE(d, nullptr);
+    EXPECT_TRUE(d->programmed);
+    EXPECT_EQ(d->ipv4, "SNAT to 192.0.2.50");
+    EXPECT_EQ(d->ipv6, "not translated: the data plane does not carry IPv6 yet (would SNAT to 2001:db8::50)");
+    EXPECT_EQ(snap->services[d->id].mode, dp::ServiceMode::snat_ingress_ip);
+
+    const ServiceView* o = b.view("default/v6only");
+    ASSERT_NE(o, nullptr);
+    EXPECT_FALSE(o->programmed);
+    EXPECT_EQ(o->problem, "no IPv4 ingress IP (the IPv4 data plane needs one)");
+    EXPECT_EQ(o->ipv4, "not translated: no IPv4 ingress IP (the IPv4 data plane needs one)");
+    EXPECT_EQ(o->ipv6, "not translated: the data plane does not carry IPv6 yet (would SNAT to 2001:db8::50)");
+
+    const ServiceView* i4 = b.view("default/v4ingress");
+    ASSERT_NE(i4, nullptr);
+    EXPECT_EQ(i4->ipv4, "SNAT to 192.0.2.50");
+    EXPECT_EQ(i4->ipv6, "not translated: no IPv6 ingress IP (its IPv6 endpoints take the default action; the data "
+                        "plane does not carry IPv6 yet)");
+
+    const ServiceView* a = b.view("default/away");
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->ipv4, "not translated: gw-2 is the chosen host");
+    EXPECT_EQ(a->ipv6, "not translated: gw-2 is the chosen host");
+
+    const ServiceView* n = b.view("default/net");
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(n->ipv4, "not translated: unknown network \"purple\": no VRF of that name or table");
+    EXPECT_EQ(n->ipv6, "not translated: unknown network \"purple\": no VRF of that name or table");
+    ServiceState blue = netm;
+    blue.network = "blue";
+    b.build({blue});
+    ASSERT_NE(b.view("default/net"), nullptr);
+    EXPECT_EQ(b.view("default/net")->ipv4, "masquerade to the egress port's address");
+    EXPECT_EQ(b.view("default/net")->ipv6, "not translated: the data plane does not carry IPv6 yet (would masquerade)");
+    blue.endpoint_ipv6s.clear();
+    blue.endpoint_ipv4s.clear();
+    b.build({blue});
+    EXPECT_EQ(b.view("default/net")->ipv4, "masquerade to the egress port's address (no IPv4 endpoints)");
+    EXPECT_EQ(b.view("default/net")->ipv6, "not translated: no IPv6 endpoints");
 }
 
 }  // namespace

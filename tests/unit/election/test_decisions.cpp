@@ -335,7 +335,7 @@ TEST_F(Cluster, LastIngressIpsAreKeptPerFamily) {
     auto slices = index_endpoint_slices(objects);
     ServiceFacts f = service_facts(objects, "testns/svc1", &slices["testns/svc1"], pods);
     EXPECT_EQ(f.state.ingress_ipv4, ip4(2, 2, 2, 2));
-    EXPECT_EQ(f.state.ingress_ipv6, "2001:db8::2");
+    EXPECT_EQ(f.state.ingress_ipv6, egw::net::parse_ip("2001:db8::2"));
 }
 
 // ---- election (semantics section 3) ----

@@ -191,7 +191,8 @@ TEST(Objects, Service) {
       "apiVersion": "v1", "kind": "Service",
       "metadata": {"namespace": "default", "name": "web"},
       "spec": {"type": "LoadBalancer", "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10", "fd00::10"],
-               "externalTrafficPolicy": "Local", "ports": [{"port": 80}]},
+               "externalTrafficPolicy": "Local", "ports": [{"port": 80}],
+               "ipFamilies": ["IPv6", "IPv4"], "ipFamilyPolicy": "RequireDualStack"},
       "status": {"loadBalancer": {"ingress": [
         {"ip": "192.0.2.50"}, {"hostname": "lb.example.com"}, {"ip": "2001:db8::1", "ipMode": "VIP"}]}}
     })");
@@ -200,6 +201,8 @@ TEST(Objects, Service) {
     EXPECT_EQ(svc.type, "LoadBalancer");
     EXPECT_EQ(svc.cluster_ips, (std::vector<std::string>{"10.96.0.10", "fd00::10"}));
     EXPECT_EQ(svc.external_traffic_policy, "Local");
+    EXPECT_EQ(svc.ip_families, (std::vector<std::string>{"IPv6", "IPv4"}));
+    EXPECT_EQ(svc.ip_family_policy, "RequireDualStack");
     ASSERT_EQ(svc.ingress.size(), 3u);
     EXPECT_EQ(svc.ingress[0].ip, "192.0.2.50");
     EXPECT_EQ(svc.ingress[1].ip, "");
@@ -215,6 +218,20 @@ TEST(Objects, ServiceDefaultsAndErrors) {
     EXPECT_EQ(svc.cluster_ips, (std::vector<std::string>{"10.96.0.1"}));
     EXPECT_TRUE(svc.ingress.empty());
     EXPECT_EQ(svc.external_traffic_policy, "");
+    EXPECT_TRUE(svc.ip_families.empty());
+    EXPECT_EQ(svc.ip_family_policy, "");
+
+    j["spec"]["ipFamilies"] = {"IPv4", "IPv5"};
+    EXPECT_EQ(error_of(j), "$.spec.ipFamilies[1]: expected \"IPv4\" or \"IPv6\", got \"IPv5\"");
+    j["spec"]["ipFamilies"] = {"IPv6", "IPv6"};
+    EXPECT_EQ(error_of(j), "$.spec.ipFamilies[1]: expected each family once, got \"IPv6\" twice");
+    j["spec"]["ipFamilies"] = "IPv4";
+    EXPECT_EQ(error_of(j), "$.spec.ipFamilies: expected an array, got \"IPv4\"");
+    j["spec"].erase("ipFamilies");
+    j["spec"]["ipFamilyPolicy"] = "DualStack";
+    EXPECT_EQ(error_of(j),
+              "$.spec.ipFamilyPolicy: expected one of SingleStack, PreferDualStack, RequireDualStack, got \"DualStack\"");
+    j["spec"].erase("ipFamilyPolicy");
 
     j["spec"]["type"] = "Balancer";
     EXPECT_EQ(error_of(j), "$.spec.type: expected one of ClusterIP, NodePort, LoadBalancer, ExternalName, got \"Balancer\"");

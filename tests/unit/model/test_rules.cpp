@@ -215,8 +215,9 @@ TEST_F(RulesTest, QualifyingServiceIsServedHere) {
     EXPECT_EQ(st.mode, Mode::load_balancer_ip);  // empty sourceIPBy
     expect_served(st);
     EXPECT_EQ(st.ingress_ipv4, std::optional<uint32_t>(ip4(192, 0, 2, 50)));
-    EXPECT_EQ(st.ingress_ipv6, "");
+    EXPECT_FALSE(st.ingress_ipv6.has_value());
     EXPECT_EQ(st.endpoint_ipv4s, (std::vector<uint32_t>{ip4(10, 244, 1, 10), ip4(10, 244, 1, 11)}));
+    EXPECT_TRUE(st.endpoint_ipv6s.empty());
     EXPECT_EQ(st.endpoint_nodes, (std::vector<std::string>{"worker-1"}));
     EXPECT_FALSE(st.etp_local);
     EXPECT_EQ(st.network, "");
@@ -299,7 +300,7 @@ TEST_F(RulesTest, LastIngressOfEachFamily) {
     auto st = only();
     expect_served(st);
     EXPECT_EQ(st.ingress_ipv4, std::optional<uint32_t>(ip4(192, 0, 2, 2)));
-    EXPECT_EQ(st.ingress_ipv6, "2001:db8::2");
+    EXPECT_EQ(st.ingress_ipv6, egw::net::parse_ip("2001:db8::2"));
 }
 
 TEST_F(RulesTest, HostnameOnlyEntryCountsAsNotIPv4) {
@@ -307,7 +308,7 @@ TEST_F(RulesTest, HostnameOnlyEntryCountsAsNotIPv4) {
     auto st = only();
     expect_served(st);
     EXPECT_EQ(st.ingress_ipv4, std::optional<uint32_t>(ip4(192, 0, 2, 1)));
-    EXPECT_EQ(st.ingress_ipv6, "");  // overwritten by the hostname-only entry
+    EXPECT_FALSE(st.ingress_ipv6.has_value());  // overwritten by the hostname-only entry
 }
 
 TEST_F(RulesTest, IPv6OnlyIngressStillElects) {
@@ -315,7 +316,47 @@ TEST_F(RulesTest, IPv6OnlyIngressStillElects) {
     auto st = only();
     expect_served(st);
     EXPECT_FALSE(st.ingress_ipv4.has_value());
-    EXPECT_EQ(st.ingress_ipv6, "2001:db8::1");
+    EXPECT_EQ(st.ingress_ipv6, egw::net::parse_ip("2001:db8::1"));
+}
+
+// A dual-stack Service: one EndpointSlice set per family, the IPv6 endpoints in the IPv6 pod CIDR
+// counted (sorted, unique, canonical), the others (host network, wrong family for the slice) not.
+TEST_F(RulesTest, DualStackEndpointsOnePerFamily) {
+    pods.push_back(*egw::net::parse_prefix("fd00:10:244::/56"));
+    objects.services["default/web"].ingress = {{"192.0.2.50", ""}, {"2001:db8::50", ""}};
+    objects.services["default/web"].ip_families = {"IPv4", "IPv6"};
+    objects.services["default/web"].ip_family_policy = "PreferDualStack";
+    objects.upsert(slice("web-v6a", "web",
+                         {Endpoint{{"fd00:10:244:1::11", "FD00:10:244:1::10"}, std::string("worker-1")},
+                          ep("fd00:10:244:2::5", "worker-2"), ep("fc00::3", "worker-4")},
+                         "IPv6"));
+    objects.upsert(slice("web-v6b", "web", {ep("fd00:10:244:1::10", "worker-1"), ep("10.244.9.9", "worker-5")}, "IPv6"));
+    auto st = only();
+    expect_served(st);
+    EXPECT_EQ(st.ingress_ipv4, std::optional<uint32_t>(ip4(192, 0, 2, 50)));
+    EXPECT_EQ(st.ingress_ipv6, egw::net::parse_ip("2001:db8::50"));
+    EXPECT_EQ(st.endpoint_ipv4s, (std::vector<uint32_t>{ip4(10, 244, 1, 10), ip4(10, 244, 1, 11)}));
+    std::vector<std::string> v6;
+    for (const auto& a : st.endpoint_ipv6s) v6.push_back(egw::net::to_string(a));
+    EXPECT_EQ(v6, (std::vector<std::string>{"fd00:10:244:1::10", "fd00:10:244:1::11", "fd00:10:244:2::5"}));
+    EXPECT_EQ(st.ip_families, (std::vector<std::string>{"IPv4", "IPv6"}));
+    EXPECT_EQ(st.ip_family_policy, "PreferDualStack");
+    EXPECT_TRUE(st.has_pod_endpoints());
+}
+
+// Endpoints of one family are enough to serve (SPEC section 2 asks for an endpoint in the pod
+// CIDRs, whatever its family); without an IPv6 pod CIDR the same slice counts for nothing.
+TEST_F(RulesTest, Ipv6OnlyEndpointsQualifyWhenInAnIpv6PodCidr) {
+    objects.endpoint_slices.clear();
+    objects.services["default/web"].ingress = {{"2001:db8::50", ""}};
+    objects.upsert(slice("web-v6", "web", {ep("fd00:10:244:1::10")}, "IPv6"));
+    expect_unserved(only(), "no endpoints in the pod network");
+    pods.push_back(*egw::net::parse_prefix("fd00:10:244::/56"));
+    auto st = only();
+    expect_served(st);
+    EXPECT_TRUE(st.endpoint_ipv4s.empty());
+    ASSERT_EQ(st.endpoint_ipv6s.size(), 1u);
+    EXPECT_EQ(egw::net::to_string(st.endpoint_ipv6s[0]), "fd00:10:244:1::10");
 }
 
 TEST_F(RulesTest, NetworkIsAll) {
