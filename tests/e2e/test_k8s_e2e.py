@@ -54,6 +54,9 @@ EXT2 = "198.51.100.100"
 EXT2_GW = "198.51.100.1"                    # masquerade address on ext2 (VRF blue)
 SERVICE_PORT = 8080
 LABEL = "egress-service.k8s.ovn.org/default-web"
+DUAL_POD_CIDR6 = "fd00:10:244::/56"
+DUAL_INGRESS = ("192.0.2.70", "2001:db8::70")
+DUAL_PODS = ("10.244.1.40", "fd00:10:244:1::40", "fd00:10:244:1::41")
 
 READY_TIMEOUT = 30.0
 CONVERGE_TIMEOUT = 5.0
@@ -90,6 +93,7 @@ class KubernetesSourceE2E(unittest.TestCase):
                         "lease_duration_s": 3, "renew_deadline_ms": 2000, "retry_period_ms": 250}
         cls.metrics_port = harness.free_port()
         cfg["metrics"] = {"enabled": True, "listen": f"127.0.0.1:{cls.metrics_port}"}
+        cfg["cluster"]["pod_cidrs"].append(DUAL_POD_CIDR6)   # a dual-stack cluster (test_09)
         config.write_text(json.dumps(cfg, indent=2))
         cls.status_file = h.workdir / "status.json"
         cls.egwd_log_path = h.log_path("egwd")
@@ -412,6 +416,81 @@ class KubernetesSourceE2E(unittest.TestCase):
         doc = (REPO / "docs" / "metrics.md").read_text()
         for name in families:
             self.assertIn(f"| `{name}` |", doc, f"{name} is missing from docs/metrics.md")
+
+    def test_09_a_dual_stack_service_translates_ipv4_and_says_ipv6_is_not_yet(self):
+        """A Service with ipFamilies IPv4+IPv6, an ingress IP and an EndpointSlice of each family:
+        the host is elected and labelled as for any Service, the IPv4 endpoints are translated, and
+        status, CLI and metrics say per family what is done (IPv6: nothing yet). Then without its
+        IPv4 ingress IP the Service keeps its host and says the IPv4 side is not translated."""
+        api = self.h.api
+        svc = harness.lb_service("dual", DUAL_INGRESS[0], "10.96.0.70")
+        svc["spec"]["clusterIPs"] = ["10.96.0.70", "fd00:10:96::70"]
+        svc["spec"]["ipFamilies"] = ["IPv4", "IPv6"]
+        svc["spec"]["ipFamilyPolicy"] = "RequireDualStack"
+        svc["status"]["loadBalancer"]["ingress"] = [{"ip": DUAL_INGRESS[0]}, {"ip": DUAL_INGRESS[1]}]
+        v6 = harness.endpoint_slice("dual-v6", "dual", DUAL_PODS[1:])
+        v6["addressType"] = "IPv6"
+        api.upsert(svc)
+        api.upsert(harness.endpoint_slice("dual-v4", "dual", DUAL_PODS[:1]))
+        api.upsert(v6)
+        api.upsert(egress_service("dual", host=NODE))
+        dual_label = "egress-service.k8s.ovn.org/default-dual"
+
+        def entry():
+            return next((s for s in (self.read_status() or {}).get("services", []) if s["key"] == "default/dual"), {})
+
+        def labelled():
+            nodes = api.get("/api/v1/nodes") or {"items": []}
+            return sorted(n["metadata"]["name"] for n in nodes["items"] if dual_label in (n["metadata"].get("labels") or {}))
+
+        try:
+            self.wait_host("dual", NODE)
+            harness.eventually_consistently(lambda: labelled() == [NODE], CONVERGE_TIMEOUT, HOLD_STATE,
+                                            lambda: f"{dual_label} on {labelled()}\n{self.diag()}")
+            want = {"programmed": True, "ingress_ip": DUAL_INGRESS[0], "ingress_ipv6": DUAL_INGRESS[1],
+                    "endpoints": 1, "endpoints_ipv6": 2, "ip_families": ["IPv4", "IPv6"],
+                    "ip_family_policy": "RequireDualStack", "ipv4": f"SNAT to {DUAL_INGRESS[0]}",
+                    "ipv6": f"not translated: the data plane does not carry IPv6 yet (would SNAT to {DUAL_INGRESS[1]})"}
+            self.wait_for(lambda: all(entry().get(k) == v for k, v in want.items()), CONVERGE_TIMEOUT,
+                          lambda: f"status of default/dual: {entry()}, expected {want}\n{self.diag()}")
+
+            r = run([str(EGWCTL), "-p", FILE_PREFIX, "--json", "show", "service", "default/dual"], 20)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            j = json.loads(r.stdout)
+            self.assertEqual(j["ingress_ipv4"], DUAL_INGRESS[0])
+            self.assertEqual(j["ingress_ipv6"], DUAL_INGRESS[1])
+            self.assertEqual(j["ip_families"], ["IPv4", "IPv6"])
+            self.assertEqual(j["families"], {"IPv4": want["ipv4"], "IPv6": want["ipv6"]})
+            self.assertEqual(sorted(j["endpoints"]), sorted([DUAL_PODS[0], DUAL_PODS[1], DUAL_PODS[2]]))
+            r = run([str(EGWCTL), "-p", FILE_PREFIX, "show", "service", "default/dual"], 20)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            lines = {ln.split(" ", 1)[0]: ln.split(" ", 1)[1].strip() for ln in r.stdout.splitlines() if " " in ln}
+            self.assertEqual(lines.get("IPv4"), want["ipv4"], r.stdout)
+            self.assertEqual(lines.get("IPv6"), want["ipv6"], r.stdout)
+            self.assertEqual(lines.get("ipFamilies"), "IPv4, IPv6 (RequireDualStack)", r.stdout)
+
+            v = test_metrics.value
+            f = self.scrape()
+            self.assertEqual(v(f, "egw_service_family_translated", namespace="default", service="dual", family="IPv4"), 1)
+            self.assertEqual(v(f, "egw_service_family_translated", namespace="default", service="dual", family="IPv6"), 0)
+            self.assertEqual(v(f, "egw_service_family_endpoints", namespace="default", service="dual", family="IPv6"), 2)
+
+            # Only an IPv6 ingress IP left: the host stays (an ingress IP and pod endpoints remain),
+            # the IPv4 side is no longer translated and says why.
+            svc["status"]["loadBalancer"]["ingress"] = [{"ip": DUAL_INGRESS[1]}]
+            api.upsert(svc)
+            want4 = "not translated: no IPv4 ingress IP (the IPv4 data plane needs one)"
+            self.wait_for(lambda: entry().get("ipv4") == want4 and entry().get("programmed") is False
+                          and entry().get("ingress_ip") == "", CONVERGE_TIMEOUT,
+                          lambda: f"status of default/dual: {entry()}\n{self.diag()}")
+            self.wait_host("dual", NODE)
+        finally:
+            api.delete("EgressService", "dual")
+            api.delete("EndpointSlice", "dual-v6")
+            api.delete("EndpointSlice", "dual-v4")
+            api.delete("Service", "dual")
+        harness.eventually_consistently(lambda: labelled() == [], CONVERGE_TIMEOUT, HOLD_STATE,
+                                        lambda: f"{dual_label} still on {labelled()}\n{self.diag()}")
 
     def test_98_rbac_grants_exactly_what_egwd_asked_for(self):
         # The test API server authorizes egwd with docker/k8s/rbac.yaml and logs every request with
