@@ -37,7 +37,9 @@ std::optional<uint32_t> parse_v4(std::string_view s) {
 
 }  // namespace
 
-const char* to_string(Family f) { return f == Family::v4 ? "IPv4" : "IPv6"; }
+const char* to_string(Family f) {
+    return f == Family::v4 ? "IPv4" : "IPv6";
+}
 
 IpAddr IpAddr::from_v4(uint32_t host_order) {
     IpAddr a;
@@ -73,7 +75,9 @@ bool IpAddr::is_loopback() const {
     return bytes_[15] == 1;
 }
 
-bool IpAddr::is_multicast() const { return is_v4() ? (bytes_[0] >> 4) == 0xe : bytes_[0] == 0xff; }
+bool IpAddr::is_multicast() const {
+    return is_v4() ? (bytes_[0] >> 4) == 0xe : bytes_[0] == 0xff;
+}
 
 bool IpAddr::is_link_local() const {
     if (is_v4()) return bytes_[0] == 169 && bytes_[1] == 254;
@@ -145,7 +149,9 @@ std::string to_string(const IpAddr& a) {
     return buf;
 }
 
-std::string to_string(const IpPrefix& p) { return to_string(p.addr) + "/" + std::to_string(p.len); }
+std::string to_string(const IpPrefix& p) {
+    return to_string(p.addr) + "/" + std::to_string(p.len);
+}
 
 size_t IpAddrHash::operator()(const IpAddr& a) const {
     // FNV-1a over the family and the bytes: control-plane maps only.

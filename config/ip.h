@@ -42,11 +42,11 @@ public:
     const std::array<uint8_t, 16>& bytes() const { return bytes_; }
     unsigned bits() const { return is_v4() ? 32 : 128; }
 
-    bool is_unspecified() const;   // 0.0.0.0, ::
-    bool is_loopback() const;      // 127/8, ::1
-    bool is_multicast() const;     // 224/4, ff00::/8
-    bool is_link_local() const;    // 169.254/16, fe80::/10
-    bool is_v4_mapped() const;     // ::ffff:0:0/96 (an IPv6 address naming an IPv4 one)
+    bool is_unspecified() const;  // 0.0.0.0, ::
+    bool is_loopback() const;     // 127/8, ::1
+    bool is_multicast() const;    // 224/4, ff00::/8
+    bool is_link_local() const;   // 169.254/16, fe80::/10
+    bool is_v4_mapped() const;    // ::ffff:0:0/96 (an IPv6 address naming an IPv4 one)
 
     bool operator==(const IpAddr&) const = default;
     auto operator<=>(const IpAddr&) const = default;  // IPv4 before IPv6, then by bytes
