@@ -363,7 +363,7 @@ def rows(text):
     """The data rows of a table: the lines after its upper-case header, split at runs of blanks."""
     lines = [l for l in text.splitlines() if l.strip()]
     for i, line in enumerate(lines):
-        if line == line.upper() and re.match(r"^[A-Z][A-Z-]*( {2,}[A-Z][A-Z-]*)+$", line):
+        if line == line.upper() and re.match(r"^[A-Z][A-Z0-9-]*( {2,}[A-Z][A-Z0-9-]*)+$", line):
             cells = [re.split(r" {2,}", l.strip()) for l in lines[i + 1:]]
             return [c for c in cells if len(c) > 1]    # not the notes under the table
     return []
@@ -494,6 +494,8 @@ class CliThroughEgwctl(unittest.TestCase):
         self.assertEqual(table["default/ghost"][2], "no")
         self.assertIn("unknown network", table["default/ghost"][-1])
         self.assertEqual(table["shop/cart"][1], '""')
+        # No Service of the capture has an IPv6 ingress IP: its column says so on every row.
+        self.assertEqual({key: row[5] for key, row in table.items()}, {key: "-" for key in table}, text)
         services = {s["key"]: s for s in self.json("show", "services")}
         status = {s["key"]: s for s in self.daemon.status()["services"]}
         self.assertEqual(set(services), set(status))
