@@ -8,6 +8,8 @@ set -euo pipefail
 # (scripts/fuzz.sh, docs/testing.md).
 # ccache: meson uses it by itself when it is installed, so a machine that is kept rebuilds only
 # what changed (scripts/test.sh builds twice: release and sanitized).
+# valgrind: scripts/bench-instructions.sh counts the packet path's instructions with callgrind
+# (deterministic, unlike Mpps on a shared machine: docs/performance.md §1);
 # openssl: the TLS tests make their certificates;
 # dpdk-dev also brings dpdk-telemetry.py, which the telemetry test drives.
 packages=(
@@ -16,7 +18,7 @@ packages=(
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcurl4-openssl-dev zlib1g-dev libcli11-dev
   libgtest-dev googletest
   prometheus
-  python3 openssl iproute2 iputils-ping netcat-openbsd curl ethtool procps
+  valgrind python3 openssl iproute2 iputils-ping netcat-openbsd curl ethtool procps
   clang-14 libclang-rt-14-dev
   python3-yaml python3-jsonschema python3-prometheus-client prometheus
   # tests/e2e/test_confinement.py: libseccomp's Python binding loads a filter made from the

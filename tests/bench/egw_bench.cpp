@@ -9,8 +9,13 @@
 // transmit to net_null). The difference is what egw costs per packet.
 //
 //   egw-bench [--flows N[,N...]] [--services M] [--seconds S] [--destinations D] [--workers N[,N...]]
+//             [--packets P]
 //
 // With --workers, it prints instead the cost of replies with N workers (hand-off or not).
+// With --packets, io-forward and SNAT each replay exactly P packets instead of running for
+// --seconds: the same work every run, for instruction counts. scripts/bench-instructions.sh runs
+// it under callgrind, which dumps a profile part at every call of phase_boundary(): the parts
+// are then, per --flows value, [setup] [first pass] [checks] [io-forward] [SNAT].
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -57,6 +62,7 @@ struct Args {
     unsigned destinations = 64;
     double seconds = 3;
     std::vector<uint32_t> workers;  // --workers: the many-worker table, for these worker counts
+    uint64_t packets = 0;           // --packets: replay exactly this many (rounded up to bursts) per mode
 };
 
 struct Frame {
@@ -229,6 +235,42 @@ struct Result {
 
 enum class Mode { io_forward, snat };
 
+// Called between the measured phases, only so that a profiler can cut its profile there.
+__attribute__((noinline)) void phase_boundary() { asm volatile(""); }
+
+// Exactly `packets` packets (whole bursts) through `mode`. Kept out of line and named per mode so
+// that a profiler can tell the two apart.
+template <Mode M>
+__attribute__((noinline)) Result replay_count(Rig& r, const std::vector<Frame>& frames, uint64_t packets, size_t& cursor) {
+    rte_mbuf* pkts[dp::kBurst];
+    uint64_t start = rte_rdtsc(), done = 0;
+    while (done < packets) {
+        if (!generate(r.pool, frames, cursor, pkts, dp::kBurst, r.inside))
+            break;
+        if (M == Mode::io_forward) {
+            uint16_t sent = rte_eth_tx_burst(r.outside, 0, pkts, dp::kBurst);
+            for (uint16_t i = sent; i < dp::kBurst; ++i)
+                rte_pktmbuf_free(pkts[i]);
+        } else {
+            r.worker->now = rte_rdtsc();
+            dp::worker_process_burst(*r.worker, *r.snap, pkts, dp::kBurst);
+            dp::worker_flush(*r.worker);
+        }
+        done += dp::kBurst;
+    }
+    uint64_t ticks = rte_rdtsc() - start;
+    double secs = static_cast<double>(ticks) / static_cast<double>(rte_get_tsc_hz());
+    return Result{static_cast<double>(done) / secs / 1e6, static_cast<double>(ticks) / static_cast<double>(done)};
+}
+
+__attribute__((noinline)) Result replay_io_forward(Rig& r, const std::vector<Frame>& frames, uint64_t packets, size_t& cursor) {
+    return replay_count<Mode::io_forward>(r, frames, packets, cursor);
+}
+
+__attribute__((noinline)) Result replay_snat(Rig& r, const std::vector<Frame>& frames, uint64_t packets, size_t& cursor) {
+    return replay_count<Mode::snat>(r, frames, packets, cursor);
+}
+
 Result run(Rig& r, const std::vector<Frame>& frames, Mode mode, double seconds, size_t& cursor) {
     rte_mbuf* pkts[dp::kBurst];
     uint64_t hz = rte_get_tsc_hz();
@@ -253,6 +295,24 @@ Result run(Rig& r, const std::vector<Frame>& frames, Mode mode, double seconds, 
     }
     double secs = static_cast<double>(now - start) / static_cast<double>(hz);
     return Result{static_cast<double>(packets) / secs / 1e6, static_cast<double>(now - start) / static_cast<double>(packets)};
+}
+
+// Every flow's first packet, each opening a session; returns sessions per second.
+__attribute__((noinline)) double first_pass(Rig& r, const std::vector<Frame>& frames, uint32_t flows) {
+    size_t cursor = 0;
+    rte_mbuf* pkts[dp::kBurst];
+    uint64_t t0 = rte_rdtsc();
+    uint64_t sent = 0;
+    while (sent < flows) {
+        unsigned n = static_cast<unsigned>(std::min<uint64_t>(dp::kBurst, flows - sent));
+        if (!generate(r.pool, frames, cursor, pkts, n, r.inside))
+            break;
+        r.worker->now = rte_rdtsc();
+        dp::worker_process_burst(*r.worker, *r.snap, pkts, static_cast<uint16_t>(n));
+        dp::worker_flush(*r.worker);
+        sent += n;
+    }
+    return static_cast<double>(flows) / (static_cast<double>(rte_rdtsc() - t0) / static_cast<double>(rte_get_tsc_hz()));
 }
 
 uint64_t total_drops(const dp::Worker& w) {
@@ -493,8 +553,10 @@ int main(int argc, char** argv) {
             a.seconds = std::stod(v);
         else if (k == "--workers")
             a.workers = parse_list(v);
+        else if (k == "--packets")
+            a.packets = std::stoull(v);
         else {
-            std::fprintf(stderr, "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds S] [--workers N,...]\n");
+            std::fprintf(stderr, "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds S] [--workers N,...] [--packets P]\n");
             return 2;
         }
     }
@@ -548,20 +610,9 @@ int main(int argc, char** argv) {
         setup_rig(r, flows + flows / 8, a.services, pods);
 
         // First pass: every packet opens a session.
-        size_t cursor = 0;
-        rte_mbuf* pkts[dp::kBurst];
-        uint64_t t0 = rte_rdtsc();
-        uint64_t sent = 0;
-        while (sent < flows) {
-            unsigned n = static_cast<unsigned>(std::min<uint64_t>(dp::kBurst, flows - sent));
-            if (!generate(pool, frames, cursor, pkts, n, inside))
-                break;
-            r.worker->now = rte_rdtsc();
-            dp::worker_process_burst(*r.worker, *r.snap, pkts, static_cast<uint16_t>(n));
-            dp::worker_flush(*r.worker);
-            sent += n;
-        }
-        double cps = static_cast<double>(flows) / (static_cast<double>(rte_rdtsc() - t0) / static_cast<double>(rte_get_tsc_hz()));
+        phase_boundary();
+        double cps = first_pass(r, frames, flows);
+        phase_boundary();
         uint32_t active = r.worker->sessions.active();
         if (active != flows || total_drops(*r.worker) != 0) {
             std::fprintf(stderr, "egw-bench: first pass made %u sessions of %u (%lu drops:", active, flows,
@@ -576,9 +627,12 @@ int main(int argc, char** argv) {
         // order would read the session pool front to back and let the hardware prefetcher hide
         // the misses. Established traffic comes in no such order: replay it shuffled again.
         std::shuffle(frames.begin(), frames.end(), std::mt19937(2));
-        cursor = 0;
-        Result io = run(r, frames, Mode::io_forward, a.seconds, cursor);
-        Result snat = run(r, frames, Mode::snat, a.seconds, cursor);
+        size_t cursor = 0;
+        phase_boundary();
+        Result io = a.packets ? replay_io_forward(r, frames, a.packets, cursor) : run(r, frames, Mode::io_forward, a.seconds, cursor);
+        phase_boundary();
+        Result snat = a.packets ? replay_snat(r, frames, a.packets, cursor) : run(r, frames, Mode::snat, a.seconds, cursor);
+        phase_boundary();
         if (r.worker->sessions.active() != flows || total_drops(*r.worker) != 0) {
             std::fprintf(stderr, "egw-bench: established pass changed the session count or dropped packets\n");
             rc = 1;
