@@ -92,7 +92,13 @@ struct PacketMeta {
     // Network order. Outgoing: (pod, remote, pod port, remote port); back: (remote, NAT address,
     // remote port, NAT port); for ICMP errors, the quoted packet's tuple turned around.
     FlowKey key;
+    uint32_t key_hash;       // nat_lookup: the session table's hash of `key`, which a create reuses
     NewFlow flow;            // nat_slow, outgoing packets
+    // nat_slow, outgoing misses: the hashes of the first two outside keys the port probe tries
+    // (the pod's own port, the first random one), computed when the burst's creates are planned;
+    // probe_hashed says that they were.
+    bool probe_hashed;
+    uint32_t probe_hash[2];
     IcmpError icmp;          // icmp_reply: which error (`reason` says why the packet is not forwarded)
     uint32_t icmp_aux;       // icmp_reply: bytes 4-7 of the ICMP header, host order (next-hop MTU)
 };

@@ -20,7 +20,7 @@ void stage_nat_lookup(Worker& w, Burst& b) {
     const FlowKey* in_keys[kBurst];
     const FlowKey* out_keys[kBurst];
     unsigned in_pos[kBurst], out_pos[kBurst];
-    uint32_t found[kBurst];
+    uint32_t found[kBurst], hashes[kBurst];
     unsigned ni = 0, no = 0;
     for_each_packet(b.pending(Next::nat_lookup), [&](unsigned i) {
         const PacketMeta& pk = b.pkt[i];
@@ -38,17 +38,18 @@ void stage_nat_lookup(Worker& w, Burst& b) {
         for (unsigned k = 0; k < n; ++k) {
             PacketMeta& pk = b.pkt[pos[k]];
             pk.session = found[k];
+            pk.key_hash = hashes[k];
             bool hit = found[k] != SessionTable::kNone;
             pk.next = hit ? Next::nat_fast : Next::nat_slow;
             hits |= uint32_t{hit} << pos[k];
         }
     };
     if (ni) {
-        w.sessions.lookup_inside(in_keys, ni, found);
+        w.sessions.lookup_inside(in_keys, ni, found, hashes);
         settle(in_pos, ni);
     }
     if (no) {
-        w.sessions.lookup_outside(out_keys, no, found);
+        w.sessions.lookup_outside(out_keys, no, found, hashes);
         settle(out_pos, no);
     }
     uint32_t looked = b.pending(Next::nat_lookup);

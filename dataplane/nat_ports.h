@@ -51,21 +51,29 @@ inline uint16_t probe_next(const Worker& w, uint32_t& x) {
 }
 
 // Picks a NAT port for `s` (tuple and nat_ip set) in this worker's block, keeping the pod's port
-// when it is free. Returns false when kProbeAttempts candidates in a row were taken.
-inline bool allocate_port(const Worker& w, Session& s) {
+// when it is free. Returns false when kProbeAttempts candidates in a row were taken. `hint`, when
+// not null, holds the hashes of the first two candidates' outside keys (the pod's port, the first
+// random one) as planning computed them; on success `h_chosen` is the hash of the chosen port's
+// outside key, for the create.
+inline bool allocate_port(const Worker& w, Session& s, const uint32_t* hint, uint32_t& h_chosen) {
+    const SessionTable& st = w.sessions;
     FlowKey k{s.remote_ip, s.nat_ip, s.remote_port, 0, s.proto, {}};
     if (pod_port_in_block(w, s.pod_port)) {
         k.dport = s.pod_port;
-        if (w.sessions.find_outside(k) == SessionTable::kNone) {
+        uint32_t h = hint ? hint[0] : st.key_hash(k);
+        if (st.find_outside(k, h) == SessionTable::kNone) {
             s.nat_port = s.pod_port;
+            h_chosen = h;
             return true;
         }
     }
     uint32_t x = probe_seed(s.pod_ip, s.pod_port, s.remote_ip, s.remote_port);
     for (unsigned i = 0; i < kProbeAttempts; ++i) {
         k.dport = probe_next(w, x);
-        if (w.sessions.find_outside(k) == SessionTable::kNone) {
+        uint32_t h = hint && i == 0 ? hint[1] : st.key_hash(k);
+        if (st.find_outside(k, h) == SessionTable::kNone) {
             s.nat_port = k.dport;
+            h_chosen = h;
             return true;
         }
     }

@@ -127,14 +127,15 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
     for_each_packet(outgoing, [&](unsigned i) { p.endpoints.prefetch(rte_be_to_cpu_32(b.pkt[i].ip->src_addr)); });
     // The two ports a probe reads first: the pod's own (taken whenever another pod of the same
     // NAT address already uses it toward this remote) and the first random one.
+    // The hashes are kept in the packet for allocate_port() and the create.
     unsigned pos[kBurst];
-    uint32_t h_pod[kBurst], h_rand[kBurst];
     bool pod_in_block[kBurst];
     unsigned n = 0;
     SessionTable& st = w.sessions;
     for_each_packet(outgoing, [&](unsigned i) {
         PacketMeta& pk = b.pkt[i];
         pk.flow = classify_outgoing(p, b.m[i]->port, pk);
+        pk.probe_hashed = false;
         if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable::kNone)
             return;
         const FlowKey& key = pk.key;
@@ -142,21 +143,23 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
         pod_in_block[n] = pod_port_in_block(w, key.sport);
         if (pod_in_block[n]) {
             k.dport = key.sport;
-            h_pod[n] = st.key_hash(k);
-            st.prefetch_outside_bucket(h_pod[n]);
+            pk.probe_hash[0] = st.key_hash(k);
+            st.prefetch_outside_bucket(pk.probe_hash[0]);
         }
         uint32_t x = probe_seed(key.src, key.sport, key.dst, key.dport);
         k.dport = probe_next(w, x);
-        h_rand[n] = st.key_hash(k);
-        st.prefetch_outside_bucket(h_rand[n]);
+        pk.probe_hash[1] = st.key_hash(k);
+        pk.probe_hashed = true;
+        st.prefetch_outside_bucket(pk.probe_hash[1]);
         st.prefetch_free_slot(n);
         pos[n++] = i;
     });
     // The buckets have had the rest of the burst's time to arrive: now the sessions they name.
     for (unsigned j = 0; j < n; ++j) {
+        const PacketMeta& pk = b.pkt[pos[j]];
         if (pod_in_block[j])
-            st.prefetch_outside_match(h_pod[j]);
-        st.prefetch_outside_match(h_rand[j]);
+            st.prefetch_outside_match(pk.probe_hash[0]);
+        st.prefetch_outside_match(pk.probe_hash[1]);
     }
 }
 
@@ -177,7 +180,8 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
     s.service_id = f.service_id;
     s.service_version = f.version;
     ServiceCounters& sc = w.service_counters[s.service_id];
-    if (!allocate_port(w, s)) {
+    uint32_t h_outside = 0;
+    if (!allocate_port(w, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
         ++sc.port_alloc_failures;
         b.drop(i, DropReason::port_exhausted);
         return SessionTable::kNone;
@@ -195,7 +199,8 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
     // TCP and UDP checksums cover the addresses through the pseudo-header; ICMP's does not.
     s.l4_delta = csum_delta_fold(s.proto == IPPROTO_ICMP ? port_delta : l3 + port_delta);
     s.last_seen = w.now;
-    uint32_t idx = w.sessions.create(s);
+    // The miss lookup hashed the inside key (pk.key is the inside key of an outgoing packet).
+    uint32_t idx = w.sessions.create(s, pk.key_hash, h_outside);
     if (idx == SessionTable::kNone) {
         b.drop(i, DropReason::session_limit);
         return idx;

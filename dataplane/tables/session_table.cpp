@@ -161,8 +161,8 @@ uint32_t SessionTable::find(const Bucket* table, const FlowKey& k, uint32_t h) c
 // signature match and prefetch its session, then confirm against the session (falling back to
 // the full walk on a signature collision or an overflowed bucket).
 template <bool Inside>
-void SessionTable::lookup_bulk(const Bucket* table, const FlowKey* const* keys, unsigned n, uint32_t* idx) const {
-    uint32_t h[kBulk];
+void SessionTable::lookup_bulk(const Bucket* table, const FlowKey* const* keys, unsigned n, uint32_t* idx,
+                               uint32_t* h) const {
     for (unsigned i = 0; i < n; ++i) {
         h[i] = hash(*keys[i]);
         rte_prefetch0(&table[h[i] & mask_]);
@@ -190,12 +190,14 @@ void SessionTable::lookup_bulk(const Bucket* table, const FlowKey* const* keys, 
     }
 }
 
-void SessionTable::lookup_inside(const FlowKey* const* keys, unsigned n, uint32_t* idx) const {
-    lookup_bulk<true>(inside_, keys, n, idx);
+void SessionTable::lookup_inside(const FlowKey* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes) const {
+    uint32_t h[kBulk];
+    lookup_bulk<true>(inside_, keys, n, idx, hashes ? hashes : h);
 }
 
-void SessionTable::lookup_outside(const FlowKey* const* keys, unsigned n, uint32_t* idx) const {
-    lookup_bulk<false>(outside_, keys, n, idx);
+void SessionTable::lookup_outside(const FlowKey* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes) const {
+    uint32_t h[kBulk];
+    lookup_bulk<false>(outside_, keys, n, idx, hashes ? hashes : h);
 }
 
 void SessionTable::prefetch_outside_match(uint32_t h) const {
@@ -212,6 +214,8 @@ void SessionTable::prefetch_outside_match(uint32_t h) const {
 uint32_t SessionTable::find_inside(const FlowKey& k) const { return find<true>(inside_, k, hash(k)); }
 
 uint32_t SessionTable::find_outside(const FlowKey& k) const { return find<false>(outside_, k, hash(k)); }
+
+uint32_t SessionTable::find_outside(const FlowKey& k, uint32_t h) const { return find<false>(outside_, k, h); }
 
 void SessionTable::insert(Bucket* table, uint32_t h, uint32_t idx) {
     // The table is never more than half full, so an empty slot is always found.
@@ -248,14 +252,16 @@ void SessionTable::erase(Bucket* table, uint32_t h, uint32_t idx) {
     }
 }
 
-uint32_t SessionTable::create(const Session& s) {
+uint32_t SessionTable::create(const Session& s) { return create(s, hash(inside_key(s)), hash(outside_key(s))); }
+
+uint32_t SessionTable::create(const Session& s, uint32_t h_inside, uint32_t h_outside) {
     if (n_free_ == 0)
         return kNone;
     uint32_t idx = free_[--n_free_];
     pool_[idx] = s;
     pool_[idx].in_use = static_cast<uint8_t>(s.in_use | kSessionInUse);
-    insert(inside_, hash(inside_key(s)), idx);
-    insert(outside_, hash(outside_key(s)), idx);
+    insert(inside_, h_inside, idx);
+    insert(outside_, h_outside, idx);
     ++active_;
     return idx;
 }

@@ -106,15 +106,21 @@ public:
     uint32_t capacity() const { return capacity_; }
     uint32_t active() const { return active_; }
 
-    // Bulk lookups: idx[i] = session index or kNone. n <= kBulk.
-    void lookup_inside(const FlowKey* const* keys, unsigned n, uint32_t* idx) const;
-    void lookup_outside(const FlowKey* const* keys, unsigned n, uint32_t* idx) const;
+    // Bulk lookups: idx[i] = session index or kNone. n <= kBulk. With `hashes`, also
+    // hashes[i] = key_hash(*keys[i]), which a create of that key may reuse.
+    void lookup_inside(const FlowKey* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes = nullptr) const;
+    void lookup_outside(const FlowKey* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes = nullptr) const;
     uint32_t find_inside(const FlowKey& k) const;
     uint32_t find_outside(const FlowKey& k) const;
+    // The same when h = key_hash(k) is already known.
+    uint32_t find_outside(const FlowKey& k, uint32_t h) const;
 
     // Creates a session from `s` (its tuple fields must be set), indexing both keys.
     // Returns kNone when the pool is full.
     uint32_t create(const Session& s);
+    // The same when the keys' hashes are already known: h_inside = key_hash(inside_key(s)),
+    // h_outside = key_hash(outside_key(s)) (the miss lookup and the port probe computed them).
+    uint32_t create(const Session& s, uint32_t h_inside, uint32_t h_outside);
     void destroy(uint32_t idx);
 
     // Hints for a batch of creates; none of them changes the table. A new session costs a port
@@ -164,7 +170,7 @@ private:
     template <bool Inside>
     uint32_t find(const Bucket* table, const FlowKey& k, uint32_t h) const;
     template <bool Inside>
-    void lookup_bulk(const Bucket* table, const FlowKey* const* keys, unsigned n, uint32_t* idx) const;
+    void lookup_bulk(const Bucket* table, const FlowKey* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const;
     bool allocate(const char* name, size_t bytes, int socket);
     void insert(Bucket* table, uint32_t h, uint32_t idx);
     void erase(Bucket* table, uint32_t h, uint32_t idx);
