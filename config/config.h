@@ -103,11 +103,18 @@ struct TimeoutConfig {
     bool operator==(const TimeoutConfig&) const = default;
 };
 
+// Which TCP segments of a pod with no session may open one.
+enum class TcpOpen {
+    loose,   // a SYN, or a segment of a connection already under way (Linux conntrack's default)
+    strict,  // a SYN only
+};
+
 struct SessionConfig {
     unsigned max_sessions = 1u << 20;   // across all workers
     uint16_t port_min = 1024;           // NAT port range, split into one block per worker
     uint16_t port_max = 65535;
     TimeoutConfig timeouts;
+    TcpOpen tcp_open = TcpOpen::loose;
     bool operator==(const SessionConfig&) const = default;
 };
 
@@ -216,6 +223,7 @@ std::string format_listen(const MetricsConfig& m);
 
 const char* to_string(PortRole r);
 const char* to_string(DefaultAction a);
+const char* to_string(TcpOpen t);      // "loose" / "strict"
 const char* to_string(StateSource s);  // "files" / "kubernetes"
 const char* to_string(Election e);     // "leader" / "external"
 

@@ -83,7 +83,8 @@ json sessions(const SessionConfig& s) {
              {{"tcp_established", t.tcp_established_s},
               {"tcp_transitory", t.tcp_transitory_s},
               {"udp", t.udp_s},
-              {"icmp", t.icmp_s}}}};
+              {"icmp", t.icmp_s}}},
+            {"tcp_open", to_string(s.tcp_open)}};
 }
 
 json arp(const ArpConfig& a) {

@@ -116,6 +116,8 @@ const char* to_string(DefaultAction a) {
     return "?";
 }
 
+const char* to_string(TcpOpen t) { return t == TcpOpen::strict ? "strict" : "loose"; }
+
 const char* to_string(StateSource s) {
     switch (s) {
     case StateSource::files: return "files";
@@ -996,7 +998,14 @@ private:
     void read_sessions(const Obj& top, SessionConfig& s, size_t workers) const {
         const json* j = top.get("sessions");
         if (!j) return;
-        Obj o(*this, *j, top.at("sessions"), {"max", "port_min", "port_max", "timeouts"}, "an object");
+        Obj o(*this, *j, top.at("sessions"), {"max", "port_min", "port_max", "timeouts", "tcp_open"}, "an object");
+        if (const json* t = o.get("tcp_open")) {
+            static const std::string what = "\"loose\" or \"strict\"";
+            const std::string& v = string(*t, o.at("tcp_open"), what);
+            if (v == "loose") s.tcp_open = TcpOpen::loose;
+            else if (v == "strict") s.tcp_open = TcpOpen::strict;
+            else expected(o.at("tcp_open"), what, *t);
+        }
         opt_integer(o, "max", s.max_sessions, 1, 1u << 28);
         opt_integer(o, "port_min", s.port_min, 1, 65535);
         opt_integer(o, "port_max", s.port_max, 1, 65535);

@@ -32,7 +32,8 @@ namespace egw::dp {
     X(martian_source, "source in 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 or 240.0.0.0/4, or a subnet's broadcast") \
     X(martian_destination, "destination in 0.0.0.0/8, 127.0.0.0/8 or 240.0.0.0/4 (but 255.255.255.255)") \
     X(link_local, "source or destination in 169.254.0.0/16 (link-local, never forwarded)")    \
-    X(link_broadcast, "unicast IPv4 received in an Ethernet broadcast or multicast frame")
+    X(link_broadcast, "unicast IPv4 received in an Ethernet broadcast or multicast frame")                      \
+    X(tcp_not_opening, "TCP segment with no session that may not open one: RST, FIN or SYN+ACK, or anything but a SYN in strict mode")
 
 enum class DropReason : uint8_t {
 #define EGW_X(name, help) name,

@@ -10,6 +10,7 @@
 
 #include "dataplane/ip_forward.h"
 #include "dataplane/nat_rewrite.h"
+#include "dataplane/nat_session.h"
 #include "dataplane/stages.h"
 
 namespace egw::dp {
@@ -71,6 +72,15 @@ void stage_icmp_error(Worker& w, const PolicySnapshot& p, Burst& b) {
         if (unlikely(ttl_expires(b.pkt[i].ip))) {
             b.drop(i, DropReason::ttl_exceeded);
             return;
+        }
+        // A create in nat_slow may have reclaimed an expired session to make room, and this
+        // error's session may be that one (an error does not refresh the session it quotes).
+        if (unlikely(w.counters.sessions_closed != b.closed_at_lookup)) {
+            b.pkt[i].session = lookup_again(w, b.pkt[i]);
+            if (b.pkt[i].session == SessionTable::kNone) {
+                b.drop(i, DropReason::no_session);
+                return;
+            }
         }
         Session& s = w.sessions.at(b.pkt[i].session);
         if (b.pkt[i].dir == Dir::in2out)

@@ -31,6 +31,31 @@ void worker_expire_step(Worker& w, const PolicySnapshot& p) {
     }
 }
 
+bool worker_reclaim_expired(Worker& w, const PolicySnapshot& p) {
+    SessionTable& st = w.sessions;
+    uint32_t cap = st.capacity();
+    // A full table that had nothing to give a moment ago is not scanned again for every packet
+    // of the same iteration.
+    if (cap == 0 || w.reclaim_failed_at == w.now)
+        return false;
+    const Timeouts& t = w.shared->timeouts;
+    // The slots just ahead of the sweep are the ones it looked at longest ago.
+    for (unsigned i = 0; i < kReclaimScan; ++i) {
+        uint32_t idx = w.sweep_cursor;
+        w.sweep_cursor = idx + 1 == cap ? 0 : idx + 1;
+        Session& s = st.at(idx);
+        if (!(s.in_use & kSessionInUse))
+            continue;
+        if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
+            ++w.counters.sessions_expired;
+            close_session(w, idx);
+            return true;
+        }
+    }
+    w.reclaim_failed_at = w.now;
+    return false;
+}
+
 void worker_serve_dump(Worker& w) {
     uint32_t req = w.dump_request.load(std::memory_order_acquire);
     if (req == w.dump_done.load(std::memory_order_relaxed))

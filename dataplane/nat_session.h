@@ -9,6 +9,7 @@
 #include <rte_byteorder.h>
 #include <rte_ip.h>
 
+#include "dataplane/burst.h"
 #include "dataplane/worker.h"
 
 namespace egw::dp {
@@ -81,6 +82,24 @@ inline bool session_usable(const PolicySnapshot& p, Session& s) {
         return false;
     s.epoch = gen;
     return true;
+}
+
+// Whether a session still holds the flow of `pk` (it may have been closed, and its slot taken by
+// another flow, since the lookup).
+inline bool session_has_key(const Session& s, const PacketMeta& pk) {
+    const FlowKey& k = pk.key;
+    if (!(s.in_use & kSessionInUse) || s.proto != k.proto)
+        return false;
+    if (pk.dir == Dir::in2out)
+        return s.pod_ip == k.src && s.remote_ip == k.dst && s.pod_port == k.sport && s.remote_port == k.dport;
+    return s.remote_ip == k.src && s.nat_ip == k.dst && s.remote_port == k.sport && s.nat_port == k.dport;
+}
+
+// The session of `pk` now, when the lookup made for the burst may be out of date.
+inline uint32_t lookup_again(const Worker& w, const PacketMeta& pk) {
+    if (pk.session != SessionTable::kNone && session_has_key(w.sessions.at(pk.session), pk))
+        return pk.session;
+    return pk.dir == Dir::in2out ? w.sessions.find_inside(pk.key) : w.sessions.find_outside(pk.key);
 }
 
 inline void close_session(Worker& w, uint32_t idx) {

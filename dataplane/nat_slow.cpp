@@ -17,6 +17,7 @@
 #include <rte_icmp.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
+#include <rte_tcp.h>
 
 #include "dataplane/checksum.h"
 #include "dataplane/icmp_reply.h"
@@ -163,6 +164,19 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
     }
 }
 
+// Whether a pod's TCP segment may open a session: never an RST or a FIN (the end of something
+// this gateway does not know, and a session made for it would only take a port), nor a SYN+ACK
+// (the answer to a connection from outside, which has no session here); a SYN always; any
+// other segment (a connection under way, for example across an egwd restart) unless strict.
+inline bool tcp_may_open(const uint8_t* l4, bool strict) {
+    uint8_t f = reinterpret_cast<const rte_tcp_hdr*>(l4)->tcp_flags;
+    if (f & (RTE_TCP_RST_FLAG | RTE_TCP_FIN_FLAG))
+        return false;
+    if (f & RTE_TCP_SYN_FLAG)
+        return !(f & RTE_TCP_ACK_FLAG);
+    return !strict;
+}
+
 // Creates the session of an outgoing packet classified `translate`. Returns its index, or kNone
 // with the packet marked as a drop.
 uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
@@ -180,6 +194,12 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
     s.service_id = f.service_id;
     s.service_version = f.version;
     ServiceCounters& sc = w.service_counters[s.service_id];
+    // A full table may hold sessions that expired since the sweep last passed them: one of them
+    // makes room before the new flow is refused (and before a port is chosen, since it frees one).
+    if (unlikely(w.sessions.active() == w.sessions.capacity()) && !worker_reclaim_expired(w, p)) {
+        b.drop(i, DropReason::session_limit);
+        return SessionTable::kNone;
+    }
     uint32_t h_outside = 0;
     if (!allocate_port(w, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
         ++sc.port_alloc_failures;
@@ -229,6 +249,10 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     case NewFlow::Action::translate:
         break;
     }
+    if (pk.kind == Kind::tcp && !tcp_may_open(pk.l4, w.shared->tcp_strict)) {
+        b.drop(i, DropReason::tcp_not_opening);
+        return;
+    }
     uint32_t idx = create_session(w, p, b, i);
     if (idx == SessionTable::kNone)
         return;
@@ -258,24 +282,6 @@ void miss_incoming(const PolicySnapshot& p, Burst& b, unsigned i) {
         return;
     }
     b.drop(i, DropReason::no_session);
-}
-
-// Whether a session still holds the flow of `pk` (it may have been closed, and its slot taken by
-// another flow, since the lookup).
-inline bool session_has_key(const Session& s, const PacketMeta& pk) {
-    const FlowKey& k = pk.key;
-    if (!(s.in_use & kSessionInUse) || s.proto != k.proto)
-        return false;
-    if (pk.dir == Dir::in2out)
-        return s.pod_ip == k.src && s.remote_ip == k.dst && s.pod_port == k.sport && s.remote_port == k.dport;
-    return s.remote_ip == k.src && s.nat_ip == k.dst && s.remote_port == k.sport && s.nat_port == k.dport;
-}
-
-// The session of `pk` now, when the lookup made for the burst may be out of date.
-inline uint32_t lookup_again(const Worker& w, const PacketMeta& pk) {
-    if (pk.session != SessionTable::kNone && session_has_key(w.sessions.at(pk.session), pk))
-        return pk.session;
-    return pk.dir == Dir::in2out ? w.sessions.find_inside(pk.key) : w.sessions.find_outside(pk.key);
 }
 
 }  // namespace

@@ -27,6 +27,9 @@ namespace egw::dp {
 inline constexpr unsigned kBurst = 32;
 inline constexpr unsigned kTxBufferSize = 2 * kBurst;  // a burst plus a burst of hand-offs/injects
 inline constexpr unsigned kSweepPerIteration = 8;
+// A create that finds the table full first looks at this many slots ahead of the expiry sweep
+// for expired sessions to reclaim (once per poll iteration at most when it finds none).
+inline constexpr unsigned kReclaimScan = 64;
 
 struct Timeouts {
     uint64_t tcp_established = 0;  // in TSC ticks
@@ -60,6 +63,7 @@ struct DataplaneShared {
     uint16_t nat_port_min = 1024;
     uint16_t nat_port_max = 65535;
     Timeouts timeouts;
+    bool tcp_strict = false;               // only a SYN opens a TCP session (else also mid-stream segments)
     int next_hop_field = -1;               // mbuf dynfield offset: next hop of a held packet
     IcmpLimit icmp_limit;                  // set before the workers start
     std::atomic<bool> stop{false};
@@ -125,6 +129,7 @@ struct alignas(64) Worker {
     rte_ring* inject = nullptr;            // from the control thread: finished frames to transmit
     uint64_t now = 0;
     uint32_t sweep_cursor = 0;
+    uint64_t reclaim_failed_at = ~uint64_t{0};  // `now` of the last reclaim that found nothing
     SessionTable sessions;
     TxBuffer tx[kMaxPorts]{};
     WorkerCounters counters{};
@@ -184,6 +189,10 @@ void worker_flush(Worker& w);
 
 // Frees up to kSweepPerIteration expired sessions' worth of scanning.
 void worker_expire_step(Worker& w, const PolicySnapshot& p);
+
+// For a create that found the table full: runs the expiry sweep on over up to kReclaimScan slots,
+// stopping at the first session it frees. Returns whether one was freed.
+bool worker_reclaim_expired(Worker& w, const PolicySnapshot& p);
 
 // Serves a pending session-listing request for up to kDumpScanPerIteration table slots; it is
 // answered (dump_done) once the scan reached its end or the buffer is full. Called by the worker

@@ -136,6 +136,7 @@ void Runtime::setup(unsigned mbufs) {
     shared_.timeouts = dp::Timeouts{t.tcp_established_s * tsc_hz_, t.tcp_transitory_s * tsc_hz_, t.udp_s * tsc_hz_,
                                     t.icmp_s * tsc_hz_};
     shared_.icmp_limit = dp::make_icmp_limit(cfg_.icmp.errors_per_second, cfg_.icmp.burst, tsc_hz_);
+    shared_.tcp_strict = cfg_.sessions.tcp_open == config::TcpOpen::strict;
     shared_.neighbors = new dp::NeighborTable(cfg_.arp.max_neighbors);
     shared_.to_control = rte_ring_create("egw_to_ctrl", 4096, static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
     if (!shared_.to_control)

@@ -353,6 +353,7 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_EQ(c.sessions.timeouts.tcp_transitory_s, 240u);
     EXPECT_EQ(c.sessions.timeouts.udp_s, 300u);
     EXPECT_EQ(c.sessions.timeouts.icmp_s, 60u);
+    EXPECT_EQ(c.sessions.tcp_open, TcpOpen::loose);
     EXPECT_EQ(c.arp.max_neighbors, 4096u);
     EXPECT_EQ(c.arp.hold_packets, 256u);
     EXPECT_EQ(c.arp.retry_ms, 1000u);
@@ -747,6 +748,12 @@ TEST(FileErrors, DuplicateJsonKeys) {
               msg("$.x[1][0].k", "expected each key at most once per object, got \"k\" twice"));
 }
 
+TEST(Sessions, TcpOpenStrictIsRead) {
+    json j = base();
+    j["sessions"] = {{"tcp_open", "strict"}};
+    EXPECT_EQ(load_text(j.dump(), kFile).sessions.tcp_open, TcpOpen::strict);
+}
+
 TEST(FileErrors, ErrorsInDocumentOrderFirstOneWins) {
     json j = base();
     j["workers"] = {7};
@@ -807,7 +814,9 @@ const ErrorCase kCases[] = {
     {"UnknownCluster", [](json& j) { j["cluster"]["pod_cidr"] = "10.0.0.0/8"; }, "$.cluster.pod_cidr",
      "unknown key \"pod_cidr\", expected one of: pod_cidrs, service_cidrs, node_ips"},
     {"UnknownSessions", [](json& j) { j["sessions"] = {{"max_sessions", 5}}; }, "$.sessions.max_sessions",
-     "unknown key \"max_sessions\", expected one of: max, port_min, port_max, timeouts"},
+     "unknown key \"max_sessions\", expected one of: max, port_min, port_max, timeouts, tcp_open"},
+    {"TcpOpen", [](json& j) { j["sessions"] = {{"tcp_open", "syn"}}; }, "$.sessions.tcp_open",
+     "expected \"loose\" or \"strict\", got \"syn\""},
     {"UnknownTimeout", [](json& j) { j["sessions"] = J(R"({"timeouts": {"tcp": 5}})"); }, "$.sessions.timeouts.tcp",
      "unknown key \"tcp\", expected one of: tcp_established, tcp_transitory, udp, icmp"},
     {"UnknownArp", [](json& j) { j["arp"] = {{"timeout", 5}}; }, "$.arp.timeout",
@@ -1582,7 +1591,7 @@ json full_files_document() {
                   "node_ips": ["172.18.0.2", "172.18.0.3"]},
       "default_action": "drop",
       "sessions": {"max": 1000, "port_min": 2000, "port_max": 3000,
-                   "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}},
+                   "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}, "tcp_open": "strict"},
       "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30},
       "icmp": {"errors_per_second": 20, "burst": 5},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},

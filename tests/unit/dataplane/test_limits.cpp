@@ -125,6 +125,95 @@ TEST_F(DataplaneTest, SessionLimitDropsNewFlowsOnly) {
     EXPECT_EQ(r.total_drops(), 1u);
 }
 
+// A full table whose sessions have all expired (the sweep has not passed them yet) makes room
+// for a new flow at once instead of refusing it; a full table of live sessions still refuses.
+TEST_F(DataplaneTest, FullTableReclaimsAnExpiredSessionOnDemand) {
+    RigOptions o;
+    o.sessions_per_worker = 4;
+    Rig& r = start(o);
+    r.shared.timeouts.udp = 1000;
+    for (uint16_t i = 0; i < 4; ++i)
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(30000 + i), kServer, 53, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 4u);
+    ASSERT_EQ(r.w().sessions.active(), 4u);
+
+    // Live: refused and counted.
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 31000, kServer, 53, text("q"))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::session_limit), 1u);
+
+    // All four expire; no sweep runs. The next new flow takes one expired session's place.
+    r.advance(2000);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 31001, kServer, 53, text("q"))));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
+    EXPECT_EQ(r.drops(DropReason::session_limit), 1u);
+    EXPECT_EQ(r.w().counters.sessions_expired, 1u);
+    EXPECT_EQ(r.w().sessions.active(), 4u);
+    std::set<uint16_t> ports;
+    for (const auto& s : r.sessions())
+        ports.insert(rte_be_to_cpu_16(s.pod_port));
+    EXPECT_EQ(ports.count(31001), 1u);
+}
+
+// The reclaim runs in the middle of a burst: an ICMP error earlier in the same burst may quote the
+// very session it takes (an error does not refresh its session). That error must not be
+// translated with the flow that took the slot: it finds its session gone and is dropped.
+TEST_F(DataplaneTest, ErrorOfASessionReclaimedInTheSameBurstIsNotMistranslated) {
+    RigOptions o;
+    o.sessions_per_worker = 1;
+    Rig& r = start(o);
+    r.shared.timeouts.udp = 1000;
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 30000, kServer, 53, text("q"))));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    r.advance(2000);
+    // The pod reports a reply of the expired flow unreachable, then opens another flow.
+    Bytes reply = udp_ip(kServer, 53, kPod10, 30000, text("a"));
+    r.process(0, {{r.pods, r.from_pod(kPod10, ipv4(kPod10, kServer, kProtoIcmp, icmp_error(3, 3, reply)))},
+                  {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 30001, kServer, 53, text("q")))}});
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(parse_frame(frames[0]).proto, kProtoUdp);
+    EXPECT_EQ(r.drops(DropReason::no_session), 1u);
+    EXPECT_EQ(r.w().counters.sessions_expired, 1u);
+    ASSERT_EQ(r.sessions().size(), 1u);
+    EXPECT_EQ(rte_be_to_cpu_16(r.sessions()[0].pod_port), 30001);
+}
+
+// TCP: an RST, a FIN or a SYN+ACK from a pod never opens a session; in loose mode (the default) a
+// segment of a connection under way does, in strict mode only a SYN.
+TEST_F(DataplaneTest, TcpSegmentsThatMayNotOpenASessionAreDroppedAndCounted) {
+    Rig& r = start();
+    uint16_t port = 41000;
+    for (uint8_t f : {kRst, uint8_t(kRst | kAck), uint8_t(kFin | kAck), uint8_t(kSyn | kAck), uint8_t(kSyn | kFin)}) {
+        r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, port++, kServer, 80, f)));
+        EXPECT_TRUE(r.tx(r.ext1).empty()) << "flags " << int(f);
+    }
+    EXPECT_EQ(r.drops(DropReason::tcp_not_opening), 5u);
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.w().counters.sessions_created, 0u);
+
+    // Loose: a mid-stream ACK (say, after an egwd restart) opens one, as does a SYN.
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, port++, kServer, 80, kAck, text("data"))));
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, port++, kServer, 80, kSyn)));
+    EXPECT_EQ(r.tx(r.ext1).size(), 2u);
+    EXPECT_EQ(r.sessions().size(), 2u);
+
+    // Strict: the mid-stream ACK is refused, the SYN is not.
+    r.shared.tcp_strict = true;
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, port++, kServer, 80, kAck, text("data"))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::tcp_not_opening), 6u);
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, port++, kServer, 80, kSyn)));
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    EXPECT_EQ(r.sessions().size(), 3u);
+    // A session that exists carries every segment, RST and FIN included, in either mode.
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, static_cast<uint16_t>(port - 1), kServer, 80, kRst)));
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    EXPECT_EQ(r.drops(DropReason::tcp_not_opening), 6u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Expiry
 
