@@ -5,9 +5,9 @@
 
 #include "config/config.h"
 #include "control/cli/handlers.h"
-#include "control/daemon/policy_builder.h"
-#include "control/daemon/runtime.h"
-#include "control/daemon/status_file.h"
+#include "control/policy/policy_builder.h"
+#include "control/runtime/runtime.h"
+#include "control/status/status_file.h"
 
 namespace egw::cli {
 

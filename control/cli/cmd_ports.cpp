@@ -6,7 +6,7 @@
 
 #include "control/cli/handlers.h"
 #include "control/cli/table.h"
-#include "control/daemon/runtime.h"
+#include "control/runtime/runtime.h"
 
 namespace egw::cli {
 

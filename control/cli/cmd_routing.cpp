@@ -7,7 +7,7 @@
 #include "config/config.h"
 #include "control/cli/handlers.h"
 #include "control/cli/table.h"
-#include "control/daemon/policy_builder.h"
+#include "control/policy/policy_builder.h"
 
 namespace egw::cli {
 

@@ -16,9 +16,9 @@
 #include "control/cli/handlers.h"
 #include "control/cli/table.h"
 #include "control/cli/worker_requests.h"
-#include "control/daemon/session_format.h"
-#include "control/daemon/policy_builder.h"
-#include "control/daemon/runtime.h"
+#include "control/status/session_format.h"
+#include "control/policy/policy_builder.h"
+#include "control/runtime/runtime.h"
 
 namespace egw::cli {
 

@@ -12,7 +12,7 @@
 #include "config/dump.h"
 #include "control/cli/handlers.h"
 #include "control/cli/table.h"
-#include "control/daemon/runtime.h"
+#include "control/runtime/runtime.h"
 #include "dataplane/drop_reason.h"
 
 #ifndef EGW_VERSION

@@ -26,8 +26,8 @@
 
 #include "config/config.h"
 #include "control/daemon/daemon.h"
-#include "control/daemon/runtime.h"
-#include "control/election/source.h"
+#include "control/runtime/runtime.h"
+#include "control/k8s_source/source.h"
 
 #ifndef EGW_VERSION
 #define EGW_VERSION "unknown"

@@ -9,9 +9,9 @@
 #include <chrono>
 #include <set>
 
-#include "control/daemon/neighbor_resolver.h"
-#include "control/daemon/policy_builder.h"
-#include "control/daemon/runtime.h"
+#include "control/neighbor/neighbor_resolver.h"
+#include "control/policy/policy_builder.h"
+#include "control/runtime/runtime.h"
 
 #ifndef EGW_VERSION
 #define EGW_VERSION "unknown"

@@ -4,7 +4,7 @@
 //
 // Writer: the control thread builds a complete new snapshot beside the live one (allocation is
 // fine there), then publishes it with one release store into PolicyHandle::current. The builder
-// (control/daemon/policy_builder.h) fills the Service-dependent tables by copying its own
+// (control/policy/policy_builder.h) fills the Service-dependent tables by copying its own
 // private tables, patched for what changed; no published snapshot is ever patched.
 // Readers: every worker loads the pointer (acquire) once per poll-loop iteration and uses only
 // that snapshot until the iteration ends; then it reports a quiescent state to DPDK RCU (QSBR).

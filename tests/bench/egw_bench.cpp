@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "control/daemon/policy_builder.h"
+#include "control/policy/policy_builder.h"
 #include "dataplane/checksum.h"
 #include "dataplane/worker.h"
 

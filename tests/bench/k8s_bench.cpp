@@ -40,8 +40,8 @@
 #include <unistd.h>
 
 #include "config/config.h"
-#include "control/daemon/policy_builder.h"
-#include "control/election/controller.h"
+#include "control/policy/policy_builder.h"
+#include "control/k8s_source/controller.h"
 #include "control/k8s/log.h"
 
 using namespace egw;

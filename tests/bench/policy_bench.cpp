@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "control/daemon/policy_builder.h"
+#include "control/policy/policy_builder.h"
 
 using namespace egw;
 

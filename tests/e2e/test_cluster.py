@@ -7,7 +7,7 @@ daemons and alone writes status.host and the node label, each daemon programs it
 status.host (its --status-file), a leader killed with SIGKILL is replaced and the Service keeps or
 regains a host within the bound docs/kubernetes.md states for egwd's default timings, and a host
 stopped with SIGTERM gives its Leases up so that the Service moves within a second.
-tests/unit/election/test_cluster.cpp covers the rules with three controllers in one process.
+tests/unit/k8s_source/test_cluster.cpp covers the rules with three controllers in one process.
 
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_cluster.py
 """

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "config/config.h"
-#include "control/daemon/policy_builder.h"
+#include "control/policy/policy_builder.h"
 #include "control/manifests/manifest_dir.h"
 #include "control/model/rules.h"
 #include "tests/fuzz/fuzz.h"

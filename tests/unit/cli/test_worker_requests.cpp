@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "control/cli/worker_requests.h"
-#include "control/daemon/status_file.h"
+#include "control/status/status_file.h"
 
 using namespace egw;
 
@@ -170,7 +170,7 @@ TEST(WorkerRequests, FlushedPortsCanBeReused) {
     EXPECT_EQ(cli::flush_sessions({a.w.get()}, 3).closed[0], 1u);
 }
 
-// The status file's listing (control/daemon/status_file.h) says when it is not the whole truth.
+// The status file's listing (control/status/status_file.h) says when it is not the whole truth.
 nlohmann::json status_listing(const std::vector<dp::Worker*>& ws, unsigned max, unsigned timeout_ms) {
     return control::list_sessions(ws, max, timeout_ms, false, [](const dp::Worker& w, const dp::SessionRecord& r) {
         return nlohmann::json{{"worker", w.index}, {"port", rte_be_to_cpu_16(r.session.pod_port)}};

@@ -28,7 +28,7 @@
 #include <rte_byteorder.h>
 
 #include "config/config.h"
-#include "control/daemon/policy_builder.h"
+#include "control/policy/policy_builder.h"
 #include "control/model/rules.h"
 #include "dataplane/worker.h"
 #include "tests/unit/dataplane/packet.h"

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <set>
 
-#include "control/daemon/steering.h"
+#include "control/runtime/steering.h"
 #include "tests/unit/dataplane/rig.h"
 
 namespace egw::test {

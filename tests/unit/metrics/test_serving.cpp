@@ -21,7 +21,7 @@
 #include <string>
 #include <thread>
 
-#include "control/daemon/runtime.h"
+#include "control/runtime/runtime.h"
 #include "control/metrics/exporter.h"
 #include "tests/unit/eal_main.h"
 

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The `kubernetes` state source: what one egwd does against the API server.
+//
+//   every egwd    renews the liveness Lease of its node (egw-node-<node>) and programs its own data
+//                 plane from status.host (poll(), called by the daemon's control thread);
+//   the leader    (mode leader only) holds the Lease egw-leader, and alone elects hosts, writes
+//                 status.host (merge patch on /status) and sets or removes the node labels. A
+//                 leader that cannot renew before its renew deadline stops deciding at once;
+//   external      another controller writes status.host; egwd only follows it.
+//
+// Threads: the client's reflectors (one per kind), one that renews the Leases and one that decides
+// (the leader's work queue). poll() runs on the caller's thread.
+//
+// Faults (docs/kubernetes.md, "Election under faults"):
+//   - a Lease is judged on this egwd's monotonic clock: live until leaseDurationSeconds after it was
+//     last seen to change, or after the Lease watch last became unbroken, whichever is later;
+//   - the leader decides only on fresh state: every kind's watch unbroken for a grace period
+//     (2 retry periods by default), and as long after taking the leader Lease over from a holder
+//     that did not hand it back; any watch that breaks (410 relist, failure, backoff) pauses the
+//     decisions, which start over from the API's state once it is fresh again;
+//   - liveness means serving: the liveness Lease is renewed only while every kind is listed and
+//     not refused (403, ...) and the data plane check (set_serving_check) reports nothing; else it
+//     is given up (holderIdentity "") until that is over. stop() gives up both Leases.
+//
+// Decisions are the pure functions of decisions.h. The decider keeps the allocations in memory;
+// a new leader starts from the hosts it finds (restore_allocations), so taking over reshuffles
+// nothing. Write-backs compare with the API's object: status PATCHes are conditional on the
+// resourceVersion this leader last saw or wrote, node label PATCHes on the node's, and a 409
+// re-reads the object. Leases go through Writer::modify_lease, which re-reads on 409. A failed
+// write is retried with backoff.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "control/k8s_source/decisions.h"
+#include "control/k8s_source/slice_owners.h"
+#include "control/k8s_source/work_queue.h"
+#include "control/k8s/client.h"
+#include "control/model/rules.h"
+
+namespace egw::election {
+
+enum class ElectionMode { leader, external };
+
+const char* to_string(ElectionMode m);   // "leader", "external"
+
+struct ControllerOptions {
+    std::string node_name;                      // this gateway's node (required)
+    std::string identity;                       // holder of the leader Lease; "" = node_name
+    std::string lease_namespace;                // "" = the credentials' namespace, else "default"
+    ElectionMode election = ElectionMode::leader;
+    std::chrono::seconds lease_duration{2};     // of both Leases (leaseDurationSeconds)
+    std::chrono::milliseconds renew_deadline{1500};   // a leader that has not renewed for this long stops
+    std::chrono::milliseconds retry_period{500};      // Lease renewals and acquisition attempts
+    std::chrono::milliseconds grace{0};               // fresh state before deciding; 0 = 2 retry periods
+    std::vector<net::IpPrefix> pod_cidrs;  // cluster-networked endpoints (SPEC section 2)
+    bool release_on_stop = true;                // stop() hands the leader Lease back (fast failover)
+    unsigned write_concurrency = 4;             // status PATCHes in flight at once
+    std::chrono::milliseconds write_backoff_initial{200};
+    std::chrono::milliseconds write_backoff_max{10000};
+};
+
+struct ControllerStats {
+    bool synced = false;
+    bool leader = false;
+    bool deciding = false;         // the leader's state is fresh and it decides (see ControllerOptions::grace)
+    std::string not_serving;       // why the liveness Lease is given up ("" while serving)
+    std::string leader_identity;   // holder of the leader Lease as last seen ("" when unknown)
+    size_t live_nodes = 0;         // live liveness Leases as this egwd sees them (leader or not)
+    size_t allocations = 0;
+    uint64_t status_writes = 0;    // successful status PATCHes
+    uint64_t label_writes = 0;     // successful node label PATCHes
+    uint64_t write_failures = 0;   // failed status or label PATCHes
+    uint64_t status_write_failures = 0;
+    uint64_t label_write_failures = 0;
+    uint64_t lease_renewals = 0;   // successful liveness Lease writes
+    uint64_t leader_transitions = 0;   // times this instance became leader
+    uint64_t pauses = 0;           // times the leader paused its decisions for fresh state
+    uint64_t decisions = 0;        // keys decided
+    uint64_t label_passes = 0;     // passes over every node's egress-service labels (sync_labels)
+};
+
+class Controller {
+public:
+    // Creates the client (it throws k8s::CredentialError when a credential file is unreadable).
+    // The client's lease namespace is set from the options.
+    Controller(k8s::Credentials creds, ControllerOptions opts, k8s::ClientOptions client_opts = {});
+    ~Controller();
+    Controller(const Controller&) = delete;
+    Controller& operator=(const Controller&) = delete;
+
+    // What keeps the data plane from serving ("" when it serves: workers advance, outside ports have
+    // link). Called on the Lease thread before every renewal and by serving_problems(); setting
+    // another (nullptr: none) waits for a call in progress.
+    void set_serving_check(std::function<std::string()> check);
+
+    void start();
+    // Stops every thread. With release_on_stop, the liveness Lease and (on a leader) the leader
+    // Lease are given up first, so the Services move at once. Idempotent.
+    void stop();
+    // Stops every thread without touching the API (a crash, for tests).
+    void abandon();
+
+    // The data plane's input. Returns true and fills `out` (every EgressService, sorted by key)
+    // when it changed since the last call; false until every kind has been listed once.
+    bool poll(std::vector<model::ServiceState>& out);
+    // The same, with only what changed since the last call of either (the first time, every
+    // EgressService), in key order: a change costs a copy of the states that changed, not of all.
+    bool poll(model::ServiceDelta& out);
+    // Waits up to `timeout` for something poll() would report (cheap; for loops that block).
+    bool wait(std::chrono::milliseconds timeout);
+
+    // The EgressServices and Services as of the last poll() that reported a change (for the CLI's
+    // `show service`). Read it on the thread that calls poll().
+    const model::ObjectSet& objects() const { return poll_objects_; }
+
+    bool leader() const;
+    ControllerStats stats() const;
+    // Why this egwd does not renew its liveness Lease, one line each: kinds not listed or refused
+    // by the API server, then the data plane check's. "" while it serves. /readyz says the same.
+    std::string serving_problems() const;
+    // The leader's allocations (empty on a follower).
+    std::map<std::string, std::string> allocations() const;
+    // The last decision for every key the leader decided (why a Service has no host).
+    std::map<std::string, HostDecision> decisions() const;
+    const std::string& lease_namespace() const { return lease_ns_; }
+    const ControllerOptions& options() const { return opts_; }
+    k8s::Client& client() { return *client_; }
+
+private:
+    using SteadyClock = std::chrono::steady_clock;
+
+    void on_change(const k8s::Change& c);
+    std::string api_problems() const;
+    LeaseObservations observations() const;
+    Liveness live_now(const model::ObjectSet& objs) const;
+    void lease_loop();
+    bool renew_liveness();
+    void release_liveness();
+    void try_leader();
+    void release_leader();
+    k8s::WriteResult write_lease(const std::string& name, nlohmann::json& cached, const k8s::Writer::LeaseMutator& m);
+    bool fresh(SteadyClock::time_point now, std::optional<SteadyClock::time_point>& ready_at);
+    k8s::WriteResult write_status(const std::string& key, const std::string& host, const std::string& rv);
+    void decide_loop();
+    void decide_once();
+    void lose_leadership(const char* why);
+    void restore();
+    std::vector<std::string> keys_for(const std::vector<k8s::Change>& changes, bool& all, bool& leases);
+    void decide_batch(const std::vector<std::string>& keys);
+    void sync_labels();
+    void sleep_leases(std::chrono::milliseconds d);
+
+    ControllerOptions opts_;
+    std::string identity_;
+    std::string lease_ns_;
+    std::unique_ptr<k8s::Client> client_;
+
+    // Leases.
+    std::thread lease_thread_;
+    std::mutex lease_mu_;
+    std::condition_variable lease_cv_;
+    std::atomic<bool> stopping_{false};
+    bool started_ = false;
+    bool stopped_ = false;
+    std::atomic<int64_t> leader_until_{0};   // steady_clock ns; leader while now < this
+    std::atomic<bool> was_leader_{false};
+    std::atomic<int64_t> decide_after_{0};   // steady_clock ns; set when the Lease is taken over
+    std::atomic<bool> lease_kick_{false};     // the leader Lease was handed back: try at once
+    unsigned liveness_streak_ = 0;             // lease thread only
+    bool liveness_released_ = false;           // lease thread only: given up while not serving
+    std::string not_serving_;                  // lease thread only: the reasons last logged
+    nlohmann::json liveness_obj_, leader_obj_;  // lease thread only: the Leases as last written
+    std::string probe_rv_;                     // lease thread only: a leader Lease the cache does not
+    SteadyClock::time_point probe_at_{};       //   hold, as last read, and since when unchanged
+    mutable std::mutex check_mu_;
+    std::function<std::string()> serving_check_;
+
+    // When each Lease was last seen to change (steady clock), from the cache listener.
+    mutable std::mutex seen_mu_;
+    std::map<std::string, SteadyClock::time_point> lease_changes_;
+
+    // Decider.
+    std::thread decide_thread_;
+    WorkQueue queue_;
+    std::mutex changes_mu_;
+    std::vector<k8s::Change> changes_;        // from the cache listener, for the decider
+    bool need_restore_ = true;
+    Allocations alloc_;                        // decider thread only
+    std::set<std::string> live_;               // decider thread only
+    std::map<std::string, std::pair<std::string, bool>> node_facts_;   // node -> (labels w/o ours, ready)
+    SliceOwners owners_;                                               // decider thread only
+    struct Written {
+        std::string value;
+        std::string resource_version;          // of the object the write was decided on (the cache's)
+        std::string written_version;           // of the object the write produced
+    };
+    std::map<std::string, Written> status_written_;                    // key -> last status write
+    std::map<std::string, Written> labels_written_;                    // node -> last label patch
+    std::map<std::string, unsigned> failures_;                         // key -> failed writes in a row
+    std::set<std::string> unwritten_;                                  // status not yet written
+    std::optional<SteadyClock::time_point> next_expiry_;  // of the first live Lease to run out
+    uint64_t breaks_seen_ = 0;                 // watch breaks already paused for
+    bool paused_logged_ = false;
+    std::optional<SteadyClock::time_point> ready_at_;   // when the state will be fresh enough
+    bool labels_dirty_ = true;
+    std::chrono::steady_clock::time_point label_retry_{};
+    std::map<std::string, unsigned> label_failures_;                  // node -> failed patches in a row
+    std::set<std::string> unlabelable_;                                // keys whose label key is invalid (logged)
+
+    // poll() (caller's thread).
+    bool poll_initialized_ = false;
+    std::map<std::string, model::ServiceState> serving_;
+    SliceOwners poll_owners_;
+    model::ObjectSet poll_objects_;            // EgressServices and Services only
+    uint64_t poll_generation_ = 0;
+
+    mutable std::mutex stats_mu_;
+    ControllerStats stats_;
+    std::map<std::string, HostDecision> decisions_;
+    std::map<std::string, std::string> alloc_view_;
+};
+
+// Kubernetes' MicroTime now.
+std::string now_micro_time();
+
+}  // namespace egw::election

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "control/neighbor/neighbor_resolver.h"
+
+#include <rte_arp.h>
+#include <rte_cycles.h>
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_ring.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+#include "control/runtime/runtime.h"
+#include "dataplane/tables/neighbor_table.h"
+
+namespace egw::control {
+
+namespace {
+
+// Packets for an unresolved neighbour are given up after this long.
+constexpr uint64_t kHoldSeconds = 3;
+
+}  // namespace
+
+NeighborResolver::NeighborResolver(const config::Config& cfg, Runtime& rt) : cfg_(cfg), rt_(rt) {
+    tsc_hz_ = rte_get_tsc_hz();
+}
+
+NeighborResolver::~NeighborResolver() {
+    for (auto& [k, e] : entries_)
+        free_held(e);
+}
+
+std::string NeighborResolver::port_name(uint16_t id) const {
+    for (const auto& p : rt_.ports())
+        if (p.id == id)
+            return p.name;
+    return std::to_string(id);
+}
+
+uint16_t NeighborResolver::port_id(const std::string& name) const {
+    for (const auto& p : rt_.ports())
+        if (p.name == name)
+            return p.id;
+    return 0;  // the loader checked every neighbour's port name
+}
+
+void NeighborResolver::install_static() {
+    auto& table = *rt_.shared().neighbors;
+    for (const auto& n : cfg_.neighbors) {
+        if (!n.ip.is_v4())
+            continue;  // IPv6 neighbours are configured but the data plane has no IPv6 yet
+        uint16_t id = port_id(n.port);
+        uint32_t slot = table.insert(id, n.ip.v4());
+        if (slot == dp::NeighborTable::kNone)
+            throw RuntimeError("arp.max_neighbors is smaller than the static neighbours");
+        table.set_mac(slot, n.mac.bytes);
+        Entry& e = entries_[dp::NeighborTable::make_key(id, n.ip.v4())];
+        e.is_static = true;
+        e.resolved = true;
+    }
+}
+
+std::string NeighborResolver::reload_static(const std::vector<config::NeighborConfig>& next) {
+    auto& table = *rt_.shared().neighbors;
+    std::unordered_map<uint64_t, const config::NeighborConfig*> wanted;
+    uint32_t new_slots = 0;
+    for (const auto& n : next) {
+        if (!n.ip.is_v4())
+            continue;
+        uint16_t id = port_id(n.port);
+        wanted[dp::NeighborTable::make_key(id, n.ip.v4())] = &n;
+        if (table.find(id, n.ip.v4()) == dp::NeighborTable::kNone)
+            ++new_slots;
+    }
+    // Slots are never taken back (workers cache them), so room is checked before anything moves.
+    if (table.used() + new_slots > table.capacity())
+        return "the neighbour table (arp.max_neighbors " + std::to_string(table.capacity()) + ", " +
+               std::to_string(table.used()) + " in use) has no room for " + std::to_string(new_slots) +
+               " more static neighbour(s)";
+    for (auto& [key, e] : entries_) {
+        if (!e.is_static || wanted.count(key))
+            continue;
+        uint32_t slot = table.find(static_cast<uint16_t>((key >> 32) - 1), static_cast<uint32_t>(key));
+        if (slot != dp::NeighborTable::kNone)
+            table.invalidate(slot);
+        e.is_static = false;
+        e.resolved = false;
+        e.requests = 0;
+    }
+    for (const auto& [key, n] : wanted) {
+        uint32_t slot = table.insert(port_id(n->port), n->ip.v4());
+        table.set_mac(slot, n->mac.bytes);
+        Entry& e = entries_[key];
+        e.is_static = true;
+        e.resolved = true;
+        // Packets held while it was unresolved: rare (a reload in the middle of an ARP wait), and
+        // counted like any other held packet that is given up.
+        held_dropped_ += e.held.size();
+        free_held(e);
+    }
+    return "";
+}
+
+void NeighborResolver::free_held(Entry& e) {
+    for (rte_mbuf* m : e.held)
+        rte_pktmbuf_free(m);
+    held_total_ -= static_cast<unsigned>(e.held.size());
+    e.held.clear();
+}
+
+void NeighborResolver::inject(rte_mbuf* m) {
+    if (rte_ring_sp_enqueue(rt_.workers()[0]->inject, m) != 0) {
+        ++held_dropped_;
+        rte_pktmbuf_free(m);
+    }
+}
+
+void NeighborResolver::send_request(uint16_t port, uint32_t ip, const dp::PolicySnapshot& p) {
+    const dp::PortPolicy& pp = p.ports[port];
+    if (pp.n_addrs == 0)
+        return;
+    uint32_t sip = pp.addrs[0];
+    for (unsigned i = 0; i < pp.n_addrs; ++i) {
+        uint32_t mask = pp.prefix_len[i] ? ~uint32_t{0} << (32 - pp.prefix_len[i]) : 0;
+        if ((pp.addrs[i] & mask) == (ip & mask)) {
+            sip = pp.addrs[i];
+            break;
+        }
+    }
+    rte_mbuf* m = rte_pktmbuf_alloc(rt_.pool());
+    if (!m)
+        return;
+    char* frame = rte_pktmbuf_append(m, sizeof(rte_ether_hdr) + sizeof(rte_arp_hdr));
+    if (!frame) {
+        rte_pktmbuf_free(m);
+        return;
+    }
+    auto* eth = reinterpret_cast<rte_ether_hdr*>(frame);
+    std::memset(eth->dst_addr.addr_bytes, 0xff, 6);
+    std::memcpy(eth->src_addr.addr_bytes, pp.mac, 6);
+    eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+    auto* arp = reinterpret_cast<rte_arp_hdr*>(eth + 1);
+    arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+    arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+    arp->arp_hlen = 6;
+    arp->arp_plen = 4;
+    arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
+    std::memcpy(arp->arp_data.arp_sha.addr_bytes, pp.mac, 6);
+    arp->arp_data.arp_sip = rte_cpu_to_be_32(sip);
+    std::memset(arp->arp_data.arp_tha.addr_bytes, 0, 6);
+    arp->arp_data.arp_tip = rte_cpu_to_be_32(ip);
+    m->port = port;
+    ++requests_sent_;
+    inject(m);
+}
+
+void NeighborResolver::learn(uint16_t port, uint32_t ip, const uint8_t* mac, const dp::PolicySnapshot& p) {
+    uint64_t key = dp::NeighborTable::make_key(port, ip);
+    auto it = entries_.find(key);
+    // Only answers to our own questions are learned, so a chatty segment cannot fill the table.
+    if (it == entries_.end() || it->second.is_static)
+        return;
+    Entry& e = it->second;
+    auto& table = *rt_.shared().neighbors;
+    uint32_t slot = table.insert(port, ip);
+    if (slot == dp::NeighborTable::kNone) {
+        spdlog::warn("neighbour table full ({} entries): cannot add {} on {}", table.capacity(), config::format_ipv4(ip),
+                     port_name(port));
+        return;
+    }
+    config::MacAddr ma;
+    std::memcpy(ma.bytes, mac, 6);
+    if (!e.resolved)
+        spdlog::info("neighbour {} on {} is {}", config::format_ipv4(ip), port_name(port), config::format_mac(ma));
+    table.set_mac(slot, mac);
+    e.resolved = true;
+    e.resolved_tsc = rte_rdtsc();
+    e.requests = 0;
+    while (!e.held.empty()) {
+        rte_mbuf* m = e.held.front();
+        e.held.pop_front();
+        --held_total_;
+        auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+        std::memcpy(eth->dst_addr.addr_bytes, mac, 6);
+        std::memcpy(eth->src_addr.addr_bytes, p.ports[port].mac, 6);
+        m->port = port;
+        inject(m);
+    }
+}
+
+void NeighborResolver::hold(rte_mbuf* m, const dp::PolicySnapshot& p) {
+    uint32_t next_hop = *RTE_MBUF_DYNFIELD(m, rt_.shared().next_hop_field, uint32_t*);
+    uint16_t port = m->port;
+    uint64_t key = dp::NeighborTable::make_key(port, next_hop);
+    Entry& e = entries_[key];
+    auto& table = *rt_.shared().neighbors;
+    uint8_t mac[6];
+    uint32_t slot = table.find(port, next_hop);
+    if (slot != dp::NeighborTable::kNone && table.mac(slot, mac)) {
+        // Resolved between the worker's look and now.
+        auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+        std::memcpy(eth->dst_addr.addr_bytes, mac, 6);
+        std::memcpy(eth->src_addr.addr_bytes, p.ports[port].mac, 6);
+        inject(m);
+        return;
+    }
+    if (held_total_ >= cfg_.arp.hold_packets) {
+        ++held_dropped_;
+        rte_pktmbuf_free(m);
+    } else {
+        e.held.push_back(m);
+        ++held_total_;
+    }
+    uint64_t now = rte_rdtsc();
+    if (e.requests == 0 || now - e.last_request_tsc > cfg_.arp.retry_ms * tsc_hz_ / 1000) {
+        if (e.requests == 0)
+            e.last_request_tsc = now;
+        send_request(port, next_hop, p);
+        e.last_request_tsc = now;
+        ++e.requests;
+    }
+}
+
+void NeighborResolver::poll(const dp::PolicySnapshot& p) {
+    rte_mbuf* burst[64];
+    rte_ring* ring = rt_.shared().to_control;
+    unsigned n;
+    while ((n = rte_ring_sc_dequeue_burst(ring, reinterpret_cast<void**>(burst), 64, nullptr)) > 0) {
+        for (unsigned i = 0; i < n; ++i) {
+            rte_mbuf* m = burst[i];
+            auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+            if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
+                auto* arp = reinterpret_cast<rte_arp_hdr*>(eth + 1);
+                learn(m->port, rte_be_to_cpu_32(arp->arp_data.arp_sip), arp->arp_data.arp_sha.addr_bytes, p);
+                rte_pktmbuf_free(m);
+            } else {
+                hold(m, p);
+            }
+        }
+    }
+}
+
+void NeighborResolver::tick(const dp::PolicySnapshot& p) {
+    uint64_t now = rte_rdtsc();
+    uint64_t retry = cfg_.arp.retry_ms * tsc_hz_ / 1000;
+    uint64_t hold_limit = kHoldSeconds * tsc_hz_;
+    uint64_t reachable = uint64_t{cfg_.arp.reachable_s} * tsc_hz_;
+    for (auto& [key, e] : entries_) {
+        if (e.is_static)
+            continue;
+        uint16_t port = static_cast<uint16_t>((key >> 32) - 1);
+        uint32_t ip = static_cast<uint32_t>(key);
+        if (!e.resolved) {
+            if (!e.held.empty() && now - e.last_request_tsc > hold_limit) {
+                held_dropped_ += e.held.size();
+                free_held(e);
+            }
+            if (e.requests > 0 && now - e.last_request_tsc > retry && (e.requests < 3 || !e.held.empty())) {
+                send_request(port, ip, p);
+                e.last_request_tsc = now;
+                ++e.requests;
+            }
+        } else if (now - e.resolved_tsc > reachable && now - e.last_request_tsc > retry) {
+            // Refresh; the old MAC stays in use meanwhile.
+            send_request(port, ip, p);
+            e.last_request_tsc = now;
+        }
+    }
+}
+
+std::vector<NeighborView> NeighborResolver::list() const {
+    std::vector<NeighborView> out;
+    auto& table = *rt_.shared().neighbors;
+    for (const auto& [key, e] : entries_) {
+        NeighborView v;
+        uint16_t port = static_cast<uint16_t>((key >> 32) - 1);
+        v.port = port_name(port);
+        v.ip = static_cast<uint32_t>(key);
+        uint32_t slot = table.find(port, v.ip);
+        uint8_t mac[6];
+        if (slot != dp::NeighborTable::kNone && table.mac(slot, mac)) {
+            config::MacAddr ma;
+            std::memcpy(ma.bytes, mac, 6);
+            v.mac = config::format_mac(ma);
+        }
+        v.state = e.is_static ? "static" : e.resolved ? "reachable" : "incomplete";
+        v.held = static_cast<unsigned>(e.held.size());
+        out.push_back(v);
+    }
+    return out;
+}
+
+}  // namespace egw::control

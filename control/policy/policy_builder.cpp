@@ -1,0 +1,523 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "control/policy/policy_builder.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <iterator>
+
+namespace egw::control {
+
+namespace {
+
+bool same_vrfs(const std::vector<config::VrfConfig>& a, const std::vector<config::VrfConfig>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const config::VrfConfig& x, const config::VrfConfig& y) { return x.name == y.name && x.table == y.table; });
+}
+
+bool by_key(const ServiceView& v, const std::string& key) { return v.state.key < key; }
+
+}  // namespace
+
+std::string ipv4_translation(const model::ServiceState& s, const dp::ServicePolicy& pol, const std::string& problem) {
+    const std::string none = s.endpoint_ipv4s.empty() ? " (no IPv4 endpoints)" : "";
+    switch (pol.mode) {
+    case dp::ServiceMode::snat_ingress_ip: return "SNAT to " + config::format_ipv4(pol.nat_ip) + none;
+    case dp::ServiceMode::masquerade: return "masquerade to the egress port's address" + none;
+    case dp::ServiceMode::inactive: break;
+    }
+    return "not translated: " + (!s.serve_here ? s.reason : problem.empty() ? std::string("not programmed") : problem);
+}
+
+std::string ipv6_translation(const model::ServiceState& s, const std::string& problem) {
+    std::string why;
+    if (!s.serve_here)
+        why = s.reason;
+    else if (!problem.empty() && problem.rfind("no IPv4 ingress IP", 0) != 0)
+        why = problem;  // an unknown network or the Service limit holds for both families
+    else if (s.endpoint_ipv6s.empty())
+        why = "no IPv6 endpoints";
+    else if (s.mode == model::Mode::load_balancer_ip && !s.ingress_ipv6)
+        why = "no IPv6 ingress IP (its IPv6 endpoints take the default action; the data plane does not carry IPv6 yet)";
+    else if (s.mode == model::Mode::load_balancer_ip)
+        why = "the data plane does not carry IPv6 yet (would SNAT to " + net::to_string(*s.ingress_ipv6) + ")";
+    else
+        why = "the data plane does not carry IPv6 yet (would masquerade)";
+    return "not translated: " + why;
+}
+
+PolicyBuilder::PolicyBuilder(const config::Config& cfg, std::vector<uint16_t> port_ids,
+                             std::vector<std::array<uint8_t, 6>> port_macs)
+    : cfg_(cfg), port_ids_(std::move(port_ids)), port_macs_(std::move(port_macs)), key_of_(dp::kMaxServices),
+      vrfs_seen_(cfg.vrfs) {}
+
+int PolicyBuilder::resolve_vrf(const std::string& network) const {
+    if (network.empty())
+        return dp::kDefaultVrf;
+    const config::VrfConfig* v = cfg_.find_vrf(network);
+    if (!v)
+        return -1;
+    return static_cast<int>(v - cfg_.vrfs.data());
+}
+
+uint32_t PolicyBuilder::id_for(const std::string& key) {
+    auto it = ids_.find(key);
+    if (it != ids_.end())
+        return it->second;
+    uint32_t id;
+    if (!free_ids_.empty()) {
+        id = free_ids_.back();
+        free_ids_.pop_back();
+    } else if (next_id_ < dp::kMaxServices) {
+        id = next_id_++;
+    } else {
+        return 0;
+    }
+    key_of_[id] = &ids_.emplace(key, id).first->first;
+    return id;
+}
+
+std::vector<ServiceView>::iterator PolicyBuilder::find_view(const std::string& key) {
+    auto it = std::lower_bound(views_.begin(), views_.end(), key, by_key);
+    return it != views_.end() && it->state.key == key ? it : views_.end();
+}
+
+const ServiceView* PolicyBuilder::view(const std::string& key) const {
+    auto it = std::lower_bound(views_.begin(), views_.end(), key, by_key);
+    return it != views_.end() && it->state.key == key ? &*it : nullptr;
+}
+
+void PolicyBuilder::claim(uint32_t ip, uint32_t id) {
+    const uint32_t first = first_claim_.find(ip);
+    if (first == dp::FlatMap::kMissing) {
+        first_claim_.assign(ip, id);
+    } else if (first != id) {
+        auto& more = more_claims_[ip];
+        if (std::find(more.begin(), more.end(), id) == more.end())
+            more.push_back(id);
+    }
+}
+
+void PolicyBuilder::unclaim(uint32_t ip, uint32_t id) {
+    auto more = more_claims_.find(ip);
+    if (first_claim_.find(ip) == id) {
+        if (more == more_claims_.end()) {
+            first_claim_.erase(ip);
+            return;
+        }
+        first_claim_.assign(ip, more->second.back());
+        more->second.pop_back();
+    } else if (more != more_claims_.end()) {
+        more->second.erase(std::remove(more->second.begin(), more->second.end(), id), more->second.end());
+    } else {
+        return;
+    }
+    if (more->second.empty())
+        more_claims_.erase(more);
+}
+
+// Two Services may claim the same pod: the first by name keeps it, as a pod's egress can leave
+// with only one source address.
+uint32_t PolicyBuilder::owner_of(uint32_t ip) const {
+    uint32_t best = first_claim_.find(ip);
+    auto more = more_claims_.find(ip);
+    if (more != more_claims_.end())
+        for (uint32_t id : more->second)
+            if (*key_of_[id] < *key_of_[best])
+                best = id;
+    return best;
+}
+
+bool PolicyBuilder::served(uint32_t ip) const {
+    uint32_t id = endpoints_.find(ip);
+    return id != dp::FlatMap::kMissing && services_[id].mode != dp::ServiceMode::inactive;
+}
+
+// An ingress IP that is also a port address keeps both flags. An ingress IP is answered to ARP on
+// the outside ports of the networks of the Services translating to it.
+uint32_t PolicyBuilder::nat_flags(uint32_t ip) const {
+    uint32_t flags = 0;
+    if (auto it = ingress_refs_.find(ip); it != ingress_refs_.end()) {
+        flags |= dp::kNatIngressIp;
+        for (uint8_t vrf : it->second)
+            flags |= arp_ports_[vrf] << dp::kNatArpPortsShift;
+    }
+    if (std::binary_search(port_nat_.begin(), port_nat_.end(), ip))
+        flags |= dp::kNatPortAddress;
+    return flags;
+}
+
+void PolicyBuilder::rebuild_nat() {
+    std::vector<std::pair<uint64_t, uint32_t>> items;
+    items.reserve(ingress_refs_.size() + port_nat_.size());
+    for (const auto& [ip, n] : ingress_refs_)
+        items.emplace_back(ip, nat_flags(ip));
+    for (uint32_t ip : port_nat_)
+        items.emplace_back(ip, nat_flags(ip));
+    nat_.build(items);
+}
+
+std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::build(const std::vector<model::ServiceState>& services) {
+    // The callers hand them over sorted by key; anything else is sorted here.
+    std::vector<const model::ServiceState*> in;
+    in.reserve(services.size());
+    for (const auto& s : services)
+        in.push_back(&s);
+    auto key_less = [](const model::ServiceState* a, const model::ServiceState* b) { return a->key < b->key; };
+    if (!std::is_sorted(in.begin(), in.end(), key_less))
+        std::stable_sort(in.begin(), in.end(), key_less);
+    // A merge of the two sorted lists: what is new, what differs, what is gone.
+    std::vector<Work> work;
+    auto v = views_.begin();
+    for (size_t i = 0; i < in.size(); ++i) {
+        const model::ServiceState* s = in[i];
+        if (i + 1 < in.size() && in[i + 1]->key == s->key)
+            continue;
+        for (; v != views_.end() && v->state.key < s->key; ++v)
+            work.push_back(Work{&v->state.key, nullptr});
+        if (v != views_.end() && v->state.key == s->key) {
+            if (!(v->state == *s))
+                work.push_back(Work{&s->key, s});
+            ++v;
+        } else {
+            work.push_back(Work{&s->key, s});
+        }
+    }
+    for (; v != views_.end(); ++v)
+        work.push_back(Work{&v->state.key, nullptr});
+    return commit(std::move(work));
+}
+
+std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::apply(const model::ServiceDelta& delta) {
+    std::vector<Work> work;
+    work.reserve(delta.changed.size() + delta.removed.size());
+    for (const auto& k : delta.removed)
+        work.push_back(Work{&k, nullptr});
+    for (const auto& s : delta.changed)
+        work.push_back(Work{&s.key, &s});
+    // One entry per key: the last state given, and a state beats a removal of the same key.
+    std::reverse(work.begin(), work.end());
+    std::stable_sort(work.begin(), work.end(), [](const Work& a, const Work& b) { return *a.key < *b.key; });
+    work.erase(std::unique(work.begin(), work.end(), [](const Work& a, const Work& b) { return *a.key == *b.key; }),
+               work.end());
+    // What the last build already had costs nothing more.
+    std::erase_if(work, [&](const Work& w) {
+        const ServiceView* v = view(*w.key);
+        return w.next ? v && v->state == *w.next : !v;
+    });
+    return commit(std::move(work));
+}
+
+// `work` is sorted by key, one entry per key, each a real change. Every Service not in it keeps
+// its id, version, claims and view untouched: that is what makes a change cheap.
+std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work) {
+    // Services that must be resolved again although their state is the same: all of them when a
+    // VRF was renamed or renumbered, and those over the id limit (an id may have come free).
+    // They take part in key order like any other, as they would in a build from scratch. Their
+    // states are copied: views_ changes under the loops below.
+    const bool vrfs_changed = !same_vrfs(vrfs_seen_, cfg_.vrfs);
+    std::vector<model::ServiceState> again;
+    if (vrfs_changed || !idless_.empty()) {
+        vrfs_seen_ = cfg_.vrfs;
+        again.reserve(vrfs_changed ? views_.size() : idless_.size());
+        if (vrfs_changed)
+            for (const auto& v : views_)
+                again.push_back(v.state);
+        else
+            for (const auto& key : idless_)
+                again.push_back(find_view(key)->state);
+        std::vector<Work> all;
+        all.reserve(work.size() + again.size());
+        auto w = work.begin();
+        for (const auto& s : again) {
+            for (; w != work.end() && *w->key < s.key; ++w)
+                all.push_back(*w);
+            if (w != work.end() && *w->key == s.key)
+                all.push_back(*w++);
+            else
+                all.push_back(Work{&s.key, &s});
+        }
+        all.insert(all.end(), w, work.end());
+        work = std::move(all);
+    }
+
+    // Every pod whose owner, or whose owner's mode, may change, and whether it was translated.
+    std::vector<uint32_t> touched;
+    for (const Work& w : work) {
+        auto v = find_view(*w.key);
+        if (v != views_.end() && v->id != 0)
+            touched.insert(touched.end(), v->state.endpoint_ipv4s.begin(), v->state.endpoint_ipv4s.end());
+        if (w.next)
+            touched.insert(touched.end(), w.next->endpoint_ipv4s.begin(), w.next->endpoint_ipv4s.end());
+    }
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    endpoints_.reserve(endpoints_.size() + touched.size());
+    first_claim_.reserve(first_claim_.size() + touched.size());
+    std::vector<bool> was_served(touched.size());
+    for (size_t i = 0; i < touched.size(); ++i)
+        was_served[i] = served(touched[i]);
+
+    std::vector<uint32_t> nat_changed;
+    auto drop_nat = [&](const dp::ServicePolicy& pol) {
+        if (pol.mode != dp::ServiceMode::snat_ingress_ip)
+            return;
+        auto it = ingress_refs_.find(pol.nat_ip);
+        it->second.erase(std::find(it->second.begin(), it->second.end(), pol.vrf));
+        if (it->second.empty())
+            ingress_refs_.erase(it);
+        nat_changed.push_back(pol.nat_ip);
+    };
+
+    // views_ is neither grown nor shrunk until the end (work's keys may point into it): gone
+    // Services are marked, new ones collected, and both merged in one pass.
+    std::vector<size_t> gone;
+    std::vector<ServiceView> added;
+
+    // Ids of Services that disappeared are released for reuse, in key order, before any is taken.
+    for (const Work& w : work) {
+        if (w.next)
+            continue;
+        auto v = find_view(*w.key);
+        if (v->id != 0) {
+            const uint32_t id = v->id;
+            for (uint32_t ip : v->state.endpoint_ipv4s)
+                unclaim(ip, id);
+            drop_nat(services_[id]);
+            services_[id] = dp::ServicePolicy{};
+            key_of_[id] = nullptr;
+            free_ids_.push_back(id);
+            ids_.erase(v->state.key);
+        }
+        idless_.erase(v->state.key);
+        gone.push_back(static_cast<size_t>(v - views_.begin()));
+    }
+
+    for (const Work& w : work) {
+        if (!w.next)
+            continue;
+        const model::ServiceState& s = *w.next;
+        auto vit = find_view(s.key);
+        ServiceView& v = vit != views_.end() ? *vit : added.emplace_back();
+        const uint32_t old_id = v.id;
+        ServiceView next;
+        next.id = id_for(s.key);
+        if (next.id == 0) {
+            next.problem = "too many Services (limit " + std::to_string(dp::kMaxServices - 1) + ")";
+            next.ipv4 = ipv4_translation(s, dp::ServicePolicy{}, next.problem);
+            next.ipv6 = ipv6_translation(s, next.problem);
+            next.state = s;
+            v = std::move(next);
+            idless_.insert(s.key);
+            continue;
+        }
+        if (old_id == 0)
+            idless_.erase(s.key);
+        dp::ServicePolicy pol;
+        int vrf = resolve_vrf(s.network);
+        if (vrf >= 0)
+            next.vrf = cfg_.vrfs[static_cast<size_t>(vrf)].name;
+        if (s.serve_here) {
+            if (vrf < 0) {
+                next.problem = "unknown network \"" + s.network + "\": no VRF of that name or table";
+            } else if (s.mode == model::Mode::load_balancer_ip) {
+                if (s.ingress_ipv4) {
+                    pol.mode = dp::ServiceMode::snat_ingress_ip;
+                    pol.nat_ip = *s.ingress_ipv4;
+                    pol.vrf = static_cast<uint8_t>(vrf);
+                } else {
+                    next.problem = "no IPv4 ingress IP (the IPv4 data plane needs one)";
+                }
+            } else {
+                pol.mode = dp::ServiceMode::masquerade;
+                pol.vrf = static_cast<uint8_t>(vrf);
+            }
+        }
+        next.programmed = pol.mode != dp::ServiceMode::inactive;
+        next.ipv4 = ipv4_translation(s, pol, next.problem);
+        next.ipv6 = ipv6_translation(s, next.problem);
+        // The version survives while nothing a session depends on changed. Losing an endpoint
+        // counts (its sessions must stop translating); gaining one does not. An id this Service
+        // did not have before (new, or reused after another Service) has no previous translation.
+        const dp::ServicePolicy prev = services_[next.id];
+        const bool same = old_id == next.id && prev.mode == pol.mode && prev.vrf == pol.vrf &&
+                          prev.nat_ip == pol.nat_ip &&
+                          std::includes(s.endpoint_ipv4s.begin(), s.endpoint_ipv4s.end(),
+                                        v.state.endpoint_ipv4s.begin(), v.state.endpoint_ipv4s.end());
+        pol.version = same ? prev.version : next_version_++;
+        if (old_id != 0) {
+            drop_nat(prev);
+            for (uint32_t ip : v.state.endpoint_ipv4s)
+                unclaim(ip, old_id);
+        }
+        if (pol.mode == dp::ServiceMode::snat_ingress_ip) {
+            ingress_refs_[pol.nat_ip].push_back(pol.vrf);
+            nat_changed.push_back(pol.nat_ip);
+        }
+        for (uint32_t ip : s.endpoint_ipv4s)
+            claim(ip, next.id);
+        services_[next.id] = pol;
+        next.state = s;
+        v = std::move(next);
+    }
+
+    if (!gone.empty()) {
+        size_t out = gone.front();
+        for (size_t in = out, g = 0; in < views_.size(); ++in) {
+            if (g < gone.size() && gone[g] == in) {
+                ++g;
+                continue;
+            }
+            if (out != in)
+                views_[out] = std::move(views_[in]);
+            ++out;
+        }
+        views_.erase(views_.begin() + static_cast<ptrdiff_t>(out), views_.end());
+    }
+    if (!added.empty()) {
+        const size_t mid = views_.size();
+        std::move(added.begin(), added.end(), std::back_inserter(views_));
+        std::inplace_merge(views_.begin(), views_.begin() + static_cast<ptrdiff_t>(mid), views_.end(),
+                           [](const ServiceView& a, const ServiceView& b) { return a.state.key < b.state.key; });
+    }
+
+    // Owners of the touched pods, and whether the default policy needs a new version: pods that a
+    // Service now translates may hold sessions made by the default action. Those must move to the
+    // Service's translation, so the default policy gets a new version whenever the set of
+    // translated pods gains a member; the workers then re-check each default session once.
+    bool gained = false;
+    for (size_t i = 0; i < touched.size(); ++i) {
+        const uint32_t ip = touched[i];
+        const uint32_t owner = owner_of(ip);
+        if (owner == dp::FlatMap::kMissing)
+            endpoints_.erase(ip);
+        else if (endpoints_.find(ip) != owner)
+            endpoints_.assign(ip, owner);
+        gained = gained || (!was_served[i] && served(ip));
+    }
+    if (gained)
+        ++default_version_;
+
+    std::sort(nat_changed.begin(), nat_changed.end());
+    nat_changed.erase(std::unique(nat_changed.begin(), nat_changed.end()), nat_changed.end());
+    for (uint32_t ip : nat_changed) {
+        uint32_t flags = nat_flags(ip);
+        if (flags)
+            nat_.assign(ip, flags);
+        else
+            nat_.erase(ip);
+    }
+    return assemble();
+}
+
+// The snapshot: what the configuration decides, built afresh, and copies of the Service tables.
+std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
+    auto snap = std::make_unique<dp::PolicySnapshot>();
+    snap->generation = ++generation_;
+    switch (cfg_.default_action) {
+    case config::DefaultAction::route: snap->default_action = dp::DefaultAction::route; break;
+    case config::DefaultAction::masquerade: snap->default_action = dp::DefaultAction::masquerade; break;
+    case config::DefaultAction::drop: snap->default_action = dp::DefaultAction::drop; break;
+    }
+    // A new default action (a configuration reload) must reach the flows it already translates:
+    // a new version makes the workers re-check every default session, and only masquerade keeps
+    // one (dataplane/nat_session.h, policy_holds).
+    if (last_default_action_ && *last_default_action_ != cfg_.default_action)
+        ++default_version_;
+    last_default_action_ = cfg_.default_action;
+
+    // Ports, connected routes and the outside addresses used for masquerade.
+    std::vector<std::pair<uint64_t, uint32_t>> routes;
+    std::vector<uint32_t> port_nat;
+    std::map<uint8_t, std::vector<uint8_t>> lengths;
+    // The IPv4 tables only: IPv6 addresses, routes and cluster ranges are configured but the data
+    // plane does not carry IPv6 yet.
+    auto add_route = [&](uint8_t vrf, const net::IpPrefix& prefix, uint16_t port, uint32_t via) {
+        snap->next_hops.push_back(dp::NextHop{port, via});
+        routes.emplace_back(dp::PolicySnapshot::route_key(vrf, prefix.len, prefix.network4()),
+                            static_cast<uint32_t>(snap->next_hops.size() - 1));
+        lengths[vrf].push_back(prefix.len);
+    };
+    for (size_t i = 0; i < cfg_.ports.size(); ++i) {
+        const config::PortConfig& pc = cfg_.ports[i];
+        uint16_t id = port_ids_[i];
+        dp::PortPolicy& pp = snap->ports[id];
+        pp.role = pc.role == config::PortRole::inside ? dp::PortRole::inside : dp::PortRole::outside;
+        pp.vrf = static_cast<uint8_t>(resolve_vrf(pc.vrf));
+        std::copy(port_macs_[id].begin(), port_macs_[id].end(), pp.mac);
+        for (const auto& a : pc.addresses) {
+            if (!a.is_v4())
+                continue;
+            if (pp.n_addrs == dp::kMaxPortAddresses)
+                break;
+            pp.addrs[pp.n_addrs] = a.addr.v4();
+            pp.prefix_len[pp.n_addrs] = a.len;
+            ++pp.n_addrs;
+            add_route(pp.vrf, a, id, 0);
+            if (pc.role == config::PortRole::outside)
+                port_nat.push_back(a.addr.v4());
+        }
+    }
+    // Static routes come after connected ones so that an explicit route for the same prefix wins.
+    for (const auto& r : cfg_.routes) {
+        if (!r.prefix.is_v4())
+            continue;
+        size_t pi = static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data());
+        add_route(static_cast<uint8_t>(resolve_vrf(r.vrf)), r.prefix, port_ids_[pi], r.via ? r.via->v4() : 0);
+    }
+    // Sessions cache their egress port and next hop: only a change of the routes makes them
+    // look again, not every publication.
+    std::vector<uint64_t> route_sig;
+    route_sig.reserve(routes.size() * 2);
+    for (const auto& [key, nh] : routes) {
+        route_sig.push_back(key);
+        route_sig.push_back(uint64_t{snap->next_hops[nh].port} << 32 | snap->next_hops[nh].gateway);
+    }
+    if (route_sig != last_routes_) {
+        last_routes_ = std::move(route_sig);
+        route_generation_ = snap->generation;
+    }
+    snap->route_generation = route_generation_;
+    snap->routes.build(routes);
+    for (auto& [vrf, lens] : lengths) {
+        std::sort(lens.begin(), lens.end(), std::greater<>());
+        lens.erase(std::unique(lens.begin(), lens.end()), lens.end());
+        snap->vrf_prefix_lengths[vrf] = lens;
+    }
+
+    for (const auto* cidrs : {&cfg_.cluster.pod_cidrs, &cfg_.cluster.service_cidrs})
+        for (const auto& c : *cidrs)
+            if (c.is_v4())
+                snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
+    std::vector<std::pair<uint64_t, uint32_t>> nodes;
+    for (const net::IpAddr& ip : cfg_.cluster.node_ips)
+        if (ip.is_v4())
+            nodes.emplace_back(ip.v4(), 1);
+    snap->node_ips.build(nodes);
+
+    // The outside ports of each network; a network with none of its own reaches the outside
+    // through the default table, so its ingress IPs are answered on the default network's ports.
+    std::vector<uint32_t> arp_ports(dp::kMaxVrfs);
+    for (unsigned id = 0; id < dp::kMaxPorts; ++id)
+        if (snap->ports[id].role == dp::PortRole::outside)
+            arp_ports[snap->ports[id].vrf] |= 1u << id;
+    for (uint32_t& mask : arp_ports)
+        if (mask == 0)
+            mask = arp_ports[dp::kDefaultVrf];
+
+    std::sort(port_nat.begin(), port_nat.end());
+    port_nat.erase(std::unique(port_nat.begin(), port_nat.end()), port_nat.end());
+    if (port_nat != port_nat_ || arp_ports != arp_ports_) {
+        port_nat_ = std::move(port_nat);
+        arp_ports_ = std::move(arp_ports);
+        rebuild_nat();
+    }
+
+    snap->services = services_;
+    snap->endpoints = endpoints_;
+    snap->nat_addresses = nat_;
+    snap->default_version = default_version_;
+    return snap;
+}
+
+}  // namespace egw::control

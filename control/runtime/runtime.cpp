@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "control/runtime/runtime.h"
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <spdlog/spdlog.h>
+
+#include <new>
+
+namespace egw::control {
+
+namespace {
+
+std::string errstr(int e) { return rte_strerror(e < 0 ? -e : e); }
+
+unsigned main_socket() {
+    unsigned s = rte_socket_id();
+    return s == static_cast<unsigned>(SOCKET_ID_ANY) ? 0 : s;
+}
+
+}  // namespace
+
+std::vector<std::string> Runtime::eal_arguments(const config::Config& cfg, const std::vector<std::string>& eal_args,
+                                                const char* argv0) {
+    std::vector<std::string> a{argv0};
+    if (!eal_args.empty()) {
+        a.insert(a.end(), eal_args.begin(), eal_args.end());
+        return a;
+    }
+    const auto& e = cfg.eal;
+    // A plain list goes to -l; EAL's mapping form ("(0-2)@(0-1)", "1@0") only parses as --lcores.
+    a.push_back(e.lcores.find_first_of("@()") == std::string::npos ? "-l" : "--lcores");
+    a.push_back(e.lcores);
+    a.push_back("--main-lcore");
+    a.push_back(std::to_string(e.main_lcore));
+    if (e.no_huge)
+        a.push_back("--no-huge");
+    a.push_back("-m");
+    a.push_back(std::to_string(e.memory_mb));
+    a.push_back("--file-prefix");
+    a.push_back(e.file_prefix);
+    if (e.pci_allow.empty()) {
+        a.push_back("--no-pci");
+    } else {
+        for (const auto& p : e.pci_allow) {
+            a.push_back("-a");
+            a.push_back(p);
+        }
+    }
+    for (const auto& v : e.vdevs)
+        a.push_back("--vdev=" + v);
+    a.insert(a.end(), e.extra_args.begin(), e.extra_args.end());
+    return a;
+}
+
+Runtime::Runtime(const config::Config& cfg) : cfg_(cfg) {}
+
+Runtime::~Runtime() {
+    stop();
+    for (auto* w : workers_) {
+        rte_free(w->service_counters);
+        rte_free(w->dump_buffer);
+        w->~Worker();
+        rte_free(w);
+    }
+    rte_free(shared_.qsbr);
+    delete shared_.neighbors;
+}
+
+std::vector<uint16_t> Runtime::port_ids() const {
+    std::vector<uint16_t> ids;
+    for (const auto& p : ports_)
+        ids.push_back(p.id);
+    return ids;
+}
+
+std::vector<std::array<uint8_t, 6>> Runtime::port_macs() const {
+    std::vector<std::array<uint8_t, 6>> macs(dp::kMaxPorts);
+    for (const auto& p : ports_)
+        macs[p.id] = p.mac;
+    return macs;
+}
+
+unsigned Runtime::worker_socket(unsigned index) const {
+    unsigned s = rte_lcore_to_socket_id(cfg_.workers.at(index));
+    return s == static_cast<unsigned>(SOCKET_ID_ANY) ? main_socket() : s;
+}
+
+rte_mempool* Runtime::pool_on(unsigned socket) {
+    for (const auto& [s, p] : pools_)
+        if (s == socket)
+            return p;
+    // The first pool keeps the plain name; one per further socket that has a port.
+    std::string name = pools_.empty() ? "egw_mbufs" : "egw_mbufs_s" + std::to_string(socket);
+    rte_mempool* p = rte_pktmbuf_pool_create(name.c_str(), n_mbufs_, cfg_.mempool.cache, 0,
+                                             static_cast<uint16_t>(cfg_.mempool.data_room), static_cast<int>(socket));
+    if (!p)
+        throw RuntimeError("cannot create a pool of " + std::to_string(n_mbufs_) + " mbufs on socket " +
+                           std::to_string(socket) + ": " + errstr(rte_errno) +
+                           " (raise eal.memory_mb or lower mempool.mbufs)");
+    pools_.emplace_back(socket, p);
+    return p;
+}
+
+void Runtime::setup(unsigned mbufs) {
+    tsc_hz_ = rte_get_tsc_hz();
+    unsigned n_workers = static_cast<unsigned>(cfg_.workers.size());
+    if (n_workers > dp::kMaxWorkers)
+        throw RuntimeError("at most " + std::to_string(dp::kMaxWorkers) + " workers are supported");
+    for (unsigned lc : cfg_.workers)
+        if (!rte_lcore_is_enabled(lc) || lc == rte_get_main_lcore())
+            throw RuntimeError("worker lcore " + std::to_string(lc) + " is not an enabled non-main EAL lcore (check eal.lcores)");
+
+    static const rte_mbuf_dynfield next_hop_desc = {"egw_next_hop", sizeof(uint32_t), alignof(uint32_t), 0};
+    shared_.next_hop_field = rte_mbuf_dynfield_register(&next_hop_desc);
+    if (shared_.next_hop_field < 0)
+        throw RuntimeError("cannot register the mbuf next-hop field: " + errstr(rte_errno));
+
+    n_mbufs_ = mbufs ? mbufs : cfg_.mempool.mbufs;
+    pool_ = pool_on(main_socket());
+
+    shared_.n_workers = n_workers;
+    shared_.nat_port_min = cfg_.sessions.port_min;
+    shared_.nat_port_max = cfg_.sessions.port_max;
+    if (uint32_t{cfg_.sessions.port_max} - cfg_.sessions.port_min + 1 < n_workers)
+        throw RuntimeError("sessions.port_min..port_max is smaller than the number of workers");
+    const auto& t = cfg_.sessions.timeouts;
+    shared_.timeouts = dp::Timeouts{t.tcp_established_s * tsc_hz_, t.tcp_transitory_s * tsc_hz_, t.udp_s * tsc_hz_,
+                                    t.icmp_s * tsc_hz_};
+    shared_.icmp_limit = dp::make_icmp_limit(cfg_.icmp.errors_per_second, cfg_.icmp.burst, tsc_hz_);
+    shared_.tcp_strict = cfg_.sessions.tcp_open == config::TcpOpen::strict;
+    shared_.neighbors = new dp::NeighborTable(cfg_.arp.max_neighbors);
+    shared_.to_control = rte_ring_create("egw_to_ctrl", 4096, static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
+    if (!shared_.to_control)
+        throw RuntimeError("cannot create the control ring: " + errstr(rte_errno));
+    size_t qsz = rte_rcu_qsbr_get_memsize(n_workers);
+    shared_.qsbr = static_cast<rte_rcu_qsbr*>(rte_zmalloc("egw_qsbr", qsz, RTE_CACHE_LINE_SIZE));
+    if (!shared_.qsbr || rte_rcu_qsbr_init(shared_.qsbr, n_workers) != 0)
+        throw RuntimeError("cannot set up RCU");
+
+    // Ports.
+    if (cfg_.ports.size() > dp::kMaxPorts)
+        throw RuntimeError("at most " + std::to_string(dp::kMaxPorts) + " ports are supported");
+    for (const auto& pc : cfg_.ports) {
+        PortInfo pi;
+        pi.name = pc.name;
+        pi.device = pc.device;
+        if (rte_eth_dev_get_port_by_name(pc.device.c_str(), &pi.id) != 0)
+            throw RuntimeError("port " + pc.name + ": no DPDK device named \"" + pc.device +
+                               "\" (check eal.vdevs / eal.pci_allow)");
+        if (pi.id >= dp::kMaxPorts)
+            throw RuntimeError("port " + pc.name + ": DPDK port id " + std::to_string(pi.id) + " is too large");
+        rte_eth_dev_info info{};
+        if (int rc = rte_eth_dev_info_get(pi.id, &info); rc != 0)
+            throw RuntimeError("port " + pc.name + ": " + errstr(rc));
+        // A transmit queue per worker: a worker never shares one (that would need a lock).
+        if (info.max_tx_queues < n_workers)
+            throw RuntimeError("port " + pc.name + ": device supports " + std::to_string(info.max_tx_queues) +
+                               " tx queues, " + std::to_string(n_workers) + " workers need one each");
+        QueuePlan plan = plan_queues(pc.queues, n_workers, info.max_rx_queues, info.flow_type_rss_offloads);
+        pi.rx_queues = plan.rx_queues;
+        pi.rss_hf = plan.rss_hf;
+        if (plan.rx_queues < plan.wanted)
+            spdlog::info("port {}: {} receive queue(s) instead of {}: the device offers {}, there are {} worker(s)",
+                         pc.name, plan.rx_queues, plan.wanted, info.max_rx_queues, n_workers);
+        rte_eth_conf conf{};
+        if (plan.rx_queues > 1) {
+            if (plan.rss_hf) {
+                conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+                conf.rx_adv_conf.rss_conf.rss_hf = plan.rss_hf;
+            }
+            spdlog::info("port {}: RSS over {} across {} queues", pc.name, describe_rss(plan.rss_hf), plan.rx_queues);
+        }
+        if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM)
+            conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
+        if (int rc = rte_eth_dev_configure(pi.id, pi.rx_queues, static_cast<uint16_t>(n_workers), &conf); rc != 0)
+            throw RuntimeError("port " + pc.name + ": configure: " + errstr(rc));
+        uint16_t rxd = static_cast<uint16_t>(pc.rx_desc), txd = static_cast<uint16_t>(pc.tx_desc);
+        rte_eth_dev_adjust_nb_rx_tx_desc(pi.id, &rxd, &txd);
+        // Descriptor rings and the mbufs they fill live on the port's socket (SOCKET_ID_ANY for
+        // virtual devices: the main lcore's).
+        int socket = rte_eth_dev_socket_id(pi.id);
+        pi.socket = socket < 0 ? main_socket() : static_cast<unsigned>(socket);
+        rte_mempool* pool = pool_on(pi.socket);
+        for (uint16_t q = 0; q < pi.rx_queues; ++q)
+            if (int rc = rte_eth_rx_queue_setup(pi.id, q, rxd, pi.socket, nullptr, pool); rc != 0)
+                throw RuntimeError("port " + pc.name + ": rx queue " + std::to_string(q) + ": " + errstr(rc));
+        for (uint16_t q = 0; q < n_workers; ++q)
+            if (int rc = rte_eth_tx_queue_setup(pi.id, q, txd, pi.socket, nullptr); rc != 0)
+                throw RuntimeError("port " + pc.name + ": tx queue " + std::to_string(q) + ": " + errstr(rc));
+        if (pc.mac) {
+            rte_ether_addr a;
+            std::copy(std::begin(pc.mac->bytes), std::end(pc.mac->bytes), a.addr_bytes);
+            if (rte_eth_dev_default_mac_addr_set(pi.id, &a) != 0) {
+                // Keep the configured MAC in software and see every frame instead.
+                spdlog::warn("port {}: device refused MAC {}, using promiscuous mode", pc.name, config::format_mac(*pc.mac));
+                rte_eth_promiscuous_enable(pi.id);
+            }
+            std::copy(std::begin(pc.mac->bytes), std::end(pc.mac->bytes), pi.mac.begin());
+        } else {
+            rte_ether_addr a;
+            rte_eth_macaddr_get(pi.id, &a);
+            std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), pi.mac.begin());
+            rte_eth_promiscuous_enable(pi.id);
+        }
+        ports_.push_back(pi);
+    }
+
+    // Workers, their rings and receive queues.
+    uint16_t n_ports = 0;
+    for (const auto& p : ports_)
+        n_ports = std::max<uint16_t>(n_ports, static_cast<uint16_t>(p.id + 1));
+    uint32_t per_worker = (cfg_.sessions.max_sessions + n_workers - 1) / n_workers;
+    for (unsigned i = 0; i < n_workers; ++i) {
+        // Everything the worker writes per packet lives on its lcore's socket.
+        int wsocket = static_cast<int>(worker_socket(i));
+        void* mem = rte_zmalloc_socket("egw_worker", sizeof(dp::Worker), RTE_CACHE_LINE_SIZE, wsocket);
+        if (!mem)
+            throw RuntimeError("out of memory for worker state");
+        auto* w = new (mem) dp::Worker();
+        w->index = i;
+        w->shared = &shared_;
+        w->n_ports = n_ports;
+        dp::worker_assign_port_block(*w);
+        w->service_counters = static_cast<dp::ServiceCounters*>(
+            rte_zmalloc_socket("egw_svc_counters", sizeof(dp::ServiceCounters) * dp::kMaxServices, RTE_CACHE_LINE_SIZE,
+                               wsocket));
+        w->dump_capacity = 1024;
+        w->dump_buffer = static_cast<dp::SessionRecord*>(
+            rte_zmalloc_socket("egw_dump", sizeof(dp::SessionRecord) * w->dump_capacity, RTE_CACHE_LINE_SIZE, wsocket));
+        std::string name = "egw_s" + std::to_string(i);
+        if (!w->service_counters || !w->dump_buffer || !w->sessions.init(name.c_str(), per_worker, wsocket))
+            throw RuntimeError("cannot allocate " + std::to_string(per_worker) +
+                               " sessions for worker " + std::to_string(i) + " (raise eal.memory_mb or lower sessions.max)");
+        std::string rn = "egw_inj" + std::to_string(i);
+        w->inject = rte_ring_create(rn.c_str(), 1024, wsocket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+        if (!w->inject)
+            throw RuntimeError("cannot create ring " + rn + ": " + errstr(rte_errno));
+        workers_.push_back(w);
+    }
+    for (unsigned a = 0; a < n_workers && n_workers > 1; ++a)
+        for (unsigned b = 0; b < n_workers; ++b) {
+            if (a == b)
+                continue;
+            std::string rn = "egw_ho" + std::to_string(a) + "_" + std::to_string(b);
+            // A hand-off ring is read by its consumer in every iteration: on the consumer's socket.
+            rte_ring* r = rte_ring_create(rn.c_str(), 2048, static_cast<int>(worker_socket(b)), RING_F_SP_ENQ | RING_F_SC_DEQ);
+            if (!r)
+                throw RuntimeError("cannot create ring " + rn + ": " + errstr(rte_errno));
+            workers_[a]->handoff_out[b] = r;
+            workers_[b]->handoff_in[a] = r;
+        }
+    // Receive queues: a port with a queue per worker gives queue q to worker q (rte_flow steering
+    // relies on it); fewer queues are spread over the workers, each polled by exactly one.
+    unsigned next = 0;
+    for (const auto& p : ports_) {
+        for (uint16_t q = 0; q < p.rx_queues; ++q) {
+            unsigned wi = p.rx_queues == n_workers ? q : next++ % n_workers;
+            dp::Worker* w = workers_[wi];
+            w->rxq[w->n_rxq++] = dp::RxQueue{p.id, q};
+            if (p.socket != worker_socket(wi))
+                spdlog::warn("port {}: queue {} is polled by worker {} (lcore {}) on socket {}, the port is on socket {}: "
+                             "every packet crosses sockets", p.name, q, wi, cfg_.workers[wi], worker_socket(wi), p.socket);
+        }
+    }
+    size_t session_bytes = 0;
+    for (auto* w : workers_)
+        session_bytes += w->sessions.memory_bytes();
+    spdlog::info("data plane: {} worker(s), {} port(s), {} mbufs, {} sessions ({:.1f} MiB of session tables)", n_workers,
+                 ports_.size(), n_mbufs_ * pools_.size(), per_worker * n_workers, session_bytes / 1048576.0);
+}
+
+void Runtime::start_ports() {
+    for (const auto& p : ports_) {
+        if (int rc = rte_eth_dev_start(p.id); rc != 0)
+            throw RuntimeError("port " + p.name + ": start: " + errstr(rc));
+        ports_started_ = true;
+    }
+    std::vector<Steering::OutsidePort> outside;
+    for (size_t i = 0; i < ports_.size(); ++i)
+        if (cfg_.ports[i].role == config::PortRole::outside)
+            outside.push_back({ports_[i].id, ports_[i].name, ports_[i].rx_queues});
+    std::vector<PortBlock> blocks;
+    for (const auto* w : workers_)
+        blocks.push_back({w->nat_port_lo, w->nat_port_hi});
+    steering_.init(outside, blocks);
+}
+
+void Runtime::launch_workers() {
+    for (size_t i = 0; i < workers_.size(); ++i) {
+        if (int rc = rte_eal_remote_launch(dp::worker_main, workers_[i], cfg_.workers[i]); rc != 0)
+            throw RuntimeError("cannot launch worker on lcore " + std::to_string(cfg_.workers[i]) + ": " + errstr(rc));
+    }
+    launched_ = true;
+}
+
+void Runtime::stop_workers() {
+    shared_.stop.store(true);
+    if (launched_) {
+        rte_eal_mp_wait_lcore();
+        launched_ = false;
+    }
+}
+
+void Runtime::stop() {
+    stop_workers();
+    steering_.clear();
+    if (ports_started_) {
+        for (const auto& p : ports_) {
+            rte_eth_dev_stop(p.id);
+            rte_eth_dev_close(p.id);
+        }
+        ports_started_ = false;
+    }
+}
+
+}  // namespace egw::control

@@ -1,0 +1,1003 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Two or three egw control planes (election::Controller, each as one egwd runs it) against the test
+// API server (tests/apiserver/apiserver.py): the cluster-manager scenarios U1-U8 of
+// reference/egress-service-semantics.md section 6b, leader failover, the renew deadline, the
+// external mode, and what each gateway programs. Every test ends by checking with the server's
+// request log that only leaders wrote status or labels.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "control/k8s_source/controller.h"
+#include "control/k8s/writer.h"
+#include "tests/unit/k8s/apiserver_process.h"
+
+namespace egw::election {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using k8s::testing::ApiServerProcess;
+using k8s::testing::eventually;
+
+constexpr const char* kToken = "cluster-t0k3n";
+constexpr const char* kNs = "testns";
+constexpr const char* kLeaseNs = "egw";
+const std::string kPrefix = "egress-service.k8s.ovn.org/";
+
+// Lease timings of the tests: 2 s Leases, 1.5 s renew deadline, 250 ms retries.
+constexpr auto kLease = 2s;
+constexpr auto kDeadline = 1500ms;
+constexpr auto kRetry = 250ms;
+
+json node_json(const std::string& name, json labels = json::object(), bool ready = true) {
+    labels["kubernetes.io/hostname"] = name;
+    return {{"apiVersion", "v1"},
+            {"kind", "Node"},
+            {"metadata", {{"name", name}, {"labels", labels}}},
+            {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
+}
+
+json service_json(const std::string& name, const std::string& etp = "Cluster", const std::string& ip = "1.1.1.1") {
+    json s = {{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata", {{"name", name}, {"namespace", kNs}}},
+              {"spec", {{"type", "LoadBalancer"}, {"clusterIPs", {"10.96.0.10"}}, {"externalTrafficPolicy", etp}}},
+              {"status", {{"loadBalancer", {{"ingress", json::array()}}}}}};
+    if (!ip.empty()) s["status"]["loadBalancer"]["ingress"].push_back({{"ip", ip}});
+    return s;
+}
+
+// One slice "<svc>-1" with an endpoint per (ip, node); node "" leaves nodeName out.
+json slice_json(const std::string& svc, const std::vector<std::pair<std::string, std::string>>& eps) {
+    json endpoints = json::array();
+    for (const auto& [ip, node] : eps) {
+        json e = {{"addresses", {ip}}};
+        if (!node.empty()) e["nodeName"] = node;
+        endpoints.push_back(e);
+    }
+    return {{"apiVersion", "discovery.k8s.io/v1"},
+            {"kind", "EndpointSlice"},
+            {"metadata", {{"name", svc + "-1"}, {"namespace", kNs}, {"labels", {{"kubernetes.io/service-name", svc}}}}},
+            {"addressType", "IPv4"},
+            {"endpoints", endpoints}};
+}
+
+json egress_json(const std::string& name, json match_labels = json::object(), const std::string& by = "",
+                 const std::optional<std::string>& host = std::nullopt) {
+    json spec = json::object();
+    if (!by.empty()) spec["sourceIPBy"] = by;
+    if (!match_labels.empty()) spec["nodeSelector"] = {{"matchLabels", match_labels}};
+    json es = {{"apiVersion", "k8s.ovn.org/v1"},
+               {"kind", "EgressService"},
+               {"metadata", {{"name", name}, {"namespace", kNs}}},
+               {"spec", spec}};
+    if (host) es["status"] = {{"host", *host}};
+    return es;
+}
+
+json liveness_json(const std::string& node) {
+    return {{"apiVersion", "coordination.k8s.io/v1"},
+            {"kind", "Lease"},
+            {"metadata", {{"name", std::string(kLivenessLeasePrefix) + node}, {"namespace", kLeaseNs}}},
+            {"spec",
+             {{"holderIdentity", node},
+              {"leaseDurationSeconds", 30},
+              {"renewTime", now_micro_time()}}}};
+}
+
+class ClusterTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        server_ = std::make_unique<ApiServerProcess>(std::vector<std::string>{"--token", kToken});
+    }
+
+    void TearDown() override {
+        // Only leaders write status and labels: the server saw exactly the writes the instances
+        // that were leaders counted, and an instance that never led counted none.
+        for (auto& [name, c] : gw_) c->abandon();   // nothing is in flight after this
+        uint64_t status = 0, labels = 0;
+        for (auto& [name, c] : gw_) {
+            auto s = c->stats();
+            status += s.status_writes;
+            labels += s.label_writes;
+            if (s.leader_transitions == 0) {
+                EXPECT_EQ(s.status_writes, 0u) << name << " wrote status without being leader";
+                EXPECT_EQ(s.label_writes, 0u) << name << " wrote labels without being leader";
+            }
+        }
+        size_t status_patches = 0, node_patches = 0;
+        for (const auto& r : server_->requests("patch")) {
+            if (r["code"] != 200) continue;
+            const std::string path = r["path"];
+            if (path.find("/egressservices/") != std::string::npos && path.ends_with("/status")) ++status_patches;
+            if (path.find("/api/v1/nodes/") != std::string::npos) ++node_patches;
+        }
+        EXPECT_EQ(status_patches, status + status_before_);
+        EXPECT_EQ(node_patches, labels + labels_before_);
+        gw_.clear();
+    }
+
+    ControllerOptions options(const std::string& node, ElectionMode mode = ElectionMode::leader) {
+        ControllerOptions o;
+        o.node_name = node;
+        o.lease_namespace = kLeaseNs;
+        o.election = mode;
+        o.lease_duration = kLease;
+        o.renew_deadline = kDeadline;
+        o.retry_period = kRetry;
+        o.pod_cidrs = {egw::net::IpPrefix::from_v4(0x0a800000, 14)};   // 10.128.0.0/14
+        o.write_backoff_initial = 50ms;
+        o.write_backoff_max = 500ms;
+        return o;
+    }
+
+    Controller& start(const std::string& node, ElectionMode mode = ElectionMode::leader) {
+        k8s::Credentials creds;
+        creds.server = server_->url();
+        creds.token = kToken;
+        creds.source = "test";
+        k8s::ClientOptions co;
+        co.reflector.backoff_initial = 50ms;
+        co.reflector.backoff_max = 500ms;
+        co.http.user_agent = "egwd/" + node;   // the server can single one gateway out
+        auto c = std::make_unique<Controller>(creds, options(node, mode), co);
+        c->start();
+        // A stopped instance of the same node is replaced; its counters stay in the totals.
+        if (auto it = gw_.find(node); it != gw_.end()) {
+            auto s = it->second->stats();
+            status_before_ += s.status_writes;
+            labels_before_ += s.label_writes;
+            it->second->abandon();
+        }
+        gw_[node] = std::move(c);
+        return *gw_[node];
+    }
+
+    void upsert(const json& obj) { server_->control("upsert", obj); }
+    void remove(const std::string& kind, const std::string& name, const std::string& ns = kNs) {
+        server_->control("delete", {{"kind", kind}, {"namespace", kind == "Node" ? "" : ns}, {"name", name}});
+    }
+
+    json get(const std::string& path) {
+        auto r = server_->call("GET", path, "", "", reader_token_);
+        return r.status == 200 ? r.body : json();
+    }
+    // status.host, or "<unset>" when there is no status (or no EgressService).
+    std::string host(const std::string& name) {
+        json es = get("/apis/k8s.ovn.org/v1/namespaces/testns/egressservices/" + name);
+        if (!es.is_object() || !es.contains("status") || !es["status"].contains("host")) return "<unset>";
+        return es["status"]["host"];
+    }
+    // Nodes and the egress-service labels they carry (nodes without any are left out).
+    std::map<std::string, std::set<std::string>> labelled() {
+        std::map<std::string, std::set<std::string>> out;
+        json nodes = get("/api/v1/nodes");
+        for (const auto& n : nodes["items"]) {
+            const json labels = n["metadata"].value("labels", json::object());
+            for (const auto& [k, v] : labels.items())
+                if (k.rfind(kPrefix, 0) == 0) out[n["metadata"]["name"]].insert(k.substr(kPrefix.size()));
+        }
+        return out;
+    }
+    json node_labels(const std::string& node) { return get("/api/v1/nodes/" + node)["metadata"]["labels"]; }
+
+    bool eventually_host(const std::string& name, const std::string& want, std::chrono::milliseconds t = 8s) {
+        bool ok = eventually([&] { return host(name) == want; }, t);
+        if (!ok) ADD_FAILURE() << name << ": status.host is \"" << host(name) << "\", expected \"" << want << "\"";
+        return ok;
+    }
+    bool eventually_labels(const std::map<std::string, std::set<std::string>>& want, std::chrono::milliseconds t = 8s) {
+        bool ok = eventually([&] { return labelled() == want; }, t);
+        if (!ok) {
+            std::string got;
+            for (const auto& [n, ls] : labelled())
+                for (const auto& l : ls) got += n + ":" + l + " ";
+            ADD_FAILURE() << "labels: " << got;
+        }
+        return ok;
+    }
+    // `cond` holds all the time for `d`.
+    bool consistently(const std::function<bool()>& cond, std::chrono::milliseconds d = 1500ms) {
+        auto end = std::chrono::steady_clock::now() + d;
+        while (std::chrono::steady_clock::now() < end) {
+            if (!cond()) return false;
+            std::this_thread::sleep_for(50ms);
+        }
+        return true;
+    }
+
+    // Waits until some instance leads and every started instance's liveness Lease is live.
+    Controller* wait_ready() {
+        Controller* leader = nullptr;
+        bool ok = eventually([&] {
+            leader = current_leader();
+            if (!leader) return false;
+            auto s = leader->stats();
+            return s.synced && s.live_nodes >= gw_.size();
+        }, 10s);
+        EXPECT_TRUE(ok) << "no leader with every gateway live";
+        return leader;
+    }
+    Controller* current_leader() {
+        Controller* found = nullptr;
+        int n = 0;
+        for (auto& [name, c] : gw_)
+            if (c->leader()) {
+                found = c.get();
+                ++n;
+            }
+        EXPECT_LE(n, 1) << "two leaders at once";
+        return found;
+    }
+    // The ServiceState a gateway programs for `name`, after poll().
+    model::ServiceState serving(Controller& c, const std::string& name) {
+        std::vector<model::ServiceState> states;
+        auto& mine = served_[&c];
+        if (c.poll(states)) {
+            mine.clear();
+            for (auto& s : states) mine[s.key] = s;
+        }
+        return mine[std::string(kNs) + "/" + name];
+    }
+
+    void add_service(const std::string& name, json selector = json::object(), const std::string& ep_node = "node1",
+                     const std::string& etp = "Cluster") {
+        upsert(service_json(name, etp));
+        upsert(slice_json(name, {{"10.128.0.5", ep_node}}));
+        upsert(egress_json(name, std::move(selector)));
+    }
+
+    // status.host of every EgressService of kNs now ("" for none yet).
+    std::map<std::string, std::string> hosts() {
+        std::map<std::string, std::string> out;
+        json list = get("/apis/k8s.ovn.org/v1/namespaces/testns/egressservices");
+        for (const auto& es : list["items"])
+            out[es["metadata"]["name"]] = es.contains("status") ? es["status"].value("host", "") : "";
+        return out;
+    }
+    // Successful writes of status.host and node labels the server saw.
+    std::pair<size_t, size_t> writes_seen() {
+        size_t status = 0, labels = 0;
+        for (const auto& r : server_->requests("patch")) {
+            if (r["code"] != 200) continue;
+            const std::string path = r["path"];
+            if (path.ends_with("/status")) ++status;
+            else if (path.find("/api/v1/nodes/") != std::string::npos) ++labels;
+        }
+        return {status, labels};
+    }
+    json lease(const std::string& name) { return get("/apis/coordination.k8s.io/v1/namespaces/egw/leases/" + name); }
+    std::string holder(const std::string& name) {
+        json l = lease(name);
+        return l.is_object() && l.contains("spec") ? l["spec"].value("holderIdentity", "") : "";
+    }
+
+    std::unique_ptr<ApiServerProcess> server_;
+    std::map<std::string, std::unique_ptr<Controller>> gw_;
+    std::map<Controller*, std::map<std::string, model::ServiceState>> served_;
+    uint64_t status_before_ = 0, labels_before_ = 0;
+    std::string reader_token_ = kToken;   // what the test reads with (an admin's when RBAC is on)
+};
+
+// U1 and U2: a leader that starts on a cluster keeps the valid hosts, resets stale statuses and
+// strips every egress-service label it did not set.
+TEST_F(ClusterTest, U1U2StartupRepairOfStaleLabelsAndStatuses) {
+    upsert(node_json("node1", {{"unrelated-label", ""},
+                               {kPrefix + "deleted-service1", ""},
+                               {kPrefix + "deleted-service2", ""},
+                               {kPrefix + "testns-svc1", ""},
+                               {kPrefix + "testns-svc2", ""},
+                               {kPrefix + "testns-srcip-not-by-lb-svc", ""}}));
+    upsert(node_json("node2", {{"unrelated-label", ""},
+                               {kPrefix + "deleted-service3", ""},
+                               {kPrefix + "deleted-service4", ""},
+                               {kPrefix + "testns-svc1", ""},
+                               {kPrefix + "testns-svc2", ""}}));
+    for (const char* s : {"svc1", "svc2", "srcip-not-by-lb-svc"}) {
+        upsert(service_json(s));
+        upsert(slice_json(s, {{"10.128.0.5", "node1"}}));
+    }
+    upsert(egress_json("svc1", json::object(), "", "node1"));
+    upsert(egress_json("svc2", json::object(), "", "node2"));
+    upsert(egress_json("srcip-not-by-lb-svc", json::object(), "Network", "node1"));
+    upsert(egress_json("no-service", json::object(), "LoadBalancerIP", "node1"));   // U2: no Service
+    upsert(egress_json("network-stale", json::object(), "Network", "node1"));       // U2: Network
+    upsert(service_json("network-stale"));
+    // The gateways were running until a moment ago (a restart): their Leases are still live.
+    upsert(liveness_json("node1"));
+    upsert(liveness_json("node2"));
+
+    start("node1");
+    start("node2");
+    wait_ready();
+    eventually_host("svc1", "node1");
+    eventually_host("svc2", "node2");
+    eventually_host("srcip-not-by-lb-svc", "ALL");
+    eventually_host("no-service", "");
+    eventually_host("network-stale", "ALL");
+    eventually_labels({{"node1", {"testns-svc1"}}, {"node2", {"testns-svc2"}}});
+    EXPECT_TRUE(node_labels("node1").contains("unrelated-label"));
+    EXPECT_TRUE(node_labels("node2").contains("unrelated-label"));
+    // The valid hosts were kept, not re-decided: svc1 and svc2 were never written.
+    for (const auto& r : server_->requests("patch", "/egressservices/svc")) ADD_FAILURE() << "wrote " << r["path"];
+}
+
+// U3 and U4: spec changes move the host, and the label follows it.
+TEST_F(ClusterTest, U3U4ServiceChangesAndLabelsFollowTheAllocation) {
+    upsert(node_json("node1", {{"firstName", "Albus"}, {"animal", "FlyingBison"}}));
+    upsert(node_json("node2", {{"firstName", "Severus"}, {"animal", "Lemur"}}));
+    start("node1");
+    start("node2");
+    wait_ready();
+
+    add_service("svc1", {{"firstName", "Albus"}});
+    eventually_host("svc1", "node1");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+    upsert(egress_json("svc1", {{"firstName", "Albus"}}, "Network"));
+    eventually_host("svc1", "ALL");
+    eventually_labels({});
+
+    add_service("svc2", {{"firstName", "Severus"}});
+    eventually_host("svc2", "node2");
+    eventually_labels({{"node2", {"testns-svc2"}}});
+    upsert(egress_json("svc2", {{"firstName", "Albus"}}));
+    eventually_host("svc2", "node1");
+    eventually_labels({{"node1", {"testns-svc2"}}});
+
+    // U4 with the animal selectors.
+    add_service("svc3", {{"animal", "FlyingBison"}});
+    eventually_host("svc3", "node1");
+    upsert(egress_json("svc3", {{"animal", "Lemur"}}));
+    eventually_host("svc3", "node2");
+    eventually_labels({{"node1", {"testns-svc2"}}, {"node2", {"testns-svc3"}}});
+    remove("EgressService", "svc3");
+    remove("EgressService", "svc2");
+    eventually_labels({});
+}
+
+TEST_F(ClusterTest, U5InvalidNodeSelector) {
+    upsert(node_json("node1"));
+    start("node1");
+    start("node2");
+    wait_ready();
+    add_service("svc1", {{"a:b", "c&"}});
+    eventually_host("svc1", "");
+    EXPECT_TRUE(consistently([&] { return host("svc1") == "" && labelled().empty(); }));
+}
+
+TEST_F(ClusterTest, U6EtpLocalFollowsTheEndpoints) {
+    upsert(node_json("node1", {{"square", "pants"}}));
+    upsert(node_json("node2"));
+    start("node1");
+    start("node2");
+    wait_ready();
+    add_service("svc1", {{"square", "pants"}}, "node2", "Local");
+    eventually_host("svc1", "");
+    EXPECT_TRUE(consistently([&] { return host("svc1") == "" && labelled().empty(); }, 1s));
+    upsert(slice_json("svc1", {{"10.128.0.5", "node2"}, {"10.128.0.6", "node1"}}));
+    eventually_host("svc1", "node1");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+    upsert(slice_json("svc1", {{"10.128.0.5", "node2"}, {"10.128.0.7", ""}}));
+    eventually_host("svc1", "");
+    eventually_labels({});
+}
+
+TEST_F(ClusterTest, U7NodeNotReadyRelabelledScrubbedDeleted) {
+    upsert(node_json("node1", {{"home", "pineapple"}}));
+    upsert(node_json("node2", {{"home", "rock"}}));
+    start("node1");
+    start("node2");
+    wait_ready();
+    add_service("svc1", {{"home", "pineapple"}});
+    add_service("svc2", {{"home", "moai"}});
+    eventually_host("svc1", "node1");
+    eventually_host("svc2", "");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+
+    upsert(node_json("node1", {{"home", "pineapple"}, {kPrefix + "testns-svc1", ""}}, false));
+    eventually_host("svc1", "");
+    eventually_labels({});
+    upsert(node_json("node2", {{"home", "moai"}}));
+    eventually_host("svc2", "node2");
+    eventually_labels({{"node2", {"testns-svc2"}}});
+
+    // Labels egw did not set are removed on node events.
+    upsert(node_json("node1", {{"home", "pineapple"}, {kPrefix + "testns-svc2", ""},
+                               {kPrefix + "testns-non-existing-svc", ""}}, false));
+    upsert(node_json("node2", {{"home", "moai"}, {kPrefix + "testns-svc2", ""},
+                               {kPrefix + "testns-non-existing-svc", ""}}));
+    eventually_labels({{"node2", {"testns-svc2"}}});
+    remove("Node", "node2");
+    eventually_host("svc2", "");
+}
+
+// U8: a gateway whose Lease runs out loses its Services; when it is back, they return.
+TEST_F(ClusterTest, U8LivenessLostAndRegained) {
+    upsert(node_json("node1", {{"gw", "one"}}));
+    upsert(node_json("node2", {{"gw", "two"}}));
+    start("node2");   // node2 leads: node1 can then die without taking the leader with it
+    ASSERT_TRUE(eventually([&] { return gw_["node2"]->leader(); }, 5s));
+    start("node1");
+    wait_ready();
+    add_service("svc1", {{"gw", "one"}});
+    eventually_host("svc1", "node1");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+
+    auto t0 = std::chrono::steady_clock::now();
+    gw_["node1"]->abandon();   // crash: the Lease is no longer renewed
+    eventually_host("svc1", "", 6s);
+    auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_LE(took, kLease + 2s) << "failover took " << std::chrono::duration<double>(took).count() << " s";
+    eventually_labels({});
+    EXPECT_TRUE(eventually([&] {
+        return gw_["node2"]->decisions()["testns/svc1"].reason ==
+               "no eligible node (2 node(s): 1 not matching nodeSelector, 1 without a live egwd)";
+    })) << gw_["node2"]->decisions()["testns/svc1"].reason;
+
+    start("node1");
+    eventually_host("svc1", "node1");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+}
+
+// Leader failover: the leader crashes; another instance takes over within the Lease duration, the
+// Services it hosted move, every Service has a host again, and no follower ever wrote.
+TEST_F(ClusterTest, LeaderFailoverAfterACrash) {
+    for (const char* n : {"node1", "node2", "node3"}) upsert(node_json(n));
+    start("node1");
+    start("node2");
+    start("node3");
+    Controller* leader = wait_ready();
+    ASSERT_NE(leader, nullptr);
+    for (int i = 0; i < 6; ++i) add_service("svc" + std::to_string(i));
+    for (int i = 0; i < 6; ++i) ASSERT_TRUE(eventually([&] { return host("svc" + std::to_string(i)).rfind("node", 0) == 0; }, 8s));
+    std::map<std::string, int> per;
+    for (int i = 0; i < 6; ++i) ++per[host("svc" + std::to_string(i))];
+    EXPECT_EQ(per, (std::map<std::string, int>{{"node1", 2}, {"node2", 2}, {"node3", 2}}));   // free first, least loaded
+
+    const std::string old = leader->options().node_name;
+    auto t0 = std::chrono::steady_clock::now();
+    leader->abandon();
+    Controller* next = nullptr;
+    ASSERT_TRUE(eventually([&] { return (next = current_leader()) != nullptr; }, kLease + 3s));
+    auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_NE(next->options().node_name, old);
+    EXPECT_LE(took, kLease + 2 * kRetry + 500ms) << "takeover took " << std::chrono::duration<double>(took).count() << " s";
+
+    // The dead leader's node loses its Services once its liveness Lease runs out.
+    for (int i = 0; i < 6; ++i) {
+        const std::string s = "svc" + std::to_string(i);
+        ASSERT_TRUE(eventually([&] { auto h = host(s); return h.rfind("node", 0) == 0 && h != old; }, 8s)) << s;
+    }
+    EXPECT_TRUE(eventually([&] {
+        auto labels = labelled();
+        size_t n = 0;
+        for (const auto& [node, ls] : labels) n += ls.size();
+        return !labels.count(old) && n == 6;
+    }));
+    // The Services of the surviving nodes stayed where they were.
+    EXPECT_EQ(next->stats().leader_transitions, 1u);
+}
+
+// A clean stop gives the leader Lease back: the next leader is there within a retry period.
+TEST_F(ClusterTest, CleanStopHandsLeadershipOverAtOnce) {
+    upsert(node_json("node1"));
+    start("node1");
+    start("node2");
+    Controller* leader = wait_ready();
+    ASSERT_NE(leader, nullptr);
+    auto t0 = std::chrono::steady_clock::now();
+    leader->stop();
+    ASSERT_TRUE(eventually([&] { return current_leader() != nullptr; }, 3s));
+    EXPECT_LE(std::chrono::steady_clock::now() - t0, 1500ms);
+    json lease = get("/apis/coordination.k8s.io/v1/namespaces/egw/leases/egw-leader");
+    EXPECT_EQ(lease["spec"]["holderIdentity"], current_leader()->options().node_name);
+    EXPECT_GE(lease["spec"]["leaseTransitions"].get<int>(), 1);
+}
+
+// A leader that cannot renew stops deciding at its renew deadline, before anyone can take over.
+TEST_F(ClusterTest, LeaderThatCannotRenewStopsDeciding) {
+    upsert(node_json("node1"));
+    start("node1");
+    Controller* leader = wait_ready();
+    ASSERT_NE(leader, nullptr);
+    add_service("svc1");
+    eventually_host("svc1", "node1");
+
+    server_->control("faults", {{"errors", json::array({{{"count", 1000}, {"code", 500}, {"path", "egw-leader"}}})}});
+    ASSERT_TRUE(eventually([&] { return !leader->leader(); }, kDeadline + 1s));
+    const uint64_t writes = leader->stats().status_writes;
+    add_service("svc2");
+    EXPECT_TRUE(consistently([&] { return host("svc2") == "<unset>"; }, 1s));
+    EXPECT_EQ(leader->stats().status_writes, writes);
+
+    server_->control("faults", {{"clear", true}});
+    ASSERT_TRUE(eventually([&] { return leader->leader(); }, 3s));
+    eventually_host("svc2", "node1");
+    eventually_host("svc1", "node1");
+}
+
+// Write-backs survive API errors: a failed status PATCH is retried until it goes through.
+TEST_F(ClusterTest, FailedWritesAreRetried) {
+    upsert(node_json("node1"));
+    start("node1");
+    wait_ready();
+    server_->control("faults", {{"errors", json::array({{{"count", 3}, {"code", 500}, {"verb", "patch"}}})}});
+    add_service("svc1");
+    eventually_host("svc1", "node1");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+    EXPECT_GE(gw_["node1"]->stats().write_failures, 3u);
+    // A manual edit of status.host is reverted.
+    json es = get("/apis/k8s.ovn.org/v1/namespaces/testns/egressservices/svc1");
+    auto r = server_->call("PATCH", "/apis/k8s.ovn.org/v1/namespaces/testns/egressservices/svc1/status",
+                           R"({"status":{"host":"elsewhere"}})", "application/merge-patch+json", kToken);
+    ASSERT_EQ(r.status, 200);
+    status_before_ += 1;   // the test's own PATCH
+    eventually_host("svc1", "node1");
+}
+
+// Writes the API server forbids (RBAC without the node patch) are logged once with a hint, retried,
+// and go through once the rule is granted; nothing else stops meanwhile.
+TEST_F(ClusterTest, ForbiddenWritesAreLoggedOnceAndRetried) {
+    k8s::testing::LogCapture log;
+    // docker/k8s/rbac.yaml with the Lease namespace of these tests, and a copy without "patch" on nodes.
+    std::ifstream in(k8s::testing::source_root() + "/docker/k8s/rbac.yaml");
+    std::string full((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(full.empty());
+    for (size_t at; (at = full.find("egw-system")) != std::string::npos;) full.replace(at, 10, kLeaseNs);
+    std::string restricted = full;
+    const std::string nodes_rule = R"(verbs: ["list", "watch", "patch"])";
+    ASSERT_NE(restricted.find(nodes_rule), std::string::npos);
+    restricted.replace(restricted.find(nodes_rule), nodes_rule.size(), R"(verbs: ["list", "watch"])");
+    k8s::testing::TempDir dir;
+    dir.write("full.yaml", full);
+    dir.write("restricted.yaml", restricted);
+    server_ = std::make_unique<ApiServerProcess>(std::vector<std::string>{
+        "--token", kToken, "--token-user", std::string("system:serviceaccount:") + kLeaseNs + ":egwd", "--rbac",
+        dir.file("restricted.yaml"), "--admin-token", "test-admin"});
+    reader_token_ = "test-admin";
+    upsert(node_json("node1"));
+    start("node1");
+    wait_ready();
+    add_service("svc1");
+    eventually_host("svc1", "node1");   // the status write is allowed
+    ASSERT_TRUE(eventually([&] { return gw_["node1"]->stats().label_write_failures >= 3; }));
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "cannot patch labels"), 1u);
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "HTTP 403 Forbidden: nodes \"node1\" is forbidden: User"), 1u);
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "egwd's RBAC does not allow this write"), 1u);
+    EXPECT_TRUE(labelled().empty());
+    server_->control("config", {{"rbac", dir.file("full.yaml")}});
+    eventually_labels({{"node1", {"testns-svc1"}}});
+    // The server applies the patch before egwd hears its answer and logs: wait for the line.
+    EXPECT_TRUE(eventually([&] { return log.sink().count(spdlog::level::info, "labels patched again after") == 1u; }));
+    EXPECT_EQ(log.sink().count(spdlog::level::info, "labels patched again after"), 1u);
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "cannot patch labels"), 1u);
+}
+
+// Kubelet heartbeats (a Node's lastHeartbeatTime, every second) change nothing egw decides on: no
+// decision, no pass over the labels, no write (the cache drops updates that change nothing it models).
+TEST_F(ClusterTest, NodeHeartbeatsCauseNoWork) {
+    upsert(node_json("node1"));
+    upsert(node_json("node2"));
+    Controller& g = start("node1");
+    wait_ready();
+    add_service("svc1");
+    eventually_host("svc1", "node1");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+    std::this_thread::sleep_for(500ms);   // the label's own MODIFIED has been seen
+    auto heartbeat = [&] {
+        return get("/api/v1/nodes/node2")["status"]["conditions"][0].value("lastHeartbeatTime", "");
+    };
+    server_->control("config", {{"nodeHeartbeat", 1}});
+    const std::string first = heartbeat();
+    ASSERT_TRUE(eventually([&] { return heartbeat() != first; }, 3s));
+    const auto before = g.stats();
+    const std::string second = heartbeat();
+    ASSERT_TRUE(eventually([&] { return heartbeat() != second; }, 3s));
+    const std::string third = heartbeat();
+    ASSERT_TRUE(eventually([&] { return heartbeat() != third; }, 3s));
+    std::this_thread::sleep_for(300ms);
+    const auto after = g.stats();
+    server_->control("config", {{"nodeHeartbeat", 0}});
+    EXPECT_EQ(after.decisions, before.decisions);
+    EXPECT_EQ(after.label_passes, before.label_passes);
+    EXPECT_EQ(after.label_writes, before.label_writes);
+    EXPECT_EQ(after.status_writes, before.status_writes);
+    // A change of a node's egress-service labels still makes a pass (and the stale label goes).
+    server_->call("PATCH", "/api/v1/nodes/node2", R"({"metadata":{"labels":{"egress-service.k8s.ovn.org/x-y":""}}})",
+                  "application/merge-patch+json", kToken);
+    labels_before_ += 1;   // the test's own PATCH
+    eventually_labels({{"node1", {"testns-svc1"}}});
+    EXPECT_GT(g.stats().label_passes, after.label_passes);
+}
+
+// "<namespace>-<name>" longer than 63 characters makes a label key the API server refuses: the
+// Service still gets its host, its host no label, the other Services on that node theirs, and the
+// reason is logged once.
+TEST_F(ClusterTest, ServiceWithATooLongLabelKeyIsServedUnlabelled) {
+    k8s::testing::LogCapture log;
+    const std::string long_name(64 - std::string(kNs).size() - 1, 'x');   // "testns-xxx...": 64 characters
+    upsert(node_json("node1"));
+    start("node1");
+    wait_ready();
+    add_service(long_name);
+    add_service("svc1");
+    eventually_host(long_name, "node1");
+    eventually_host("svc1", "node1");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+    EXPECT_TRUE(consistently([&] { return labelled() == std::map<std::string, std::set<std::string>>{
+                                          {"node1", {"testns-svc1"}}}; }, 1000ms));
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "is not a valid label key"), 1u);
+    EXPECT_EQ(log.sink().count(spdlog::level::warn, "cannot patch labels"), 0u);
+    for (const auto& r : server_->requests("patch", "/api/v1/nodes/")) EXPECT_EQ(r["code"], 200) << r.dump();
+}
+
+// Every gateway programs from status.host: only the host translates; "ALL" is served everywhere.
+TEST_F(ClusterTest, EachGatewayProgramsFromStatusHost) {
+    upsert(node_json("node1", {{"gw", "one"}}));
+    upsert(node_json("node2", {{"gw", "two"}}));
+    Controller& g1 = start("node1");
+    Controller& g2 = start("node2");
+    wait_ready();
+    add_service("svc1", {{"gw", "two"}});
+    eventually_host("svc1", "node2");
+    ASSERT_TRUE(eventually([&] { return serving(g2, "svc1").serve_here; }));
+    EXPECT_TRUE(eventually([&] { return serving(g1, "svc1").reason == "served by node2"; }));
+    EXPECT_FALSE(serving(g1, "svc1").serve_here);
+    EXPECT_EQ(serving(g2, "svc1").ingress_ipv4, 0x01010101u);
+    EXPECT_EQ(serving(g2, "svc1").endpoint_ipv4s, std::vector<uint32_t>{0x0a800005});
+    // The objects for the CLI follow the polls.
+    ASSERT_TRUE(g2.objects().egress_services.count("testns/svc1"));
+    EXPECT_EQ(g2.objects().egress_services.at("testns/svc1").node_selector.match_labels.at("gw"), "two");
+    EXPECT_TRUE(g2.objects().services.count("testns/svc1"));
+
+    // An endpoint change reaches the host's states.
+    upsert(slice_json("svc1", {{"10.128.0.5", "node1"}, {"10.128.0.9", "node2"}}));
+    EXPECT_TRUE(eventually([&] { return serving(g2, "svc1").endpoint_ipv4s.size() == 2; }));
+
+    upsert(egress_json("svc1", {{"gw", "two"}}, "Network"));
+    eventually_host("svc1", "ALL");
+    EXPECT_TRUE(eventually([&] { return serving(g1, "svc1").serve_here && serving(g2, "svc1").serve_here; }));
+    EXPECT_EQ(serving(g1, "svc1").mode, model::Mode::network);
+
+    remove("EgressService", "svc1");
+    EXPECT_TRUE(eventually([&] {
+        std::vector<model::ServiceState> st;
+        return g1.poll(st) && st.empty();
+    }));
+    EXPECT_TRUE(g1.objects().egress_services.empty());
+}
+
+// --election=external: egwd follows status.host written by someone else and writes nothing.
+TEST_F(ClusterTest, ExternalModeOnlyFollows) {
+    upsert(node_json("node1"));
+    Controller& g = start("node1", ElectionMode::external);
+    ASSERT_TRUE(eventually([&] { return g.stats().synced && g.stats().lease_renewals > 0; }));
+    add_service("svc1");
+    EXPECT_TRUE(consistently([&] { return host("svc1") == "<unset>" && labelled().empty(); }, 1s));
+    EXPECT_FALSE(g.leader());
+    EXPECT_FALSE(serving(g, "svc1").serve_here);
+    upsert(egress_json("svc1", json::object(), "", "node1"));
+    EXPECT_TRUE(eventually([&] { return serving(g, "svc1").serve_here; }));
+    upsert(egress_json("svc1", json::object(), "", "node7"));
+    EXPECT_TRUE(eventually([&] { return serving(g, "svc1").reason == "served by node7"; }));
+    EXPECT_TRUE(server_->requests("get", "egw-leader").empty());   // no election at all
+    // The liveness Lease is still kept.
+    json lease = get("/apis/coordination.k8s.io/v1/namespaces/egw/leases/egw-node-node1");
+    EXPECT_EQ(lease["spec"]["holderIdentity"], "node1");
+}
+
+// A leader Lease with fields of the wrong type (someone else's, or hand-edited) is taken over
+// once it cannot be live, without taking the instance down.
+TEST_F(ClusterTest, MalformedLeaderLeaseIsTakenOver) {
+    upsert({{"apiVersion", "coordination.k8s.io/v1"},
+            {"kind", "Lease"},
+            {"metadata", {{"name", "egw-leader"}, {"namespace", kLeaseNs}, {"labels", "not-a-map"}}},
+            {"spec",
+             {{"holderIdentity", "ghost"},
+              {"leaseDurationSeconds", "15"},
+              {"renewTime", "yesterday"},
+              {"leaseTransitions", "many"}}}});
+    upsert(node_json("node1"));
+    Controller& g = start("node1");
+    ASSERT_TRUE(eventually([&] { return g.leader(); }, 5s));
+    json lease = get("/apis/coordination.k8s.io/v1/namespaces/egw/leases/egw-leader");
+    EXPECT_EQ(lease["spec"]["holderIdentity"], "node1");
+    EXPECT_EQ(lease["spec"]["leaseTransitions"], 1);
+    EXPECT_EQ(lease["metadata"]["labels"]["app.kubernetes.io/name"], "egw");
+}
+
+// poll() with a delta reports every EgressService the first time and then only what changed, so
+// that the daemon's cost per change does not grow with the number of EgressServices.
+TEST_F(ClusterTest, PollWithADeltaReportsOnlyWhatChanged) {
+    upsert(node_json("node1"));
+    add_service("svc1");
+    add_service("svc2");
+    add_service("svc3");
+    Controller& g = start("node1", ElectionMode::external);
+    std::map<std::string, model::ServiceState> states;
+    std::vector<model::ServiceDelta> deltas;
+    auto drain = [&] {
+        model::ServiceDelta d;
+        if (!g.poll(d)) return;
+        EXPECT_FALSE(d.empty());
+        EXPECT_TRUE(std::is_sorted(d.changed.begin(), d.changed.end(),
+                                   [](const auto& a, const auto& b) { return a.key < b.key; }));
+        for (const auto& s : d.changed) states[s.key] = s;
+        for (const auto& k : d.removed) EXPECT_EQ(states.erase(k), 1u) << k;
+        deltas.push_back(std::move(d));
+    };
+    ASSERT_TRUE(eventually([&] { drain(); return states.size() == 3; }));
+    EXPECT_EQ(deltas.front().changed.size(), 3u);
+
+    deltas.clear();
+    upsert(slice_json("svc1", {{"10.128.0.5", "node1"}, {"10.128.0.9", "node2"}}));
+    ASSERT_TRUE(eventually([&] { drain(); return states.at("testns/svc1").endpoint_ipv4s.size() == 2; }));
+    for (const auto& d : deltas) {
+        EXPECT_TRUE(d.removed.empty());
+        for (const auto& s : d.changed) EXPECT_EQ(s.key, "testns/svc1");
+    }
+
+    deltas.clear();
+    remove("EgressService", "svc2");
+    ASSERT_TRUE(eventually([&] { drain(); return !states.count("testns/svc2"); }));
+    for (const auto& d : deltas) {
+        EXPECT_TRUE(d.changed.empty());
+        EXPECT_EQ(d.removed, std::vector<std::string>{"testns/svc2"});
+    }
+
+    // Nothing new: nothing reported. And the list version agrees with the deltas added up.
+    model::ServiceDelta none;
+    EXPECT_TRUE(consistently([&] { return !g.poll(none) && none.empty(); }, 500ms));
+    upsert(slice_json("svc3", {{"10.128.0.7", "node1"}}));
+    std::vector<model::ServiceState> all;
+    ASSERT_TRUE(eventually([&] { return g.poll(all); }));
+    states["testns/svc3"].endpoint_ipv4s = {0x0a800007};
+    std::vector<model::ServiceState> summed;
+    for (const auto& [k, s] : states) summed.push_back(s);
+    EXPECT_EQ(all, summed);
+}
+
+// poll() reports nothing before every kind has been listed once.
+TEST_F(ClusterTest, NothingIsProgrammedBeforeEveryKindSynced) {
+    server_->control("faults", {{"errors", json::array({{{"count", 1000}, {"code", 500}, {"path", "/endpointslices"}, {"verb", "list"}}})}});
+    upsert(node_json("node1"));
+    add_service("svc1");
+    Controller& g = start("node1");
+    std::vector<model::ServiceState> st;
+    EXPECT_TRUE(consistently([&] { return !g.poll(st); }, 1s));
+    EXPECT_FALSE(g.stats().synced);
+    server_->control("faults", {{"clear", true}});
+    ASSERT_TRUE(eventually([&] { return g.poll(st); }, 5s));
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_EQ(st[0].key, "testns/svc1");
+}
+
+
+// ---- Under faults (issue 14) ----------------------------------------------------------------
+
+// An API server outage longer than the Lease duration, every gateway alive all along: when the
+// server is back, no Service loses its host and none moves. The Leases' renewTimes are all older
+// than their duration by then; a leader that judged them by the clock would clear every host.
+TEST_F(ClusterTest, OutageLongerThanTheLeaseMovesNothing) {
+    for (const char* n : {"node1", "node2", "node3"}) upsert(node_json(n));
+    for (const char* n : {"node1", "node2", "node3"}) start(n);
+    ASSERT_NE(wait_ready(), nullptr);
+    for (int i = 0; i < 6; ++i) add_service("svc" + std::to_string(i));
+    ASSERT_TRUE(eventually([&] {
+        auto h = hosts();
+        return h.size() == 6 && std::all_of(h.begin(), h.end(), [](auto& kv) { return kv.second.rfind("node", 0) == 0; });
+    }, 8s));
+    ASSERT_TRUE(eventually([&] { size_t n = 0; for (auto& [node, ls] : labelled()) n += ls.size(); return n == 6; }));
+    const auto before = hosts();
+    const auto labels_before = labelled();
+    const auto writes_before = writes_seen();
+
+    server_->control("disrupt", {{"outage", 4}});   // twice the Lease duration
+    std::this_thread::sleep_for(4s);
+    // Hold it over twice the Lease duration after the outage: the time a wrong verdict would take.
+    EXPECT_TRUE(consistently([&] { return hosts() == before; }, 2 * kLease + 1s)) << "a Service moved";
+    EXPECT_EQ(labelled(), labels_before);
+    EXPECT_EQ(writes_seen(), writes_before) << "status or labels written after the outage";
+    Controller* leader = wait_ready();
+    ASSERT_NE(leader, nullptr);
+    EXPECT_TRUE(leader->stats().deciding);
+    EXPECT_EQ(leader->stats().live_nodes, 3u);
+    // Followers see the same live gateways as the leader.
+    for (auto& [name, c] : gw_) EXPECT_EQ(c->stats().live_nodes, 3u) << name;
+}
+
+// Lease updates refused (403) for longer than the Lease duration, then allowed again: the same.
+TEST_F(ClusterTest, LeaseUpdatesForbiddenThenRestoredMovesNothing) {
+    for (const char* n : {"node1", "node2", "node3"}) upsert(node_json(n));
+    for (const char* n : {"node1", "node2", "node3"}) start(n);
+    ASSERT_NE(wait_ready(), nullptr);
+    for (int i = 0; i < 6; ++i) add_service("svc" + std::to_string(i));
+    ASSERT_TRUE(eventually([&] {
+        auto h = hosts();
+        return h.size() == 6 && std::all_of(h.begin(), h.end(), [](auto& kv) { return kv.second.rfind("node", 0) == 0; });
+    }, 8s));
+    ASSERT_TRUE(eventually([&] { size_t n = 0; for (auto& [node, ls] : labelled()) n += ls.size(); return n == 6; }));
+    const auto before = hosts();
+    const auto writes_before = writes_seen();
+
+    server_->control("disrupt", {{"forbid", json::array({{{"verbs", {"update", "create"}}, {"path", "/leases"},
+                                                          {"seconds", 5}}})}});
+    EXPECT_TRUE(consistently([&] { return hosts() == before; }, 5s + 2 * kLease + 1s)) << "a Service moved";
+    size_t refused = 0;
+    for (const auto& r : server_->requests("update", "/leases/")) refused += r["code"] == 403;
+    EXPECT_GT(refused, 0u) << "the Lease updates were not refused";
+    EXPECT_EQ(writes_seen(), writes_before) << "status or labels written";
+    Controller* leader = wait_ready();
+    ASSERT_NE(leader, nullptr);
+    EXPECT_EQ(leader->stats().live_nodes, 3u);
+}
+
+// The leader's EgressService watch is stale (its events are held back) while the host it cleared
+// becomes eligible again: the status is still written before the label, although the cache says
+// the old host. Checked on the server's history, revision by revision.
+TEST_F(ClusterTest, StaleEgressServiceCacheKeepsStatusBeforeLabel) {
+    upsert(node_json("node1", {{"gw", "one"}}));
+    upsert(node_json("node2", {{"gw", "two"}}));
+    start("node2");
+    ASSERT_TRUE(eventually([&] { return gw_["node2"]->leader(); }, 5s));
+    start("node1");
+    wait_ready();
+    add_service("svc1", {{"gw", "one"}});
+    eventually_host("svc1", "node1");
+    eventually_labels({{"node1", {"testns-svc1"}}});
+
+    server_->control("disrupt", {{"hold", json::array({{{"path", "/egressservices"}, {"seconds", 6}}})}});
+    upsert(node_json("node1", {{"gw", "one"}, {kPrefix + "testns-svc1", ""}}, false));   // NotReady
+    ASSERT_TRUE(eventually_host("svc1", "", 3s));
+    eventually_labels({}, 3s);
+    upsert(node_json("node1", {{"gw", "one"}}, true));   // Ready again; the cache still says node1
+    // Well before the watch delivers anything: the leader does not wait for its cache.
+    EXPECT_TRUE(eventually_host("svc1", "node1", 3s));
+    eventually_labels({{"node1", {"testns-svc1"}}}, 3s);
+
+    // Every revision: a node that gains svc1's label is what status.host says at that moment.
+    std::string status;
+    std::map<std::string, bool> had;
+    size_t gained = 0;
+    const json history = server_->control_get("history")["history"];
+    for (const auto& ev : history) {
+        const json& o = ev["object"];
+        if (ev["kind"] == "EgressService" && ev["name"] == "svc1")
+            status = o.contains("status") ? o["status"].value("host", "") : "";
+        if (ev["kind"] != "Node") continue;
+        const std::string node = ev["name"];
+        const bool has = ev["type"] != "DELETED" && o["metadata"].value("labels", json::object()).contains(kPrefix + "testns-svc1");
+        if (has && !had[node]) {
+            ++gained;
+            EXPECT_EQ(status, node) << "label on " << node << " at resourceVersion " << ev["resourceVersion"]
+                                    << " while status.host is \"" << status << "\"";
+        }
+        had[node] = has;
+    }
+    EXPECT_GE(gained, 2u);
+}
+
+// A gateway that cannot list EndpointSlices (RBAC) cannot serve: it neither holds its liveness
+// Lease nor leads, and it is never elected host; once allowed, it is live again.
+TEST_F(ClusterTest, GatewayThatCannotListEndpointSlicesIsNotElected) {
+    server_->control("disrupt", {{"forbid", json::array({{{"verbs", {"list", "watch"}}, {"path", "/endpointslices"},
+                                                          {"userAgent", "egwd/node1"}}})}});
+    upsert(node_json("node1"));
+    upsert(node_json("node2"));
+    Controller& g1 = start("node1");   // first by name and started first: it would win every tie
+    // The reason names the kind, the server's refusal and the RBAC hint.
+    ASSERT_TRUE(eventually([&] {
+        const std::string p = g1.serving_problems();
+        return p.find("endpointslices: not listed yet") != std::string::npos && p.find("forbidden") != std::string::npos &&
+               p.find("RBAC") != std::string::npos;
+    }, 5s)) << g1.serving_problems();
+    Controller& g2 = start("node2");
+    ASSERT_TRUE(eventually([&] { return g2.leader() && g2.stats().live_nodes == 1; }, 5s));
+    add_service("svc1");
+    eventually_host("svc1", "node2");
+    EXPECT_TRUE(consistently([&] { return host("svc1") == "node2" && !g1.leader() && holder("egw-node-node1").empty(); }, 2s));
+    EXPECT_FALSE(g1.stats().not_serving.empty());
+
+    server_->control("disrupt", {{"clear", true}});
+    ASSERT_TRUE(eventually([&] { return holder("egw-node-node1") == "node1"; }, 5s));
+    EXPECT_TRUE(eventually([&] { return g2.stats().live_nodes == 2 && g1.stats().live_nodes == 2; }));
+    EXPECT_EQ(g1.serving_problems(), "");
+    EXPECT_TRUE(consistently([&] { return host("svc1") == "node2"; }, 1s));   // hosts are sticky
+}
+
+// The data plane stops serving (a port without link, a stuck worker): the liveness Lease is given
+// up within a renew interval, the Service moves; when it serves again, the Lease is taken back.
+TEST_F(ClusterTest, NotServingGivesTheLivenessLeaseUp) {
+    upsert(node_json("node1", {{"gw", "yes"}}));
+    upsert(node_json("node2", {{"gw", "yes"}}));
+    upsert(node_json("node3"));
+    start("node3");   // the leader, hosting nothing (no gw label)
+    ASSERT_TRUE(eventually([&] { return gw_["node3"]->leader(); }, 5s));
+    std::atomic<bool> link{true};
+    Controller& g1 = start("node1");
+    g1.set_serving_check([&link] { return link ? std::string() : std::string("port ext1: link down"); });
+    start("node2");
+    wait_ready();
+    add_service("svc1", {{"gw", "yes"}});
+    eventually_host("svc1", "node1");
+
+    auto t0 = std::chrono::steady_clock::now();
+    link = false;
+    ASSERT_TRUE(eventually([&] { return holder("egw-node-node1").empty(); }, kRetry + 1s));
+    ASSERT_TRUE(eventually_host("svc1", "node2", 3s));
+    auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_LE(took, kRetry + 1s) << "moved after " << std::chrono::duration<double>(took).count() << " s";
+    EXPECT_EQ(g1.stats().not_serving, "port ext1: link down");
+    eventually_labels({{"node2", {"testns-svc1"}}});
+
+    link = true;
+    ASSERT_TRUE(eventually([&] { return holder("egw-node-node1") == "node1"; }, kRetry + 1s));
+    EXPECT_TRUE(eventually([&] { return gw_["node3"]->stats().live_nodes == 3; }));
+    EXPECT_TRUE(g1.stats().not_serving.empty());
+}
+
+// A gateway that stops cleanly (SIGTERM) gives its liveness Lease up: its Services move at once.
+TEST_F(ClusterTest, CleanStopMovesServicesAtOnce) {
+    upsert(node_json("node1", {{"gw", "yes"}}));
+    upsert(node_json("node2", {{"gw", "yes"}}));
+    upsert(node_json("node3"));
+    start("node3");
+    ASSERT_TRUE(eventually([&] { return gw_["node3"]->leader(); }, 5s));
+    start("node1");
+    start("node2");
+    wait_ready();
+    add_service("svc1", {{"gw", "yes"}});
+    eventually_host("svc1", "node1");
+    auto t0 = std::chrono::steady_clock::now();
+    gw_["node1"]->stop();
+    ASSERT_TRUE(eventually_host("svc1", "node2", 3s));
+    auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_LT(took, 1s) << "moved after " << std::chrono::duration<double>(took).count() << " s";
+    EXPECT_EQ(lease("egw-node-node1")["spec"]["leaseDurationSeconds"], 1);
+    EXPECT_EQ(holder("egw-node-node1"), "");
+}
+
+
+// After an outage the reflectors do not sit out their backoff: the first answer the server gives
+// (a Lease renewal) ends it, and every watch is back within a retry period or so, although their
+// delays had grown to seconds.
+TEST_F(ClusterTest, BackoffEndsWhenTheServerAnswersAgain) {
+    upsert(node_json("node1"));
+    k8s::Credentials creds;
+    creds.server = server_->url();
+    creds.token = kToken;
+    creds.source = "test";
+    k8s::ClientOptions co;
+    co.reflector.backoff_initial = 1000ms;   // 1, 2, 4, 8 s (+50 %): the retry after 10 s comes at 15 s or later
+    co.reflector.backoff_max = 30s;
+    gw_["node1"] = std::make_unique<Controller>(creds, options("node1"), co);
+    Controller& g = *gw_["node1"];
+    g.start();
+    auto all_watching = [&] {
+        for (const auto& r : g.client().status())
+            if (!r.watching) return false;
+        return true;
+    };
+    ASSERT_TRUE(eventually([&] { return g.leader() && all_watching(); }, 5s));
+
+    server_->control("disrupt", {{"outage", 10}});
+    std::this_thread::sleep_for(10s);
+    auto back = std::chrono::steady_clock::now();
+    ASSERT_TRUE(eventually(all_watching, 10s));
+    auto took = std::chrono::steady_clock::now() - back;
+    EXPECT_LT(took, 2s) << "the watches came back " << std::chrono::duration<double>(took).count()
+                        << " s after the server";
+    for (const auto& r : g.client().status()) EXPECT_GE(r.failures, 2u) << r.name;   // they did back off
+}
+
+}  // namespace
+}  // namespace egw::election

@@ -1,0 +1,678 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// PolicyBuilder patches its previous tables instead of rebuilding them. These tests hold it to
+// what a build from scratch makes of the same history: `Scratch` below is the straightforward
+// algorithm (every Service resolved, every table built from lists, on every call). Over random
+// sequences of changes, both PolicyBuilder::build() (every state) and PolicyBuilder::apply()
+// (only what changed) must give the same snapshot and views as Scratch after every step: ids
+// (reused after a Service is gone), versions, the first-by-name owner of a pod claimed twice,
+// the default policy's version, NAT addresses, ports and routes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+
+#include "config/config.h"
+#include "control/policy/policy_builder.h"
+
+namespace egw::control {
+namespace {
+
+using model::ServiceDelta;
+using model::ServiceState;
+
+// The reference: each call resolves every Service and builds every table from a list.
+class Scratch {
+public:
+    Scratch(const config::Config& cfg, std::vector<uint16_t> port_ids, std::vector<std::array<uint8_t, 6>> macs)
+        : cfg_(cfg), port_ids_(std::move(port_ids)), macs_(std::move(macs)) {}
+
+    std::vector<ServiceView> views;
+
+    std::unique_ptr<dp::PolicySnapshot> build(const std::vector<ServiceState>& services) {
+        auto snap = std::make_unique<dp::PolicySnapshot>();
+        snap->generation = ++generation_;
+        snap->default_action = cfg_.default_action == config::DefaultAction::route        ? dp::DefaultAction::route
+                               : cfg_.default_action == config::DefaultAction::masquerade ? dp::DefaultAction::masquerade
+                                                                                          : dp::DefaultAction::drop;
+        if (last_action_ && *last_action_ != cfg_.default_action) ++default_version_;
+        last_action_ = cfg_.default_action;
+        std::vector<std::pair<uint64_t, uint32_t>> routes, nat;
+        std::map<uint8_t, std::set<uint8_t, std::greater<>>> lengths;
+        // IPv4 only, as the builder (the data plane has no IPv6 yet).
+        auto route = [&](uint8_t vrf, const net::IpPrefix& p, uint16_t port, uint32_t via) {
+            snap->next_hops.push_back(dp::NextHop{port, via});
+            routes.emplace_back(dp::PolicySnapshot::route_key(vrf, p.len, p.network4()),
+                                static_cast<uint32_t>(snap->next_hops.size() - 1));
+            lengths[vrf].insert(p.len);
+        };
+        for (size_t i = 0; i < cfg_.ports.size(); ++i) {
+            const auto& pc = cfg_.ports[i];
+            dp::PortPolicy& pp = snap->ports[port_ids_[i]];
+            pp.role = pc.role == config::PortRole::inside ? dp::PortRole::inside : dp::PortRole::outside;
+            pp.vrf = static_cast<uint8_t>(vrf_of(pc.vrf));
+            std::copy(macs_[port_ids_[i]].begin(), macs_[port_ids_[i]].end(), pp.mac);
+            for (const auto& a : pc.addresses) {
+                if (!a.is_v4()) continue;
+                if (pp.n_addrs == dp::kMaxPortAddresses) break;
+                pp.addrs[pp.n_addrs] = a.addr.v4();
+                pp.prefix_len[pp.n_addrs++] = a.len;
+                route(pp.vrf, a, port_ids_[i], 0);
+                if (pc.role == config::PortRole::outside) nat.emplace_back(a.addr.v4(), dp::kNatPortAddress);
+            }
+        }
+        for (const auto& r : cfg_.routes)
+            if (r.prefix.is_v4())
+                route(static_cast<uint8_t>(vrf_of(r.vrf)), r.prefix,
+                      port_ids_[static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data())], r.via ? r.via->v4() : 0);
+        snap->routes.build(routes);
+        for (auto& [vrf, lens] : lengths) snap->vrf_prefix_lengths[vrf].assign(lens.begin(), lens.end());
+        for (const auto& c : cfg_.cluster.pod_cidrs) if (c.is_v4()) snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
+        for (const auto& c : cfg_.cluster.service_cidrs) if (c.is_v4()) snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
+        std::vector<std::pair<uint64_t, uint32_t>> nodes;
+        for (const auto& ip : cfg_.cluster.node_ips) if (ip.is_v4()) nodes.emplace_back(ip.v4(), 1);
+        snap->node_ips.build(nodes);
+
+        std::set<std::string> present;
+        for (const auto& s : services) present.insert(s.key);
+        for (auto it = ids_.begin(); it != ids_.end();) {
+            if (present.count(it->first)) {
+                ++it;
+                continue;
+            }
+            last_.erase(it->second);
+            free_.push_back(it->second);
+            it = ids_.erase(it);
+        }
+        std::map<uint32_t, uint32_t> owner;   // pod -> id of the first claim
+        std::map<uint32_t, std::pair<dp::ServicePolicy, std::vector<uint32_t>>> programmed;
+        views.clear();
+        for (const auto& s : services) {
+            ServiceView v;
+            v.state = s;
+            v.id = id_for(s.key);
+            if (v.id == 0) {
+                v.problem = "too many Services (limit " + std::to_string(dp::kMaxServices - 1) + ")";
+                v.ipv4 = ipv4_translation(s, dp::ServicePolicy{}, v.problem);
+                v.ipv6 = ipv6_translation(s, v.problem);
+                views.push_back(v);
+                continue;
+            }
+            dp::ServicePolicy pol;
+            int vrf = vrf_of(s.network);
+            if (vrf >= 0) v.vrf = cfg_.vrfs[static_cast<size_t>(vrf)].name;
+            if (s.serve_here) {
+                if (vrf < 0) {
+                    v.problem = "unknown network \"" + s.network + "\": no VRF of that name or table";
+                } else if (s.mode == model::Mode::network) {
+                    pol.mode = dp::ServiceMode::masquerade;
+                    pol.vrf = static_cast<uint8_t>(vrf);
+                } else if (!s.ingress_ipv4) {
+                    v.problem = "no IPv4 ingress IP (the IPv4 data plane needs one)";
+                } else {
+                    pol.mode = dp::ServiceMode::snat_ingress_ip;
+                    pol.vrf = static_cast<uint8_t>(vrf);
+                    pol.nat_ip = *s.ingress_ipv4;
+                    // Answered to ARP on the outside ports of the Service's network, or of the
+                    // default network when its own has none.
+                    uint32_t ports = 0;
+                    for (int pass = 0; pass < 2 && ports == 0; ++pass)
+                        for (unsigned id = 0; id < dp::kMaxPorts; ++id)
+                            if (snap->ports[id].role == dp::PortRole::outside &&
+                                snap->ports[id].vrf == (pass == 0 ? pol.vrf : dp::kDefaultVrf))
+                                ports |= 1u << id;
+                    nat.emplace_back(pol.nat_ip, dp::kNatIngressIp | ports << dp::kNatArpPortsShift);
+                }
+            }
+            v.programmed = pol.mode != dp::ServiceMode::inactive;
+            v.ipv4 = ipv4_translation(s, pol, v.problem);
+            v.ipv6 = ipv6_translation(s, v.problem);
+            auto prev = last_.find(v.id);
+            bool same = prev != last_.end() && prev->second.first.mode == pol.mode &&
+                        prev->second.first.vrf == pol.vrf && prev->second.first.nat_ip == pol.nat_ip &&
+                        std::includes(s.endpoint_ipv4s.begin(), s.endpoint_ipv4s.end(), prev->second.second.begin(),
+                                      prev->second.second.end());
+            pol.version = same ? prev->second.first.version : next_version_++;
+            snap->services[v.id] = pol;
+            programmed[v.id] = {pol, s.endpoint_ipv4s};
+            for (uint32_t ip : s.endpoint_ipv4s) owner.emplace(ip, v.id);
+            views.push_back(v);
+        }
+        last_ = std::move(programmed);
+        std::vector<std::pair<uint64_t, uint32_t>> eps(owner.begin(), owner.end());
+        snap->endpoints.build(eps);
+        std::set<uint32_t> served;
+        for (auto [ip, id] : owner)
+            if (snap->services[id].mode != dp::ServiceMode::inactive) served.insert(ip);
+        if (!std::includes(served_.begin(), served_.end(), served.begin(), served.end())) ++default_version_;
+        served_ = served;
+        snap->default_version = default_version_;
+        std::map<uint32_t, uint32_t> merged;
+        for (auto [ip, f] : nat) merged[static_cast<uint32_t>(ip)] |= f;
+        snap->nat_addresses.build({merged.begin(), merged.end()});
+        return snap;
+    }
+
+private:
+    int vrf_of(const std::string& network) const {
+        if (network.empty()) return dp::kDefaultVrf;
+        const config::VrfConfig* v = cfg_.find_vrf(network);
+        return v ? static_cast<int>(v - cfg_.vrfs.data()) : -1;
+    }
+    uint32_t id_for(const std::string& key) {
+        if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+        uint32_t id = 0;
+        if (!free_.empty()) {
+            id = free_.back();
+            free_.pop_back();
+        } else if (next_id_ < dp::kMaxServices) {
+            id = next_id_++;
+        } else {
+            return 0;
+        }
+        ids_[key] = id;
+        return id;
+    }
+
+    const config::Config& cfg_;
+    std::vector<uint16_t> port_ids_;
+    std::vector<std::array<uint8_t, 6>> macs_;
+    std::map<std::string, uint32_t> ids_;
+    std::vector<uint32_t> free_;
+    uint32_t next_id_ = 1, next_version_ = 1, default_version_ = 1;
+    std::optional<config::DefaultAction> last_action_;
+    uint64_t generation_ = 0;
+    std::map<uint32_t, std::pair<dp::ServicePolicy, std::vector<uint32_t>>> last_;
+    std::set<uint32_t> served_;
+};
+
+std::string ip(uint64_t v) { return config::format_ipv4(static_cast<uint32_t>(v)); }
+
+std::vector<std::pair<uint64_t, uint32_t>> entries(const dp::FlatMap& m) {
+    std::vector<std::pair<uint64_t, uint32_t>> out;
+    m.for_each([&](uint64_t k, uint32_t v) { out.emplace_back(k, v); });
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// Everything a worker can read from a snapshot, one line per entry, in a fixed order. Tables
+// are compared by content: the slot layout of a map depends on the order keys went in.
+std::string dump(const dp::PolicySnapshot& s) {
+    std::ostringstream o;
+    o << "generation " << s.generation << " default " << int(s.default_action) << " v" << s.default_version << "\n";
+    for (size_t p = 0; p < s.ports.size(); ++p) {
+        const auto& pp = s.ports[p];
+        o << "port " << p << " role " << int(pp.role) << " vrf " << int(pp.vrf) << " mac";
+        for (uint8_t b : pp.mac) o << " " << int(b);
+        for (unsigned i = 0; i < pp.n_addrs; ++i) o << " " << ip(pp.addrs[i]) << "/" << int(pp.prefix_len[i]);
+        o << "\n";
+    }
+    EXPECT_EQ(s.services.size(), dp::kMaxServices);
+    for (size_t id = 0; id < s.services.size(); ++id) {
+        const auto& sp = s.services[id];
+        if (sp.version || sp.mode != dp::ServiceMode::inactive || sp.vrf || sp.nat_ip)
+            o << "service " << id << " v" << sp.version << " mode " << int(sp.mode) << " vrf " << int(sp.vrf) << " nat "
+              << ip(sp.nat_ip) << "\n";
+    }
+    for (auto [k, v] : entries(s.endpoints)) o << "endpoint " << ip(k) << " -> " << v << "\n";
+    for (auto [k, v] : entries(s.nat_addresses)) o << "nat " << ip(k) << " flags " << v << "\n";
+    for (auto [k, v] : entries(s.node_ips)) o << "node " << ip(k) << " " << v << "\n";
+    for (auto [n, m] : s.cluster_cidrs) o << "cluster " << ip(n) << " " << ip(m) << "\n";
+    for (auto [k, v] : entries(s.routes))
+        o << "route " << (k >> 40) << " " << ip(k & 0xffffffff) << "/" << ((k >> 32) & 0xff) << " -> port "
+          << s.next_hops.at(v).port << " via " << ip(s.next_hops.at(v).gateway) << "\n";
+    for (size_t vrf = 0; vrf < s.vrf_prefix_lengths.size(); ++vrf)
+        if (!s.vrf_prefix_lengths[vrf].empty()) {
+            o << "lengths " << vrf;
+            for (uint8_t l : s.vrf_prefix_lengths[vrf]) o << " " << int(l);
+            o << "\n";
+        }
+    // Every key the workers may look up lands where find() reaches it.
+    for (auto [k, v] : entries(s.endpoints)) EXPECT_EQ(s.endpoints.find(k), v);
+    EXPECT_LE(s.endpoints.size() * 2, s.endpoints.capacity());
+    EXPECT_LE(s.nat_addresses.size() * 2, s.nat_addresses.capacity());
+    return o.str();
+}
+
+std::string dump(const std::vector<ServiceView>& views) {
+    std::ostringstream o;
+    for (const auto& v : views) {
+        const auto& s = v.state;
+        o << s.key << " id " << v.id << " programmed " << v.programmed << " vrf " << v.vrf << " problem " << v.problem << " ipv4 " << v.ipv4 << " ipv6 " << v.ipv6
+          << " | mode " << int(s.mode) << " host " << s.status_host << " reason " << s.reason << " serve " << s.serve_here
+          << " net " << s.network << " ingress " << (s.ingress_ipv4 ? ip(*s.ingress_ipv4) : "-") << " eps";
+        for (uint32_t e : s.endpoint_ipv4s) o << " " << ip(e);
+        o << "\n";
+    }
+    return o.str();
+}
+
+config::Config test_config() {
+    return config::load_text(R"({
+      "eal": {"vdevs": ["net_null0", "net_null1", "net_null2"]}, "workers": [1],
+      "vrfs": [{"name": "blue", "table": 100}, {"name": "red", "table": 200}],
+      "ports": [{"name": "pods", "device": "net_null0", "role": "inside", "addresses": ["10.255.255.1/24"]},
+                {"name": "ext", "device": "net_null1", "role": "outside", "addresses": ["192.0.2.1/24", "192.0.2.2/24"]},
+                {"name": "blue", "device": "net_null2", "role": "outside", "vrf": "blue", "addresses": ["198.51.100.1/24"]}],
+      "routes": [{"prefix": "0.0.0.0/0", "port": "ext", "via": "192.0.2.254"},
+                 {"vrf": "blue", "prefix": "0.0.0.0/0", "port": "blue", "via": "198.51.100.254"}],
+      "cluster": {"pod_cidrs": ["10.0.0.0/16"], "service_cidrs": ["10.96.0.0/12"], "node_ips": ["172.16.0.1"]},
+      "node": {"name": "gw-1"}, "state": {"source": "kubernetes"}})",
+                             "test.json");
+}
+
+// The first line where two dumps differ (gtest's own diff of two long strings is quadratic).
+std::string first_difference(const std::string& got, const std::string& want) {
+    std::istringstream g(got), w(want);
+    std::string gl, wl;
+    for (size_t line = 1;; ++line) {
+        bool gm = static_cast<bool>(std::getline(g, gl)), wm = static_cast<bool>(std::getline(w, wl));
+        if (!gm && !wm) return "";
+        if (!gm || !wm || gl != wl)
+            return "line " + std::to_string(line) + ": got \"" + (gm ? gl : "<end>") + "\", want \"" +
+                   (wm ? wl : "<end>") + "\"";
+    }
+}
+
+#define EXPECT_SAME(got, want, what) ASSERT_EQ(first_difference(got, want), "") << what
+
+const std::vector<std::array<uint8_t, 6>> kMacs = {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}, {2, 0, 0, 0, 0, 3}};
+
+// Three builders fed the same history: the reference, build() with every state, apply() with
+// the changes only.
+struct Trio {
+    explicit Trio(const config::Config& cfg) : ref(cfg, {0, 1, 2}, kMacs), full(cfg, {0, 1, 2}, kMacs), incr(cfg, {0, 1, 2}, kMacs) {}
+
+    // `states` after the change; `delta` the change.
+    void step(const std::map<std::string, ServiceState>& states, const ServiceDelta& delta, const std::string& what) {
+        std::vector<ServiceState> all;
+        for (const auto& [k, s] : states) all.push_back(s);
+        const std::string want = dump(*ref.build(all));
+        const std::string want_views = dump(ref.views);
+        EXPECT_SAME(dump(*full.build(all)), want, what);
+        EXPECT_SAME(dump(full.views()), want_views, what);
+        EXPECT_SAME(dump(*incr.apply(delta)), want, what);
+        EXPECT_SAME(dump(incr.views()), want_views, what);
+        for (const auto& v : incr.views()) {
+            ASSERT_EQ(incr.view(v.state.key), &v);
+            if (v.id) {
+                ASSERT_EQ(incr.ids().at(v.state.key), v.id);
+            }
+        }
+        ASSERT_EQ(incr.ids(), full.ids());
+        ASSERT_EQ(incr.view("no/such"), nullptr);
+    }
+
+    Scratch ref;
+    PolicyBuilder full, incr;
+};
+
+// A cluster that changes at random: few keys, pods and ingress IPs, so that pods are claimed
+// twice, ids are released and reused, and ingress IPs are shared.
+class World {
+public:
+    explicit World(uint32_t seed) : rng_(seed) {}
+
+    std::map<std::string, ServiceState> states;
+
+    // One step: a few random changes; returns them as a delta (and describes them).
+    ServiceDelta step(std::string& what) {
+        ServiceDelta d;
+        std::map<std::string, ServiceState> before = states;
+        unsigned n = pick(8) == 0 ? 6 : 1 + pick(3);
+        for (unsigned i = 0; i < n; ++i) change(what);
+        for (const auto& [k, s] : states)
+            if (auto it = before.find(k); it == before.end() || !(it->second == s)) d.changed.push_back(s);
+        for (const auto& [k, s] : before)
+            if (!states.count(k)) d.removed.push_back(k);
+        // Now and then the delta repeats what did not change: apply() must take it as a no-op.
+        if (pick(4) == 0 && !states.empty()) d.changed.push_back(random_state());
+        std::shuffle(d.changed.begin(), d.changed.end(), rng_);
+        return d;
+    }
+
+private:
+    unsigned pick(unsigned n) { return static_cast<unsigned>(rng_() % n); }
+    std::string key(unsigned i) const { return (i % 3 == 0 ? "b/" : "a/") + std::string("svc-") + std::to_string(i); }
+    uint32_t pod() { return 0x0a000000u + 1 + pick(40); }
+    ServiceState& random_state() {
+        auto it = states.begin();
+        std::advance(it, pick(static_cast<unsigned>(states.size())));
+        return it->second;
+    }
+    void set_endpoints(ServiceState& s, std::vector<uint32_t> eps) {
+        std::sort(eps.begin(), eps.end());
+        eps.erase(std::unique(eps.begin(), eps.end()), eps.end());
+        s.endpoint_ipv4s = std::move(eps);
+    }
+    std::optional<uint32_t> ingress() {
+        if (pick(8) == 0) return std::nullopt;
+        // A few are also an outside port's address.
+        if (pick(10) == 0) return 0xc0000201u;
+        return 0xcb007100u + pick(8);
+    }
+    std::string network() {
+        static const char* nets[] = {"", "", "", "blue", "100", "red", "200", "green"};
+        return nets[pick(8)];
+    }
+    ServiceState fresh(const std::string& k) {
+        ServiceState s;
+        s.key = k;
+        s.mode = pick(4) == 0 ? model::Mode::network : model::Mode::load_balancer_ip;
+        s.serve_here = pick(5) != 0;
+        s.status_host = s.serve_here ? "gw-1" : "";
+        s.reason = s.serve_here ? "" : "another gateway serves it";
+        s.network = network();
+        s.ingress_ipv4 = ingress();
+        std::vector<uint32_t> eps;
+        for (unsigned i = pick(6); i > 0; --i) eps.push_back(pod());
+        set_endpoints(s, eps);
+        return s;
+    }
+
+    void change(std::string& what) {
+        const unsigned op = states.empty() ? 0 : pick(12);
+        switch (op) {
+        case 0: case 1: {  // a Service appears (or comes back under a key used before)
+            std::string k = key(pick(30));
+            what += " add " + k;
+            states[k] = fresh(k);
+            break;
+        }
+        case 2: {
+            auto& s = random_state();
+            what += " remove " + s.key;
+            states.erase(s.key);
+            break;
+        }
+        case 3: {  // an endpoint replaced
+            auto& s = random_state();
+            what += " replace-endpoint " + s.key;
+            auto eps = s.endpoint_ipv4s;
+            if (!eps.empty()) eps.erase(eps.begin() + pick(static_cast<unsigned>(eps.size())));
+            eps.push_back(pod());
+            set_endpoints(s, eps);
+            break;
+        }
+        case 4: {  // an endpoint moves from one Service to another
+            auto& a = random_state();
+            auto& b = random_state();
+            what += " move-endpoint " + a.key + " -> " + b.key;
+            if (a.endpoint_ipv4s.empty()) break;
+            uint32_t e = a.endpoint_ipv4s[pick(static_cast<unsigned>(a.endpoint_ipv4s.size()))];
+            auto ea = a.endpoint_ipv4s;
+            ea.erase(std::find(ea.begin(), ea.end(), e));
+            set_endpoints(a, ea);
+            auto eb = b.endpoint_ipv4s;
+            eb.push_back(e);
+            set_endpoints(b, eb);
+            break;
+        }
+        case 5: {  // a pod claimed by a second Service too
+            auto& a = random_state();
+            auto& b = random_state();
+            what += " share-endpoint " + a.key + " + " + b.key;
+            if (a.endpoint_ipv4s.empty()) break;
+            auto eb = b.endpoint_ipv4s;
+            eb.push_back(a.endpoint_ipv4s.front());
+            set_endpoints(b, eb);
+            break;
+        }
+        case 6: {
+            auto& s = random_state();
+            what += " mode " + s.key;
+            s.mode = s.mode == model::Mode::network ? model::Mode::load_balancer_ip : model::Mode::network;
+            break;
+        }
+        case 7: {
+            auto& s = random_state();
+            what += " network " + s.key;
+            s.network = network();
+            break;
+        }
+        case 8: {
+            auto& s = random_state();
+            what += " ingress " + s.key;
+            s.ingress_ipv4 = ingress();
+            break;
+        }
+        case 9: {  // another gateway takes it, or it comes back
+            auto& s = random_state();
+            what += " serve " + s.key;
+            s.serve_here = !s.serve_here;
+            s.status_host = s.serve_here ? "gw-1" : "gw-2";
+            s.reason = s.serve_here ? "" : "served by gw-2";
+            break;
+        }
+        case 10: {  // only what the views show
+            auto& s = random_state();
+            what += " nodes " + s.key;
+            s.endpoint_nodes = {"worker-" + std::to_string(pick(5))};
+            break;
+        }
+        default: {  // endpoints gained only (the version survives) or all lost
+            auto& s = random_state();
+            what += " endpoints " + s.key;
+            auto eps = s.endpoint_ipv4s;
+            if (pick(3) == 0) eps.clear();
+            else eps.push_back(pod());
+            set_endpoints(s, eps);
+            break;
+        }
+        }
+    }
+
+    std::mt19937 rng_;
+};
+
+TEST(PolicyBuilder, ChangesGiveWhatABuildFromScratchGives) {
+    for (uint32_t seed = 1; seed <= 40; ++seed) {
+        config::Config cfg = test_config();
+        Trio t(cfg);
+        World w(seed);
+        for (unsigned i = 0; i < 150; ++i) {
+            std::string what = "seed " + std::to_string(seed) + " step " + std::to_string(i) + ":";
+            ServiceDelta d = w.step(what);
+            t.step(w.states, d, what);
+            if (HasFatalFailure()) return;
+        }
+    }
+}
+
+// The configuration is read on every build: routes, port addresses and VRF names may change
+// between two, and a VRF change re-resolves every Service although none changed.
+TEST(PolicyBuilder, ConfigurationChangesGiveWhatABuildFromScratchGives) {
+    config::Config cfg = test_config();
+    Trio t(cfg);
+    World w(7);
+    for (unsigned i = 0; i < 120; ++i) {
+        std::string what = "step " + std::to_string(i) + ":";
+        ServiceDelta d;
+        if (i % 10 == 5) {
+            switch ((i / 10) % 5) {
+            case 0: cfg.vrfs[0].table = cfg.vrfs[0].table == 100 ? 101 : 100; what += " blue renumbered"; break;
+            case 1: cfg.vrfs[1].name = cfg.vrfs[1].name == "red" ? "green" : "red"; what += " red renamed"; break;
+            case 2:
+                cfg.routes[0].via = net::IpAddr::from_v4(cfg.routes[0].via->v4() == 0xc00002feu ? 0xc00002fdu : 0xc00002feu);
+                what += " default route moved";
+                break;
+            case 3: {
+                static const config::DefaultAction next[] = {config::DefaultAction::drop, config::DefaultAction::route,
+                                                             config::DefaultAction::masquerade};
+                cfg.default_action = next[static_cast<int>(cfg.default_action) % 3];
+                what += " default action changed";
+                break;
+            }
+            default:
+                // An outside address that is also some Services' ingress IP comes and goes.
+                if (cfg.ports[1].addresses.size() == 2) cfg.ports[1].addresses.pop_back();
+                else cfg.ports[1].addresses.push_back(cfg.ports[1].addresses[0]), cfg.ports[1].addresses[1].addr = net::IpAddr::from_v4(0xc0000202u);
+                what += " outside address";
+                break;
+            }
+        } else {
+            d = w.step(what);
+        }
+        t.step(w.states, d, what);
+        if (HasFatalFailure()) return;
+    }
+}
+
+// Past the id limit, Services get no id and are left out; they get one, in key order, once
+// others are gone.
+TEST(PolicyBuilder, ServicesOverTheIdLimitGetIdsAsOthersGo) {
+    config::Config cfg = test_config();
+    Trio t(cfg);
+    std::map<std::string, ServiceState> states;
+    auto make = [](unsigned i) {
+        ServiceState s;
+        char k[32];
+        std::snprintf(k, sizeof k, "ns/svc-%05u", i);
+        s.key = k;
+        s.serve_here = true;
+        s.ingress_ipv4 = 0xcb000000u + i;
+        s.endpoint_ipv4s = {0x0a000000u + 2 * i, 0x0a000000u + 2 * i + 1};
+        return s;
+    };
+    ServiceDelta d;
+    for (unsigned i = 0; i < dp::kMaxServices + 4; ++i) {
+        auto s = make(i * 2);
+        states[s.key] = s;
+        d.changed.push_back(s);
+    }
+    t.step(states, d, "over the limit");
+    ASSERT_FALSE(HasFatalFailure());
+    unsigned idless = 0;
+    for (const auto& v : t.incr.views()) idless += v.id == 0;
+    EXPECT_EQ(idless, 5u);
+
+    std::mt19937 rng(3);
+    for (unsigned step = 0; step < 12; ++step) {
+        d = {};
+        // More go than come, so that the Services without an id get the ids that are left.
+        for (unsigned n = 1 + rng() % 4; n > 0; --n) {
+            auto it = states.begin();
+            std::advance(it, rng() % states.size());
+            d.removed.push_back(it->first);
+            states.erase(it);
+        }
+        for (unsigned n = rng() % 3; n > 0; --n) {
+            // Between the existing keys, before or after the Services without an id.
+            auto s = make(static_cast<unsigned>(rng() % (2 * dp::kMaxServices + 20)) | 1);
+            if (!states.count(s.key)) {
+                states[s.key] = s;
+                d.changed.push_back(s);
+            }
+        }
+        // A removal of something unknown is ignored.
+        d.removed.push_back("ns/never");
+        t.step(states, d, "step " + std::to_string(step));
+        ASSERT_FALSE(HasFatalFailure());
+    }
+    idless = 0;
+    for (const auto& v : t.incr.views()) idless += v.id == 0;
+    EXPECT_EQ(idless, 0u);
+}
+
+// What did not change keeps its version, its id and every session; the generation moves on.
+TEST(PolicyBuilder, NothingChangedKeepsEveryVersion) {
+    config::Config cfg = test_config();
+    PolicyBuilder b(cfg, {0, 1, 2}, kMacs);
+    ServiceState s;
+    s.key = "ns/a";
+    s.serve_here = true;
+    s.ingress_ipv4 = 0xcb007101u;
+    s.endpoint_ipv4s = {0x0a000001u};
+    ServiceDelta d;
+    d.changed = {s};
+    auto s1 = b.apply(d);
+    auto s2 = b.apply(d);
+    auto s3 = b.apply({});
+    EXPECT_EQ(s2->generation, s1->generation + 1);
+    EXPECT_EQ(s3->generation, s1->generation + 2);
+    const uint32_t id = b.ids().at("ns/a");
+    EXPECT_EQ(s3->services[id].version, s1->services[id].version);
+    EXPECT_EQ(s3->default_version, s1->default_version);
+    EXPECT_EQ(s3->endpoints.find(0x0a000001u), id);
+}
+
+// Per family, the views say what is done with the Service's endpoints: IPv4 as programmed, IPv6
+// never yet, with the reason in the words the CLI and the status file show.
+TEST(PolicyBuilderFamilies, EachFamilySaysWhatIsDone) {
+    const config::Config cfg = test_config();
+    PolicyBuilder b(cfg, {0, 1, 2}, kMacs);
+    ServiceState dual;
+    dual.key = "default/dual";
+    dual.serve_here = true;
+    dual.status_host = "gw-1";
+    dual.ingress_ipv4 = 0xc0000232u;  // 192.0.2.50
+    dual.ingress_ipv6 = net::parse_ip("2001:db8::50");
+    dual.endpoint_ipv4s = {0x0a000005u};
+    dual.endpoint_ipv6s = {*net::parse_ip("fd00:10:244::5")};
+    ServiceState v6only = dual;
+    v6only.key = "default/v6only";
+    v6only.ingress_ipv4.reset();
+    v6only.endpoint_ipv4s.clear();
+    ServiceState v4ingress = dual;
+    v4ingress.key = "default/v4ingress";
+    v4ingress.ingress_ipv6.reset();
+    ServiceState away = dual;
+    away.key = "default/away";
+    away.serve_here = false;
+    away.status_host = "gw-2";
+    away.reason = "gw-2 is the chosen host";
+    ServiceState netm = dual;
+    netm.key = "default/net";
+    netm.mode = model::Mode::network;
+    netm.network = "purple";
+    auto snap = b.build({dual, v6only, v4ingress, away, netm});
+
+    const ServiceView* d = b.view("default/dual");
+    ASSERT_NE(d, nullptr);
+    EXPECT_TRUE(d->programmed);
+    EXPECT_EQ(d->ipv4, "SNAT to 192.0.2.50");
+    EXPECT_EQ(d->ipv6, "not translated: the data plane does not carry IPv6 yet (would SNAT to 2001:db8::50)");
+    EXPECT_EQ(snap->services[d->id].mode, dp::ServiceMode::snat_ingress_ip);
+
+    const ServiceView* o = b.view("default/v6only");
+    ASSERT_NE(o, nullptr);
+    EXPECT_FALSE(o->programmed);
+    EXPECT_EQ(o->problem, "no IPv4 ingress IP (the IPv4 data plane needs one)");
+    EXPECT_EQ(o->ipv4, "not translated: no IPv4 ingress IP (the IPv4 data plane needs one)");
+    EXPECT_EQ(o->ipv6, "not translated: the data plane does not carry IPv6 yet (would SNAT to 2001:db8::50)");
+
+    const ServiceView* i4 = b.view("default/v4ingress");
+    ASSERT_NE(i4, nullptr);
+    EXPECT_EQ(i4->ipv4, "SNAT to 192.0.2.50");
+    EXPECT_EQ(i4->ipv6, "not translated: no IPv6 ingress IP (its IPv6 endpoints take the default action; the data "
+                        "plane does not carry IPv6 yet)");
+
+    const ServiceView* a = b.view("default/away");
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->ipv4, "not translated: gw-2 is the chosen host");
+    EXPECT_EQ(a->ipv6, "not translated: gw-2 is the chosen host");
+
+    const ServiceView* n = b.view("default/net");
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(n->ipv4, "not translated: unknown network \"purple\": no VRF of that name or table");
+    EXPECT_EQ(n->ipv6, "not translated: unknown network \"purple\": no VRF of that name or table");
+    ServiceState blue = netm;
+    blue.network = "blue";
+    b.build({blue});
+    ASSERT_NE(b.view("default/net"), nullptr);
+    EXPECT_EQ(b.view("default/net")->ipv4, "masquerade to the egress port's address");
+    EXPECT_EQ(b.view("default/net")->ipv6, "not translated: the data plane does not carry IPv6 yet (would masquerade)");
+    blue.endpoint_ipv6s.clear();
+    blue.endpoint_ipv4s.clear();
+    b.build({blue});
+    EXPECT_EQ(b.view("default/net")->ipv4, "masquerade to the egress port's address (no IPv4 endpoints)");
+    EXPECT_EQ(b.view("default/net")->ipv6, "not translated: no IPv6 endpoints");
+}
+
+}  // namespace
+}  // namespace egw::control
