@@ -100,8 +100,8 @@ void output_frames(Worker& w, rte_mbuf* const* pkts, unsigned n) {
 
 void worker_flush(Worker& w) {
     for (uint16_t port = 0; port < w.n_ports; ++port)
-        if (w.tx[port].n)
-            send(w, port);
+        if (uint16_t n = w.tx[port].n)
+            run_stage(w, ProfiledStage::flush, n, [&] { send(w, port); });
 }
 
 }  // namespace egw::dp

@@ -18,6 +18,9 @@
 #pragma once
 
 #include <rte_byteorder.h>
+#ifdef EGW_STAGE_PROFILE
+#include <rte_cycles.h>
+#endif
 
 #include "dataplane/burst.h"
 
@@ -25,6 +28,29 @@ namespace egw::dp {
 
 inline uint16_t be16(uint16_t v) { return rte_cpu_to_be_16(v); }
 inline uint32_t be32(uint32_t v) { return rte_cpu_to_be_32(v); }
+
+// Runs one stage (worker.cpp, and worker_flush() for its transmits); in the profiling build
+// (EGW_STAGE_PROFILE) with TSC stamps around it (worker.h, StageProfile).
+template <class F>
+inline void run_stage([[maybe_unused]] Worker& w, [[maybe_unused]] ProfiledStage s, [[maybe_unused]] unsigned packets,
+                      F&& stage) {
+#ifdef EGW_STAGE_PROFILE
+    uint64_t t0 = rte_rdtsc();
+    stage();
+    uint64_t spent = rte_rdtsc() - t0;
+    StageProfile& pr = w.profile;
+    if (spent > kProfilePreempted) {
+        ++pr.preempted;
+        return;
+    }
+    auto k = static_cast<unsigned>(s);
+    pr.cycles[k] += spent;
+    ++pr.runs[k];
+    pr.packets[k] += packets;
+#else
+    stage();
+#endif
+}
 
 // Fills the burst from `pkts` (n <= kBurst) and gives every packet its first next step.
 void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* pkts, unsigned n);

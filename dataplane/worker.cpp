@@ -14,32 +14,34 @@
 
 namespace egw::dp {
 
+// The stage of step `s`, when the burst has packets for it.
+#define EGW_STAGE(s, call)                                                                                  \
+    do {                                                                                                    \
+        if (uint32_t pending_ = b.pending(Next::s))                                                         \
+            run_stage(w, ProfiledStage::s, static_cast<unsigned>(__builtin_popcount(pending_)), [&] { call; }); \
+    } while (0)
+
 void worker_process_burst(Worker& w, const PolicySnapshot& p, rte_mbuf** pkts, uint16_t n) {
     Burst b;
     while (n > 0) {
         unsigned chunk = n > kBurst ? kBurst : n;
-        stage_input(w, p, b, pkts, chunk);
-        if (b.pending(Next::handoff))
-            stage_handoff(w, b);
-        if (b.pending(Next::nat_lookup))
-            stage_nat_lookup(w, b);
-        if (b.pending(Next::nat_fast))
-            stage_nat_fast(w, p, b);
-        if (b.pending(Next::nat_slow))
-            stage_nat_slow(w, p, b);
-        if (b.pending(Next::icmp_error))
-            stage_icmp_error(w, p, b);
-        if (b.pending(Next::local))
-            stage_local(w, p, b);
-        if (b.pending(Next::ip_forward))
-            stage_ip_forward(w, p, b);
-        if (b.pending(Next::icmp_reply))
-            stage_icmp_reply(w, p, b);
-        stage_output(w, p, b);
+        run_stage(w, ProfiledStage::input, chunk, [&] { stage_input(w, p, b, pkts, chunk); });
+        EGW_STAGE(handoff, stage_handoff(w, b));
+        EGW_STAGE(nat_lookup, stage_nat_lookup(w, b));
+        EGW_STAGE(nat_fast, stage_nat_fast(w, p, b));
+        EGW_STAGE(nat_slow, stage_nat_slow(w, p, b));
+        EGW_STAGE(icmp_error, stage_icmp_error(w, p, b));
+        EGW_STAGE(local, stage_local(w, p, b));
+        EGW_STAGE(ip_forward, stage_ip_forward(w, p, b));
+        EGW_STAGE(icmp_reply, stage_icmp_reply(w, p, b));
+        unsigned out = static_cast<unsigned>(
+            __builtin_popcount(b.pending(Next::output) | b.pending(Next::transmit) | b.pending(Next::drop)));
+        run_stage(w, ProfiledStage::output, out, [&] { stage_output(w, p, b); });
         pkts += chunk;
         n = static_cast<uint16_t>(n - chunk);
     }
 }
+#undef EGW_STAGE
 
 unsigned worker_poll_once(Worker& w) {
     const PolicySnapshot* p = w.shared->policy.current.load(std::memory_order_acquire);

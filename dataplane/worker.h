@@ -99,6 +99,27 @@ struct alignas(64) ServiceCounters {
     uint64_t unused;
 };
 
+// Cycles per stage of the packet path, filled only by a build configured with
+// -Dstage_profile=true (EGW_STAGE_PROFILE): worker_process_burst() reads the TSC before and after
+// every stage it runs and worker_flush() around its transmits. A stage run longer than
+// kProfilePreempted ticks is taken for a preemption or a page fault and counted in `preempted`
+// instead (the machines this is run on are shared). Read by the thread that runs the worker,
+// or after it stopped.
+enum class ProfiledStage : uint8_t {
+    input, handoff, nat_lookup, nat_fast, nat_slow, icmp_error, local, ip_forward, icmp_reply, output, flush, count
+};
+inline constexpr unsigned kProfiledStages = static_cast<unsigned>(ProfiledStage::count);
+inline constexpr const char* kProfiledStageNames[kProfiledStages] = {
+    "input", "handoff", "nat_lookup", "nat_fast", "nat_slow", "icmp_error", "local", "ip_forward", "icmp_reply", "output",
+    "flush"};
+inline constexpr uint64_t kProfilePreempted = 1'000'000;
+struct StageProfile {
+    uint64_t cycles[kProfiledStages];
+    uint64_t runs[kProfiledStages];     // stage calls (one per burst that had packets for it)
+    uint64_t packets[kProfiledStages];  // packets the stage was called for
+    uint64_t preempted;
+};
+
 // One row of a session listing, filled by the worker on request.
 struct SessionRecord {
     Session session;
@@ -135,6 +156,7 @@ struct alignas(64) Worker {
     WorkerCounters counters{};
     uint64_t icmp_tat = 0;                 // the ICMP error bucket's theoretical arrival time (TSC)
     ServiceCounters* service_counters = nullptr;  // [kMaxServices]
+    StageProfile profile{};                // only a -Dstage_profile=true build fills it
 
     // Session listing requested by the control thread: it sets dump_capacity and bumps
     // dump_request; the worker copies up to that many sessions and publishes dump_done. The

@@ -315,6 +315,30 @@ __attribute__((noinline)) double first_pass(Rig& r, const std::vector<Frame>& fr
     return static_cast<double>(flows) / (static_cast<double>(rte_rdtsc() - t0) / static_cast<double>(rte_get_tsc_hz()));
 }
 
+#ifdef EGW_STAGE_PROFILE
+// The profiling build's TSC cycles per stage over the SNAT replay (dp::StageProfile).
+void print_profile(const dp::Worker& w, uint32_t flows) {
+    const dp::StageProfile& pr = w.profile;
+    uint64_t replayed = pr.packets[static_cast<unsigned>(dp::ProfiledStage::input)];
+    if (!replayed)
+        return;
+    std::printf("\n  stage profile, SNAT replay at %u flows (TSC around each stage of each burst; %lu stage runs over "
+                "%lu ticks dropped as preempted)\n\n  | stage | packets | cycles/packet in the stage | cycles per "
+                "replayed packet |\n  |---|---:|---:|---:|\n",
+                flows, static_cast<unsigned long>(pr.preempted), static_cast<unsigned long>(dp::kProfilePreempted));
+    double sum = 0;
+    for (unsigned k = 0; k < dp::kProfiledStages; ++k) {
+        if (!pr.packets[k])
+            continue;
+        double per_replayed = static_cast<double>(pr.cycles[k]) / static_cast<double>(replayed);
+        sum += per_replayed;
+        std::printf("  | %s | %lu | %.1f | %.1f |\n", dp::kProfiledStageNames[k], static_cast<unsigned long>(pr.packets[k]),
+                    static_cast<double>(pr.cycles[k]) / static_cast<double>(pr.packets[k]), per_replayed);
+    }
+    std::printf("  | all stages | | | %.1f |\n\n", sum);
+}
+#endif
+
 uint64_t total_drops(const dp::Worker& w) {
     uint64_t n = 0;
     for (unsigned i = 0; i < dp::kDropReasonCount; ++i)
@@ -631,6 +655,7 @@ int main(int argc, char** argv) {
         phase_boundary();
         Result io = a.packets ? replay_io_forward(r, frames, a.packets, cursor) : run(r, frames, Mode::io_forward, a.seconds, cursor);
         phase_boundary();
+        r.worker->profile = {};
         Result snat = a.packets ? replay_snat(r, frames, a.packets, cursor) : run(r, frames, Mode::snat, a.seconds, cursor);
         phase_boundary();
         if (r.worker->sessions.active() != flows || total_drops(*r.worker) != 0) {
@@ -642,6 +667,9 @@ int main(int argc, char** argv) {
                     snat.mpps, 100.0 * snat.mpps / io.mpps, io.cycles_per_packet, snat.cycles_per_packet,
                     snat.cycles_per_packet - io.cycles_per_packet, cps, per_session, per_session * 1e6 / 1048576.0);
         std::fflush(stdout);
+#ifdef EGW_STAGE_PROFILE
+        print_profile(*r.worker, flows);
+#endif
         teardown_rig(r);
     }
     std::printf("\nio-forward = allocate + copy the frame (as net_pcap replay does) + transmit to net_null.\n"
