@@ -29,20 +29,14 @@ inline bool is_link_local(uint32_t a) { return (a >> 16) == 0xa9fe; }
 
 // The broadcast address of the subnet of one of the addresses of ports 0..n_ports-1 (a prefix of
 // /30 or shorter has one; /31 and /32 do not).
+// The snapshot lists them (PolicySnapshot::port_broadcasts), so this is a comparison per port
+// address, and none for three addresses in four.
 inline bool is_directed_broadcast(const PolicySnapshot& p, unsigned n_ports, uint32_t a) {
-    if (!(a & 1))
-        return false;  // the host part of a broadcast address is all ones
-    for (unsigned port = 0; port < n_ports; ++port) {
-        const PortPolicy& pp = p.ports[port];
-        for (unsigned k = 0; k < pp.n_addrs; ++k) {
-            uint8_t len = pp.prefix_len[k];
-            if (len == 0 || len > 30)
-                continue;
-            uint32_t host = ~uint32_t{0} >> len;
-            if ((a & host) == host && (a & ~host) == (pp.addrs[k] & ~host))
-                return true;
-        }
-    }
+    if ((a & 3) != 3)
+        return false;  // the host part of a broadcast address is all ones, and at least two bits long
+    for (unsigned k = 0; k < p.n_port_broadcasts; ++k)
+        if (p.port_broadcasts[k].addr == a && p.port_broadcasts[k].port < n_ports)
+            return true;
     return false;
 }
 

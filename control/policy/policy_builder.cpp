@@ -458,6 +458,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
                 port_nat.push_back(a.addr.v4());
         }
     }
+    snap->index_ports();
     // Static routes come after connected ones so that an explicit route for the same prefix wins.
     for (const auto& r : cfg_.routes) {
         if (!r.prefix.is_v4())

@@ -86,6 +86,28 @@ struct PolicySnapshot {
     uint32_t default_version = 1;  // changes when what the default action translates to changes
 
     std::array<PortPolicy, kMaxPorts> ports{};
+    // The directed broadcast address of every port address's subnet (prefixes of /30 or shorter;
+    // /31 and /32 have none), with its port: derived from `ports` by index_ports(), which whoever
+    // fills `ports` calls afterwards (the policy builder). Input compares a packet's addresses
+    // with these instead of walking every port's prefixes (address_filter.h).
+    struct PortBroadcast {
+        uint32_t addr;  // host order
+        uint16_t port;
+    };
+    std::array<PortBroadcast, kMaxPorts * kMaxPortAddresses> port_broadcasts{};
+    unsigned n_port_broadcasts = 0;
+
+    void index_ports() {
+        n_port_broadcasts = 0;
+        for (unsigned port = 0; port < kMaxPorts; ++port)
+            for (unsigned k = 0; k < ports[port].n_addrs; ++k) {
+                uint8_t len = ports[port].prefix_len[k];
+                if (len == 0 || len > 30)
+                    continue;
+                uint32_t host = ~uint32_t{0} >> len;
+                port_broadcasts[n_port_broadcasts++] = {ports[port].addrs[k] | host, static_cast<uint16_t>(port)};
+            }
+    }
     std::vector<ServicePolicy> services = std::vector<ServicePolicy>(kMaxServices);
 
     FlatMap endpoints;       // pod IPv4 -> service id (served or not)
