@@ -106,9 +106,10 @@ void translate_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, 
     send_translated_in(w, b, i, s);
 }
 
-}  // namespace
-
-void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s) {
+// Inlined into the fast path's loop (a call per packet cost ~15 instructions of register saves);
+// the slow path calls it through nat_translate().
+__attribute__((always_inline)) inline void translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
+                                                     Session& s) {
     PacketMeta& pk = b.pkt[i];
     if (pk.kind == Kind::icmp_error)
         b.set_next(i, Next::icmp_error);
@@ -118,11 +119,15 @@ void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Ses
         translate_out2in(w, p, b, i, s);
 }
 
+}  // namespace
+
+void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s) { translate(w, p, b, i, s); }
+
 void stage_nat_fast(Worker& w, const PolicySnapshot& p, Burst& b) {
     for_each_packet(b.pending(Next::nat_fast), [&](unsigned i) {
         Session& s = w.sessions.at(b.pkt[i].session);
         if (likely(session_usable(p, s)))
-            nat_translate(w, p, b, i, s);
+            translate(w, p, b, i, s);
         else
             b.set_next(i, Next::nat_slow);
     });
