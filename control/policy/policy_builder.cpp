@@ -414,11 +414,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
 std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     auto snap = std::make_unique<dp::PolicySnapshot>();
     snap->generation = ++generation_;
-    switch (cfg_.default_action) {
-    case config::DefaultAction::route: snap->default_action = dp::DefaultAction::route; break;
-    case config::DefaultAction::masquerade: snap->default_action = dp::DefaultAction::masquerade; break;
-    case config::DefaultAction::drop: snap->default_action = dp::DefaultAction::drop; break;
-    }
+    snap->default_action = cfg_.default_action;   // one enum (dataplane/tables/roles.h)
     // A new default action (a configuration reload) must reach the flows it already translates:
     // a new version makes the workers re-check every default session, and only masquerade keeps
     // one (dataplane/nat_session.h, policy_holds).
@@ -442,7 +438,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         const config::PortConfig& pc = cfg_.ports[i];
         uint16_t id = port_ids_[i];
         dp::PortPolicy& pp = snap->ports[id];
-        pp.role = pc.role == config::PortRole::inside ? dp::PortRole::inside : dp::PortRole::outside;
+        pp.role = pc.role;
         pp.vrf = static_cast<uint8_t>(resolve_vrf(pc.vrf));
         std::copy(port_macs_[id].begin(), port_macs_[id].end(), pp.mac);
         for (const auto& a : pc.addresses) {
