@@ -97,7 +97,7 @@ Reply show_lcores(Context& ctx, const Args&) {
 // "election", "live_nodes", "status_writes", "label_writes", "write_failures",
 // "resources": [{"name", "resource", "synced", "watching", "failing", "resource_version",
 // "lists", "list_failures", "expired", "watches", "watch_closed", "watch_failures", "events",
-// "bookmarks", "failures", "current_until", "last_error"}]} (election::describe()).
+// "bookmarks", "failures", "current_until", "last_error"}]} (k8s_source::describe()).
 Reply show_k8s(Context& ctx, const Args&) {
     if (!ctx.host.kubernetes)
         return fail("show k8s: the state source is \"files\" (" + ctx.host.config.state.path +

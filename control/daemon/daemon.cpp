@@ -96,7 +96,7 @@ void Daemon::setup() {
     rt_ = std::make_unique<Runtime>(cfg_);
     rt_->setup(opt_.mbufs);
     if (cfg_.state.source == config::StateSource::kubernetes)
-        k8s_ = election::make_source(cfg_, opt_.kubeconfig, opt_.election);
+        k8s_ = k8s_source::make_source(cfg_, opt_.kubeconfig, opt_.election);
     builder_ = std::make_unique<PolicyBuilder>(cfg_, rt_->port_ids(), rt_->port_macs());
     resolver_ = std::make_unique<NeighborResolver>(cfg_, *rt_);
     resolver_->install_static();
@@ -105,7 +105,7 @@ void Daemon::setup() {
     if (k8s_) {
         // k8s_ outlives the exporter (made first), and both status() and stats() copy under the
         // client's and controller's own locks: safe from the metrics thread.
-        election::Controller* source = k8s_.get();
+        k8s_source::Controller* source = k8s_.get();
         exporter_->add_families(
             [source](metrics::Writer& w) { metrics::write_kubernetes(w, source->client().status(), source->stats()); });
         // Liveness means serving: the liveness Lease and /readyz follow the API and the data plane.
@@ -122,11 +122,11 @@ void Daemon::setup() {
     rt_->launch_workers();
     spdlog::info("egwd running: node {}, {} port(s), {}", cfg_.node.name, rt_->ports().size(),
                  k8s_ ? "Kubernetes API " + k8s_->client().transport().credentials().server + ", election " +
-                            election::to_string(k8s_->options().election)
+                            k8s_source::to_string(k8s_->options().election)
                       : "manifests from " + cfg_.state.path);
 
     std::function<nlohmann::json()> k8s_view;
-    if (k8s_) k8s_view = [this] { return election::describe(*k8s_); };
+    if (k8s_) k8s_view = [this] { return k8s_source::describe(*k8s_); };
     cli_ = std::make_unique<cli::Frontends>(
         cli::CliHost{cfg_, *rt_, *builder_, *resolver_, k8s_ ? &k8s_->objects() : &manifests_->objects(), k8s_view,
                      [this] { return reload(); }},

@@ -16,7 +16,7 @@
 #include "config/config.h"
 #include "control/model/rules.h"
 
-namespace egw::election {
+namespace egw::k8s_source {
 class Controller;
 }
 namespace egw::manifests {
@@ -90,7 +90,7 @@ private:
     // Declared in the order they are made; destroyed in reverse, so the exporter and the CLI go
     // before the source, the builder and the runtime they read.
     std::unique_ptr<Runtime> rt_;
-    std::unique_ptr<election::Controller> k8s_;  // the kubernetes source, or null
+    std::unique_ptr<k8s_source::Controller> k8s_;  // the kubernetes source, or null
     std::unique_ptr<PolicyBuilder> builder_;
     std::unique_ptr<NeighborResolver> resolver_;
     std::unique_ptr<metrics::Exporter> exporter_;

@@ -116,7 +116,7 @@ std::optional<Options> parse_args(int argc, char** argv) {
         std::cout << version_text() << "\n";
         return std::nullopt;
     }
-    if (!election.empty()) o.election = egw::election::parse_election(election);
+    if (!election.empty()) o.election = egw::k8s_source::parse_election(election);
     if (o.config.empty() && o.check_config.empty()) throw CLI::RequiredError("-c,--config (or --check-config)");
     return o;
 }

@@ -11,7 +11,7 @@
 #include "control/k8s/log.h"
 #include "control/k8s/writer.h"
 
-namespace egw::election {
+namespace egw::k8s_source {
 
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
@@ -1051,4 +1051,4 @@ void Controller::decide_once() {
     if (labels_dirty_ && SteadyClock::now() >= label_retry_ && leader()) sync_labels();
 }
 
-}  // namespace egw::election
+}  // namespace egw::k8s_source

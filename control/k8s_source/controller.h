@@ -52,7 +52,7 @@
 #include "control/k8s/client.h"
 #include "control/model/rules.h"
 
-namespace egw::election {
+namespace egw::k8s_source {
 
 enum class ElectionMode { leader, external };
 
@@ -238,4 +238,4 @@ private:
 // Kubernetes' MicroTime now.
 std::string now_micro_time();
 
-}  // namespace egw::election
+}  // namespace egw::k8s_source

@@ -8,7 +8,7 @@
 
 #include "control/k8s/writer.h"
 
-namespace egw::election {
+namespace egw::k8s_source {
 
 namespace {
 
@@ -291,4 +291,4 @@ std::vector<LabelPatch> label_patches(const model::ObjectSet& objects, const All
     return out;
 }
 
-}  // namespace egw::election
+}  // namespace egw::k8s_source

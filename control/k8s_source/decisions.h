@@ -28,7 +28,7 @@
 #include "control/model/objects.h"
 #include "control/model/rules.h"
 
-namespace egw::election {
+namespace egw::k8s_source {
 
 // Leases named <prefix><node> are the liveness Leases of egwd instances; holderIdentity is the node.
 inline constexpr const char* kLivenessLeasePrefix = "egw-node-";
@@ -153,4 +153,4 @@ std::optional<LabelPatch> label_patch(const model::Node& node, const std::set<st
 // not exist are skipped (there is nothing to label).
 std::vector<LabelPatch> label_patches(const model::ObjectSet& objects, const Allocations& alloc);
 
-}  // namespace egw::election
+}  // namespace egw::k8s_source

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "control/k8s_source/slice_owners.h"
 
-namespace egw::election {
+namespace egw::k8s_source {
 
 namespace {
 
@@ -69,4 +69,4 @@ model::SliceIndex SliceOwners::index(const model::ObjectSet& objects, const std:
     return idx;
 }
 
-}  // namespace egw::election
+}  // namespace egw::k8s_source

@@ -12,7 +12,7 @@
 #include "control/model/objects.h"
 #include "control/model/rules.h"
 
-namespace egw::election {
+namespace egw::k8s_source {
 
 class SliceOwners {
 public:
@@ -33,4 +33,4 @@ private:
     std::unordered_map<std::string, std::set<std::string>> by_service_;   // service key -> slice keys
 };
 
-}  // namespace egw::election
+}  // namespace egw::k8s_source

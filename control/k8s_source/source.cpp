@@ -5,7 +5,7 @@
 
 #include "control/k8s/credentials.h"
 
-namespace egw::election {
+namespace egw::k8s_source {
 
 std::optional<config::Election> parse_election(const std::string& s) {
     if (s == "leader") return config::Election::leader;
@@ -55,4 +55,4 @@ nlohmann::json describe(Controller& c) {
             {"leader_transitions", st.leader_transitions}, {"resources", resources}};
 }
 
-}  // namespace egw::election
+}  // namespace egw::k8s_source

@@ -16,7 +16,7 @@
 #include "config/config.h"
 #include "control/k8s_source/controller.h"
 
-namespace egw::election {
+namespace egw::k8s_source {
 
 // Throws k8s::CredentialError when the credentials cannot be read, std::invalid_argument when the
 // configuration lacks what the source needs (node.name).
@@ -30,4 +30,4 @@ std::optional<config::Election> parse_election(const std::string& s);
 // reflector state from the client, and the controller's counters.
 nlohmann::json describe(Controller& c);
 
-}  // namespace egw::election
+}  // namespace egw::k8s_source

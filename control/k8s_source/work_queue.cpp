@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace egw::election {
+namespace egw::k8s_source {
 
 void WorkQueue::add(const std::string& key) { add_after(key, Clock::duration::zero()); }
 
@@ -70,4 +70,4 @@ std::optional<WorkQueue::Clock::time_point> WorkQueue::next_due() const {
     return out;
 }
 
-}  // namespace egw::election
+}  // namespace egw::k8s_source

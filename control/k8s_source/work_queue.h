@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace egw::election {
+namespace egw::k8s_source {
 
 class WorkQueue {
 public:
@@ -43,4 +43,4 @@ private:
     bool woken_ = false;
 };
 
-}  // namespace egw::election
+}  // namespace egw::k8s_source

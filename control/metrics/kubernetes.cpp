@@ -83,7 +83,7 @@ constexpr Family kWriteFailures{"k8s_write_failures_total", Type::counter,
                                 "Failed write-backs of the leader (each one is retried with backoff), by object",
                                 {"object"}};
 
-void write_election(Writer& w, const election::ControllerStats& e) {
+void write_election(Writer& w, const k8s_source::ControllerStats& e) {
     w.family(kLeader);
     w.sample(kLeader, {}, uint64_t{e.leader});
     w.family(kLeaderTransitions);
@@ -105,7 +105,7 @@ void write_election(Writer& w, const election::ControllerStats& e) {
 }  // namespace
 
 void write_kubernetes(Writer& w, const std::vector<k8s::ReflectorStatus>& resources,
-                      const election::ControllerStats& election) {
+                      const k8s_source::ControllerStats& election) {
     write_resources(w, resources);
     write_election(w, election);
 }

@@ -16,6 +16,6 @@
 namespace egw::metrics {
 
 void write_kubernetes(Writer& w, const std::vector<k8s::ReflectorStatus>& resources,
-                      const election::ControllerStats& election);
+                      const k8s_source::ControllerStats& election);
 
 }  // namespace egw::metrics

@@ -4,7 +4,7 @@
 //
 // It seeds tests/apiserver/apiserver.py with N EgressServices, their LoadBalancer Services and one
 // EndpointSlice each (E endpoints per Service), three gateway Nodes and this gateway's liveness
-// Lease, then runs what egwd runs on its control thread: an election::Controller (list+watch of
+// Lease, then runs what egwd runs on its control thread: an k8s_source::Controller (list+watch of
 // the five kinds, the leader's decisions and write-backs) whose serving states go through the
 // real PolicyBuilder into a PolicySnapshot. It prints:
 //
@@ -124,7 +124,7 @@ json seed(const Args& a) {
     items.push_back({{"apiVersion", "coordination.k8s.io/v1"},
                      {"kind", "Lease"},
                      {"metadata", {{"name", std::string("egw-node-") + kNode}, {"namespace", kLeaseNs}}},
-                     {"spec", {{"holderIdentity", kNode}, {"leaseDurationSeconds", 60}, {"renewTime", election::now_micro_time()}}}});
+                     {"spec", {{"holderIdentity", kNode}, {"leaseDurationSeconds", 60}, {"renewTime", k8s_source::now_micro_time()}}}});
     for (unsigned i = 0; i < a.services; ++i) {
         items.push_back({{"apiVersion", "v1"},
                          {"kind", "Service"},
@@ -235,13 +235,13 @@ int main(int argc, char** argv) {
         creds.server = server.url();
         creds.token = kToken;
         creds.source = "bench";
-        election::ControllerOptions o;
+        k8s_source::ControllerOptions o;
         o.node_name = kNode;
         o.lease_namespace = kLeaseNs;
-        o.election = a.external ? election::ElectionMode::external : election::ElectionMode::leader;
+        o.election = a.external ? k8s_source::ElectionMode::external : k8s_source::ElectionMode::leader;
         o.pod_cidrs = cfg.cluster.pod_cidrs;
         o.retry_period = milliseconds(500);
-        election::Controller ctl(creds, o);
+        k8s_source::Controller ctl(creds, o);
 
         model::ServiceDelta delta;
         std::unique_ptr<dp::PolicySnapshot> snap;

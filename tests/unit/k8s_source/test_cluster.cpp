@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Two or three egw control planes (election::Controller, each as one egwd runs it) against the test
+// Two or three egw control planes (k8s_source::Controller, each as one egwd runs it) against the test
 // API server (tests/apiserver/apiserver.py): the cluster-manager scenarios U1-U8 of
 // reference/egress-service-semantics.md section 6b, leader failover, the renew deadline, the
 // external mode, and what each gateway programs. Every test ends by checking with the server's
@@ -20,7 +20,7 @@
 #include "control/k8s/writer.h"
 #include "tests/unit/k8s/apiserver_process.h"
 
-namespace egw::election {
+namespace egw::k8s_source {
 namespace {
 
 using namespace std::chrono_literals;
@@ -1000,4 +1000,4 @@ TEST_F(ClusterTest, BackoffEndsWhenTheServerAnswersAgain) {
 }
 
 }  // namespace
-}  // namespace egw::election
+}  // namespace egw::k8s_source

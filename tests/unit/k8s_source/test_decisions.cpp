@@ -11,7 +11,7 @@
 #include "control/k8s_source/work_queue.h"
 #include "control/k8s/writer.h"
 
-using namespace egw::election;
+using namespace egw::k8s_source;
 using namespace egw::model;
 using egw::net::IpPrefix;
 

@@ -44,7 +44,7 @@ egw::k8s::ReflectorStatus resource(const std::string& plural) {
     return r;
 }
 
-std::string render(const std::vector<egw::k8s::ReflectorStatus>& rs, const egw::election::ControllerStats& st) {
+std::string render(const std::vector<egw::k8s::ReflectorStatus>& rs, const egw::k8s_source::ControllerStats& st) {
     std::string out;
     Writer w(out);
     write_kubernetes(w, rs, st);
@@ -95,7 +95,7 @@ TEST(KubernetesFamilies, EveryResourceSeriesCarriesItsOwnCounter) {
 }
 
 TEST(KubernetesFamilies, LeaderStateAndWriteBacks) {
-    egw::election::ControllerStats st;
+    egw::k8s_source::ControllerStats st;
     st.leader = true;
     st.leader_transitions = 2;
     st.live_nodes = 3;
@@ -119,7 +119,7 @@ TEST(KubernetesFamilies, LeaderStateAndWriteBacks) {
 }
 
 TEST(KubernetesFamilies, AFollowerReportsNoElectionViewOfItsOwn) {
-    egw::election::ControllerStats st;
+    egw::k8s_source::ControllerStats st;
     st.leader = false;
     st.leader_transitions = 1;  // it led once
     st.live_nodes = 3;          // what it saw while it led
