@@ -94,7 +94,7 @@ const char* to_string(ElectionMode m) { return m == ElectionMode::external ? "ex
 std::string now_micro_time() { return k8s::format_micro_time(std::chrono::system_clock::now()); }
 
 Controller::Controller(k8s::Credentials creds, ControllerOptions opts, k8s::ClientOptions client_opts)
-    : opts_(std::move(opts)) {
+    : opts_(std::move(opts)), view_(opts_.node_name, opts_.pod_cidrs) {
     if (opts_.node_name.empty()) throw std::invalid_argument("the kubernetes state source needs the node's name");
     if (opts_.lease_duration.count() < 1) throw std::invalid_argument("lease duration must be at least 1 s");
     if (opts_.renew_deadline >= opts_.lease_duration)
@@ -128,7 +128,10 @@ void Controller::start() {
                         opts_.renew_deadline.count(), opts_.retry_period.count(), opts_.grace.count());
     client_->start();
     lease_thread_ = std::thread([this] { lease_loop(); });
-    if (opts_.election == ElectionMode::leader) decide_thread_ = std::thread([this] { decide_loop(); });
+    if (opts_.election == ElectionMode::leader) {
+        writers_ = std::make_unique<WriterPool>(opts_.write_concurrency);
+        decide_thread_ = std::thread([this] { decide_loop(); });
+    }
 }
 
 void Controller::abandon() {
@@ -142,6 +145,7 @@ void Controller::abandon() {
     queue_.wake();
     if (lease_thread_.joinable()) lease_thread_.join();
     if (decide_thread_.joinable()) decide_thread_.join();
+    writers_.reset();
     client_->stop();
     leader_until_ = 0;
 }
@@ -506,15 +510,16 @@ void Controller::release_leader() {
 
 bool Controller::wait(std::chrono::milliseconds timeout) {
     if (!client_->synced()) return client_->wait_synced(timeout);
-    return client_->cache().wait_for_change(poll_generation_, timeout) != poll_generation_;
+    const uint64_t seen = view_.generation();
+    return client_->cache().wait_for_change(seen, timeout) != seen;
 }
 
 bool Controller::poll(std::vector<model::ServiceState>& out) {
     model::ServiceDelta delta;
     if (!poll(delta)) return false;
     out.clear();
-    out.reserve(serving_.size());
-    for (const auto& [key, st] : serving_) out.push_back(st);
+    out.reserve(view_.states().size());
+    for (const auto& [key, st] : view_.states()) out.push_back(st);
     return true;
 }
 
@@ -522,66 +527,7 @@ bool Controller::poll(model::ServiceDelta& out) {
     out.changed.clear();
     out.removed.clear();
     if (!client_->synced()) return false;
-    k8s::Cache& cache = client_->cache();
-    // Changes first, then the read: whatever changes after this is seen on the next call.
-    const uint64_t gen = cache.generation();
-    std::vector<k8s::Change> changes = cache.take_changes();
-    poll_generation_ = gen;
-    bool changed = false;
-    if (!poll_initialized_) {
-        cache.read([&](const model::ObjectSet& objs) {
-            poll_owners_.rebuild(objs);
-            poll_objects_.egress_services = objs.egress_services;
-            poll_objects_.services.clear();
-            for (const auto& [key, es] : objs.egress_services) {
-                if (auto s = objs.services.find(key); s != objs.services.end()) poll_objects_.services.insert(*s);
-                auto slices = poll_owners_.slices(objs, key);
-                serving_[key] = serving_state(model::service_facts(objs, key, &slices, opts_.pod_cidrs), opts_.node_name);
-            }
-        });
-        poll_initialized_ = true;
-        out.changed.reserve(serving_.size());
-        for (const auto& [key, st] : serving_) out.changed.push_back(st);
-        changed = true;
-    } else {
-        std::vector<std::string> keys;
-        cache.read([&](const model::ObjectSet& objs) {
-            for (const auto& c : changes) {
-                switch (c.kind) {
-                case model::Kind::egress_service:
-                case model::Kind::service: keys.push_back(c.key); break;
-                case model::Kind::endpoint_slice: poll_owners_.update(objs, c.key, keys); break;
-                default: break;
-                }
-            }
-            std::sort(keys.begin(), keys.end());
-            keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-            for (const auto& key : keys) {
-                auto es = objs.egress_services.find(key);
-                auto svc = objs.services.find(key);
-                if (es == objs.egress_services.end()) poll_objects_.egress_services.erase(key);
-                else poll_objects_.egress_services.insert_or_assign(key, es->second);
-                if (es == objs.egress_services.end() || svc == objs.services.end()) poll_objects_.services.erase(key);
-                else poll_objects_.services.insert_or_assign(key, svc->second);
-                if (es == objs.egress_services.end()) {
-                    if (serving_.erase(key) > 0) {
-                        out.removed.push_back(key);
-                        changed = true;
-                    }
-                    continue;
-                }
-                auto slices = poll_owners_.slices(objs, key);
-                auto st = serving_state(model::service_facts(objs, key, &slices, opts_.pod_cidrs), opts_.node_name);
-                auto it = serving_.find(key);
-                if (it == serving_.end() || !(it->second == st)) {
-                    out.changed.push_back(st);
-                    serving_.insert_or_assign(key, std::move(st));
-                    changed = true;
-                }
-            }
-        });
-    }
-    return changed;
+    return view_.update(client_->cache(), out);
 }
 
 // --- The leader's decisions -------------------------------------------------------------------
@@ -823,22 +769,14 @@ void Controller::decide_batch(const std::vector<std::string>& keys) {
 
     std::vector<k8s::WriteResult> results(to_write.size());
     std::vector<char> attempted(to_write.size(), 0);
-    std::atomic<size_t> next{0};
-    auto worker = [&] {
-        for (;;) {
-            const size_t k = next++;
-            // A leader that lost its Lease writes nothing more; the decider starts over.
-            if (k >= to_write.size() || stopping_ || !leader()) return;
-            const Todo& t = todo[to_write[k]];
-            results[k] = write_status(t.d.key, t.d.host, t.rv);
-            attempted[k] = 1;
-        }
-    };
-    const size_t threads = std::min<size_t>(std::max(1u, opts_.write_concurrency), to_write.size());
-    std::vector<std::thread> pool;
-    for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
-    worker();
-    for (auto& th : pool) th.join();
+    writers_->run(to_write.size(), [&](size_t k) {
+        // A leader that lost its Lease writes nothing more; the decider starts over.
+        if (stopping_ || !leader()) return false;
+        const Todo& t = todo[to_write[k]];
+        results[k] = write_status(t.d.key, t.d.host, t.rv);
+        attempted[k] = 1;
+        return true;
+    });
 
     for (size_t k = 0; k < to_write.size(); ++k) {
         if (!attempted[k]) continue;

@@ -10,7 +10,8 @@
 //   external      another controller writes status.host; egwd only follows it.
 //
 // Threads: the client's reflectors (one per kind), one that renews the Leases and one that decides
-// (the leader's work queue). poll() runs on the caller's thread.
+// (the leader's work queue) with its status writers (writer_pool.h, started once). poll() runs on
+// the caller's thread.
 //
 // Faults (docs/kubernetes.md, "Election under faults"):
 //   - a Lease is judged on this egwd's monotonic clock: live until leaseDurationSeconds after it was
@@ -47,8 +48,10 @@
 
 #include "config/config.h"
 #include "control/k8s_source/decisions.h"
+#include "control/k8s_source/serving_view.h"
 #include "control/k8s_source/slice_owners.h"
 #include "control/k8s_source/work_queue.h"
+#include "control/k8s_source/writer_pool.h"
 #include "control/k8s/client.h"
 #include "control/model/rules.h"
 
@@ -69,7 +72,7 @@ struct ControllerOptions {
     std::chrono::milliseconds grace{0};               // fresh state before deciding; 0 = 2 retry periods
     std::vector<net::IpPrefix> pod_cidrs;  // cluster-networked endpoints (SPEC section 2)
     bool release_on_stop = true;                // stop() hands the leader Lease back (fast failover)
-    unsigned write_concurrency = 4;             // status PATCHes in flight at once
+    unsigned write_concurrency = 4;             // status PATCHes in flight at once (WriterPool)
     std::chrono::milliseconds write_backoff_initial{200};
     std::chrono::milliseconds write_backoff_max{10000};
 };
@@ -126,7 +129,7 @@ public:
 
     // The EgressServices and Services as of the last poll() that reported a change (for the CLI's
     // `show service`). Read it on the thread that calls poll().
-    const model::ObjectSet& objects() const { return poll_objects_; }
+    const model::ObjectSet& objects() const { return view_.objects(); }
 
     bool leader() const;
     ControllerStats stats() const;
@@ -197,6 +200,7 @@ private:
     // Decider.
     std::thread decide_thread_;
     WorkQueue queue_;
+    std::unique_ptr<WriterPool> writers_;      // the leader's status writers, made by start()
     std::mutex changes_mu_;
     std::vector<k8s::Change> changes_;        // from the cache listener, for the decider
     bool need_restore_ = true;
@@ -222,12 +226,7 @@ private:
     std::map<std::string, unsigned> label_failures_;                  // node -> failed patches in a row
     std::set<std::string> unlabelable_;                                // keys whose label key is invalid (logged)
 
-    // poll() (caller's thread).
-    bool poll_initialized_ = false;
-    std::map<std::string, model::ServiceState> serving_;
-    SliceOwners poll_owners_;
-    model::ObjectSet poll_objects_;            // EgressServices and Services only
-    uint64_t poll_generation_ = 0;
+    ServingView view_;                         // poll() (caller's thread)
 
     mutable std::mutex stats_mu_;
     ControllerStats stats_;
