@@ -215,6 +215,24 @@ protected:
         return true;
     }
 
+    // Three gateways, one leading, and six Services each with a host and its node's label.
+    void three_gateways_six_services() {
+        for (const char* n : {"node1", "node2", "node3"}) upsert(node_json(n));
+        for (const char* n : {"node1", "node2", "node3"}) start(n);
+        ASSERT_NE(wait_ready(), nullptr);
+        for (int i = 0; i < 6; ++i) add_service("svc" + std::to_string(i));
+        ASSERT_TRUE(eventually([&] {
+            auto h = hosts();
+            return h.size() == 6 &&
+                   std::all_of(h.begin(), h.end(), [](auto& kv) { return kv.second.rfind("node", 0) == 0; });
+        }, 8s));
+        ASSERT_TRUE(eventually([&] {
+            size_t n = 0;
+            for (auto& [node, ls] : labelled()) n += ls.size();
+            return n == 6;
+        }));
+    }
+
     // Waits until some instance leads and every started instance's liveness Lease is live.
     Controller* wait_ready() {
         Controller* leader = nullptr;
@@ -788,15 +806,7 @@ TEST_F(ClusterTest, NothingIsProgrammedBeforeEveryKindSynced) {
 // server is back, no Service loses its host and none moves. The Leases' renewTimes are all older
 // than their duration by then; a leader that judged them by the clock would clear every host.
 TEST_F(ClusterTest, OutageLongerThanTheLeaseMovesNothing) {
-    for (const char* n : {"node1", "node2", "node3"}) upsert(node_json(n));
-    for (const char* n : {"node1", "node2", "node3"}) start(n);
-    ASSERT_NE(wait_ready(), nullptr);
-    for (int i = 0; i < 6; ++i) add_service("svc" + std::to_string(i));
-    ASSERT_TRUE(eventually([&] {
-        auto h = hosts();
-        return h.size() == 6 && std::all_of(h.begin(), h.end(), [](auto& kv) { return kv.second.rfind("node", 0) == 0; });
-    }, 8s));
-    ASSERT_TRUE(eventually([&] { size_t n = 0; for (auto& [node, ls] : labelled()) n += ls.size(); return n == 6; }));
+    ASSERT_NO_FATAL_FAILURE(three_gateways_six_services());
     const auto before = hosts();
     const auto labels_before = labelled();
     const auto writes_before = writes_seen();
@@ -817,15 +827,7 @@ TEST_F(ClusterTest, OutageLongerThanTheLeaseMovesNothing) {
 
 // Lease updates refused (403) for longer than the Lease duration, then allowed again: the same.
 TEST_F(ClusterTest, LeaseUpdatesForbiddenThenRestoredMovesNothing) {
-    for (const char* n : {"node1", "node2", "node3"}) upsert(node_json(n));
-    for (const char* n : {"node1", "node2", "node3"}) start(n);
-    ASSERT_NE(wait_ready(), nullptr);
-    for (int i = 0; i < 6; ++i) add_service("svc" + std::to_string(i));
-    ASSERT_TRUE(eventually([&] {
-        auto h = hosts();
-        return h.size() == 6 && std::all_of(h.begin(), h.end(), [](auto& kv) { return kv.second.rfind("node", 0) == 0; });
-    }, 8s));
-    ASSERT_TRUE(eventually([&] { size_t n = 0; for (auto& [node, ls] : labelled()) n += ls.size(); return n == 6; }));
+    ASSERT_NO_FATAL_FAILURE(three_gateways_six_services());
     const auto before = hosts();
     const auto writes_before = writes_seen();
 
