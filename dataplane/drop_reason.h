@@ -33,7 +33,9 @@ namespace egw::dp {
     X(martian_destination, "destination in 0.0.0.0/8, 127.0.0.0/8 or 240.0.0.0/4 (but 255.255.255.255)") \
     X(link_local, "source or destination in 169.254.0.0/16 (link-local, never forwarded)")    \
     X(link_broadcast, "unicast IPv4 received in an Ethernet broadcast or multicast frame")                      \
-    X(tcp_not_opening, "TCP segment with no session that may not open one: RST, FIN or SYN+ACK, or anything but a SYN in strict mode")
+    X(tcp_not_opening, "TCP segment with no session that may not open one: RST, FIN or SYN+ACK, or anything but a SYN in strict mode") \
+    X(frag_needed, "larger than the egress port's MTU with DF set (or not IPv4)")               \
+    X(fragment_failed, "larger than the egress MTU and could not be fragmented (no mbuf, more than 48 fragments)")
 
 enum class DropReason : uint8_t {
 #define EGW_X(name, help) name,

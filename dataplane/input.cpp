@@ -132,10 +132,48 @@ DropReason parse_l4(PacketMeta& pk) {
     return DropReason::count;
 }
 
+// How much of a chained frame (a jumbo frame scattered over several mbufs, a reassembled
+// datagram) must sit in its first mbuf: every header the stages read through pointers, and the
+// part of an ICMP message an error may quote or a checksum covers (576 bytes, RFC 1812 4.3.2.3).
+constexpr uint32_t kContiguous = sizeof(rte_ether_hdr) + 576;
+
+// Moves the first `want` bytes of a chained frame into its first mbuf, taking them from the
+// start of the next ones (a segment left empty leaves the chain). false when the first mbuf has
+// no room for them.
+bool pull_up(rte_mbuf* m, uint32_t want) {
+    if (want > m->pkt_len)
+        want = m->pkt_len;
+    if (m->data_len >= want)
+        return true;
+    if (rte_pktmbuf_tailroom(m) < want - m->data_len)
+        return false;
+    auto* dst = rte_pktmbuf_mtod_offset(m, uint8_t*, m->data_len);
+    while (m->data_len < want) {
+        rte_mbuf* s = m->next;
+        uint16_t k = static_cast<uint16_t>(RTE_MIN(uint32_t{s->data_len}, want - m->data_len));
+        std::memcpy(dst, rte_pktmbuf_mtod(s, const uint8_t*), k);
+        dst += k;
+        m->data_len = static_cast<uint16_t>(m->data_len + k);
+        s->data_off = static_cast<uint16_t>(s->data_off + k);
+        s->data_len = static_cast<uint16_t>(s->data_len - k);
+        if (s->data_len == 0) {
+            m->next = s->next;
+            --m->nb_segs;
+            s->next = nullptr;
+            s->nb_segs = 1;
+            rte_pktmbuf_free_seg(s);
+        }
+    }
+    return true;
+}
+
 // One frame: returns a drop reason, or count when the packet goes on (pk.kind set).
 DropReason parse(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMeta& pk) {
-    uint32_t len = m->data_len;
-    if (unlikely(len < sizeof(rte_ether_hdr)))
+    if (unlikely(m->nb_segs > 1) && !pull_up(m, kContiguous))
+        return DropReason::malformed;
+    // The whole frame; its headers are in the first mbuf.
+    uint32_t len = m->pkt_len;
+    if (unlikely(m->data_len < sizeof(rte_ether_hdr)))
         return DropReason::malformed;
     auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
     if (unlikely(m->port >= w.n_ports || p.ports[m->port].role == PortRole::none))

@@ -8,6 +8,7 @@
 
 #include "dataplane/icmp_reply.h"
 #include "dataplane/ip_forward.h"
+#include "dataplane/mtu.h"
 #include "dataplane/stages.h"
 
 namespace egw::dp {
@@ -23,6 +24,10 @@ void stage_ip_forward(Worker& w, const PolicySnapshot& p, Burst& b) {
         const NextHop* nh = p.lookup_route(pk.vrf, dst);
         if (unlikely(!nh)) {
             reply_icmp_error(b, i, IcmpError::net_unreachable, DropReason::no_route);
+            return;
+        }
+        if (too_big_for(p, nh->port, pk.ip)) {
+            refuse_too_big(p, b, i, nh->port);
             return;
         }
         pk.ip->hdr_checksum = csum_apply(pk.ip->hdr_checksum, ttl_decrement(pk.ip));

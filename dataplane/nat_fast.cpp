@@ -10,6 +10,7 @@
 
 #include "dataplane/icmp_reply.h"
 #include "dataplane/ip_forward.h"
+#include "dataplane/mtu.h"
 #include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"
 #include "dataplane/stages.h"
@@ -62,11 +63,15 @@ void stage_nat_lookup(Worker& w, Burst& b) {
 
 namespace {
 
-void translate_in2out(Worker& w, Burst& b, unsigned i, Session& s) {
+void translate_in2out(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s) {
     PacketMeta& pk = b.pkt[i];
     rte_ipv4_hdr* ip = pk.ip;
     if (unlikely(ttl_expires(ip))) {
         reply_icmp_error(b, i, IcmpError::time_exceeded, DropReason::ttl_exceeded);
+        return;
+    }
+    if (too_big_for(p, s.out_port, ip)) {
+        refuse_too_big(p, b, i, s.out_port);
         return;
     }
     ip->src_addr = s.nat_ip;
@@ -98,6 +103,10 @@ void translate_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, 
         s.in_next_hop = nh->gateway ? nh->gateway : pod;
         s.in_neighbor = NeighborTable::kNone;
     }
+    if (too_big_for(p, s.in_port, ip)) {
+        refuse_too_big(p, b, i, s.in_port);
+        return;
+    }
     ip->dst_addr = s.pod_ip;
     ip->hdr_checksum = csum_apply(ip->hdr_checksum, uint32_t{csum_delta_invert(s.l3_delta)} + ttl_decrement(ip));
     set_l4_port<false>(pk, s.pod_port, csum_delta_invert(s.l4_delta));
@@ -114,7 +123,7 @@ __attribute__((always_inline)) inline void translate(Worker& w, const PolicySnap
     if (pk.kind == Kind::icmp_error)
         b.set_next(i, Next::icmp_error);
     else if (pk.dir == Dir::in2out)
-        translate_in2out(w, b, i, s);
+        translate_in2out(w, p, b, i, s);
     else
         translate_out2in(w, p, b, i, s);
 }

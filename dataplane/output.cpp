@@ -6,10 +6,17 @@
 //     yet sends the packet to the control thread, which holds it until ARP answers;
 //   - `transmit`: finished frames (ARP and echo replies) go to the transmit buffer as they are;
 //   - `drop`: counted under its reason and freed.
+// Every frame goes through emit(), which holds it against the port's MTU: an IPv4 datagram
+// larger than the MTU is cut into fragments with rte_ip_frag, one that may not be (DF set, not
+// IPv4) is dropped, so no frame longer than the MTU reaches a driver. The stages refuse DF
+// packets that are too big before they rewrite them (mtu.h); the check here also covers the
+// frames that went round the stages (held for ARP, injected).
 // The transmit buffers are sent by worker_flush() after the burst (or here when one fills up).
 #include <rte_branch_prediction.h>
 #include <rte_ethdev.h>
 #include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_ip_frag.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_ring.h>
@@ -43,6 +50,53 @@ inline void tx_enqueue(Worker& w, rte_mbuf* m, uint16_t port) {
     b.pkts[b.n++] = m;
 }
 
+// The most fragments one datagram may be cut into (a 16,128-byte jumbo datagram at the minimum
+// MTU of 576 makes 29).
+constexpr uint16_t kMaxFragmentsOut = 48;
+
+// Cuts the IPv4 datagram of frame `m` into fragments of at most `mtu` bytes and queues them on
+// `port`, each behind a copy of the frame's Ethernet header and with its own header checksum.
+void fragment(Worker& w, rte_mbuf* m, uint16_t port, uint16_t mtu) {
+    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
+    if (eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) || (ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_DF_FLAG))) {
+        free_drop(w, m, DropReason::frag_needed);
+        return;
+    }
+    rte_ether_hdr l2 = *eth;
+    rte_pktmbuf_adj(m, sizeof l2);
+    rte_mbuf* frags[kMaxFragmentsOut];
+    int n = rte_ipv4_fragment_packet(m, frags, kMaxFragmentsOut, mtu, w.shared->frag_direct, w.shared->frag_indirect);
+    if (unlikely(n <= 0)) {
+        free_drop(w, m, DropReason::fragment_failed);
+        return;
+    }
+    // The fragments refer to the datagram's data; it is freed when the last of them is.
+    rte_pktmbuf_free(m);
+    ++w.counters.fragmented;
+    w.counters.fragments_out += static_cast<unsigned>(n);
+    for (int k = 0; k < n; ++k) {
+        rte_mbuf* f = frags[k];
+        auto* fe = reinterpret_cast<rte_ether_hdr*>(rte_pktmbuf_prepend(f, sizeof l2));
+        *fe = l2;
+        auto* fip = reinterpret_cast<rte_ipv4_hdr*>(fe + 1);
+        fip->hdr_checksum = 0;
+        fip->hdr_checksum = rte_ipv4_cksum(fip);
+        f->ol_flags = 0;
+        tx_enqueue(w, f, port);
+    }
+}
+
+// The one way a frame reaches a transmit buffer.
+inline void emit(Worker& w, const PolicySnapshot& p, rte_mbuf* m, uint16_t port) {
+    uint16_t mtu = p.ports[port].mtu;
+    if (unlikely(m->pkt_len > uint32_t{mtu} + sizeof(rte_ether_hdr))) {
+        fragment(w, m, port, mtu);
+        return;
+    }
+    tx_enqueue(w, m, port);
+}
+
 inline uint32_t& next_hop_of(const Worker& w, rte_mbuf* m) {
     return *RTE_MBUF_DYNFIELD(m, w.shared->next_hop_field, uint32_t*);
 }
@@ -57,7 +111,7 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
     }
     if (likely(slot != NeighborTable::kNone) && likely(nt.mac(slot, eth->dst_addr.addr_bytes))) {
         std::memcpy(eth->src_addr.addr_bytes, p.ports[pk.out_port].mac, 6);
-        tx_enqueue(w, m, pk.out_port);
+        emit(w, p, m, pk.out_port);
         return;
     }
     m->port = pk.out_port;
@@ -80,7 +134,7 @@ void stage_output(Worker& w, const PolicySnapshot& p, Burst& b) {
             to_next_hop(w, p, b.m[i], pk);
             break;
         case Next::transmit:
-            tx_enqueue(w, b.m[i], pk.out_port);
+            emit(w, p, b.m[i], pk.out_port);
             break;
         default:
             free_drop(w, b.m[i], pk.reason);
@@ -89,10 +143,10 @@ void stage_output(Worker& w, const PolicySnapshot& p, Burst& b) {
     });
 }
 
-void output_frames(Worker& w, rte_mbuf* const* pkts, unsigned n) {
+void output_frames(Worker& w, const PolicySnapshot& p, rte_mbuf* const* pkts, unsigned n) {
     for (unsigned i = 0; i < n; ++i) {
         if (pkts[i]->port < w.n_ports)
-            tx_enqueue(w, pkts[i], pkts[i]->port);
+            emit(w, p, pkts[i], pkts[i]->port);
         else
             free_drop(w, pkts[i], DropReason::local);
     }

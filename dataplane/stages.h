@@ -72,8 +72,8 @@ void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Ses
 unsigned owner_of(const Worker& w, const PacketMeta& pk);
 
 // Frames not made by the pipeline (the control thread's inject ring): transmitted on their
-// m->port, dropped when it is not one of egw's ports (output.cpp).
-void output_frames(Worker& w, rte_mbuf* const* pkts, unsigned n);
+// m->port, dropped when it is not one of egw's ports (output.cpp); held to the port's MTU.
+void output_frames(Worker& w, const PolicySnapshot& p, rte_mbuf* const* pkts, unsigned n);
 
 // Where the gateway's own addresses are decided for IPv4: an address of the receiving port, or
 // (on the way out) one of the NAT addresses.

@@ -69,7 +69,7 @@ unsigned worker_poll_once(Worker& w) {
         }
         if (w.inject) {
             unsigned n = rte_ring_sc_dequeue_burst(w.inject, reinterpret_cast<void**>(pkts), kBurst, nullptr);
-            output_frames(w, pkts, n);
+            output_frames(w, *p, pkts, n);
             total += n;
         }
         worker_flush(w);

@@ -19,6 +19,7 @@
 #include "dataplane/tables/session_table.h"
 
 struct rte_mbuf;
+struct rte_mempool;
 struct rte_ring;
 struct rte_rcu_qsbr;
 
@@ -66,6 +67,10 @@ struct DataplaneShared {
     bool tcp_strict = false;               // only a SYN opens a TCP session (else also mid-stream segments)
     int next_hop_field = -1;               // mbuf dynfield offset: next hop of a held packet
     IcmpLimit icmp_limit;                  // set before the workers start
+    // Fragmentation for the egress MTU (output.cpp): a fragment is a direct mbuf holding its
+    // headers, chained to an indirect one that points into the original datagram.
+    rte_mempool* frag_direct = nullptr;
+    rte_mempool* frag_indirect = nullptr;
     std::atomic<bool> stop{false};
 };
 
@@ -85,6 +90,8 @@ struct WorkerCounters {
     uint64_t iterations;
     uint64_t icmp_sent[kIcmpErrorCount];   // ICMP errors originated, by kind (each replaced the packet it answers)
     uint64_t icmp_rate_limited;            // ICMP errors not sent for the rate limit (the packet counted as a drop)
+    uint64_t fragmented;                   // datagrams cut into fragments for the egress MTU
+    uint64_t fragments_out;                // the fragments they made
 };
 
 // Per Service id (0 = traffic of no EgressService), one cache line each.

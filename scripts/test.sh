@@ -92,6 +92,7 @@ FUZZ_TIME=${FUZZ_TIME:-20} timeout --kill-after=30 2400 bash scripts/fuzz.sh --r
 py_suite apiserver discover:tests/apiserver:test_*.py
 py_suite e2e tests/e2e/test_e2e.py
 py_suite e2e-cases tests/e2e/test_cases_e2e.py
+py_suite mtu tests/e2e/test_mtu_e2e.py
 py_suite traffic tests/e2e/test_traffic.py
 py_suite k8s-e2e tests/e2e/test_k8s_e2e.py
 py_suite cluster tests/e2e/test_cluster.py

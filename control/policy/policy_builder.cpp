@@ -441,6 +441,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         pp.role = pc.role;
         pp.vrf = static_cast<uint8_t>(resolve_vrf(pc.vrf));
         std::copy(port_macs_[id].begin(), port_macs_[id].end(), pp.mac);
+        pp.mtu = static_cast<uint16_t>(pc.mtu);
         for (const auto& a : pc.addresses) {
             if (!a.is_v4())
                 continue;

@@ -28,6 +28,42 @@ unsigned main_socket() {
 
 }  // namespace
 
+// The receive side of a port's MTU: frames up to MTU + Ethernet header must fit an mbuf, or the
+// device must chain mbufs (scatter); fragments leave as chains, so the device must send them.
+void Runtime::configure_mtu(const config::PortConfig& pc, const std::string& field, const rte_eth_dev_info& info,
+                            rte_eth_conf& conf) const {
+    std::string where = cfg_.file + ": " + field + ": ";
+    if (pc.mtu > info.max_mtu || pc.mtu < info.min_mtu)
+        throw RuntimeError(where + "port " + pc.name + " (" + pc.device + ") takes an MTU from " +
+                           std::to_string(info.min_mtu) + " to " + std::to_string(info.max_mtu) + ", got " +
+                           std::to_string(pc.mtu));
+    conf.rxmode.mtu = pc.mtu;
+    unsigned buffer = cfg_.mempool.data_room > RTE_PKTMBUF_HEADROOM ? cfg_.mempool.data_room - RTE_PKTMBUF_HEADROOM : 0;
+    unsigned frame = pc.mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN;
+    if (frame > buffer) {
+        if (!(info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER))
+            throw RuntimeError(where + "an MTU of " + std::to_string(pc.mtu) + " needs mempool.data_room of at least " +
+                               std::to_string(frame + RTE_PKTMBUF_HEADROOM) + " (port " + pc.name +
+                               " cannot chain mbufs on receive), got " + std::to_string(cfg_.mempool.data_room));
+        conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+    }
+    if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+        conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+}
+
+// The device's own MTU (net_af_packet sets it on the kernel interface). A device without an MTU
+// setting (net_ring, net_null) keeps its own; egw holds frames to the configured one anyway.
+void Runtime::apply_mtu(uint16_t port_id, const config::PortConfig& pc, const std::string& field) const {
+    int rc = rte_eth_dev_set_mtu(port_id, static_cast<uint16_t>(pc.mtu));
+    if (rc == -ENOTSUP) {
+        spdlog::info("port {}: the device has no MTU setting; frames are held to {} bytes on output", pc.name, pc.mtu);
+        return;
+    }
+    if (rc != 0)
+        throw RuntimeError(cfg_.file + ": " + field + ": port " + pc.name + " (" + pc.device + ") refused an MTU of " +
+                           std::to_string(pc.mtu) + ": " + errstr(rc));
+}
+
 std::vector<std::string> Runtime::eal_arguments(const config::Config& cfg, const std::vector<std::string>& eal_args,
                                                 const char* argv0) {
     std::vector<std::string> a{argv0};
@@ -126,6 +162,14 @@ void Runtime::setup(unsigned mbufs) {
 
     n_mbufs_ = mbufs ? mbufs : cfg_.mempool.mbufs;
     pool_ = pool_on(main_socket());
+    // Fragments for the egress MTU: their headers come from the main pool, their payload stays
+    // where it is, referred to by mbufs without data of their own.
+    indirect_ = rte_pktmbuf_pool_create("egw_indirect", n_mbufs_, cfg_.mempool.cache, 0, 0, static_cast<int>(main_socket()));
+    if (!indirect_)
+        throw RuntimeError("cannot create a pool of " + std::to_string(n_mbufs_) + " indirect mbufs: " + errstr(rte_errno) +
+                           " (raise eal.memory_mb or lower mempool.mbufs)");
+    shared_.frag_direct = pool_;
+    shared_.frag_indirect = indirect_;
 
     shared_.n_workers = n_workers;
     shared_.nat_port_min = cfg_.sessions.port_min;
@@ -149,7 +193,8 @@ void Runtime::setup(unsigned mbufs) {
     // Ports.
     if (cfg_.ports.size() > dp::kMaxPorts)
         throw RuntimeError("at most " + std::to_string(dp::kMaxPorts) + " ports are supported");
-    for (const auto& pc : cfg_.ports) {
+    for (size_t port_index = 0; port_index < cfg_.ports.size(); ++port_index) {
+        const config::PortConfig& pc = cfg_.ports[port_index];
         PortInfo pi;
         pi.name = pc.name;
         pi.device = pc.device;
@@ -181,8 +226,10 @@ void Runtime::setup(unsigned mbufs) {
         }
         if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM)
             conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
+        configure_mtu(pc, "$.ports[" + std::to_string(port_index) + "].mtu", info, conf);
         if (int rc = rte_eth_dev_configure(pi.id, pi.rx_queues, static_cast<uint16_t>(n_workers), &conf); rc != 0)
             throw RuntimeError("port " + pc.name + ": configure: " + errstr(rc));
+        apply_mtu(pi.id, pc, "$.ports[" + std::to_string(port_index) + "].mtu");
         uint16_t rxd = static_cast<uint16_t>(pc.rx_desc), txd = static_cast<uint16_t>(pc.tx_desc);
         rte_eth_dev_adjust_nb_rx_tx_desc(pi.id, &rxd, &txd);
         // Descriptor rings and the mbufs they fill live on the port's socket (SOCKET_ID_ANY for

@@ -14,6 +14,8 @@
 #include "control/runtime/steering.h"
 #include "dataplane/worker.h"
 
+struct rte_eth_conf;
+struct rte_eth_dev_info;
 struct rte_mempool;
 
 namespace egw::control {
@@ -63,6 +65,10 @@ public:
     const Steering& steering() const { return steering_; }
 
 private:
+    void configure_mtu(const config::PortConfig& pc, const std::string& field, const rte_eth_dev_info& info,
+                       rte_eth_conf& conf) const;
+    void apply_mtu(uint16_t port_id, const config::PortConfig& pc, const std::string& field) const;
+
     const config::Config& cfg_;
     dp::DataplaneShared shared_;
     std::vector<dp::Worker*> workers_;
@@ -73,6 +79,7 @@ private:
     rte_mempool* pool_ = nullptr;
     std::vector<std::pair<unsigned, rte_mempool*>> pools_;  // one per socket with a port (and the main one)
     unsigned n_mbufs_ = 0;                                  // per pool
+    rte_mempool* indirect_ = nullptr;   // fragments' payload references
     uint64_t tsc_hz_ = 0;
     bool launched_ = false;
     bool ports_started_ = false;

@@ -50,6 +50,7 @@ struct PortPolicy {
     uint8_t vrf = kDefaultVrf;
     uint8_t n_addrs = 0;
     uint8_t mac[6] = {};
+    uint16_t mtu = 1500;                     // the largest IPv4 datagram the port may send
     uint32_t addrs[kMaxPortAddresses] = {};  // host order; addrs[0] is the masquerade address
     uint8_t prefix_len[kMaxPortAddresses] = {};
 };

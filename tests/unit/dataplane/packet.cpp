@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/unit/dataplane/packet.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace egw::test {
@@ -100,6 +101,83 @@ Bytes icmp_error(uint8_t type, uint8_t code, const Bytes& quoted, uint32_t rest_
     std::copy(quoted.begin(), quoted.end(), b.begin() + 8);
     put16(&b[2], finish(sum16(b.data(), b.size())));
     return b;
+}
+
+Bytes fragment_of(const Bytes& datagram, size_t offset, size_t len, bool more) {
+    size_t hl = (datagram[0] & 0x0f) * 4u;
+    Bytes f(datagram.begin(), datagram.begin() + static_cast<long>(hl));
+    f.insert(f.end(), datagram.begin() + static_cast<long>(hl + offset),
+             datagram.begin() + static_cast<long>(hl + offset + len));
+    put16(&f[2], static_cast<uint16_t>(f.size()));
+    uint16_t word = static_cast<uint16_t>((get16(&datagram[6]) & 0x4000) | (more ? 0x2000 : 0) | (offset / 8));
+    put16(&f[6], word);
+    put16(&f[10], 0);
+    put16(&f[10], finish(sum16(f.data(), hl)));
+    return f;
+}
+
+std::vector<Bytes> fragments(const Bytes& datagram, size_t payload_per_fragment) {
+    size_t hl = (datagram[0] & 0x0f) * 4u;
+    size_t payload = datagram.size() - hl;
+    std::vector<Bytes> out;
+    for (size_t off = 0; off < payload; off += payload_per_fragment) {
+        size_t len = std::min(payload_per_fragment, payload - off);
+        out.push_back(fragment_of(datagram, off, len, off + len < payload));
+    }
+    return out;
+}
+
+Bytes reassemble(const std::vector<Bytes>& frags, std::string* why) {
+    auto fail = [&](const std::string& w) {
+        if (why)
+            *why = w;
+        return Bytes{};
+    };
+    std::vector<std::pair<size_t, const Bytes*>> pieces;
+    const Bytes* first = nullptr;
+    size_t end = 0;
+    bool seen_last = false;
+    for (const Bytes& f : frags) {
+        if (f.size() < 20)
+            return fail("fragment shorter than a header");
+        size_t hl = (f[0] & 0x0f) * 4u;
+        if (finish(sum16(f.data(), hl)) != 0)
+            return fail("a fragment's header checksum is wrong");
+        if (get16(&f[2]) != f.size())
+            return fail("a fragment's total length is not its size");
+        uint16_t word = get16(&f[6]);
+        size_t off = (word & 0x1fffu) * 8u;
+        bool more = word & 0x2000;
+        if (more && (f.size() - hl) % 8 != 0)
+            return fail("a fragment other than the last is not a multiple of 8 bytes");
+        if (off == 0)
+            first = &f;
+        if (!more) {
+            if (seen_last)
+                return fail("two last fragments");
+            seen_last = true;
+            end = off + f.size() - hl;
+        }
+        pieces.emplace_back(off, &f);
+    }
+    if (!first || !seen_last)
+        return fail("no first or no last fragment");
+    std::sort(pieces.begin(), pieces.end());
+    size_t hl = ((*first)[0] & 0x0f) * 4u;
+    Bytes d(first->begin(), first->begin() + static_cast<long>(hl));
+    for (auto& [off, f] : pieces) {
+        size_t fhl = ((*f)[0] & 0x0f) * 4u;
+        if (off != d.size() - hl)
+            return fail("fragments overlap or leave a hole at " + std::to_string(d.size() - hl));
+        d.insert(d.end(), f->begin() + static_cast<long>(fhl), f->end());
+    }
+    if (d.size() - hl != end)
+        return fail("the last fragment does not end the datagram");
+    put16(&d[2], static_cast<uint16_t>(d.size()));
+    put16(&d[6], static_cast<uint16_t>(get16(&d[6]) & 0x4000));
+    put16(&d[10], 0);
+    put16(&d[10], finish(sum16(d.data(), hl)));
+    return d;
 }
 
 Bytes ipv4(uint32_t src, uint32_t dst, uint8_t proto, const Bytes& l4, const IpOpt& o) {

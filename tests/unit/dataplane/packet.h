@@ -77,6 +77,17 @@ Bytes udp_ip(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, const B
 Bytes echo_ip(bool request, uint32_t src, uint32_t dst, uint16_t ident, uint16_t seq = 1, const Bytes& payload = {},
               const IpOpt& o = {});
 
+// IPv4 fragments, made and put together by hand (RFC 791), independent of rte_ip_frag.
+// fragments(): the datagram cut at `payload_per_fragment` bytes of its payload (a multiple of 8,
+// except for the last piece); every fragment carries the whole header, with its own checksum.
+std::vector<Bytes> fragments(const Bytes& datagram, size_t payload_per_fragment);
+// One fragment of a datagram: `len` payload bytes at `offset`, MF as given.
+Bytes fragment_of(const Bytes& datagram, size_t offset, size_t len, bool more);
+// The datagram the fragments make (any order), with the first fragment's header, total length
+// and checksum recomputed and flags cleared; empty when they do not cover it exactly once or a
+// fragment's header checksum is wrong (`why` says which).
+Bytes reassemble(const std::vector<Bytes>& fragments, std::string* why = nullptr);
+
 // ARP (Ethernet/IPv4) body.
 Bytes arp_body(uint16_t op, const Mac& sha, uint32_t spa, const Mac& tha, uint32_t tpa);
 

@@ -191,6 +191,11 @@ void Rig::setup(const RigOptions& o) {
     pool_ = rte_pktmbuf_pool_create(name("_pool").c_str(), pool_size_, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
     if (!pool_)
         fail("mbuf pool");
+    indirect_ = rte_pktmbuf_pool_create(name("_ind").c_str(), pool_size_, 0, 0, 0, socket);
+    if (!indirect_)
+        fail("indirect mbuf pool");
+    shared.frag_direct = pool_;
+    shared.frag_indirect = indirect_;
 
     unsigned n_workers = o.workers;
     shared.n_workers = n_workers;
@@ -383,6 +388,8 @@ void Rig::release() {
     shared.qsbr = nullptr;
     rte_mempool_free(pool_);
     pool_ = nullptr;
+    rte_mempool_free(indirect_);
+    indirect_ = nullptr;
 }
 
 void Rig::publish(const std::vector<model::ServiceState>& services) {
@@ -414,17 +421,40 @@ Bytes Rig::from_pod(uint32_t pod, const Bytes& ip) const {
 Bytes Rig::from_ext1(const Bytes& ip, const Mac& src) const { return ethernet(std_rig::kExt1Mac, src, kEtherIpv4, ip); }
 Bytes Rig::from_ext2(const Bytes& ip, const Mac& src) const { return ethernet(std_rig::kExt2Mac, src, kEtherIpv4, ip); }
 
-rte_mbuf* Rig::mbuf_of(uint16_t port, const Bytes& frame) {
-    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
-    if (!m)
-        throw std::runtime_error("test rig: mbuf pool empty");
-    char* d = rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size()));
-    if (!d && !frame.empty())
-        throw std::runtime_error("test rig: frame too large for one mbuf");
-    if (!frame.empty())
-        std::memcpy(d, frame.data(), frame.size());
-    m->port = port;
-    return m;
+rte_mbuf* Rig::mbuf_of(uint16_t port, const Bytes& frame, unsigned segment) {
+    // A frame longer than one mbuf (or than `segment`) arrives as a chain, as from a NIC that
+    // scatters.
+    size_t room = RTE_MBUF_DEFAULT_DATAROOM;
+    if (segment && segment < room)
+        room = segment;
+    rte_mbuf* head = nullptr;
+    size_t off = 0;
+    do {
+        rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+        if (!m) {
+            rte_pktmbuf_free(head);
+            throw std::runtime_error("test rig: mbuf pool empty");
+        }
+        size_t len = std::min(room, frame.size() - off);
+        char* d = rte_pktmbuf_append(m, static_cast<uint16_t>(len));
+        if (len)
+            std::memcpy(d, frame.data() + off, len);
+        off += len;
+        if (!head)
+            head = m;
+        else if (rte_pktmbuf_chain(head, m) != 0)
+            throw std::runtime_error("test rig: chain too long");
+    } while (off < frame.size());
+    head->port = port;
+    return head;
+}
+
+static Bytes frame_of(const rte_mbuf* m) {
+    Bytes out(m->pkt_len);
+    const void* d = rte_pktmbuf_read(m, 0, m->pkt_len, out.data());
+    if (d != out.data())
+        std::memcpy(out.data(), d, m->pkt_len);
+    return out;
 }
 
 void Rig::rx(uint16_t port, const Bytes& frame) {
@@ -462,7 +492,7 @@ unsigned Rig::poll(unsigned worker) { return dp::worker_poll_once(w(worker)); }
 void Rig::process(unsigned worker, const std::vector<In>& burst) {
     std::vector<rte_mbuf*> pkts;
     for (const auto& in : burst) {
-        pkts.push_back(mbuf_of(in.port, in.frame));
+        pkts.push_back(mbuf_of(in.port, in.frame, in.segment));
         pkts.back()->ol_flags |= in.ol_flags;
     }
     const dp::PolicySnapshot* p = shared.policy.current.load(std::memory_order_acquire);
@@ -492,10 +522,9 @@ std::vector<Bytes> Rig::tx(uint16_t port) {
         while (rte_ring_dequeue(p.tx, &obj) == 0) {
             tsan_acquire(p.tx);
             auto* m = static_cast<rte_mbuf*>(obj);
-            EXPECT_EQ(m->nb_segs, 1);
-            EXPECT_EQ(m->pkt_len, m->data_len);
-            auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
-            out.emplace_back(d, d + m->data_len);
+            EXPECT_EQ(rte_mbuf_check(m, 1, nullptr), 0) << "a malformed mbuf chain was sent";
+            tx_segments_.push_back(m->nb_segs);
+            out.push_back(frame_of(m));
             rte_pktmbuf_free(m);
         }
     }
@@ -579,7 +608,14 @@ void Rig::drain_all() {
 }
 
 int64_t Rig::mbufs_in_use() const {
-    return static_cast<int64_t>(pool_size_) - static_cast<int64_t>(rte_mempool_avail_count(pool_));
+    return static_cast<int64_t>(pool_size_) - static_cast<int64_t>(rte_mempool_avail_count(pool_)) +
+           static_cast<int64_t>(pool_size_) - static_cast<int64_t>(rte_mempool_avail_count(indirect_));
+}
+
+std::vector<uint16_t> Rig::tx_segments() {
+    std::vector<uint16_t> out;
+    out.swap(tx_segments_);
+    return out;
 }
 
 Parsed single(const std::vector<Bytes>& frames) {

@@ -119,6 +119,7 @@ struct In {
     uint16_t port;
     Bytes frame;
     uint64_t ol_flags = 0;  // receive offload flags, as a NIC would set them
+    unsigned segment = 0;   // > 0: the frame arrives as a chain of mbufs of at most this many bytes
 };
 
 class Rig {
@@ -162,8 +163,11 @@ public:
     // `calls` expiry steps of a worker (0: enough to visit every session slot once).
     void sweep(unsigned worker = 0, unsigned calls = 0);
 
-    // What left a port (drained), and what went to the control thread (drained).
+    // What left a port (drained), and what went to the control thread (drained). A frame sent
+    // as a chain of mbufs is read as one.
     std::vector<Bytes> tx(uint16_t port);
+    // The number of mbufs of each frame tx() has read since the last call.
+    std::vector<uint16_t> tx_segments();
     std::vector<ToControl> to_control();
     // Frames waiting in the hand-off ring from worker `from` to worker `to`.
     unsigned handoff_pending(unsigned from, unsigned to) const;
@@ -194,13 +198,15 @@ private:
     void setup(const RigOptions& o);
     void release();
     uint16_t make_port(const std::string& device);
-    rte_mbuf* mbuf_of(uint16_t port, const Bytes& frame);
+    rte_mbuf* mbuf_of(uint16_t port, const Bytes& frame, unsigned segment = 0);
     std::string name(const std::string& what) const;
 
     unsigned instance_;
     bool queue_per_worker_ = false;
     rte_mempool* pool_ = nullptr;
+    rte_mempool* indirect_ = nullptr;    // fragments' payload references (output)
     unsigned pool_size_ = 0;
+    std::vector<uint16_t> tx_segments_;
     std::vector<Port> ports_;
     std::vector<uint16_t> ids_;          // DPDK port id of cfg.ports[i]
     std::vector<rte_ring*> rings_;       // control, inject, hand-off rings

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The egress MTU rule, in one place. A datagram larger than its egress port's `mtu` leaves in
+// fragments (output.cpp cuts them with rte_ip_frag), unless it says Don't Fragment: then the
+// stage that chose the port refuses it before rewriting anything, with the gateway's own ICMP
+// Fragmentation Needed (icmp_reply.h), which quotes the packet as its sender sent it. Output checks again for every frame it hands to a
+// driver, so no frame longer than the port's MTU ever reaches one.
+#pragma once
+
+#include <rte_branch_prediction.h>
+#include <rte_byteorder.h>
+#include <rte_ip.h>
+
+#include "dataplane/burst.h"
+#include "dataplane/icmp_reply.h"
+
+namespace egw::dp {
+
+// The IPv4 datagram `ip` may not leave `port` as it is, nor in fragments.
+inline bool too_big_for(const PolicySnapshot& p, uint16_t port, const rte_ipv4_hdr* ip) {
+    return unlikely(rte_be_to_cpu_16(ip->total_length) > p.ports[port].mtu) &&
+           (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG));
+}
+
+// Refuses packet i, too big for `port` with DF set: answered with Fragmentation Needed carrying
+// the port's MTU (RFC 1191), quoting the packet as it arrived; counted as frag_needed when the
+// answer is not sent (rate limit, RFC 1812's never-cases).
+inline void refuse_too_big(const PolicySnapshot& p, Burst& b, unsigned i, uint16_t port) {
+    reply_icmp_error(b, i, IcmpError::fragmentation_needed, DropReason::frag_needed, p.ports[port].mtu);
+}
+
+}  // namespace egw::dp

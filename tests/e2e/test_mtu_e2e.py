@@ -1,0 +1,174 @@
+# SPDX-License-Identifier: Apache-2.0
+"""End to end: an outside network whose MTU is smaller than the inside one (issue 10 §2, §3).
+
+scripts/netns.sh's topology with a tag of its own; ext1's link (its namespace side and egwd's
+port, `mtu` 1000 in the staged config) carries 1000-byte datagrams, the pods' link 1500. A pod
+sends a UDP datagram larger than both: its kernel cuts it for its 1500-byte link, egwd translates
+it and cuts it again for ext1's 1000 bytes, and the kernel of ext1 puts it together and sees the
+ingress IP as its source. The answer, as large, is cut by ext1's kernel and reaches the pod
+translated, cut by egwd for the inside link. A datagram with Don't Fragment set that does not fit
+ext1 is answered with ICMP Fragmentation Needed, from which the pod's kernel learns ext1's MTU.
+
+Where egwd reads it, the root namespace's kernel has already put a fragmented datagram together:
+the net_af_packet PMD joins its sockets to a PACKET_FANOUT group with PACKET_FANOUT_FLAG_DEFRAG
+(docs/testing.md), so egwd only ever sees whole datagrams here: this suite covers the MTU on both
+ports and the fragments egwd makes, checked by the kernels that receive them.
+
+Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_mtu_e2e.py
+"""
+
+import json
+import os
+import sys
+import textwrap
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.dont_write_bytecode = True
+import harness  # noqa: E402
+import peer  # noqa: E402  (stage_config)
+from harness import describe_exit, run, tail  # noqa: E402
+
+DEMO_CONFIG = REPO / "config" / "demo.json"
+PREFIX = f"egwmtu{os.getpid()}"
+TAG = harness.iface_tag("m")
+FILE_PREFIX = f"egw-mtu-{os.getpid()}"
+
+WEB_POD = "10.244.1.10"        # default/web: LoadBalancerIP 192.0.2.50
+WEB_INGRESS = "192.0.2.50"
+EXT1 = "192.0.2.100"
+PORT = 9100
+OUTSIDE_MTU = 1000
+INSIDE_MTU = 1500
+# UDP payload: more than either MTU, less than a net_af_packet ring frame (2,048 bytes by default,
+# which is what the root namespace's kernel hands egwd, reassembled).
+SIZE = 1600
+READY_TIMEOUT = 30.0
+
+# The server in ext1: answers each datagram with a JSON line (the source it saw, the size and
+# SHA-256 of what arrived), a newline and the payload echoed back.
+SERVER = textwrap.dedent("""\
+    import hashlib, json, socket, sys
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", int(sys.argv[1])))
+    print("ready", flush=True)
+    while True:
+        data, addr = s.recvfrom(65535)
+        head = json.dumps({"src": addr[0], "len": len(data), "sha": hashlib.sha256(data).hexdigest()})
+        s.sendto(head.encode() + b"\\n" + data, addr)
+        print("answered", addr[0], len(data), flush=True)
+""")
+
+# The client in the pods namespace: one datagram, one answer, printed as JSON.
+CLIENT = textwrap.dedent("""\
+    import hashlib, json, os, socket, sys
+    bind, dst, port, size, df = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "df"
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((bind, 0))
+    if df:
+        s.setsockopt(socket.IPPROTO_IP, 10, 2)   # IP_MTU_DISCOVER = IP_PMTUDISC_DO: DF on every datagram
+    s.settimeout(3)
+    payload = os.urandom(size)
+    out = {"sha": hashlib.sha256(payload).hexdigest()}
+    try:
+        s.sendto(payload, (dst, port))
+        data = s.recv(65535)
+        head, _, echo = data.partition(b"\\n")
+        out.update(answer=json.loads(head), echo_ok=echo == payload, echo_len=len(echo))
+    except OSError as e:
+        out["error"] = f"{type(e).__name__}: {e}"
+    print(json.dumps(out), flush=True)
+""")
+
+
+def ns(role):
+    return f"{PREFIX}-{role}"
+
+
+def snmp_ip(namespace):
+    """The Ip: counters of a namespace's kernel (/proc/net/snmp), by name."""
+    r = run(["ip", "netns", "exec", namespace, "cat", "/proc/net/snmp"], 10)
+    lines = [line.split() for line in r.stdout.splitlines() if line.startswith("Ip:")]
+    return dict(zip(lines[0][1:], map(int, lines[1][1:])))
+
+
+class MtuE2E(unittest.TestCase):
+    rig = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.rig = rig = harness.NamespaceRig.for_suite(cls, "mtu", PREFIX, TAG)
+        cls.config, _ = peer.stage_config(DEMO_CONFIG, rig.workdir, FILE_PREFIX, iface_tag=TAG,
+                                          metrics_listen=f"127.0.0.1:{harness.free_port()}")
+        cfg = json.loads(cls.config.read_text())
+        for p in cfg["ports"]:
+            if p["name"] == "ext1":
+                p["mtu"] = OUTSIDE_MTU
+        cls.config.write_text(json.dumps(cfg, indent=1))
+        cls.status_file = rig.workdir / "status.json"
+        cls.log_path = rig.log_path("egwd")
+        (rig.workdir / "server.py").write_text(SERVER)
+        (rig.workdir / "client.py").write_text(CLIENT)
+
+        rig.netns.up()
+        r = run(["ip", "-n", ns("ext1"), "link", "set", "eth0", "mtu", str(OUTSIDE_MTU)], 10)
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr)
+        rig.start_egwd(cls.config, cls.status_file, FILE_PREFIX)
+        harness.wait_for(lambda: (harness.read_status(cls.status_file) or {}).get("ready") is True
+                         or rig.egwd.poll() is not None,
+                         READY_TIMEOUT, lambda: f"egwd not ready\n{tail(cls.log_path)}")
+        if rig.egwd.poll() is not None:
+            raise RuntimeError(f"egwd exited with {describe_exit(rig.egwd.returncode)}\n{tail(cls.log_path)}")
+        rig.spawn_in(ns("ext1"), "server", rig.workdir / "server.py", PORT)
+
+    def client(self, size, df=False):
+        r = run(["ip", "netns", "exec", ns("pods"), sys.executable, str(self.rig.workdir / "client.py"),
+                 WEB_POD, EXT1, str(PORT), str(size), "df" if df else "plain"], 15)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    def test_1_egwd_set_the_mtu_on_its_port(self):
+        # net_af_packet applies rte_eth_dev_set_mtu to its kernel interface.
+        r = run(["ip", "-j", "link", "show", self.rig.netns.iface("ext1")], 10)
+        self.assertEqual(json.loads(r.stdout)[0]["mtu"], OUTSIDE_MTU, r.stdout)
+        r = run(["ip", "-j", "link", "show", self.rig.netns.iface("pods")], 10)
+        self.assertEqual(json.loads(r.stdout)[0]["mtu"], INSIDE_MTU, r.stdout)
+
+    def test_2_large_datagram_both_ways_in_fragments(self):
+        ext1_before, pods_before = snmp_ip(ns("ext1")), snmp_ip(ns("pods"))
+        out = self.client(SIZE)
+        self.assertNotIn("error", out, f"{out}\n{tail(self.log_path)}")
+        answer = out["answer"]
+        # The outside host put it together and saw the ingress IP.
+        self.assertEqual(answer["src"], WEB_INGRESS)
+        self.assertEqual(answer["len"], SIZE)
+        self.assertEqual(answer["sha"], out["sha"], "the datagram arrived changed")
+        # The answer (larger still) reached the pod whole.
+        self.assertTrue(out["echo_ok"], out)
+        ext1_after, pods_after = snmp_ip(ns("ext1")), snmp_ip(ns("pods"))
+        # 1,628 bytes of datagram at 1,000 bytes a fragment: two, put together by ext1's kernel;
+        # the answer reached the pod in fragments of at most 1,500 bytes, put together there.
+        self.assertGreaterEqual(ext1_after["ReasmOKs"] - ext1_before["ReasmOKs"], 1)
+        self.assertGreaterEqual(ext1_after["ReasmReqds"] - ext1_before["ReasmReqds"], 2)
+        self.assertGreaterEqual(pods_after["ReasmOKs"] - pods_before["ReasmOKs"], 1)
+        self.assertEqual(ext1_after["ReasmFails"], ext1_before["ReasmFails"])
+
+    def test_3_dont_fragment_larger_than_the_outside_mtu_gets_fragmentation_needed(self):
+        out = self.client(OUTSIDE_MTU + 200, df=True)
+        self.assertIn("error", out, "a DF datagram larger than ext1's MTU got an answer")
+        # The pod's kernel took the next-hop MTU from egwd's Fragmentation Needed.
+        def learned():
+            r = run(["ip", "-n", ns("pods"), "route", "get", EXT1, "from", WEB_POD], 10)
+            return f"mtu {OUTSIDE_MTU}" in r.stdout
+        harness.wait_for(learned, 5, lambda: f"the pod's route to {EXT1} has no learned MTU\n{tail(self.log_path)}")
+        # One that fits goes through, DF and all.
+        out = self.client(OUTSIDE_MTU - 100, df=True)
+        self.assertNotIn("error", out, out)
+        self.assertEqual(out["answer"]["src"], WEB_INGRESS)
+
+if __name__ == "__main__":
+    unittest.main()

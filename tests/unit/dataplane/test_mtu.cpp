@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Each port's MTU on the way out: no frame longer than the MTU leaves; a datagram that may be
+// fragmented leaves in fragments whose bytes and checksums are checked here, one that may not
+// (DF) is answered with Fragmentation Needed; frames that arrive as chains of mbufs (jumbo frames, scattered receive) are
+// translated like any other.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "tests/unit/dataplane/rig.h"
+
+namespace egw::test {
+namespace {
+
+using namespace std_rig;
+using dp::DropReason;
+
+constexpr uint16_t kDf = 0x4000;
+
+Bytes pattern(size_t n) {
+    Bytes b(n);
+    for (size_t i = 0; i < n; ++i)
+        b[i] = static_cast<uint8_t>(i * 7 + i / 251);
+    return b;
+}
+
+Bytes ip_of(const Bytes& frame) { return Bytes(frame.begin() + 14, frame.end()); }
+
+// Sets the MTU of the named ports.
+std::function<void(config::Config&)> mtus(std::vector<std::pair<std::string, unsigned>> m) {
+    return [m](config::Config& c) {
+        for (auto& [name, mtu] : m)
+            for (auto& p : c.ports)
+                if (p.name == name)
+                    p.mtu = mtu;
+    };
+}
+
+// The frames of one datagram that left a port: each within `mtu`, each to `dst_mac` from
+// `src_mac`, all with the same identifier; returns the datagram they make.
+Bytes put_together(const std::vector<Bytes>& frames, unsigned mtu, const Mac& dst_mac, const Mac& src_mac) {
+    std::vector<Bytes> ips;
+    for (const Bytes& f : frames) {
+        EXPECT_LE(f.size(), mtu + 14u) << "a frame longer than the MTU left";
+        EXPECT_EQ(mac_str(Mac{f[0], f[1], f[2], f[3], f[4], f[5]}), mac_str(dst_mac));
+        EXPECT_EQ(mac_str(Mac{f[6], f[7], f[8], f[9], f[10], f[11]}), mac_str(src_mac));
+        ips.push_back(ip_of(f));
+        EXPECT_EQ(get16(&ips.back()[4]), get16(&ips.front()[4])) << "fragments of one datagram share its identifier";
+    }
+    std::string why;
+    Bytes d = reassemble(ips, &why);
+    EXPECT_FALSE(d.empty()) << why;
+    return d;
+}
+
+TEST_F(DataplaneTest, TranslatedDatagramLargerThanTheOutsideMtuLeavesInFragments) {
+    Rig& r = start({.configure = mtus({{"ext1", 1000}})});
+    Bytes payload = pattern(1800);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 5353, payload, IpOpt{.id = 0x1234})));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 2u);
+    // 980 bytes of room after the header, cut at a multiple of 8: 976, then the remaining 852.
+    Bytes first = ip_of(frames[0]), second = ip_of(frames[1]);
+    EXPECT_EQ(first.size(), 996u);
+    EXPECT_EQ(get16(&first[6]), 0x2000) << "first: MF, offset 0";
+    EXPECT_EQ(second.size(), 20u + 1828u - 20u - 976u);
+    EXPECT_EQ(get16(&second[6]), 976 / 8) << "last: no MF, offset 976";
+    for (const Bytes& f : {first, second}) {
+        EXPECT_EQ(f[8], 63) << "TTL";
+        EXPECT_EQ(get32(&f[12]), kIngress);
+        EXPECT_EQ(get32(&f[16]), kServer);
+        EXPECT_EQ(finish(sum16(f.data(), 20)), 0) << "header checksum";
+    }
+    Bytes d = put_together(frames, 1000, kServerMac, kExt1Mac);
+    // The datagram they make is the translated one, UDP checksum included.
+    EXPECT_EQ(d, udp_ip(kIngress, 40000, kServer, 5353, payload, IpOpt{.ttl = 63, .id = 0x1234}));
+    Parsed p = parse_ipv4(d.data(), d.size());
+    EXPECT_TRUE(checksums_valid(p));
+    EXPECT_EQ(r.w().counters.fragmented, 1u);
+    EXPECT_EQ(r.w().counters.fragments_out, 2u);
+    EXPECT_EQ(r.w().counters.tx_packets, 2u);
+    EXPECT_EQ(r.svc(kWeb).packets_out, 1u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+TEST_F(DataplaneTest, DatagramOfExactlyTheMtuLeavesWholeAndOneByteMoreIsCut) {
+    Rig& r = start({.configure = mtus({{"ext1", 1000}})});
+    // 20 + 8 + 972 = 1000 bytes.
+    Bytes fits = udp_ip(kPod10, 40000, kServer, 53, pattern(972));
+    r.process(r.pods, r.from_pod(kPod10, fits));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0].size(), 1014u);
+    EXPECT_EQ(get16(&frames[0][14 + 6]), 0) << "not a fragment";
+    EXPECT_EQ(r.w().counters.fragmented, 0u);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, pattern(973))));
+    frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(put_together(frames, 1000, kServerMac, kExt1Mac),
+              udp_ip(kIngress, 40000, kServer, 53, pattern(973), IpOpt{.ttl = 63}));
+    EXPECT_EQ(r.w().counters.fragmented, 1u);
+}
+
+// The ICMP error of frame `f`: Destination Unreachable, Fragmentation Needed, from the pods
+// port's address to `to`, carrying `mtu` as the next-hop MTU (RFC 1191), quoting `quoted`.
+void expect_frag_needed(const Bytes& f, uint32_t to, unsigned mtu, const Bytes& quoted) {
+    Parsed e = parse_frame(f);
+    ASSERT_TRUE(e.ok) << e.error;
+    EXPECT_TRUE(checksums_valid(e));
+    EXPECT_EQ(e.src, kPodsAddr);
+    EXPECT_EQ(e.dst, to);
+    EXPECT_EQ(e.icmp_type, 3);
+    EXPECT_EQ(e.icmp_code, 4);
+    EXPECT_EQ(get16(&f[14 + 20 + 6]), mtu) << "next-hop MTU";
+    // The quote is the start of the datagram as the pod sent it, untranslated.
+    ASSERT_GE(e.payload.size(), 28u);
+    EXPECT_TRUE(std::equal(e.payload.begin(), e.payload.end(), quoted.begin())) << "quote differs from what was sent";
+}
+
+TEST_F(DataplaneTest, DontFragmentLargerThanTheEgressMtuGetsFragmentationNeeded) {
+    Rig& r = start({.configure = mtus({{"ext1", 1000}})});
+    Bytes big = tcp_ip(kPod10, 40000, kServer, 443, kAck, pattern(1400), IpOpt{.frag = kDf});
+    r.process(r.pods, r.from_pod(kPod10, big));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    auto back = r.tx(r.pods);
+    ASSERT_EQ(back.size(), 1u);
+    expect_frag_needed(back[0], kPod10, 1000, big);
+    EXPECT_EQ(r.w().counters.icmp_sent[static_cast<unsigned>(dp::IcmpError::fragmentation_needed)], 1u);
+    EXPECT_EQ(r.drops(DropReason::frag_needed), 0u);
+    EXPECT_EQ(r.w().counters.fragmented, 0u);
+    EXPECT_EQ(r.svc(kWeb).packets_out, 0u) << "refused before it was translated";
+    // A segment that fits, DF or not, goes through the same session.
+    r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 443, kAck, pattern(900), IpOpt{.frag = kDf})));
+    Parsed p = single(r.tx(r.ext1));
+    EXPECT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.src, kIngress);
+    EXPECT_EQ(p.frag, kDf);
+    EXPECT_TRUE(r.tx(r.pods).empty());
+}
+
+TEST_F(DataplaneTest, ReplyLargerThanTheInsideMtuReachesThePodInFragments) {
+    Rig& r = start({.configure = mtus({{"ext1", 9000}, {"pods", 1500}})});
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 5353, pattern(10))));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    // A jumbo reply: 4,000 bytes of payload arrive as a chain of two mbufs.
+    Bytes payload = pattern(4000);
+    r.process(0, {{.port = r.ext1, .frame = r.from_ext1(udp_ip(kServer, 5353, kIngress, 40000, payload))}});
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 3u);
+    Bytes d = put_together(frames, 1500, kPod10Mac, kPodsMac);
+    EXPECT_EQ(d, udp_ip(kServer, 5353, kPod10, 40000, payload, IpOpt{.ttl = 63}));
+    EXPECT_EQ(r.svc(kWeb).packets_in, 1u);
+    EXPECT_EQ(r.w().counters.fragments_out, 3u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+TEST_F(DataplaneTest, UntranslatedTrafficIsHeldToTheMtuToo) {
+    Rig& r = start({.configure = mtus({{"pods", 1280}})});
+    // A pod to a pod of another node: routed back through the inside port.
+    Bytes big = udp_ip(kPod10, 40000, kRemotePod, 8080, pattern(1500));
+    r.process(r.pods, r.from_pod(kPod10, big));
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(put_together(frames, 1280, kPodsRouterMac, kPodsMac),
+              udp_ip(kPod10, 40000, kRemotePod, 8080, pattern(1500), IpOpt{.ttl = 63}));
+    Bytes df = udp_ip(kPod10, 40000, kRemotePod, 8080, pattern(1500), IpOpt{.frag = kDf});
+    r.process(r.pods, r.from_pod(kPod10, df));
+    auto back = r.tx(r.pods);
+    ASSERT_EQ(back.size(), 1u) << "only the error, not the datagram";
+    expect_frag_needed(back[0], kPod10, 1280, df);
+    EXPECT_EQ(r.w().counters.routed, 1u);
+}
+
+TEST_F(DataplaneTest, ChainedFrameThatFitsLeavesAsItsBytesWithValidChecksums) {
+    Rig& r = start({.configure = mtus({{"pods", 9000}, {"ext1", 9000}})});
+    Bytes payload = pattern(6000);
+    // Received as three mbufs (2,048 + 2,048 + the rest), as a scattering NIC delivers a jumbo frame.
+    r.process(0, {{.port = r.pods, .frame = r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 443, kPsh | kAck, payload))}});
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    auto segs = r.tx_segments();
+    ASSERT_EQ(segs.size(), 1u);
+    EXPECT_EQ(segs[0], 3) << "sent as the chain it arrived in";
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  tcp_ip(kIngress, 40000, kServer, 443, kPsh | kAck, payload, IpOpt{.ttl = 63})));
+    Parsed p = parse_frame(frames[0]);
+    EXPECT_TRUE(checksums_valid(p));
+    EXPECT_EQ(r.total_drops(), 0u);
+    // Headers split across two mbufs are taken as well: the first mbuf ends inside the TCP header.
+    r.process(0, {{.port = r.pods,
+                   .frame = r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 443, kAck, payload)),
+                   .segment = 40}});
+    frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  tcp_ip(kIngress, 40000, kServer, 443, kAck, payload, IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+}  // namespace
+}  // namespace egw::test
