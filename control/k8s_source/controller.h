@@ -9,6 +9,10 @@
 //                 leader that cannot renew before its renew deadline stops deciding at once;
 //   external      another controller writes status.host; egwd only follows it.
 //
+// Files: controller.cpp (making, starting and stopping it, stats, poll()), leases.cpp (Lease
+// keeping), decider.cpp (the leader's decisions and write-backs), serving_view.h (what this
+// gateway programs), writer_pool.h (the leader's status writers).
+//
 // Threads: the client's reflectors (one per kind), one that renews the Leases and one that decides
 // (the leader's work queue) with its status writers (writer_pool.h, started once). poll() runs on
 // the caller's thread.
