@@ -20,8 +20,11 @@ packets=${PACKETS:-64000}
 command -v valgrind >/dev/null || { echo "bench-instructions: needs valgrind (scripts/deps.sh installs it)" >&2; exit 1; }
 [ -x "$build/tests/bench/egw-bench" ] || { echo "bench-instructions: build $build/tests/bench/egw-bench first" >&2; exit 1; }
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-eal=(--no-huge -m 1024 -l 0 --no-pci --file-prefix "egw-binstr-$$" --log-level=error
+prefix="egw-binstr-$$"
+# The run's files, and the runtime directory DPDK made for its file prefix (where DPDK puts it).
+if [ "$(id -u)" -eq 0 ]; then rundir=/var/run/dpdk; else rundir=${XDG_RUNTIME_DIR:-/tmp}/dpdk; fi
+trap 'rm -rf "$out" "$rundir/$prefix"' EXIT
+eal=(--no-huge -m 1024 -l 0 --no-pci --file-prefix "$prefix" --log-level=error
      --vdev=net_null0,no-rx=1 --vdev=net_null1,no-rx=1)
 if ! valgrind --tool=callgrind --callgrind-out-file="$out/cg" --dump-before='*phase_boundary*' \
      "$build/tests/bench/egw-bench" "${eal[@]}" -- --flows "$flows" --packets "$packets" >"$out/bench.txt" 2>"$out/valgrind.txt"; then
