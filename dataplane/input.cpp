@@ -16,6 +16,7 @@
 
 #include "dataplane/address_filter.h"
 #include "dataplane/checksum.h"
+#include "dataplane/reassembly.h"
 #include "dataplane/stages.h"
 
 namespace egw::dp {
@@ -234,6 +235,16 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
         pk.session = SessionTable::kNone;
         pk.next = Next::drop;
         DropReason r = parse(w, p, m, pk);
+        if (unlikely(r == DropReason::fragment) && w.reassembly) {
+            // Held until its datagram is complete; the whole datagram then goes on in its place.
+            m = reassembly_add(w, m, rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, sizeof(rte_ether_hdr)));
+            if (!m) {
+                b.set_next(i, Next::gone);
+                continue;
+            }
+            b.m[i] = m;
+            r = parse(w, p, m, pk);
+        }
         if (unlikely(r != DropReason::count)) {
             b.drop(i, r);
             continue;

@@ -10,6 +10,7 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
+#include "dataplane/reassembly.h"
 #include "dataplane/stages.h"
 
 namespace egw::dp {
@@ -74,6 +75,7 @@ unsigned worker_poll_once(Worker& w) {
         }
         worker_flush(w);
         worker_expire_step(w, *p);
+        reassembly_expire(w);
     }
     worker_serve_dump(w);
     worker_serve_flush(w);

@@ -92,6 +92,8 @@ struct WorkerCounters {
     uint64_t icmp_rate_limited;            // ICMP errors not sent for the rate limit (the packet counted as a drop)
     uint64_t fragmented;                   // datagrams cut into fragments for the egress MTU
     uint64_t fragments_out;                // the fragments they made
+    uint64_t fragments_in;                 // IPv4 fragments received and taken into reassembly
+    uint64_t reassembled;                  // datagrams put together from them (each then goes on as one packet)
 };
 
 // Per Service id (0 = traffic of no EgressService), one cache line each.
@@ -143,6 +145,8 @@ struct TxBuffer {
     rte_mbuf* pkts[kTxBufferSize];
 };
 
+struct Reassembly;
+
 struct alignas(64) Worker {
     unsigned index = 0;                    // 0..n_workers-1; also the RCU thread id and tx queue
     DataplaneShared* shared = nullptr;
@@ -163,6 +167,7 @@ struct alignas(64) Worker {
     WorkerCounters counters{};
     uint64_t icmp_tat = 0;                 // the ICMP error bucket's theoretical arrival time (TSC)
     ServiceCounters* service_counters = nullptr;  // [kMaxServices]
+    Reassembly* reassembly = nullptr;      // IPv4 fragments being put together (reassembly.h); none: dropped
     StageProfile profile{};                // only a -Dstage_profile=true build fills it
 
     // Session listing requested by the control thread: it sets dump_capacity and bumps

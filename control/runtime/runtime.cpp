@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "control/runtime/runtime.h"
 
+#include "dataplane/reassembly.h"
+
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -104,6 +106,7 @@ Runtime::~Runtime() {
     for (auto* w : workers_) {
         rte_free(w->service_counters);
         rte_free(w->dump_buffer);
+        dp::reassembly_free(w->reassembly);
         w->~Worker();
         rte_free(w);
     }
@@ -287,6 +290,10 @@ void Runtime::setup(unsigned mbufs) {
         if (!w->service_counters || !w->dump_buffer || !w->sessions.init(name.c_str(), per_worker, wsocket))
             throw RuntimeError("cannot allocate " + std::to_string(per_worker) +
                                " sessions for worker " + std::to_string(i) + " (raise eal.memory_mb or lower sessions.max)");
+        w->reassembly = dp::reassembly_create(dp::kReassemblyDatagrams, dp::kReassemblyTimeoutMs * tsc_hz_ / 1000, wsocket);
+        if (!w->reassembly)
+            throw RuntimeError("cannot allocate the fragment reassembly table of worker " + std::to_string(i) +
+                               " (raise eal.memory_mb)");
         std::string rn = "egw_inj" + std::to_string(i);
         w->inject = rte_ring_create(rn.c_str(), 1024, wsocket, RING_F_SP_ENQ | RING_F_SC_DEQ);
         if (!w->inject)

@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "dataplane/publish.h"
+#include "dataplane/reassembly.h"
 
 namespace egw::test {
 
@@ -270,6 +271,9 @@ void Rig::setup(const RigOptions& o) {
                 fail("inject ring");
             rings_.push_back(w->inject);
         }
+        w->reassembly = dp::reassembly_create(dp::kReassemblyDatagrams, dp::kReassemblyTimeoutMs * hz / 1000, socket);
+        if (!w->reassembly)
+            fail("reassembly table");
         w->now = rte_rdtsc();
     }
     for (unsigned a = 0; a < n_workers && n_workers > 1; ++a)
@@ -375,6 +379,7 @@ void Rig::release() {
     for (auto* w : workers) {
         rte_free(w->service_counters);
         rte_free(w->dump_buffer);
+        dp::reassembly_free(w->reassembly);
         w->~Worker();
         rte_free(w);
     }
@@ -587,6 +592,9 @@ std::vector<dp::Session> Rig::sessions(unsigned worker) const {
 }
 
 void Rig::drain_all() {
+    // Fragments held for reassembly, counted as timed out.
+    for (auto* w : workers)
+        dp::reassembly_clear(*w);
     auto drain = [](rte_ring* r) {
         void* obj;
         while (r && rte_ring_dequeue(r, &obj) == 0)

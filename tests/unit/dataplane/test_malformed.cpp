@@ -67,12 +67,6 @@ std::vector<Case> malformed_cases(const Rig& r) {
         ip[10] ^= 0x01;
         c.push_back({"bad IPv4 header checksum", false, pod(ip), DropReason::malformed});
     }
-    c.push_back({"fragment with MF set", false, pod(udp_ip(kPod10, 40000, kServer, 53, text("first"), IpOpt{.frag = 0x2000})),
-                 DropReason::fragment});
-    c.push_back({"fragment with offset", false, pod(ipv4(kPod10, kServer, kProtoUdp, text("rest of it"), IpOpt{.frag = 0x0010})),
-                 DropReason::fragment});
-    c.push_back({"last fragment from outside", true,
-                 r.from_ext1(ipv4(kServer, kIngress, kProtoUdp, text("tail"), IpOpt{.frag = 0x0020})), DropReason::fragment});
     c.push_back({"protocol 253 for a NAT flow", false, pod(ipv4(kPod10, kServer, 253, text("experimental"))),
                  DropReason::unsupported_protocol});
     c.push_back({"GRE for a masqueraded flow", false, r.from_pod(kPod20, ipv4(kPod20, kServer, 47, Bytes(8, 0))),

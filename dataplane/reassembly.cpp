@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The worker's reassembly table (reassembly.h). rte_ip_frag does the work: a hash table of
+// datagrams keyed by (source, destination, identifier), each holding up to
+// RTE_LIBRTE_IP_FRAG_MAX_FRAG fragments in any order, the first one possibly last, put together
+// by chaining the mbufs (no copy, no allocation) once they cover the datagram. Fragments it will
+// not keep go to a "death row" that is freed and counted here right after each call.
+#include "dataplane/reassembly.h"
+
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_ip_frag.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include "dataplane/worker.h"
+
+namespace egw::dp {
+
+const unsigned kMaxFragmentsPerDatagram = RTE_LIBRTE_IP_FRAG_MAX_FRAG;
+
+struct Reassembly {
+    rte_ip_frag_tbl* table = nullptr;
+    rte_ip_frag_death_row death_row;
+};
+
+namespace {
+
+// Datagrams per hash bucket (rte_ip_frag wants a power of two); one bucket per datagram allowed,
+// so a full bucket, where a new datagram is refused although the table has room, is rare.
+constexpr uint32_t kBucketEntries = 4;
+
+void release(Worker& w, Reassembly& r, DropReason why) {
+    if (r.death_row.cnt == 0)
+        return;
+    w.counters.drops[static_cast<unsigned>(why)] += r.death_row.cnt;
+    rte_ip_frag_free_death_row(&r.death_row, 0);
+}
+
+}  // namespace
+
+Reassembly* reassembly_create(uint32_t max_datagrams, uint64_t timeout_cycles, int socket) {
+    auto* r = static_cast<Reassembly*>(rte_zmalloc_socket("egw_reassembly", sizeof(Reassembly), RTE_CACHE_LINE_SIZE, socket));
+    if (!r)
+        return nullptr;
+    r->table = rte_ip_frag_table_create(max_datagrams, kBucketEntries, max_datagrams, timeout_cycles, socket);
+    if (!r->table) {
+        rte_free(r);
+        return nullptr;
+    }
+    return r;
+}
+
+void reassembly_free(Reassembly* r) {
+    if (!r)
+        return;
+    rte_ip_frag_free_death_row(&r->death_row, 0);
+    rte_ip_frag_table_destroy(r->table);  // frees the fragments it holds
+    rte_free(r);
+}
+
+rte_mbuf* reassembly_add(Worker& w, rte_mbuf* m, rte_ipv4_hdr* ip) {
+    Reassembly& r = *w.reassembly;
+    m->l2_len = sizeof(rte_ether_hdr);
+    m->l3_len = static_cast<uint16_t>((ip->version_ihl & 0x0f) * 4u);
+    ++w.counters.fragments_in;
+    rte_mbuf* d = rte_ipv4_frag_reassemble_packet(r.table, &r.death_row, m, w.now, ip);
+    release(w, r, DropReason::fragment);
+    if (!d)
+        return nullptr;
+    ++w.counters.reassembled;
+    // rte_ip_frag leaves the header checksum 0 and asks for it in transmit offload; egw computes
+    // its checksums itself.
+    auto* dip = rte_pktmbuf_mtod_offset(d, rte_ipv4_hdr*, d->l2_len);
+    dip->hdr_checksum = 0;
+    dip->hdr_checksum = rte_ipv4_cksum(dip);
+    d->ol_flags = 0;
+    return d;
+}
+
+void reassembly_expire(Worker& w) {
+    if (!w.reassembly)
+        return;
+    Reassembly& r = *w.reassembly;
+    rte_ip_frag_table_del_expired_entries(r.table, &r.death_row, w.now);
+    release(w, r, DropReason::fragment_timeout);
+}
+
+void reassembly_clear(Worker& w) {
+    if (!w.reassembly)
+        return;
+    Reassembly& r = *w.reassembly;
+    // Every entry is older than "now" plus the longest timeout there can be.
+    for (int i = 0; i < 64; ++i) {
+        rte_ip_frag_table_del_expired_entries(r.table, &r.death_row, UINT64_MAX);
+        bool more = r.death_row.cnt != 0;
+        release(w, r, DropReason::fragment_timeout);
+        if (!more)
+            break;
+    }
+}
+
+}  // namespace egw::dp
