@@ -123,6 +123,8 @@ struct ArpConfig {
     unsigned hold_packets = 256;        // packets held for unresolved next hops, all neighbours together
     unsigned retry_ms = 1000;           // ARP request retransmission while unresolved
     unsigned reachable_s = 300;         // learned entries are re-requested after this
+    unsigned announce_count = 3;        // gratuitous ARPs for an address the gateway starts answering for
+    unsigned announce_interval_ms = 1000;  // between two of them
     bool operator==(const ArpConfig&) const = default;
 };
 

@@ -91,7 +91,9 @@ json arp(const ArpConfig& a) {
     return {{"max_neighbors", a.max_neighbors},
             {"hold_packets", a.hold_packets},
             {"retry_ms", a.retry_ms},
-            {"reachable_s", a.reachable_s}};
+            {"reachable_s", a.reachable_s},
+            {"announce_count", a.announce_count},
+            {"announce_interval_ms", a.announce_interval_ms}};
 }
 
 json icmp(const IcmpConfig& i) { return {{"errors_per_second", i.errors_per_second}, {"burst", i.burst}}; }

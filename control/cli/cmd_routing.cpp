@@ -97,4 +97,24 @@ Reply show_neighbors(Context& ctx, const Args&) {
     return ok(t.render(), list);
 }
 
+// The counters, then the addresses still being announced (gratuitous ARP after the gateway began
+// to answer for them).
+Reply show_arp(Context& ctx, const Args&) {
+    json arp = ctx.status()["arp"];
+    Table counters({"counter", "value"});
+    for (const char* k : {"requests_sent", "announcements_sent", "announcements_failed", "addresses_announced"})
+        counters.row({k, jnum(arp[k])});
+    Table t({"port", "ip", "what", "left", "next-ms"});
+    json list = arp["announcing"];
+    for (const auto& a : list)
+        t.row({jstr(a["port"]), jstr(a["ip"]), jstr(a["what"]), jnum(a["left"]), jnum(a["next_ms"])});
+    std::string text = counters.render();
+    text += '\n';
+    if (list.empty())
+        text += "no gratuitous ARP in progress\n";
+    else
+        text += t.render();
+    return ok(text, arp);
+}
+
 }  // namespace egw::cli

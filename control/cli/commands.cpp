@@ -101,6 +101,7 @@ const Command kCommands[] = {
     {"show vrfs", "routing", "VRFs with their table number, ports, routes and Services", show_vrfs},
     {"show routes vrf VRF", "routing", "connected and static routes of one VRF", show_routes},
     {"show neighbors", "routing", "the ARP table: static, learned and incomplete entries", show_neighbors},
+    {"show arp", "routing", "ARP counters and the gratuitous ARPs still to be sent", show_arp},
 
     {"show lcores", "system", "the lcores and their busy and total TSC cycles", show_lcores},
     {"show k8s", "system", "the Kubernetes connection: per-kind sync state, last resourceVersion, leader", show_k8s},

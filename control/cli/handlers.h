@@ -32,6 +32,7 @@ Reply clear_sessions_all(Context& ctx, const Args& a);
 Reply show_vrfs(Context& ctx, const Args& a);
 Reply show_routes(Context& ctx, const Args& a);
 Reply show_neighbors(Context& ctx, const Args& a);
+Reply show_arp(Context& ctx, const Args& a);
 
 // system
 Reply show_lcores(Context& ctx, const Args& a);

@@ -182,6 +182,7 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
 
 void Exporter::tick(const control::NeighborResolver& resolver) {
     neighbor_held_dropped_.store(resolver.held_dropped(), std::memory_order_relaxed);
+    arp_.store(resolver);
     last_tick_.store(now(), std::memory_order_relaxed);
 }
 
@@ -230,6 +231,7 @@ std::string Exporter::metrics_text(std::string& error) const {
     out.reserve(16384);
     Writer w(out);
     write_metrics(w, *v, r, read_ports(*v), process_);
+    write_arp(w, arp_.load());
     {
         std::lock_guard lock(extra_mu_);
         for (const auto& f : extra_)

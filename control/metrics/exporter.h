@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "control/metrics/arp.h"
 #include "control/metrics/collect.h"
 #include "control/metrics/health.h"
 #include "control/metrics/http_server.h"
@@ -94,6 +95,7 @@ private:
 
     // Shared with the server thread.
     std::atomic<uint64_t> neighbor_held_dropped_{0};
+    ArpCounters arp_;
     std::atomic<double> last_tick_{-1};
     mutable std::mutex health_mu_;
     mutable StallDetector stall_;

@@ -23,9 +23,8 @@ constexpr uint64_t kHoldSeconds = 3;
 
 }  // namespace
 
-NeighborResolver::NeighborResolver(const config::Config& cfg, Runtime& rt) : cfg_(cfg), rt_(rt) {
-    tsc_hz_ = rte_get_tsc_hz();
-}
+NeighborResolver::NeighborResolver(const config::Config& cfg, Runtime& rt)
+    : cfg_(cfg), rt_(rt), tsc_hz_(rte_get_tsc_hz()), announcer_(cfg.arp, tsc_hz_) {}
 
 NeighborResolver::~NeighborResolver() {
     for (auto& [k, e] : entries_)
@@ -111,10 +110,15 @@ void NeighborResolver::free_held(Entry& e) {
 }
 
 void NeighborResolver::inject(rte_mbuf* m) {
-    if (rte_ring_sp_enqueue(rt_.workers()[0]->inject, m) != 0) {
+    if (!inject_or_free(m))
         ++held_dropped_;
-        rte_pktmbuf_free(m);
-    }
+}
+
+bool NeighborResolver::inject_or_free(rte_mbuf* m) {
+    if (rte_ring_sp_enqueue(rt_.workers()[0]->inject, m) == 0)
+        return true;
+    rte_pktmbuf_free(m);
+    return false;
 }
 
 void NeighborResolver::send_request(uint16_t port, uint32_t ip, const dp::PolicySnapshot& p) {
@@ -129,13 +133,19 @@ void NeighborResolver::send_request(uint16_t port, uint32_t ip, const dp::Policy
             break;
         }
     }
+    if (send_arp(port, sip, ip, p))
+        ++requests_sent_;
+}
+
+bool NeighborResolver::send_arp(uint16_t port, uint32_t sip, uint32_t tip, const dp::PolicySnapshot& p) {
+    const dp::PortPolicy& pp = p.ports[port];
     rte_mbuf* m = rte_pktmbuf_alloc(rt_.pool());
     if (!m)
-        return;
+        return false;
     char* frame = rte_pktmbuf_append(m, sizeof(rte_ether_hdr) + sizeof(rte_arp_hdr));
     if (!frame) {
         rte_pktmbuf_free(m);
-        return;
+        return false;
     }
     auto* eth = reinterpret_cast<rte_ether_hdr*>(frame);
     std::memset(eth->dst_addr.addr_bytes, 0xff, 6);
@@ -150,10 +160,9 @@ void NeighborResolver::send_request(uint16_t port, uint32_t ip, const dp::Policy
     std::memcpy(arp->arp_data.arp_sha.addr_bytes, pp.mac, 6);
     arp->arp_data.arp_sip = rte_cpu_to_be_32(sip);
     std::memset(arp->arp_data.arp_tha.addr_bytes, 0, 6);
-    arp->arp_data.arp_tip = rte_cpu_to_be_32(ip);
+    arp->arp_data.arp_tip = rte_cpu_to_be_32(tip);
     m->port = port;
-    ++requests_sent_;
-    inject(m);
+    return inject_or_free(m);
 }
 
 void NeighborResolver::learn(uint16_t port, uint32_t ip, const uint8_t* mac, const dp::PolicySnapshot& p) {
@@ -223,7 +232,12 @@ void NeighborResolver::hold(rte_mbuf* m, const dp::PolicySnapshot& p) {
     }
 }
 
-void NeighborResolver::poll(const dp::PolicySnapshot& p) {
+void NeighborResolver::poll(const dp::PolicySnapshot& p) { poll(p, rte_rdtsc()); }
+
+void NeighborResolver::poll(const dp::PolicySnapshot& p, uint64_t now) {
+    announcer_.update(p, now);
+    // An announcement is an ARP request for the address itself, from it (RFC 5227 section 2.3).
+    announcer_.run(now, [&](uint16_t port, uint32_t ip) { return send_arp(port, ip, ip, p); });
     rte_mbuf* burst[64];
     rte_ring* ring = rt_.shared().to_control;
     unsigned n;
@@ -287,6 +301,21 @@ std::vector<NeighborView> NeighborResolver::list() const {
         }
         v.state = e.is_static ? "static" : e.resolved ? "reachable" : "incomplete";
         v.held = static_cast<unsigned>(e.held.size());
+        out.push_back(v);
+    }
+    return out;
+}
+
+std::vector<AnnouncementView> NeighborResolver::announcing() const {
+    std::vector<AnnouncementView> out;
+    uint64_t now = rte_rdtsc();
+    for (const auto& a : announcer_.pending()) {
+        AnnouncementView v;
+        v.port = port_name(a.port);
+        v.ip = a.ip;
+        v.what = a.what == Announcer::What::ingress_ip ? "ingress IP" : "port address";
+        v.left = a.left;
+        v.next_ms = a.due_tsc > now ? (a.due_tsc - now) * 1000 / tsc_hz_ : 0;
         out.push_back(v);
     }
     return out;

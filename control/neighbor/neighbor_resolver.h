@@ -5,7 +5,8 @@
 // Workers hand over two kinds of mbufs through the control ring: ARP replies, and packets whose
 // next hop has no MAC yet (with the next hop in an mbuf dynfield). Held packets wait here, a
 // bounded number in all, while requests are retransmitted; when the reply comes they get their
-// Ethernet header and go back to worker 0 to be sent.
+// Ethernet header and go back to worker 0 to be sent. The gratuitous ARPs the Announcer decides
+// (announcer.h) are made here too and leave the same way.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "control/neighbor/announcer.h"
 #include "dataplane/tables/policy.h"
 
 struct rte_mbuf;
@@ -31,6 +33,14 @@ struct NeighborView {
     unsigned held = 0;
 };
 
+struct AnnouncementView {
+    std::string port;
+    uint32_t ip = 0;
+    std::string what;     // "port address", "ingress IP"
+    unsigned left = 0;    // gratuitous ARPs still to send
+    uint64_t next_ms = 0; // until the next one
+};
+
 class NeighborResolver {
 public:
     NeighborResolver(const config::Config& cfg, Runtime& rt);
@@ -43,14 +53,19 @@ public:
     // take their MAC at once. Returns "" when done, or why not (the table has no room), and then
     // nothing has changed.
     std::string reload_static(const std::vector<config::NeighborConfig>& next);
-    // Takes what the workers sent. Call often.
+    // Takes what the workers sent, and sends the gratuitous ARPs that are due. Call often, with the
+    // snapshot the workers use: a new one may start announcements.
     void poll(const dp::PolicySnapshot& p);
+    void poll(const dp::PolicySnapshot& p, uint64_t now_tsc);
     // Retransmits requests, drops packets held too long, refreshes old entries.
     void tick(const dp::PolicySnapshot& p);
 
     std::vector<NeighborView> list() const;
+    // Gratuitous ARPs not finished yet, by port and address.
+    std::vector<AnnouncementView> announcing() const;
     uint64_t held_dropped() const { return held_dropped_; }
     uint64_t requests_sent() const { return requests_sent_; }
+    const Announcer& announcer() const { return announcer_; }
 
 private:
     struct Entry {
@@ -64,6 +79,9 @@ private:
     void learn(uint16_t port, uint32_t ip, const uint8_t* mac, const dp::PolicySnapshot& p);
     void hold(rte_mbuf* m, const dp::PolicySnapshot& p);
     void send_request(uint16_t port, uint32_t ip, const dp::PolicySnapshot& p);
+    // An ARP request on `port` from (port MAC, sip) for `tip`; false when it could not be sent.
+    bool send_arp(uint16_t port, uint32_t sip, uint32_t tip, const dp::PolicySnapshot& p);
+    bool inject_or_free(rte_mbuf* m);
     void inject(rte_mbuf* m);
     void free_held(Entry& e);
     std::string port_name(uint16_t id) const;
@@ -76,6 +94,7 @@ private:
     uint64_t held_dropped_ = 0;
     uint64_t requests_sent_ = 0;
     uint64_t tsc_hz_ = 0;
+    Announcer announcer_;
 };
 
 }  // namespace egw::control

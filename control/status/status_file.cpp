@@ -151,6 +151,17 @@ nlohmann::json collect_status(const StatusInputs& in) {
         neighbors.push_back({{"port", n.port}, {"ip", config::format_ipv4(n.ip)}, {"mac", n.mac}, {"state", n.state},
                              {"held", n.held}});
     doc["neighbors"] = neighbors;
+
+    const auto& garp = in.neighbors.announcer().stats();
+    json announcing = json::array();
+    for (const auto& a : in.neighbors.announcing())
+        announcing.push_back({{"port", a.port}, {"ip", config::format_ipv4(a.ip)}, {"what", a.what}, {"left", a.left},
+                              {"next_ms", a.next_ms}});
+    doc["arp"] = {{"requests_sent", in.neighbors.requests_sent()},
+                  {"announcements_sent", garp.sent},
+                  {"announcements_failed", garp.failed},
+                  {"addresses_announced", garp.started},
+                  {"announcing", announcing}};
     return doc;
 }
 

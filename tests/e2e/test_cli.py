@@ -416,10 +416,15 @@ class CliThroughEgwctl(unittest.TestCase):
         self.assertEqual(one[0]["rx_packets"], len(FRAMES))
         by_id = self.json("show", "port", "stats", "0")
         self.assertEqual(by_id[0]["name"], "pods")
-        # What went out: every flow but the malformed frame, through ext1 or ext2.
+        # What went out: every flow but the malformed frame, through ext1 or ext2, and once the
+        # gratuitous ARPs are done, 3 of them for each address answered there (ext1: its own and
+        # web's ingress IP; ext2: its own).
+        deadline = time.monotonic() + 5
+        while self.json("show", "arp")["announcing"] and time.monotonic() < deadline:
+            time.sleep(0.2)
         sent = {p["name"]: p["tx_packets"] for p in self.json("show", "port", "stats", "all")}
-        self.assertEqual(sent["ext1"] + sent["ext2"], len(FLOWS))
-        self.assertEqual(sent["ext2"], 1)
+        self.assertEqual(sent["ext1"] + sent["ext2"], len(FLOWS) + 3 * 3)
+        self.assertEqual(sent["ext2"], 1 + 3)
 
     def test_port_xstats(self):
         text = self.out("show", "port", "xstats", "pods")
@@ -594,6 +599,29 @@ class CliThroughEgwctl(unittest.TestCase):
         self.assertEqual(table[REMOTE][2:4], ["02:00:00:00:00:64", "static"])
         self.assertEqual({n["ip"] for n in self.json("show", "neighbors")}, {REMOTE, REMOTE_BLUE})
 
+    def test_arp(self):
+        # Announced since start: the three port addresses on their ports and web's ingress IP on
+        # ext1 (db is a Network Service, cart is served elsewhere), 3 times each, 1 s apart.
+        j = self.json("show", "arp")
+        self.assertEqual(j["addresses_announced"], 4, j)
+        self.assertEqual(j["announcements_failed"], 0, j)
+        self.assertGreaterEqual(j["announcements_sent"], 4, j)
+        self.assertLessEqual(j["announcements_sent"], 12, j)
+        self.assertEqual(j["announcements_sent"] + sum(a["left"] for a in j["announcing"]), 12, j)
+        for a in j["announcing"]:
+            self.assertIn((a["port"], a["ip"], a["what"]),
+                          {("pods", "10.244.1.1", "port address"), ("ext1", EXT1_ADDR, "port address"),
+                           ("ext2", EXT2_ADDR, "port address"), ("ext1", WEB_INGRESS, "ingress IP")})
+            self.assertLessEqual(a["next_ms"], 1000)
+        deadline = time.monotonic() + 5
+        while self.json("show", "arp")["announcing"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        j = self.json("show", "arp")
+        self.assertEqual((j["announcements_sent"], j["announcing"]), (12, []))
+        table = {r[0]: r for r in rows(self.out("show", "arp"))}
+        self.assertEqual(table["announcements_sent"][1], "12")
+        self.assertIn("no gratuitous ARP in progress", self.out("show", "arp"))
+
     # system
 
     def test_lcores(self):
@@ -654,7 +682,7 @@ class CliThroughEgwctl(unittest.TestCase):
     def test_every_show_has_json(self):
         for cmd in (["show", "port", "stats", "all"], ["show", "port", "xstats", "ext1"], ["show", "services"],
                     ["show", "service", "default/db"], ["show", "sessions"], ["show", "snat", "pools"],
-                    ["show", "vrfs"], ["show", "routes", "vrf", "blue"], ["show", "neighbors"], ["show", "lcores"],
+                    ["show", "vrfs"], ["show", "routes", "vrf", "blue"], ["show", "neighbors"], ["show", "arp"], ["show", "lcores"],
                     ["show", "drops"], ["show", "config"]):
             with self.subTest(cmd=" ".join(cmd)):
                 self.json(*cmd)

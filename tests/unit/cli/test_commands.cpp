@@ -137,7 +137,7 @@ TEST_F(CommandsTest, MessagesNameTheOffendingWord) {
 
 TEST_F(CommandsTest, Completion) {
     EXPECT_EQ(candidates(""), (std::vector<std::string>{"clear", "help", "quit", "reload", "set", "show"}));
-    EXPECT_EQ(candidates("show "), (std::vector<std::string>{"config", "drops", "icmp", "k8s", "lcores", "neighbors", "port",
+    EXPECT_EQ(candidates("show "), (std::vector<std::string>{"arp", "config", "drops", "icmp", "k8s", "lcores", "neighbors", "port",
                                                              "routes", "service", "services", "sessions", "snat", "steering",
                                                              "version", "vrfs"}));
     EXPECT_EQ(candidates("show port "), (std::vector<std::string>{"info", "stats", "xstats"}));

@@ -360,6 +360,8 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_EQ(c.arp.reachable_s, 300u);
     EXPECT_EQ(c.icmp.errors_per_second, 1000u);
     EXPECT_EQ(c.icmp.burst, 50u);
+    EXPECT_EQ(c.arp.announce_count, 3u);
+    EXPECT_EQ(c.arp.announce_interval_ms, 1000u);
     EXPECT_TRUE(c.node.labels.empty());
     EXPECT_EQ(c.state.source, StateSource::files);
     EXPECT_EQ(c.state.path, "/etc/egw/m");
@@ -396,8 +398,9 @@ TEST(Load, FullFileEveryFieldLands) {
       "default_action": "drop",
       "sessions": {"max": 1000, "port_min": 2000, "port_max": 3000,
                    "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}},
-      "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30},
       "icmp": {"errors_per_second": 0, "burst": 7},
+      "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30, "announce_count": 0,
+              "announce_interval_ms": 250},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
       "state": {"source": "kubernetes", "kubeconfig": "/etc/kubernetes/admin.conf"}
     })", "cfg/egw.json");
@@ -486,6 +489,8 @@ TEST(Load, FullFileEveryFieldLands) {
     EXPECT_EQ(c.arp.reachable_s, 30u);
     EXPECT_EQ(c.icmp.errors_per_second, 0u);
     EXPECT_EQ(c.icmp.burst, 7u);
+    EXPECT_EQ(c.arp.announce_count, 0u);
+    EXPECT_EQ(c.arp.announce_interval_ms, 250u);
     EXPECT_EQ(c.node.name, "gw-1.example.com");
     EXPECT_EQ(c.node.labels, (std::map<std::string, std::string>{{"egw.example.com/gateway", "true"}, {"zone", ""}}));
     EXPECT_EQ(c.state.source, StateSource::kubernetes);
@@ -820,7 +825,7 @@ const ErrorCase kCases[] = {
     {"UnknownTimeout", [](json& j) { j["sessions"] = J(R"({"timeouts": {"tcp": 5}})"); }, "$.sessions.timeouts.tcp",
      "unknown key \"tcp\", expected one of: tcp_established, tcp_transitory, udp, icmp"},
     {"UnknownArp", [](json& j) { j["arp"] = {{"timeout", 5}}; }, "$.arp.timeout",
-     "unknown key \"timeout\", expected one of: max_neighbors, hold_packets, retry_ms, reachable_s"},
+     "unknown key \"timeout\", expected one of: max_neighbors, hold_packets, retry_ms, reachable_s, announce_count, announce_interval_ms"},
     {"UnknownNode", [](json& j) { j["node"]["label"] = json::object(); }, "$.node.label",
      "unknown key \"label\", expected one of: name, labels"},
     {"UnknownState", [](json& j) { j["state"]["dir"] = "x"; }, "$.state.dir",
@@ -972,6 +977,10 @@ const ErrorCase kCases[] = {
     {"IcmpRateNegative", [](json& j) { j["icmp"] = {{"errors_per_second", -1}}; }, "$.icmp.errors_per_second",
      "expected an integer from 0 to 1000000, got -1"},
     {"IcmpNotAnObject", [](json& j) { j["icmp"] = 100; }, "$.icmp", "expected an object, got 100"},
+    {"ArpAnnounceCountTooLarge", [](json& j) { j["arp"] = {{"announce_count", 101}}; }, "$.arp.announce_count",
+     "expected an integer from 0 to 100, got 101"},
+    {"ArpAnnounceIntervalTooShort", [](json& j) { j["arp"] = {{"announce_interval_ms", 5}}; },
+     "$.arp.announce_interval_ms", "expected an integer from 10 to 60000, got 5"},
     {"PollTooFast", [](json& j) { j["state"]["poll_ms"] = 1; }, "$.state.poll_ms",
      "expected an integer from 10 to 60000, got 1"},
     {"TableZero", [](json& j) { j["vrfs"][0]["table"] = 0; }, "$.vrfs[0].table",
@@ -1592,8 +1601,9 @@ json full_files_document() {
       "default_action": "drop",
       "sessions": {"max": 1000, "port_min": 2000, "port_max": 3000,
                    "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}, "tcp_open": "strict"},
-      "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30},
       "icmp": {"errors_per_second": 20, "burst": 5},
+      "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30, "announce_count": 2,
+              "announce_interval_ms": 100},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
       "state": {"source": "files", "path": "/srv/egw/manifests", "poll_ms": 500},
       "metrics": {"enabled": true, "listen": "0.0.0.0:9100"}

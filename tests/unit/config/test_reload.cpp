@@ -45,11 +45,13 @@ TEST(Reload, RoutesNeighboursDefaultActionAndArpTimersAreLive) {
     j["routes"].push_back({{"vrf", "blue"}, {"prefix", "203.0.113.0/24"}, {"via", "198.51.100.254"}, {"port", "blue1"}});
     j["neighbors"][0]["mac"] = "02:00:00:00:00:fd";
     j["default_action"] = "drop";
-    j["arp"] = {{"retry_ms", 500}, {"reachable_s", 60}, {"hold_packets", 64}};
+    j["arp"] = {{"retry_ms", 500}, {"reachable_s", 60}, {"hold_packets", 64}, {"announce_count", 5},
+                {"announce_interval_ms", 200}};
     j["cluster"]["node_ips"] = {"10.0.0.5"};
     auto c = compare_for_reload(load(base()), load(j));
     EXPECT_EQ(c.restart, std::vector<std::string>{});
-    EXPECT_EQ(c.live, (std::vector<std::string>{"arp.hold_packets", "arp.reachable_s", "arp.retry_ms",
+    EXPECT_EQ(c.live, (std::vector<std::string>{"arp.announce_count", "arp.announce_interval_ms", "arp.hold_packets",
+                                                 "arp.reachable_s", "arp.retry_ms",
                                                  "cluster.node_ips", "default_action", "neighbors[0].mac",
                                                  "routes"}));
 }
@@ -108,7 +110,8 @@ TEST(Reload, ApplyingTheLiveChangesLeavesOnlyTheRestartOnes) {
                        {{"vrf", "blue"}, {"prefix", "0.0.0.0/0"}, {"via", "198.51.100.254"}, {"port", "blue1"}}};
         j["neighbors"] = json::array();
         j["default_action"] = "route";
-        j["arp"] = {{"retry_ms", 250}, {"reachable_s", 30}, {"hold_packets", 16}, {"max_neighbors", 128}};
+        j["arp"] = {{"retry_ms", 250}, {"reachable_s", 30}, {"hold_packets", 16}, {"max_neighbors", 128},
+                    {"announce_count", 1}, {"announce_interval_ms", 100}};
         j["cluster"] = {{"pod_cidrs", {"10.0.0.0/8"}}, {"service_cidrs", json::array()}, {"node_ips", {"10.1.1.1"}}};
         j["node"]["labels"] = {{"a", "b"}};
         j["state"]["poll_ms"] = 1000;
