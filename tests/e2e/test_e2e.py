@@ -38,6 +38,8 @@ PREFIX = f"egwe2e{os.getpid()}"            # namespaces <prefix>-pods, -pods2, -
 TAG = harness.iface_tag("e")               # root-side interfaces <tag>-pods, ... (scripts/netns.sh)
 FILE_PREFIX = f"egw-e2e-{os.getpid()}"     # DPDK runtime directory of the egwd under test
 PODS_MAC = "02:e9:00:00:00:01"             # egwd's port "pods"
+EXT1_MAC = "02:e9:00:00:00:03"             # egwd's port "ext1"
+OLD_GW_MAC = "02:00:5e:00:00:99"           # the MAC a previous gateway had (gratuitous ARP tests)
 
 WEB_PODS = ("10.244.1.10", "10.244.1.11")  # default/web, sourceIPBy LoadBalancerIP
 WEB_INGRESS = "192.0.2.50"
@@ -49,6 +51,36 @@ EXT1_GW = "192.0.2.1"                      # masquerade address on ext1
 EXT2 = "198.51.100.100"
 EXT2_GW = "198.51.100.1"                   # masquerade address on ext2 (VRF blue)
 SERVICE_PORT = 8080
+
+# default/shop (test_12): a Service whose EgressService selects nodes by `label`.
+SHOP_MANIFEST = """apiVersion: v1
+kind: Service
+metadata: {{name: shop, namespace: default}}
+spec:
+  type: LoadBalancer
+  clusterIP: 10.96.0.60
+  ports: [{{name: http, port: 80, protocol: TCP, targetPort: 8080}}]
+status:
+  loadBalancer:
+    ingress: [{{ip: {ingress}}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: shop-1
+  namespace: default
+  labels: {{kubernetes.io/service-name: shop}}
+addressType: IPv4
+endpoints: [{{addresses: [10.244.1.40], nodeName: worker-1, conditions: {{ready: true}}}}]
+---
+apiVersion: k8s.ovn.org/v1
+kind: EgressService
+metadata: {{name: shop, namespace: default}}
+spec:
+  sourceIPBy: LoadBalancerIP
+  nodeSelector:
+    matchLabels: {{egw.example.com/gateway: "{label}"}}
+"""
 
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
@@ -81,6 +113,9 @@ class EgressGatewayE2E(unittest.TestCase):
         cls.egwd_log_path = topo.log_path("egwd")
 
         topo.netns.up()
+        # The external host holds another MAC for ext1's address, as after a previous gateway:
+        # egwd's gratuitous ARPs at start must replace it (test_00a).
+        cls.set_neighbor("ext1", EXT1_GW, OLD_GW_MAC)
         topo.start_egwd(cls.config, cls.status_file, FILE_PREFIX)
         cls.wait_ready()
 
@@ -106,6 +141,21 @@ class EgressGatewayE2E(unittest.TestCase):
     # --- helpers ---------------------------------------------------------------------------
 
     wait_for = staticmethod(harness.wait_for)
+
+    @classmethod
+    def set_neighbor(cls, role, ip, mac):
+        """A stale neighbour entry in a namespace's kernel: what it would hold for `ip` after
+        talking to another host that had it (it is kept until something updates it)."""
+        r = run(["ip", "-n", ns(role), "neigh", "replace", ip, "lladdr", mac, "dev", "eth0", "nud", "stale"], 10)
+        if r.returncode != 0:
+            raise RuntimeError(f"ip neigh replace {ip} in {ns(role)}: {r.stderr.strip()}")
+
+    def neighbor_mac(self, role, ip):
+        """The MAC a namespace's kernel holds for `ip` on eth0, None when it holds none."""
+        r = run(["ip", "-n", ns(role), "-j", "neigh", "show", ip, "dev", "eth0"], 10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        entries = json.loads(r.stdout or "[]")
+        return entries[0].get("lladdr") if entries else None
 
     @classmethod
     def server_log(cls, role):
@@ -250,6 +300,16 @@ class EgressGatewayE2E(unittest.TestCase):
         self.assertEqual(db["endpoints"], 1)
         status = self.read_status()
         self.assertEqual({p["name"] for p in status["ports"]}, {"pods", "pods2", "ext1", "ext2"})
+
+    def test_00a_gratuitous_arp_at_start_replaces_another_mac_for_a_port_address(self):
+        # setUpClass left OLD_GW_MAC in ext1's table for ext1's address before egwd started; no
+        # test has sent anything yet, so only egwd's announcements can have changed it.
+        self.wait_for(lambda: self.neighbor_mac("ext1", EXT1_GW) == EXT1_MAC, 5,
+                      lambda: f"{ns('ext1')} still holds {self.neighbor_mac('ext1', EXT1_GW)} for "
+                      f"{EXT1_GW}, not egwd's {EXT1_MAC}\n{self.diag()}")
+        arp = self.fresh_status(rewrites=1)["arp"]
+        self.assertGreaterEqual(arp["announcements_sent"], 1, arp)
+        self.assertEqual(arp["announcements_failed"], 0, arp)
 
     def test_01_web_tcp_leaves_with_ingress_ip(self):
         before = self.fresh_status(rewrites=1)
@@ -475,6 +535,51 @@ class EgressGatewayE2E(unittest.TestCase):
         self.reload_and_wait("configuration reloaded from")
         self.assert_seen_from("udp", OTHER_POD, EXT1, EXT1_GW)
         self.assert_egwd_alive()
+
+    def test_12_takeover_gratuitous_arp_replaces_the_previous_gateways_mac_on_the_external_host(self):
+        # default/shop's ingress IP is served elsewhere at first (no node has the label its
+        # selector asks for), and the external host holds the other gateway's MAC for it. When
+        # the selector is changed to match this gateway, egwd starts serving the address and must
+        # announce it, so that the host takes ext1's MAC without asking (no traffic is sent).
+        shop_ip = "192.0.2.70"   # (db's is .60, informational in Network mode)
+        path = self.manifests / "zz-e2e-shop.yaml"
+
+        def write(gateway_label):
+            path.write_text(SHOP_MANIFEST.format(ingress=shop_ip, label=gateway_label))
+
+        def cleanup():
+            path.unlink(missing_ok=True)
+            run(["ip", "-n", ns("ext1"), "neigh", "del", shop_ip, "dev", "eth0"], 10)
+        self.addCleanup(cleanup)
+        write("elsewhere")
+        self.set_neighbor("ext1", shop_ip, OLD_GW_MAC)
+
+        def shop(serve_here):
+            svc = self.service(self.read_status() or {}, "default/shop")
+            return svc if svc is not None and svc.get("serve_here") == serve_here else None
+        self.wait_for(lambda: shop(False), CONVERGE_TIMEOUT, lambda: f"default/shop not seen\n{self.diag()}")
+        harness.hold(lambda: self.neighbor_mac("ext1", shop_ip) == OLD_GW_MAC, HOLD,
+                     lambda: f"{shop_ip} changed in {ns('ext1')} while served elsewhere: "
+                     f"{self.neighbor_mac('ext1', shop_ip)}\n{self.diag()}")
+        before = self.fresh_status(rewrites=1)["arp"]
+
+        write("true")
+        changed = time.monotonic()
+        self.wait_for(lambda: self.neighbor_mac("ext1", shop_ip) == EXT1_MAC, CONVERGE_TIMEOUT,
+                      lambda: f"{ns('ext1')} still holds {self.neighbor_mac('ext1', shop_ip)} for {shop_ip} "
+                      f"{CONVERGE_TIMEOUT:g}s after default/shop moved here\n{self.diag()}")
+        elapsed = time.monotonic() - changed
+        self.wait_for(lambda: shop(True), CONVERGE_TIMEOUT, lambda: f"default/shop not served here\n{self.diag()}")
+        # One address began to be announced (the ingress IP on ext1, its network's only outside
+        # port), and every announcement of it goes out: 3, a second apart.
+        def all_sent():
+            arp = (self.read_status() or {}).get("arp", {})
+            return arp if arp.get("announcements_sent", 0) - before["announcements_sent"] >= 3 else None
+        arp = self.wait_for(all_sent, 5, lambda: f"3 announcements not sent\n{self.diag()}")
+        self.assertEqual(arp["addresses_announced"] - before["addresses_announced"], 1, (before, arp))
+        self.assertEqual(arp["announcements_sent"] - before["announcements_sent"], 3, (before, arp))
+        self.assertEqual(arp["announcements_failed"], 0, arp)
+        print(f"\n  {shop_ip}: external host took egwd's MAC {elapsed:.2f}s after the takeover", file=sys.stderr)
 
     def test_99_egwd_stops_cleanly_on_sigint(self):
         code = stop_process(self.topo.egwd, signal.SIGINT, grace=STOP_TIMEOUT)
