@@ -55,7 +55,7 @@ void stage_handoff(Worker& w, Burst& b) {
         if (!n_out[o])
             continue;
         unsigned sent = rte_ring_sp_enqueue_burst(w.handoff_out[o], reinterpret_cast<void**>(out[o]), n_out[o], nullptr);
-        w.counters.handed_off += sent;
+        count(w.counters.handed_off, sent);
         for (unsigned k = 0; k < n_out[o]; ++k)
             if (k < sent)
                 b.set_next(pos[o][k], Next::gone);

@@ -177,12 +177,12 @@ void stage_icmp_reply(Worker& w, const PolicySnapshot& p, Burst& b) {
             return;
         }
         if (!take_token(w)) {
-            ++w.counters.icmp_rate_limited;
+            count(w.counters.icmp_rate_limited);
             b.drop(i, pk.reason);
             return;
         }
         build(p, m, pk, len);
-        ++w.counters.icmp_sent[static_cast<unsigned>(pk.icmp)];
+        count(w.counters.icmp_sent[static_cast<unsigned>(pk.icmp)]);
         pk.out_port = m->port;
         b.set_next(i, Next::transmit);
     });

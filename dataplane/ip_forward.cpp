@@ -31,7 +31,7 @@ void stage_ip_forward(Worker& w, const PolicySnapshot& p, Burst& b) {
             return;
         }
         pk.ip->hdr_checksum = csum_apply(pk.ip->hdr_checksum, ttl_decrement(pk.ip));
-        ++w.counters.routed;
+        count(w.counters.routed);
         pk.neighbor_slot = NeighborTable::kNone;
         b.to_output(i, nh->port, nh->gateway ? nh->gateway : dst, &pk.neighbor_slot);
     });

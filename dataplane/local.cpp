@@ -43,7 +43,7 @@ void handle_arp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
             b.drop(i, DropReason::neighbor_unresolved);
             return;
         }
-        ++w.counters.to_control;
+        count(w.counters.to_control);
         b.set_next(i, Next::gone);
         return;
     }

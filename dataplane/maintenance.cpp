@@ -25,7 +25,7 @@ void worker_expire_step(Worker& w, const PolicySnapshot& p) {
         // Sessions of a withdrawn or changed policy are reclaimed here too, so their ports
         // return to the pool even when no packet comes to notice.
         if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
-            ++w.counters.sessions_expired;
+            count(w.counters.sessions_expired);
             close_session(w, idx);
         }
     }
@@ -47,7 +47,7 @@ bool worker_reclaim_expired(Worker& w, const PolicySnapshot& p) {
         if (!(s.in_use & kSessionInUse))
             continue;
         if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
-            ++w.counters.sessions_expired;
+            count(w.counters.sessions_expired);
             close_session(w, idx);
             return true;
         }

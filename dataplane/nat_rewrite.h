@@ -77,16 +77,16 @@ inline void track_tcp(Session& s, const uint8_t* l4, bool from_inside) {
 inline void send_translated_out(Worker& w, Burst& b, unsigned i, Session& s) {
     s.last_seen = w.now;
     ServiceCounters& sc = w.service_counters[s.service_id];
-    ++sc.packets_out;
-    sc.bytes_out += b.m[i]->pkt_len;
+    count(sc.packets_out);
+    count(sc.bytes_out, b.m[i]->pkt_len);
     b.to_output(i, s.out_port, s.out_next_hop, &s.out_neighbor);
 }
 
 inline void send_translated_in(Worker& w, Burst& b, unsigned i, Session& s) {
     s.last_seen = w.now;
     ServiceCounters& sc = w.service_counters[s.service_id];
-    ++sc.packets_in;
-    sc.bytes_in += b.m[i]->pkt_len;
+    count(sc.packets_in);
+    count(sc.bytes_in, b.m[i]->pkt_len);
     b.to_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
 }
 

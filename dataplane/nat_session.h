@@ -104,8 +104,8 @@ inline uint32_t lookup_again(const Worker& w, const PacketMeta& pk) {
 
 inline void close_session(Worker& w, uint32_t idx) {
     Session& s = w.sessions.at(idx);
-    ++w.service_counters[s.service_id].sessions_closed;
-    ++w.counters.sessions_closed;
+    count(w.service_counters[s.service_id].sessions_closed);
+    count(w.counters.sessions_closed);
     w.sessions.destroy(idx);
 }
 

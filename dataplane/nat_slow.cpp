@@ -202,7 +202,7 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
     }
     uint32_t h_outside = 0;
     if (!allocate_port(w, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
-        ++sc.port_alloc_failures;
+        count(sc.port_alloc_failures);
         b.drop(i, DropReason::port_exhausted);
         return SessionTable::kNone;
     }
@@ -225,8 +225,8 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
         b.drop(i, DropReason::session_limit);
         return idx;
     }
-    ++sc.sessions_created;
-    ++w.counters.sessions_created;
+    count(sc.sessions_created);
+    count(w.counters.sessions_created);
     return idx;
 }
 

@@ -30,14 +30,14 @@ namespace egw::dp {
 namespace {
 
 inline void free_drop(Worker& w, rte_mbuf* m, DropReason r) {
-    ++w.counters.drops[static_cast<unsigned>(r)];
+    count(w.counters.drops[static_cast<unsigned>(r)]);
     rte_pktmbuf_free(m);
 }
 
 void send(Worker& w, uint16_t port) {
     TxBuffer& b = w.tx[port];
     uint16_t sent = rte_eth_tx_burst(port, static_cast<uint16_t>(w.index), b.pkts, b.n);
-    w.counters.tx_packets += sent;
+    count(w.counters.tx_packets, sent);
     for (uint16_t i = sent; i < b.n; ++i)
         free_drop(w, b.pkts[i], DropReason::tx_full);
     b.n = 0;
@@ -120,7 +120,7 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
         free_drop(w, m, DropReason::neighbor_unresolved);
         return;
     }
-    ++w.counters.held;
+    count(w.counters.held);
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ unsigned worker_poll_once(Worker& w) {
             uint16_t n = rte_eth_rx_burst(w.rxq[q].port, w.rxq[q].queue, pkts, kBurst);
             if (!n)
                 continue;
-            w.counters.rx_packets += n;
+            count(w.counters.rx_packets, n);
             total += n;
             worker_process_burst(w, *p, pkts, n);
         }
@@ -82,10 +82,10 @@ unsigned worker_poll_once(Worker& w) {
     if (w.shared->qsbr)
         rte_rcu_qsbr_quiescent(w.shared->qsbr, w.index);
     uint64_t spent = rte_rdtsc() - start;
-    w.counters.total_cycles += spent;
+    count(w.counters.total_cycles, spent);
     if (total)
-        w.counters.busy_cycles += spent;
-    ++w.counters.iterations;
+        count(w.counters.busy_cycles, spent);
+    count(w.counters.iterations);
     return total;
 }
 

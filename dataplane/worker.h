@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "dataplane/counter.h"
 #include "dataplane/drop_reason.h"
 #include "dataplane/icmp_errors.h"
 #include "dataplane/tables/neighbor_table.h"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Checks what review should not have to: every source, build and manifest file starts with an
-# SPDX licence line (meson.build files included), and dataplane/ never includes control/.
+# SPDX licence line (meson.build files included), dataplane/ never includes control/, and
+# workers bump their counters with count().
 #   scripts/lint.sh                   the checks above, on every file git knows
 #   scripts/lint.sh --format FILE...  also clang-format (.clang-format) on FILE..., as a dry run
 # The tree as a whole is not clang-formatted yet; format the files you change.
@@ -22,7 +23,14 @@ while IFS= read -r hit; do
   report "$hit: dataplane/ includes control/"
 done < <(git ls-files 'dataplane/*' | xargs grep -nE '^\s*#\s*include\s*["<]control/' || true)
 
-# 3. Formatting, of the files named.
+# 3. Worker counters are bumped with dp::count() (dataplane/counter.h): other threads load them
+#    atomically, so a plain ++ or += on one is a data race (ThreadSanitizer's build-tsan run only
+#    sees the counters its tests reach; this sees them all).
+while IFS= read -r hit; do
+  report "$hit: bump worker counters with count() (dataplane/counter.h), not ++ or +="
+done < <(git ls-files 'dataplane/*' | xargs grep -nE '(\+\+\s*(w\.|\bsc\.)[a-z_.]*counters|(\+\+\s*\bsc\.)|(counters(\[[^]]*\])?\.[a-z_]+(\[[^]]*\])?\s*(\+\+|\+=))|(\bsc\.[a-z_]+\s*(\+\+|\+=)))' || true)
+
+# 4. Formatting, of the files named.
 if [ "${1:-}" = "--format" ]; then
   shift
   command -v clang-format >/dev/null || { report "clang-format is not installed (Debian clang-format)"; shift $#; }
