@@ -111,12 +111,12 @@ py_suite confinement tests/e2e/test_confinement.py
 # instrumentation and -O1 (more -Wmaybe-uninitialized guesses), which says nothing about the code.
 #
 # EGW_SANITIZERS lists the sanitized runs to make: "asan", "tsan", both, or none. Under CI=true
-# "asan" runs unless it says otherwise (its GoogleTest suites and both e2e suites were seen with
-# zero reports); "tsan" is not on by default yet: test_dataplane_threads still reports the
-# workers' plain counter writes read atomically by the metrics side, a real race whose fix is not
-# landed (docs/testing.md, "Sanitizers"). Outside CI none runs, so a developer's run stays short.
+# both run unless it says otherwise (each was seen with zero reports: the GoogleTest suites and
+# both e2e suites under ASan + UBSan, test_dataplane_threads under TSan once the workers' counters
+# became relaxed atomic stores; docs/testing.md, "Sanitizers"). Outside CI none runs, so a
+# developer's run stays short.
 if [ -z "${EGW_SANITIZERS+set}" ] && [ "${CI:-}" = true ]; then
-  EGW_SANITIZERS="asan"
+  EGW_SANITIZERS="asan tsan"
 fi
 sanitizers=" ${EGW_SANITIZERS-} "
 san_reports=$PWD/$logs/sanitizer-reports
