@@ -73,8 +73,8 @@ void fragment(Worker& w, rte_mbuf* m, uint16_t port, uint16_t mtu) {
     }
     // The fragments refer to the datagram's data; it is freed when the last of them is.
     rte_pktmbuf_free(m);
-    ++w.counters.fragmented;
-    w.counters.fragments_out += static_cast<unsigned>(n);
+    count(w.counters.fragmented);
+    count(w.counters.fragments_out, static_cast<unsigned>(n));
     for (int k = 0; k < n; ++k) {
         rte_mbuf* f = frags[k];
         auto* fe = reinterpret_cast<rte_ether_hdr*>(rte_pktmbuf_prepend(f, sizeof l2));
