@@ -33,7 +33,7 @@ constexpr uint32_t kBucketEntries = 4;
 void release(Worker& w, Reassembly& r, DropReason why) {
     if (r.death_row.cnt == 0)
         return;
-    w.counters.drops[static_cast<unsigned>(why)] += r.death_row.cnt;
+    count(w.counters.drops[static_cast<unsigned>(why)], r.death_row.cnt);
     rte_ip_frag_free_death_row(&r.death_row, 0);
 }
 
@@ -63,12 +63,12 @@ rte_mbuf* reassembly_add(Worker& w, rte_mbuf* m, rte_ipv4_hdr* ip) {
     Reassembly& r = *w.reassembly;
     m->l2_len = sizeof(rte_ether_hdr);
     m->l3_len = static_cast<uint16_t>((ip->version_ihl & 0x0f) * 4u);
-    ++w.counters.fragments_in;
+    count(w.counters.fragments_in);
     rte_mbuf* d = rte_ipv4_frag_reassemble_packet(r.table, &r.death_row, m, w.now, ip);
     release(w, r, DropReason::fragment);
     if (!d)
         return nullptr;
-    ++w.counters.reassembled;
+    count(w.counters.reassembled);
     // rte_ip_frag leaves the header checksum 0 and asks for it in transmit offload; egw computes
     // its checksums itself.
     auto* dip = rte_pktmbuf_mtod_offset(d, rte_ipv4_hdr*, d->l2_len);
