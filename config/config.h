@@ -98,6 +98,7 @@ using DefaultAction = dp::DefaultAction;
 struct TimeoutConfig {
     unsigned tcp_established_s = 7440;
     unsigned tcp_transitory_s = 240;
+    unsigned tcp_half_closed_s = 600;
     unsigned udp_s = 300;
     unsigned icmp_s = 60;
     bool operator==(const TimeoutConfig&) const = default;
@@ -115,6 +116,7 @@ struct SessionConfig {
     uint16_t port_max = 65535;
     TimeoutConfig timeouts;
     TcpOpen tcp_open = TcpOpen::loose;
+    unsigned max_per_pod = 0;           // sessions one pod may have, across all workers; 0: no limit
     bool operator==(const SessionConfig&) const = default;
 };
 

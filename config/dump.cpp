@@ -82,9 +82,11 @@ json sessions(const SessionConfig& s) {
             {"timeouts",
              {{"tcp_established", t.tcp_established_s},
               {"tcp_transitory", t.tcp_transitory_s},
+              {"tcp_half_closed", t.tcp_half_closed_s},
               {"udp", t.udp_s},
               {"icmp", t.icmp_s}}},
-            {"tcp_open", to_string(s.tcp_open)}};
+            {"tcp_open", to_string(s.tcp_open)},
+            {"max_per_pod", s.max_per_pod}};
 }
 
 json arp(const ArpConfig& a) {

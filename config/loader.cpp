@@ -998,7 +998,7 @@ private:
     void read_sessions(const Obj& top, SessionConfig& s, size_t workers) const {
         const json* j = top.get("sessions");
         if (!j) return;
-        Obj o(*this, *j, top.at("sessions"), {"max", "port_min", "port_max", "timeouts", "tcp_open"}, "an object");
+        Obj o(*this, *j, top.at("sessions"), {"max", "port_min", "port_max", "timeouts", "tcp_open", "max_per_pod"}, "an object");
         if (const json* t = o.get("tcp_open")) {
             static const std::string what = "\"loose\" or \"strict\"";
             const std::string& v = string(*t, o.at("tcp_open"), what);
@@ -1007,6 +1007,7 @@ private:
             else expected(o.at("tcp_open"), what, *t);
         }
         opt_integer(o, "max", s.max_sessions, 1, 1u << 28);
+        opt_integer(o, "max_per_pod", s.max_per_pod, 0, 1u << 28);
         opt_integer(o, "port_min", s.port_min, 1, 65535);
         opt_integer(o, "port_max", s.port_max, 1, 65535);
         if (s.port_min > s.port_max)
@@ -1019,10 +1020,12 @@ private:
                  "expected a NAT port range of at least " + std::to_string(workers) +
                      " ports (one block per worker), got " + std::to_string(ports));
         if (const json* t = o.get("timeouts")) {
-            Obj to(*this, *t, o.at("timeouts"), {"tcp_established", "tcp_transitory", "udp", "icmp"}, "an object");
+            Obj to(*this, *t, o.at("timeouts"), {"tcp_established", "tcp_transitory", "tcp_half_closed", "udp", "icmp"},
+                  "an object");
             constexpr uint64_t kWeek = 7 * 24 * 3600;
             opt_integer(to, "tcp_established", s.timeouts.tcp_established_s, 1, kWeek);
             opt_integer(to, "tcp_transitory", s.timeouts.tcp_transitory_s, 1, kWeek);
+            opt_integer(to, "tcp_half_closed", s.timeouts.tcp_half_closed_s, 1, kWeek);
             opt_integer(to, "udp", s.timeouts.udp_s, 1, kWeek);
             opt_integer(to, "icmp", s.timeouts.icmp_s, 1, kWeek);
         }

@@ -36,7 +36,9 @@ namespace egw::dp {
     X(tcp_not_opening, "TCP segment with no session that may not open one: RST, FIN or SYN+ACK, or anything but a SYN in strict mode") \
     X(frag_needed, "larger than the egress port's MTU with DF set (or not IPv4)")               \
     X(fragment_failed, "larger than the egress MTU and could not be fragmented (no mbuf, more than 48 fragments)") \
-    X(fragment_timeout, "IPv4 fragment of a datagram not complete within the reassembly timeout")
+    X(fragment_timeout, "IPv4 fragment of a datagram not complete within the reassembly timeout") \
+    X(tcp_rst_out_of_window, "TCP RST whose sequence number is outside the window its session has seen")                            \
+    X(pod_session_limit, "the pod has as many sessions as sessions.max_per_pod allows")
 
 enum class DropReason : uint8_t {
 #define EGW_X(name, help) name,

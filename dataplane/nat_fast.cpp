@@ -14,6 +14,7 @@
 #include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"
 #include "dataplane/stages.h"
+#include "dataplane/tcp_track.h"
 
 namespace egw::dp {
 
@@ -41,6 +42,9 @@ void stage_nat_lookup(Worker& w, Burst& b) {
             pk.session = found[k];
             pk.key_hash = hashes[k];
             bool hit = found[k] != SessionTable::kNone;
+            // A TCP hit also reads and writes its sequence space (tcp_track.h).
+            if (hit && pk.kind == Kind::tcp)
+                w.sessions.prefetch_tcp(found[k]);
             pk.next = hit ? Next::nat_fast : Next::nat_slow;
             hits |= uint32_t{hit} << pos[k];
         }
@@ -74,11 +78,13 @@ void translate_in2out(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, 
         refuse_too_big(p, b, i, s.out_port);
         return;
     }
+    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, w.sessions.tcp(pk.session), pk, true))) {
+        b.drop(i, DropReason::tcp_rst_out_of_window);
+        return;
+    }
     ip->src_addr = s.nat_ip;
     ip->hdr_checksum = csum_apply(ip->hdr_checksum, uint32_t{s.l3_delta} + ttl_decrement(ip));
     set_l4_port<true>(pk, s.nat_port, s.l4_delta);
-    if (pk.kind == Kind::tcp)
-        track_tcp(s, pk.l4, true);
     send_translated_out(w, b, i, s);
 }
 
@@ -107,11 +113,13 @@ void translate_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, 
         refuse_too_big(p, b, i, s.in_port);
         return;
     }
+    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, w.sessions.tcp(pk.session), pk, false))) {
+        b.drop(i, DropReason::tcp_rst_out_of_window);
+        return;
+    }
     ip->dst_addr = s.pod_ip;
     ip->hdr_checksum = csum_apply(ip->hdr_checksum, uint32_t{csum_delta_invert(s.l3_delta)} + ttl_decrement(ip));
     set_l4_port<false>(pk, s.pod_port, csum_delta_invert(s.l4_delta));
-    if (pk.kind == Kind::tcp)
-        track_tcp(s, pk.l4, false);
     send_translated_in(w, b, i, s);
 }
 

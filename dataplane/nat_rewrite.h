@@ -58,20 +58,6 @@ inline void recompute_icmp_checksum(const PacketMeta& pk) {
     ih->icmp_cksum = csum_finish(csum_partial(pk.l4, pk.l4_len));
 }
 
-// TCP tracking is flags-only (session_table.h).
-inline void track_tcp(Session& s, const uint8_t* l4, bool from_inside) {
-    auto* th = reinterpret_cast<const rte_tcp_hdr*>(l4);
-    uint8_t flags = th->tcp_flags;
-    if (flags & (RTE_TCP_FIN_FLAG | RTE_TCP_RST_FLAG)) {
-        s.tcp_seen |= kTcpClosing;
-        return;
-    }
-    // A new SYN on a closing session starts it over (port reuse after close).
-    if ((flags & RTE_TCP_SYN_FLAG) && !(flags & RTE_TCP_ACK_FLAG) && from_inside)
-        s.tcp_seen = 0;
-    s.tcp_seen |= from_inside ? kTcpSeenInside : kTcpSeenOutside;
-}
-
 // The end every translated packet shares: the session is seen, its Service counts the packet,
 // and the packet goes on toward the side it was translated for.
 inline void send_translated_out(Worker& w, Burst& b, unsigned i, Session& s) {

@@ -112,10 +112,12 @@ inline void close_session(Worker& w, uint32_t idx) {
 inline uint64_t session_timeout(const Timeouts& t, const Session& s) {
     switch (s.proto) {
     case IPPROTO_TCP:
-        return (s.tcp_seen & (kTcpSeenInside | kTcpSeenOutside)) == (kTcpSeenInside | kTcpSeenOutside) &&
-                       !(s.tcp_seen & kTcpClosing)
-                   ? t.tcp_established
-                   : t.tcp_transitory;
+        // Opening (one side seen) and closing: transitory. Both sides seen: established, or
+        // half-closed once one of them sent a FIN (the other may go on sending for long).
+        if ((s.tcp_seen & kTcpClosing) ||
+            (s.tcp_seen & (kTcpSeenInside | kTcpSeenOutside)) != (kTcpSeenInside | kTcpSeenOutside))
+            return t.tcp_transitory;
+        return s.tcp_seen & (kTcpFinInside | kTcpFinOutside) ? t.tcp_half_closed : t.tcp_established;
     case IPPROTO_UDP:
         return t.udp;
     default:

@@ -153,6 +153,8 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
         pk.probe_hashed = true;
         st.prefetch_outside_bucket(pk.probe_hash[1]);
         st.prefetch_free_slot(n);
+        if (w.shared->pod_session_limit)
+            st.prefetch_pod(key.src);
         pos[n++] = i;
     });
     // The buckets have had the rest of the burst's time to arrive: now the sessions they name.
@@ -194,6 +196,12 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
     s.service_id = f.service_id;
     s.service_version = f.version;
     ServiceCounters& sc = w.service_counters[s.service_id];
+    // One pod may not take the table: past its share it is refused, whoever else waits.
+    uint32_t pod_limit = w.shared->pod_session_limit;
+    if (pod_limit && w.sessions.pod_sessions(s.pod_ip) >= pod_limit) {
+        b.drop(i, DropReason::pod_session_limit);
+        return SessionTable::kNone;
+    }
     // A full table may hold sessions that expired since the sweep last passed them: one of them
     // makes room before the new flow is refused (and before a port is chosen, since it frees one).
     if (unlikely(w.sessions.active() == w.sessions.capacity()) && !worker_reclaim_expired(w, p)) {

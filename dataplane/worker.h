@@ -38,6 +38,7 @@ struct Timeouts {
     uint64_t tcp_transitory = 0;
     uint64_t udp = 0;
     uint64_t icmp = 0;
+    uint64_t tcp_half_closed = 0;          // one side sent a FIN, the other did not yet
 };
 
 // The rate of the ICMP errors a worker originates (icmp_reply.cpp): a token bucket of `burst`
@@ -66,6 +67,7 @@ struct DataplaneShared {
     uint16_t nat_port_max = 65535;
     Timeouts timeouts;
     bool tcp_strict = false;               // only a SYN opens a TCP session (else also mid-stream segments)
+    uint32_t pod_session_limit = 0;        // sessions one pod may have on each worker; 0: no limit
     int next_hop_field = -1;               // mbuf dynfield offset: next hop of a held packet
     IcmpLimit icmp_limit;                  // set before the workers start
     // Fragmentation for the egress MTU (output.cpp): a fragment is a direct mbuf holding its

@@ -181,9 +181,11 @@ void Runtime::setup(unsigned mbufs) {
         throw RuntimeError("sessions.port_min..port_max is smaller than the number of workers");
     const auto& t = cfg_.sessions.timeouts;
     shared_.timeouts = dp::Timeouts{t.tcp_established_s * tsc_hz_, t.tcp_transitory_s * tsc_hz_, t.udp_s * tsc_hz_,
-                                    t.icmp_s * tsc_hz_};
+                                    t.icmp_s * tsc_hz_, t.tcp_half_closed_s * tsc_hz_};
     shared_.icmp_limit = dp::make_icmp_limit(cfg_.icmp.errors_per_second, cfg_.icmp.burst, tsc_hz_);
     shared_.tcp_strict = cfg_.sessions.tcp_open == config::TcpOpen::strict;
+    // A pod's flows spread over the workers as RSS spreads flows, so each worker holds its share.
+    shared_.pod_session_limit = cfg_.sessions.max_per_pod ? (cfg_.sessions.max_per_pod + n_workers - 1) / n_workers : 0;
     shared_.neighbors = new dp::NeighborTable(cfg_.arp.max_neighbors);
     shared_.to_control = rte_ring_create("egw_to_ctrl", 4096, static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
     if (!shared_.to_control)

@@ -28,14 +28,14 @@ inline std::string session_endpoint(uint32_t ip_be, uint16_t port_be) {
     return config::format_ipv4(rte_be_to_cpu_32(ip_be)) + ":" + std::to_string(rte_be_to_cpu_16(port_be));
 }
 
-// "" for non-TCP; otherwise opening, established or closing (flags-only tracking).
+// "" for non-TCP; otherwise opening, established, half-closed or closing (dataplane/tcp_track.h).
 inline std::string session_tcp_state(const dp::Session& s) {
     if (s.proto != 6)
         return "";
     if (s.tcp_seen & dp::kTcpClosing)
         return "closing";
     if ((s.tcp_seen & (dp::kTcpSeenInside | dp::kTcpSeenOutside)) == (dp::kTcpSeenInside | dp::kTcpSeenOutside))
-        return "established";
+        return s.tcp_seen & (dp::kTcpFinInside | dp::kTcpFinOutside) ? "half-closed" : "established";
     return "opening";
 }
 

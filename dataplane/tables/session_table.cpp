@@ -120,14 +120,24 @@ bool SessionTable::init(const char* name, uint32_t capacity, int socket, uint64_
     mask_ = static_cast<uint32_t>(buckets - 1);
     size_t table_bytes = sizeof(Bucket) * buckets;
     size_t pool_bytes = sizeof(Session) * size_t{capacity};
+    size_t tcp_bytes = (sizeof(TcpWindow) * size_t{capacity} + 63) & ~size_t{63};
+    uint64_t pod_slots = 16;
+    while (pod_slots < uint64_t{capacity} * 2)
+        pod_slots <<= 1;
+    pods_mask_ = static_cast<uint32_t>(pod_slots - 1);
+    size_t pod_bytes = sizeof(PodCount) * pod_slots;
     size_t free_bytes = (sizeof(uint32_t) * size_t{capacity} + 63) & ~size_t{63};
-    if (!allocate(name, 2 * table_bytes + pool_bytes + free_bytes, socket))
+    if (!allocate(name, 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes + free_bytes, socket))
         return false;
     auto* base = static_cast<uint8_t*>(memory_);
     inside_ = reinterpret_cast<Bucket*>(base);
     outside_ = reinterpret_cast<Bucket*>(base + table_bytes);
     pool_ = reinterpret_cast<Session*>(base + 2 * table_bytes);
-    free_ = reinterpret_cast<uint32_t*>(base + 2 * table_bytes + pool_bytes);
+    tcp_ = reinterpret_cast<TcpWindow*>(base + 2 * table_bytes + pool_bytes);
+    pods_ = reinterpret_cast<PodCount*>(base + 2 * table_bytes + pool_bytes + tcp_bytes);
+    free_ = reinterpret_cast<uint32_t*>(base + 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes);
+    std::memset(pods_, 0, pod_bytes);
+    pod_key_ = (hash_key_[0] ^ hash_key_[2]) | 1;
     std::memset(inside_, 0xff, table_bytes);
     std::memset(outside_, 0xff, table_bytes);
     for (uint64_t b = 0; b < buckets; ++b)
@@ -260,8 +270,10 @@ uint32_t SessionTable::create(const Session& s, uint32_t h_inside, uint32_t h_ou
     uint32_t idx = free_[--n_free_];
     pool_[idx] = s;
     pool_[idx].in_use = static_cast<uint8_t>(s.in_use | kSessionInUse);
+    tcp_[idx] = TcpWindow{};
     insert(inside_, h_inside, idx);
     insert(outside_, h_outside, idx);
+    pod_add(s.pod_ip);
     ++active_;
     return idx;
 }
@@ -272,9 +284,58 @@ void SessionTable::destroy(uint32_t idx) {
         return;
     erase(inside_, hash(inside_key(s)), idx);
     erase(outside_, hash(outside_key(s)), idx);
+    pod_remove(s.pod_ip);
     s.in_use = 0;
     free_[n_free_++] = idx;
     --active_;
+}
+
+uint32_t SessionTable::pod_sessions(uint32_t pod) const {
+    if (pod == 0)
+        return 0;
+    for (uint32_t i = pod_home(pod);; i = (i + 1) & pods_mask_) {
+        if (pods_[i].pod == pod)
+            return pods_[i].count;
+        if (pods_[i].pod == 0)
+            return 0;
+    }
+}
+
+void SessionTable::pod_add(uint32_t pod) {
+    // Never full: a pod has a slot only while it has a session, and there are twice as many
+    // slots as sessions. 0 marks a free slot, so a session of 0.0.0.0 (only ever made by a
+    // test of the table itself) is not counted.
+    if (pod == 0)
+        return;
+    uint32_t i = pod_home(pod);
+    while (pods_[i].pod != pod && pods_[i].pod != 0)
+        i = (i + 1) & pods_mask_;
+    pods_[i].pod = pod;
+    ++pods_[i].count;
+}
+
+void SessionTable::pod_remove(uint32_t pod) {
+    if (pod == 0)
+        return;
+    uint32_t i = pod_home(pod);
+    while (pods_[i].pod != pod) {
+        if (pods_[i].pod == 0)
+            return;
+        i = (i + 1) & pods_mask_;
+    }
+    if (--pods_[i].count)
+        return;
+    // Backward-shift deletion: later entries of the run that may live in the freed slot move
+    // into it, so a lookup never stops early at a hole.
+    for (uint32_t j = (i + 1) & pods_mask_; pods_[j].pod != 0; j = (j + 1) & pods_mask_) {
+        uint32_t home = pod_home(pods_[j].pod);
+        // Entry j may move to i when its home is not in the cyclic range (i, j].
+        if (((j - home) & pods_mask_) >= ((j - i) & pods_mask_)) {
+            pods_[i] = pods_[j];
+            i = j;
+        }
+    }
+    pods_[i] = PodCount{};
 }
 
 }  // namespace egw::dp

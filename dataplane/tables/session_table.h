@@ -42,13 +42,28 @@ struct FlowKey {
 };
 static_assert(sizeof(FlowKey) == 16);
 
-// TCP tracking is flags-only (as VPP's NAT44-ED): established once both sides have been seen
-// and neither sent FIN or RST; everything else uses the transitory timeout.
+// The TCP state of a session (dataplane/tcp_track.h; docs/architecture.md "TCP tracking"):
+// established once both sides have been seen, half-closed after one FIN, closing after both FINs
+// or an RST within the window; session_timeout() picks the timeout from it.
 enum TcpSeen : uint8_t {
     kTcpSeenInside = 1,
     kTcpSeenOutside = 2,
     kTcpClosing = 4,
+    kTcpFinInside = 8,
+    kTcpFinOutside = 16,
 };
+
+// The sequence space of a TCP session, beside its Session (which is one full cache line): side 0
+// is the pod, side 1 the remote. Written by tracked TCP segments only.
+struct TcpWindow {
+    static constexpr uint8_t kScaleUnknown = 0xff;
+    uint32_t end[2] = {};        // the sequence number just past what the side has sent
+    uint16_t max_win[2] = {};    // the largest window field the side sent outside a SYN (0: none)
+    uint8_t wscale[2] = {kScaleUnknown, kScaleUnknown};  // the window scale its SYN offered
+    uint8_t known = 0;           // bit side: end[side] is set
+    uint8_t unused = 0;
+};
+static_assert(sizeof(TcpWindow) == 16);
 
 struct alignas(64) Session {
     // All addresses and ports in network byte order, as they appear on the wire.
@@ -142,6 +157,14 @@ public:
 
     Session& at(uint32_t idx) { return pool_[idx]; }
     const Session& at(uint32_t idx) const { return pool_[idx]; }
+    // The TCP sequence space of session idx (reset when the session is created).
+    TcpWindow& tcp(uint32_t idx) { return tcp_[idx]; }
+    void prefetch_tcp(uint32_t idx) const { __builtin_prefetch(&tcp_[idx], 1, 3); }
+
+    // Sessions of the pod `pod_ip` (network order) in this table, kept on create and destroy
+    // for the per-pod session limit.
+    uint32_t pod_sessions(uint32_t pod_ip) const;
+    void prefetch_pod(uint32_t pod_ip) const { __builtin_prefetch(&pods_[pod_home(pod_ip)], 0, 3); }
 
     static FlowKey inside_key(const Session& s) {
         return FlowKey{s.pod_ip, s.remote_ip, s.pod_port, s.remote_port, s.proto, {}};
@@ -174,12 +197,27 @@ private:
     bool allocate(const char* name, size_t bytes, int socket);
     void insert(Bucket* table, uint32_t h, uint32_t idx);
     void erase(Bucket* table, uint32_t h, uint32_t idx);
+    // The pods' session counts: open addressing with linear probing over pods_mask_ + 1 slots,
+    // at least twice as many as sessions, so never more than half full.
+    struct PodCount {
+        uint32_t pod;  // network order; 0 (never a pod: the input filter drops 0.0.0.0/8) when free
+        uint32_t count;
+    };
+    uint32_t pod_home(uint32_t pod) const {
+        return static_cast<uint32_t>((uint64_t{pod} * pod_key_) >> 32) & pods_mask_;
+    }
+    void pod_add(uint32_t pod);
+    void pod_remove(uint32_t pod);
 
     uint64_t hash_key_[5] = {};  // random multipliers of hash()
     Bucket* inside_ = nullptr;
     Bucket* outside_ = nullptr;
     uint32_t mask_ = 0;
     Session* pool_ = nullptr;
+    TcpWindow* tcp_ = nullptr;
+    PodCount* pods_ = nullptr;
+    uint32_t pods_mask_ = 0;
+    uint64_t pod_key_ = 0;       // random odd multiplier of pod_home()
     uint32_t* free_ = nullptr;  // stack of free indices
     uint32_t n_free_ = 0;
     uint32_t capacity_ = 0;

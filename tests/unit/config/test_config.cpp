@@ -354,6 +354,8 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_EQ(c.sessions.timeouts.udp_s, 300u);
     EXPECT_EQ(c.sessions.timeouts.icmp_s, 60u);
     EXPECT_EQ(c.sessions.tcp_open, TcpOpen::loose);
+    EXPECT_EQ(c.sessions.max_per_pod, 0u);
+    EXPECT_EQ(c.sessions.timeouts.tcp_half_closed_s, 600u);
     EXPECT_EQ(c.arp.max_neighbors, 4096u);
     EXPECT_EQ(c.arp.hold_packets, 256u);
     EXPECT_EQ(c.arp.retry_ms, 1000u);
@@ -759,6 +761,14 @@ TEST(Sessions, TcpOpenStrictIsRead) {
     EXPECT_EQ(load_text(j.dump(), kFile).sessions.tcp_open, TcpOpen::strict);
 }
 
+TEST(Sessions, MaxPerPodAndHalfClosedTimeoutAreRead) {
+    json j = base();
+    j["sessions"] = json::parse(R"({"max_per_pod": 500, "timeouts": {"tcp_half_closed": 90}})");
+    Config c = load_text(j.dump(), kFile);
+    EXPECT_EQ(c.sessions.max_per_pod, 500u);
+    EXPECT_EQ(c.sessions.timeouts.tcp_half_closed_s, 90u);
+}
+
 TEST(FileErrors, ErrorsInDocumentOrderFirstOneWins) {
     json j = base();
     j["workers"] = {7};
@@ -819,11 +829,15 @@ const ErrorCase kCases[] = {
     {"UnknownCluster", [](json& j) { j["cluster"]["pod_cidr"] = "10.0.0.0/8"; }, "$.cluster.pod_cidr",
      "unknown key \"pod_cidr\", expected one of: pod_cidrs, service_cidrs, node_ips"},
     {"UnknownSessions", [](json& j) { j["sessions"] = {{"max_sessions", 5}}; }, "$.sessions.max_sessions",
-     "unknown key \"max_sessions\", expected one of: max, port_min, port_max, timeouts, tcp_open"},
+     "unknown key \"max_sessions\", expected one of: max, port_min, port_max, timeouts, tcp_open, max_per_pod"},
     {"TcpOpen", [](json& j) { j["sessions"] = {{"tcp_open", "syn"}}; }, "$.sessions.tcp_open",
      "expected \"loose\" or \"strict\", got \"syn\""},
     {"UnknownTimeout", [](json& j) { j["sessions"] = J(R"({"timeouts": {"tcp": 5}})"); }, "$.sessions.timeouts.tcp",
-     "unknown key \"tcp\", expected one of: tcp_established, tcp_transitory, udp, icmp"},
+     "unknown key \"tcp\", expected one of: tcp_established, tcp_transitory, tcp_half_closed, udp, icmp"},
+    {"TimeoutHalfClosedZero", [](json& j) { j["sessions"] = J(R"({"timeouts": {"tcp_half_closed": 0}})"); },
+     "$.sessions.timeouts.tcp_half_closed", "expected an integer from 1 to 604800, got 0"},
+    {"MaxPerPodNegative", [](json& j) { j["sessions"] = {{"max_per_pod", -1}}; }, "$.sessions.max_per_pod",
+     "expected an integer from 0 to 268435456, got -1"},
     {"UnknownArp", [](json& j) { j["arp"] = {{"timeout", 5}}; }, "$.arp.timeout",
      "unknown key \"timeout\", expected one of: max_neighbors, hold_packets, retry_ms, reachable_s, announce_count, announce_interval_ms"},
     {"UnknownNode", [](json& j) { j["node"]["label"] = json::object(); }, "$.node.label",
@@ -1600,7 +1614,8 @@ json full_files_document() {
                   "node_ips": ["172.18.0.2", "172.18.0.3"]},
       "default_action": "drop",
       "sessions": {"max": 1000, "port_min": 2000, "port_max": 3000,
-                   "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}, "tcp_open": "strict"},
+                   "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "tcp_half_closed": 5, "udp": 3, "icmp": 4},
+                   "tcp_open": "strict", "max_per_pod": 7},
       "icmp": {"errors_per_second": 20, "burst": 5},
       "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30, "announce_count": 2,
               "announce_interval_ms": 100},

@@ -204,7 +204,8 @@ void Rig::setup(const RigOptions& o) {
     shared.nat_port_max = cfg.sessions.port_max;
     uint64_t hz = rte_get_tsc_hz();
     const auto& t = cfg.sessions.timeouts;
-    shared.timeouts = dp::Timeouts{t.tcp_established_s * hz, t.tcp_transitory_s * hz, t.udp_s * hz, t.icmp_s * hz};
+    shared.timeouts =
+        dp::Timeouts{t.tcp_established_s * hz, t.tcp_transitory_s * hz, t.udp_s * hz, t.icmp_s * hz, t.tcp_half_closed_s * hz};
     shared.icmp_limit = dp::make_icmp_limit(cfg.icmp.errors_per_second, cfg.icmp.burst, hz);
     shared.neighbors = new dp::NeighborTable(cfg.arp.max_neighbors);
     shared.next_hop_field = g_next_hop_field;

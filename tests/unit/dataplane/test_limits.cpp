@@ -157,6 +157,47 @@ TEST_F(DataplaneTest, FullTableReclaimsAnExpiredSessionOnDemand) {
     EXPECT_EQ(ports.count(31001), 1u);
 }
 
+// One pod may not take the table: past sessions.max_per_pod (its share on this worker) its new
+// flows are refused and counted, while another pod still opens flows, and its own flows that
+// exist go on. A closed session gives the pod its room back.
+TEST_F(DataplaneTest, PerPodSessionLimitRefusesOnlyThatPod) {
+    Rig& r = start();
+    r.shared.pod_session_limit = 3;
+    r.shared.timeouts.udp = 1000;
+    for (uint16_t i = 0; i < 5; ++i)
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(30000 + i), kServer, 53, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 3u);
+    EXPECT_EQ(r.drops(DropReason::pod_session_limit), 2u);
+    EXPECT_EQ(r.w().sessions.pod_sessions(rte_cpu_to_be_32(kPod10)), 3u);
+    // Another tenant is not affected, nor are the pod's existing flows.
+    r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 30000, kServer, 53, text("q"))));
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 30000, kServer, 53, text("again"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 2u);
+    EXPECT_EQ(r.drops(DropReason::pod_session_limit), 2u);
+    EXPECT_EQ(r.w().sessions.pod_sessions(rte_cpu_to_be_32(kPod11)), 1u);
+    EXPECT_EQ(r.sessions().size(), 4u);
+
+    // The pod's sessions expire (the one just used lives on): room for new ones.
+    r.advance(600);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 30000, kServer, 53, text("keep"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    r.advance(600);
+    r.sweep();
+    EXPECT_EQ(r.w().sessions.pod_sessions(rte_cpu_to_be_32(kPod10)), 1u);
+    EXPECT_EQ(r.w().sessions.pod_sessions(rte_cpu_to_be_32(kPod11)), 0u);
+    for (uint16_t i = 0; i < 3; ++i)
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(31000 + i), kServer, 53, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 2u);
+    EXPECT_EQ(r.drops(DropReason::pod_session_limit), 3u);
+    EXPECT_EQ(r.w().sessions.pod_sessions(rte_cpu_to_be_32(kPod10)), 3u);
+
+    // With no limit (the default) the pod opens as many as the table holds.
+    r.shared.pod_session_limit = 0;
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 32000, kServer, 53, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    EXPECT_EQ(r.w().sessions.pod_sessions(rte_cpu_to_be_32(kPod10)), 4u);
+}
+
 // The reclaim runs in the middle of a burst: an ICMP error earlier in the same burst may quote the
 // very session it takes (an error does not refresh its session). That error must not be
 // translated with the flow that took the slot: it finds its session gone and is dropped.

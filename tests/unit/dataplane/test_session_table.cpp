@@ -149,6 +149,50 @@ TEST(SessionTable, DestroyedSessionIsNotFoundAndItsSlotIsReused) {
     EXPECT_EQ(t.active(), 2u);
 }
 
+// The per-pod session counts (for sessions.max_per_pod) under churn: every count matches a
+// reference after random creates and destroys over few pods, so runs of the open-addressing
+// table form, and deletions in them must keep later entries findable.
+TEST(SessionTable, PodCountsFollowCreatesAndDestroys) {
+    constexpr uint32_t kCapacity = 64;
+    SessionTable t;
+    ASSERT_TRUE(t.init("st_pods", kCapacity, SOCKET_ID_ANY, 7));
+    std::mt19937 rng(12345);
+    std::map<uint32_t, uint32_t> want;     // pod -> count
+    std::vector<std::pair<uint32_t, uint32_t>> live;  // (index, pod)
+    uint16_t port = 1;
+    for (int step = 0; step < 20000; ++step) {
+        bool add = live.empty() || (live.size() < kCapacity && rng() % 2);
+        if (add) {
+            uint32_t pod = htonl(0x0af40000u + rng() % 40);
+            Session s{};
+            s.pod_ip = pod;
+            s.remote_ip = htonl(0xc6336414);
+            s.pod_port = htons(port);
+            s.remote_port = htons(443);
+            s.nat_ip = htonl(0xc0000201);
+            s.nat_port = htons(port);
+            s.proto = 6;
+            ++port;
+            uint32_t idx = t.create(s);
+            ASSERT_NE(idx, SessionTable::kNone);
+            live.emplace_back(idx, pod);
+            ++want[pod];
+        } else {
+            size_t k = rng() % live.size();
+            t.destroy(live[k].first);
+            if (--want[live[k].second] == 0)
+                want.erase(live[k].second);
+            live[k] = live.back();
+            live.pop_back();
+        }
+        for (uint32_t p = 0; p < 40; ++p) {
+            uint32_t pod = htonl(0x0af40000u + p);
+            auto it = want.find(pod);
+            ASSERT_EQ(t.pod_sessions(pod), it == want.end() ? 0u : it->second) << "step " << step << " pod " << p;
+        }
+    }
+}
+
 // The flows a pod opens toward one server differ only in the pod's source port. Knowing a table's
 // hash key, a pod can pick ports whose inside keys all start in one bucket (that is what the
 // unkeyed CRC32 allowed to anyone). Another table, keyed at random, spreads those same flows.
