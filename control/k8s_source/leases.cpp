@@ -59,11 +59,17 @@ void Controller::lease_loop() {
             if (now >= next_liveness) {
                 std::string problems = serving_problems();
                 if (problems.empty()) {
+                    // The stats say serving before the Lease is taken back, so whoever sees the
+                    // Lease held again also sees why (a reader of both never sees them disagree).
+                    not_serving_.clear();
+                    {
+                        std::lock_guard lk(stats_mu_);
+                        stats_.not_serving.clear();
+                    }
                     if (renew_liveness() && liveness_released_) {
                         k8s::logger()->info("egw {}: serving; liveness Lease held", opts_.node_name);
                         liveness_released_ = false;
                     }
-                    not_serving_.clear();
                 } else {
                     std::string oneline = problems;
                     while (!oneline.empty() && oneline.back() == '\n') oneline.pop_back();
@@ -79,11 +85,11 @@ void Controller::lease_loop() {
                     not_serving_ = oneline;
                     // Only a Lease this process renewed is given up: one left by the previous run
                     // of this gateway (a restart) runs out by itself if serving takes that long.
+                    {
+                        std::lock_guard lk(stats_mu_);
+                        stats_.not_serving = not_serving_;
+                    }
                     if (!liveness_released_ && stats().lease_renewals > 0) release_liveness();
-                }
-                {
-                    std::lock_guard lk(stats_mu_);
-                    stats_.not_serving = not_serving_;
                 }
                 next_liveness = now + opts_.retry_period;
             }
