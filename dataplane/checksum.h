@@ -50,6 +50,14 @@ inline uint16_t csum_apply_udp(uint16_t checksum, uint32_t delta) {
     return out == 0 ? 0xffff : out;
 }
 
+// ICMP: no pseudo-header covers it, so a message can be all zeros (an echo reply with
+// identifier 0, sequence 0 and no data), whose only valid checksum is 0xFFFF; eqn. 3 gives
+// 0x0000 there. 0xFFFF verifies wherever 0x0000 does, so a computed zero is sent as 0xFFFF.
+inline uint16_t csum_apply_icmp(uint16_t checksum, uint32_t delta) {
+    uint16_t out = csum_apply(checksum, delta);
+    return out == 0 ? 0xffff : out;
+}
+
 // Plain one's complement sum of a buffer (used where a full recomputation is cheap enough:
 // ICMP error messages, and the tests that check the incremental helpers).
 inline uint32_t csum_partial(const void* data, uint32_t len, uint32_t sum = 0) {

@@ -80,7 +80,7 @@ void answer_echo(const PolicySnapshot& p, Burst& b, unsigned i) {
     std::memcpy(&old_word, ih, 2);
     ih->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
     std::memcpy(&new_word, ih, 2);
-    ih->icmp_cksum = csum_apply(ih->icmp_cksum, csum_delta16(old_word, new_word));
+    ih->icmp_cksum = csum_apply_icmp(ih->icmp_cksum, csum_delta16(old_word, new_word));
     uint32_t peer = pk.ip->src_addr;
     pk.ip->src_addr = pk.ip->dst_addr;
     pk.ip->dst_addr = peer;

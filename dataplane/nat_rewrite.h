@@ -29,7 +29,7 @@ inline void set_l4_port(const PacketMeta& pk, uint16_t port_be, uint16_t delta) 
     } else {
         auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
         ih->icmp_ident = port_be;
-        ih->icmp_cksum = csum_apply(ih->icmp_cksum, delta);
+        ih->icmp_cksum = csum_apply_icmp(ih->icmp_cksum, delta);
     }
 }
 
@@ -48,7 +48,7 @@ inline void set_inner_port(uint8_t proto, uint8_t* l4, uint32_t len, bool source
     } else {
         auto* ih = reinterpret_cast<rte_icmp_hdr*>(l4);
         ih->icmp_ident = port_be;
-        ih->icmp_cksum = csum_apply(ih->icmp_cksum, delta);
+        ih->icmp_cksum = csum_apply_icmp(ih->icmp_cksum, delta);
     }
 }
 

@@ -236,6 +236,23 @@ TEST_F(DataplaneTest, IcmpEchoIdentifierTranslatedAndRestored) {
     EXPECT_EQ(r.drops(DropReason::no_session), 1u);
 }
 
+// A pod's all-zero echo (identifier 0, sequence 0, no data): the reply restored to identifier 0
+// sums to zero, and only 0xFFFF verifies there.
+TEST_F(DataplaneTest, AllZeroEchoReplyRestoredToThePodKeepsAValidChecksum) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, echo_ip(true, kPod10, kServer, 0, 0, {})));
+    Parsed out = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(out));
+    uint16_t ident = out.icmp_ident;
+    ASSERT_NE(ident, 0);
+    r.process(r.ext1, r.from_ext1(echo_ip(false, kServer, kIngress, ident, 0, {})));
+    auto frames = r.tx(r.pods);
+    Parsed back = single(frames);
+    ASSERT_TRUE(checksums_valid(back));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, echo_ip(false, kServer, kPod10, 0, 0, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 TEST_F(DataplaneTest, IcmpErrorFromOutsideIsTranslatedBackToThePod) {
     Rig& r = start();
     Bytes q = text("dns?");

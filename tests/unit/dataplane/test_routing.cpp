@@ -569,6 +569,20 @@ TEST_F(DataplaneTest, EchoRequestToPortAddressIsAnswered) {
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
+// An all-zero echo (identifier 0, sequence 0, no data) sums to zero: its reply's only valid
+// checksum is 0xFFFF, which an incremental update from the request's gives as 0x0000 unless told
+// (a fuzz run found the gateway answering with 0x0000).
+TEST_F(DataplaneTest, AllZeroEchoIsAnsweredWithChecksumFFFF) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, echo_ip(true, kPod10, kPodsAddr, 0, 0, {})));
+    auto frames = r.tx(r.pods);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, echo_ip(false, kPodsAddr, kPod10, 0, 0, {}, IpOpt{.ttl = 64})));
+    EXPECT_EQ(frames[0].size(), 14u + 20u + 8u);
+    EXPECT_EQ((std::pair{frames[0][14 + 20 + 2], frames[0][14 + 20 + 3]}), (std::pair<uint8_t, uint8_t>{0xff, 0xff}));
+}
+
 TEST_F(DataplaneTest, OtherTrafficToTheGatewayIsDropped) {
     Rig& r = start();
     r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kPodsAddr, 22, kSyn)));
