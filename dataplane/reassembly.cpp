@@ -63,8 +63,14 @@ rte_mbuf* reassembly_add(Worker& w, rte_mbuf* m, rte_ipv4_hdr* ip) {
     Reassembly& r = *w.reassembly;
     m->l2_len = sizeof(rte_ether_hdr);
     m->l3_len = static_cast<uint16_t>((ip->version_ihl & 0x0f) * 4u);
-    count(w.counters.fragments_in);
     rte_mbuf* d = rte_ipv4_frag_reassemble_packet(r.table, &r.death_row, m, w.now, ip);
+    // A fragment refused at once (no payload, a bad offset) is on the death row itself: its one
+    // outcome is that drop; only a fragment the table took counts as taken in.
+    bool refused = false;
+    for (uint32_t k = 0; k < r.death_row.cnt; ++k)
+        refused |= r.death_row.row[k] == m;
+    if (!refused)
+        count(w.counters.fragments_in);
     release(w, r, DropReason::fragment);
     if (!d)
         return nullptr;

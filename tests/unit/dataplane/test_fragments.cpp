@@ -134,6 +134,18 @@ TEST_F(DataplaneTest, LoneFragmentIsHeldThenDroppedAsTimedOut) {
     EXPECT_TRUE(r.sessions().empty());
 }
 
+// A last fragment with no payload is refused by the table at once: one drop, nothing held and
+// nothing counted as taken in (a fuzz run found it counted twice).
+TEST_F(DataplaneTest, EmptyFragmentIsDroppedOnceAndNotTakenIn) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, ipv4(kPod10, kServer, kProtoUdp, {}, IpOpt{.frag = 500})));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::fragment), 1u);
+    EXPECT_EQ(r.total_drops(), 1u);
+    EXPECT_EQ(r.w().counters.fragments_in, 0u);
+    EXPECT_EQ(r.mbufs_in_use(), 0);
+}
+
 TEST_F(DataplaneTest, DatagramInMoreFragmentsThanTheLimitIsDroppedAndCounted) {
     Rig& r = start();
     Bytes dgram = udp_ip(kPod10, 40000, kServer, 53, pattern(8 * (dp::kMaxFragmentsPerDatagram + 1) * 8));
