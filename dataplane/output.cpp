@@ -34,12 +34,37 @@ inline void free_drop(Worker& w, rte_mbuf* m, DropReason r) {
     rte_pktmbuf_free(m);
 }
 
+// A burst the queue refused whole. Once the refusals in a row span tx_stall_ticks, the queue is
+// taken for stalled: counted once, and flagged until it accepts a frame again. Read off the
+// worker's clock, no system call; the control thread logs the change (control/runtime/tx_stall.h).
+void refused_whole(Worker& w, uint16_t port) {
+    if (w.tx_refused_bursts[port]++ == 0) {
+        w.tx_refused_since[port] = w.now;
+        return;
+    }
+    uint64_t limit = w.shared->tx_stall_ticks;
+    if (limit == 0 || w.counters.tx_stalled[port] || w.now - w.tx_refused_since[port] < limit)
+        return;
+    count(w.counters.tx_stalls[port]);
+    store(w.counters.tx_stalled[port], 1);
+}
+
 void send(Worker& w, uint16_t port) {
     TxBuffer& b = w.tx[port];
     uint16_t sent = rte_eth_tx_burst(port, static_cast<uint16_t>(w.index), b.pkts, b.n);
     count(w.counters.tx_packets, sent);
-    for (uint16_t i = sent; i < b.n; ++i)
-        free_drop(w, b.pkts[i], DropReason::tx_full);
+    if (unlikely(sent < b.n)) {
+        count(w.counters.tx_refused[port], b.n - sent);
+        for (uint16_t i = sent; i < b.n; ++i)
+            free_drop(w, b.pkts[i], DropReason::tx_full);
+    }
+    if (unlikely(sent == 0)) {
+        refused_whole(w, port);
+    } else if (unlikely(w.tx_refused_bursts[port] != 0)) {
+        w.tx_refused_bursts[port] = 0;
+        if (w.counters.tx_stalled[port])
+            store(w.counters.tx_stalled[port], 0);
+    }
     b.n = 0;
 }
 

@@ -29,6 +29,9 @@ namespace egw::dp {
 inline constexpr unsigned kBurst = 32;
 inline constexpr unsigned kTxBufferSize = 2 * kBurst;  // a burst plus a burst of hand-offs/injects
 inline constexpr unsigned kSweepPerIteration = 8;
+// A port's transmit queue is taken for stalled once every burst handed to it over this long was
+// refused whole (DataplaneShared::tx_stall_ticks; output.cpp).
+inline constexpr uint32_t kTxStallMs = 200;
 // A create that finds the table full first looks at this many slots ahead of the expiry sweep
 // for expired sessions to reclaim (once per poll iteration at most when it finds none).
 inline constexpr unsigned kReclaimScan = 64;
@@ -74,6 +77,7 @@ struct DataplaneShared {
     // headers, chained to an indirect one that points into the original datagram.
     rte_mempool* frag_direct = nullptr;
     rte_mempool* frag_indirect = nullptr;
+    uint64_t tx_stall_ticks = 0;           // kTxStallMs in TSC ticks; 0: a queue is never taken for stalled
     std::atomic<bool> stop{false};
 };
 
@@ -97,6 +101,12 @@ struct WorkerCounters {
     uint64_t fragments_out;                // the fragments they made
     uint64_t fragments_in;                 // IPv4 fragments received and taken into reassembly
     uint64_t reassembled;                  // datagrams put together from them (each then goes on as one packet)
+    // Per DPDK port, for this worker's transmit queue: frames it refused (each also a tx_full
+    // drop), the times it was taken for stalled (it accepted nothing for tx_stall_ticks), and
+    // whether it is stalled now (1 from then until it accepts a frame again; 0 otherwise).
+    uint64_t tx_refused[kMaxPorts];
+    uint64_t tx_stalls[kMaxPorts];
+    uint64_t tx_stalled[kMaxPorts];
 };
 
 // Per Service id (0 = traffic of no EgressService), one cache line each.
@@ -167,6 +177,10 @@ struct alignas(64) Worker {
     uint64_t reclaim_failed_at = ~uint64_t{0};  // `now` of the last reclaim that found nothing
     SessionTable sessions;
     TxBuffer tx[kMaxPorts]{};
+    // Per port: transmit bursts refused whole in a row (0: the last one was taken, at least in
+    // part), and when the first of them was refused (`now`).
+    uint32_t tx_refused_bursts[kMaxPorts]{};
+    uint64_t tx_refused_since[kMaxPorts]{};
     WorkerCounters counters{};
     uint64_t icmp_tat = 0;                 // the ICMP error bucket's theoretical arrival time (TSC)
     ServiceCounters* service_counters = nullptr;  // [kMaxServices]

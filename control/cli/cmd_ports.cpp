@@ -43,7 +43,7 @@ size_t installed_rules(const control::Steering::Port& p) {
 Reply show_port_stats(Context& ctx, const Args& a) {
     auto ports = selected(ctx, a.get("PORTS"));
     Table t({"port", "name", "device", "rx-packets", "rx-bytes", "rx-missed", "rx-errors", "tx-packets", "tx-bytes",
-             "tx-errors"});
+             "tx-errors", "tx-refused", "tx-stalls", "stalled"});
     json rows = json::array();
     for (const auto& s : ctx.status()["ports"]) {
         for (const auto* p : ports) {
@@ -52,7 +52,8 @@ Reply show_port_stats(Context& ctx, const Args& a) {
             json j = s;
             j["id"] = p->id;
             t.row({num(p->id), p->name, p->device, jnum(s["rx_packets"]), jnum(s["rx_bytes"]), jnum(s["rx_missed"]),
-                   jnum(s["rx_errors"]), jnum(s["tx_packets"]), jnum(s["tx_bytes"]), jnum(s["tx_errors"])});
+                   jnum(s["rx_errors"]), jnum(s["tx_packets"]), jnum(s["tx_bytes"]), jnum(s["tx_errors"]),
+                   jnum(s["tx_refused"]), jnum(s["tx_stalls"]), jnum(s["tx_stalled_queues"])});
             rows.push_back(std::move(j));
         }
     }

@@ -17,6 +17,7 @@
 #include "control/neighbor/neighbor_resolver.h"
 #include "control/policy/policy_builder.h"
 #include "control/runtime/runtime.h"
+#include "control/runtime/tx_stall.h"
 #include "control/status/status_file.h"
 #include "control/k8s_source/source.h"
 #include "control/manifests/manifest_dir.h"
@@ -99,6 +100,7 @@ void Daemon::setup() {
         k8s_ = k8s_source::make_source(cfg_, opt_.kubeconfig, opt_.election);
     builder_ = std::make_unique<PolicyBuilder>(cfg_, rt_->port_ids(), rt_->port_macs());
     resolver_ = std::make_unique<NeighborResolver>(cfg_, *rt_);
+    tx_stalls_ = std::make_unique<TxStallLog>();
     resolver_->install_static();
     exporter_ = std::make_unique<metrics::Exporter>(cfg_, *rt_);
     telemetry_ = std::make_unique<telemetry::Commands>(*exporter_);
@@ -239,6 +241,7 @@ void Daemon::loop(DaemonSignals signals) {
         if (now >= next_tick) {
             resolver_->tick(*snap);
             exporter_->tick(*resolver_);
+            tx_stalls_->check(rt_->workers(), rt_->ports());
             next_tick = now + std::chrono::milliseconds(100);
         }
         if (*signals.reload) {

@@ -39,6 +39,7 @@ struct PolicySnapshot;
 namespace egw::control {
 
 class Runtime;
+class TxStallLog;
 class PolicyBuilder;
 class NeighborResolver;
 
@@ -97,6 +98,7 @@ private:
     std::unique_ptr<telemetry::Commands> telemetry_;
     std::unique_ptr<manifests::ManifestDir> manifests_;  // the files source (empty path with kubernetes)
     std::unique_ptr<cli::Frontends> cli_;
+    std::unique_ptr<TxStallLog> tx_stalls_;
     model::GatewayIdentity self_;
     std::map<std::string, model::ServiceState> last_states_;  // as last logged
     bool first_sync_logged_ = false;

@@ -321,6 +321,18 @@ constexpr Family kPortRxErrors{"port_rx_errors_total", Type::counter, "Erroneous
                                {"port"}};
 constexpr Family kPortTxErrors{"port_tx_errors_total", Type::counter, "Packets the port failed to transmit",
                                {"port"}};
+constexpr Family kPortTxRefused{"port_tx_refused_total", Type::counter,
+                                "Frames the port's transmit queues refused (queue full); each is also a tx_full drop",
+                                {"port"}};
+static_assert(dp::kTxStallMs == 200, "the help of port_tx_stalls_total names the time");
+constexpr Family kPortTxStalls{"port_tx_stalls_total", Type::counter,
+                               "Times a transmit queue of the port accepted no frame for 200 ms while frames waited "
+                               "(the driver or the kernel behind it stopped taking them)",
+                               {"port"}};
+constexpr Family kPortTxStalled{"port_tx_stalled_queues", Type::gauge,
+                                "Transmit queues of the port (one per worker) stalled now: refusing every frame "
+                                "since their stall was counted",
+                                {"port"}};
 constexpr Family kPortRxNombuf{"port_rx_nombuf_total", Type::counter,
                                "Receive failures for want of an mbuf (raise mempool.mbufs)", {"port"}};
 
@@ -345,6 +357,15 @@ void write_ports(Writer& w, const ControlView& v, const std::vector<PortReading>
     each(kPortRxErrors, [](const PortReading& p) { return p.rx_errors; });
     each(kPortTxErrors, [](const PortReading& p) { return p.tx_errors; });
     each(kPortRxNombuf, [](const PortReading& p) { return p.rx_nombuf; });
+    // egw's own counters: there whether or not ethdev answered.
+    auto own = [&](const Family& f, auto field) {
+        w.family(f);
+        for (size_t i = 0; i < v.ports.size() && i < ports.size(); ++i)
+            w.sample(f, {v.ports[i].name}, field(ports[i]));
+    };
+    own(kPortTxRefused, [](const PortReading& p) { return p.tx_refused; });
+    own(kPortTxStalls, [](const PortReading& p) { return p.tx_stalls; });
+    own(kPortTxStalled, [](const PortReading& p) { return p.tx_stalled_queues; });
 }
 
 }  // namespace

@@ -19,6 +19,9 @@ struct PortReading {
     bool link_up = false;
     uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0;
     uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
+    // egw's own, from the workers (control/runtime/tx_stall.h): frames the port's transmit
+    // queues refused, stalls of those queues, and how many are stalled now.
+    uint64_t tx_refused = 0, tx_stalls = 0, tx_stalled_queues = 0;
 };
 
 struct ProcessInfo {

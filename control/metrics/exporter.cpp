@@ -12,6 +12,7 @@
 #include "control/neighbor/neighbor_resolver.h"
 #include "control/policy/policy_builder.h"
 #include "control/runtime/runtime.h"
+#include "control/runtime/tx_stall.h"
 
 #ifndef EGW_VERSION
 #define EGW_VERSION "unknown"
@@ -219,6 +220,10 @@ std::vector<PortReading> Exporter::read_ports(const ControlView& v) const {
         rte_eth_link link{};
         if (rte_eth_link_get_nowait(p.id, &link) == 0)
             r.link_up = link.link_status == RTE_ETH_LINK_UP;
+        control::PortTx tx = control::read_port_tx(workers_, p.id);
+        r.tx_refused = tx.refused;
+        r.tx_stalls = tx.stalls;
+        r.tx_stalled_queues = tx.stalled_queues;
         out.push_back(r);
     }
     return out;

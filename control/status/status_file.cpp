@@ -12,6 +12,7 @@
 #include "control/neighbor/neighbor_resolver.h"
 #include "control/policy/policy_builder.h"
 #include "control/runtime/runtime.h"
+#include "control/runtime/tx_stall.h"
 #include "control/status/session_format.h"
 
 namespace egw::control {
@@ -82,9 +83,11 @@ nlohmann::json collect_status(const StatusInputs& in) {
     for (const auto& p : rt.ports()) {
         rte_eth_stats st{};
         rte_eth_stats_get(p.id, &st);
+        PortTx tx = read_port_tx(workers, p.id);
         ports.push_back({{"name", p.name}, {"device", p.device}, {"rx_packets", st.ipackets}, {"tx_packets", st.opackets},
                          {"rx_bytes", st.ibytes}, {"tx_bytes", st.obytes}, {"rx_missed", st.imissed},
-                         {"rx_errors", st.ierrors}, {"tx_errors", st.oerrors}});
+                         {"rx_errors", st.ierrors}, {"tx_errors", st.oerrors}, {"tx_refused", tx.refused},
+                         {"tx_stalls", tx.stalls}, {"tx_stalled_queues", tx.stalled_queues}});
     }
     doc["ports"] = ports;
 

@@ -416,6 +416,10 @@ class CliThroughEgwctl(unittest.TestCase):
         self.assertEqual(one[0]["rx_packets"], len(FRAMES))
         by_id = self.json("show", "port", "stats", "0")
         self.assertEqual(by_id[0]["name"], "pods")
+        # egw's own transmit-queue counters: nothing refused, no queue stalled on this run.
+        self.assertIn("TX-STALLS", text)
+        for p in self.json("show", "port", "stats", "all"):
+            self.assertEqual((p["tx_refused"], p["tx_stalls"], p["tx_stalled_queues"]), (0, 0, 0), p)
         # What went out: every flow but the malformed frame, through ext1 or ext2, and once the
         # gratuitous ARPs are done, 3 of them for each address answered there (ext1: its own and
         # web's ingress IP; ext2: its own).

@@ -207,6 +207,7 @@ void Rig::setup(const RigOptions& o) {
     shared.timeouts =
         dp::Timeouts{t.tcp_established_s * hz, t.tcp_transitory_s * hz, t.udp_s * hz, t.icmp_s * hz, t.tcp_half_closed_s * hz};
     shared.icmp_limit = dp::make_icmp_limit(cfg.icmp.errors_per_second, cfg.icmp.burst, hz);
+    shared.tx_stall_ticks = hz * dp::kTxStallMs / 1000;
     shared.neighbors = new dp::NeighborTable(cfg.arp.max_neighbors);
     shared.next_hop_field = g_next_hop_field;
     shared.qsbr = nullptr;

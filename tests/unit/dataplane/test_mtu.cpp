@@ -9,6 +9,10 @@
 #include <algorithm>
 #include <string>
 
+#include <rte_cycles.h>
+
+#include "control/runtime/runtime.h"
+#include "control/runtime/tx_stall.h"
 #include "tests/unit/dataplane/rig.h"
 
 namespace egw::test {
@@ -197,6 +201,100 @@ TEST_F(DataplaneTest, ChainedFrameThatFitsLeavesAsItsBytesWithValidChecksums) {
     EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
                                   tcp_ip(kIngress, 40000, kServer, 443, kAck, payload, IpOpt{.ttl = 63})));
     EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// A transmit queue that stops taking frames. ext1's transmit ring (1,023 frames) is never drained
+// here until the test says so: once full it refuses every burst whole. Refusals for less than
+// kTxStallMs are only tx_full drops; past it the worker counts one stall and flags the queue,
+// however long the streak goes on, and the control thread's log says so once, then once more when
+// the queue takes frames again.
+TEST_F(DataplaneTest, TransmitQueueThatTakesNothingIsCountedStalledAndLoggedOncePerStreak) {
+    Rig& r = start();
+    const uint64_t stall = rte_get_tsc_hz() * dp::kTxStallMs / 1000;
+    const dp::WorkerCounters& c = r.w().counters;
+    std::vector<control::PortInfo> ports{{.name = "pods", .device = "net_ring_pods", .id = r.pods},
+                                         {.name = "ext1", .device = "net_ring_ext1", .id = r.ext1}};
+    control::TxStallLog log;
+    auto send = [&](unsigned n) {
+        std::vector<In> burst;
+        for (unsigned i = 0; i < n; ++i)
+            burst.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, pattern(8)))});
+        r.process(0, burst);
+    };
+    auto check = [&] { return log.check(r.workers, ports); };
+
+    for (unsigned i = 0; i < 32; ++i)
+        send(dp::kBurst);
+    ASSERT_EQ(c.tx_packets, 1023u);
+    EXPECT_EQ(c.tx_refused[r.ext1], 1u) << "the last burst was taken in part: not refused whole";
+    EXPECT_TRUE(check().empty());
+
+    // Refused whole, over just less than the stall time: drops, no stall.
+    send(4);
+    r.advance(stall / 2);
+    send(4);
+    r.advance(stall - stall / 2 - 1);
+    send(4);
+    EXPECT_EQ(c.tx_refused[r.ext1], 13u);
+    EXPECT_EQ(c.drops[static_cast<unsigned>(DropReason::tx_full)], 13u);
+    EXPECT_EQ(c.tx_stalls[r.ext1], 0u);
+    EXPECT_EQ(c.tx_stalled[r.ext1], 0u);
+    EXPECT_TRUE(check().empty());
+
+    // The stall time reached: one stall, flagged, one warning naming the port.
+    r.advance(1);
+    send(1);
+    EXPECT_EQ(c.tx_stalls[r.ext1], 1u);
+    EXPECT_EQ(c.tx_stalled[r.ext1], 1u);
+    auto lines = check();
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find("port ext1 (net_ring_ext1): the transmit queue of worker 0 has accepted no frame"),
+              std::string::npos)
+        << lines[0];
+
+    // The streak goes on for ten stall times: still one stall, no more lines.
+    for (unsigned i = 0; i < 20; ++i) {
+        r.advance(stall / 2);
+        send(dp::kBurst);
+        EXPECT_EQ(c.tx_stalls[r.ext1], 1u);
+        EXPECT_EQ(c.tx_stalled[r.ext1], 1u);
+        EXPECT_TRUE(check().empty());
+    }
+    control::PortTx tx = control::read_port_tx(r.workers, r.ext1);
+    EXPECT_EQ(tx.refused, 14u + 20 * dp::kBurst);
+    EXPECT_EQ(tx.stalls, 1u);
+    EXPECT_EQ(tx.stalled_queues, 1u);
+    EXPECT_EQ(control::read_port_tx(r.workers, r.pods).stalls, 0u);
+    EXPECT_EQ(c.tx_packets, 1023u);
+
+    // The ring drained: the next frame is taken, the flag drops, one line says so.
+    EXPECT_EQ(r.tx(r.ext1).size(), 1023u);
+    send(1);
+    EXPECT_EQ(c.tx_packets, 1024u);
+    EXPECT_EQ(c.tx_stalled[r.ext1], 0u);
+    EXPECT_EQ(c.tx_stalls[r.ext1], 1u);
+    lines = check();
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find("port ext1 (net_ring_ext1): the transmit queue of worker 0 takes frames again (" +
+                            std::to_string(1 + 20 * dp::kBurst) + " frames refused meanwhile)"),
+              std::string::npos)
+        << lines[0];
+    EXPECT_TRUE(check().empty());
+
+    // A second streak that begins and ends between two looks is still logged, begin and end.
+    for (unsigned i = 0; i < 32; ++i)
+        send(dp::kBurst);
+    send(1);
+    r.advance(stall);
+    send(1);
+    EXPECT_EQ(c.tx_stalls[r.ext1], 2u);
+    r.tx(r.ext1);
+    send(1);
+    EXPECT_EQ(c.tx_stalled[r.ext1], 0u);
+    lines = check();
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_NE(lines[0].find("has accepted no frame"), std::string::npos) << lines[0];
+    EXPECT_NE(lines[1].find("takes frames again (4 frames refused meanwhile)"), std::string::npos) << lines[1];
 }
 
 }  // namespace

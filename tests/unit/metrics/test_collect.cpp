@@ -230,6 +230,9 @@ std::string scrape(const ControlView& v, const Readings& r, std::string* error =
     std::vector<PortReading> ports(2);
     ports[0] = PortReading{true, true, 10, 20, 1000, 2000, 1, 2, 3, 4};
     ports[1] = PortReading{false, false};
+    ports[1].tx_refused = 700;
+    ports[1].tx_stalls = 2;
+    ports[1].tx_stalled_queues = 1;
     write_metrics(w, v, r, ports, ProcessInfo{"1.2.3", "22.11.11", 1700000000, 2000000000});
     if (error)
         *error = w.error();
@@ -416,6 +419,17 @@ TEST(Write, PortsLcoresConfigAndBuild) {
         EXPECT_NE(text.find(want), std::string::npos) << want;
     // A port whose statistics could not be read has no counter series, rather than zeros.
     EXPECT_EQ(text.find("egw_port_rx_packets_total{port=\"ext1\"}"), std::string::npos);
+    // egw's own transmit counters are there either way: they come from the workers, not ethdev.
+    for (const char* want : {
+             "egw_port_tx_refused_total{port=\"pods\"} 0\n",
+             "egw_port_tx_refused_total{port=\"ext1\"} 700\n",
+             "egw_port_tx_stalls_total{port=\"pods\"} 0\n",
+             "egw_port_tx_stalls_total{port=\"ext1\"} 2\n",
+             "egw_port_tx_stalled_queues{port=\"ext1\"} 1\n",
+             "# TYPE egw_port_tx_stalled_queues gauge\n",
+             "# TYPE egw_port_tx_stalls_total counter\n",
+         })
+        EXPECT_NE(text.find(want), std::string::npos) << want;
 }
 
 TEST(Write, NoPodAddressesOrPortsInLabels) {
