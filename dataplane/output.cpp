@@ -2,8 +2,9 @@
 //
 // Stage output, the one place where a burst's packets leave the pipeline, in packet order:
 //   - `output`: the Ethernet header toward the next hop's MAC from the neighbour table (the slot
-//     is cached in the session), then the transmit buffer of the port; a next hop not resolved
-//     yet sends the packet to the control thread, which holds it until ARP answers;
+//     is cached in the session and checked against the next hop, since slots change hands), then
+//     the transmit buffer of the port; a next hop not resolved yet sends the packet to the control
+//     thread, which holds it until ARP answers;
 //   - `transmit`: finished frames (ARP and echo replies) go to the transmit buffer as they are;
 //   - `drop`: counted under its reason and freed.
 // Every frame goes through emit(), which holds it against the port's MTU: an IPv4 datagram
@@ -129,12 +130,17 @@ inline uint32_t& next_hop_of(const Worker& w, rte_mbuf* m) {
 inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk) {
     NeighborTable& nt = *w.shared->neighbors;
     auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    // The cached slot is a hint: the table may have given it to another next hop since (aged out,
+    // recycled); resolve() checks the key and a mismatch means a fresh lookup.
+    const uint64_t key = NeighborTable::make_key(pk.out_port, pk.next_hop);
     uint32_t slot = *pk.neighbor;
-    if (unlikely(slot == NeighborTable::kNone)) {
+    if (unlikely(slot == NeighborTable::kNone || !nt.resolve(slot, key, eth->dst_addr.addr_bytes))) {
         slot = nt.find(pk.out_port, pk.next_hop);
         *pk.neighbor = slot;
+        if (slot == NeighborTable::kNone || !nt.resolve(slot, key, eth->dst_addr.addr_bytes))
+            slot = NeighborTable::kNone;
     }
-    if (likely(slot != NeighborTable::kNone) && likely(nt.mac(slot, eth->dst_addr.addr_bytes))) {
+    if (likely(slot != NeighborTable::kNone)) {
         std::memcpy(eth->src_addr.addr_bytes, p.ports[pk.out_port].mac, 6);
         emit(w, p, m, pk.out_port);
         return;

@@ -2,14 +2,24 @@
 //
 // NeighborTable: next-hop MAC addresses per (port, IPv4 address).
 //
-// Writer: the control thread only (ARP replies handed over by the workers, static entries from
-// the configuration). Readers: worker lcores, lock-free, on every packet they transmit.
-// Publication: updated in place. A slot, once given to a (port, ip) key, keeps that key for the
-// life of the process, so workers may cache slot numbers in sessions. The key word is written
-// with release order after the MAC word, and the MAC word carries its own valid bit, so a reader
-// sees either "unresolved" or a complete MAC, never a torn one.
-// Reclamation: none needed; the table is sized at start (config arp.max_neighbors) and freed at
-// shutdown after the workers have stopped.
+// Writer: the control thread only (control/neighbor: ARP replies handed over by the workers,
+// static entries from the configuration, aging). Readers: worker lcores, lock-free, on every
+// packet they transmit; they also set a slot's `used` word (a plain store, and only when it is
+// clear), which the control thread reads and clears to know which entries carry traffic.
+// Publication: in place. The MAC word carries its own valid bit and is written after the key with
+// release order, so a reader sees either "unresolved" or a complete MAC, never a torn one.
+// Slots change hands: an entry that ages out or is recycled is erased (MAC cleared, then the key
+// replaced by a tombstone), and its slot may later hold another (port, ip). Workers cache slot
+// numbers in sessions, so a cached slot is only a hint: resolve() reads the MAC word and then the
+// key, and takes the MAC only when the key is still the one the caller expects; otherwise the
+// caller looks the next hop up again with find(). The session's (port, next hop), which it keeps
+// anyway, is the check, so the fast path pays one compare on the cache line it reads the MAC
+// from. A slot changes key only when the MAC was cleared first.
+// Reclamation: an erased slot is not given a new key until every worker has passed a quiescent
+// state since (the writer holds it with an RCU token and calls release()); so a reader in the
+// middle of resolve() cannot see a MAC of a later key together with the key it expects after the
+// slot went round to another key and back. The table itself is sized at start (config
+// arp.max_neighbors) and freed at shutdown after the workers have stopped.
 #pragma once
 
 #include <atomic>
@@ -29,9 +39,12 @@ public:
         while (cap_ < capacity * 2)
             cap_ <<= 1;
         slots_ = std::make_unique<Slot[]>(cap_);
+        state_ = std::make_unique<uint8_t[]>(cap_);
         for (uint32_t i = 0; i < cap_; ++i) {
             slots_[i].key.store(0, std::memory_order_relaxed);
             slots_[i].mac.store(0, std::memory_order_relaxed);
+            slots_[i].used.store(0, std::memory_order_relaxed);
+            state_[i] = kFree;
         }
         limit_ = capacity;
     }
@@ -53,19 +66,26 @@ public:
         return kNone;
     }
 
-    // Reader side: copies the MAC into `out` (6 bytes) when resolved.
+    // Reader side, the fast path: when `slot` holds `key` (make_key) with a MAC, copies the MAC to
+    // `out` (6 bytes), notes that the entry is in use and returns true. False for an unresolved
+    // entry and for a slot that holds another key now (look the key up again).
+    bool resolve(uint32_t slot, uint64_t key, uint8_t* out) {
+        Slot& s = slots_[slot];
+        uint64_t m = s.mac.load(std::memory_order_acquire);
+        if (!(m & kValid) || s.key.load(std::memory_order_relaxed) != key)
+            return false;
+        if (!s.used.load(std::memory_order_relaxed))
+            s.used.store(1, std::memory_order_relaxed);
+        unpack(m, out);
+        return true;
+    }
+
+    // Reader side: copies the MAC into `out` (6 bytes) when resolved, whatever the key.
     bool mac(uint32_t slot, uint8_t* out) const {
         uint64_t m = slots_[slot].mac.load(std::memory_order_acquire);
         if (!(m & kValid))
             return false;
-        // Bytes were packed least significant first, so on little-endian hosts the first six
-        // bytes of the word are the MAC in order.
-        if constexpr (std::endian::native == std::endian::little) {
-            std::memcpy(out, &m, 6);
-        } else {
-            for (int b = 0; b < 6; ++b)
-                out[b] = static_cast<uint8_t>(m >> (8 * b));
-        }
+        unpack(m, out);
         return true;
     }
 
@@ -73,17 +93,27 @@ public:
     uint32_t insert(uint16_t port, uint32_t ip) {
         uint64_t key = make_key(port, ip);
         uint32_t i = slot_of(key);
-        for (;;) {
+        uint32_t reuse = kNone;  // the first tombstone on the way that may take a key
+        uint32_t n = 0;
+        for (; n < cap_; ++n) {
             uint64_t k = slots_[i].key.load(std::memory_order_relaxed);
             if (k == key)
                 return i;
             if (k == 0)
                 break;
+            if (k == kTombstone && state_[i] == kFree && reuse == kNone)
+                reuse = i;
             i = (i + 1) & (cap_ - 1);
         }
         if (used_ >= limit_)
             return kNone;
+        if (reuse != kNone)
+            i = reuse;
+        else if (n == cap_)
+            return kNone;  // tombstones everywhere, all still cooling
         ++used_;
+        state_[i] = kKeyed;
+        slots_[i].used.store(0, std::memory_order_relaxed);
         slots_[i].mac.store(0, std::memory_order_relaxed);
         slots_[i].key.store(key, std::memory_order_release);
         return i;
@@ -98,13 +128,50 @@ public:
 
     void invalidate(uint32_t slot) { slots_[slot].mac.store(0, std::memory_order_release); }
 
+    // Writer side: takes the entry out. The slot cools until release(slot), which the writer
+    // calls once every worker has passed a quiescent state since.
+    void erase(uint32_t slot) {
+        if (state_[slot] != kKeyed)
+            return;
+        slots_[slot].mac.store(0, std::memory_order_release);
+        slots_[slot].key.store(kTombstone, std::memory_order_release);
+        state_[slot] = kCooling;
+        --used_;
+    }
+
+    // Writer side: a cooled slot may take a key again. Tombstones that end a run of slots become
+    // empty again, so that lookups of absent keys keep stopping early.
+    void release(uint32_t slot) {
+        if (state_[slot] != kCooling)
+            return;
+        state_[slot] = kFree;
+        uint32_t i = slot;
+        while (slots_[(i + 1) & (cap_ - 1)].key.load(std::memory_order_relaxed) == 0 &&
+               slots_[i].key.load(std::memory_order_relaxed) == kTombstone && state_[i] == kFree) {
+            // No key lives past an empty slot that its probe would have to cross, so none needs
+            // this tombstone.
+            slots_[i].key.store(0, std::memory_order_release);
+            i = (i - 1) & (cap_ - 1);
+            if (i == slot)
+                break;
+        }
+    }
+
+    // Writer side: whether a worker sent through the slot since the last call; clears the mark.
+    bool take_used(uint32_t slot) {
+        if (!slots_[slot].used.load(std::memory_order_relaxed))
+            return false;
+        slots_[slot].used.store(0, std::memory_order_relaxed);
+        return true;
+    }
+
     uint32_t used() const { return used_; }
     uint32_t capacity() const { return limit_; }
     uint32_t slot_count() const { return cap_; }
     // For listings on the control thread.
     bool slot_key(uint32_t slot, uint16_t* port, uint32_t* ip) const {
         uint64_t k = slots_[slot].key.load(std::memory_order_acquire);
-        if (k == 0)
+        if (k == 0 || k == kTombstone)
             return false;
         *port = static_cast<uint16_t>((k >> 32) - 1);
         *ip = static_cast<uint32_t>(k);
@@ -113,15 +180,35 @@ public:
 
 private:
     static constexpr uint64_t kValid = uint64_t{1} << 63;
-    struct Slot {
+    // Never a make_key() value (ports are 16 bits).
+    static constexpr uint64_t kTombstone = ~uint64_t{0};
+    // The writer's view of a slot (state_).
+    static constexpr uint8_t kFree = 0;     // empty or a tombstone that may take a key
+    static constexpr uint8_t kKeyed = 1;
+    static constexpr uint8_t kCooling = 2;  // erased; workers may still be reading its old key
+
+    // Key, MAC and the used mark on one cache line.
+    struct alignas(32) Slot {
         std::atomic<uint64_t> key;
         std::atomic<uint64_t> mac;
+        std::atomic<uint32_t> used;
     };
+    static void unpack(uint64_t m, uint8_t* out) {
+        // Bytes were packed least significant first, so on little-endian hosts the first six
+        // bytes of the word are the MAC in order.
+        if constexpr (std::endian::native == std::endian::little) {
+            std::memcpy(out, &m, 6);
+        } else {
+            for (int b = 0; b < 6; ++b)
+                out[b] = static_cast<uint8_t>(m >> (8 * b));
+        }
+    }
     uint32_t slot_of(uint64_t key) const {
         return static_cast<uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & (cap_ - 1);
     }
 
     std::unique_ptr<Slot[]> slots_;
+    std::unique_ptr<uint8_t[]> state_;  // writer only
     uint32_t cap_ = 0;
     uint32_t limit_ = 0;
     uint32_t used_ = 0;

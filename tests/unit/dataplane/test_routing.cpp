@@ -540,6 +540,73 @@ TEST_F(DataplaneTest, IncompleteNeighbourHoldsAndGatewayIsTheNextHop) {
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
+// A session caches its next hop's table slot. When the control thread frees that entry and the
+// slot goes to another next hop (aging, recycling in a full table), the session's next packet
+// must not go out with the stranger's MAC: the worker sees the slot holds another key, looks its
+// own next hop up again, finds none and holds the packet for ARP; once the next hop is learned
+// again (in another slot), the flow goes straight out to it.
+TEST_F(DataplaneTest, SessionWhoseCachedNeighbourSlotWasRecycledLooksItsNextHopUpAgain) {
+    Rig& r = start();
+    dp::NeighborTable& nt = *r.shared.neighbors;
+    Bytes payload = text("slot changes hands");
+    Bytes want = udp_ip(kIngress, 7000, kServer, 53, payload, IpOpt{.ttl = 63});
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 7000, kServer, 53, payload)));
+    ASSERT_EQ(r.tx(r.ext1), std::vector<Bytes>{ethernet(kServerMac, kExt1Mac, kEtherIpv4, want)});
+    const uint32_t slot = nt.find(r.ext1, kServer);
+    ASSERT_NE(slot, dp::NeighborTable::kNone);
+    ASSERT_EQ(r.sessions().size(), 1u);
+    ASSERT_EQ(r.sessions()[0].out_neighbor, slot) << "the session caches the slot";
+
+    // The control thread frees the entry; after the grace period the slot takes another next hop
+    // (one whose probe reaches it), with another MAC.
+    nt.erase(slot);
+    nt.release(slot);
+    static const Mac kStranger{0x52, 0x54, 0x00, 0x00, 0x0d, 0x0d};
+    uint32_t stranger = 0;
+    for (uint32_t ip = ip4(192, 0, 2, 2); ip < ip4(192, 0, 2, 2) + 1000000 && !stranger; ++ip) {
+        if (ip == kServer) continue;
+        uint32_t s = nt.insert(r.ext1, ip);
+        ASSERT_NE(s, dp::NeighborTable::kNone);
+        if (s == slot) {
+            stranger = ip;
+        } else if (nt.find(r.ext1, ip) == s && s != dp::NeighborTable::kNone) {
+            bool fresh = true;  // only take back what this loop added
+            for (const auto& n : r.cfg.neighbors)
+                if (n.ip == net::IpAddr::from_v4(ip)) fresh = false;
+            if (fresh) {
+                nt.erase(s);
+                nt.release(s);
+            }
+        }
+    }
+    ASSERT_NE(stranger, 0u) << "no next hop landed in the freed slot";
+    nt.set_mac(slot, kStranger.data());
+    EXPECT_EQ(nt.find(r.ext1, kServer), dp::NeighborTable::kNone);
+
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 7000, kServer, 53, payload)));
+    EXPECT_TRUE(r.tx(r.ext1).empty()) << "sent with the MAC of the slot's new owner";
+    auto held = r.to_control();
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_EQ(held[0].port, r.ext1);
+    EXPECT_EQ(held[0].next_hop, kServer);
+    EXPECT_EQ(ip_of(held[0].frame), want);
+    EXPECT_EQ(r.w().counters.held, 1u);
+
+    // Learned again, in a slot of its own: straight out, and the session caches the new slot.
+    uint32_t again = nt.insert(r.ext1, kServer);
+    ASSERT_NE(again, dp::NeighborTable::kNone);
+    ASSERT_NE(again, slot);
+    nt.set_mac(again, kServerMac.data());
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 7000, kServer, 53, payload)));
+    EXPECT_EQ(r.tx(r.ext1), std::vector<Bytes>{ethernet(kServerMac, kExt1Mac, kEtherIpv4, want)});
+    EXPECT_EQ(r.sessions()[0].out_neighbor, again);
+    EXPECT_TRUE(r.to_control().empty());
+    EXPECT_EQ(r.total_drops(), 0u);
+    // And the worker marked the entry in use, which the control thread reads for aging.
+    EXPECT_TRUE(nt.take_used(again));
+    EXPECT_FALSE(nt.take_used(again));
+}
+
 // ---------------------------------------------------------------------------------------------
 // TTL
 
