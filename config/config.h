@@ -124,7 +124,9 @@ struct ArpConfig {
     unsigned max_neighbors = 4096;
     unsigned hold_packets = 256;        // packets held for unresolved next hops, all neighbours together
     unsigned retry_ms = 1000;           // ARP request retransmission while unresolved
-    unsigned reachable_s = 300;         // learned entries are re-requested after this
+    unsigned reachable_s = 30;          // a learned MAC is trusted this long after its last reply
+    unsigned probes = 3;                // unanswered requests before a MAC is invalidated or a next hop given up
+    unsigned unused_s = 60;             // a learned entry no packet used for this long is freed
     unsigned announce_count = 3;        // gratuitous ARPs for an address the gateway starts answering for
     unsigned announce_interval_ms = 1000;  // between two of them
     bool operator==(const ArpConfig&) const = default;

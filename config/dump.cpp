@@ -94,6 +94,8 @@ json arp(const ArpConfig& a) {
             {"hold_packets", a.hold_packets},
             {"retry_ms", a.retry_ms},
             {"reachable_s", a.reachable_s},
+            {"probes", a.probes},
+            {"unused_s", a.unused_s},
             {"announce_count", a.announce_count},
             {"announce_interval_ms", a.announce_interval_ms}};
 }

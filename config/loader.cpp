@@ -1034,12 +1034,16 @@ private:
     void read_arp(const Obj& top, ArpConfig& a) const {
         const json* j = top.get("arp");
         if (!j) return;
-        Obj o(*this, *j, top.at("arp"), {"max_neighbors", "hold_packets", "retry_ms", "reachable_s", "announce_count", "announce_interval_ms"},
+        Obj o(*this, *j, top.at("arp"),
+              {"max_neighbors", "hold_packets", "retry_ms", "reachable_s", "probes", "unused_s", "announce_count",
+               "announce_interval_ms"},
               "an object");
         opt_integer(o, "max_neighbors", a.max_neighbors, 1, 1u << 20);
         opt_integer(o, "hold_packets", a.hold_packets, 0, 65536);
         opt_integer(o, "retry_ms", a.retry_ms, 10, 60000);
         opt_integer(o, "reachable_s", a.reachable_s, 1, 86400);
+        opt_integer(o, "probes", a.probes, 1, 100);
+        opt_integer(o, "unused_s", a.unused_s, 1, 86400);
         opt_integer(o, "announce_count", a.announce_count, 0, 100);
         opt_integer(o, "announce_interval_ms", a.announce_interval_ms, 10, 60000);
     }

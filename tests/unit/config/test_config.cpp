@@ -359,7 +359,9 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_EQ(c.arp.max_neighbors, 4096u);
     EXPECT_EQ(c.arp.hold_packets, 256u);
     EXPECT_EQ(c.arp.retry_ms, 1000u);
-    EXPECT_EQ(c.arp.reachable_s, 300u);
+    EXPECT_EQ(c.arp.reachable_s, 30u);
+    EXPECT_EQ(c.arp.probes, 3u);
+    EXPECT_EQ(c.arp.unused_s, 60u);
     EXPECT_EQ(c.icmp.errors_per_second, 1000u);
     EXPECT_EQ(c.icmp.burst, 50u);
     EXPECT_EQ(c.arp.announce_count, 3u);
@@ -401,8 +403,8 @@ TEST(Load, FullFileEveryFieldLands) {
       "sessions": {"max": 1000, "port_min": 2000, "port_max": 3000,
                    "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}},
       "icmp": {"errors_per_second": 0, "burst": 7},
-      "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30, "announce_count": 0,
-              "announce_interval_ms": 250},
+      "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 20, "probes": 5,
+              "unused_s": 90, "announce_count": 0, "announce_interval_ms": 250},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
       "state": {"source": "kubernetes", "kubeconfig": "/etc/kubernetes/admin.conf"}
     })", "cfg/egw.json");
@@ -488,7 +490,9 @@ TEST(Load, FullFileEveryFieldLands) {
     EXPECT_EQ(c.arp.max_neighbors, 10u);
     EXPECT_EQ(c.arp.hold_packets, 0u);
     EXPECT_EQ(c.arp.retry_ms, 100u);
-    EXPECT_EQ(c.arp.reachable_s, 30u);
+    EXPECT_EQ(c.arp.reachable_s, 20u);
+    EXPECT_EQ(c.arp.probes, 5u);
+    EXPECT_EQ(c.arp.unused_s, 90u);
     EXPECT_EQ(c.icmp.errors_per_second, 0u);
     EXPECT_EQ(c.icmp.burst, 7u);
     EXPECT_EQ(c.arp.announce_count, 0u);
@@ -839,7 +843,8 @@ const ErrorCase kCases[] = {
     {"MaxPerPodNegative", [](json& j) { j["sessions"] = {{"max_per_pod", -1}}; }, "$.sessions.max_per_pod",
      "expected an integer from 0 to 268435456, got -1"},
     {"UnknownArp", [](json& j) { j["arp"] = {{"timeout", 5}}; }, "$.arp.timeout",
-     "unknown key \"timeout\", expected one of: max_neighbors, hold_packets, retry_ms, reachable_s, announce_count, announce_interval_ms"},
+     "unknown key \"timeout\", expected one of: max_neighbors, hold_packets, retry_ms, reachable_s, probes, unused_s, announce_count, "
+     "announce_interval_ms"},
     {"UnknownNode", [](json& j) { j["node"]["label"] = json::object(); }, "$.node.label",
      "unknown key \"label\", expected one of: name, labels"},
     {"UnknownState", [](json& j) { j["state"]["dir"] = "x"; }, "$.state.dir",
@@ -984,6 +989,10 @@ const ErrorCase kCases[] = {
      "expected an integer from 0 to 65536, got -1"},
     {"ArpReachableZero", [](json& j) { j["arp"] = {{"reachable_s", 0}}; }, "$.arp.reachable_s",
      "expected an integer from 1 to 86400, got 0"},
+    {"ArpProbesZero", [](json& j) { j["arp"] = {{"probes", 0}}; }, "$.arp.probes",
+     "expected an integer from 1 to 100, got 0"},
+    {"ArpUnusedTooLong", [](json& j) { j["arp"] = {{"unused_s", 86401}}; }, "$.arp.unused_s",
+     "expected an integer from 1 to 86400, got 86401"},
     {"UnknownIcmp", [](json& j) { j["icmp"] = {{"rate", 5}}; }, "$.icmp.rate",
      "unknown key \"rate\", expected one of: errors_per_second, burst"},
     {"IcmpBurstZero", [](json& j) { j["icmp"] = {{"burst", 0}}; }, "$.icmp.burst",
@@ -1617,8 +1626,8 @@ json full_files_document() {
                    "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "tcp_half_closed": 5, "udp": 3, "icmp": 4},
                    "tcp_open": "strict", "max_per_pod": 7},
       "icmp": {"errors_per_second": 20, "burst": 5},
-      "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 30, "announce_count": 2,
-              "announce_interval_ms": 100},
+      "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 45, "probes": 4,
+              "unused_s": 120, "announce_count": 2, "announce_interval_ms": 100},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
       "state": {"source": "files", "path": "/srv/egw/manifests", "poll_ms": 500},
       "metrics": {"enabled": true, "listen": "0.0.0.0:9100"}

@@ -46,12 +46,12 @@ TEST(Reload, RoutesNeighboursDefaultActionAndArpTimersAreLive) {
     j["neighbors"][0]["mac"] = "02:00:00:00:00:fd";
     j["default_action"] = "drop";
     j["arp"] = {{"retry_ms", 500}, {"reachable_s", 60}, {"hold_packets", 64}, {"announce_count", 5},
-                {"announce_interval_ms", 200}};
+                {"announce_interval_ms", 200}, {"probes", 4}, {"unused_s", 120}};
     j["cluster"]["node_ips"] = {"10.0.0.5"};
     auto c = compare_for_reload(load(base()), load(j));
     EXPECT_EQ(c.restart, std::vector<std::string>{});
     EXPECT_EQ(c.live, (std::vector<std::string>{"arp.announce_count", "arp.announce_interval_ms", "arp.hold_packets",
-                                                 "arp.reachable_s", "arp.retry_ms",
+                                                 "arp.probes", "arp.reachable_s", "arp.retry_ms", "arp.unused_s",
                                                  "cluster.node_ips", "default_action", "neighbors[0].mac",
                                                  "routes"}));
 }
@@ -110,8 +110,8 @@ TEST(Reload, ApplyingTheLiveChangesLeavesOnlyTheRestartOnes) {
                        {{"vrf", "blue"}, {"prefix", "0.0.0.0/0"}, {"via", "198.51.100.254"}, {"port", "blue1"}}};
         j["neighbors"] = json::array();
         j["default_action"] = "route";
-        j["arp"] = {{"retry_ms", 250}, {"reachable_s", 30}, {"hold_packets", 16}, {"max_neighbors", 128},
-                    {"announce_count", 1}, {"announce_interval_ms", 100}};
+        j["arp"] = {{"retry_ms", 250}, {"reachable_s", 10}, {"hold_packets", 16}, {"max_neighbors", 128},
+                    {"announce_count", 1}, {"announce_interval_ms", 100}, {"probes", 2}, {"unused_s", 30}};
         j["cluster"] = {{"pod_cidrs", {"10.0.0.0/8"}}, {"service_cidrs", json::array()}, {"node_ips", {"10.1.1.1"}}};
         j["node"]["labels"] = {{"a", "b"}};
         j["state"]["poll_ms"] = 1000;
