@@ -11,11 +11,13 @@
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 #include <rte_ring.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "control/neighbor/neighbor_resolver.h"
 #include "control/policy/policy_builder.h"
 #include "control/runtime/runtime.h"
+#include "dataplane/tables/neighbor_table.h"
 #include "tests/unit/eal_main.h"
 
 namespace {
@@ -286,6 +289,255 @@ TEST_F(Neighbors, ZeroAnnouncementsSendNothing) {
     EXPECT_TRUE(poll_at(0).empty());
     EXPECT_TRUE(poll_at(10000).empty());
     EXPECT_EQ(resolver_->announcer().stats().sent, 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Aging, invalidation, freeing and recycling of learned entries. The test plays the workers:
+// it puts held packets and ARP replies into the control ring as they would, and marks use of an
+// entry the way their output stage does (NeighborTable::resolve).
+
+constexpr uint32_t kHop = ip4(192, 0, 2, 100);
+const Mac kHopMac{0x52, 0x54, 0x00, 0x00, 0x00, 0x64};
+const Mac kHopMac2{0x52, 0x54, 0x00, 0x00, 0x10, 0x64};
+const Mac kAllOnes{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+class Aging : public Neighbors {
+protected:
+    void SetUp() override {
+        g_cfg->arp.reachable_s = 30;
+        g_cfg->arp.probes = 3;
+        g_cfg->arp.retry_ms = 1000;
+        g_cfg->arp.unused_s = 60;
+        g_cfg->arp.hold_packets = 256;
+        Neighbors::SetUp();
+        g_cfg->arp.announce_count = 0;
+        publish({});
+        ext1_ = port_id("ext1");
+    }
+    dp::NeighborTable& table() { return *g_rt->shared().neighbors; }
+
+    rte_mbuf* frame(const std::vector<uint8_t>& bytes, uint16_t port) {
+        rte_mbuf* m = rte_pktmbuf_alloc(g_rt->pool());
+        EXPECT_NE(m, nullptr);
+        char* d = rte_pktmbuf_append(m, static_cast<uint16_t>(bytes.size()));
+        std::copy(bytes.begin(), bytes.end(), d);
+        m->port = port;
+        return m;
+    }
+    // A translated packet a worker found no MAC for: Ethernet header still to be written.
+    void held_packet(uint32_t next_hop, uint8_t tag) {
+        std::vector<uint8_t> f(14, 0);
+        f[12] = 0x08;
+        f[13] = 0x00;
+        f.insert(f.end(), {0x45, 0, 0, 21, 0, 0, 0, 0, 63, 17, 0, 0, 10, 244, 1, 10, 198, 51, 100, 9, tag});
+        rte_mbuf* m = frame(f, ext1_);
+        *RTE_MBUF_DYNFIELD(m, g_rt->shared().next_hop_field, uint32_t*) = next_hop;
+        ASSERT_EQ(rte_ring_mp_enqueue(g_rt->shared().to_control, m), 0);
+    }
+    void arp_reply(uint32_t from, const Mac& mac) {
+        std::vector<uint8_t> f(kExt1Mac.begin(), kExt1Mac.end());
+        f.insert(f.end(), mac.begin(), mac.end());
+        f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x02});
+        auto addr = [&](uint32_t a) {
+            for (int s = 24; s >= 0; s -= 8) f.push_back(static_cast<uint8_t>(a >> s));
+        };
+        f.insert(f.end(), mac.begin(), mac.end());
+        addr(from);
+        f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
+        addr(kExt1Addr);
+        ASSERT_EQ(rte_ring_mp_enqueue(g_rt->shared().to_control, frame(f, ext1_)), 0);
+    }
+    // What egw sends to ask for `ip` on ext1: broadcast, or to `dst` (a probe).
+    std::vector<uint8_t> request(uint32_t ip, const Mac& dst) {
+        std::vector<uint8_t> f(dst.begin(), dst.end());
+        f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
+        f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x01});
+        auto addr = [&](uint32_t a) {
+            for (int s = 24; s >= 0; s -= 8) f.push_back(static_cast<uint8_t>(a >> s));
+        };
+        f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
+        addr(kExt1Addr);
+        f.insert(f.end(), 6, 0x00);
+        addr(ip);
+        return f;
+    }
+    // A worker sending to `ip` through its slot; the MAC it would write, or nullopt.
+    std::optional<Mac> use(uint32_t ip) {
+        uint32_t slot = table().find(ext1_, ip);
+        Mac m;
+        if (slot == dp::NeighborTable::kNone || !table().resolve(slot, dp::NeighborTable::make_key(ext1_, ip), m.data()))
+            return std::nullopt;
+        return m;
+    }
+    std::vector<Sent> tick_at(uint64_t ms) {
+        resolver_->tick(*snap_, t0_ + ms * hz_ / 1000);
+        return drain();
+    }
+    std::string state_of(uint32_t ip) {
+        for (const auto& v : resolver_->list())
+            if (v.ip == ip) return v.state;
+        return "";
+    }
+    // Resolves `ip` from scratch at `ms`: a held packet, the request, the reply, the packet sent.
+    void resolve_at(uint64_t ms, uint32_t ip, const Mac& mac) {
+        held_packet(ip, 1);
+        auto asked = poll_at(ms);
+        ASSERT_EQ(asked.size(), 1u);
+        EXPECT_EQ(asked[0].bytes, request(ip, kAllOnes));
+        arp_reply(ip, mac);
+        auto sent = poll_at(ms);
+        ASSERT_EQ(sent.size(), 1u);
+        EXPECT_TRUE(std::equal(mac.begin(), mac.end(), sent[0].bytes.begin())) << "the held packet goes to the MAC";
+    }
+
+    uint16_t ext1_ = 0;
+};
+
+// A next hop in use that stops answering: reachable for reachable_s, then probed by unicast
+// (the old MAC still used meanwhile), and after `probes` unanswered probes its MAC is gone; the
+// next packet is held and ARPed for by broadcast again, and the new answer is used.
+TEST_F(Aging, DeadNextHopIsInvalidatedAfterUnansweredProbesThenHeldAndArpedAgain) {
+    resolve_at(0, kHop, kHopMac);
+    EXPECT_EQ(state_of(kHop), "reachable");
+    uint64_t requests = resolver_->requests_sent();
+    for (uint64_t s = 1; s <= 30; ++s) {
+        ASSERT_EQ(use(kHop), kHopMac);
+        EXPECT_TRUE(tick_at(s * 1000).empty()) << "nothing is asked while the entry is reachable, at " << s << " s";
+    }
+    // Stale and in use: the first probe, to the MAC it has.
+    ASSERT_EQ(use(kHop), kHopMac);
+    auto probe = tick_at(30001);
+    ASSERT_EQ(probe.size(), 1u);
+    EXPECT_EQ(probe[0].port, ext1_);
+    EXPECT_EQ(probe[0].bytes, request(kHop, kHopMac));
+    EXPECT_EQ(state_of(kHop), "probing");
+    EXPECT_EQ(use(kHop), kHopMac) << "the MAC stays in use while it is probed";
+    EXPECT_TRUE(tick_at(30500).empty()) << "probes are retry_ms apart";
+    EXPECT_EQ(tick_at(31002).size(), 1u);
+    EXPECT_EQ(tick_at(32003).size(), 1u);
+    EXPECT_EQ(resolver_->probes_sent(), 3u);
+    EXPECT_EQ(resolver_->invalidated(), 0u);
+    // The third went unanswered too: invalidated.
+    EXPECT_TRUE(tick_at(33004).empty());
+    EXPECT_EQ(resolver_->invalidated(), 1u);
+    EXPECT_EQ(state_of(kHop), "incomplete");
+    EXPECT_EQ(use(kHop), std::nullopt) << "a worker finds no MAC and holds the packet";
+    EXPECT_EQ(resolver_->requests_sent(), requests + 3);
+
+    // The held packet asks again, by broadcast, and waits for the answer (the host came back with
+    // another MAC).
+    held_packet(kHop, 2);
+    auto asked = poll_at(33100);
+    ASSERT_EQ(asked.size(), 1u);
+    EXPECT_EQ(asked[0].bytes, request(kHop, kAllOnes));
+    EXPECT_EQ(resolver_->list().at(0).held, 1u);
+    arp_reply(kHop, kHopMac2);
+    auto sent = poll_at(33200);
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_TRUE(std::equal(kHopMac2.begin(), kHopMac2.end(), sent[0].bytes.begin()));
+    EXPECT_TRUE(std::equal(kExt1Mac.begin(), kExt1Mac.end(), sent[0].bytes.begin() + 6));
+    EXPECT_EQ(sent[0].bytes.back(), 2) << "the packet held after the invalidation";
+    EXPECT_EQ(use(kHop), kHopMac2);
+    EXPECT_EQ(state_of(kHop), "reachable");
+    EXPECT_EQ(resolver_->held_dropped(), 0u);
+}
+
+// A probe that is answered keeps the entry: no invalidation, reachable again from the reply.
+TEST_F(Aging, AnsweredProbeKeepsTheMac) {
+    resolve_at(0, kHop, kHopMac);
+    ASSERT_EQ(use(kHop), kHopMac);
+    tick_at(20000);
+    ASSERT_EQ(use(kHop), kHopMac);
+    ASSERT_EQ(tick_at(30001).size(), 1u);
+    arp_reply(kHop, kHopMac);
+    EXPECT_TRUE(poll_at(30100).empty());
+    EXPECT_EQ(state_of(kHop), "reachable");
+    for (uint64_t ms = 31000; ms <= 40000; ms += 1000) {
+        ASSERT_EQ(use(kHop), kHopMac);
+        EXPECT_TRUE(tick_at(ms).empty()) << ms;
+    }
+    EXPECT_EQ(resolver_->invalidated(), 0u);
+    EXPECT_EQ(resolver_->probes_sent(), 1u);
+}
+
+// An entry no packet uses is not probed when it goes stale, and is freed after unused_s: its slot
+// is empty again and a worker finds nothing.
+TEST_F(Aging, UnusedEntryIsFreed) {
+    uint32_t before = table().used();
+    resolve_at(0, kHop, kHopMac);
+    EXPECT_EQ(table().used(), before + 1);
+    for (uint64_t s = 1; s <= 60; ++s)
+        EXPECT_TRUE(tick_at(s * 1000).empty()) << "an unused stale entry is not probed (" << s << " s)";
+    EXPECT_EQ(state_of(kHop), "stale");
+    EXPECT_EQ(resolver_->freed(), 0u);
+    EXPECT_TRUE(tick_at(60001).empty());
+    EXPECT_EQ(resolver_->freed(), 1u);
+    EXPECT_EQ(state_of(kHop), "");
+    EXPECT_EQ(table().used(), before);
+    EXPECT_EQ(table().find(ext1_, kHop), dp::NeighborTable::kNone);
+    EXPECT_EQ(resolver_->probes_sent(), 0u);
+}
+
+// A next hop that never answers and that nothing waits for any more is given up after `probes`
+// requests; requests go on while a packet waits, and a packet waits 3 s at most.
+TEST_F(Aging, NextHopThatNeverAnswersIsGivenUp) {
+    g_cfg->arp.probes = 2;
+    held_packet(kHop, 1);
+    EXPECT_EQ(poll_at(0).size(), 1u);
+    EXPECT_EQ(tick_at(1001).size(), 1u);
+    EXPECT_EQ(tick_at(2002).size(), 1u) << "past `probes` requests while a packet waits";
+    EXPECT_TRUE(tick_at(2500).empty());
+    EXPECT_EQ(resolver_->held_dropped(), 0u);
+    EXPECT_EQ(state_of(kHop), "incomplete");
+    EXPECT_TRUE(tick_at(3003).empty());
+    EXPECT_EQ(resolver_->held_dropped(), 1u) << "held for 3 s at most";
+    EXPECT_EQ(state_of(kHop), "") << "nobody answered and nothing waits";
+    EXPECT_EQ(resolver_->freed(), 1u);
+    EXPECT_EQ(resolver_->requests_sent(), 3u);
+}
+
+// With the table full, a new next hop's reply takes the slot of the least recently used learned
+// entry: that one is gone (a worker finds nothing for it and would ARP again), the new one
+// resolves and its held packet leaves.
+TEST_F(Aging, FullTableRecyclesTheLeastRecentlyUsedEntry) {
+    const uint32_t cap = table().capacity();
+    ASSERT_EQ(table().used(), 0u);
+    auto hop = [](uint32_t i) { return ip4(192, 0, 2, 100) + i; };
+    auto mac_of = [](uint32_t i) { return Mac{0x52, 0x54, 0x00, 0x00, 0x01, static_cast<uint8_t>(i)}; };
+    for (uint32_t i = 0; i < cap; ++i)
+        resolve_at(i, hop(i), mac_of(i));
+    EXPECT_EQ(table().used(), cap);
+    // All in use but number 5.
+    for (uint32_t i = 0; i < cap; ++i) {
+        if (i != 5) {
+            ASSERT_EQ(use(hop(i)), mac_of(i)) << i;
+        }
+    }
+    tick_at(5000);
+    const uint32_t old_slot = table().find(ext1_, hop(5));
+    ASSERT_NE(old_slot, dp::NeighborTable::kNone);
+
+    const uint32_t fresh = ip4(192, 0, 2, 250);
+    const Mac fresh_mac{0x52, 0x54, 0x00, 0x00, 0x02, 0xfa};
+    resolve_at(6000, fresh, fresh_mac);
+    EXPECT_EQ(resolver_->recycled(), 1u);
+    EXPECT_EQ(table().used(), cap);
+    EXPECT_EQ(use(fresh), fresh_mac);
+    EXPECT_EQ(table().find(ext1_, hop(5)), dp::NeighborTable::kNone);
+    EXPECT_EQ(state_of(hop(5)), "");
+    Mac out;
+    EXPECT_FALSE(table().resolve(old_slot, dp::NeighborTable::make_key(ext1_, hop(5)), out.data()))
+        << "the slot a session may still cache no longer answers for number 5";
+    for (uint32_t i = 0; i < cap; ++i) {
+        if (i != 5) {
+            EXPECT_EQ(use(hop(i)), mac_of(i)) << i;
+        }
+    }
+    // Number 5 comes back: it resolves again, recycling the least recently used one now.
+    tick_at(7000);
+    resolve_at(8000, hop(5), mac_of(5));
+    EXPECT_EQ(resolver_->recycled(), 2u);
+    EXPECT_EQ(use(hop(5)), mac_of(5));
 }
 
 }  // namespace
