@@ -16,6 +16,17 @@ constexpr Family kArpAnnouncementFailures{"arp_announcement_failures_total", Typ
                                           "Gratuitous ARPs that found no mbuf or a full inject ring (retried)"};
 constexpr Family kArpAnnouncementsPending{"arp_announcements_pending", Type::gauge,
                                           "Addresses whose gratuitous ARPs are not all sent yet"};
+constexpr Family kArpProbes{"arp_probes_total", Type::counter,
+                            "Unicast ARP probes of stale neighbours still in use (also in arp_requests_total)"};
+constexpr Family kArpInvalidated{"arp_neighbors_invalidated_total", Type::counter,
+                                 "Neighbour MACs dropped after arp.probes unanswered probes (traffic is held and ARPed "
+                                 "for again)"};
+constexpr Family kArpFreed{"arp_neighbors_freed_total", Type::counter,
+                           "Learned neighbours freed: unused for arp.unused_s, or never answered"};
+constexpr Family kArpRecycled{"arp_neighbors_recycled_total", Type::counter,
+                              "Least recently used learned neighbours given up for a new next hop in a full table"};
+constexpr Family kArpNeighbors{"arp_neighbors", Type::gauge,
+                               "Neighbour table entries in use (static and learned), of arp.max_neighbors"};
 
 }  // namespace
 
@@ -25,11 +36,25 @@ void ArpCounters::store(const control::NeighborResolver& resolver) {
     v_[1].store(s.sent, std::memory_order_relaxed);
     v_[2].store(s.failed, std::memory_order_relaxed);
     v_[3].store(resolver.announcer().pending_count(), std::memory_order_relaxed);
+    v_[4].store(resolver.probes_sent(), std::memory_order_relaxed);
+    v_[5].store(resolver.invalidated(), std::memory_order_relaxed);
+    v_[6].store(resolver.freed(), std::memory_order_relaxed);
+    v_[7].store(resolver.recycled(), std::memory_order_relaxed);
+    v_[8].store(resolver.entries_in_table(), std::memory_order_relaxed);
 }
 
 ArpReading ArpCounters::load() const {
-    return ArpReading{v_[0].load(std::memory_order_relaxed), v_[1].load(std::memory_order_relaxed),
-                      v_[2].load(std::memory_order_relaxed), v_[3].load(std::memory_order_relaxed)};
+    ArpReading r;
+    r.requests = v_[0].load(std::memory_order_relaxed);
+    r.announcements = v_[1].load(std::memory_order_relaxed);
+    r.announcement_failures = v_[2].load(std::memory_order_relaxed);
+    r.announcements_pending = v_[3].load(std::memory_order_relaxed);
+    r.probes = v_[4].load(std::memory_order_relaxed);
+    r.invalidated = v_[5].load(std::memory_order_relaxed);
+    r.freed = v_[6].load(std::memory_order_relaxed);
+    r.recycled = v_[7].load(std::memory_order_relaxed);
+    r.neighbors = v_[8].load(std::memory_order_relaxed);
+    return r;
 }
 
 void write_arp(Writer& w, const ArpReading& r) {
@@ -41,6 +66,16 @@ void write_arp(Writer& w, const ArpReading& r) {
     w.sample(kArpAnnouncementFailures, {}, r.announcement_failures);
     w.family(kArpAnnouncementsPending);
     w.sample(kArpAnnouncementsPending, {}, r.announcements_pending);
+    w.family(kArpProbes);
+    w.sample(kArpProbes, {}, r.probes);
+    w.family(kArpInvalidated);
+    w.sample(kArpInvalidated, {}, r.invalidated);
+    w.family(kArpFreed);
+    w.sample(kArpFreed, {}, r.freed);
+    w.family(kArpRecycled);
+    w.sample(kArpRecycled, {}, r.recycled);
+    w.family(kArpNeighbors);
+    w.sample(kArpNeighbors, {}, r.neighbors);
 }
 
 }  // namespace egw::metrics

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The control thread's ARP counters in the exposition: requests it sent to resolve next hops and
-// the gratuitous ARPs it sent for addresses the gateway began to answer for. The control thread
+// The control thread's ARP counters in the exposition: requests it sent to resolve next hops, the
+// aging of learned entries (probes, invalidations, frees, recycling) and the gratuitous ARPs it
+// sent for addresses the gateway began to answer for. The control thread
 // stores them at every tick (Exporter::tick); the metrics thread reads the copy.
 #pragma once
 
@@ -22,6 +23,11 @@ struct ArpReading {
     uint64_t announcements = 0;
     uint64_t announcement_failures = 0;
     uint64_t announcements_pending = 0;
+    uint64_t probes = 0;
+    uint64_t invalidated = 0;
+    uint64_t freed = 0;
+    uint64_t recycled = 0;
+    uint64_t neighbors = 0;
 };
 
 // A copy the control thread writes and any thread reads, counter by counter.
@@ -31,7 +37,7 @@ public:
     ArpReading load() const;
 
 private:
-    std::array<std::atomic<uint64_t>, 4> v_{};
+    std::array<std::atomic<uint64_t>, 9> v_{};
 };
 
 void write_arp(Writer& w, const ArpReading& r);

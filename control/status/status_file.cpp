@@ -161,6 +161,11 @@ nlohmann::json collect_status(const StatusInputs& in) {
         announcing.push_back({{"port", a.port}, {"ip", config::format_ipv4(a.ip)}, {"what", a.what}, {"left", a.left},
                               {"next_ms", a.next_ms}});
     doc["arp"] = {{"requests_sent", in.neighbors.requests_sent()},
+                  {"probes_sent", in.neighbors.probes_sent()},
+                  {"invalidated", in.neighbors.invalidated()},
+                  {"freed", in.neighbors.freed()},
+                  {"recycled", in.neighbors.recycled()},
+                  {"neighbors", in.neighbors.entries_in_table()},
                   {"announcements_sent", garp.sent},
                   {"announcements_failed", garp.failed},
                   {"addresses_announced", garp.started},
