@@ -581,6 +581,65 @@ class EgressGatewayE2E(unittest.TestCase):
         self.assertEqual(arp["announcements_failed"], 0, arp)
         print(f"\n  {shop_ip}: external host took egwd's MAC {elapsed:.2f}s after the takeover", file=sys.stderr)
 
+    def ext1_neighbor(self, status):
+        """egwd's neighbour entry for the ext1 server, or None."""
+        for n in status.get("neighbors", []):
+            if n.get("port") == "ext1" and n.get("ip") == EXT1:
+                return n
+        return None
+
+    def test_13_a_next_hop_whose_mac_changes_is_invalidated_and_arped_for_again(self):
+        # Short neighbour timers for this test (arp.* are live on reload): reachable for 1 s after
+        # a reply, then 2 unicast probes 200 ms apart before the MAC is invalidated.
+        original = self.config.read_text()
+        cfg = json.loads(original)
+        cfg.setdefault("arp", {}).update({"reachable_s": 1, "probes": 2, "retry_ms": 200})
+        self.config.write_text(json.dumps(cfg, indent=2))
+        self.reload_and_wait("configuration reloaded from")
+
+        def restore():
+            self.config.write_text(original)
+            self.reload_and_wait("configuration reloaded from")
+        self.addCleanup(restore)
+
+        self.assert_seen_from("udp", OTHER_POD, EXT1, EXT1_GW)
+        link = json.loads(run(["ip", "-n", ns("ext1"), "-j", "link", "show", "eth0"], 10).stdout)
+        old_mac = link[0]["address"]
+        self.assertEqual(self.ext1_neighbor(self.fresh_status())["mac"], old_mac, self.diag())
+        # Probes that are answered keep the MAC: a few reachable periods with traffic, nothing
+        # invalidated, and the confirming replies log nothing.
+        before = self.fresh_status()["arp"]
+        log_from = len(self.egwd_log_path.read_text(errors="replace"))
+        self.hold_seen_from("udp", OTHER_POD, EXT1, EXT1_GW, 2.5)
+        arp = self.fresh_status()["arp"]
+        self.assertGreaterEqual(arp["probes_sent"] - before["probes_sent"], 1, arp)
+        self.assertEqual(arp["invalidated"], before["invalidated"], arp)
+        learned_line = f"neighbour {EXT1} on ext1 "
+        log = self.egwd_log_path.read_text(errors="replace")[log_from:]
+        self.assertEqual(log.count(learned_line), 0, tail(self.egwd_log_path, 20))
+
+        # The server's interface takes another MAC, as when a host is replaced: frames to the old
+        # one are lost, the probes go unanswered, the MAC is invalidated, and the next packets are
+        # held and ARPed for by broadcast, which the host answers with its new MAC.
+        new_mac = "02:e9:00:00:0e:64"
+        r = run(["ip", "-n", ns("ext1"), "link", "set", "dev", "eth0", "address", new_mac], 10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        start = time.monotonic()
+        self.wait_for(lambda: self.client("udp", OTHER_POD, EXT1, timeout=1.0)[0], 15,
+                      lambda: f"no answer through the new MAC within 15 s\n{self.diag()}")
+        elapsed = time.monotonic() - start
+        status = self.fresh_status()
+        self.assertEqual(self.ext1_neighbor(status)["mac"], new_mac, self.diag())
+        self.assertGreaterEqual(status["arp"]["invalidated"] - before["invalidated"], 1, status["arp"])
+        self.assertLess(elapsed, 10, "the dead MAC was used for too long")
+        self.hold_seen_from("udp", OTHER_POD, EXT1, EXT1_GW, 2.5)
+        # Logged once per streak: the invalidation, then the new MAC, not every confirming reply.
+        log = self.egwd_log_path.read_text(errors="replace")[log_from:]
+        self.assertEqual(log.count(learned_line + "is " + new_mac), 1, tail(self.egwd_log_path, 20))
+        self.assertEqual(log.count(learned_line), 2, tail(self.egwd_log_path, 20))
+        self.assertEqual(len(re.findall(rf"neighbour {re.escape(EXT1)} on ext1 \({re.escape(old_mac)}\) did not "
+                                        rf"answer 2 probe", log)), 1, tail(self.egwd_log_path, 20))
+
     def test_99_egwd_stops_cleanly_on_sigint(self):
         code = stop_process(self.topo.egwd, signal.SIGINT, grace=STOP_TIMEOUT)
         self.assertEqual(code, 0, f"egwd exited with {code} on SIGINT\n{tail(self.egwd_log_path)}")
