@@ -140,6 +140,17 @@ struct IcmpConfig {
     bool operator==(const IcmpConfig&) const = default;
 };
 
+// IPv4 fragments put together per worker (dataplane/reassembly.h): at most `max_datagrams` in
+// reassembly at once, each in at most `max_fragments` fragments (no more than DPDK's build holds,
+// kMaxReassemblyFragments), complete within `timeout_ms` of its first fragment.
+inline constexpr unsigned kMaxReassemblyFragments = 8;  // RTE_LIBRTE_IP_FRAG_MAX_FRAG of Debian's DPDK
+struct ReassemblyConfig {
+    unsigned max_datagrams = 256;
+    unsigned max_fragments = kMaxReassemblyFragments;
+    unsigned timeout_ms = 2000;
+    bool operator==(const ReassemblyConfig&) const = default;
+};
+
 struct NodeConfig {
     std::string name;                   // this gateway's Kubernetes node name
     std::map<std::string, std::string> labels;
@@ -189,6 +200,7 @@ struct Config {
     SessionConfig sessions;
     ArpConfig arp;
     IcmpConfig icmp;
+    ReassemblyConfig reassembly;
     NodeConfig node;
     StateConfig state;
     MetricsConfig metrics;

@@ -102,6 +102,10 @@ json arp(const ArpConfig& a) {
 
 json icmp(const IcmpConfig& i) { return {{"errors_per_second", i.errors_per_second}, {"burst", i.burst}}; }
 
+json reassembly(const ReassemblyConfig& r) {
+    return {{"max_datagrams", r.max_datagrams}, {"max_fragments", r.max_fragments}, {"timeout_ms", r.timeout_ms}};
+}
+
 json node(const NodeConfig& n) {
     json labels = json::object();
     for (const auto& [k, v] : n.labels) labels[k] = v;
@@ -150,6 +154,7 @@ json to_json(const Config& c) {
             {"sessions", sessions(c.sessions)},
             {"arp", arp(c.arp)},
             {"icmp", icmp(c.icmp)},
+            {"reassembly", reassembly(c.reassembly)},
             {"node", node(c.node)},
             {"state", state(c.state)},
             {"metrics", metrics(c.metrics)}};

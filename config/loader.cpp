@@ -610,7 +610,7 @@ private:
     void read(const json& doc, Config& c) const {
         Obj top(*this, doc, "$",
                 {"eal", "workers", "mempool", "ports", "neighbors", "vrfs", "routes", "cluster", "default_action",
-                 "sessions", "arp", "icmp", "node", "state", "metrics"},
+                 "sessions", "arp", "icmp", "reassembly", "node", "state", "metrics"},
                 "a JSON object");
         LcoreSpec lcores = read_eal(top, c.eal);
         read_workers(top, c, lcores);
@@ -624,6 +624,7 @@ private:
         read_sessions(top, c.sessions, c.workers.size());
         read_arp(top, c.arp);
         read_icmp(top, c.icmp);
+        read_reassembly(top, c.reassembly);
         read_node(top, c.node);
         read_state(top, c.state);
         read_metrics(top, c.metrics);
@@ -1054,6 +1055,15 @@ private:
         Obj o(*this, *j, top.at("icmp"), {"errors_per_second", "burst"}, "an object");
         opt_integer(o, "errors_per_second", i.errors_per_second, 0, 1000000);
         opt_integer(o, "burst", i.burst, 1, 100000);
+    }
+
+    void read_reassembly(const Obj& top, ReassemblyConfig& r) const {
+        const json* j = top.get("reassembly");
+        if (!j) return;
+        Obj o(*this, *j, top.at("reassembly"), {"max_datagrams", "max_fragments", "timeout_ms"}, "an object");
+        opt_integer(o, "max_datagrams", r.max_datagrams, 1, 65536);
+        opt_integer(o, "max_fragments", r.max_fragments, 2, kMaxReassemblyFragments);
+        opt_integer(o, "timeout_ms", r.timeout_ms, 10, 120000);
     }
 
     void read_node(const Obj& top, NodeConfig& n) const {

@@ -22,15 +22,14 @@ struct Reassembly;
 // RTE_LIBRTE_IP_FRAG_MAX_FRAG); a datagram in more is dropped.
 extern const unsigned kMaxFragmentsPerDatagram;
 
-// Per worker: how many datagrams may be in reassembly at once (each holds up to 7 mbufs while
-// incomplete), and how long one may take from its first fragment on.
-inline constexpr uint32_t kReassemblyDatagrams = 256;
-inline constexpr uint32_t kReassemblyTimeoutMs = 2000;
-
-// A worker's reassembly state for at most `max_datagrams` datagrams being put together at once,
-// each dropped when it is not complete `timeout_cycles` (TSC) after its first fragment arrived.
+// A worker's reassembly state (sized from the configuration's `reassembly` section,
+// config::ReassemblyConfig) for at most `max_datagrams` datagrams being put together at once,
+// each dropped when it is not complete `timeout_cycles` (TSC) after its first fragment arrived,
+// and each refused when it came in more than `max_fragments` fragments (at most
+// kMaxFragmentsPerDatagram; a lower limit is checked when the datagram is complete, by marks in
+// the mbuf dynfield DataplaneShared::next_hop_field, which must then be registered).
 // Allocated on `socket`; nullptr (rte_errno set) when there is not the memory.
-Reassembly* reassembly_create(uint32_t max_datagrams, uint64_t timeout_cycles, int socket);
+Reassembly* reassembly_create(uint32_t max_datagrams, uint32_t max_fragments, uint64_t timeout_cycles, int socket);
 // Frees the state and every fragment it still holds.
 void reassembly_free(Reassembly* r);
 
@@ -39,7 +38,8 @@ void reassembly_free(Reassembly* r);
 // a chain of mbufs behind the first fragment's Ethernet header, with its header checksum right
 // and the fragment fields cleared (DF kept); nullptr otherwise: the fragment is held, or it was
 // dropped and counted (`fragment`: the table full, more than kMaxFragmentsPerDatagram fragments,
-// overlapping or inconsistent ones).
+// overlapping or inconsistent ones; or the datagram it completed came in more than the table's
+// max_fragments, then counted as reassembled and dropped as one `fragment`).
 rte_mbuf* reassembly_add(Worker& w, rte_mbuf* m, rte_ipv4_hdr* ip);
 
 // Drops the datagrams that timed out, counted per fragment as `fragment_timeout` (between

@@ -234,6 +234,29 @@ void write_icmp(Writer& w, const Readings& r) {
     w.sample(kIcmpLimited, {}, r.icmp_rate_limited);
 }
 
+// --- IPv4 fragments ---------------------------------------------------------------------------
+
+constexpr Family kFragmentsIn{"ip_fragments_received_total", Type::counter,
+                              "IPv4 fragments received and taken into a worker's reassembly table (one the table "
+                              "refuses at once is only a drop, reason fragment)"};
+constexpr Family kReassembled{"ip_datagrams_reassembled_total", Type::counter,
+                              "IPv4 datagrams put together from fragments, each then translated as one packet"};
+constexpr Family kFragmented{"ip_datagrams_fragmented_total", Type::counter,
+                             "IPv4 datagrams cut into fragments because they were larger than the egress port's MTU"};
+constexpr Family kFragmentsOut{"ip_fragments_sent_total", Type::counter,
+                               "Fragments those datagrams were cut into, handed to the ports"};
+
+void write_fragments(Writer& w, const Readings& r) {
+    w.family(kFragmentsIn);
+    w.sample(kFragmentsIn, {}, r.fragments_in);
+    w.family(kReassembled);
+    w.sample(kReassembled, {}, r.reassembled);
+    w.family(kFragmented);
+    w.sample(kFragmented, {}, r.fragmented);
+    w.family(kFragmentsOut);
+    w.sample(kFragmentsOut, {}, r.fragments_out);
+}
+
 // --- sessions ---------------------------------------------------------------------------------
 
 constexpr Family kSessionsActive{"sessions_active", Type::gauge, "NAT sessions open now, per worker lcore",
@@ -379,6 +402,7 @@ void write_metrics(Writer& w, const ControlView& view, const Readings& r, const 
     write_nat_addresses(w, view, r);
     write_drops(w, r);
     write_icmp(w, r);
+    write_fragments(w, r);
     write_sessions(w, view, r);
     write_lcores(w, r);
     write_ports(w, view, ports);

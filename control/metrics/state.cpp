@@ -60,6 +60,10 @@ Readings read_counters(const ControlView& view, std::span<dp::Worker* const> wor
         for (unsigned i = 0; i < dp::kIcmpErrorCount; ++i)
             r.icmp_sent[i] += load_counter(c.icmp_sent[i]);
         r.icmp_rate_limited += load_counter(c.icmp_rate_limited);
+        r.fragments_in += load_counter(c.fragments_in);
+        r.reassembled += load_counter(c.reassembled);
+        r.fragmented += load_counter(c.fragmented);
+        r.fragments_out += load_counter(c.fragments_out);
         LcoreReading l;
         l.index = w->index;
         l.lcore = w->index < view.workers.size() ? view.workers[w->index].lcore : w->index;

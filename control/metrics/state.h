@@ -144,6 +144,8 @@ struct Readings {
     std::array<uint64_t, dp::kDropReasonCount> drops{};
     std::array<uint64_t, dp::kIcmpErrorCount> icmp_sent{};  // the gateway's own ICMP errors, by kind
     uint64_t icmp_rate_limited = 0;
+    // IPv4 fragments, summed over the workers (dataplane/reassembly.h, output.cpp).
+    uint64_t fragments_in = 0, reassembled = 0, fragmented = 0, fragments_out = 0;
     std::vector<LcoreReading> lcores;
     uint64_t sessions_active = 0;
 };

@@ -6,6 +6,7 @@
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
+#include <rte_ip_frag.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
@@ -18,6 +19,9 @@
 #include <new>
 
 namespace egw::control {
+
+static_assert(config::kMaxReassemblyFragments == RTE_LIBRTE_IP_FRAG_MAX_FRAG,
+              "reassembly.max_fragments is bounded by the fragments DPDK's build holds per datagram");
 
 namespace {
 
@@ -293,10 +297,12 @@ void Runtime::setup(unsigned mbufs) {
         if (!w->service_counters || !w->dump_buffer || !w->sessions.init(name.c_str(), per_worker, wsocket))
             throw RuntimeError("cannot allocate " + std::to_string(per_worker) +
                                " sessions for worker " + std::to_string(i) + " (raise eal.memory_mb or lower sessions.max)");
-        w->reassembly = dp::reassembly_create(dp::kReassemblyDatagrams, dp::kReassemblyTimeoutMs * tsc_hz_ / 1000, wsocket);
+        const config::ReassemblyConfig& ra = cfg_.reassembly;
+        w->reassembly = dp::reassembly_create(ra.max_datagrams, ra.max_fragments, ra.timeout_ms * tsc_hz_ / 1000, wsocket);
         if (!w->reassembly)
-            throw RuntimeError("cannot allocate the fragment reassembly table of worker " + std::to_string(i) +
-                               " (raise eal.memory_mb)");
+            throw RuntimeError("cannot allocate the fragment reassembly table of worker " + std::to_string(i) + " for " +
+                               std::to_string(ra.max_datagrams) +
+                               " datagrams (raise eal.memory_mb or lower reassembly.max_datagrams)");
         std::string rn = "egw_inj" + std::to_string(i);
         w->inject = rte_ring_create(rn.c_str(), 1024, wsocket, RING_F_SP_ENQ | RING_F_SC_DEQ);
         if (!w->inject)

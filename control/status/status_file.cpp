@@ -113,6 +113,16 @@ nlohmann::json collect_status(const StatusInputs& in) {
         icmp_limited += rd(w->counters.icmp_rate_limited);
     doc["icmp"] = {{"sent", icmp_sent}, {"rate_limited", icmp_limited}};
 
+    uint64_t frag_in = 0, reassembled = 0, fragmented = 0, frag_out = 0;
+    for (auto* w : workers) {
+        frag_in += rd(w->counters.fragments_in);
+        reassembled += rd(w->counters.reassembled);
+        fragmented += rd(w->counters.fragmented);
+        frag_out += rd(w->counters.fragments_out);
+    }
+    doc["fragments"] = {{"received", frag_in}, {"reassembled", reassembled}, {"fragmented", fragmented},
+                        {"sent", frag_out}};
+
     json wjs = json::array();
     for (auto* w : workers) {
         const auto& c = w->counters;

@@ -364,6 +364,9 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_EQ(c.arp.unused_s, 60u);
     EXPECT_EQ(c.icmp.errors_per_second, 1000u);
     EXPECT_EQ(c.icmp.burst, 50u);
+    EXPECT_EQ(c.reassembly.max_datagrams, 256u);
+    EXPECT_EQ(c.reassembly.max_fragments, 8u);
+    EXPECT_EQ(c.reassembly.timeout_ms, 2000u);
     EXPECT_EQ(c.arp.announce_count, 3u);
     EXPECT_EQ(c.arp.announce_interval_ms, 1000u);
     EXPECT_TRUE(c.node.labels.empty());
@@ -403,6 +406,7 @@ TEST(Load, FullFileEveryFieldLands) {
       "sessions": {"max": 1000, "port_min": 2000, "port_max": 3000,
                    "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}},
       "icmp": {"errors_per_second": 0, "burst": 7},
+      "reassembly": {"max_datagrams": 64, "max_fragments": 4, "timeout_ms": 500},
       "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 20, "probes": 5,
               "unused_s": 90, "announce_count": 0, "announce_interval_ms": 250},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
@@ -495,6 +499,9 @@ TEST(Load, FullFileEveryFieldLands) {
     EXPECT_EQ(c.arp.unused_s, 90u);
     EXPECT_EQ(c.icmp.errors_per_second, 0u);
     EXPECT_EQ(c.icmp.burst, 7u);
+    EXPECT_EQ(c.reassembly.max_datagrams, 64u);
+    EXPECT_EQ(c.reassembly.max_fragments, 4u);
+    EXPECT_EQ(c.reassembly.timeout_ms, 500u);
     EXPECT_EQ(c.arp.announce_count, 0u);
     EXPECT_EQ(c.arp.announce_interval_ms, 250u);
     EXPECT_EQ(c.node.name, "gw-1.example.com");
@@ -804,8 +811,8 @@ TEST_P(FieldError, NamesPathAndExpectation) {
 }
 
 const char* const kTopKeys =
-    "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, icmp, node, state, "
-    "metrics";
+    "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, icmp, reassembly, "
+    "node, state, metrics";
 const char* const kPortKeys = "name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc, queues";
 
 #define J(text) json::parse(text)
@@ -814,7 +821,7 @@ const ErrorCase kCases[] = {
     // --- unknown keys, everywhere ------------------------------------------------------------
     {"UnknownTopLevel", [](json& j) { j["worker"] = {1}; }, "$.worker",
      "unknown key \"worker\", expected one of: eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, "
-     "default_action, sessions, arp, icmp, node, state, metrics"},
+     "default_action, sessions, arp, icmp, reassembly, node, state, metrics"},
     {"UnknownEal", [](json& j) { j["eal"]["lcore"] = "0-1"; }, "$.eal.lcore",
      "unknown key \"lcore\", expected one of: lcores, main_lcore, no_huge, memory_mb, file_prefix, vdevs, "
      "pci_allow, extra_args"},
@@ -1000,6 +1007,20 @@ const ErrorCase kCases[] = {
     {"IcmpRateNegative", [](json& j) { j["icmp"] = {{"errors_per_second", -1}}; }, "$.icmp.errors_per_second",
      "expected an integer from 0 to 1000000, got -1"},
     {"IcmpNotAnObject", [](json& j) { j["icmp"] = 100; }, "$.icmp", "expected an object, got 100"},
+    {"ReassemblyNotAnObject", [](json& j) { j["reassembly"] = J("[256]"); }, "$.reassembly",
+     "expected an object, got an array"},
+    {"UnknownReassembly", [](json& j) { j["reassembly"] = {{"timeout", 5}}; }, "$.reassembly.timeout",
+     "unknown key \"timeout\", expected one of: max_datagrams, max_fragments, timeout_ms"},
+    {"ReassemblyDatagramsZero", [](json& j) { j["reassembly"] = {{"max_datagrams", 0}}; }, "$.reassembly.max_datagrams",
+     "expected an integer from 1 to 65536, got 0"},
+    {"ReassemblyFragmentsAboveDpdk", [](json& j) { j["reassembly"] = {{"max_fragments", 9}}; },
+     "$.reassembly.max_fragments", "expected an integer from 2 to 8, got 9"},
+    {"ReassemblyFragmentsOne", [](json& j) { j["reassembly"] = {{"max_fragments", 1}}; }, "$.reassembly.max_fragments",
+     "expected an integer from 2 to 8, got 1"},
+    {"ReassemblyTimeoutString", [](json& j) { j["reassembly"] = J(R"({"timeout_ms": "2s"})"); },
+     "$.reassembly.timeout_ms", "expected an integer from 10 to 120000, got \"2s\""},
+    {"ReassemblyTimeoutTooLong", [](json& j) { j["reassembly"] = {{"timeout_ms", 120001}}; }, "$.reassembly.timeout_ms",
+     "expected an integer from 10 to 120000, got 120001"},
     {"ArpAnnounceCountTooLarge", [](json& j) { j["arp"] = {{"announce_count", 101}}; }, "$.arp.announce_count",
      "expected an integer from 0 to 100, got 101"},
     {"ArpAnnounceIntervalTooShort", [](json& j) { j["arp"] = {{"announce_interval_ms", 5}}; },
@@ -1626,6 +1647,7 @@ json full_files_document() {
                    "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "tcp_half_closed": 5, "udp": 3, "icmp": 4},
                    "tcp_open": "strict", "max_per_pod": 7},
       "icmp": {"errors_per_second": 20, "burst": 5},
+      "reassembly": {"max_datagrams": 1024, "max_fragments": 3, "timeout_ms": 30000},
       "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 45, "probes": 4,
               "unused_s": 120, "announce_count": 2, "announce_interval_ms": 100},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
