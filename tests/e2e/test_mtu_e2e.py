@@ -9,10 +9,13 @@ ingress IP as its source. The answer, as large, is cut by ext1's kernel and reac
 translated, cut by egwd for the inside link. A datagram with Don't Fragment set that does not fit
 ext1 is answered with ICMP Fragmentation Needed, from which the pod's kernel learns ext1's MTU.
 
-Where egwd reads it, the root namespace's kernel has already put a fragmented datagram together:
-the net_af_packet PMD joins its sockets to a PACKET_FANOUT group with PACKET_FANOUT_FLAG_DEFRAG
-(docs/testing.md), so egwd only ever sees whole datagrams here: this suite covers the MTU on both
-ports and the fragments egwd makes, checked by the kernels that receive them.
+Where egwd reads it through net_af_packet, the root namespace's kernel has already put a
+fragmented datagram together: the PMD joins its sockets to a PACKET_FANOUT group with
+PACKET_FANOUT_FLAG_DEFRAG (docs/testing.md), so MtuE2E, on net_af_packet, covers the MTU on both
+ports and the fragments egwd makes, checked by the kernels that receive them. FragmentsE2E drives
+the pods and ext1 links with net_pcap instead (libpcap's packet socket, no fanout group, so nothing
+reassembles before egwd): the fragments the kernels make reach egwd as fragments, and egwd puts
+them together itself, both ways.
 
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_mtu_e2e.py
 """
@@ -169,6 +172,110 @@ class MtuE2E(unittest.TestCase):
         out = self.client(OUTSIDE_MTU - 100, df=True)
         self.assertNotIn("error", out, out)
         self.assertEqual(out["answer"]["src"], WEB_INGRESS)
+
+
+# Second topology: the same namespaces under another prefix and tag, pods and ext1 read and
+# written by net_pcap (a receive handle that sees only incoming frames, a transmit handle).
+FRAG_PREFIX = f"egwfrg{os.getpid()}"
+FRAG_TAG = harness.iface_tag("g")
+FRAG_FILE_PREFIX = f"egw-frag-{os.getpid()}"
+# UDP payload: three fragments on a 1500-byte link (1480 + 1480 + 1048 bytes of IP payload).
+FRAG_SIZE = 4000
+
+
+def frag_ns(role):
+    return f"{FRAG_PREFIX}-{role}"
+
+
+class FragmentsE2E(unittest.TestCase):
+    """A pod sends a 4000-byte UDP datagram: its kernel cuts it for the 1500-byte link, egwd puts
+    the fragments together, translates the datagram and cuts it again for ext1; ext1's kernel puts
+    it together and sees the ingress IP. The echo comes back in the fragments ext1's kernel cuts,
+    which egwd puts together, translates back and cuts for the pods link."""
+
+    rig = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.rig = rig = harness.NamespaceRig.for_suite(cls, "mtu-frag", FRAG_PREFIX, FRAG_TAG)
+        cls.config, _ = peer.stage_config(DEMO_CONFIG, rig.workdir, FRAG_FILE_PREFIX, iface_tag=FRAG_TAG,
+                                          metrics_listen=f"127.0.0.1:{harness.free_port()}")
+        cfg = json.loads(cls.config.read_text())
+        pcap = {}
+        vdevs = []
+        for v in cfg["eal"]["vdevs"]:
+            name, _, args = v.partition(",")
+            iface = dict(a.split("=", 1) for a in args.split(","))["iface"]
+            role = iface.rsplit("-", 1)[1]
+            if role in ("pods", "ext1"):
+                dev = f"net_pcap_{role}"
+                pcap[name] = dev
+                v = f"{dev},rx_iface_in={iface},tx_iface={iface}"
+            vdevs.append(v)
+        cfg["eal"]["vdevs"] = vdevs
+        for p in cfg["ports"]:
+            p["device"] = pcap.get(p["device"], p["device"])
+        if sorted(pcap.values()) != ["net_pcap_ext1", "net_pcap_pods"]:
+            raise RuntimeError(f"the demo config's vdevs changed: {cfg['eal']['vdevs']}")
+        cls.config.write_text(json.dumps(cfg, indent=1))
+        cls.status_file = rig.workdir / "status.json"
+        cls.log_path = rig.log_path("egwd")
+        (rig.workdir / "server.py").write_text(SERVER)
+        (rig.workdir / "client.py").write_text(CLIENT)
+
+        rig.netns.up()
+        rig.start_egwd(cls.config, cls.status_file, FRAG_FILE_PREFIX)
+        harness.wait_for(lambda: (harness.read_status(cls.status_file) or {}).get("ready") is True
+                         or rig.egwd.poll() is not None,
+                         READY_TIMEOUT, lambda: f"egwd not ready\n{tail(cls.log_path)}")
+        if rig.egwd.poll() is not None:
+            raise RuntimeError(f"egwd exited with {describe_exit(rig.egwd.returncode)}\n{tail(cls.log_path)}")
+        rig.spawn_in(frag_ns("ext1"), "server", rig.workdir / "server.py", PORT)
+
+    def client(self, size):
+        r = run(["ip", "netns", "exec", frag_ns("pods"), sys.executable, str(self.rig.workdir / "client.py"),
+                 WEB_POD, EXT1, str(PORT), str(size), "plain"], 15)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    def fragments(self):
+        status = harness.read_status(self.status_file) or {}
+        return status.get("fragments", {}), status.get("drops", {})
+
+    def test_large_datagram_in_fragments_both_ways(self):
+        before, drops_before = self.fragments()
+        self.assertIn("received", before, "the status file has no fragment counters")
+        ext1_before, pods_before = snmp_ip(frag_ns("ext1")), snmp_ip(frag_ns("pods"))
+        out = self.client(FRAG_SIZE)
+        self.assertNotIn("error", out, f"{out}\n{tail(self.log_path)}")
+        answer = out["answer"]
+        # ext1's kernel put egwd's fragments together and saw the ingress IP.
+        self.assertEqual(answer["src"], WEB_INGRESS)
+        self.assertEqual(answer["len"], FRAG_SIZE)
+        self.assertEqual(answer["sha"], out["sha"], "the datagram arrived changed")
+        # The echo, cut by ext1's kernel, reached the pod whole.
+        self.assertTrue(out["echo_ok"], out)
+        ext1_after, pods_after = snmp_ip(frag_ns("ext1")), snmp_ip(frag_ns("pods"))
+        # Each kernel cut what it sent (3 fragments of the 4,028-byte datagram, more for the echo)
+        # and put together what egwd sent it.
+        self.assertGreaterEqual(pods_after["FragCreates"] - pods_before["FragCreates"], 3)
+        self.assertGreaterEqual(ext1_after["FragCreates"] - ext1_before["FragCreates"], 3)
+        self.assertGreaterEqual(ext1_after["ReasmOKs"] - ext1_before["ReasmOKs"], 1)
+        self.assertGreaterEqual(pods_after["ReasmOKs"] - pods_before["ReasmOKs"], 1)
+        self.assertEqual(ext1_after["ReasmFails"], ext1_before["ReasmFails"])
+        # egwd itself received fragments, put the two datagrams together and cut them again: the
+        # counters only move on a topology where nothing reassembles in front of egwd.
+        def counted():
+            after, _ = self.fragments()
+            return (after.get("received", 0) - before["received"] >= 6
+                    and after.get("reassembled", 0) - before["reassembled"] >= 2)
+        harness.wait_for(counted, 5, lambda: f"egwd did not count the fragments: {self.fragments()}")
+        after, drops_after = self.fragments()
+        self.assertGreaterEqual(after["fragmented"] - before["fragmented"], 2)
+        self.assertGreaterEqual(after["sent"] - before["sent"], 6)
+        for reason in ("fragment", "fragment_timeout", "fragment_failed"):
+            self.assertEqual(drops_after.get(reason), drops_before.get(reason), reason)
+
 
 if __name__ == "__main__":
     unittest.main()
