@@ -6,7 +6,8 @@
 // - thousands of policy snapshots published with RCU QSBR in use, each replaced one freed as
 //   soon as dp::publish_policy returns (a worker still reading it reads freed memory: the
 //   AddressSanitizer build reports it, the ThreadSanitizer build reports the race);
-// - the neighbour table's MAC of the destination rewritten in place;
+// - the neighbour table's MAC of the destination rewritten in place, and its slot given to another
+//   next hop while sessions cache it;
 // - two workers, one receiving every flow and owning it;
 // - two and four workers each polling its own queue of every port, flows spread over the queues
 //   by a hash of the 5-tuple as RSS does: the receiver owns each flow, replies that hash to
@@ -19,9 +20,11 @@
 // (scripts/test.sh, build-tsan) compiles only what it runs; every build runs them.
 #include <gtest/gtest.h>
 #include <rte_cycles.h>
+#include <rte_rcu_qsbr.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -194,6 +197,106 @@ TEST_F(DataplaneTest, NeighbourMacRewrittenInPlaceWhileAWorkerForwards) {
     EXPECT_EQ(t.received, t.total);
     EXPECT_EQ(r.total_drops(), 0u);
     EXPECT_EQ(r.w().counters.held, 0u) << "a frame found the neighbour unresolved while only its MAC changed";
+}
+
+// The control thread takes the destination's neighbour entry out and gives its slot to another
+// next hop with another MAC, thousands of times, as aging and recycling do (erase, an RCU grace
+// period, release, insert), while a worker forwards with the slot cached in its sessions. Every
+// frame leaves with the destination's own MAC, or waits for ARP (taken here from the control
+// ring) while the destination has no entry; none goes to the stranger.
+TEST_F(DataplaneTest, NeighbourSlotGivenToAnotherNextHopWhileAWorkerForwardsNeverLendsItsMac) {
+    Rig& r = start(threaded(1));
+    dp::NeighborTable& nt = *r.shared.neighbors;
+    const uint32_t home = nt.find(r.ext1, kServer);
+    ASSERT_NE(home, dp::NeighborTable::kNone);
+    auto grace = [&] {
+        uint64_t token = rte_rcu_qsbr_start(r.shared.qsbr);
+        while (!rte_rcu_qsbr_check(r.shared.qsbr, token, false))
+            std::this_thread::yield();
+    };
+    // A next hop that takes the destination's slot once it is free (found before the workers run).
+    nt.erase(home);
+    nt.release(home);
+    uint32_t stranger = 0;
+    for (uint32_t ip = ip4(192, 0, 2, 2); !stranger && ip < ip4(192, 0, 2, 2) + 1000000; ++ip) {
+        if (ip == kServer || nt.find(r.ext1, ip) != dp::NeighborTable::kNone) continue;  // a static neighbour
+        uint32_t s = nt.insert(r.ext1, ip);
+        ASSERT_NE(s, dp::NeighborTable::kNone);
+        if (s == home) {
+            stranger = ip;
+        } else {
+            nt.erase(s);
+            nt.release(s);
+        }
+    }
+    ASSERT_NE(stranger, 0u);
+    nt.erase(home);
+    nt.release(home);
+    ASSERT_EQ(nt.insert(r.ext1, kServer), home);
+    nt.set_mac(home, kServerMac.data());
+    static const Mac kStrangerMac{0x52, 0x54, 0x00, 0x00, 0x0d, 0x0d};
+
+    Traffic t{r, {40000, 40001}, 10000};
+    uint32_t held = 0, moved = 0;
+    auto take_held = [&] {
+        for (const auto& h : r.to_control()) {
+            Parsed p = parse_frame(h.frame);
+            ASSERT_TRUE(p.ok) << p.error;
+            EXPECT_EQ(h.next_hop, kServer);
+            EXPECT_EQ(p.dst, kServer);
+            uint32_t seq = seq_of(p.payload);
+            ASSERT_LT(seq, t.total);
+            EXPECT_FALSE(t.seen[seq]) << "frame " << seq << " came out twice";
+            t.seen[seq] = 1;
+            ++t.received;
+            ++held;
+        }
+    };
+    {
+        WorkerThreads threads(r);
+        // The table changes every 4th round; in the others the worker gets to run a poll
+        // iteration (a grace period) with the table as it is, so frames also flow between changes.
+        t.run(4000, [&](unsigned round) {
+            if (round % 4 != 0) {
+                grace();
+                take_held();
+                return;
+            }
+            if (round % 8 == 0) {
+                // The destination's entry goes; after the grace period its slot takes the stranger,
+                // and the destination is learned again in another slot.
+                nt.erase(home);
+                grace();
+                nt.release(home);
+                ASSERT_EQ(nt.insert(r.ext1, stranger), home);
+                nt.set_mac(home, kStrangerMac.data());
+                uint32_t other = nt.insert(r.ext1, kServer);
+                ASSERT_NE(other, dp::NeighborTable::kNone);
+                ASSERT_NE(other, home);
+                nt.set_mac(other, kServerMac.data());
+                ++moved;
+            } else {
+                // Both go, and the destination comes back to its first slot.
+                uint32_t other = nt.find(r.ext1, kServer);
+                nt.erase(other);
+                nt.erase(home);
+                grace();
+                nt.release(home);
+                nt.release(other);
+                ASSERT_EQ(nt.insert(r.ext1, kServer), home);
+                nt.set_mac(home, kServerMac.data());
+            }
+            take_held();
+        });
+    }
+    take_held();
+    EXPECT_EQ(t.received, t.total);
+    EXPECT_EQ(t.dst_macs.count(kStrangerMac), 0u);
+    EXPECT_GE(moved, 500u);
+    EXPECT_GT(t.dst_macs[kServerMac], 0u) << "no frame left while the destination had an entry";
+    EXPECT_EQ(r.total_drops(), 0u);
+    EXPECT_EQ(r.w().counters.held, held);
+    std::printf("%u frames sent, %u held while the destination had no entry, %u slot changes\n", t.total, held, moved);
 }
 
 TEST_F(DataplaneTest, TwoWorkerThreadsWhilePoliciesChangeTheReceiverOwnsEveryFlow) {
