@@ -151,6 +151,16 @@ struct ReassemblyConfig {
     bool operator==(const ReassemblyConfig&) const = default;
 };
 
+// Connections from outside to the ingress IPs this gateway serves (docs/architecture.md,
+// "Ingress to served ingress IPs"): routed untranslated into the cluster through an inside port
+// toward `via`, a node or router there that load-balances the Service (its proxy accepts the
+// ingress IP). Absent: they are dropped and counted (ingress_no_next_hop).
+struct IngressConfig {
+    std::optional<IpAddr> via;          // IPv4, on-link on `port`
+    std::string port;                   // an inside port
+    bool operator==(const IngressConfig&) const = default;
+};
+
 struct NodeConfig {
     std::string name;                   // this gateway's Kubernetes node name
     std::map<std::string, std::string> labels;
@@ -201,6 +211,7 @@ struct Config {
     ArpConfig arp;
     IcmpConfig icmp;
     ReassemblyConfig reassembly;
+    IngressConfig ingress;
     NodeConfig node;
     StateConfig state;
     MetricsConfig metrics;

@@ -142,22 +142,26 @@ json metrics(const MetricsConfig& m) {
 }  // namespace
 
 json to_json(const Config& c) {
-    return {{"eal", eal(c.eal)},
-            {"workers", c.workers},
-            {"mempool", {{"mbufs", c.mempool.mbufs}, {"cache", c.mempool.cache}, {"data_room", c.mempool.data_room}}},
-            {"ports", ports(c.ports)},
-            {"neighbors", neighbors(c.neighbors)},
-            {"vrfs", vrfs(c.vrfs)},
-            {"routes", routes(c.routes)},
-            {"cluster", cluster(c.cluster)},
-            {"default_action", to_string(c.default_action)},
-            {"sessions", sessions(c.sessions)},
-            {"arp", arp(c.arp)},
-            {"icmp", icmp(c.icmp)},
-            {"reassembly", reassembly(c.reassembly)},
-            {"node", node(c.node)},
-            {"state", state(c.state)},
-            {"metrics", metrics(c.metrics)}};
+    json j = {{"eal", eal(c.eal)},
+              {"workers", c.workers},
+              {"mempool", {{"mbufs", c.mempool.mbufs}, {"cache", c.mempool.cache}, {"data_room", c.mempool.data_room}}},
+              {"ports", ports(c.ports)},
+              {"neighbors", neighbors(c.neighbors)},
+              {"vrfs", vrfs(c.vrfs)},
+              {"routes", routes(c.routes)},
+              {"cluster", cluster(c.cluster)},
+              {"default_action", to_string(c.default_action)},
+              {"sessions", sessions(c.sessions)},
+              {"arp", arp(c.arp)},
+              {"icmp", icmp(c.icmp)},
+              {"reassembly", reassembly(c.reassembly)},
+              {"node", node(c.node)},
+              {"state", state(c.state)},
+              {"metrics", metrics(c.metrics)}};
+    // Only when set: an absent section is how the loader takes "no ingress next hop".
+    if (c.ingress.via)
+        j["ingress"] = {{"via", net::to_string(*c.ingress.via)}, {"port", c.ingress.port}};
+    return j;
 }
 
 }  // namespace egw::config

@@ -610,7 +610,7 @@ private:
     void read(const json& doc, Config& c) const {
         Obj top(*this, doc, "$",
                 {"eal", "workers", "mempool", "ports", "neighbors", "vrfs", "routes", "cluster", "default_action",
-                 "sessions", "arp", "icmp", "reassembly", "node", "state", "metrics"},
+                 "sessions", "arp", "icmp", "reassembly", "ingress", "node", "state", "metrics"},
                 "a JSON object");
         LcoreSpec lcores = read_eal(top, c.eal);
         read_workers(top, c, lcores);
@@ -625,6 +625,7 @@ private:
         read_arp(top, c.arp);
         read_icmp(top, c.icmp);
         read_reassembly(top, c.reassembly);
+        read_ingress(top, c);
         read_node(top, c.node);
         read_state(top, c.state);
         read_metrics(top, c.metrics);
@@ -1064,6 +1065,23 @@ private:
         opt_integer(o, "max_datagrams", r.max_datagrams, 1, 65536);
         opt_integer(o, "max_fragments", r.max_fragments, 2, kMaxReassemblyFragments);
         opt_integer(o, "timeout_ms", r.timeout_ms, 10, 120000);
+    }
+
+    void read_ingress(const Obj& top, Config& c) const {
+        const json* j = top.get("ingress");
+        if (!j) return;
+        static const std::string what = "an object like {\"via\": \"10.244.1.2\", \"port\": \"pods\"}";
+        Obj o(*this, *j, top.at("ingress"), {"via", "port"}, what);
+        const PortConfig& p = port_ref(c, o, o.require("port", "the name of the inside port toward the cluster"));
+        if (p.role != PortRole::inside)
+            fail(o.at("port"), "expected an inside port (ingress goes into the cluster), got " + quote(p.name) +
+                                   " which is an outside port");
+        IpAddr via = ip(o.require("via", "an IPv4 address like 10.244.1.2"), o.at("via"));
+        if (!via.is_v4())
+            fail(o.at("via"), "expected an IPv4 address (the IPv4 data plane routes ingress), got " + net::to_string(via));
+        check_on_link(p, via, o.at("via"), "a next hop");
+        c.ingress.port = p.name;
+        c.ingress.via = via;
     }
 
     void read_node(const Obj& top, NodeConfig& n) const {

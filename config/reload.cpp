@@ -40,7 +40,7 @@ bool under(std::string_view path, std::string_view prefix) {
 bool live_reloadable(std::string_view path, StateSource source) {
     for (std::string_view p : {"routes", "neighbors", "default_action", "arp.hold_packets", "arp.retry_ms",
                                "arp.reachable_s", "arp.probes", "arp.unused_s", "arp.announce_count",
-                               "arp.announce_interval_ms", "cluster.service_cidrs", "cluster.node_ips"})
+                               "arp.announce_interval_ms", "ingress", "cluster.service_cidrs", "cluster.node_ips"})
         if (under(path, p))
             return true;
     if (source == StateSource::files)
@@ -73,6 +73,7 @@ void apply_live(Config& running, const Config& next) {
     running.arp.unused_s = next.arp.unused_s;
     running.arp.announce_count = next.arp.announce_count;
     running.arp.announce_interval_ms = next.arp.announce_interval_ms;
+    running.ingress = next.ingress;
     running.cluster.service_cidrs = next.cluster.service_cidrs;
     running.cluster.node_ips = next.cluster.node_ips;
     if (running.state.source == StateSource::files) {

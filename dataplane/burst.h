@@ -62,7 +62,8 @@ struct NewFlow {
     Action action;
     DropReason reason;       // drop, reject
     uint8_t vrf;             // translate, route
-    uint16_t service_id;     // translate: kDefaultPolicyId for the default action's masquerade
+    uint16_t service_id;     // translate: kDefaultPolicyId for the default action's masquerade;
+                             // route: an ingress reply's Service (ingress.h), else kDefaultPolicyId
     bool masquerade;         // translate: to the egress port's address
     uint32_t version;        // translate: the policy version the session is made under
     uint32_t nat_ip;         // translate: network order

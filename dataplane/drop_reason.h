@@ -38,7 +38,9 @@ namespace egw::dp {
     X(fragment_failed, "larger than the egress MTU and could not be fragmented (no mbuf, more than 48 fragments)") \
     X(fragment_timeout, "IPv4 fragment of a datagram not complete within reassembly.timeout_ms") \
     X(tcp_rst_out_of_window, "TCP RST whose sequence number is outside the window its session has seen")                            \
-    X(pod_session_limit, "the pod has as many sessions as sessions.max_per_pod allows")
+    X(pod_session_limit, "the pod has as many sessions as sessions.max_per_pod allows") \
+    X(hairpin, "from inside to a served ingress IP on a port of its Service, refused and not answered (the rate limit held the ICMP administratively prohibited back)") \
+    X(ingress_no_next_hop, "from outside to a served ingress IP on a port of its Service, with no ingress next hop configured")
 
 enum class DropReason : uint8_t {
 #define EGW_X(name, help) name,

@@ -15,7 +15,8 @@ namespace egw::dp {
     X(net_unreachable, 3, 0, "destination unreachable, net: no route in the VRF nor the default table") \
     X(protocol_unreachable, 3, 2, "destination unreachable, protocol: the gateway's own address, a protocol it does not serve") \
     X(port_unreachable, 3, 3, "destination unreachable, port: UDP to the gateway's own address")      \
-    X(fragmentation_needed, 3, 4, "destination unreachable, fragmentation needed: DF set and larger than the next hop's MTU")
+    X(fragmentation_needed, 3, 4, "destination unreachable, fragmentation needed: DF set and larger than the next hop's MTU") \
+    X(admin_prohibited, 3, 13, "destination unreachable, communication administratively prohibited: a pod to a served ingress IP (hairpin)")
 
 enum class IcmpError : uint8_t {
 #define EGW_X(name, type, code, help) name,

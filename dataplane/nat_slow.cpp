@@ -4,8 +4,8 @@
 //   - Outgoing: classify (the gateway's own address, a cluster destination, which EgressService
 //     or default action, TTL, route, NAT address) once, with classify_outgoing(); then allocate a
 //     port and create the session, and rewrite as a hit.
-//   - Back from outside with no session: echo requests to the gateway, routing untouched when
-//     that is the default action, else no_session.
+//   - Back from outside with no session: echo requests to the gateway, ingress to a served
+//     ingress IP (ingress.h), routing untouched when that is the default action, else no_session.
 //   - Hits the fast path found stale: the session is closed here, so that closes and creates
 //     happen in packet order, as if the burst were handled one packet at a time.
 //
@@ -21,6 +21,7 @@
 
 #include "dataplane/checksum.h"
 #include "dataplane/icmp_reply.h"
+#include "dataplane/ingress.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/nat_ports.h"
 #include "dataplane/nat_session.h"
@@ -58,6 +59,10 @@ NewFlow route_flow(uint8_t vrf) {
 NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
     uint32_t dst = rte_be_to_cpu_32(pk.ip->dst_addr);
     if (addressed_to_gateway(p, rx_port, dst, Dir::in2out)) {
+        // A served ingress IP on a port of its Service: hairpin, refused (ingress.h).
+        if ((pk.kind == Kind::tcp || pk.kind == Kind::udp) &&
+            unlikely(ingress_service_of(p, pk, pk.key.dst, pk.key.dport) != FlatMap::kMissing))
+            return reject_flow(IcmpError::admin_prohibited, DropReason::hairpin);
         // The gateway serves nothing on UDP and only ICMP otherwise (RFC 1812 4.3.3.1 via RFC 1122
         // 3.2.2.1). TCP would be answered with a reset, which it does not send: dropped.
         switch (pk.ip->next_proto_id) {
@@ -77,6 +82,13 @@ NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const Packe
     // Destinations inside the cluster are never translated.
     if (p.inside_cluster(dst))
         return route_flow(kDefaultVrf);
+    // From a served ingress IP and a port of its Service: the cluster's answer to a connection
+    // that came in through the Service, routed untranslated in the Service's network (ingress.h).
+    if (uint32_t isid = ingress_service_of(p, pk, pk.key.src, pk.key.sport); isid != FlatMap::kMissing) {
+        NewFlow f = route_flow(p.services[isid].vrf);
+        f.service_id = static_cast<uint16_t>(isid);
+        return f;
+    }
     uint32_t sid = p.endpoints.find(rte_be_to_cpu_32(pk.ip->src_addr));
     const ServicePolicy* svc = nullptr;
     if (sid != FlatMap::kMissing && p.services[sid].mode != ServiceMode::inactive)
@@ -246,6 +258,8 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         return;
     case NewFlow::Action::route:
         pk.vrf = pk.flow.vrf;
+        if (pk.flow.service_id != kDefaultPolicyId)
+            count(w.counters.ingress_out);
         b.set_next(i, Next::ip_forward);
         return;
     case NewFlow::Action::drop:
@@ -269,7 +283,7 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
 }
 
 // Back from outside with no session.
-void miss_incoming(const PolicySnapshot& p, Burst& b, unsigned i) {
+void miss_incoming(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
     uint16_t rx_port = b.m[i]->port;
     uint32_t dst = rte_be_to_cpu_32(pk.ip->dst_addr);
@@ -278,8 +292,9 @@ void miss_incoming(const PolicySnapshot& p, Burst& b, unsigned i) {
         b.set_next(i, Next::local);
         return;
     }
-    if (p.nat_addresses.contains(dst)) {
-        b.drop(i, DropReason::no_session);
+    if (uint32_t flags = p.nat_addresses.find(dst); flags != FlatMap::kMissing) {
+        if (!forward_ingress(w, p, b, i, flags))
+            b.drop(i, DropReason::no_session);
         return;
     }
     // Not addressed to a NAT address: traffic of flows that were routed untouched goes back
@@ -331,7 +346,7 @@ void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b) {
         if (pk.dir == Dir::in2out)
             new_outgoing(w, p, b, i);
         else
-            miss_incoming(p, b, i);
+            miss_incoming(w, p, b, i);
     });
 }
 

@@ -107,6 +107,8 @@ struct WorkerCounters {
     uint64_t tx_refused[kMaxPorts];
     uint64_t tx_stalls[kMaxPorts];
     uint64_t tx_stalled[kMaxPorts];
+    uint64_t ingress_in;                   // from outside to a served ingress IP's Service port, routed into the cluster
+    uint64_t ingress_out;                  // back from the cluster from such a port, routed in the Service's network
 };
 
 // Per Service id (0 = traffic of no EgressService), one cache line each.

@@ -257,6 +257,20 @@ void write_fragments(Writer& w, const Readings& r) {
     w.sample(kFragmentsOut, {}, r.fragments_out);
 }
 
+// --- ingress ------------------------------------------------------------------------------------
+
+constexpr Family kIngress{"ingress_packets_total", Type::counter,
+                          "Packets of connections to the ingress IPs this gateway serves, on their Services' "
+                          "ports: direction \"in\" routed from outside into the cluster toward ingress.via, "
+                          "\"out\" the cluster's answers routed untranslated in the Service's network",
+                          {"direction"}};
+
+void write_ingress(Writer& w, const Readings& r) {
+    w.family(kIngress);
+    w.sample(kIngress, {"in"}, r.ingress_in);
+    w.sample(kIngress, {"out"}, r.ingress_out);
+}
+
 // --- sessions ---------------------------------------------------------------------------------
 
 constexpr Family kSessionsActive{"sessions_active", Type::gauge, "NAT sessions open now, per worker lcore",
@@ -403,6 +417,7 @@ void write_metrics(Writer& w, const ControlView& view, const Readings& r, const 
     write_drops(w, r);
     write_icmp(w, r);
     write_fragments(w, r);
+    write_ingress(w, r);
     write_sessions(w, view, r);
     write_lcores(w, r);
     write_ports(w, view, ports);

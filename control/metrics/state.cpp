@@ -64,6 +64,8 @@ Readings read_counters(const ControlView& view, std::span<dp::Worker* const> wor
         r.reassembled += load_counter(c.reassembled);
         r.fragmented += load_counter(c.fragmented);
         r.fragments_out += load_counter(c.fragments_out);
+        r.ingress_in += load_counter(c.ingress_in);
+        r.ingress_out += load_counter(c.ingress_out);
         LcoreReading l;
         l.index = w->index;
         l.lcore = w->index < view.workers.size() ? view.workers[w->index].lcore : w->index;

@@ -146,6 +146,7 @@ struct Readings {
     uint64_t icmp_rate_limited = 0;
     // IPv4 fragments, summed over the workers (dataplane/reassembly.h, output.cpp).
     uint64_t fragments_in = 0, reassembled = 0, fragmented = 0, fragments_out = 0;
+    uint64_t ingress_in = 0, ingress_out = 0;  // ingress to served ingress IPs, both ways
     std::vector<LcoreReading> lcores;
     uint64_t sessions_active = 0;
 };

@@ -261,6 +261,22 @@ Service parse_service(const json& j, const std::string& path) {
             for (size_t k = 0; k < i; ++k)
                 if (svc.ip_families[k] == f) fail(fpath, "expected each family once, got " + json(f).dump() + " twice");
         }
+        if (const json* ports = array_field(*spec, "ports", spath)) {
+            const std::string ppath = child(spath, "ports");
+            for (size_t i = 0; i < ports->size(); ++i) {
+                const json& e = (*ports)[i];
+                const std::string epath = element(ppath, i);
+                if (!e.is_object()) expected(epath, "an object", e);
+                ServicePort sp;
+                sp.protocol = one_of(e, "protocol", epath, {"TCP", "UDP", "SCTP"}, false);
+                if (sp.protocol.empty()) sp.protocol = "TCP";
+                if (!field(e, "port")) fail(child(epath, "port"), "required field is missing");
+                int32_t port = int32_field(e, "port", epath);
+                if (port < 1 || port > 65535) fail(child(epath, "port"), "expected 1-65535, got " + std::to_string(port));
+                sp.port = static_cast<uint16_t>(port);
+                svc.ports.push_back(std::move(sp));
+            }
+        }
     }
     if (const json* status = object_field(j, "status", path)) {
         const std::string stpath = child(path, "status");

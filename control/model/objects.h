@@ -64,6 +64,13 @@ struct LoadBalancerIngress {
     bool operator==(const LoadBalancerIngress&) const = default;
 };
 
+// One entry of spec.ports: the port the Service listens on, by protocol.
+struct ServicePort {
+    std::string protocol;            // "TCP" (the API default), "UDP" or "SCTP"
+    uint16_t port = 0;
+    bool operator==(const ServicePort&) const = default;
+};
+
 // v1 Service.
 struct Service {
     ObjectMeta meta;
@@ -73,6 +80,7 @@ struct Service {
     std::string external_traffic_policy;    // "", "Cluster" or "Local"
     std::vector<std::string> ip_families;   // spec.ipFamilies: "IPv4"/"IPv6", at most one of each, in order
     std::string ip_family_policy;           // "", "SingleStack", "PreferDualStack" or "RequireDualStack"
+    std::vector<ServicePort> ports;         // spec.ports, in order
     bool operator==(const Service&) const = default;
 };
 

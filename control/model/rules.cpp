@@ -230,6 +230,15 @@ ServiceFacts service_facts(const ObjectSet& objects, const std::string& key,
     st.etp_local = svc.external_traffic_policy == "Local";
     st.ip_families = svc.ip_families;
     st.ip_family_policy = svc.ip_family_policy;
+    for (const auto& sp : svc.ports) {
+        // SCTP is not translated, so it has no ingress either.
+        if (sp.protocol == "TCP")
+            st.ports.push_back(uint32_t{IPPROTO_TCP} << 16 | sp.port);
+        else if (sp.protocol == "UDP")
+            st.ports.push_back(uint32_t{IPPROTO_UDP} << 16 | sp.port);
+    }
+    std::sort(st.ports.begin(), st.ports.end());
+    st.ports.erase(std::unique(st.ports.begin(), st.ports.end()), st.ports.end());
 
     auto in_pod_network = [&](const net::IpAddr& ip) {
         return std::any_of(pod_cidrs.begin(), pod_cidrs.end(), [&](const auto& p) { return p.contains(ip); });

@@ -54,6 +54,9 @@ struct ServiceState {
     std::string ip_family_policy;          // spec.ipFamilyPolicy, "" when absent (informational)
     std::vector<std::string> endpoint_nodes;  // nodes hosting an endpoint (IPv4/IPv6 slices), sorted
     bool etp_local = false;          // externalTrafficPolicy: Local
+    // The Service's TCP and UDP ports (spec.ports) as IP protocol << 16 | port, sorted, unique:
+    // connections from outside to the ingress IP on these are the Service's ingress traffic.
+    std::vector<uint32_t> ports;
     // Some endpoint of either family is in the pod network (SPEC section 2's precondition).
     bool has_pod_endpoints() const { return !endpoint_ipv4s.empty() || !endpoint_ipv6s.empty(); }
     bool operator==(const ServiceState&) const = default;

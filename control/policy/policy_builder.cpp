@@ -147,6 +147,45 @@ uint32_t PolicyBuilder::nat_flags(uint32_t ip) const {
     return flags;
 }
 
+void PolicyBuilder::claim_ingress_ports(const model::ServiceState& s, const dp::ServicePolicy& pol, uint32_t id) {
+    if (pol.mode != dp::ServiceMode::snat_ingress_ip)
+        return;
+    for (uint32_t pp : s.ports) {
+        const uint64_t k = dp::PolicySnapshot::ingress_key(pol.nat_ip, static_cast<uint8_t>(pp >> 16),
+                                                           static_cast<uint16_t>(pp));
+        auto& claims = ingress_port_claims_[k];
+        claims.push_back(id);
+        const uint32_t holder = ingress_ports_.find(k);
+        if (holder == dp::FlatMap::kMissing || *key_of_[id] < *key_of_[holder])
+            ingress_ports_.assign(k, id);
+    }
+}
+
+void PolicyBuilder::unclaim_ingress_ports(const model::ServiceState& s, const dp::ServicePolicy& pol, uint32_t id) {
+    if (pol.mode != dp::ServiceMode::snat_ingress_ip)
+        return;
+    for (uint32_t pp : s.ports) {
+        const uint64_t k = dp::PolicySnapshot::ingress_key(pol.nat_ip, static_cast<uint8_t>(pp >> 16),
+                                                           static_cast<uint16_t>(pp));
+        auto it = ingress_port_claims_.find(k);
+        if (it == ingress_port_claims_.end())
+            continue;
+        std::erase(it->second, id);
+        if (it->second.empty()) {
+            ingress_port_claims_.erase(it);
+            ingress_ports_.erase(k);
+            continue;
+        }
+        if (ingress_ports_.find(k) != id)
+            continue;
+        uint32_t best = it->second.front();
+        for (uint32_t other : it->second)
+            if (*key_of_[other] < *key_of_[best])
+                best = other;
+        ingress_ports_.assign(k, best);
+    }
+}
+
 void PolicyBuilder::rebuild_nat() {
     std::vector<std::pair<uint64_t, uint32_t>> items;
     items.reserve(ingress_refs_.size() + port_nat_.size());
@@ -283,6 +322,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
             const uint32_t id = v->id;
             for (uint32_t ip : v->state.endpoint_ipv4s)
                 unclaim(ip, id);
+            unclaim_ingress_ports(v->state, services_[id], id);
             drop_nat(services_[id]);
             services_[id] = dp::ServicePolicy{};
             key_of_[id] = nullptr;
@@ -347,6 +387,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
         pol.version = same ? prev.version : next_version_++;
         if (old_id != 0) {
             drop_nat(prev);
+            unclaim_ingress_ports(v.state, prev, old_id);
             for (uint32_t ip : v.state.endpoint_ipv4s)
                 unclaim(ip, old_id);
         }
@@ -356,6 +397,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
         }
         for (uint32_t ip : s.endpoint_ipv4s)
             claim(ip, next.id);
+        claim_ingress_ports(s, pol, next.id);
         services_[next.id] = pol;
         next.state = s;
         v = std::move(next);
@@ -514,6 +556,12 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     snap->services = services_;
     snap->endpoints = endpoints_;
     snap->nat_addresses = nat_;
+    snap->ingress_ports = ingress_ports_;
+    if (cfg_.ingress.via) {
+        const config::PortConfig* pc = cfg_.find_port(cfg_.ingress.port);
+        snap->ingress_next_hop = dp::NextHop{port_ids_[static_cast<size_t>(pc - cfg_.ports.data())], cfg_.ingress.via->v4()};
+        snap->has_ingress_next_hop = true;
+    }
     snap->default_version = default_version_;
     return snap;
 }

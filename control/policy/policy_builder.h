@@ -92,6 +92,11 @@ private:
     bool served(uint32_t ip) const;
     uint32_t nat_flags(uint32_t ip) const;
     void rebuild_nat();
+    // A Service translating to its ingress IP claims (ingress IP, protocol, port) for each of
+    // its ports; the first claimant by key gets the ingress (two Services sharing an ingress IP
+    // and a port is a conflict Kubernetes does not prevent).
+    void claim_ingress_ports(const model::ServiceState& s, const dp::ServicePolicy& pol, uint32_t id);
+    void unclaim_ingress_ports(const model::ServiceState& s, const dp::ServicePolicy& pol, uint32_t id);
 
     const config::Config& cfg_;
     std::vector<uint16_t> port_ids_;
@@ -115,6 +120,8 @@ private:
     std::unordered_map<uint32_t, std::vector<uint32_t>> more_claims_;   // pod -> the others
     // ingress IP -> the VRF of each Service translating to it (one entry per Service)
     std::unordered_map<uint32_t, std::vector<uint8_t>> ingress_refs_;
+    dp::FlatMap ingress_ports_;  // PolicySnapshot::ingress_key -> the Service id it goes to
+    std::unordered_map<uint64_t, std::vector<uint32_t>> ingress_port_claims_;  // key -> every claimant
     // Per VRF, the outside ports answering ARP for its Services' ingress IPs (bit n: port id n).
     std::vector<uint32_t> arp_ports_ = std::vector<uint32_t>(dp::kMaxVrfs);
     std::vector<uint32_t> port_nat_;                        // outside ports' addresses, sorted

@@ -123,6 +123,13 @@ nlohmann::json collect_status(const StatusInputs& in) {
     doc["fragments"] = {{"received", frag_in}, {"reassembled", reassembled}, {"fragmented", fragmented},
                         {"sent", frag_out}};
 
+    uint64_t ingress_in = 0, ingress_out = 0;
+    for (auto* w : workers) {
+        ingress_in += rd(w->counters.ingress_in);
+        ingress_out += rd(w->counters.ingress_out);
+    }
+    doc["ingress"] = {{"forwarded_in", ingress_in}, {"replies_out", ingress_out}};
+
     json wjs = json::array();
     for (auto* w : workers) {
         const auto& c = w->counters;

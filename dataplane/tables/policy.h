@@ -114,6 +114,14 @@ struct PolicySnapshot {
     FlatMap endpoints;       // pod IPv4 -> service id (served or not)
     FlatMap nat_addresses;   // IPv4 -> NatAddressFlags
     FlatMap node_ips;        // IPv4 -> 1
+    // Ingress to served ingress IPs (docs/architecture.md): ingress_key(ingress IP, protocol, port)
+    // of every spec.ports entry of a Service translated to that ingress IP -> the Service's id.
+    // Connections from outside to such a port are routed into the cluster toward
+    // `ingress_next_hop`; what comes back with that address and port as its source leaves
+    // untranslated through the Service's network.
+    FlatMap ingress_ports;
+    NextHop ingress_next_hop{};      // an inside port and the next hop there
+    bool has_ingress_next_hop = false;
     std::vector<std::pair<uint32_t, uint32_t>> cluster_cidrs;  // (network, mask), pod + service CIDRs
 
     // Routes: one FlatMap keyed by route_key(vrf, len, network) -> index into next_hops, and per
@@ -144,6 +152,15 @@ struct PolicySnapshot {
         if (!nh && vrf != kDefaultVrf)
             nh = lookup_route_in(kDefaultVrf, dst);
         return nh;
+    }
+
+    static uint64_t ingress_key(uint32_t ip, uint8_t proto, uint16_t port) {
+        return uint64_t{ip} << 32 | uint32_t{proto} << 16 | port;
+    }
+
+    // The Service whose ingress IP and port these are (host order), FlatMap::kMissing if none.
+    uint32_t ingress_service(uint32_t ip, uint8_t proto, uint16_t port) const {
+        return ingress_ports.size() == 0 ? FlatMap::kMissing : ingress_ports.find(ingress_key(ip, proto, port));
     }
 
     // Pod CIDRs, service CIDRs and node IPs: destinations that are never translated.

@@ -51,6 +51,8 @@ EXT1_GW = "192.0.2.1"                      # masquerade address on ext1
 EXT2 = "198.51.100.100"
 EXT2_GW = "198.51.100.1"                   # masquerade address on ext2 (VRF blue)
 SERVICE_PORT = 8080
+WEB_LB_PORT = 80                           # web's spec.ports (config/demo-manifests/web.yaml)
+STORE_INGRESS = "198.51.100.50"            # default/store (test_14): network blue
 
 # default/shop (test_12): a Service whose EgressService selects nodes by `label`.
 SHOP_MANIFEST = """apiVersion: v1
@@ -82,6 +84,37 @@ spec:
     matchLabels: {{egw.example.com/gateway: "{label}"}}
 """
 
+# default/store (test_14): a LoadBalancerIP Service in network blue, served here.
+STORE_MANIFEST = """apiVersion: v1
+kind: Service
+metadata: {{name: store, namespace: default}}
+spec:
+  type: LoadBalancer
+  clusterIP: 10.96.0.70
+  ports: [{{name: http, port: 80, protocol: TCP, targetPort: 8080}}]
+status:
+  loadBalancer:
+    ingress: [{{ip: {ingress}}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: store-1
+  namespace: default
+  labels: {{kubernetes.io/service-name: store}}
+addressType: IPv4
+endpoints: [{{addresses: [10.244.1.41], nodeName: worker-1, conditions: {{ready: true}}}}]
+---
+apiVersion: k8s.ovn.org/v1
+kind: EgressService
+metadata: {{name: store, namespace: default}}
+spec:
+  sourceIPBy: LoadBalancerIP
+  network: blue
+  nodeSelector:
+    matchLabels: {{egw.example.com/gateway: "true"}}
+"""
+
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 CONVERGE_TIMEOUT = 3.0                     # manifest changes converge within ~1 s
@@ -109,6 +142,11 @@ class EgressGatewayE2E(unittest.TestCase):
         cls.config, cls.manifests = peer.stage_config(
             DEMO_CONFIG, topo.workdir, FILE_PREFIX, iface_tag=TAG,
             metrics_listen=f"127.0.0.1:{harness.free_port()}")
+        # Ingress to served ingress IPs (test_13 to test_15) goes to the host in pods2, which plays
+        # a node whose service proxy takes the load-balancer IPs.
+        cfg = json.loads(cls.config.read_text())
+        cfg["ingress"] = {"via": POD2, "port": "pods2"}
+        cls.config.write_text(json.dumps(cfg, indent=2) + "\n")
         cls.status_file = topo.workdir / "status.json"
         cls.egwd_log_path = topo.log_path("egwd")
 
@@ -639,6 +677,95 @@ class EgressGatewayE2E(unittest.TestCase):
         self.assertEqual(log.count(learned_line), 2, tail(self.egwd_log_path, 20))
         self.assertEqual(len(re.findall(rf"neighbour {re.escape(EXT1)} on ext1 \({re.escape(old_mac)}\) did not "
                                         rf"answer 2 probe", log)), 1, tail(self.egwd_log_path, 20))
+
+    # --- ingress to served ingress IPs (dataplane/ingress.h) ------------------------------------
+
+    def node_serving(self, *addresses):
+        """pods2's kernel plays a cluster node: the load-balancer IPs on its loopback (as
+        kube-proxy's IPVS mode puts them on a dummy device) and a server on web's port that
+        answers with the client address it saw. Undone at cleanup."""
+        for a in addresses:
+            r = run(["ip", "-n", ns("pods2"), "addr", "add", f"{a}/32", "dev", "lo"], 10)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.addCleanup(run, ["ip", "-n", ns("pods2"), "addr", "del", f"{a}/32", "dev", "lo"], 10)
+        name = f"node-{len(addresses)}-{time.monotonic_ns()}"
+        proc = self.topo.spawn_in(ns("pods2"), name, PEER, "serve", "--tcp", WEB_LB_PORT, "--udp", WEB_LB_PORT,
+                                  "--lifetime", 300)
+        self.addCleanup(lambda: (proc.terminate(), proc.wait(5)))
+
+    def from_outside(self, role, proto, src, dst, port=WEB_LB_PORT, timeout=5.0):
+        """A TCP or UDP client in an external namespace; (ok, what the server saw or the error)."""
+        r = run_peer(role, proto, dst, port, "--bind", src, "--timeout", timeout, timeout=timeout + 10)
+        if r.returncode != 0:
+            return False, (r.stderr or r.stdout).strip()
+        return True, r.stdout.strip()
+
+    def ingress_counters(self):
+        return self.fresh_status(rewrites=1).get("ingress", {})
+
+    def test_14_a_client_reaches_the_service_through_its_ingress_ip_and_gets_the_answer_back(self):
+        self.node_serving(WEB_INGRESS)
+        status = self.fresh_status(rewrites=1)
+        before, created = status.get("ingress", {}), self.service(status, "default/web")["sessions_created"]
+        # The node saw the client's own address (nothing translated on the way in), and the client
+        # got the answer from the ingress IP it connected to (nothing translated on the way out:
+        # the TCP handshake takes no other source).
+        for _ in range(3):
+            ok, seen = self.from_outside("ext1", "tcp", EXT1, WEB_INGRESS)
+            self.assertTrue(ok, f"TCP {EXT1} -> {WEB_INGRESS}:{WEB_LB_PORT}: {seen}\n{self.diag()}")
+            self.assertEqual(seen.partition(":")[0], EXT1, seen)
+        status = self.fresh_status()
+        after = status["ingress"]
+        # At least SYN, ACK, FIN's ACK in; SYN+ACK, data, FIN out; per connection.
+        self.assertGreaterEqual(after["forwarded_in"] - before.get("forwarded_in", 0), 9, (before, after))
+        self.assertGreaterEqual(after["replies_out"] - before.get("replies_out", 0), 9, (before, after))
+        self.assertEqual(self.service(status, "default/web")["sessions_created"], created,
+                         "ingress made sessions")
+        # What the Service does not list is not its: UDP on that port, TCP on another. No answer,
+        # counted as before.
+        drops = status["drops"]["no_session"]
+        for proto, port in (("udp", WEB_LB_PORT), ("tcp", WEB_LB_PORT + 1)):
+            ok, seen = self.from_outside("ext1", proto, EXT1, WEB_INGRESS, port=port, timeout=1.5)
+            self.assertFalse(ok, f"{proto} {port}: {seen}")
+        self.assertGreaterEqual(self.fresh_status()["drops"]["no_session"] - drops, 2)
+
+    def test_15_the_answer_to_a_connection_into_a_service_leaves_through_the_services_network(self):
+        # default/store is in network blue: its ingress IP is answered on ext2 only, and the node's
+        # answers must be routed in blue, whose port is the only way to 198.51.100.0/24 (the
+        # default table has no route there, so they would be dropped as no_route).
+        path = self.manifests / "zz-e2e-store.yaml"
+        self.addCleanup(path.unlink, missing_ok=True)
+        path.write_text(STORE_MANIFEST.format(ingress=STORE_INGRESS))
+        self.wait_for(lambda: (self.service(self.read_status() or {}, "default/store") or {}).get("programmed"),
+                      CONVERGE_TIMEOUT, lambda: f"default/store not programmed\n{self.diag()}")
+        self.node_serving(STORE_INGRESS)
+        no_route = self.fresh_status(rewrites=1)["drops"]["no_route"]
+        last = [None]
+
+        def reached():
+            ok, last[0] = self.from_outside("ext2", "tcp", EXT2, STORE_INGRESS, timeout=1.5)
+            return ok and last[0].partition(":")[0] == EXT2
+        harness.eventually_consistently(reached, CONVERGE_TIMEOUT, HOLD,
+                                        lambda: f"{EXT2} -> {STORE_INGRESS}:{WEB_LB_PORT}: {last[0]}\n{self.diag()}")
+        self.assertEqual(self.fresh_status()["drops"]["no_route"], no_route)
+        # From ext1 (not the Service's network) the address is not even answered to ARP.
+        ok, seen = self.from_outside("ext1", "tcp", EXT1, STORE_INGRESS, timeout=1.5)
+        self.assertFalse(ok, seen)
+
+    def test_16_a_pod_connecting_to_a_served_ingress_ip_is_refused_at_once(self):
+        # Hairpin: refused with ICMP administratively prohibited, which the pod's kernel turns into
+        # "No route to host" at once instead of a connect that times out.
+        self.node_serving(WEB_INGRESS)
+        before = self.fresh_status(rewrites=1)["icmp"]["sent"].get("admin_prohibited", 0)
+        started = time.monotonic()
+        ok, out = self.client("tcp", WEB_PODS[0], WEB_INGRESS, port=WEB_LB_PORT, timeout=5.0)
+        elapsed = time.monotonic() - started
+        self.assertFalse(ok, out)
+        self.assertIn("No route to host", out)
+        self.assertLess(elapsed, 4.0, f"the refusal took {elapsed:.1f}s: {out}")
+        after = self.fresh_status()["icmp"]["sent"]["admin_prohibited"]
+        self.assertGreaterEqual(after - before, 1)
+        self.assert_seen_from("tcp", WEB_PODS[0], EXT1, WEB_INGRESS)   # its egress is untouched
 
     def test_99_egwd_stops_cleanly_on_sigint(self):
         code = stop_process(self.topo.egwd, signal.SIGINT, grace=STOP_TIMEOUT)

@@ -367,6 +367,7 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_EQ(c.reassembly.max_datagrams, 256u);
     EXPECT_EQ(c.reassembly.max_fragments, 8u);
     EXPECT_EQ(c.reassembly.timeout_ms, 2000u);
+    EXPECT_FALSE(c.ingress.via) << "no ingress next hop unless configured";
     EXPECT_EQ(c.arp.announce_count, 3u);
     EXPECT_EQ(c.arp.announce_interval_ms, 1000u);
     EXPECT_TRUE(c.node.labels.empty());
@@ -407,6 +408,7 @@ TEST(Load, FullFileEveryFieldLands) {
                    "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "udp": 3, "icmp": 4}},
       "icmp": {"errors_per_second": 0, "burst": 7},
       "reassembly": {"max_datagrams": 64, "max_fragments": 4, "timeout_ms": 500},
+      "ingress": {"via": "10.244.1.254", "port": "pods"},
       "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 20, "probes": 5,
               "unused_s": 90, "announce_count": 0, "announce_interval_ms": 250},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
@@ -502,6 +504,9 @@ TEST(Load, FullFileEveryFieldLands) {
     EXPECT_EQ(c.reassembly.max_datagrams, 64u);
     EXPECT_EQ(c.reassembly.max_fragments, 4u);
     EXPECT_EQ(c.reassembly.timeout_ms, 500u);
+    ASSERT_TRUE(c.ingress.via);
+    EXPECT_EQ(net::to_string(*c.ingress.via), "10.244.1.254");
+    EXPECT_EQ(c.ingress.port, "pods");
     EXPECT_EQ(c.arp.announce_count, 0u);
     EXPECT_EQ(c.arp.announce_interval_ms, 250u);
     EXPECT_EQ(c.node.name, "gw-1.example.com");
@@ -812,7 +817,7 @@ TEST_P(FieldError, NamesPathAndExpectation) {
 
 const char* const kTopKeys =
     "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, icmp, reassembly, "
-    "node, state, metrics";
+    "ingress, node, state, metrics";
 const char* const kPortKeys = "name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc, queues";
 
 #define J(text) json::parse(text)
@@ -821,7 +826,7 @@ const ErrorCase kCases[] = {
     // --- unknown keys, everywhere ------------------------------------------------------------
     {"UnknownTopLevel", [](json& j) { j["worker"] = {1}; }, "$.worker",
      "unknown key \"worker\", expected one of: eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, "
-     "default_action, sessions, arp, icmp, reassembly, node, state, metrics"},
+     "default_action, sessions, arp, icmp, reassembly, ingress, node, state, metrics"},
     {"UnknownEal", [](json& j) { j["eal"]["lcore"] = "0-1"; }, "$.eal.lcore",
      "unknown key \"lcore\", expected one of: lcores, main_lcore, no_huge, memory_mb, file_prefix, vdevs, "
      "pci_allow, extra_args"},
@@ -1021,6 +1026,23 @@ const ErrorCase kCases[] = {
      "$.reassembly.timeout_ms", "expected an integer from 10 to 120000, got \"2s\""},
     {"ReassemblyTimeoutTooLong", [](json& j) { j["reassembly"] = {{"timeout_ms", 120001}}; }, "$.reassembly.timeout_ms",
      "expected an integer from 10 to 120000, got 120001"},
+    {"UnknownIngress", [](json& j) { j["ingress"] = J(R"({"via": "10.244.1.2", "port": "in", "vrf": "blue"})"); },
+     "$.ingress.vrf", "unknown key \"vrf\", expected one of: via, port"},
+    {"IngressNotAnObject", [](json& j) { j["ingress"] = "10.244.1.2"; }, "$.ingress",
+     "expected an object like {\"via\": \"10.244.1.2\", \"port\": \"pods\"}, got \"10.244.1.2\""},
+    {"IngressWithoutPort", [](json& j) { j["ingress"] = J(R"({"via": "10.244.1.2"})"); }, "$.ingress.port",
+     "missing required key, expected the name of the inside port toward the cluster"},
+    {"IngressUnknownPort", [](json& j) { j["ingress"] = J(R"({"via": "10.244.1.2", "port": "pods"})"); },
+     "$.ingress.port", "expected a port declared in $.ports (\"in\", \"out\", \"blue1\"), got \"pods\""},
+    {"IngressOnAnOutsidePort", [](json& j) { j["ingress"] = J(R"({"via": "192.0.2.9", "port": "out"})"); },
+     "$.ingress.port",
+     "expected an inside port (ingress goes into the cluster), got \"out\" which is an outside port"},
+    {"IngressViaNotOnLink", [](json& j) { j["ingress"] = J(R"({"via": "10.244.2.2", "port": "in"})"); },
+     "$.ingress.via", "expected a next hop on-link on port \"in\" (its addresses are 10.244.1.1/24), got 10.244.2.2"},
+    {"IngressViaIpv6", [](json& j) { j["ingress"] = J(R"({"via": "fe80::2", "port": "in"})"); }, "$.ingress.via",
+     "expected an IPv4 address (the IPv4 data plane routes ingress), got fe80::2"},
+    {"IngressViaIsThePort", [](json& j) { j["ingress"] = J(R"({"via": "10.244.1.1", "port": "in"})"); },
+     "$.ingress.via", "expected a next hop other than port \"in\"'s own address, got 10.244.1.1"},
     {"ArpAnnounceCountTooLarge", [](json& j) { j["arp"] = {{"announce_count", 101}}; }, "$.arp.announce_count",
      "expected an integer from 0 to 100, got 101"},
     {"ArpAnnounceIntervalTooShort", [](json& j) { j["arp"] = {{"announce_interval_ms", 5}}; },
@@ -1648,6 +1670,7 @@ json full_files_document() {
                    "tcp_open": "strict", "max_per_pod": 7},
       "icmp": {"errors_per_second": 20, "burst": 5},
       "reassembly": {"max_datagrams": 1024, "max_fragments": 3, "timeout_ms": 30000},
+      "ingress": {"via": "10.244.1.254", "port": "pods"},
       "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 45, "probes": 4,
               "unused_s": 120, "announce_count": 2, "announce_interval_ms": 100},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
@@ -1703,7 +1726,8 @@ TEST(ToJson, TheFullDocumentsDifferFromTheDefaultsEverywhere) {
     const json full = full_files_document();
     const json defaults = to_json(load_text(minimal_document().dump(), "/srv/egw/egw.json"));
     std::vector<json::json_pointer> checked;
-    for (const char* section : {"eal", "workers", "mempool", "default_action", "sessions", "arp", "icmp", "node", "metrics"})
+    for (const char* section : {"eal", "workers", "mempool", "default_action", "sessions", "arp", "icmp", "ingress", "node",
+                                "metrics"})
         leaves(full[section], json::json_pointer() / section, checked);
     for (const char* key : {"/ports/0/mac", "/ports/0/mtu", "/ports/0/rx_desc", "/ports/0/tx_desc",
                             "/ports/0/addresses", "/state/path", "/state/poll_ms"})

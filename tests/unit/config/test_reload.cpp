@@ -48,12 +48,20 @@ TEST(Reload, RoutesNeighboursDefaultActionAndArpTimersAreLive) {
     j["arp"] = {{"retry_ms", 500}, {"reachable_s", 60}, {"hold_packets", 64}, {"announce_count", 5},
                 {"announce_interval_ms", 200}, {"probes", 4}, {"unused_s", 120}};
     j["cluster"]["node_ips"] = {"10.0.0.5"};
+    j["ingress"] = {{"via", "10.244.1.2"}, {"port", "in"}};
     auto c = compare_for_reload(load(base()), load(j));
     EXPECT_EQ(c.restart, std::vector<std::string>{});
     EXPECT_EQ(c.live, (std::vector<std::string>{"arp.announce_count", "arp.announce_interval_ms", "arp.hold_packets",
                                                  "arp.probes", "arp.reachable_s", "arp.retry_ms", "arp.unused_s",
-                                                 "cluster.node_ips", "default_action", "neighbors[0].mac",
-                                                 "routes"}));
+                                                 "cluster.node_ips", "default_action", "ingress",
+                                                 "neighbors[0].mac", "routes"}));
+    // Moved, and taken away: live too.
+    json k = j;
+    k["ingress"]["via"] = "10.244.1.3";
+    EXPECT_EQ(compare_for_reload(load(j), load(k)).live, std::vector<std::string>{"ingress.via"});
+    json l = j;
+    l.erase("ingress");
+    EXPECT_EQ(compare_for_reload(load(j), load(l)).live, std::vector<std::string>{"ingress"});
 }
 
 TEST(Reload, EverythingReadAtStartNeedsARestartAndIsNamed) {
@@ -115,6 +123,7 @@ TEST(Reload, ApplyingTheLiveChangesLeavesOnlyTheRestartOnes) {
         j["cluster"] = {{"pod_cidrs", {"10.0.0.0/8"}}, {"service_cidrs", json::array()}, {"node_ips", {"10.1.1.1"}}};
         j["node"]["labels"] = {{"a", "b"}};
         j["state"]["poll_ms"] = 1000;
+        j["ingress"] = {{"via", "10.244.1.2"}, {"port", "in"}};
         j["ports"][0]["rx_desc"] = 512;
         Config running = load(base(source));
         const Config next = load(j);

@@ -191,7 +191,9 @@ TEST(Objects, Service) {
       "apiVersion": "v1", "kind": "Service",
       "metadata": {"namespace": "default", "name": "web"},
       "spec": {"type": "LoadBalancer", "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10", "fd00::10"],
-               "externalTrafficPolicy": "Local", "ports": [{"port": 80}],
+               "externalTrafficPolicy": "Local",
+               "ports": [{"port": 80}, {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": "dns"},
+                         {"port": 9000, "protocol": "SCTP", "nodePort": 30900}],
                "ipFamilies": ["IPv6", "IPv4"], "ipFamilyPolicy": "RequireDualStack"},
       "status": {"loadBalancer": {"ingress": [
         {"ip": "192.0.2.50"}, {"hostname": "lb.example.com"}, {"ip": "2001:db8::1", "ipMode": "VIP"}]}}
@@ -203,6 +205,7 @@ TEST(Objects, Service) {
     EXPECT_EQ(svc.external_traffic_policy, "Local");
     EXPECT_EQ(svc.ip_families, (std::vector<std::string>{"IPv6", "IPv4"}));
     EXPECT_EQ(svc.ip_family_policy, "RequireDualStack");
+    EXPECT_EQ(svc.ports, (std::vector<egw::model::ServicePort>{{"TCP", 80}, {"UDP", 53}, {"SCTP", 9000}}));
     ASSERT_EQ(svc.ingress.size(), 3u);
     EXPECT_EQ(svc.ingress[0].ip, "192.0.2.50");
     EXPECT_EQ(svc.ingress[1].ip, "");
@@ -220,6 +223,17 @@ TEST(Objects, ServiceDefaultsAndErrors) {
     EXPECT_EQ(svc.external_traffic_policy, "");
     EXPECT_TRUE(svc.ip_families.empty());
     EXPECT_EQ(svc.ip_family_policy, "");
+    EXPECT_TRUE(svc.ports.empty());
+
+    j["spec"]["ports"] = json::parse(R"([{"port": 80}, {"port": 0}])");
+    EXPECT_EQ(error_of(j), "$.spec.ports[1].port: expected 1-65535, got 0");
+    j["spec"]["ports"] = json::parse(R"([{"port": 80, "protocol": "ICMP"}])");
+    EXPECT_EQ(error_of(j), "$.spec.ports[0].protocol: expected one of TCP, UDP, SCTP, got \"ICMP\"");
+    j["spec"]["ports"] = json::parse(R"([{"name": "http"}])");
+    EXPECT_EQ(error_of(j), "$.spec.ports[0].port: required field is missing");
+    j["spec"]["ports"] = json::parse(R"([80])");
+    EXPECT_EQ(error_of(j), "$.spec.ports[0]: expected an object, got 80");
+    j["spec"].erase("ports");
 
     j["spec"]["ipFamilies"] = {"IPv4", "IPv5"};
     EXPECT_EQ(error_of(j), "$.spec.ipFamilies[1]: expected \"IPv4\" or \"IPv6\", got \"IPv5\"");

@@ -223,6 +223,14 @@ TEST_F(RulesTest, QualifyingServiceIsServedHere) {
     EXPECT_EQ(st.network, "");
 }
 
+// The Service's TCP and UDP ports, as protocol << 16 | port, sorted and unique: the ports its
+// ingress IP takes connections on (dataplane/ingress.h). SCTP is not translated, so not listed.
+TEST_F(RulesTest, ServicePortsAreKeptByProtocol) {
+    EXPECT_TRUE(only().ports.empty());
+    objects.services["default/web"].ports = {{"UDP", 53}, {"TCP", 443}, {"TCP", 80}, {"SCTP", 9}, {"TCP", 80}};
+    EXPECT_EQ(only().ports, (std::vector<uint32_t>{6u << 16 | 80, 6u << 16 | 443, 17u << 16 | 53}));
+}
+
 TEST_F(RulesTest, ExplicitLoadBalancerIP) {
     objects.egress_services["default/web"].source_ip_by = "LoadBalancerIP";
     objects.egress_services["default/web"].network = "blue";

@@ -90,6 +90,7 @@ public:
             it = ids_.erase(it);
         }
         std::map<uint32_t, uint32_t> owner;   // pod -> id of the first claim
+        std::map<uint64_t, uint32_t> ingress; // (ingress IP, protocol, port) -> id of the first claim
         std::map<uint32_t, std::pair<dp::ServicePolicy, std::vector<uint32_t>>> programmed;
         views.clear();
         for (const auto& s : services) {
@@ -127,6 +128,9 @@ public:
                                 snap->ports[id].vrf == (pass == 0 ? pol.vrf : dp::kDefaultVrf))
                                 ports |= 1u << id;
                     nat.emplace_back(pol.nat_ip, dp::kNatIngressIp | ports << dp::kNatArpPortsShift);
+                    for (uint32_t pp : s.ports)
+                        ingress.emplace(dp::PolicySnapshot::ingress_key(pol.nat_ip, static_cast<uint8_t>(pp >> 16),
+                                                                        static_cast<uint16_t>(pp)), v.id);
                 }
             }
             v.programmed = pol.mode != dp::ServiceMode::inactive;
@@ -155,6 +159,12 @@ public:
         std::map<uint32_t, uint32_t> merged;
         for (auto [ip, f] : nat) merged[static_cast<uint32_t>(ip)] |= f;
         snap->nat_addresses.build({merged.begin(), merged.end()});
+        snap->ingress_ports.build({ingress.begin(), ingress.end()});
+        if (cfg_.ingress.via) {
+            snap->ingress_next_hop = dp::NextHop{port_ids_[static_cast<size_t>(cfg_.find_port(cfg_.ingress.port) - cfg_.ports.data())],
+                                                 cfg_.ingress.via->v4()};
+            snap->has_ingress_next_hop = true;
+        }
         return snap;
     }
 
@@ -222,6 +232,10 @@ std::string dump(const dp::PolicySnapshot& s) {
     for (auto [k, v] : entries(s.endpoints)) o << "endpoint " << ip(k) << " -> " << v << "\n";
     for (auto [k, v] : entries(s.nat_addresses)) o << "nat " << ip(k) << " flags " << v << "\n";
     for (auto [k, v] : entries(s.node_ips)) o << "node " << ip(k) << " " << v << "\n";
+    for (auto [k, v] : entries(s.ingress_ports))
+        o << "ingress " << ip(k >> 32) << " proto " << ((k >> 16) & 0xff) << " port " << (k & 0xffff) << " -> " << v << "\n";
+    o << "ingress next hop " << s.has_ingress_next_hop << " port " << s.ingress_next_hop.port << " via "
+      << ip(s.ingress_next_hop.gateway) << "\n";
     for (auto [n, m] : s.cluster_cidrs) o << "cluster " << ip(n) << " " << ip(m) << "\n";
     for (auto [k, v] : entries(s.routes))
         o << "route " << (k >> 40) << " " << ip(k & 0xffffffff) << "/" << ((k >> 32) & 0xff) << " -> port "
@@ -247,6 +261,8 @@ std::string dump(const std::vector<ServiceView>& views) {
           << " | mode " << int(s.mode) << " host " << s.status_host << " reason " << s.reason << " serve " << s.serve_here
           << " net " << s.network << " ingress " << (s.ingress_ipv4 ? ip(*s.ingress_ipv4) : "-") << " eps";
         for (uint32_t e : s.endpoint_ipv4s) o << " " << ip(e);
+        o << " ports";
+        for (uint32_t p : s.ports) o << " " << p;
         o << "\n";
     }
     return o.str();
@@ -262,6 +278,7 @@ config::Config test_config() {
       "routes": [{"prefix": "0.0.0.0/0", "port": "ext", "via": "192.0.2.254"},
                  {"vrf": "blue", "prefix": "0.0.0.0/0", "port": "blue", "via": "198.51.100.254"}],
       "cluster": {"pod_cidrs": ["10.0.0.0/16"], "service_cidrs": ["10.96.0.0/12"], "node_ips": ["172.16.0.1"]},
+      "ingress": {"via": "10.255.255.2", "port": "pods"},
       "node": {"name": "gw-1"}, "state": {"source": "kubernetes"}})",
                              "test.json");
 }
@@ -356,6 +373,14 @@ private:
         if (pick(10) == 0) return 0xc0000201u;
         return 0xcb007100u + pick(8);
     }
+    // A subset of three ports, so that Services sharing an ingress IP share ports too.
+    std::vector<uint32_t> ports() {
+        static const uint32_t all[] = {6u << 16 | 80, 6u << 16 | 443, 17u << 16 | 53};
+        std::vector<uint32_t> out;
+        for (uint32_t p : all)
+            if (pick(2) == 0) out.push_back(p);
+        return out;
+    }
     std::string network() {
         static const char* nets[] = {"", "", "", "blue", "100", "red", "200", "green"};
         return nets[pick(8)];
@@ -369,6 +394,7 @@ private:
         s.reason = s.serve_here ? "" : "another gateway serves it";
         s.network = network();
         s.ingress_ipv4 = ingress();
+        s.ports = ports();
         std::vector<uint32_t> eps;
         for (unsigned i = pick(6); i > 0; --i) eps.push_back(pod());
         set_endpoints(s, eps);
@@ -438,7 +464,8 @@ private:
         case 8: {
             auto& s = random_state();
             what += " ingress " + s.key;
-            s.ingress_ipv4 = ingress();
+            if (pick(2) == 0) s.ingress_ipv4 = ingress();
+            else s.ports = ports();
             break;
         }
         case 9: {  // another gateway takes it, or it comes back
