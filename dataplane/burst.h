@@ -17,12 +17,14 @@
 
 #include "dataplane/drop_reason.h"
 #include "dataplane/icmp_errors.h"
+#include "dataplane/ipv6.h"
 #include "dataplane/tables/policy.h"
 #include "dataplane/tables/session_table.h"
 #include "dataplane/worker.h"
 
 struct rte_mbuf;
 struct rte_ipv4_hdr;
+struct rte_ipv6_hdr;
 
 namespace egw::dp {
 
@@ -33,7 +35,8 @@ enum class Kind : uint8_t {
     udp,
     icmp_echo,   // echo request inside->outside, echo reply outside->inside
     icmp_error,  // destination unreachable, time exceeded, parameter problem, source quench
-    other,       // anything else IPv4: may only be routed untouched
+    other,       // anything else: may only be routed untouched
+    ndp,         // IPv6 Neighbor Discovery (ICMPv6 133-137): for the local stage only
 };
 
 enum class Dir : uint8_t { in2out, out2in };
@@ -74,6 +77,7 @@ struct NewFlow {
 struct PacketMeta {
     Kind kind;
     Dir dir;
+    bool v6;                 // IPv6: ip6, l4_proto and key6 hold what ip and key hold for IPv4
     Next next;
     DropReason reason;       // when next == drop
     uint8_t owner;           // handoff: the owning worker
@@ -83,16 +87,23 @@ struct PacketMeta {
     uint32_t next_hop;       // output: host order
     uint32_t* neighbor;      // output: cached neighbour slot (a session's, or neighbor_slot)
     uint32_t neighbor_slot;
-    rte_ipv4_hdr* ip;
+    rte_ipv4_hdr* ip;        // IPv4 only
+    rte_ipv6_hdr* ip6;       // IPv6 only
+    uint8_t l4_proto;        // IPv6: the transport protocol at the end of the extension headers
     uint8_t* l4;
     uint32_t l4_len;
     // ICMP errors: the quoted (inner) IPv4 header and its L4 header.
     rte_ipv4_hdr* inner_ip;
+    rte_ipv6_hdr* inner_ip6;
     uint8_t* inner_l4;
     uint32_t inner_l4_len;
     // Network order. Outgoing: (pod, remote, pod port, remote port); back: (remote, NAT address,
     // remote port, NAT port); for ICMP errors, the quoted packet's tuple turned around.
-    FlowKey key;
+    // IPv6 packets use key6 the same way.
+    union {
+        FlowKey key;
+        FlowKey6 key6;
+    };
     uint32_t key_hash;       // nat_lookup: the session table's hash of `key`, which a create reuses
     NewFlow flow;            // nat_slow, outgoing packets
     // nat_slow, outgoing misses: the hashes of the first two outside keys the port probe tries

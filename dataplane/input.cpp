@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Stage input: validates each frame's Ethernet, IPv4 and L4 headers, builds its flow key and
-// picks its first next step. It never transmits and never frees: a bad frame is marked as a
+// Stage input: validates each frame's Ethernet, IPv4 or IPv6 (extension headers walked within a
+// bound) and L4 headers, builds its flow key and picks its first next step. It never transmits and never frees: a bad frame is marked as a
 // drop with its reason, ARP goes to the local stage.
 #include <rte_branch_prediction.h>
 #include <rte_ether.h>
@@ -16,6 +16,7 @@
 
 #include "dataplane/address_filter.h"
 #include "dataplane/checksum.h"
+#include "dataplane/ipv6.h"
 #include "dataplane/reassembly.h"
 #include "dataplane/stages.h"
 
@@ -51,10 +52,10 @@ inline bool is_icmp_error(uint8_t type) {
            type == 4 /* source quench */;
 }
 
-// The L4 part of a valid IPv4 packet: kind and key ports. Returns a drop reason, or count when
-// the packet goes on.
-DropReason parse_l4(PacketMeta& pk) {
-    switch (pk.ip->next_proto_id) {
+// TCP and UDP headers of either family: kind and ports. Returns a drop reason, or count when the
+// packet goes on; `other` (count, kind unset) for any other protocol.
+DropReason parse_ports(PacketMeta& pk, uint8_t proto, uint16_t& sport, uint16_t& dport) {
+    switch (proto) {
     case IPPROTO_TCP: {
         if (unlikely(pk.l4_len < sizeof(rte_tcp_hdr)))
             return DropReason::malformed;
@@ -63,8 +64,8 @@ DropReason parse_l4(PacketMeta& pk) {
         if (unlikely(off < sizeof(rte_tcp_hdr) || off > pk.l4_len))
             return DropReason::malformed;
         pk.kind = Kind::tcp;
-        pk.key.sport = th->src_port;
-        pk.key.dport = th->dst_port;
+        sport = th->src_port;
+        dport = th->dst_port;
         return DropReason::count;
     }
     case IPPROTO_UDP: {
@@ -72,11 +73,27 @@ DropReason parse_l4(PacketMeta& pk) {
         if (unlikely(pk.l4_len < sizeof(rte_udp_hdr) || rte_be_to_cpu_16(uh->dgram_len) < sizeof(rte_udp_hdr) ||
                      rte_be_to_cpu_16(uh->dgram_len) > pk.l4_len))
             return DropReason::malformed;
+        // IPv6 has no "no checksum" (RFC 8200 8.1).
+        if (unlikely(pk.v6 && uh->dgram_cksum == 0))
+            return DropReason::malformed;
         pk.kind = Kind::udp;
-        pk.key.sport = uh->src_port;
-        pk.key.dport = uh->dst_port;
+        sport = uh->src_port;
+        dport = uh->dst_port;
         return DropReason::count;
     }
+    default:
+        pk.kind = Kind::other;
+        return DropReason::count;
+    }
+}
+
+// The L4 part of a valid IPv4 packet: kind and key ports. Returns a drop reason, or count when
+// the packet goes on.
+DropReason parse_l4(PacketMeta& pk) {
+    switch (pk.ip->next_proto_id) {
+    case IPPROTO_TCP:
+    case IPPROTO_UDP:
+        return parse_ports(pk, pk.ip->next_proto_id, pk.key.sport, pk.key.dport);
     case IPPROTO_ICMP:
         break;
     default:
@@ -168,6 +185,146 @@ bool pull_up(rte_mbuf* m, uint32_t want) {
     return true;
 }
 
+// The ICMPv6 part of a valid IPv6 packet: echo (the identifier plays the pod-side port), errors
+// (the quoted packet's tuple turned around, as for IPv4), Neighbor Discovery.
+DropReason parse_icmp6(PacketMeta& pk) {
+    if (unlikely(pk.l4_len < sizeof(rte_icmp_hdr)))
+        return DropReason::malformed;
+    auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
+    uint8_t type = ih->icmp_type;
+    if (type == (pk.dir == Dir::in2out ? kIcmp6EchoRequest : kIcmp6EchoReply)) {
+        pk.kind = Kind::icmp_echo;
+        if (pk.dir == Dir::in2out)
+            pk.key6.sport = ih->icmp_ident;
+        else
+            pk.key6.dport = ih->icmp_ident;
+        return DropReason::count;
+    }
+    if (is_ndp(type)) {
+        pk.kind = Kind::ndp;
+        return DropReason::count;
+    }
+    if (!is_icmp6_error(type)) {
+        pk.kind = Kind::other;
+        return DropReason::count;
+    }
+    // The quoted packet: its fixed header and at least 8 bytes of a transport header right behind
+    // it (a quote with extension headers is not translated).
+    uint32_t room = pk.l4_len - sizeof(rte_icmp_hdr);
+    auto* in = reinterpret_cast<rte_ipv6_hdr*>(pk.l4 + sizeof(rte_icmp_hdr));
+    if (unlikely(room < sizeof(rte_ipv6_hdr) + 8 || (in->vtc_flow & be32(0xf0000000)) != be32(0x60000000)))
+        return DropReason::malformed;
+    pk.kind = Kind::icmp_error;
+    pk.inner_ip6 = in;
+    pk.inner_l4 = reinterpret_cast<uint8_t*>(in + 1);
+    pk.inner_l4_len = room - sizeof(rte_ipv6_hdr);
+    uint16_t isport, idport;
+    if (in->proto == IPPROTO_TCP || in->proto == IPPROTO_UDP) {
+        std::memcpy(&isport, pk.inner_l4, 2);
+        std::memcpy(&idport, pk.inner_l4 + 2, 2);
+    } else if (in->proto == kIp6Icmp) {
+        auto* iih = reinterpret_cast<rte_icmp_hdr*>(pk.inner_l4);
+        isport = pk.dir == Dir::out2in ? iih->icmp_ident : 0;
+        idport = pk.dir == Dir::out2in ? 0 : iih->icmp_ident;
+    } else {
+        pk.kind = Kind::other;
+        return DropReason::count;
+    }
+    std::memcpy(pk.key6.src, in->dst_addr, 16);
+    std::memcpy(pk.key6.dst, in->src_addr, 16);
+    pk.key6.sport = idport;
+    pk.key6.dport = isport;
+    pk.key6.proto = in->proto;
+    return DropReason::count;
+}
+
+// Addresses an IPv6 router never forwards or answers (RFC 4291 2.5.2, 2.5.3, 2.5.5.2, 2.5.6; RFC
+// 8200), judged like filter_addresses() for IPv4: destination, then source, then the frame.
+// Neighbor Discovery does not come here (its multicast, link-local and unspecified addresses are
+// the local stage's to check).
+inline DropReason filter_addresses6(const rte_ipv6_hdr* ip6, bool link_broadcast) {
+    const uint8_t* d = ip6->dst_addr;
+    const uint8_t* s = ip6->src_addr;
+    if (ip6_is_multicast(d))
+        return DropReason::multicast;
+    if (unlikely(ip6_is_unspecified(d) || ip6_is_loopback(d) || ip6_is_v4_mapped(d)))
+        return DropReason::martian_destination;
+    if (unlikely(ip6_is_multicast(s) || ip6_is_unspecified(s) || ip6_is_loopback(s) || ip6_is_v4_mapped(s)))
+        return DropReason::martian_source;
+    if (unlikely(ip6_is_link_local(d) || ip6_is_link_local(s)))
+        return DropReason::link_local;
+    if (unlikely(link_broadcast))
+        return DropReason::link_broadcast;
+    return DropReason::count;
+}
+
+// An IPv6 frame after the Ethernet header (`len` bytes): the fixed header, the extension headers
+// within their bound, the filters, the transport header.
+DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, uint32_t len, PacketMeta& pk) {
+    auto* ip6 = reinterpret_cast<rte_ipv6_hdr*>(eth + 1);
+    if (unlikely(len < sizeof(rte_ipv6_hdr) || (ip6->vtc_flow & be32(0xf0000000)) != be32(0x60000000)))
+        return DropReason::malformed;
+    uint32_t total = sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len);
+    if (unlikely(total > len))
+        return DropReason::malformed;
+    if (len > total)
+        rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
+    // The extension headers up to the transport header. Hop-by-Hop options are only allowed first
+    // (RFC 8200 4.1); their options are not acted on, as a router in the fast path does not.
+    const uint8_t* base = reinterpret_cast<const uint8_t*>(ip6);
+    uint8_t nh = ip6->proto;
+    uint32_t off = sizeof(rte_ipv6_hdr);
+    bool fragment = false;
+    for (unsigned n = 0;; ++n) {
+        if (nh != kIp6HopByHop && nh != kIp6Routing && nh != kIp6Fragment && nh != kIp6DestOpts)
+            break;
+        if (unlikely(nh == kIp6HopByHop && n != 0))
+            return DropReason::malformed;
+        if (unlikely(n == kIp6MaxExtHeaders))
+            return DropReason::ipv6_extension_header;
+        if (unlikely(off + 8 > total))
+            return DropReason::malformed;
+        uint32_t hlen = nh == kIp6Fragment ? 8 : (base[off + 1] + 1u) * 8;
+        if (nh == kIp6Fragment)
+            fragment = true;
+        // A routing header with segments left names further destinations: translating or
+        // answering its current destination would be wrong.
+        if (unlikely(nh == kIp6Routing && base[off + 3] != 0))
+            return DropReason::ipv6_extension_header;
+        nh = base[off];
+        off += hlen;
+        if (unlikely(off - sizeof(rte_ipv6_hdr) > kIp6MaxExtBytes))
+            return DropReason::ipv6_extension_header;
+        if (unlikely(off > total))
+            return DropReason::malformed;
+    }
+    pk.v6 = true;
+    pk.dir = p.ports[m->port].role == PortRole::inside ? Dir::in2out : Dir::out2in;
+    pk.ip = nullptr;
+    pk.ip6 = ip6;
+    pk.l4_proto = nh;
+    pk.l4 = reinterpret_cast<uint8_t*>(ip6) + off;
+    pk.l4_len = total - off;
+    std::memset(&pk.key6, 0, sizeof pk.key6);
+    std::memcpy(pk.key6.src, ip6->src_addr, 16);
+    std::memcpy(pk.key6.dst, ip6->dst_addr, 16);
+    pk.key6.proto = nh;
+    // Neighbor Discovery goes to the local stage, which checks its addresses and hop limit.
+    if (nh == kIp6Icmp && !fragment && pk.l4_len >= sizeof(rte_icmp_hdr) &&
+        is_ndp(reinterpret_cast<const rte_icmp_hdr*>(pk.l4)->icmp_type)) {
+        pk.kind = Kind::ndp;
+        return DropReason::count;
+    }
+    DropReason filtered = filter_addresses6(ip6, eth->dst_addr.addr_bytes[0] & 1);
+    if (unlikely(filtered != DropReason::count))
+        return filtered;
+    if (unlikely(fragment))
+        return DropReason::fragment;
+    if (nh == kIp6Icmp)
+        return parse_icmp6(pk);
+    return parse_ports(pk, nh, pk.key6.sport, pk.key6.dport);
+}
+
 // One frame: returns a drop reason, or count when the packet goes on (pk.kind set).
 DropReason parse(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMeta& pk) {
     if (unlikely(m->nb_segs > 1) && !pull_up(m, kContiguous))
@@ -182,9 +339,12 @@ DropReason parse(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMe
     // Promiscuous ports see other hosts' unicast; only ours, broadcast and multicast go on.
     if (unlikely(!(eth->dst_addr.addr_bytes[0] & 1) && !same_mac(eth->dst_addr.addr_bytes, p.ports[m->port].mac)))
         return DropReason::foreign_mac;
+    pk.v6 = false;
     if (eth->ether_type != be16(RTE_ETHER_TYPE_IPV4)) {
+        if (eth->ether_type == be16(RTE_ETHER_TYPE_IPV6))
+            return parse_ipv6(p, m, eth, len - sizeof(rte_ether_hdr), pk);
         if (eth->ether_type != be16(RTE_ETHER_TYPE_ARP))
-            return DropReason::not_ipv4;
+            return DropReason::unknown_ethertype;
         pk.kind = Kind::arp;
         return DropReason::count;
     }
@@ -249,8 +409,13 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
             b.drop(i, r);
             continue;
         }
-        if (pk.kind == Kind::arp) {
+        if (pk.kind == Kind::arp || pk.kind == Kind::ndp) {
             b.set_next(i, Next::local);
+            continue;
+        }
+        // Until the NAT and forwarding stages carry IPv6, parsed IPv6 stops here.
+        if (pk.v6) {
+            b.drop(i, DropReason::ipv6_unsupported);
             continue;
         }
         if (multi) {

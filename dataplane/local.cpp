@@ -99,6 +99,8 @@ void stage_local(Worker& w, const PolicySnapshot& p, Burst& b) {
     for_each_packet(b.pending(Next::local), [&](unsigned i) {
         if (b.pkt[i].kind == Kind::arp)
             handle_arp(w, p, b, i);
+        else if (b.pkt[i].kind == Kind::ndp)
+            b.drop(i, DropReason::ipv6_unsupported);
         else
             answer_echo(p, b, i);
     });

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/unit/dataplane/packet.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 namespace egw::test {
 
@@ -222,6 +225,102 @@ Bytes echo_ip(bool request, uint32_t src, uint32_t dst, uint16_t ident, uint16_t
     return ipv4(src, dst, kProtoIcmp, icmp_echo(request, ident, seq, payload), o);
 }
 
+Ip6Addr ip6(const char* text) {
+    Ip6Addr a{};
+    if (inet_pton(AF_INET6, text, a.data()) != 1)
+        ADD_FAILURE() << "not an IPv6 address: " << text;
+    return a;
+}
+
+std::string ip6_str(const Ip6Addr& a) {
+    char b[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, a.data(), b, sizeof b);
+    return b;
+}
+
+uint32_t pseudo_sum6(const Ip6Addr& src, const Ip6Addr& dst, uint8_t proto, uint32_t l4_len) {
+    uint32_t s = sum16(src.data(), 16);
+    s = sum16(dst.data(), 16, s);
+    return s + (l4_len >> 16) + (l4_len & 0xffff) + proto;
+}
+
+Bytes ipv6(const Ip6Addr& src, const Ip6Addr& dst, uint8_t proto, const Bytes& l4, const Ip6Opt& o) {
+    Bytes ext;
+    for (size_t k = 0; k < o.ext.size(); ++k) {
+        const auto& [type, data] = o.ext[k];
+        uint8_t next = k + 1 < o.ext.size() ? o.ext[k + 1].first : proto;
+        ext.push_back(next);
+        ext.push_back(type == 44 ? 0 : static_cast<uint8_t>((2 + data.size()) / 8 - 1));
+        ext.insert(ext.end(), data.begin(), data.end());
+    }
+    Bytes b(40 + ext.size() + l4.size());
+    b[0] = 0x60;
+    put16(&b[4], static_cast<uint16_t>(ext.size() + l4.size()));
+    b[6] = o.ext.empty() ? proto : o.ext[0].first;
+    b[7] = o.hop_limit;
+    std::copy(src.begin(), src.end(), b.begin() + 8);
+    std::copy(dst.begin(), dst.end(), b.begin() + 24);
+    std::copy(ext.begin(), ext.end(), b.begin() + 40);
+    std::copy(l4.begin(), l4.end(), b.begin() + 40 + static_cast<std::ptrdiff_t>(ext.size()));
+    return b;
+}
+
+Bytes tcp6_ip(const Ip6Addr& src, uint16_t sport, const Ip6Addr& dst, uint16_t dport, uint8_t flags,
+              const Bytes& payload, const Ip6Opt& o) {
+    Bytes t = tcp_segment(0, 0, sport, dport, flags, payload);
+    t[16] = t[17] = 0;
+    put16(&t[16], finish(sum16(t.data(), t.size(), pseudo_sum6(src, dst, kProtoTcp, static_cast<uint32_t>(t.size())))));
+    return ipv6(src, dst, kProtoTcp, t, o);
+}
+
+Bytes udp6_ip(const Ip6Addr& src, uint16_t sport, const Ip6Addr& dst, uint16_t dport, const Bytes& payload,
+              const Ip6Opt& o, bool zero_checksum) {
+    Bytes u = udp_datagram(0, 0, sport, dport, payload, true);
+    if (!zero_checksum) {
+        uint16_t c = finish(sum16(u.data(), u.size(), pseudo_sum6(src, dst, kProtoUdp, static_cast<uint32_t>(u.size()))));
+        put16(&u[6], c == 0 ? 0xffff : c);
+    }
+    return ipv6(src, dst, kProtoUdp, u, o);
+}
+
+Bytes icmp6_ip(const Ip6Addr& src, const Ip6Addr& dst, uint8_t type, uint8_t code, const Bytes& body,
+               const Ip6Opt& o) {
+    Bytes m(4 + body.size());
+    m[0] = type;
+    m[1] = code;
+    std::copy(body.begin(), body.end(), m.begin() + 4);
+    put16(&m[2], finish(sum16(m.data(), m.size(), pseudo_sum6(src, dst, kProtoIcmp6, static_cast<uint32_t>(m.size())))));
+    return ipv6(src, dst, kProtoIcmp6, m, o);
+}
+
+Bytes echo6_ip(bool request, const Ip6Addr& src, const Ip6Addr& dst, uint16_t ident, uint16_t seq,
+               const Bytes& payload, const Ip6Opt& o) {
+    Bytes body(4 + payload.size());
+    put16(&body[0], ident);
+    put16(&body[2], seq);
+    std::copy(payload.begin(), payload.end(), body.begin() + 4);
+    return icmp6_ip(src, dst, request ? 128 : 129, 0, body, o);
+}
+
+Bytes ns6_ip(const Ip6Addr& src, const Ip6Addr& dst, const Ip6Addr& target, const Mac& sll, const Ip6Opt& o) {
+    Bytes body(4 + 16);
+    std::copy(target.begin(), target.end(), body.begin() + 4);
+    if (src != Ip6Addr{}) {
+        body.push_back(1);  // source link-layer address, 8 bytes
+        body.push_back(1);
+        body.insert(body.end(), sll.begin(), sll.end());
+    }
+    return icmp6_ip(src, dst, 135, 0, body, o);
+}
+
+Ip6Addr solicited_node(const Ip6Addr& a) {
+    Ip6Addr g = ip6("ff02::1:ff00:0");
+    std::copy(a.begin() + 13, a.end(), g.begin() + 13);
+    return g;
+}
+
+Mac multicast_mac(const Ip6Addr& group) { return Mac{0x33, 0x33, group[12], group[13], group[14], group[15]}; }
+
 Bytes arp_body(uint16_t op, const Mac& sha, uint32_t spa, const Mac& tha, uint32_t tpa) {
     Bytes b(28);
     put16(&b[0], 1);
@@ -239,6 +338,106 @@ Bytes arp_body(uint16_t op, const Mac& sha, uint32_t spa, const Mac& tha, uint32
 namespace {
 
 bool is_icmp_error_type(uint8_t t) { return t == 3 || t == 4 || t == 11 || t == 12; }
+
+}  // namespace
+
+namespace {
+
+// The transport header of a parsed IPv4 or IPv6 packet (p.proto set): `l4_len` bytes present of
+// `l4_full`; `pseudo` gives the pseudo-header sum a protocol's checksum starts from.
+void parse_l4(Parsed& p, const uint8_t* l4, size_t l4_len, size_t l4_full, bool quoted,
+              const std::function<uint32_t(uint8_t, uint32_t)>& pseudo) {
+    p.l4_complete = l4_len == l4_full;
+    auto l4_sum_ok = [&](uint8_t proto, size_t csum_off) {
+        if (!p.l4_complete)
+            return false;
+        Bytes m(l4, l4 + l4_len);
+        m[csum_off] = m[csum_off + 1] = 0;
+        uint32_t s = pseudo(proto, static_cast<uint32_t>(l4_len));
+        uint16_t want = finish(sum16(m.data(), m.size(), s));
+        if (proto == kProtoUdp) {
+            if (p.l4_csum == 0)
+                return p.ether_type != kEtherIpv6;  // no checksum (IPv6 has none of that)
+            if (want == 0)
+                want = 0xffff;
+        }
+        return want == p.l4_csum;
+    };
+    switch (p.proto) {
+    case kProtoTcp:
+        if (l4_len < (quoted ? 8u : 20u)) {
+            p.error = "TCP header truncated";
+            return;
+        }
+        p.sport = get16(l4);
+        p.dport = get16(l4 + 2);
+        p.seq = get32(l4 + 4);
+        if (l4_len >= 20) {
+            p.ack = get32(l4 + 8);
+            p.tcp_flags = l4[13];
+            p.l4_csum = get16(l4 + 16);
+            size_t off = (l4[12] >> 4) * 4u;
+            if (off < 20 || off > l4_len) {
+                p.error = "bad TCP data offset";
+                return;
+            }
+            p.payload.assign(l4 + off, l4 + l4_len);
+            p.l4_csum_ok = l4_sum_ok(kProtoTcp, 16);
+        }
+        break;
+    case kProtoUdp:
+        if (l4_len < 8) {
+            p.error = "UDP header truncated";
+            return;
+        }
+        p.sport = get16(l4);
+        p.dport = get16(l4 + 2);
+        p.l4_csum = get16(l4 + 6);
+        if (get16(l4 + 4) != l4_full) {
+            p.error = p.ether_type == kEtherIpv6 ? "UDP length disagrees with the IPv6 length"
+                                                 : "UDP length disagrees with the IPv4 length";
+            return;
+        }
+        p.payload.assign(l4 + 8, l4 + l4_len);
+        p.l4_csum_ok = l4_sum_ok(kProtoUdp, 6);
+        break;
+    case kProtoIcmp:
+    case kProtoIcmp6:
+        if (p.proto != (p.ether_type == kEtherIpv6 ? kProtoIcmp6 : kProtoIcmp)) {
+            p.payload.assign(l4, l4 + l4_len);
+            p.l4_complete = true;
+            p.l4_csum_ok = true;
+            break;
+        }
+        if (l4_len < 8) {
+            p.error = "ICMP header truncated";
+            return;
+        }
+        p.icmp_type = l4[0];
+        p.icmp_code = l4[1];
+        p.l4_csum = get16(l4 + 2);
+        p.icmp_ident = get16(l4 + 4);
+        p.icmp_seq = get16(l4 + 6);
+        p.payload.assign(l4 + 8, l4 + l4_len);
+        p.l4_csum_ok = l4_sum_ok(p.proto, 2);
+        if (p.ether_type == kEtherIpv6 ? (p.icmp_type >= 1 && p.icmp_type <= 4) && !quoted
+                                       : is_icmp_error_type(p.icmp_type) && !quoted) {
+            p.inner = std::make_shared<Parsed>(p.ether_type == kEtherIpv6 ? parse_ipv6(l4 + 8, l4_len - 8, true)
+                                                                         : parse_ipv4(l4 + 8, l4_len - 8, true));
+            if (!p.inner->ok) {
+                p.error = "quoted datagram: " + p.inner->error;
+                return;
+            }
+        }
+        break;
+    default:
+        p.payload.assign(l4, l4 + l4_len);
+        p.l4_complete = true;
+        p.l4_csum_ok = true;  // nothing to check
+        break;
+    }
+    p.ok = true;
+}
 
 }  // namespace
 
@@ -286,89 +485,53 @@ Parsed parse_ipv4(const uint8_t* d, size_t len, bool quoted) {
         end = len;  // a quote may stop anywhere after the header
     }
     p.l3.assign(d, d + end);
-    const uint8_t* l4 = d + hl;
-    size_t l4_len = end - hl;
-    size_t l4_full = p.total_length - hl;
-    p.l4_complete = l4_len == l4_full;
-    auto l4_sum_ok = [&](uint8_t proto, size_t csum_off) {
-        if (!p.l4_complete)
-            return false;
-        Bytes m(l4, l4 + l4_len);
-        m[csum_off] = m[csum_off + 1] = 0;
-        uint32_t s = proto == kProtoIcmp ? 0 : pseudo_sum(p.src, p.dst, proto, static_cast<uint32_t>(l4_len));
-        uint16_t want = finish(sum16(m.data(), m.size(), s));
-        if (proto == kProtoUdp) {
-            if (p.l4_csum == 0)
-                return true;  // no checksum
-            if (want == 0)
-                want = 0xffff;
-        }
-        return want == p.l4_csum;
-    };
-    switch (p.proto) {
-    case kProtoTcp:
-        if (l4_len < (quoted ? 8u : 20u)) {
-            p.error = "TCP header truncated";
-            return p;
-        }
-        p.sport = get16(l4);
-        p.dport = get16(l4 + 2);
-        p.seq = get32(l4 + 4);
-        if (l4_len >= 20) {
-            p.ack = get32(l4 + 8);
-            p.tcp_flags = l4[13];
-            p.l4_csum = get16(l4 + 16);
-            size_t off = (l4[12] >> 4) * 4u;
-            if (off < 20 || off > l4_len) {
-                p.error = "bad TCP data offset";
-                return p;
-            }
-            p.payload.assign(l4 + off, l4 + l4_len);
-            p.l4_csum_ok = l4_sum_ok(kProtoTcp, 16);
-        }
-        break;
-    case kProtoUdp:
-        if (l4_len < 8) {
-            p.error = "UDP header truncated";
-            return p;
-        }
-        p.sport = get16(l4);
-        p.dport = get16(l4 + 2);
-        p.l4_csum = get16(l4 + 6);
-        if (get16(l4 + 4) != l4_full) {
-            p.error = "UDP length disagrees with the IPv4 length";
-            return p;
-        }
-        p.payload.assign(l4 + 8, l4 + l4_len);
-        p.l4_csum_ok = l4_sum_ok(kProtoUdp, 6);
-        break;
-    case kProtoIcmp:
-        if (l4_len < 8) {
-            p.error = "ICMP header truncated";
-            return p;
-        }
-        p.icmp_type = l4[0];
-        p.icmp_code = l4[1];
-        p.l4_csum = get16(l4 + 2);
-        p.icmp_ident = get16(l4 + 4);
-        p.icmp_seq = get16(l4 + 6);
-        p.payload.assign(l4 + 8, l4 + l4_len);
-        p.l4_csum_ok = l4_sum_ok(kProtoIcmp, 2);
-        if (is_icmp_error_type(p.icmp_type) && !quoted) {
-            p.inner = std::make_shared<Parsed>(parse_ipv4(l4 + 8, l4_len - 8, true));
-            if (!p.inner->ok) {
-                p.error = "quoted datagram: " + p.inner->error;
-                return p;
-            }
-        }
-        break;
-    default:
-        p.payload.assign(l4, l4 + l4_len);
-        p.l4_complete = true;
-        p.l4_csum_ok = true;  // nothing to check
-        break;
+    parse_l4(p, d + hl, end - hl, p.total_length - hl, quoted,
+             [&](uint8_t proto, uint32_t len) { return proto == kProtoIcmp ? 0u : pseudo_sum(p.src, p.dst, proto, len); });
+    return p;
+}
+
+Parsed parse_ipv6(const uint8_t* d, size_t len, bool quoted) {
+    Parsed p;
+    p.ether_type = kEtherIpv6;
+    if (len < 40) {
+        p.error = "IPv6 header truncated";
+        return p;
     }
-    p.ok = true;
+    if ((d[0] >> 4) != 6) {
+        p.error = "not IPv6";
+        return p;
+    }
+    p.payload_length = get16(d + 4);
+    p.hop_limit = d[7];
+    std::copy(d + 8, d + 24, p.src6.begin());
+    std::copy(d + 24, d + 40, p.dst6.begin());
+    size_t end = 40 + size_t{p.payload_length};
+    if (end > len) {
+        if (!quoted) {
+            p.error = "payload length beyond the frame";
+            return p;
+        }
+        end = len;
+    }
+    p.l3.assign(d, d + end);
+    uint8_t nh = d[6];
+    size_t off = 40;
+    while (nh == 0 || nh == 43 || nh == 44 || nh == 60) {
+        if (off + 8 > end) {
+            p.error = "extension header truncated";
+            return p;
+        }
+        size_t hlen = nh == 44 ? 8 : (d[off + 1] + 1u) * 8;
+        nh = d[off];
+        off += hlen;
+        if (off > end) {
+            p.error = "extension header beyond the packet";
+            return p;
+        }
+    }
+    p.proto = nh;
+    parse_l4(p, d + off, end - off, 40 + size_t{p.payload_length} - off, quoted,
+             [&](uint8_t proto, uint32_t l4len) { return pseudo_sum6(p.src6, p.dst6, proto, l4len); });
     return p;
 }
 
@@ -387,6 +550,12 @@ Parsed parse_frame(const Bytes& f) {
         if (p.ok && p.total_length != f.size() - 14) {
             p.ok = false;
             p.error = "bytes after the IPv4 datagram";
+        }
+    } else if (type == kEtherIpv6) {
+        p = parse_ipv6(f.data() + 14, f.size() - 14, false);
+        if (p.ok && 40u + p.payload_length != f.size() - 14) {
+            p.ok = false;
+            p.error = "bytes after the IPv6 packet";
         }
     } else if (type == kEtherArp) {
         if (f.size() < 14 + 28) {
@@ -426,15 +595,15 @@ std::string hex16(uint16_t v) {
 ::testing::AssertionResult checksums_valid(const Parsed& p) {
     if (!p.ok)
         return ::testing::AssertionFailure() << "frame does not parse: " << p.error;
-    if (p.ether_type != kEtherIpv4)
+    if (p.ether_type != kEtherIpv4 && p.ether_type != kEtherIpv6)
         return ::testing::AssertionSuccess();
-    if (!p.ip_csum_ok)
+    if (p.ether_type == kEtherIpv4 && !p.ip_csum_ok)
         return ::testing::AssertionFailure() << "IPv4 header checksum " << hex16(p.ip_csum) << " is wrong";
     if (!p.l4_csum_ok)
         return ::testing::AssertionFailure() << "L4 (protocol " << int{p.proto} << ") checksum " << hex16(p.l4_csum)
                                              << " is wrong";
     if (p.inner) {
-        if (!p.inner->ip_csum_ok)
+        if (p.ether_type == kEtherIpv4 && !p.inner->ip_csum_ok)
             return ::testing::AssertionFailure() << "quoted IPv4 header checksum " << hex16(p.inner->ip_csum)
                                                  << " is wrong";
         if (p.inner->l4_complete && !p.inner->l4_csum_ok)

@@ -88,6 +88,40 @@ Bytes fragment_of(const Bytes& datagram, size_t offset, size_t len, bool more);
 // fragment's header checksum is wrong (`why` says which).
 Bytes reassemble(const std::vector<Bytes>& fragments, std::string* why = nullptr);
 
+// IPv6. Addresses as on the wire (16 bytes); ip6("2001:db8::1") parses text (a bad literal fails
+// the test and gives ::).
+using Ip6Addr = std::array<uint8_t, 16>;
+Ip6Addr ip6(const char* text);
+std::string ip6_str(const Ip6Addr& a);
+inline constexpr uint8_t kProtoIcmp6 = 58;
+uint32_t pseudo_sum6(const Ip6Addr& src, const Ip6Addr& dst, uint8_t proto, uint32_t l4_len);
+
+struct Ip6Opt {
+    uint8_t hop_limit = 64;
+    // Extension headers in order: (type, bytes after the next-header and length bytes). The builder
+    // fills both bytes in (length for a Fragment header: reserved, 0); the data must make each
+    // header a multiple of 8 bytes.
+    std::vector<std::pair<uint8_t, Bytes>> ext;
+};
+
+// An IPv6 packet carrying `l4` as protocol `proto` behind the extension headers of `o`.
+Bytes ipv6(const Ip6Addr& src, const Ip6Addr& dst, uint8_t proto, const Bytes& l4, const Ip6Opt& o = {});
+Bytes tcp6_ip(const Ip6Addr& src, uint16_t sport, const Ip6Addr& dst, uint16_t dport, uint8_t flags,
+              const Bytes& payload = {}, const Ip6Opt& o = {});
+Bytes udp6_ip(const Ip6Addr& src, uint16_t sport, const Ip6Addr& dst, uint16_t dport, const Bytes& payload = {},
+              const Ip6Opt& o = {}, bool zero_checksum = false);
+// An ICMPv6 message of `type` and `code` whose bytes from offset 4 on are `body`, checksum filled in.
+Bytes icmp6_ip(const Ip6Addr& src, const Ip6Addr& dst, uint8_t type, uint8_t code, const Bytes& body,
+               const Ip6Opt& o = {});
+Bytes echo6_ip(bool request, const Ip6Addr& src, const Ip6Addr& dst, uint16_t ident, uint16_t seq = 1,
+               const Bytes& payload = {}, const Ip6Opt& o = {});
+// Neighbor Solicitation for `target` with a source link-layer address option of `sll` (none when
+// `src` is :: as in duplicate address detection).
+Bytes ns6_ip(const Ip6Addr& src, const Ip6Addr& dst, const Ip6Addr& target, const Mac& sll, const Ip6Opt& o = {255});
+// The solicited-node multicast address of `a` (ff02::1:ffXX:XXXX) and its Ethernet address.
+Ip6Addr solicited_node(const Ip6Addr& a);
+Mac multicast_mac(const Ip6Addr& group);
+
 // ARP (Ethernet/IPv4) body.
 Bytes arp_body(uint16_t op, const Mac& sha, uint32_t spa, const Mac& tha, uint32_t tpa);
 
@@ -120,6 +154,11 @@ struct Parsed {
 
     std::shared_ptr<Parsed> inner;  // ICMP errors: the quoted datagram
 
+    // IPv6 (proto is the transport protocol after any extension headers; l3 the whole packet)
+    Ip6Addr src6{}, dst6{};
+    uint8_t hop_limit = 0;
+    uint16_t payload_length = 0;
+
     // ARP
     uint16_t arp_htype = 0, arp_ptype = 0, arp_op = 0;
     uint8_t arp_hlen = 0, arp_plen = 0;
@@ -130,6 +169,7 @@ struct Parsed {
 Parsed parse_frame(const Bytes& frame);
 // `quoted`: the datagram is quoted inside an ICMP error and may be cut short.
 Parsed parse_ipv4(const uint8_t* data, size_t len, bool quoted = false);
+Parsed parse_ipv6(const uint8_t* data, size_t len, bool quoted = false);
 
 // Every checksum of the frame (and of a quoted datagram, as far as it is present) is exactly
 // what a full recomputation gives.

@@ -107,8 +107,8 @@ std::vector<Case> malformed_cases(const Rig& r) {
     }
     c.push_back({"ICMP timestamp request from an endpoint", false,
                  pod(ipv4(kPod10, kServer, kProtoIcmp, icmp_error(13, 0, Bytes(12, 0)))), DropReason::icmp_unsupported});
-    c.push_back({"IPv6", false, ethernet(kPodsMac, kPod10Mac, kEtherIpv6, Bytes(60, 0)), DropReason::not_ipv4});
-    c.push_back({"VLAN tag", false, ethernet(kPodsMac, kPod10Mac, 0x8100, Bytes(46, 0)), DropReason::not_ipv4});
+    c.push_back({"zeros under the IPv6 EtherType", false, ethernet(kPodsMac, kPod10Mac, kEtherIpv6, Bytes(60, 0)), DropReason::malformed});
+    c.push_back({"VLAN tag", false, ethernet(kPodsMac, kPod10Mac, 0x8100, Bytes(46, 0)), DropReason::unknown_ethertype});
     c.push_back({"unicast for another MAC", false, ethernet(Mac{0x02, 0, 0, 0, 0x99, 0x99}, kPod10Mac, kEtherIpv4, udp),
                  DropReason::foreign_mac});
     c.push_back({"truncated ARP", true, ethernet(kBroadcast, kServerMac, kEtherArp, Bytes(10, 0)), DropReason::malformed});

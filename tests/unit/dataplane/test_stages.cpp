@@ -45,7 +45,7 @@ TEST_F(DataplaneTest, EveryNextStepInOneBurstMatchesPacketAtATime) {
             {r.pods, r.from_pod(kPod10, echo_ip(true, kPod10, kPodsAddr, 9))},
             // drops made by input
             {r.pods, r.from_pod(kPod10, truncated)},
-            {r.pods, ethernet(kPodsMac, kPod10Mac, 0x86dd, Bytes(40, 0))},
+            {r.pods, ethernet(kPodsMac, kPod10Mac, 0x8100, Bytes(46, 0))},
             // nat_fast: a hit each way, and a hit whose TTL runs out (icmp_reply: Time Exceeded)
             {r.pods, r.from_pod(kPod10, udp_ip(kPod10, 20000, kServer, 53, text("hit")))},
             {r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 20000, text("reply")))},
@@ -86,7 +86,7 @@ TEST_F(DataplaneTest, EveryNextStepInOneBurstMatchesPacketAtATime) {
     for (unsigned d = 0; d < dp::kDropReasonCount; ++d)
         EXPECT_EQ(a.w().counters.drops[d], b->w().counters.drops[d]) << dp::kDropReasonNames[d];
     EXPECT_EQ(a.drops(DropReason::malformed), 1u);
-    EXPECT_EQ(a.drops(DropReason::not_ipv4), 1u);
+    EXPECT_EQ(a.drops(DropReason::unknown_ethertype), 1u);
     EXPECT_EQ(a.drops(DropReason::ttl_exceeded), 0u);
     const auto time_exceeded = static_cast<unsigned>(dp::IcmpError::time_exceeded);
     EXPECT_EQ(a.w().counters.icmp_sent[time_exceeded], 1u);
