@@ -4,7 +4,9 @@
 // addresses (and, on the outside ports of a Service's network, for its ingress IP while this
 // gateway serves it) are answered; ARP
 // replies go to the control thread, which owns the neighbour table; ICMP echo requests to the
-// gateway's addresses are answered back to the sender's MAC. Anything else is dropped as local.
+// gateway's addresses are answered back to the sender's MAC. IPv6: Neighbor Solicitations for the
+// same addresses (handle_ndp) and echo requests to the port's IPv6 addresses. Anything else is
+// dropped as local.
 // Replies leave through output as finished frames (next step `transmit`).
 #include <rte_arp.h>
 #include <rte_ether.h>
@@ -16,6 +18,7 @@
 #include <cstring>
 
 #include "dataplane/checksum.h"
+#include "dataplane/ipv6.h"
 #include "dataplane/stages.h"
 
 namespace egw::dp {
@@ -93,6 +96,128 @@ void answer_echo(const PolicySnapshot& p, Burst& b, unsigned i) {
     b.set_next(i, Next::transmit);
 }
 
+// The ICMPv6 checksum sum of `len` bytes at `l4` under the pseudo-header of `ip6` (not folded).
+uint32_t icmp6_sum(const rte_ipv6_hdr* ip6, const uint8_t* l4, uint32_t len) {
+    const uint32_t pseudo[2] = {be32(len), be32(kIp6Icmp)};
+    uint32_t sum = csum_partial(ip6->src_addr, 32);
+    sum = csum_partial(pseudo, sizeof pseudo, sum);
+    return csum_partial(l4, len, sum);
+}
+
+// Neighbor Discovery (RFC 4861): a Neighbor Solicitation for one of the receiving port's IPv6
+// addresses (its link-local one included), or on an outside port of its network for an ingress
+// IP this gateway serves, is answered with a Neighbor Advertisement built in the solicitation's
+// own mbuf. Messages that fail the checks of RFC 4861 7.1.1 are malformed; other messages
+// (advertisements, router messages, redirects) are not acted on.
+void handle_ndp(const PolicySnapshot& p, Burst& b, unsigned i) {
+    rte_mbuf* m = b.m[i];
+    PacketMeta& pk = b.pkt[i];
+    rte_ipv6_hdr* ip6 = pk.ip6;
+    auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
+    // Only a hop limit of 255 proves the message was not forwarded from another link.
+    if (ip6->hop_limits != 255 || ih->icmp_code != 0 || csum_fold(icmp6_sum(ip6, pk.l4, pk.l4_len)) != 0xffff) {
+        b.drop(i, DropReason::malformed);
+        return;
+    }
+    if (ih->icmp_type != kNdpNeighborSolicit) {
+        b.drop(i, DropReason::local);
+        return;
+    }
+    constexpr uint32_t kNsLen = 24;  // type, code, checksum, reserved, target
+    if (pk.l4_len < kNsLen || ip6_is_multicast(pk.l4 + 8)) {
+        b.drop(i, DropReason::malformed);
+        return;
+    }
+    // Duplicate address detection: from ::, to the target's solicited-node group, with no source
+    // link-layer address option; answered to all nodes.
+    const bool dad = ip6_is_unspecified(ip6->src_addr);
+    static constexpr uint8_t kSolicitedNode[13] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff};
+    if (dad && std::memcmp(ip6->dst_addr, kSolicitedNode, 13) != 0) {
+        b.drop(i, DropReason::malformed);
+        return;
+    }
+    for (uint32_t off = kNsLen; off < pk.l4_len;) {
+        uint32_t len = off + 2 <= pk.l4_len ? pk.l4[off + 1] * 8u : 0;
+        if (len == 0 || off + len > pk.l4_len || (dad && pk.l4[off] == 1)) {
+            b.drop(i, DropReason::malformed);
+            return;
+        }
+        off += len;
+    }
+    uint8_t target[16], peer[16];
+    std::memcpy(target, pk.l4 + 8, 16);
+    std::memcpy(peer, ip6->src_addr, 16);
+    uint16_t port = m->port;
+    if (!p.is_port_address6(port, target) && !p.answers_ndp_for_ingress(port, target)) {
+        b.drop(i, DropReason::local);
+        return;
+    }
+    // The advertisement: the fixed IPv6 header (any extension headers of the solicitation are
+    // overwritten), 24 bytes of message and the target link-layer address option.
+    constexpr uint32_t kNaLen = 24 + 8;
+    constexpr uint32_t kFrame = sizeof(rte_ether_hdr) + sizeof(rte_ipv6_hdr) + kNaLen;
+    if (m->nb_segs != 1 || m->buf_len < m->data_off + kFrame) {
+        b.drop(i, DropReason::malformed);
+        return;
+    }
+    m->data_len = kFrame;
+    m->pkt_len = kFrame;
+    const uint8_t* mac = p.ports[port].mac;
+    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    if (dad) {
+        static constexpr uint8_t kAllNodes[16] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        std::memcpy(peer, kAllNodes, 16);
+        static constexpr uint8_t kAllNodesMac[6] = {0x33, 0x33, 0, 0, 0, 1};
+        std::memcpy(eth->dst_addr.addr_bytes, kAllNodesMac, 6);
+    } else {
+        eth->dst_addr = eth->src_addr;
+    }
+    std::memcpy(eth->src_addr.addr_bytes, mac, 6);
+    ip6 = reinterpret_cast<rte_ipv6_hdr*>(eth + 1);
+    ip6->vtc_flow = be32(0x60000000);
+    ip6->payload_len = be16(kNaLen);
+    ip6->proto = kIp6Icmp;
+    ip6->hop_limits = 255;
+    std::memcpy(ip6->src_addr, target, 16);
+    std::memcpy(ip6->dst_addr, peer, 16);
+    uint8_t* na = reinterpret_cast<uint8_t*>(ip6 + 1);
+    std::memset(na, 0, kNaLen);
+    na[0] = kNdpNeighborAdvert;
+    // Router (a gateway forwards), Solicited (unless DAD), Override.
+    na[4] = static_cast<uint8_t>(0x80 | (dad ? 0 : 0x40) | 0x20);
+    std::memcpy(na + 8, target, 16);
+    na[24] = 2;  // target link-layer address, 8 bytes
+    na[25] = 1;
+    std::memcpy(na + 26, mac, 6);
+    uint16_t cksum = csum_finish(icmp6_sum(ip6, na, kNaLen));
+    std::memcpy(na + 2, &cksum, 2);
+    pk.out_port = port;
+    b.set_next(i, Next::transmit);
+}
+
+// An ICMPv6 echo request to one of the receiving port's IPv6 addresses, answered in place. The
+// checksum changes only by the type: the pseudo-header sums the two addresses either way round.
+void answer_echo6(const PolicySnapshot& p, Burst& b, unsigned i) {
+    rte_mbuf* m = b.m[i];
+    PacketMeta& pk = b.pkt[i];
+    auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
+    uint16_t old_word, new_word;
+    std::memcpy(&old_word, ih, 2);
+    ih->icmp_type = kIcmp6EchoReply;
+    std::memcpy(&new_word, ih, 2);
+    ih->icmp_cksum = csum_apply(ih->icmp_cksum, csum_delta16(old_word, new_word));
+    uint8_t peer[16];
+    std::memcpy(peer, pk.ip6->src_addr, 16);
+    std::memcpy(pk.ip6->src_addr, pk.ip6->dst_addr, 16);
+    std::memcpy(pk.ip6->dst_addr, peer, 16);
+    pk.ip6->hop_limits = 64;
+    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    eth->dst_addr = eth->src_addr;
+    std::memcpy(eth->src_addr.addr_bytes, p.ports[m->port].mac, 6);
+    pk.out_port = m->port;
+    b.set_next(i, Next::transmit);
+}
+
 }  // namespace
 
 void stage_local(Worker& w, const PolicySnapshot& p, Burst& b) {
@@ -100,7 +225,9 @@ void stage_local(Worker& w, const PolicySnapshot& p, Burst& b) {
         if (b.pkt[i].kind == Kind::arp)
             handle_arp(w, p, b, i);
         else if (b.pkt[i].kind == Kind::ndp)
-            b.drop(i, DropReason::ipv6_unsupported);
+            handle_ndp(p, b, i);
+        else if (b.pkt[i].v6)
+            answer_echo6(p, b, i);
         else
             answer_echo(p, b, i);
     });

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 
 namespace egw::control {
@@ -468,13 +469,30 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     std::vector<std::pair<uint64_t, uint32_t>> routes;
     std::vector<uint32_t> port_nat;
     std::map<uint8_t, std::vector<uint8_t>> lengths;
-    // The IPv4 tables only: IPv6 addresses, routes and cluster ranges are configured but the data
-    // plane does not carry IPv6 yet.
     auto add_route = [&](uint8_t vrf, const net::IpPrefix& prefix, uint16_t port, uint32_t via) {
         snap->next_hops.push_back(dp::NextHop{port, via});
         routes.emplace_back(dp::PolicySnapshot::route_key(vrf, prefix.len, prefix.network4()),
                             static_cast<uint32_t>(snap->next_hops.size() - 1));
         lengths[vrf].push_back(prefix.len);
+    };
+    // IPv6: the ports' addresses and routes, and the NAT addresses (outside port addresses here,
+    // served ingress IPs below).
+    std::vector<dp::Ip6Map::Item> routes6;
+    std::map<uint8_t, std::vector<uint8_t>> lengths6;
+    std::vector<std::pair<net::IpAddr, uint32_t>> nat6;
+    auto add_route6 = [&](uint8_t vrf, const net::IpPrefix& prefix, uint16_t port, const net::IpAddr* via) {
+        dp::NextHop6 nh;
+        nh.port = port;
+        nh.on_link = via == nullptr;
+        if (via)
+            std::copy(via->bytes().begin(), via->bytes().end(), nh.gateway.b);
+        snap->next_hops6.push_back(nh);
+        dp::Ip6Map::Item it{};
+        dp::PolicySnapshot::mask6(prefix.addr.bytes().data(), prefix.len, it.addr);
+        it.scope = dp::PolicySnapshot::route_scope6(vrf, prefix.len);
+        it.value = static_cast<uint32_t>(snap->next_hops6.size() - 1);
+        routes6.push_back(it);
+        lengths6[vrf].push_back(prefix.len);
     };
     for (size_t i = 0; i < cfg_.ports.size(); ++i) {
         const config::PortConfig& pc = cfg_.ports[i];
@@ -484,9 +502,31 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         pp.vrf = static_cast<uint8_t>(resolve_vrf(pc.vrf));
         std::copy(port_macs_[id].begin(), port_macs_[id].end(), pp.mac);
         pp.mtu = static_cast<uint16_t>(pc.mtu);
+        // The link-local address of the port: fe80::/64 with the modified EUI-64 of its MAC.
+        const auto& mac = port_macs_[id];
+        uint8_t* ll = pp.link_local.b;
+        ll[0] = 0xfe;
+        ll[1] = 0x80;
+        ll[8] = static_cast<uint8_t>(mac[0] ^ 0x02);
+        ll[9] = mac[1];
+        ll[10] = mac[2];
+        ll[11] = 0xff;
+        ll[12] = 0xfe;
+        ll[13] = mac[3];
+        ll[14] = mac[4];
+        ll[15] = mac[5];
         for (const auto& a : pc.addresses) {
-            if (!a.is_v4())
+            if (a.is_v6()) {
+                if (pp.n_addrs6 == dp::kMaxPortAddresses)
+                    continue;
+                std::copy(a.addr.bytes().begin(), a.addr.bytes().end(), pp.addrs6[pp.n_addrs6].b);
+                pp.prefix_len6[pp.n_addrs6] = a.len;
+                ++pp.n_addrs6;
+                add_route6(pp.vrf, a, id, nullptr);
+                if (pc.role == config::PortRole::outside)
+                    nat6.push_back({a.addr, dp::kNatPortAddress});
                 continue;
+            }
             if (pp.n_addrs == dp::kMaxPortAddresses)
                 break;
             pp.addrs[pp.n_addrs] = a.addr.v4();
@@ -500,9 +540,11 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     snap->index_ports();
     // Static routes come after connected ones so that an explicit route for the same prefix wins.
     for (const auto& r : cfg_.routes) {
-        if (!r.prefix.is_v4())
-            continue;
         size_t pi = static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data());
+        if (r.prefix.is_v6()) {
+            add_route6(static_cast<uint8_t>(resolve_vrf(r.vrf)), r.prefix, port_ids_[pi], r.via ? &*r.via : nullptr);
+            continue;
+        }
         add_route(static_cast<uint8_t>(resolve_vrf(r.vrf)), r.prefix, port_ids_[pi], r.via ? r.via->v4() : 0);
     }
     // Sessions cache their egress port and next hop: only a change of the routes makes them
@@ -512,6 +554,14 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     for (const auto& [key, nh] : routes) {
         route_sig.push_back(key);
         route_sig.push_back(uint64_t{snap->next_hops[nh].port} << 32 | snap->next_hops[nh].gateway);
+    }
+    for (const dp::Ip6Map::Item& it : routes6) {
+        uint64_t w[2];
+        std::memcpy(w, it.addr, 16);
+        const dp::NextHop6& nh = snap->next_hops6[it.value];
+        uint64_t g[2];
+        std::memcpy(g, nh.gateway.b, 16);
+        route_sig.insert(route_sig.end(), {w[0], w[1], uint64_t{it.scope} << 32 | nh.port, g[0], g[1]});
     }
     if (route_sig != last_routes_) {
         last_routes_ = std::move(route_sig);
@@ -523,6 +573,12 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         std::sort(lens.begin(), lens.end(), std::greater<>());
         lens.erase(std::unique(lens.begin(), lens.end()), lens.end());
         snap->vrf_prefix_lengths[vrf] = lens;
+    }
+    snap->routes6.build(routes6);
+    for (auto& [vrf, lens] : lengths6) {
+        std::sort(lens.begin(), lens.end(), std::greater<>());
+        lens.erase(std::unique(lens.begin(), lens.end()), lens.end());
+        snap->vrf_prefix_lengths6[vrf] = lens;
     }
 
     for (const auto* cidrs : {&cfg_.cluster.pod_cidrs, &cfg_.cluster.service_cidrs})
@@ -552,6 +608,31 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         arp_ports_ = std::move(arp_ports);
         rebuild_nat();
     }
+
+    // IPv6 ingress IPs of the LoadBalancerIP Services served here, answered to Neighbor
+    // Solicitations on the outside ports of their networks as IPv4 ones are to ARP. Made afresh
+    // from the views at every publication (a walk over the Services).
+    for (const ServiceView& v : views_) {
+        const model::ServiceState& st = v.state;
+        if (!st.serve_here || st.mode != model::Mode::load_balancer_ip || !st.ingress_ipv6 || v.id == 0)
+            continue;
+        int vrf = resolve_vrf(st.network);
+        if (vrf >= 0)
+            nat6.push_back({*st.ingress_ipv6, dp::kNatIngressIp | arp_ports_[static_cast<size_t>(vrf)] << dp::kNatArpPortsShift});
+    }
+    std::sort(nat6.begin(), nat6.end());
+    std::vector<dp::Ip6Map::Item> nat6_items;
+    for (const auto& [ip, flags] : nat6) {
+        if (!nat6_items.empty() && std::memcmp(nat6_items.back().addr, ip.bytes().data(), 16) == 0) {
+            nat6_items.back().value |= flags;
+            continue;
+        }
+        dp::Ip6Map::Item it{};
+        std::copy(ip.bytes().begin(), ip.bytes().end(), it.addr);
+        it.value = flags;
+        nat6_items.push_back(it);
+    }
+    snap->nat_addresses6.build(nat6_items);
 
     snap->services = services_;
     snap->endpoints = endpoints_;

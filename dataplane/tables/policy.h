@@ -24,7 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/ipv6.h"
 #include "dataplane/tables/flat_map.h"
+#include "dataplane/tables/ip6_map.h"
 #include "dataplane/tables/roles.h"
 
 namespace egw::dp {
@@ -53,6 +55,13 @@ struct PortPolicy {
     uint16_t mtu = 1500;                     // the largest IPv4 datagram the port may send
     uint32_t addrs[kMaxPortAddresses] = {};  // host order; addrs[0] is the masquerade address
     uint8_t prefix_len[kMaxPortAddresses] = {};
+    // IPv6, after what the IPv4 path reads: the configured addresses (network order; addrs6[0] is
+    // the IPv6 masquerade address) and the link-local address every port has (fe80::/64 with the
+    // modified EUI-64 of the port's MAC, RFC 4291 2.5.1).
+    uint8_t n_addrs6 = 0;
+    uint8_t prefix_len6[kMaxPortAddresses] = {};
+    Ip6 addrs6[kMaxPortAddresses] = {};
+    Ip6 link_local = {};
 };
 
 struct ServicePolicy {
@@ -65,6 +74,12 @@ struct ServicePolicy {
 struct NextHop {
     uint16_t port = 0;
     uint32_t gateway = 0;  // host order; 0: the destination itself is on-link
+};
+
+struct NextHop6 {
+    uint16_t port = 0;
+    bool on_link = true;  // the destination itself is the next hop
+    Ip6 gateway = {};
 };
 
 // NAT addresses this gateway owns on the outside: replies to them are looked up in sessions.
@@ -161,6 +176,60 @@ struct PolicySnapshot {
     // The Service whose ingress IP and port these are (host order), FlatMap::kMissing if none.
     uint32_t ingress_service(uint32_t ip, uint8_t proto, uint16_t port) const {
         return ingress_ports.size() == 0 ? FlatMap::kMissing : ingress_ports.find(ingress_key(ip, proto, port));
+    }
+
+    // IPv6 (network order). Routes: Ip6Map keyed by (masked network, route_scope6(vrf, len)) ->
+    // index into next_hops6, and per VRF the prefix lengths present, longest first.
+    Ip6Map routes6;
+    std::vector<NextHop6> next_hops6;
+    std::vector<std::vector<uint8_t>> vrf_prefix_lengths6 = std::vector<std::vector<uint8_t>>(kMaxVrfs);
+    // The served IPv6 ingress IPs and the outside ports' IPv6 addresses -> NatAddressFlags, as
+    // nat_addresses for IPv4 (the upper bits: the ports answering Neighbor Solicitations for it).
+    Ip6Map nat_addresses6;
+
+    static uint16_t route_scope6(uint8_t vrf, uint8_t len) { return static_cast<uint16_t>(vrf << 8 | len); }
+
+    // `a` with all but its first `len` bits cleared, into `out`.
+    static void mask6(const uint8_t* a, unsigned len, uint8_t* out) {
+        for (unsigned i = 0; i < 16; ++i) {
+            unsigned bits = len >= 8 * (i + 1) ? 8 : len > 8 * i ? len - 8 * i : 0;
+            out[i] = static_cast<uint8_t>(a[i] & (0xff00u >> bits));
+        }
+    }
+
+    const NextHop6* lookup_route6_in(uint8_t vrf, const uint8_t* dst) const {
+        uint8_t net[16];
+        for (uint8_t len : vrf_prefix_lengths6[vrf]) {
+            mask6(dst, len, net);
+            uint32_t nh = routes6.find(net, route_scope6(vrf, len));
+            if (nh != Ip6Map::kMissing)
+                return &next_hops6[nh];
+        }
+        return nullptr;
+    }
+
+    const NextHop6* lookup_route6(uint8_t vrf, const uint8_t* dst) const {
+        const NextHop6* nh = lookup_route6_in(vrf, dst);
+        if (!nh && vrf != kDefaultVrf)
+            nh = lookup_route6_in(kDefaultVrf, dst);
+        return nh;
+    }
+
+    // Whether `ip` is one of the port's IPv6 addresses, its link-local one included.
+    bool is_port_address6(uint16_t port, const uint8_t* ip) const {
+        const PortPolicy& p = ports[port];
+        if (ip6_equal(p.link_local.b, ip))
+            return true;
+        for (unsigned i = 0; i < p.n_addrs6; ++i)
+            if (ip6_equal(p.addrs6[i].b, ip))
+                return true;
+        return false;
+    }
+
+    // Whether Neighbor Solicitations for `ip` are answered on `port` as a served ingress IP.
+    bool answers_ndp_for_ingress(uint16_t port, const uint8_t* ip) const {
+        uint32_t flags = nat_addresses6.find(ip);
+        return flags != Ip6Map::kMissing && (flags & kNatIngressIp) && (flags >> kNatArpPortsShift) & (1u << port);
     }
 
     // Pod CIDRs, service CIDRs and node IPs: destinations that are never translated.

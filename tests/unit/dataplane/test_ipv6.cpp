@@ -158,5 +158,221 @@ TEST_F(DataplaneTest, ValidIpv6PassesInputBesideIpv4) {
     EXPECT_EQ(r.total_drops(), valid.size() + 1);
 }
 
+
+// The rig with IPv6 on its ports and routes, and the web Service's IPv6 ingress IP.
+const Ip6Addr kPodsV6 = ip6("fd00:10:244:1::1");
+const Ip6Addr kExt1V6 = ip6("2001:db8:2::1");
+const Ip6Addr kExt2V6 = ip6("2001:db8:3::1");
+const Ip6Addr kExt1GwV6 = ip6("2001:db8:2::fe");
+
+net::IpAddr addr6(const Ip6Addr& a) { return net::IpAddr::from_v6(a.data()); }
+
+RigOptions dual_stack() {
+    RigOptions o;
+    o.configure = [](config::Config& c) {
+        c.ports[0].addresses.push_back(net::IpPrefix{addr6(kPodsV6), 64});
+        c.ports[1].addresses.push_back(net::IpPrefix{addr6(kExt1V6), 64});
+        c.ports[2].addresses.push_back(net::IpPrefix{addr6(kExt2V6), 64});
+        config::RouteConfig r;
+        r.vrf = "default";
+        r.prefix = net::IpPrefix{addr6(ip6("::")), 0};
+        r.via = addr6(kExt1GwV6);
+        r.port = "ext1";
+        c.routes.push_back(r);
+        r.prefix = net::IpPrefix{addr6(ip6("fd00:10:244::")), 48};
+        r.via = addr6(ip6("fd00:10:244:1::fe"));
+        r.port = "pods";
+        c.routes.push_back(r);
+    };
+    model::ServiceState web = lb_service(kWeb, kIngress, {kPod10, kPod11});
+    web.ingress_ipv6 = addr6(kIngressV6);
+    web.endpoint_ipv6s = {addr6(kPod10v6)};
+    o.services = {web};
+    return o;
+}
+
+// The Neighbor Advertisement egw must send for `target` to `dst` (flags R, S unless DAD, O).
+Bytes advert(const Mac& eth_dst, const Mac& port_mac, const Ip6Addr& target, const Ip6Addr& dst, bool solicited) {
+    Bytes body(4 + 16 + 8, 0);
+    body[0] = static_cast<uint8_t>(0x80 | (solicited ? 0x40 : 0) | 0x20);
+    std::copy(target.begin(), target.end(), body.begin() + 4);
+    body[20] = 2;
+    body[21] = 1;
+    std::copy(port_mac.begin(), port_mac.end(), body.begin() + 22);
+    return ethernet(eth_dst, port_mac, kEtherIpv6, icmp6_ip(target, dst, 136, 0, body, Ip6Opt{255}));
+}
+
+Bytes solicit(const Ip6Addr& src, const Ip6Addr& target, const Mac& from) {
+    Ip6Addr group = solicited_node(target);
+    return ethernet(multicast_mac(group), from, kEtherIpv6, ns6_ip(src, group, target, from));
+}
+
+Ip6Addr link_local_of(const Mac& m) {
+    Ip6Addr a = ip6("fe80::");
+    a[8] = static_cast<uint8_t>(m[0] ^ 2);
+    a[9] = m[1];
+    a[10] = m[2];
+    a[11] = 0xff;
+    a[12] = 0xfe;
+    a[13] = m[3];
+    a[14] = m[4];
+    a[15] = m[5];
+    return a;
+}
+
+TEST_F(DataplaneTest, NeighborSolicitationsForPortAddressesAreAnswered) {
+    Rig& r = start(dual_stack());
+    // A global address of the receiving port.
+    r.process(r.ext1, solicit(kServerV6, kExt1V6, kServerMac));
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], advert(kServerMac, kExt1Mac, kExt1V6, kServerV6, true));
+    // Its link-local address, asked from a link-local one (unicast, as reachability checks do).
+    Ip6Addr ll = link_local_of(kExt1Mac);
+    Ip6Addr server_ll = ip6("fe80::5054:ff:fe00:64");
+    r.process(r.ext1, ethernet(kExt1Mac, kServerMac, kEtherIpv6, ns6_ip(server_ll, ll, ll, kServerMac)));
+    frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], advert(kServerMac, kExt1Mac, ll, server_ll, true));
+    // The inside port answers for its own address.
+    r.process(r.pods, solicit(kPod10v6, kPodsV6, kPod10Mac));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], advert(kPod10Mac, kPodsMac, kPodsV6, kPod10v6, true));
+    // Duplicate address detection: from ::, answered to all nodes, not solicited.
+    r.process(r.ext1, solicit(ip6("::"), kExt1V6, kServerMac));
+    frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], advert(Mac{0x33, 0x33, 0, 0, 0, 1}, kExt1Mac, kExt1V6, ip6("ff02::1"), false));
+    EXPECT_EQ(r.total_drops(), 0u);
+    EXPECT_EQ(r.w().counters.tx_packets, 4u);
+}
+
+TEST_F(DataplaneTest, ServedIpv6IngressIpIsAnsweredOnlyOnItsNetworksOutsidePorts) {
+    Rig& r = start(dual_stack());
+    r.process(r.ext1, solicit(kServerV6, kIngressV6, kServerMac));
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], advert(kServerMac, kExt1Mac, kIngressV6, kServerV6, true));
+    // Not on another network's port, nor inside, nor for another port's address.
+    r.process(r.ext2, ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6, ns6_ip(ip6("2001:db8:3::100"), kIngressV6, kIngressV6, kBlueServerMac)));
+    r.process(r.pods, solicit(kPod10v6, kIngressV6, kPod10Mac));
+    r.process(r.ext1, solicit(kServerV6, kExt2V6, kServerMac));
+    EXPECT_TRUE(r.tx(r.ext2).empty());
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::local), 3u);
+    // Once the Service is no longer served here, its ingress IP is not answered any more.
+    model::ServiceState web = dual_stack().services[0];
+    web.serve_here = false;
+    web.status_host = "gw-2";
+    r.publish({web});
+    r.process(r.ext1, solicit(kServerV6, kIngressV6, kServerMac));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::local), 4u);
+}
+
+TEST_F(DataplaneTest, NeighborDiscoveryFailingItsChecksIsDropped) {
+    Rig& r = start(dual_stack());
+    Ip6Addr group = solicited_node(kExt1V6);
+    Mac gmac = multicast_mac(group);
+    auto ns = [&](const Ip6Addr& src, const Ip6Addr& dst, const Ip6Opt& o) {
+        return ethernet(gmac, kServerMac, kEtherIpv6, ns6_ip(src, dst, kExt1V6, kServerMac, o));
+    };
+    struct NdCase {
+        std::string name;
+        Bytes frame;
+        DropReason reason;
+    };
+    std::vector<NdCase> cases;
+    cases.push_back({"hop limit below 255", ns(kServerV6, group, Ip6Opt{64}), DropReason::malformed});
+    {
+        Bytes f = ns(kServerV6, group, Ip6Opt{255});
+        f[14 + 40 + 2] ^= 0x10;
+        cases.push_back({"bad ICMPv6 checksum", f, DropReason::malformed});
+    }
+    cases.push_back({"DAD to a unicast address", ethernet(kExt1Mac, kServerMac, kEtherIpv6,
+                                                          ns6_ip(ip6("::"), kExt1V6, kExt1V6, kServerMac)),
+                     DropReason::malformed});
+    {
+        Bytes body(4 + 16 + 8, 0);
+        std::copy(kExt1V6.begin(), kExt1V6.end(), body.begin() + 4);
+        body[20] = 1;  // source link-layer address option of length 0
+        cases.push_back({"option of length 0", ethernet(gmac, kServerMac, kEtherIpv6, icmp6_ip(kServerV6, group, 135, 0, body, Ip6Opt{255})),
+                         DropReason::malformed});
+    }
+    cases.push_back({"solicitation for an address not ours", solicit(kServerV6, ip6("2001:db8:2::77"), kServerMac), DropReason::local});
+    {
+        Bytes body(4 + 16, 0);
+        body[0] = 0x60;
+        Ip6Addr srv = kServerV6;
+        std::copy(srv.begin(), srv.end(), body.begin() + 4);
+        cases.push_back({"neighbor advertisement", ethernet(kExt1Mac, kServerMac, kEtherIpv6, icmp6_ip(kServerV6, kExt1V6, 136, 0, body, Ip6Opt{255})),
+                         DropReason::local});
+    }
+    cases.push_back({"router solicitation", ethernet(Mac{0x33, 0x33, 0, 0, 0, 2}, kServerMac, kEtherIpv6,
+                                                      icmp6_ip(link_local_of(kServerMac), ip6("ff02::2"), 133, 0, Bytes(4, 0), Ip6Opt{255})),
+                     DropReason::local});
+    for (const NdCase& c : cases) {
+        SCOPED_TRACE(c.name);
+        uint64_t before = r.drops(c.reason), total = r.total_drops();
+        r.process(r.ext1, c.frame);
+        EXPECT_EQ(r.drops(c.reason), before + 1);
+        EXPECT_EQ(r.total_drops(), total + 1);
+        EXPECT_TRUE(r.tx(r.ext1).empty());
+    }
+}
+
+TEST_F(DataplaneTest, EchoRequestsToThePortsIpv6AddressesAreAnswered) {
+    Rig& r = start(dual_stack());
+    r.process(r.ext1, ext6(echo6_ip(true, kServerV6, kExt1V6, 0x77, 3, text6("ping"))));
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv6, echo6_ip(false, kExt1V6, kServerV6, 0x77, 3, text6("ping"))));
+    r.process(r.pods, pod6(echo6_ip(true, kPod10v6, kPodsV6, 0x78, 1, text6("in"))));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv6, echo6_ip(false, kPodsV6, kPod10v6, 0x78, 1, text6("in"))));
+    // Another port's address is not the receiving port's: not answered (not routed yet either).
+    r.process(r.ext1, ext6(echo6_ip(true, kServerV6, kExt2V6, 0x79)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::ipv6_unsupported), 1u);
+}
+
+TEST_F(DataplaneTest, Ipv6RoutesAreLongestPrefixPerVrfWithTheDefaultTableBehind) {
+    Rig& r = start(dual_stack());
+    const dp::PolicySnapshot& p = r.policy();
+    const dp::NextHop6* nh = p.lookup_route6(dp::kDefaultVrf, ip6("2001:db8:2::100").data());
+    ASSERT_NE(nh, nullptr);
+    EXPECT_EQ(nh->port, r.ext1);
+    EXPECT_TRUE(nh->on_link);
+    nh = p.lookup_route6(dp::kDefaultVrf, ip6("2001:db8:99::1").data());
+    ASSERT_NE(nh, nullptr);
+    EXPECT_EQ(nh->port, r.ext1);
+    EXPECT_FALSE(nh->on_link);
+    EXPECT_EQ(Ip6Addr(std::to_array(nh->gateway.b)), kExt1GwV6);
+    nh = p.lookup_route6(dp::kDefaultVrf, ip6("fd00:10:244:2::10").data());
+    ASSERT_NE(nh, nullptr);
+    EXPECT_EQ(nh->port, r.pods);
+    EXPECT_FALSE(nh->on_link);
+    nh = p.lookup_route6(dp::kDefaultVrf, kPod10v6.data());  // the connected /64 is longer than the /48
+    ASSERT_NE(nh, nullptr);
+    EXPECT_TRUE(nh->on_link);
+    // blue: its connected /64, then the default table.
+    uint8_t blue = p.ports[r.ext2].vrf;
+    nh = p.lookup_route6(blue, ip6("2001:db8:3::100").data());
+    ASSERT_NE(nh, nullptr);
+    EXPECT_EQ(nh->port, r.ext2);
+    nh = p.lookup_route6(blue, ip6("2001:db8:99::1").data());
+    ASSERT_NE(nh, nullptr);
+    EXPECT_EQ(nh->port, r.ext1);
+    EXPECT_EQ(p.lookup_route6_in(blue, ip6("2001:db8:99::1").data()), nullptr);
+    // The NAT addresses: the outside ports' addresses and the served ingress IP.
+    EXPECT_EQ(p.nat_addresses6.find(kExt1V6.data()), uint32_t{dp::kNatPortAddress});
+    EXPECT_EQ(p.nat_addresses6.find(kPodsV6.data()), dp::Ip6Map::kMissing);
+    EXPECT_TRUE(p.answers_ndp_for_ingress(r.ext1, kIngressV6.data()));
+    EXPECT_FALSE(p.answers_ndp_for_ingress(r.ext2, kIngressV6.data()));
+}
+
 }  // namespace
 }  // namespace egw::test

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Ip6Map: an immutable open-addressing map from (IPv6 address, 16-bit scope) to 32-bit values,
+// the IPv6 counterpart of FlatMap. The scope tells apart keys that share an address: a route's
+// VRF and prefix length, 0 elsewhere.
+//
+// Writer: the control thread, while preparing a policy version (build() allocates).
+// Readers: worker lcores, through the PolicySnapshot that owns it, without locks.
+// Publication: never modified after the snapshot holding it is published; a change builds a new
+// snapshot (see policy.h). Reclamation: freed with its snapshot after an RCU grace period.
+//
+// Linear probing over a power-of-two array of 24-byte slots kept at most half full; the whole key
+// is in the slot, so a lookup reads no other memory.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace egw::dp {
+
+class Ip6Map {
+public:
+    static constexpr uint32_t kMissing = ~uint32_t{0};
+
+    struct Item {
+        uint8_t addr[16];
+        uint16_t scope;
+        uint32_t value;
+    };
+
+    Ip6Map() { build({}); }
+
+    // Later duplicates of a key overwrite earlier ones.
+    void build(const std::vector<Item>& items) {
+        size_t cap = 16;
+        while (cap < items.size() * 2)
+            cap <<= 1;
+        slots_.assign(cap, Slot{});
+        mask_ = static_cast<uint32_t>(cap - 1);
+        size_ = 0;
+        for (const Item& it : items) {
+            uint64_t hi, lo;
+            std::memcpy(&hi, it.addr, 8);
+            std::memcpy(&lo, it.addr + 8, 8);
+            size_t i = probe(hi, lo, it.scope);
+            if (!slots_[i].used)
+                ++size_;
+            slots_[i] = Slot{hi, lo, it.value, it.scope, 1};
+        }
+    }
+
+    uint32_t find(const uint8_t* addr, uint16_t scope = 0) const {
+        uint64_t hi, lo;
+        std::memcpy(&hi, addr, 8);
+        std::memcpy(&lo, addr + 8, 8);
+        const Slot& s = slots_[probe(hi, lo, scope)];
+        return s.used ? s.value : kMissing;
+    }
+    bool contains(const uint8_t* addr, uint16_t scope = 0) const { return find(addr, scope) != kMissing; }
+    size_t size() const { return size_; }
+
+    // Every entry, for listings on the control thread.
+    template <class F>
+    void for_each(F&& f) const {
+        for (const Slot& s : slots_) {
+            if (!s.used)
+                continue;
+            uint8_t a[16];
+            std::memcpy(a, &s.hi, 8);
+            std::memcpy(a + 8, &s.lo, 8);
+            f(a, s.scope, s.value);
+        }
+    }
+
+private:
+    struct Slot {
+        uint64_t hi = 0;
+        uint64_t lo = 0;
+        uint32_t value = 0;
+        uint16_t scope = 0;
+        uint16_t used = 0;
+    };
+    static_assert(sizeof(Slot) == 24);
+
+    size_t probe(uint64_t hi, uint64_t lo, uint16_t scope) const {
+        uint64_t h = (hi * 0x9E3779B97F4A7C15ull) ^ (lo * 0xC2B2AE3D27D4EB4Full) ^ (uint64_t{scope} * 0x165667B19E3779F9ull);
+        size_t i = static_cast<size_t>(h >> 32) & mask_;
+        for (;;) {
+            const Slot& s = slots_[i];
+            if (!s.used || (s.hi == hi && s.lo == lo && s.scope == scope))
+                return i;
+            i = (i + 1) & mask_;
+        }
+    }
+
+    std::vector<Slot> slots_;
+    uint32_t mask_ = 0;
+    size_t size_ = 0;
+};
+
+}  // namespace egw::dp
