@@ -107,7 +107,7 @@ bool usable(const Parsed& p) { return p.ok || quote_only(p) || short_udp(p); }
 // What was right about the frame received.
 struct Received {
     std::string port;            // where it arrived
-    bool valid = false;          // it parsed as IPv4
+    bool valid = false;          // it parsed as IPv4 (`p` is also kept for IPv6)
     Parsed p;
     bool ip_flagged_good = false;
 };
@@ -130,8 +130,25 @@ void check_frame(const Received& in, const std::string& port, const Bytes& f, bo
         }
         return;
     }
+    if (p.ether_type == kEtherIpv6) {
+        // IPv6 leaves only as the gateway's own answer, back out of the port it came in on: a
+        // Neighbor Advertisement (the rig's ports have no IPv6 address but their link-local one)
+        // or an echo reply, whose checksum stays right when the request's was.
+        if (held || port != in.port)
+            broken("IPv6 held for ARP or sent out of another port than it came in on", port, f);
+        if (p.proto != kProtoIcmp6 || (p.icmp_type != 136 && p.icmp_type != 129))
+            broken("IPv6 other than a Neighbor Advertisement or an echo reply", port, f);
+        if (p.src6 != link_local_of(mac))
+            broken("IPv6 from " + ip6_str(p.src6) + ", not the port's link-local address", port, f);
+        if (p.hop_limit == 0)
+            broken("hop limit 0", port, f);
+        const bool request_sum_ok = in.p.ether_type == kEtherIpv6 && in.p.ok && in.p.l4_csum_ok;
+        if (!p.l4_csum_ok && (p.icmp_type == 136 || request_sum_ok))
+            broken("wrong ICMPv6 checksum", port, f);
+        return;
+    }
     if (p.ether_type != kEtherIpv4)
-        broken("a frame that is neither IPv4 nor ARP", port, f);
+        broken("a frame that is neither IPv4, IPv6 nor ARP", port, f);
     if (!p.ip_csum_ok && !in.ip_flagged_good)
         broken("wrong IPv4 header checksum", port, f);
     if (p.ttl == 0)
@@ -228,6 +245,8 @@ Outcome send(uint16_t port, const Bytes& frame, uint64_t ol_flags = 0) {
     Parsed p = parse_frame(frame);
     if (usable(p) && p.ether_type == kEtherIpv4) {
         in.valid = true;
+        in.p = p;
+    } else if (p.ether_type == kEtherIpv6) {
         in.p = p;
     }
     in.ip_flagged_good = (ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD;

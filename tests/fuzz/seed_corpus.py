@@ -200,6 +200,20 @@ def arp(op, sha, spa, tha, tpa):
 PRIME = 0x10
 
 
+def ipv6(src, dst, nh, payload, hop=64):
+    return struct.pack("!IHBB", 0x60000000, len(payload), nh, hop) + src + dst + payload
+
+
+def icmp6(src, dst, t, code, rest):
+    m = bytes([t, code, 0, 0]) + rest
+    c = csum(src + dst + struct.pack("!IxxxB", len(m), 58) + m)
+    return m[:2] + struct.pack("!H", c) + m[4:]
+
+
+def link_local(mac):
+    return b"\xfe\x80" + b"\0" * 6 + bytes([mac[0] ^ 2]) + mac[1:3] + b"\xff\xfe" + mac[3:]
+
+
 def packet_seeds():
     put_ = lambda ctl, who, body: put("packet", bytes([ctl, who]) + body)
     # Mode 1: IPv4 datagrams on pods (sel 0), ext1 (1), ext2 (2); with and without priming.
@@ -253,6 +267,20 @@ def packet_seeds():
     put_(0x04, 0, eth(BCAST, SERVER_MAC, 0x0806, arp(1, SERVER_MAC, SERVER, b"\0" * 6, EXT1)))
     put_(0x04, 0, eth(EXT1_MAC, SERVER_MAC, 0x0806, arp(2, SERVER_MAC, ip4(192, 0, 2, 200), EXT1_MAC, EXT1)))
     put_(0x00, 0, eth(PODS_MAC, POD10_MAC, 0x86dd, b"\x60" + b"\0" * 39))
+    # IPv6: Neighbor Solicitations for ext1's link-local address (unicast and, as duplicate address
+    # detection, from :: to its solicited-node group), an echo request, a UDP datagram behind a
+    # Destination Options header.
+    ll, server_ll = link_local(EXT1_MAC), link_local(SERVER_MAC)
+    ns = lambda src, dst, opt: icmp6(src, dst, 135, 0, b"\0" * 4 + ll + opt)
+    put_(0x04, 0, eth(EXT1_MAC, SERVER_MAC, 0x86dd, ipv6(server_ll, ll, 58, ns(server_ll, ll, b"\1\1" + SERVER_MAC), 255)))
+    group = b"\xff\x02" + b"\0" * 9 + b"\1\xff" + ll[13:]
+    unspecified = b"\0" * 16
+    put_(0x04, 0, eth(b"\x33\x33\xff" + ll[13:], SERVER_MAC, 0x86dd, ipv6(unspecified, group, 58, ns(unspecified, group, b""), 255)))
+    server6, pod6 = b"\x20\x01\x0d\xb8" + b"\0" * 11 + b"\x64", b"\xfd\0\0\x10\x02\x44\0\1" + b"\0" * 7 + b"\x0a"
+    put_(0x04, 0, eth(EXT1_MAC, SERVER_MAC, 0x86dd, ipv6(server6, pod6, 58, icmp6(server6, pod6, 128, 0, b"\0\1\0\1ping"))))
+    u = struct.pack("!HHHH", 5353, 53, 12, 0) + b"abcd"
+    u = u[:6] + struct.pack("!H", csum(pod6 + server6 + struct.pack("!IxxxB", len(u), 17) + u) or 0xffff) + u[8:]
+    put_(0x00, 0, eth(PODS_MAC, POD10_MAC, 0x86dd, ipv6(pod6, server6, 60, b"\x11\0\1\4\0\0\0\0" + u)))
     put_(0x00, 0, eth(PODS_MAC, POD10_MAC, 0x0800, datagrams[0][:30]))
     put_(0x00, 0, eth(PODS_MAC, POD10_MAC, 0x0800, datagrams[0] + b"\0" * 6))
     put_(0x04, 0, eth(EXT1_MAC, SERVER_MAC, 0x0800, outside[0]))

@@ -321,6 +321,21 @@ Ip6Addr solicited_node(const Ip6Addr& a) {
 
 Mac multicast_mac(const Ip6Addr& group) { return Mac{0x33, 0x33, group[12], group[13], group[14], group[15]}; }
 
+Ip6Addr link_local_of(const Mac& m) {
+    Ip6Addr a{};
+    a[0] = 0xfe;
+    a[1] = 0x80;
+    a[8] = static_cast<uint8_t>(m[0] ^ 0x02);  // the universal/local bit inverted
+    a[9] = m[1];
+    a[10] = m[2];
+    a[11] = 0xff;
+    a[12] = 0xfe;
+    a[13] = m[3];
+    a[14] = m[4];
+    a[15] = m[5];
+    return a;
+}
+
 Bytes arp_body(uint16_t op, const Mac& sha, uint32_t spa, const Mac& tha, uint32_t tpa) {
     Bytes b(28);
     put16(&b[0], 1);

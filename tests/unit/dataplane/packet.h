@@ -121,6 +121,8 @@ Bytes ns6_ip(const Ip6Addr& src, const Ip6Addr& dst, const Ip6Addr& target, cons
 // The solicited-node multicast address of `a` (ff02::1:ffXX:XXXX) and its Ethernet address.
 Ip6Addr solicited_node(const Ip6Addr& a);
 Mac multicast_mac(const Ip6Addr& group);
+// The link-local address a port with MAC `m` has: fe80::/64 and the modified EUI-64 of `m`.
+Ip6Addr link_local_of(const Mac& m);
 
 // ARP (Ethernet/IPv4) body.
 Bytes arp_body(uint16_t op, const Mac& sha, uint32_t spa, const Mac& tha, uint32_t tpa);

@@ -207,19 +207,6 @@ Bytes solicit(const Ip6Addr& src, const Ip6Addr& target, const Mac& from) {
     return ethernet(multicast_mac(group), from, kEtherIpv6, ns6_ip(src, group, target, from));
 }
 
-Ip6Addr link_local_of(const Mac& m) {
-    Ip6Addr a = ip6("fe80::");
-    a[8] = static_cast<uint8_t>(m[0] ^ 2);
-    a[9] = m[1];
-    a[10] = m[2];
-    a[11] = 0xff;
-    a[12] = 0xfe;
-    a[13] = m[3];
-    a[14] = m[4];
-    a[15] = m[5];
-    return a;
-}
-
 TEST_F(DataplaneTest, NeighborSolicitationsForPortAddressesAreAnswered) {
     Rig& r = start(dual_stack());
     // A global address of the receiving port.
