@@ -650,6 +650,27 @@ TEST_F(DataplaneTest, AllZeroEchoIsAnsweredWithChecksumFFFF) {
     EXPECT_EQ((std::pair{frames[0][14 + 20 + 2], frames[0][14 + 20 + 3]}), (std::pair<uint8_t, uint8_t>{0xff, 0xff}));
 }
 
+// The reply's words sum to -0 (type 0, identifier 0xFFFF, sequence 0): a sender computing from
+// scratch writes 0x0000, the incremental update 0xFFFF; both verify, and the whole message sums to
+// 0xFFFF as a receiver checks it.
+TEST_F(DataplaneTest, EchoReplySummingToNegativeZeroVerifies) {
+    Rig& r = start();
+    r.process(r.pods, r.from_pod(kPod10, echo_ip(true, kPod10, kPodsAddr, 0xffff, 0, {})));
+    auto frames = r.tx(r.pods);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.icmp_type, 0);
+    EXPECT_EQ(p.icmp_ident, 0xffff);
+    EXPECT_EQ(p.l4_csum, 0xffff);
+    uint32_t sum = 0;
+    for (size_t i = 14 + 20; i + 1 < frames[0].size(); i += 2)
+        sum += uint32_t{frames[0][i]} << 8 | frames[0][i + 1];
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    EXPECT_EQ(sum, 0xffffu);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 TEST_F(DataplaneTest, OtherTrafficToTheGatewayIsDropped) {
     Rig& r = start();
     r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kPodsAddr, 22, kSyn)));
