@@ -34,6 +34,10 @@ with the moments it changed the policy.
       the echoes; prints a JSON object {"dport:sport": true/false} (answered or not).
   udp-once HOST PORT --bind IP:PORT
       Sends one datagram and closes the socket at once (so that a late answer finds no socket).
+  rst --src IP:PORT --dst IP:PORT --offset N [--timeout S]
+      Waits for the next TCP segment with data that this namespace sends from --src to --dst, then
+      sends an RST on that connection whose sequence number is N past the segment's end (the
+      sender's next sequence number); prints "sent <rst seq> <next seq>" or "timeout".
   late-echo --port P --delay S [--lifetime S]
       For each datagram on port P: waits S seconds, then answers from a socket connected to the
       sender and prints "sent <peer>" and then "ECONNREFUSED <peer>" if an ICMP error for the
@@ -268,6 +272,7 @@ def cmd_tcp(args):
 
 PACKET_OUTGOING = 4
 ETH_P_IP = 0x0800
+ETH_P_ALL = 0x0003
 
 
 def tag_of(payload):
@@ -321,6 +326,55 @@ def cmd_capture(args):
             continue
         out.write(f"{t:.6f} {iface} {name} {src} {sport} {dst} {dport} {tag}\n")
     out.close()
+
+
+# --- a spoofed RST ---------------------------------------------------------------------------------
+
+def inet_checksum(data):
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def cmd_rst(args):
+    src_ip, sport = addr(args.src)
+    dst_ip, dport = addr(args.dst)
+    src, dst = socket.inet_aton(src_ip), socket.inet_aton(dst_ip)
+    # Frames a host sends reach only ETH_P_ALL sockets.
+    sniff = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_ALL))
+    sniff.settimeout(0.2)
+    deadline = time.monotonic() + args.timeout
+    next_seq = None
+    while next_seq is None:
+        if time.monotonic() > deadline:
+            print("timeout", flush=True)
+            return
+        try:
+            pkt, where = sniff.recvfrom(65535)
+        except (socket.timeout, InterruptedError):
+            continue
+        if where[1] != ETH_P_IP or where[2] != PACKET_OUTGOING or len(pkt) < 40 or pkt[9] != 6 or pkt[12:16] != src or pkt[16:20] != dst:
+            continue
+        ihl = (pkt[0] & 15) * 4
+        total = struct.unpack("!H", pkt[2:4])[0]
+        l4 = pkt[ihl:total]
+        if len(l4) < 20 or struct.unpack("!HH", l4[:4]) != (sport, dport):
+            continue
+        data_len = len(l4) - (l4[12] >> 4) * 4
+        if data_len > 0:
+            next_seq = (struct.unpack("!I", l4[4:8])[0] + data_len) & 0xFFFFFFFF
+    seq = (next_seq + args.offset) & 0xFFFFFFFF
+    segment = struct.pack("!HHIIBBHHH", sport, dport, seq, 0, 5 << 4, 0x04, 0, 0, 0)
+    csum = inet_checksum(src + dst + struct.pack("!BBH", 0, 6, len(segment)) + segment)
+    segment = segment[:16] + struct.pack("!H", csum) + segment[18:]
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(segment), 0x4242, 0, 64, 6, 0, src, dst)
+    header = header[:10] + struct.pack("!H", inet_checksum(header)) + header[12:]
+    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    raw.sendto(header + segment, (dst_ip, 0))
+    print(f"sent {seq} {next_seq}", flush=True)
 
 
 # --- probes ---------------------------------------------------------------------------------------
@@ -525,6 +579,13 @@ def main():
     c.add_argument("--bind", required=True)
     c.add_argument("--lifetime", type=float, default=60)
     c.set_defaults(fn=cmd_udp_once)
+    c = sub.add_parser("rst")
+    c.add_argument("--src", required=True)
+    c.add_argument("--dst", required=True)
+    c.add_argument("--offset", type=lambda v: int(v, 0), required=True)
+    c.add_argument("--timeout", type=float, default=5)
+    c.add_argument("--lifetime", type=float, default=60)
+    c.set_defaults(fn=cmd_rst)
     c = sub.add_parser("late-echo")
     c.add_argument("--port", type=int, required=True)
     c.add_argument("--delay", type=float, default=0.5)

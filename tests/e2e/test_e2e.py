@@ -32,6 +32,7 @@ import peer  # noqa: E402  (tests/e2e/peer.py: stage_config, delete_egress_servi
 from harness import describe_exit, run, run_bounded, stop_process, tail  # noqa: E402
 
 PEER = HERE / "peer.py"
+STREAM = HERE / "stream.py"
 DEMO_CONFIG = REPO / "config" / "demo.json"
 
 PREFIX = f"egwe2e{os.getpid()}"            # namespaces <prefix>-pods, -pods2, -ext1, -ext2
@@ -53,6 +54,8 @@ EXT2_GW = "198.51.100.1"                   # masquerade address on ext2 (VRF blu
 SERVICE_PORT = 8080
 WEB_LB_PORT = 80                           # web's spec.ports (config/demo-manifests/web.yaml)
 STORE_INGRESS = "198.51.100.50"            # default/store (test_14): network blue
+SPRAY_POD = "10.244.1.31"                  # a pod that opens more flows than its share (test_18)
+POD_SESSION_LIMIT = 100                    # sessions.max_per_pod of the suite (one worker)
 
 # default/shop (test_12): a Service whose EgressService selects nodes by `label`.
 SHOP_MANIFEST = """apiVersion: v1
@@ -146,6 +149,7 @@ class EgressGatewayE2E(unittest.TestCase):
         # a node whose service proxy takes the load-balancer IPs.
         cfg = json.loads(cls.config.read_text())
         cfg["ingress"] = {"via": POD2, "port": "pods2"}
+        cfg["sessions"]["max_per_pod"] = POD_SESSION_LIMIT   # test_18
         cls.config.write_text(json.dumps(cfg, indent=2) + "\n")
         cls.status_file = topo.workdir / "status.json"
         cls.egwd_log_path = topo.log_path("egwd")
@@ -766,6 +770,84 @@ class EgressGatewayE2E(unittest.TestCase):
         after = self.fresh_status()["icmp"]["sent"]["admin_prohibited"]
         self.assertGreaterEqual(after - before, 1)
         self.assert_seen_from("tcp", WEB_PODS[0], EXT1, WEB_INGRESS)   # its egress is untouched
+
+    def spoof_rst(self, server, outside, offset):
+        """Sends, from ext1, an RST on the server's side of a connection, `offset` past the next
+        sequence number the server will use (its next data segment shows it)."""
+        r = run_bounded(["ip", "netns", "exec", ns("ext1"), sys.executable, str(STREAM), "rst", "--src", server,
+                         "--dst", outside, "--offset", hex(offset)], 15)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("sent "), f"no RST sent: {r.stdout}{r.stderr}")
+
+    def test_17_an_rst_from_outside_is_honoured_only_within_the_sessions_window(self):
+        # TCP tracking (docs/architecture.md): an RST from outside whose sequence number lies far
+        # from what the server has sent (a blind spoof) leaves a live connection alone and is
+        # counted; one at the server's next sequence number closes the session.
+        port, sport = 8097, 41017
+        inside = f"{WEB_PODS[0]}:{sport}"
+        self.topo.spawn_in(ns("ext1"), "echo-17", STREAM, "echo", "--tcp", port, "--udp", port, "--lifetime", 120)
+        out = self.topo.workdir / "tcp-17.json"
+        self.topo.spawn_in(ns("pods"), "tcp-17", STREAM, "tcp", EXT1, port, "--bind", inside, "--rate", 20,
+                           "--out", out, "--lifetime", 60)
+        client = self.topo.procs["tcp-17"]
+        self.addCleanup(stop_process, client)
+
+        def session():
+            return self.find_session(self.read_status() or {}, "tcp", inside)
+
+        def established():
+            s = session()
+            return s is not None and s.get("state") == "established"
+        self.wait_for(established, 5, lambda: f"no established session for {inside}\n{self.diag()}")
+        outside = session()["outside"]
+        self.assertTrue(outside.startswith(WEB_INGRESS + ":"), outside)
+        drops_before = self.fresh_status(rewrites=1).get("drops", {})
+
+        blind = time.monotonic()
+        self.spoof_rst(f"{EXT1}:{port}", outside, 0x60000000)
+
+        def counted():
+            drops = (self.read_status() or {}).get("drops", {})
+            return drops.get("tcp_rst_out_of_window", 0) - drops_before.get("tcp_rst_out_of_window", 0) == 1
+        self.wait_for(counted, 5, lambda: f"the blind RST was not counted as tcp_rst_out_of_window\n{self.diag()}")
+        harness.hold(established, HOLD * 2, lambda: f"the session left established after a blind RST\n{self.diag()}")
+
+        in_window = time.monotonic()
+        self.spoof_rst(f"{EXT1}:{port}", outside, 0)
+        self.wait_for(lambda: (session() or {}).get("state", "closing") == "closing", 5,
+                      lambda: f"an RST at the next sequence number did not close the session\n{self.diag()}")
+
+        stop_process(client)
+        result = json.loads(out.read_text())
+        # Until the second RST the stream flowed: no error before it was sent (the pod may see that
+        # one, forwarded), every echo in order, and echoes all through the time between the two.
+        if result["error"] is not None:
+            self.assertGreater(result["error"][0], in_window, f"the stream broke after the blind RST: {result}")
+        self.assertEqual(result["out_of_order"], [], result)
+        self.assertGreaterEqual(result["echoed"], int((in_window - blind) * 20 * 0.5), result)
+
+    def test_18_a_pod_past_its_session_limit_gets_no_new_flows_while_other_pods_do(self):
+        # sessions.max_per_pod: a pod spraying UDP flows gets its share and no more; every flow past
+        # it is dropped and counted, and another pod's new flows still go out.
+        port = 8098
+        self.topo.spawn_in(ns("ext1"), "echo-18", STREAM, "echo", "--tcp", port, "--udp", port, "--lifetime", 120)
+        run(["ip", "-n", ns("pods"), "addr", "add", f"{SPRAY_POD}/24", "dev", "eth0"], 10)
+        self.addCleanup(run, ["ip", "-n", ns("pods"), "addr", "del", f"{SPRAY_POD}/24", "dev", "eth0"], 10)
+        flows = POD_SESSION_LIMIT + 20
+        drops_before = self.fresh_status(rewrites=1).get("drops", {}).get("pod_session_limit", 0)
+        r = run_bounded(["ip", "netns", "exec", ns("pods"), sys.executable, str(STREAM), "udp-fan", EXT1,
+                         "--bind", SPRAY_POD, "--sports", f"43000-{43000 + flows - 1}", "--dports", str(port),
+                         "--timeout", "3"], 30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        answered = sum(json.loads(r.stdout).values())
+        self.assertEqual(answered, POD_SESSION_LIMIT, f"{answered} of {flows} flows answered\n{self.diag()}")
+
+        def counted():
+            drops = (self.read_status() or {}).get("drops", {}).get("pod_session_limit", 0)
+            return drops - drops_before == flows - POD_SESSION_LIMIT
+        self.wait_for(counted, 5, lambda: f"pod_session_limit did not rise by {flows - POD_SESSION_LIMIT}\n{self.diag()}")
+        self.assert_seen_from("udp", WEB_PODS[1], EXT1, WEB_INGRESS)
+        self.assert_seen_from("tcp", OTHER_POD, EXT1, EXT1_GW)
 
     def test_99_egwd_stops_cleanly_on_sigint(self):
         code = stop_process(self.topo.egwd, signal.SIGINT, grace=STOP_TIMEOUT)
