@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Long-lived traffic for tests/e2e/test_traffic.py: an echo server, a UDP stream and a TCP stream
 that number what they send, and a capture that records every IPv4 packet arriving in a namespace
-with the interface it came in on. Python 3 stdlib only; run each inside a network namespace with
-`ip netns exec NS python3 tests/e2e/stream.py ...`. Times are CLOCK_MONOTONIC seconds
+with the interface it came in on. Python 3 stdlib and peer.py beside it; run each inside a network
+namespace with `ip netns exec NS python3 tests/e2e/stream.py ...`. Times are CLOCK_MONOTONIC seconds
 (time.monotonic()), the same clock in every process of the machine, so the test can line them up
 with the moments it changed the policy.
 
@@ -63,6 +63,8 @@ import struct
 import sys
 import threading
 import time
+
+import peer  # the checksum and IPv4 header builders (tests/e2e/peer.py, beside this file)
 
 stop = threading.Event()
 ECHO_GRACE = 1.0   # seconds the streams keep reading echoes after they stop sending
@@ -330,15 +332,6 @@ def cmd_capture(args):
 
 # --- a spoofed RST ---------------------------------------------------------------------------------
 
-def inet_checksum(data):
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
 def cmd_rst(args):
     src_ip, sport = addr(args.src)
     dst_ip, dport = addr(args.dst)
@@ -368,10 +361,9 @@ def cmd_rst(args):
             next_seq = (struct.unpack("!I", l4[4:8])[0] + data_len) & 0xFFFFFFFF
     seq = (next_seq + args.offset) & 0xFFFFFFFF
     segment = struct.pack("!HHIIBBHHH", sport, dport, seq, 0, 5 << 4, 0x04, 0, 0, 0)
-    csum = inet_checksum(src + dst + struct.pack("!BBH", 0, 6, len(segment)) + segment)
+    csum = peer.checksum(src + dst + struct.pack("!BBH", 0, 6, len(segment)) + segment)
     segment = segment[:16] + struct.pack("!H", csum) + segment[18:]
-    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(segment), 0x4242, 0, 64, 6, 0, src, dst)
-    header = header[:10] + struct.pack("!H", inet_checksum(header)) + header[12:]
+    header = peer.ipv4_header(src_ip, dst_ip, 6, len(segment))
     raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     raw.sendto(header + segment, (dst_ip, 0))
     print(f"sent {seq} {next_seq}", flush=True)
