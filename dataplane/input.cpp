@@ -52,6 +52,23 @@ inline bool is_icmp_error(uint8_t type) {
            type == 4 /* source quench */;
 }
 
+// The ports of a datagram quoted in an ICMP or ICMPv6 error (pk.inner_l4, at least 8 bytes):
+// TCP and UDP ports, or for an echo (`echo_proto`) its identifier on the side that chose it, since
+// the quote is an echo request we (out2in) or the remote (in2out) sent. False for other protocols.
+inline bool quoted_ports(const PacketMeta& pk, uint8_t proto, uint8_t echo_proto, uint16_t& isport, uint16_t& idport) {
+    if (proto == IPPROTO_TCP || proto == IPPROTO_UDP) {
+        std::memcpy(&isport, pk.inner_l4, 2);
+        std::memcpy(&idport, pk.inner_l4 + 2, 2);
+        return true;
+    }
+    if (proto != echo_proto)
+        return false;
+    auto* iih = reinterpret_cast<const rte_icmp_hdr*>(pk.inner_l4);
+    isport = pk.dir == Dir::out2in ? iih->icmp_ident : 0;
+    idport = pk.dir == Dir::out2in ? 0 : iih->icmp_ident;
+    return true;
+}
+
 // TCP and UDP headers of either family: kind and ports. Returns a drop reason, or count when the
 // packet goes on; `other` (count, kind unset) for any other protocol.
 DropReason parse_ports(PacketMeta& pk, uint8_t proto, uint16_t& sport, uint16_t& dport) {
@@ -129,15 +146,7 @@ DropReason parse_l4(PacketMeta& pk) {
     pk.inner_l4 = reinterpret_cast<uint8_t*>(in) + in_ihl;
     pk.inner_l4_len = room - in_ihl;
     uint16_t isport, idport;
-    if (in->next_proto_id == IPPROTO_TCP || in->next_proto_id == IPPROTO_UDP) {
-        std::memcpy(&isport, pk.inner_l4, 2);
-        std::memcpy(&idport, pk.inner_l4 + 2, 2);
-    } else if (in->next_proto_id == IPPROTO_ICMP) {
-        auto* iih = reinterpret_cast<rte_icmp_hdr*>(pk.inner_l4);
-        // The quoted packet is an echo request we (out2in) or the remote (in2out) sent.
-        isport = pk.dir == Dir::out2in ? iih->icmp_ident : 0;
-        idport = pk.dir == Dir::out2in ? 0 : iih->icmp_ident;
-    } else {
+    if (!quoted_ports(pk, in->next_proto_id, IPPROTO_ICMP, isport, idport)) {
         pk.kind = Kind::other;
         return DropReason::count;
     }
@@ -219,14 +228,7 @@ DropReason parse_icmp6(PacketMeta& pk) {
     pk.inner_l4 = reinterpret_cast<uint8_t*>(in + 1);
     pk.inner_l4_len = room - sizeof(rte_ipv6_hdr);
     uint16_t isport, idport;
-    if (in->proto == IPPROTO_TCP || in->proto == IPPROTO_UDP) {
-        std::memcpy(&isport, pk.inner_l4, 2);
-        std::memcpy(&idport, pk.inner_l4 + 2, 2);
-    } else if (in->proto == kIp6Icmp) {
-        auto* iih = reinterpret_cast<rte_icmp_hdr*>(pk.inner_l4);
-        isport = pk.dir == Dir::out2in ? iih->icmp_ident : 0;
-        idport = pk.dir == Dir::out2in ? 0 : iih->icmp_ident;
-    } else {
+    if (!quoted_ports(pk, in->proto, kIp6Icmp, isport, idport)) {
         pk.kind = Kind::other;
         return DropReason::count;
     }
