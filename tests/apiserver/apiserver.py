@@ -1320,13 +1320,15 @@ class Handler(BaseHTTPRequestHandler):
         cut = srv.faults.take_cut(self.path)
         stream = WatchStream(self, cut, chunk_size)
         try:
+            # Logged before the client sees the headers: a test that reads the request log once its
+            # watch is open finds the code there (as send_json does for ordinary answers).
+            self.entry["code"] = 200
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Cache-Control", "no-cache, private")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             self.wfile.flush()
-            self.entry["code"] = 200
             if expired_event is not None:
                 stream.send([{"type": "ERROR", "object": expired_event}])
                 stream.end()
