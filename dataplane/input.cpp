@@ -243,8 +243,10 @@ DropReason parse_icmp6(PacketMeta& pk) {
 // Addresses an IPv6 router never forwards or answers (RFC 4291 2.5.2, 2.5.3, 2.5.5.2, 2.5.6; RFC
 // 8200), judged like filter_addresses() for IPv4: destination, then source, then the frame.
 // Neighbor Discovery does not come here (its multicast, link-local and unspecified addresses are
-// the local stage's to check).
-inline DropReason filter_addresses6(const rte_ipv6_hdr* ip6, bool link_broadcast) {
+// the local stage's to check). `to_port` says the destination is one of the receiving port's own
+// addresses: a link-local source or destination is then a neighbour talking to the gateway on its
+// link (an echo to the port's link-local address), delivered, not forwarded.
+inline DropReason filter_addresses6(const rte_ipv6_hdr* ip6, bool link_broadcast, bool to_port) {
     const uint8_t* d = ip6->dst_addr;
     const uint8_t* s = ip6->src_addr;
     if (ip6_is_multicast(d))
@@ -253,7 +255,7 @@ inline DropReason filter_addresses6(const rte_ipv6_hdr* ip6, bool link_broadcast
         return DropReason::martian_destination;
     if (unlikely(ip6_is_multicast(s) || ip6_is_unspecified(s) || ip6_is_loopback(s) || ip6_is_v4_mapped(s)))
         return DropReason::martian_source;
-    if (unlikely(ip6_is_link_local(d) || ip6_is_link_local(s)))
+    if (unlikely((ip6_is_link_local(d) || ip6_is_link_local(s)) && !to_port))
         return DropReason::link_local;
     if (unlikely(link_broadcast))
         return DropReason::link_broadcast;
@@ -317,7 +319,9 @@ DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, 
         pk.kind = Kind::ndp;
         return DropReason::count;
     }
-    DropReason filtered = filter_addresses6(ip6, eth->dst_addr.addr_bytes[0] & 1);
+    bool link_local = ip6_is_link_local(ip6->dst_addr) || ip6_is_link_local(ip6->src_addr);
+    DropReason filtered = filter_addresses6(ip6, eth->dst_addr.addr_bytes[0] & 1,
+                                            link_local && p.is_port_address6(m->port, ip6->dst_addr));
     if (unlikely(filtered != DropReason::count))
         return filtered;
     if (unlikely(fragment))

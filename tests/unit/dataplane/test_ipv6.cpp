@@ -326,6 +326,29 @@ TEST_F(DataplaneTest, EchoRequestsToThePortsIpv6AddressesAreAnswered) {
     EXPECT_EQ(r.drops(DropReason::ipv6_unsupported), 1u);
 }
 
+TEST_F(DataplaneTest, EchoFromALinkLocalNeighborToThePortIsAnsweredAndNeverForwarded) {
+    // What `ping fe80::...%eth0` from a host on the link sends: link-local to link-local. The
+    // port's own link-local (and global) addresses answer; nothing else with a link-local address
+    // gets past input.
+    Rig& r = start(dual_stack());
+    Ip6Addr pod_ll = link_local_of(kPod10Mac), port_ll = link_local_of(kPodsMac);
+    r.process(r.pods, pod6(echo6_ip(true, pod_ll, port_ll, 0x31, 1, text6("ll"))));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv6, echo6_ip(false, port_ll, pod_ll, 0x31, 1, text6("ll"))));
+    r.process(r.pods, pod6(echo6_ip(true, pod_ll, kPodsV6, 0x32, 1, text6("gl"))));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv6, echo6_ip(false, kPodsV6, pod_ll, 0x32, 1, text6("gl"))));
+    // Another port's link-local address, and a link-local source toward the outside: dropped.
+    uint64_t before = r.drops(DropReason::link_local);
+    r.process(r.pods, pod6(echo6_ip(true, pod_ll, link_local_of(kExt1Mac), 0x33)));
+    r.process(r.pods, pod6(echo6_ip(true, pod_ll, kServerV6, 0x34)));
+    EXPECT_EQ(r.drops(DropReason::link_local), before + 2);
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+}
+
 TEST_F(DataplaneTest, Ipv6RoutesAreLongestPrefixPerVrfWithTheDefaultTableBehind) {
     Rig& r = start(dual_stack());
     const dp::PolicySnapshot& p = r.policy();
