@@ -18,6 +18,8 @@
 # end of this tag's interfaces, whatever prefix created them. The interface inside every
 # namespace is called eth0.
 #
+# EGW_NETNS_IPV6=1 adds IPv6 beside IPv4 (topology6 below).
+#
 #   pod side                              egwd (root ns)                     external side
 #   <p>-pods  eth0 10.244.1.10,.11,.20,.30 == <t>-pods  | inside  pods
 #   <p>-pods2 eth0 10.244.2.10             == <t>-pods2 | inside  pods2
@@ -46,6 +48,22 @@ topology=(
   "ext2  $tag-ext2  198.51.100.100/24                                           -"
 )
 roles=(pods pods2 ext1 ext2)
+
+# With EGW_NETNS_IPV6=1 the namespaces are dual-stack: these IPv6 addresses beside the IPv4 ones
+# (config/demo.json gives egwd's ports the ::1 of each prefix). Without it the namespaces have no
+# IPv6 at all, as the IPv4 suites expect (no router solicitations or MLD reports on the wire).
+# role  addresses                                                                  default gateway
+topology6=(
+  "pods  fd00:10:244:1::10/64,fd00:10:244:1::11/64,fd00:10:244:1::20/64,fd00:10:244:1::30/64 fd00:10:244:1::1"
+  "pods2 fd00:10:244:2::10/64                                                     fd00:10:244:2::1"
+  "ext1  2001:db8:2::100/64                                                       -"
+  "ext2  2001:db8:100::100/64                                                     -"
+)
+ipv6=${EGW_NETNS_IPV6:-0}
+case $ipv6 in
+  0|1) ;;
+  *) echo "netns.sh: EGW_NETNS_IPV6 must be 0 or 1, got '$ipv6'" >&2; exit 2 ;;
+esac
 
 ns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx -- "$1"; }
 
@@ -101,9 +119,22 @@ up() {
     read -r role ifname addrs gw <<<"$line"
     ns="$prefix-$role"
     ip netns add "$ns" || return 1
-    # No IPv6 inside: router solicitations and DAD would only be noise on egwd's ports.
-    set_sysctl "$ns" net/ipv6/conf/default/disable_ipv6 1
-    set_sysctl "$ns" net/ipv6/conf/all/disable_ipv6 1
+    if [ "$ipv6" = 1 ]; then
+      # IPv6 inside, without what would only be noise or delay: no router solicitations, no
+      # duplicate address detection (addresses are usable at once), no autoconfiguration from
+      # advertisements, and the kernel's own ICMPv6 errors not rate-limited (tests count them).
+      for k in default all; do
+        set_sysctl "$ns" "net/ipv6/conf/$k/disable_ipv6" 0
+        set_sysctl "$ns" "net/ipv6/conf/$k/accept_dad" 0
+        set_sysctl "$ns" "net/ipv6/conf/$k/router_solicitations" 0
+        set_sysctl "$ns" "net/ipv6/conf/$k/accept_ra" 0
+      done
+      set_sysctl "$ns" net/ipv6/icmp/ratelimit 0
+    else
+      # No IPv6 inside: router solicitations and DAD would only be noise on egwd's ports.
+      set_sysctl "$ns" net/ipv6/conf/default/disable_ipv6 1
+      set_sysctl "$ns" net/ipv6/conf/all/disable_ipv6 1
+    fi
     ip -n "$ns" link set dev lo up || return 1
     add_veth "$ifname" "$ns" || return 1
 
@@ -127,6 +158,18 @@ up() {
       ip -n "$ns" route add default via "$gw" dev eth0 || return 1
     fi
   done
+  if [ "$ipv6" = 1 ]; then
+    for line in "${topology6[@]}"; do
+      read -r role addrs gw <<<"$line"
+      ns="$prefix-$role"
+      for a in ${addrs//,/ }; do
+        ip -n "$ns" addr add "$a" dev eth0 nodad || return 1
+      done
+      if [ "$gw" != "-" ]; then
+        ip -n "$ns" -6 route add default via "$gw" dev eth0 || return 1
+      fi
+    done
+  fi
   return 0
 }
 
@@ -137,6 +180,7 @@ show() {
       echo "== $prefix-$role"
       ip -n "$prefix-$role" -br addr show dev eth0 2>/dev/null
       ip -n "$prefix-$role" route show 2>/dev/null | sed 's/^/   /'
+      ip -n "$prefix-$role" -6 route show 2>/dev/null | grep -v '^fe80' | sed 's/^/   /'
     else
       echo "== $prefix-$role (absent)"
     fi
@@ -159,5 +203,5 @@ case ${1:-} in
     ;;
   down) down ;;
   show) show ;;
-  *) echo "usage: $0 up|down|show   (EGW_NETNS_PREFIX=${prefix} EGW_NETNS_TAG=${tag})" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|show   (EGW_NETNS_PREFIX=${prefix} EGW_NETNS_TAG=${tag} EGW_NETNS_IPV6=${ipv6})" >&2; exit 2 ;;
 esac

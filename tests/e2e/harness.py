@@ -193,10 +193,11 @@ def random_ifindex():
 
 class Netns:
     """scripts/netns.sh's four namespaces <prefix>-{pods,pods2,ext1,ext2} and their root-side
-    interfaces <tag>-<role>: `up()` builds them, `down()` (idempotent) removes them."""
+    interfaces <tag>-<role> (dual-stack with `ipv6`): `up()` builds them, `down()` (idempotent)
+    removes them."""
 
-    def __init__(self, prefix, tag):
-        self.prefix, self.tag = prefix, tag
+    def __init__(self, prefix, tag, ipv6=False):
+        self.prefix, self.tag, self.ipv6 = prefix, tag, ipv6
         self.built = False
 
     def ns(self, role):
@@ -207,7 +208,8 @@ class Netns:
 
     def _run(self, action):
         return run(["bash", str(NETNS_SH), action], 60,
-                   env={**os.environ, "EGW_NETNS_PREFIX": self.prefix, "EGW_NETNS_TAG": self.tag})
+                   env={**os.environ, "EGW_NETNS_PREFIX": self.prefix, "EGW_NETNS_TAG": self.tag,
+                        "EGW_NETNS_IPV6": "1" if self.ipv6 else "0"})
 
     def up(self):
         self.built = True
@@ -278,7 +280,7 @@ class NamespaceRig:
         self._lock = threading.Lock()
 
     @classmethod
-    def for_suite(cls, test_class, suite, prefix=None, tag=None, binaries=()):
+    def for_suite(cls, test_class, suite, prefix=None, tag=None, binaries=(), ipv6=False):
         """A rig for `test_class` (call from setUpClass), with scripts/netns.sh's topology under
         `prefix`/`tag` when given (built by `rig.netns.up()`). Raises SkipTest where namespaces
         cannot be made (not root, or no `ip netns`), FileNotFoundError when egwd or one of
@@ -288,7 +290,7 @@ class NamespaceRig:
         if shutil.which("ip") is None or run(["ip", "netns", "list"], 10).returncode != 0:
             raise unittest.SkipTest("`ip netns` is unavailable (iproute2 missing or no netns support)")
         require_binaries(egwd_binary(), *binaries)
-        rig = cls(suite, Netns(prefix, tag) if prefix else None)
+        rig = cls(suite, Netns(prefix, tag, ipv6) if prefix else None)
         test_class.addClassCleanup(rig.cleanup)
         atexit.register(rig.cleanup)
         if threading.current_thread() is threading.main_thread():

@@ -4,18 +4,20 @@
 the matching clients, an ICMP echo client, and a raw frame injector. Python 3 stdlib only;
 run each inside a network namespace with `ip netns exec NS python3 tests/e2e/peer.py ...`.
 
-  serve --tcp PORT --udp PORT [--icmp] [--bind IP] [--lifetime S]
+  serve --tcp PORT --udp PORT [--icmp] [--ipv6] [--bind IP] [--lifetime S]
       Answers every TCP connection and UDP datagram with the client address it sees
-      ("192.0.2.50:40000\\n"). Logs one line per client to stdout: "tcp 192.0.2.50:40000",
-      "udp 192.0.2.50:40000", and with --icmp "icmp 192.0.2.50 id=7 seq=1 token=abc" for every
-      ICMP echo request that arrives (the kernel answers it). Prints "ready ..." once listening
+      ("192.0.2.50:40000\\n", "[2001:db8::50]:40000\\n"). Logs one line per client to stdout:
+      "tcp 192.0.2.50:40000", "udp 192.0.2.50:40000", and with --icmp "icmp 192.0.2.50 id=7
+      seq=1 token=abc" for every ICMP echo request that arrives (the kernel answers it). --ipv6
+      serves the same on IPv6 as well (ICMPv6 echo included). Prints "ready ..." once listening
       and exits by itself after --lifetime seconds.
   tcp HOST PORT [--bind IP[:PORT]] [--timeout S]
   udp HOST PORT [--bind IP[:PORT]] [--timeout S] [--interval S]
+      HOST may be IPv6; --bind then takes IPV6 or [IPV6]:PORT.
       Print the server's answer (the address it saw); exit 1 on timeout or error. The UDP client
       sends its datagram again every --interval seconds until an answer comes.
   ping HOST [--bind IP] [--count N] [--timeout S] [--token T]
-      ICMP echo with a payload "egw:<token>" that the server's --icmp log shows; prints one line
+      ICMP (or, to an IPv6 HOST, ICMPv6) echo with a payload "egw:<token>" that the server's --icmp log shows; prints one line
       per reply and exits 0 once --count replies came back, 1 on timeout.
   inject --iface IF --dst-mac MAC --kind KIND [--count N] [--src IP] [--dst IP]
       Sends raw Ethernet frames with an AF_PACKET socket. KIND: truncated (IPv4 header cut
@@ -52,6 +54,8 @@ ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800
 ICMP_ECHO_REPLY = 0
 ICMP_ECHO_REQUEST = 8
+ICMP6_ECHO_REQUEST = 128
+ICMP6_ECHO_REPLY = 129
 TOKEN_PREFIX = b"egw:"
 
 
@@ -66,16 +70,31 @@ def fail(message, code=1):
     sys.exit(code)
 
 
+def family_of(ip):
+    return socket.AF_INET6 if ":" in ip else socket.AF_INET
+
+
+def endpoint(addr):
+    """A socket address as the server answers it: "192.0.2.50:40000" or "[2001:db8::50]:40000"."""
+    return f"[{addr[0]}]:{addr[1]}" if ":" in addr[0] else f"{addr[0]}:{addr[1]}"
+
+
 def parse_bind(text):
-    """'IP' or 'IP:PORT' -> (ip, port); port 0 lets the kernel choose."""
+    """'IP', 'IP:PORT', 'IPV6' or '[IPV6]:PORT' -> (ip, port); port 0 lets the kernel choose."""
     if not text:
         return None
-    ip, sep, port = text.partition(":")
+    if text.startswith("["):
+        ip, _, rest = text[1:].partition("]")
+        sep, port = rest[:1], rest[1:]
+    elif text.count(":") > 1:
+        ip, sep, port = text, "", ""
+    else:
+        ip, sep, port = text.partition(":")
     try:
-        socket.inet_aton(ip)
+        socket.inet_pton(family_of(ip), ip)
         return ip, int(port) if sep else 0
     except (OSError, ValueError):
-        fail(f"--bind expects IP or IP:PORT, got {text!r}", 2)
+        fail(f"--bind expects IP, IP:PORT or [IPV6]:PORT, got {text!r}", 2)
 
 
 def checksum(data):
@@ -92,7 +111,7 @@ def checksum(data):
 def serve_tcp_client(conn, addr):
     try:
         conn.settimeout(2.0)
-        conn.sendall(f"{addr[0]}:{addr[1]}\n".encode())
+        conn.sendall(f"{endpoint(addr)}\n".encode())
         # Let the client close first: the TIME_WAIT stays on the client side.
         while conn.recv(4096):
             pass
@@ -108,7 +127,7 @@ def serve_tcp(sock):
             conn, addr = sock.accept()
         except OSError:
             return
-        log(f"tcp {addr[0]}:{addr[1]}")
+        log(f"tcp {endpoint(addr)}")
         threading.Thread(target=serve_tcp_client, args=(conn, addr), daemon=True).start()
 
 
@@ -116,10 +135,10 @@ def serve_udp(sock):
     while True:
         try:
             _, addr = sock.recvfrom(65535)
-            sock.sendto(f"{addr[0]}:{addr[1]}\n".encode(), addr)
+            sock.sendto(f"{endpoint(addr)}\n".encode(), addr)
         except OSError:
             return
-        log(f"udp {addr[0]}:{addr[1]}")
+        log(f"udp {endpoint(addr)}")
 
 
 def serve_icmp(sock):
@@ -142,6 +161,23 @@ def serve_icmp(sock):
         log(f"icmp {socket.inet_ntoa(packet[12:16])} id={ident} seq={seq} token={token}")
 
 
+def serve_icmp6(sock):
+    # An ICMPv6 raw socket reads the message without the IPv6 header; the source is the peer address.
+    while True:
+        try:
+            icmp, addr = sock.recvfrom(65535)
+        except OSError:
+            return
+        if len(icmp) < 8 or icmp[0] != ICMP6_ECHO_REQUEST:
+            continue
+        ident, seq = struct.unpack("!HH", icmp[4:8])
+        payload = icmp[8:]
+        token = ""
+        if payload.startswith(TOKEN_PREFIX):
+            token = payload[len(TOKEN_PREFIX):].decode("ascii", "replace")
+        log(f"icmp {addr[0]} id={ident} seq={seq} token={token}")
+
+
 def cmd_serve(args):
     if args.tcp is None and args.udp is None and not args.icmp:
         fail("serve needs --tcp, --udp or --icmp", 2)
@@ -160,13 +196,28 @@ def cmd_serve(args):
     if args.icmp:
         s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
         workers.append((serve_icmp, s))
+    if args.ipv6:
+        # The same services on IPv6 as well, on sockets of their own (IPV6_V6ONLY), so that
+        # IPv4 clients are still seen as IPv4 addresses.
+        for port, kind, fn in ((args.tcp, socket.SOCK_STREAM, serve_tcp), (args.udp, socket.SOCK_DGRAM, serve_udp)):
+            if port is None:
+                continue
+            s = socket.socket(socket.AF_INET6, kind)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.bind(("::", port))
+            if kind == socket.SOCK_STREAM:
+                s.listen(128)
+            workers.append((fn, s))
+        if args.icmp:
+            workers.append((serve_icmp6, socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)))
     for fn, s in workers:
         threading.Thread(target=fn, args=(s,), daemon=True).start()
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    log(f"ready tcp={args.tcp} udp={args.udp} icmp={'on' if args.icmp else 'off'} "
+    log(f"ready tcp={args.tcp} udp={args.udp} icmp={'on' if args.icmp else 'off'} ipv6={'on' if args.ipv6 else 'off'} "
         f"lifetime={args.lifetime:g}s")
     stop.wait(args.lifetime)
     sys.stdout.flush()
@@ -175,8 +226,8 @@ def cmd_serve(args):
 
 # --- clients --------------------------------------------------------------------------------
 
-def client_socket(kind, bind):
-    s = socket.socket(socket.AF_INET, kind)
+def client_socket(kind, bind, host):
+    s = socket.socket(family_of(host), kind)
     if bind:
         # A fixed source port is reused from test to test; SO_REUSEADDR lets it be bound again
         # while an earlier connection from it sits in TIME_WAIT.
@@ -187,7 +238,7 @@ def client_socket(kind, bind):
 
 def cmd_tcp(args):
     deadline = time.monotonic() + args.timeout
-    s = client_socket(socket.SOCK_STREAM, parse_bind(args.bind))
+    s = client_socket(socket.SOCK_STREAM, parse_bind(args.bind), args.host)
     try:
         s.settimeout(args.timeout)
         s.connect((args.host, args.port))
@@ -214,7 +265,7 @@ def cmd_tcp(args):
 
 def cmd_udp(args):
     deadline = time.monotonic() + args.timeout
-    s = client_socket(socket.SOCK_DGRAM, parse_bind(args.bind))
+    s = client_socket(socket.SOCK_DGRAM, parse_bind(args.bind), args.host)
     try:
         s.connect((args.host, args.port))
         while True:
@@ -237,7 +288,15 @@ def cmd_ping(args):
     token = (args.token or f"{os.getpid()}-{random.randrange(1 << 30)}").encode()
     payload = TOKEN_PREFIX + token
     ident = random.randrange(1, 0xFFFF)
-    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    v6 = family_of(args.host) == socket.AF_INET6
+    if v6:
+        # The kernel fills in the ICMPv6 checksum (it covers the pseudo-header) and hands back
+        # messages without the IPv6 header.
+        s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+        request, reply = ICMP6_ECHO_REQUEST, ICMP6_ECHO_REPLY
+    else:
+        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+        request, reply = ICMP_ECHO_REQUEST, ICMP_ECHO_REPLY
     if args.bind:
         s.bind((parse_bind(args.bind)[0], 0))
     deadline = time.monotonic() + args.timeout
@@ -252,19 +311,19 @@ def cmd_ping(args):
                 fail(f"ping {args.host}: {len(replies)} of {args.count} replies within {args.timeout:g}s")
             if now >= next_send:
                 seq += 1
-                header = struct.pack("!BBHHH", ICMP_ECHO_REQUEST, 0, 0, ident, seq)
-                csum = checksum(header + payload)
-                s.sendto(struct.pack("!BBHHH", ICMP_ECHO_REQUEST, 0, csum, ident, seq) + payload,
+                header = struct.pack("!BBHHH", request, 0, 0, ident, seq)
+                csum = 0 if v6 else checksum(header + payload)
+                s.sendto(struct.pack("!BBHHH", request, 0, csum, ident, seq) + payload,
                          (args.host, 0))
                 sent_at[seq] = now
                 next_send = now + args.interval
             ready, _, _ = select.select([s], [], [], max(0.0, min(next_send, deadline) - now))
             if not ready:
                 continue
-            packet, (src, _) = s.recvfrom(65535)
-            ihl = (packet[0] & 0x0F) * 4
-            icmp = packet[ihl:]
-            if len(icmp) < 8 or icmp[0] != ICMP_ECHO_REPLY or icmp[8:] != payload:
+            packet, peer_addr = s.recvfrom(65535)
+            src = peer_addr[0]
+            icmp = packet if v6 else packet[(packet[0] & 0x0F) * 4:]
+            if len(icmp) < 8 or icmp[0] != reply or icmp[8:] != payload:
                 continue
             r_ident, r_seq = struct.unpack("!HH", icmp[4:8])
             if r_ident != ident or r_seq not in sent_at or r_seq in replies:
@@ -441,6 +500,7 @@ def main(argv=None):
     s.add_argument("--tcp", type=int, metavar="PORT")
     s.add_argument("--udp", type=int, metavar="PORT")
     s.add_argument("--icmp", action="store_true", help="log incoming ICMP echo requests")
+    s.add_argument("--ipv6", action="store_true", help="serve on IPv6 too")
     s.add_argument("--bind", default="0.0.0.0", metavar="IP")
     s.add_argument("--lifetime", type=float, default=120.0, metavar="S")
     s.set_defaults(fn=cmd_serve)

@@ -43,10 +43,12 @@ with the moments it changed the policy.
       sender and prints "sent <peer>" and then "ECONNREFUSED <peer>" if an ICMP error for the
       answer came back within 2 s, or "no-error <peer>".
 
-  ttl-probe HOST PORT --bind IP:PORT [--ttl N] [--timeout S]
-      One datagram with IP TTL N (1) from a connected UDP socket, as traceroute sends; prints
-      "icmp <type> <code> <offender>" for the first ICMP error the kernel matched to the socket
-      (IP_RECVERR: its quote named this socket's addresses and ports), or "timeout".
+  ttl-probe HOST PORT --bind IP:PORT [--ttl N] [--size B] [--timeout S]
+      One datagram with IP TTL (IPv6 hop limit) N (1) from a connected UDP socket, as traceroute
+      sends, padded to B bytes; prints "icmp <type> <code> <offender>" ("icmp6 ... [mtu M]" for
+      IPv6, where an IPv6 datagram larger than the path is sent whole) for the first ICMP error
+      the kernel matched to the socket (IP_RECVERR: its quote named this socket's addresses and
+      ports), or "timeout". HOST may be IPv6, with --bind [IPV6]:PORT.
   send-to --bind IP --to A:P[,B:P...]
       One datagram to each address (broadcast and multicast allowed, multicast TTL 255, sent from
       IP's interface); prints "sent <n>".
@@ -79,8 +81,13 @@ def ready():
 
 
 def addr(text):
+    """'IP:PORT' or '[IPV6]:PORT' -> (ip, port)."""
     host, _, port = text.rpartition(":")
-    return host, int(port)
+    return host.strip("[]"), int(port)
+
+
+def family(host):
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
 def errname(e):
@@ -372,7 +379,7 @@ def cmd_rst(args):
 # --- probes ---------------------------------------------------------------------------------------
 
 def cmd_probe_udp(args):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = socket.socket(family(args.host), socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(addr(args.bind))
     s.connect((args.host, args.port))
@@ -387,7 +394,7 @@ def cmd_probe_udp(args):
 
 
 def cmd_probe_tcp(args):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s = socket.socket(family(args.host), socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(addr(args.bind))
     s.settimeout(args.timeout)
@@ -406,16 +413,28 @@ def span(text):
 
 
 IP_RECVERR = 11     # <linux/in.h>; Python's socket module does not export it
+IPV6_RECVERR = 25   # <linux/in6.h>, likewise
+IPV6_MTU_DISCOVER = 23
+IPV6_PMTUDISC_PROBE = 3
+SO_EE_ORIGIN_ICMP6 = 3
 
 
 def cmd_ttl_probe(args):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    v6 = family(args.host) == socket.AF_INET6
+    s = socket.socket(family(args.host), socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(addr(args.bind))
     s.connect((args.host, args.port))
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, args.ttl)
-    s.setsockopt(socket.IPPROTO_IP, IP_RECVERR, 1)
-    s.send(b"ttl probe\n")
+    if v6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, args.ttl)
+        s.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVERR, 1)
+        # Datagrams larger than the path MTU are sent whole, not fragmented by the kernel, so
+        # that a router's Packet Too Big comes back (IPV6_PMTUDISC_PROBE).
+        s.setsockopt(socket.IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_PROBE)
+    else:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, args.ttl)
+        s.setsockopt(socket.IPPROTO_IP, IP_RECVERR, 1)
+    s.send(b"ttl probe\n".ljust(args.size, b"."))
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         try:
@@ -428,6 +447,16 @@ def cmd_ttl_probe(args):
                 # struct sock_extended_err (16 bytes), then the offender's struct sockaddr_in
                 _, _, icmp_type, icmp_code = struct.unpack("=IBBB", data[:7])
                 print(f"icmp {icmp_type} {icmp_code} {socket.inet_ntoa(data[20:24])}", flush=True)
+                return
+            if level == socket.IPPROTO_IPV6 and kind == IPV6_RECVERR and len(data) >= 40:
+                # struct sock_extended_err (ee_info holds a Packet Too Big's MTU), then the
+                # offender's struct sockaddr_in6 (its address at offset 8)
+                _, origin, icmp_type, icmp_code, _, info = struct.unpack("=IBBBBI", data[:12])
+                if origin != SO_EE_ORIGIN_ICMP6:
+                    continue   # the kernel's own report (a local MTU), not a message from the wire
+                offender = socket.inet_ntop(socket.AF_INET6, data[24:40])
+                mtu = f" mtu {info}" if icmp_type == 2 else ""
+                print(f"icmp6 {icmp_type} {icmp_code} {offender}{mtu}", flush=True)
                 return
     print("timeout", flush=True)
 
@@ -549,6 +578,7 @@ def main():
     c.add_argument("port", type=int)
     c.add_argument("--bind", required=True)
     c.add_argument("--ttl", type=int, default=1)
+    c.add_argument("--size", type=int, default=0, help="pad the datagram to this many bytes")
     c.add_argument("--timeout", type=float, default=3)
     c.add_argument("--lifetime", type=float, default=60)
     c.set_defaults(fn=cmd_ttl_probe)

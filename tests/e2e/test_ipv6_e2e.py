@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: Apache-2.0
+"""End to end in IPv6 (issue 11): the real egwd between dual-stack kernel hosts.
+
+scripts/netns.sh's topology with EGW_NETNS_IPV6=1: every namespace keeps its IPv4 addresses and
+gains IPv6 ones (pods fd00:10:244:1::10, ::11, ::20, ::30; pods2 fd00:10:244:2::10; ext1
+2001:db8:2::100; ext2 2001:db8:100::100), with egwd's ports at the ::1 of each prefix. The suite
+stages config/demo.json with those port addresses and the IPv6 pod and service ranges, and makes
+default/web and default/db dual-stack: web's last IPv6 ingress entry is 2001:db8:2::50 and its
+pods have IPv6 endpoints, db (Network, blue) has an IPv6 endpoint too. pods2's link has a smaller
+MTU (1300), so that a routed datagram larger than it gets Packet Too Big from the gateway.
+
+The kernels find egwd's ports by Neighbor Solicitation and egwd finds theirs the same way; what
+arrives on the far side (the source address a server saw, the ICMPv6 error a socket was given) is
+what the tests check.
+
+Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_ipv6_e2e.py
+"""
+
+import json
+import os
+import re
+import sys
+import time
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.dont_write_bytecode = True
+import harness  # noqa: E402
+import peer  # noqa: E402  (stage_config)
+from harness import describe_exit, run, run_bounded, tail  # noqa: E402
+
+PEER = HERE / "peer.py"
+STREAM = HERE / "stream.py"
+DEMO_CONFIG = REPO / "config" / "demo.json"
+PREFIX = f"egwv6{os.getpid()}"
+TAG = harness.iface_tag("6")
+FILE_PREFIX = f"egw-v6-{os.getpid()}"
+
+PODS_GW = "fd00:10:244:1::1"          # egwd's port "pods"
+PODS2_GW = "fd00:10:244:2::1"
+EXT1_GW = "2001:db8:2::1"             # masquerade address on ext1
+EXT2_GW = "2001:db8:100::1"           # masquerade address on ext2 (VRF blue)
+PODS_LINK_LOCAL = "fe80::e9:ff:fe00:1"   # from the port's MAC 02:e9:00:00:00:01 (EUI-64)
+WEB_POD = "fd00:10:244:1::10"         # default/web, LoadBalancerIP
+WEB_POD2 = "fd00:10:244:1::11"
+DB_POD = "fd00:10:244:1::20"          # default/db, Network blue
+OTHER_POD = "fd00:10:244:1::30"       # endpoint of no EgressService
+POD2 = "fd00:10:244:2::10"            # a pod in the other pod subnet
+WEB_INGRESS6 = "2001:db8:2::50"
+EXT1 = "2001:db8:2::100"
+EXT2 = "2001:db8:100::100"
+SERVICE_PORT = 8080
+CLOSED_PORT = 8099
+PODS2_MTU = 1300
+READY_TIMEOUT = 30.0
+HOLD = 1.0
+
+PORT_ADDRESSES6 = {"pods": "fd00:10:244:1::1/64", "pods2": "fd00:10:244:2::1/64",
+                   "ext1": "2001:db8:2::1/64", "ext2": "2001:db8:100::1/64"}
+
+# web's and db's IPv6 halves, added to the staged manifests.
+WEB6 = """---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-v6
+  namespace: default
+  labels:
+    kubernetes.io/service-name: web
+addressType: IPv6
+endpoints:
+- addresses: ["fd00:10:244:1::10"]
+  nodeName: worker-1
+  conditions: {ready: true}
+- addresses: ["fd00:10:244:1::11"]
+  nodeName: worker-1
+  conditions: {ready: true}
+ports:
+- {name: http, port: 8080, protocol: TCP}
+"""
+DB6 = """apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: db-v6
+  namespace: default
+  labels:
+    kubernetes.io/service-name: db
+addressType: IPv6
+endpoints:
+- addresses: ["fd00:10:244:1::20"]
+  nodeName: worker-2
+  conditions: {ready: true}
+ports:
+- {name: pg, port: 5432, protocol: TCP}
+"""
+
+
+def ns(role):
+    return f"{PREFIX}-{role}"
+
+
+def split_endpoint(text):
+    """'[2001:db8::50]:40000' -> ('2001:db8::50', 40000)."""
+    m = re.fullmatch(r"\[([0-9a-fA-F:.]+)\]:(\d+)", text.strip())
+    if not m:
+        raise AssertionError(f"not an IPv6 endpoint: {text!r}")
+    return m.group(1), int(m.group(2))
+
+
+class Ipv6E2E(unittest.TestCase):
+    rig = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.rig = rig = harness.NamespaceRig.for_suite(cls, "ipv6", PREFIX, TAG, ipv6=True)
+        cls.config, manifests = peer.stage_config(DEMO_CONFIG, rig.workdir, FILE_PREFIX, iface_tag=TAG,
+                                                  metrics_listen=f"127.0.0.1:{harness.free_port()}")
+        cfg = json.loads(cls.config.read_text())
+        for p in cfg["ports"]:
+            p["addresses"].append(PORT_ADDRESSES6[p["name"]])
+            if p["name"] == "pods2":
+                p["mtu"] = PODS2_MTU
+        cfg["cluster"]["pod_cidrs"].append("fd00:10:244::/48")
+        cfg["cluster"]["service_cidrs"].append("fd00:10:96::/112")
+        cls.config.write_text(json.dumps(cfg, indent=2) + "\n")
+        web = manifests / "web.yaml"
+        text = web.read_text()
+        text = text.replace("    - ip: 192.0.2.50\n", f"    - ip: 192.0.2.50\n    - ip: \"{WEB_INGRESS6}\"\n")
+        text = text.replace("  clusterIPs:\n  - 10.96.0.50\n",
+                            "  clusterIPs:\n  - 10.96.0.50\n  - \"fd00:10:96::50\"\n"
+                            "  ipFamilies: [IPv4, IPv6]\n  ipFamilyPolicy: RequireDualStack\n")
+        if WEB_INGRESS6 not in text or "RequireDualStack" not in text:
+            raise RuntimeError(f"{web}: the demo manifest changed shape; cannot make it dual-stack")
+        web.write_text(text + WEB6)
+        (manifests / "db-v6.yaml").write_text(DB6)
+        cls.status_file = rig.workdir / "status.json"
+        cls.log_path = rig.log_path("egwd")
+
+        rig.netns.up()
+        r = run(["ip", "-n", ns("pods2"), "link", "set", "eth0", "mtu", str(PODS2_MTU)], 10)
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr)
+        rig.start_egwd(cls.config, cls.status_file, FILE_PREFIX)
+        harness.wait_for(lambda: (harness.read_status(cls.status_file) or {}).get("ready") is True
+                         or rig.egwd.poll() is not None,
+                         READY_TIMEOUT, lambda: f"egwd not ready\n{tail(cls.log_path)}")
+        if rig.egwd.poll() is not None:
+            raise RuntimeError(f"egwd exited with {describe_exit(rig.egwd.returncode)}\n{tail(cls.log_path)}")
+        for role in ("ext1", "ext2", "pods2"):
+            rig.spawn_in(ns(role), f"server-{role}", PEER, "serve", "--tcp", SERVICE_PORT, "--udp", SERVICE_PORT,
+                         "--icmp", "--ipv6", "--lifetime", 1800)
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def diag(self):
+        status = harness.read_status(self.status_file) or {}
+        parts = [f"drops: {status.get('drops')}", f"neighbors: {status.get('neighbors')}"]
+        for s in status.get("sessions", [])[-10:]:
+            parts.append(f"session {json.dumps(s, sort_keys=True)}")
+        parts.append("--- egwd log (tail) ---\n" + tail(self.log_path, 30))
+        return "\n".join(parts)
+
+    def in_ns(self, role, script, *args, timeout=20.0):
+        r = run_bounded(["ip", "netns", "exec", ns(role), sys.executable, str(script), *map(str, args)], timeout)
+        return r.stdout.strip(), r
+
+    def seen(self, proto, src, dst, port=SERVICE_PORT):
+        """What the server at `dst` saw of a TCP or UDP client bound to `src` in the pods namespace."""
+        out, r = self.in_ns("pods", PEER, proto, dst, port, "--bind", src, "--timeout", 5, timeout=15)
+        if r.returncode != 0:
+            self.fail(f"{proto.upper()} {src} -> [{dst}]:{port} got no answer: {(r.stderr or out).strip()}\n"
+                      f"{self.diag()}")
+        return split_endpoint(out.splitlines()[-1])
+
+    def assert_source(self, proto, src, dst, expected):
+        ip, _ = self.seen(proto, src, dst)
+        self.assertEqual(ip, expected, f"{proto.upper()} from {src} to {dst} arrived from {ip}\n{self.diag()}")
+
+    def consistently_from(self, src, dst, expected):
+        # Each of TCP and UDP, checked again over a period: every attempt arrives from `expected`.
+        harness.hold(lambda: all(self.seen(proto, src, dst)[0] == expected for proto in ("tcp", "udp")),
+                     HOLD, lambda: f"not consistently from {expected}\n{self.diag()}", interval=0.2)
+
+    def ping(self, role, host, count=2, bind=None):
+        args = ["ping", host, "--count", count, "--timeout", 5, "--interval", 0.2]
+        if bind:
+            args += ["--bind", bind]
+        out, r = self.in_ns(role, PEER, *args, timeout=15)
+        self.assertEqual(r.returncode, 0, f"ping {host} from {role}: {r.stderr.strip()}\n{self.diag()}")
+        return out.splitlines()
+
+    # --- the gateway's own addresses --------------------------------------------------------
+
+    def test_00_pods_reach_their_gateway_by_neighbor_discovery_and_echo(self):
+        # Global address and link-local: the pod's kernel resolved each by Neighbor Solicitation
+        # and got the echo answered from that address.
+        replies = self.ping("pods", PODS_GW, bind=WEB_POD)
+        self.assertEqual(len(replies), 2, replies)
+        self.assertTrue(all(line.startswith(f"reply from {PODS_GW} ") for line in replies), replies)
+        replies = self.ping("pods", f"{PODS_LINK_LOCAL}%eth0")
+        self.assertTrue(all(line.startswith(f"reply from {PODS_LINK_LOCAL}") for line in replies), replies)
+        r = run(["ip", "-n", ns("pods"), "-j", "-6", "neigh", "show", PODS_GW, "dev", "eth0"], 10)
+        entries = json.loads(r.stdout or "[]")
+        self.assertEqual([e.get("lladdr") for e in entries], ["02:e9:00:00:00:01"], r.stdout)
+
+    def test_01_external_hosts_reach_the_outside_ports(self):
+        for role, gw in (("ext1", EXT1_GW), ("ext2", EXT2_GW)):
+            replies = self.ping(role, gw)
+            self.assertTrue(all(line.startswith(f"reply from {gw} ") for line in replies), replies)
+
+    def test_02_the_ingress_ip_is_answered_for_on_its_network(self):
+        # ext1 resolves web's IPv6 ingress IP to egwd's ext1 MAC (the Service is served here).
+        run(["ip", "-n", ns("ext1"), "-6", "neigh", "flush", "dev", "eth0"], 10)
+        self.in_ns("ext1", PEER, "udp", WEB_INGRESS6, 9, "--timeout", 1, timeout=10)
+
+        def resolved():
+            r = run(["ip", "-n", ns("ext1"), "-j", "-6", "neigh", "show", WEB_INGRESS6, "dev", "eth0"], 10)
+            return [e.get("lladdr") for e in json.loads(r.stdout or "[]") if e.get("lladdr")]
+        macs = harness.wait_for(resolved, 5, lambda: f"ext1 did not resolve {WEB_INGRESS6}\n{self.diag()}")
+        self.assertEqual(macs, ["02:e9:00:00:00:03"])
+
+
+if __name__ == "__main__":
+    unittest.main()
