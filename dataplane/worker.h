@@ -18,6 +18,7 @@
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/policy.h"
 #include "dataplane/tables/session_table.h"
+#include "dataplane/worker_counters.h"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -81,35 +82,32 @@ struct DataplaneShared {
     std::atomic<bool> stop{false};
 };
 
+// A worker's counters: the scalar ones from EGW_WORKER_COUNTERS (worker_counters.h, where each is
+// described), then the arrays.
 struct WorkerCounters {
     uint64_t drops[kDropReasonCount];
-    uint64_t rx_packets;
-    uint64_t tx_packets;
-    uint64_t handed_off;                   // sent to another worker
-    uint64_t held;                         // sent to the control thread to wait for ARP
-    uint64_t to_control;                   // ARP replies given to the control thread
-    uint64_t sessions_created;
-    uint64_t sessions_closed;
-    uint64_t sessions_expired;
-    uint64_t routed;                       // forwarded untouched (cluster destination or default route)
-    uint64_t busy_cycles;                  // iterations that moved at least one packet
-    uint64_t total_cycles;
-    uint64_t iterations;
+#define EGW_X(name, scope, group, key, metric, direction, help) uint64_t name;
+    EGW_WORKER_COUNTERS(EGW_X)
+#undef EGW_X
     uint64_t icmp_sent[kIcmpErrorCount];   // ICMP errors originated, by kind (each replaced the packet it answers)
-    uint64_t icmp_rate_limited;            // ICMP errors not sent for the rate limit (the packet counted as a drop)
-    uint64_t fragmented;                   // datagrams cut into fragments for the egress MTU
-    uint64_t fragments_out;                // the fragments they made
-    uint64_t fragments_in;                 // IPv4 fragments received and taken into reassembly
-    uint64_t reassembled;                  // datagrams put together from them (each then goes on as one packet)
     // Per DPDK port, for this worker's transmit queue: frames it refused (each also a tx_full
     // drop), the times it was taken for stalled (it accepted nothing for tx_stall_ticks), and
     // whether it is stalled now (1 from then until it accepts a frame again; 0 otherwise).
     uint64_t tx_refused[kMaxPorts];
     uint64_t tx_stalls[kMaxPorts];
     uint64_t tx_stalled[kMaxPorts];
-    uint64_t ingress_in;                   // from outside to a served ingress IP's Service port, routed into the cluster
-    uint64_t ingress_out;                  // back from the cluster from such a port, routed in the Service's network
 };
+
+// The field of each WorkerCounter, for readers that go through the list.
+inline constexpr uint64_t WorkerCounters::* kWorkerCounterField[kWorkerCounterCount] = {
+#define EGW_X(name, scope, group, key, metric, direction, help) &WorkerCounters::name,
+    EGW_WORKER_COUNTERS(EGW_X)
+#undef EGW_X
+};
+
+inline const uint64_t& counter_of(const WorkerCounters& c, WorkerCounter which) {
+    return c.*kWorkerCounterField[static_cast<unsigned>(which)];
+}
 
 // Per Service id (0 = traffic of no EgressService), one cache line each.
 struct alignas(64) ServiceCounters {

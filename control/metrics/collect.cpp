@@ -222,53 +222,70 @@ constexpr Family kIcmpSent{"icmp_errors_sent_total", Type::counter,
                            "answers, which is then not a drop):" EGW_ICMP_ERRORS(EGW_ICMP_HELP),
                            {"type"}};
 #undef EGW_ICMP_HELP
-constexpr Family kIcmpLimited{"icmp_errors_rate_limited_total", Type::counter,
-                              "ICMP errors not sent because the worker's token bucket (icmp.errors_per_second, "
-                              "icmp.burst) was empty; their packets count as drops of their reason"};
-
 void write_icmp(Writer& w, const Readings& r) {
     w.family(kIcmpSent);
     for (unsigned i = 0; i < dp::kIcmpErrorCount; ++i)
         w.sample(kIcmpSent, {dp::kIcmpErrorNames[i]}, r.icmp_sent[i]);
-    w.family(kIcmpLimited);
-    w.sample(kIcmpLimited, {}, r.icmp_rate_limited);
 }
 
-// --- IPv4 fragments ---------------------------------------------------------------------------
+// --- the workers' counters (EGW_WORKER_COUNTERS) --------------------------------------------------
 
-constexpr Family kFragmentsIn{"ip_fragments_received_total", Type::counter,
-                              "IPv4 fragments received and taken into a worker's reassembly table (one the table "
-                              "refuses at once is only a drop, reason fragment)"};
-constexpr Family kReassembled{"ip_datagrams_reassembled_total", Type::counter,
-                              "IPv4 datagrams put together from fragments, each then translated as one packet"};
-constexpr Family kFragmented{"ip_datagrams_fragmented_total", Type::counter,
-                             "IPv4 datagrams cut into fragments because they were larger than the egress port's MTU"};
-constexpr Family kFragmentsOut{"ip_fragments_sent_total", Type::counter,
-                               "Fragments those datagrams were cut into, handed to the ports"};
-
-void write_fragments(Writer& w, const Readings& r) {
-    w.family(kFragmentsIn);
-    w.sample(kFragmentsIn, {}, r.fragments_in);
-    w.family(kReassembled);
-    w.sample(kReassembled, {}, r.reassembled);
-    w.family(kFragmented);
-    w.sample(kFragmented, {}, r.fragmented);
-    w.family(kFragmentsOut);
-    w.sample(kFragmentsOut, {}, r.fragments_out);
+// The family of a counter of the list: an lcore label on per-worker ones, a direction label on
+// those that share their family with others. Counters without a family get a placeholder that
+// is never written.
+consteval Family worker_family(const dp::WorkerCounterInfo& c) {
+    std::string_view name = *c.metric ? c.metric : "unexported_total";
+    bool lcore = c.scope == dp::CounterScope::lcore, direction = *c.direction;
+    if (lcore && direction)
+        return Family{name, Type::counter, c.help, {"lcore", "direction"}};
+    if (lcore)
+        return Family{name, Type::counter, c.help, {"lcore"}};
+    if (direction)
+        return Family{name, Type::counter, c.help, {"direction"}};
+    return Family{name, Type::counter, c.help};
 }
 
-// --- ingress ------------------------------------------------------------------------------------
+constexpr Family kWorkerFamilies[dp::kWorkerCounterCount] = {
+#define EGW_X(name, scope, group, key, metric, direction, help) \
+    worker_family(dp::info(dp::WorkerCounter::name)),
+    EGW_WORKER_COUNTERS(EGW_X)
+#undef EGW_X
+};
 
-constexpr Family kIngress{"ingress_packets_total", Type::counter,
-                          "Packets of connections to the ingress IPs this gateway serves, on their Services' "
-                          "ports: direction \"in\" routed from outside into the cluster toward ingress.via, "
-                          "\"out\" the cluster's answers routed untranslated in the Service's network",
-                          {"direction"}};
-
-void write_ingress(Writer& w, const Readings& r) {
-    w.family(kIngress);
-    w.sample(kIngress, {"in"}, r.ingress_in);
-    w.sample(kIngress, {"out"}, r.ingress_out);
+// Every family of the list's counters of one scope, in the list's order; a shared family once,
+// at its first counter, with the samples of all its counters.
+void write_worker_counters(Writer& w, const Readings& r, dp::CounterScope scope) {
+    for (unsigned i = 0; i < dp::kWorkerCounterCount; ++i) {
+        const dp::WorkerCounterInfo& c = dp::kWorkerCounterInfo[i];
+        if (c.scope != scope || !*c.metric)
+            continue;
+        bool first = true;
+        for (unsigned j = 0; j < i && first; ++j)
+            first = std::string_view(dp::kWorkerCounterInfo[j].metric) != c.metric;
+        if (!first)
+            continue;
+        const Family& f = kWorkerFamilies[i];
+        w.family(f);
+        for (unsigned j = i; j < dp::kWorkerCounterCount; ++j) {
+            const dp::WorkerCounterInfo& d = dp::kWorkerCounterInfo[j];
+            if (std::string_view(d.metric) != c.metric)
+                continue;
+            if (scope == dp::CounterScope::total) {
+                if (*d.direction)
+                    w.sample(f, {d.direction}, r.totals[j]);
+                else
+                    w.sample(f, {}, r.totals[j]);
+                continue;
+            }
+            for (const LcoreReading& l : r.lcores) {
+                std::string lcore = std::to_string(l.lcore);
+                if (*d.direction)
+                    w.sample(f, {lcore, d.direction}, l.counters[j]);
+                else
+                    w.sample(f, {lcore}, l.counters[j]);
+            }
+        }
+    }
 }
 
 // --- sessions ---------------------------------------------------------------------------------
@@ -277,68 +294,12 @@ constexpr Family kSessionsActive{"sessions_active", Type::gauge, "NAT sessions o
                                  {"lcore"}};
 constexpr Family kSessionsCapacity{"sessions_capacity", Type::gauge,
                                    "Most NAT sessions the gateway holds (sessions.max, all workers together)"};
-constexpr Family kSessionsExpired{"sessions_expired_total", Type::counter,
-                                  "NAT sessions closed because they were idle past their timeout", {"lcore"}};
-
 void write_sessions(Writer& w, const ControlView& v, const Readings& r) {
     w.family(kSessionsActive);
-    for (const LcoreReading& l : r.lcores) {
-        uint64_t active = l.sessions_created >= l.sessions_closed ? l.sessions_created - l.sessions_closed : 0;
-        w.sample(kSessionsActive, {std::to_string(l.lcore)}, active);
-    }
+    for (const LcoreReading& l : r.lcores)
+        w.sample(kSessionsActive, {std::to_string(l.lcore)}, l.sessions_active());
     w.family(kSessionsCapacity);
     w.sample(kSessionsCapacity, {}, v.max_sessions);
-    w.family(kSessionsExpired);
-    for (const LcoreReading& l : r.lcores)
-        w.sample(kSessionsExpired, {std::to_string(l.lcore)}, l.sessions_expired);
-}
-
-// --- worker lcores ----------------------------------------------------------------------------
-
-constexpr Family kLcoreBusy{"lcore_busy_cycles_total", Type::counter,
-                            "TSC cycles the worker lcore spent in poll-loop iterations that moved packets",
-                            {"lcore"}};
-constexpr Family kLcoreTotal{"lcore_cycles_total", Type::counter,
-                             "TSC cycles the worker lcore spent in its poll loop; busy/total is its real load",
-                             {"lcore"}};
-constexpr Family kLcoreIterations{"lcore_iterations_total", Type::counter,
-                                  "Poll-loop iterations of the worker lcore (/livez fails when it stops advancing)",
-                                  {"lcore"}};
-constexpr Family kLcorePackets{"lcore_packets_total", Type::counter,
-                               "Packets the worker lcore received (rx) from its queues and transmitted (tx)",
-                               {"lcore", "direction"}};
-constexpr Family kLcoreHandoffs{"lcore_handoffs_total", Type::counter,
-                                "Packets the worker lcore passed to the worker owning their session", {"lcore"}};
-constexpr Family kLcoreHeld{"lcore_held_total", Type::counter,
-                            "Packets the worker lcore gave to the control thread to wait for ARP", {"lcore"}};
-constexpr Family kLcoreRouted{"lcore_routed_total", Type::counter,
-                              "Packets the worker lcore forwarded untranslated (cluster destinations, default route)",
-                              {"lcore"}};
-
-void write_lcores(Writer& w, const Readings& r) {
-    w.family(kLcoreBusy);
-    for (const LcoreReading& l : r.lcores)
-        w.sample(kLcoreBusy, {std::to_string(l.lcore)}, l.busy_cycles);
-    w.family(kLcoreTotal);
-    for (const LcoreReading& l : r.lcores)
-        w.sample(kLcoreTotal, {std::to_string(l.lcore)}, l.total_cycles);
-    w.family(kLcoreIterations);
-    for (const LcoreReading& l : r.lcores)
-        w.sample(kLcoreIterations, {std::to_string(l.lcore)}, l.iterations);
-    w.family(kLcorePackets);
-    for (const LcoreReading& l : r.lcores) {
-        w.sample(kLcorePackets, {std::to_string(l.lcore), "rx"}, l.rx_packets);
-        w.sample(kLcorePackets, {std::to_string(l.lcore), "tx"}, l.tx_packets);
-    }
-    w.family(kLcoreHandoffs);
-    for (const LcoreReading& l : r.lcores)
-        w.sample(kLcoreHandoffs, {std::to_string(l.lcore)}, l.handed_off);
-    w.family(kLcoreHeld);
-    for (const LcoreReading& l : r.lcores)
-        w.sample(kLcoreHeld, {std::to_string(l.lcore)}, l.held);
-    w.family(kLcoreRouted);
-    for (const LcoreReading& l : r.lcores)
-        w.sample(kLcoreRouted, {std::to_string(l.lcore)}, l.routed);
 }
 
 // --- ports ------------------------------------------------------------------------------------
@@ -416,10 +377,9 @@ void write_metrics(Writer& w, const ControlView& view, const Readings& r, const 
     write_nat_addresses(w, view, r);
     write_drops(w, r);
     write_icmp(w, r);
-    write_fragments(w, r);
-    write_ingress(w, r);
+    write_worker_counters(w, r, dp::CounterScope::total);
     write_sessions(w, view, r);
-    write_lcores(w, r);
+    write_worker_counters(w, r, dp::CounterScope::lcore);
     write_ports(w, view, ports);
 }
 

@@ -41,6 +41,10 @@ ServiceCounters minus(const ServiceCounters& c, const ServiceCounters& b) {
 
 }  // namespace
 
+uint64_t LcoreReading::sessions_active() const {
+    return minus((*this)[dp::WorkerCounter::sessions_created], (*this)[dp::WorkerCounter::sessions_closed]);
+}
+
 Readings read_counters(const ControlView& view, std::span<dp::Worker* const> workers, uint64_t neighbor_held_dropped) {
     Readings r;
     r.services.reserve(view.services.size());
@@ -59,28 +63,14 @@ Readings read_counters(const ControlView& view, std::span<dp::Worker* const> wor
             r.drops[i] += load_counter(c.drops[i]);
         for (unsigned i = 0; i < dp::kIcmpErrorCount; ++i)
             r.icmp_sent[i] += load_counter(c.icmp_sent[i]);
-        r.icmp_rate_limited += load_counter(c.icmp_rate_limited);
-        r.fragments_in += load_counter(c.fragments_in);
-        r.reassembled += load_counter(c.reassembled);
-        r.fragmented += load_counter(c.fragmented);
-        r.fragments_out += load_counter(c.fragments_out);
-        r.ingress_in += load_counter(c.ingress_in);
-        r.ingress_out += load_counter(c.ingress_out);
         LcoreReading l;
         l.index = w->index;
         l.lcore = w->index < view.workers.size() ? view.workers[w->index].lcore : w->index;
-        l.rx_packets = load_counter(c.rx_packets);
-        l.tx_packets = load_counter(c.tx_packets);
-        l.handed_off = load_counter(c.handed_off);
-        l.held = load_counter(c.held);
-        l.routed = load_counter(c.routed);
-        l.sessions_created = load_counter(c.sessions_created);
-        l.sessions_closed = load_counter(c.sessions_closed);
-        l.sessions_expired = load_counter(c.sessions_expired);
-        l.busy_cycles = load_counter(c.busy_cycles);
-        l.total_cycles = load_counter(c.total_cycles);
-        l.iterations = load_counter(c.iterations);
-        r.sessions_active += minus(l.sessions_created, l.sessions_closed);
+        for (unsigned i = 0; i < dp::kWorkerCounterCount; ++i) {
+            l.counters[i] = load_counter(c.*dp::kWorkerCounterField[i]);
+            r.totals[i] += l.counters[i];
+        }
+        r.sessions_active += l.sessions_active();
         r.lcores.push_back(l);
     }
     r.drops[static_cast<unsigned>(dp::DropReason::neighbor_unresolved)] += neighbor_held_dropped;

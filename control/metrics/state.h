@@ -132,9 +132,10 @@ private:
 struct LcoreReading {
     unsigned index = 0;
     unsigned lcore = 0;
-    uint64_t rx_packets = 0, tx_packets = 0, handed_off = 0, held = 0, routed = 0;
-    uint64_t sessions_created = 0, sessions_closed = 0, sessions_expired = 0;
-    uint64_t busy_cycles = 0, total_cycles = 0, iterations = 0;
+    std::array<uint64_t, dp::kWorkerCounterCount> counters{};  // every EGW_WORKER_COUNTERS entry
+
+    uint64_t operator[](dp::WorkerCounter c) const { return counters[static_cast<unsigned>(c)]; }
+    uint64_t sessions_active() const;
 };
 
 struct Readings {
@@ -143,12 +144,12 @@ struct Readings {
     ServiceCounters default_action;         // service id 0: traffic of no EgressService
     std::array<uint64_t, dp::kDropReasonCount> drops{};
     std::array<uint64_t, dp::kIcmpErrorCount> icmp_sent{};  // the gateway's own ICMP errors, by kind
-    uint64_t icmp_rate_limited = 0;
-    // IPv4 fragments, summed over the workers (dataplane/reassembly.h, output.cpp).
-    uint64_t fragments_in = 0, reassembled = 0, fragmented = 0, fragments_out = 0;
-    uint64_t ingress_in = 0, ingress_out = 0;  // ingress to served ingress IPs, both ways
+    // Every EGW_WORKER_COUNTERS entry summed over the workers (lcore ones too).
+    std::array<uint64_t, dp::kWorkerCounterCount> totals{};
     std::vector<LcoreReading> lcores;
     uint64_t sessions_active = 0;
+
+    uint64_t operator[](dp::WorkerCounter c) const { return totals[static_cast<unsigned>(c)]; }
 };
 
 // Relaxed atomic load of a counter another thread increments with plain stores.

@@ -102,42 +102,30 @@ nlohmann::json collect_status(const StatusInputs& in) {
     doc["drops"] = drops;
 
     json icmp_sent = json::object();
-    uint64_t icmp_limited = 0;
     for (unsigned e = 0; e < dp::kIcmpErrorCount; ++e) {
         uint64_t n = 0;
         for (auto* w : workers)
             n += rd(w->counters.icmp_sent[e]);
         icmp_sent[dp::kIcmpErrorNames[e]] = n;
     }
-    for (auto* w : workers)
-        icmp_limited += rd(w->counters.icmp_rate_limited);
-    doc["icmp"] = {{"sent", icmp_sent}, {"rate_limited", icmp_limited}};
+    doc["icmp"]["sent"] = icmp_sent;
 
-    uint64_t frag_in = 0, reassembled = 0, fragmented = 0, frag_out = 0;
-    for (auto* w : workers) {
-        frag_in += rd(w->counters.fragments_in);
-        reassembled += rd(w->counters.reassembled);
-        fragmented += rd(w->counters.fragmented);
-        frag_out += rd(w->counters.fragments_out);
-    }
-    doc["fragments"] = {{"received", frag_in}, {"reassembled", reassembled}, {"fragmented", fragmented},
-                        {"sent", frag_out}};
-
-    uint64_t ingress_in = 0, ingress_out = 0;
-    for (auto* w : workers) {
-        ingress_in += rd(w->counters.ingress_in);
-        ingress_out += rd(w->counters.ingress_out);
-    }
-    doc["ingress"] = {{"forwarded_in", ingress_in}, {"replies_out", ingress_out}};
-
+    // The workers' scalar counters (EGW_WORKER_COUNTERS): every one per worker in workers[] or
+    // summed in its group.
     json wjs = json::array();
-    for (auto* w : workers) {
-        const auto& c = w->counters;
-        wjs.push_back({{"index", w->index}, {"rx_packets", rd(c.rx_packets)}, {"tx_packets", rd(c.tx_packets)},
-                       {"handed_off", rd(c.handed_off)}, {"held", rd(c.held)}, {"routed", rd(c.routed)},
-                       {"sessions_created", rd(c.sessions_created)}, {"sessions_closed", rd(c.sessions_closed)},
-                       {"sessions_expired", rd(c.sessions_expired)}, {"busy_cycles", rd(c.busy_cycles)},
-                       {"total_cycles", rd(c.total_cycles)}});
+    for (auto* w : workers)
+        wjs.push_back({{"index", w->index}});
+    for (unsigned i = 0; i < dp::kWorkerCounterCount; ++i) {
+        const dp::WorkerCounterInfo& c = dp::kWorkerCounterInfo[i];
+        uint64_t sum = 0;
+        for (size_t k = 0; k < workers.size(); ++k) {
+            uint64_t v = rd(workers[k]->counters.*dp::kWorkerCounterField[i]);
+            sum += v;
+            if (c.scope == dp::CounterScope::lcore)
+                wjs[k][c.key] = v;
+        }
+        if (c.scope == dp::CounterScope::total)
+            doc[c.group][c.key] = sum;
     }
     doc["workers"] = wjs;
 

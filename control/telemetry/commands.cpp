@@ -131,10 +131,9 @@ int cmd_sessions_count(const char*, const char*, rte_tel_data* d) {
             return -ENOMEM;
         rte_tel_data_start_dict(per);
         for (const auto& l : r.lcores) {
-            created += l.sessions_created;
-            expired += l.sessions_expired;
-            uint64_t active = l.sessions_created >= l.sessions_closed ? l.sessions_created - l.sessions_closed : 0;
-            rte_tel_data_add_dict_u64(per, std::to_string(l.lcore).c_str(), active);
+            created += l[dp::WorkerCounter::sessions_created];
+            expired += l[dp::WorkerCounter::sessions_expired];
+            rte_tel_data_add_dict_u64(per, std::to_string(l.lcore).c_str(), l.sessions_active());
         }
         rte_tel_data_start_dict(d);
         rte_tel_data_add_dict_u64(d, "active", r.sessions_active);
@@ -192,11 +191,9 @@ int cmd_lcores(const char*, const char*, rte_tel_data* d) {
             if (!e)
                 return -ENOMEM;
             rte_tel_data_start_dict(e);
-            rte_tel_data_add_dict_u64(e, "busy_cycles", l.busy_cycles);
-            rte_tel_data_add_dict_u64(e, "total_cycles", l.total_cycles);
-            rte_tel_data_add_dict_u64(e, "iterations", l.iterations);
-            rte_tel_data_add_dict_u64(e, "rx_packets", l.rx_packets);
-            rte_tel_data_add_dict_u64(e, "tx_packets", l.tx_packets);
+            for (unsigned i = 0; i < dp::kWorkerCounterCount; ++i)
+                if (dp::kWorkerCounterInfo[i].scope == dp::CounterScope::lcore)
+                    rte_tel_data_add_dict_u64(e, dp::kWorkerCounterInfo[i].name, l.counters[i]);
             rte_tel_data_add_dict_container(d, std::to_string(l.lcore).c_str(), e, 0);
         }
         return 0;
@@ -219,7 +216,8 @@ constexpr Command kCommands[] = {
      "NAT sessions: active, capacity, created, expired, per lcore. Takes no parameters."},
     {"/egw/snat/ports", cmd_snat_ports, "Per NAT address: ports in use and capacity. Optional parameter: the address."},
     {"/egw/lcores", cmd_lcores,
-     "Per worker lcore: busy and total TSC cycles, iterations, packets. Takes no parameters."},
+     "Per worker lcore: its counters (busy and total TSC cycles, iterations, packets, sessions, ...). Takes no "
+     "parameters."},
 };
 
 void register_once() {

@@ -9,7 +9,7 @@
 //   /egw/sessions/count        NAT sessions open, created, expired, per worker lcore
 //   /egw/snat/ports[,ADDRESS]  per NAT address (keyed 192_0_2_50: keys may not hold dots): ports
 //                              in use (when attributable) and capacity
-//   /egw/lcores                per worker lcore: busy and total TSC cycles, iterations
+//   /egw/lcores                per worker lcore: its counters (EGW_WORKER_COUNTERS of scope lcore)
 //
 // Read them with usertools' client, e.g. `dpdk-telemetry.py -f <eal file prefix>`, or any
 // SOCK_SEQPACKET client of /var/run/dpdk/<file prefix>/dpdk_telemetry.v2.

@@ -198,9 +198,9 @@ TEST(Read, SumsWorkersAndSubtractsBaselines) {
     EXPECT_EQ(r.drops[static_cast<unsigned>(dp::DropReason::neighbor_unresolved)], 6u);
     ASSERT_EQ(r.lcores.size(), 2u);
     EXPECT_EQ(r.lcores[1].lcore, 3u);
-    EXPECT_EQ(r.lcores[1].busy_cycles, 10u);
-    EXPECT_EQ(r.lcores[1].total_cycles, 40u);
-    EXPECT_EQ(r.lcores[1].iterations, 99u);
+    EXPECT_EQ(r.lcores[1][dp::WorkerCounter::busy_cycles], 10u);
+    EXPECT_EQ(r.lcores[1][dp::WorkerCounter::total_cycles], 40u);
+    EXPECT_EQ(r.lcores[1][dp::WorkerCounter::iterations], 99u);
     EXPECT_EQ(r.sessions_active, 8u);
     EXPECT_EQ(sessions_on(v.nat_addresses[0], v, r), 3u);  // the default action's, on the port address
     EXPECT_EQ(sessions_on(v.nat_addresses[1], v, r), 5u);  // web's, on its ingress IP
@@ -413,6 +413,41 @@ TEST(Write, NatAddressesInUseOnlyWhenAttributable) {
     EXPECT_NE(text.find("egw_snat_sessions{address=\"192.0.2.1\",kind=\"port\"} 0\n"), std::string::npos);
     EXPECT_EQ(text.find("egw_snat_sessions{address=\"198.51.100.1\""), std::string::npos);
     EXPECT_NE(text.find("egw_snat_ports_capacity{address=\"198.51.100.1\",kind=\"port\"} 64512\n"), std::string::npos);
+}
+
+TEST(Write, EveryWorkerCounterOfTheListHasItsFamily) {
+    // Each counter of EGW_WORKER_COUNTERS gets a value of its own on each worker; every one with a
+    // family is exported with that value (per lcore) or the sum (a total), under its HELP text.
+    FakeWorkers w(2);
+    ControlView v = make_view();
+    for (unsigned i = 0; i < dp::kWorkerCounterCount; ++i)
+        for (unsigned k = 0; k < 2; ++k)
+            w[k].counters.*dp::kWorkerCounterField[i] = 100 * (i + 1) + k;
+    Readings r = read_counters(v, w.ptrs, 0);
+    std::string text = scrape(v, r);
+    unsigned exported = 0;
+    for (unsigned i = 0; i < dp::kWorkerCounterCount; ++i) {
+        const dp::WorkerCounterInfo& c = dp::kWorkerCounterInfo[i];
+        if (!*c.metric)
+            continue;
+        ++exported;
+        std::string family = std::string("egw_") + c.metric;
+        EXPECT_NE(text.find("# HELP " + family + " " + c.help + "\n"), std::string::npos) << c.name;
+        std::string direction = *c.direction ? std::string("direction=\"") + c.direction + "\"" : "";
+        if (c.scope == dp::CounterScope::total) {
+            std::string labels = direction.empty() ? "" : "{" + direction + "}";
+            EXPECT_NE(text.find(family + labels + " " + std::to_string(200 * (i + 1) + 1) + "\n"), std::string::npos)
+                << c.name;
+            continue;
+        }
+        for (unsigned k = 0; k < 2; ++k) {
+            std::string labels = "{lcore=\"" + std::to_string(r.lcores[k].lcore) + "\"" +
+                                 (direction.empty() ? "" : "," + direction) + "}";
+            EXPECT_NE(text.find(family + labels + " " + std::to_string(100 * (i + 1) + k) + "\n"), std::string::npos)
+                << c.name << " on worker " << k;
+        }
+    }
+    EXPECT_GE(exported, 15u);
 }
 
 TEST(Write, PortsLcoresConfigAndBuild) {
