@@ -3,7 +3,6 @@
 // The Daemon (daemon.h): sets up what egwd runs, runs the control loop, stops it in order.
 #include "control/daemon/daemon.h"
 
-#include <rte_cycles.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -16,6 +15,7 @@
 #include "control/cli/frontends.h"
 #include "control/neighbor/neighbor_resolver.h"
 #include "control/policy/policy_builder.h"
+#include "control/policy/publisher.h"
 #include "control/runtime/runtime.h"
 #include "control/runtime/tx_stall.h"
 #include "control/status/status_file.h"
@@ -24,7 +24,6 @@
 #include "control/metrics/exporter.h"
 #include "control/metrics/kubernetes.h"
 #include "control/telemetry/commands.h"
-#include "dataplane/publish.h"
 
 namespace egw::control {
 namespace {
@@ -116,6 +115,12 @@ void Daemon::setup() {
         exporter_->add_readiness([source] { return source->serving_problems(); });
     }
     exporter_->start();
+    // Replies to the NAT addresses are steered to their owners where the NIC can (the rules of a
+    // new address go in before the first session can use it; software hand-off covers the rest).
+    publisher_ = std::make_unique<PolicyPublisher>(
+        rt_->shared(),
+        PolicyPublisher::Hooks{[this](const std::vector<uint32_t>& nat_ips) { rt_->steering().update(nat_ips); },
+                               [this](double seconds) { exporter_->published(*builder_, seconds); }});
     manifests_ = std::make_unique<manifests::ManifestDir>(k8s_ ? std::string() : cfg_.state.path);
 
     if (k8s_) k8s_->start();
@@ -135,23 +140,6 @@ void Daemon::setup() {
         opt_.interactive);
 }
 
-void Daemon::publish(std::unique_ptr<dp::PolicySnapshot> next) {
-    // Replies to the NAT addresses are steered to their owners where the NIC can (the rules of a
-    // new address go in before the first session can use it; software hand-off covers the rest).
-    std::vector<uint32_t> nat_ips;
-    next->nat_addresses.for_each([&](uint64_t ip, uint32_t) { nat_ips.push_back(static_cast<uint32_t>(ip)); });
-    std::sort(nat_ips.begin(), nat_ips.end());
-    if (nat_ips != rt_->steering().nat_ips())
-        rt_->steering().update(nat_ips);
-    uint64_t t0 = rte_rdtsc();
-    // Returns once no worker can still be reading the old version: then it is freed.
-    delete dp::publish_policy(rt_->shared(), next.release());
-    uint64_t spent = rte_rdtsc() - t0;
-    exporter_->published(*builder_, static_cast<double>(spent) / static_cast<double>(rte_get_tsc_hz()));
-    spdlog::debug("published policy generation {} in {} us", builder_->generation(),
-                  spent * 1000000 / rte_get_tsc_hz());
-}
-
 // Only what changed goes to the builder and the log: with 10,000 EgressServices, copying or
 // comparing all of them would cost more than the change itself (docs/performance.md).
 void Daemon::reconcile(bool force) {
@@ -168,7 +156,7 @@ void Daemon::reconcile(bool force) {
         delta = model::diff(last_states_,
                             model::evaluate_single_gateway(manifests_->objects(), self_, cfg_.cluster.pod_cidrs));
     }
-    publish(builder_->apply(delta));
+    publisher_->publish(builder_->apply(delta));
     // The first delta with Services in it is the first sync (before it, with the kubernetes
     // source, only ports and routes are published).
     bool first = !first_sync_logged_ && !delta.changed.empty();
@@ -212,7 +200,7 @@ cli::Reply Daemon::reload() {
     config::apply_live(cfg_, next);
     self_.labels = cfg_.node.labels;
     if (k8s_)
-        publish(builder_->apply(model::ServiceDelta{}));  // the Services stay; routes and actions move
+        publisher_->publish(builder_->apply(model::ServiceDelta{}));  // the Services stay; routes and actions move
     else
         reconcile(true);  // node labels and pod CIDRs feed the files source's rules
     detail["applied"] = changes.live;
@@ -231,12 +219,11 @@ void Daemon::write_status(bool running, bool final_write) {
 
 void Daemon::loop(DaemonSignals signals) {
     using clock = std::chrono::steady_clock;
-    auto& handle = rt_->shared().policy;
     auto start = clock::now();
     auto next_scan = start, next_tick = start, next_status = start;
     while (!*signals.stop) {
         auto now = clock::now();
-        const auto* snap = handle.current.load(std::memory_order_acquire);
+        const auto* snap = publisher_->current();
         resolver_->poll(*snap);
         if (now >= next_tick) {
             resolver_->tick(*snap);
@@ -270,7 +257,7 @@ void Daemon::shutdown() {
     rt_->stop_workers();
     if (!opt_.status_file.empty()) write_status(false, true);
     rt_->stop();
-    delete rt_->shared().policy.current.exchange(nullptr);
+    publisher_->retire();
 }
 
 }  // namespace egw::control

@@ -2,7 +2,7 @@
 //
 // The Daemon owns everything egwd runs once EAL is up, and runs the control loop: the runtime
 // (ports, mempool, workers), the state source (a manifest directory or the Kubernetes API with
-// the election), the policy builder and its publication to the workers, the neighbour resolver,
+// the election), the policy builder and its publisher to the workers, the neighbour resolver,
 // the metrics exporter and telemetry commands, the status file and the CLI. egwd's main() only
 // parses the command line, sets up the logs and EAL, and hands over to it.
 #pragma once
@@ -32,15 +32,12 @@ namespace egw::cli {
 class Frontends;
 struct Reply;
 }  // namespace egw::cli
-namespace egw::dp {
-struct PolicySnapshot;
-}
-
 namespace egw::control {
 
 class Runtime;
 class TxStallLog;
 class PolicyBuilder;
+class PolicyPublisher;
 class NeighborResolver;
 
 // What the command line adds to the configuration.
@@ -77,8 +74,6 @@ private:
     void setup();
     void loop(DaemonSignals signals);
     void shutdown();
-    // Publishes `next` to the workers; the old snapshot is freed once no worker can read it.
-    void publish(std::unique_ptr<dp::PolicySnapshot> next);
     // Feeds what changed in the state source to the builder and publishes; `force` publishes
     // even when nothing changed (start, reload).
     void reconcile(bool force);
@@ -96,6 +91,7 @@ private:
     std::unique_ptr<NeighborResolver> resolver_;
     std::unique_ptr<metrics::Exporter> exporter_;
     std::unique_ptr<telemetry::Commands> telemetry_;
+    std::unique_ptr<PolicyPublisher> publisher_;  // hands the builder's snapshots to the workers
     std::unique_ptr<manifests::ManifestDir> manifests_;  // the files source (empty path with kubernetes)
     std::unique_ptr<cli::Frontends> cli_;
     std::unique_ptr<TxStallLog> tx_stalls_;
