@@ -84,7 +84,10 @@ struct PacketMeta {
     uint8_t vrf;             // ip_forward: the table to route in
     uint16_t out_port;       // output, transmit
     uint32_t session;        // SessionTable index, or SessionTable::kNone
-    uint32_t next_hop;       // output: host order
+    union {
+        uint32_t next_hop;   // output, IPv4: host order
+        Ip6 next_hop6;       // output, IPv6: network order
+    };
     uint32_t* neighbor;      // output: cached neighbour slot (a session's, or neighbor_slot)
     uint32_t neighbor_slot;
     rte_ipv4_hdr* ip;        // IPv4 only
@@ -145,6 +148,15 @@ struct Burst {
         PacketMeta& pk = pkt[i];
         pk.out_port = port;
         pk.next_hop = next_hop;
+        pk.neighbor = neighbor;
+        set_next(i, Next::output);
+    }
+
+    // The same for IPv6: toward `next_hop6` (16 bytes, network order) on `port`.
+    void to_output6(unsigned i, uint16_t port, const uint8_t* next_hop6, uint32_t* neighbor) {
+        PacketMeta& pk = pkt[i];
+        pk.out_port = port;
+        __builtin_memcpy(pk.next_hop6.b, next_hop6, 16);
         pk.neighbor = neighbor;
         set_next(i, Next::output);
     }

@@ -5,8 +5,8 @@
 // gateway serves it) are answered; ARP
 // replies go to the control thread, which owns the neighbour table; ICMP echo requests to the
 // gateway's addresses are answered back to the sender's MAC. IPv6: Neighbor Solicitations for the
-// same addresses (handle_ndp) and echo requests to the port's IPv6 addresses. Anything else is
-// dropped as local.
+// same addresses (handle_ndp), Neighbor Advertisements to the control thread as ARP replies, and
+// echo requests to the port's IPv6 addresses. Anything else is dropped as local.
 // Replies leave through output as finished frames (next step `transmit`).
 #include <rte_arp.h>
 #include <rte_ether.h>
@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "dataplane/checksum.h"
+#include "dataplane/held.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/stages.h"
 
@@ -104,12 +105,42 @@ uint32_t icmp6_sum(const rte_ipv6_hdr* ip6, const uint8_t* l4, uint32_t len) {
     return csum_partial(l4, len, sum);
 }
 
+// A Neighbor Advertisement (hop limit, code and checksum already checked) that passes the rest
+// of RFC 4861 7.1.2 goes to the control thread, which learns the target's link-layer address when
+// it asked for it (control/neighbor); the dynfield marks it as an advertisement (held.h).
+void to_resolver(Worker& w, Burst& b, unsigned i) {
+    rte_mbuf* m = b.m[i];
+    PacketMeta& pk = b.pkt[i];
+    constexpr uint32_t kNaLen = 24;  // type, code, checksum, flags, target
+    const bool solicited = pk.l4_len >= kNaLen && (pk.l4[4] & 0x40);
+    if (pk.l4_len < kNaLen || ip6_is_multicast(pk.l4 + 8) || (solicited && ip6_is_multicast(pk.ip6->dst_addr))) {
+        b.drop(i, DropReason::malformed);
+        return;
+    }
+    for (uint32_t off = kNaLen; off < pk.l4_len;) {
+        uint32_t len = off + 2 <= pk.l4_len ? pk.l4[off + 1] * 8u : 0;
+        if (len == 0 || off + len > pk.l4_len) {
+            b.drop(i, DropReason::malformed);
+            return;
+        }
+        off += len;
+    }
+    HeldNextHop& h = held_of(m, w.shared->next_hop_field);
+    h.what = kHeldAdvertisement;
+    if (rte_ring_mp_enqueue(w.shared->to_control, m) != 0) {
+        b.drop(i, DropReason::neighbor_unresolved);
+        return;
+    }
+    count(w.counters.to_control);
+    b.set_next(i, Next::gone);
+}
+
 // Neighbor Discovery (RFC 4861): a Neighbor Solicitation for one of the receiving port's IPv6
 // addresses (its link-local one included), or on an outside port of its network for an ingress
 // IP this gateway serves, is answered with a Neighbor Advertisement built in the solicitation's
-// own mbuf. Messages that fail the checks of RFC 4861 7.1.1 are malformed; other messages
-// (advertisements, router messages, redirects) are not acted on.
-void handle_ndp(const PolicySnapshot& p, Burst& b, unsigned i) {
+// own mbuf. Messages that fail the checks of RFC 4861 7.1.1 are malformed; advertisements go to
+// the control thread (to_resolver); other messages (router messages, redirects) are not acted on.
+void handle_ndp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     rte_mbuf* m = b.m[i];
     PacketMeta& pk = b.pkt[i];
     rte_ipv6_hdr* ip6 = pk.ip6;
@@ -117,6 +148,10 @@ void handle_ndp(const PolicySnapshot& p, Burst& b, unsigned i) {
     // Only a hop limit of 255 proves the message was not forwarded from another link.
     if (ip6->hop_limits != 255 || ih->icmp_code != 0 || csum_fold(icmp6_sum(ip6, pk.l4, pk.l4_len)) != 0xffff) {
         b.drop(i, DropReason::malformed);
+        return;
+    }
+    if (ih->icmp_type == kNdpNeighborAdvert) {
+        to_resolver(w, b, i);
         return;
     }
     if (ih->icmp_type != kNdpNeighborSolicit) {
@@ -225,7 +260,7 @@ void stage_local(Worker& w, const PolicySnapshot& p, Burst& b) {
         if (b.pkt[i].kind == Kind::arp)
             handle_arp(w, p, b, i);
         else if (b.pkt[i].kind == Kind::ndp)
-            handle_ndp(p, b, i);
+            handle_ndp(w, p, b, i);
         else if (b.pkt[i].v6)
             answer_echo6(p, b, i);
         else

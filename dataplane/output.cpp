@@ -4,12 +4,13 @@
 //   - `output`: the Ethernet header toward the next hop's MAC from the neighbour table (the slot
 //     is cached in the session and checked against the next hop, since slots change hands), then
 //     the transmit buffer of the port; a next hop not resolved yet sends the packet to the control
-//     thread, which holds it until ARP answers;
+//     thread, which holds it until ARP (IPv6: Neighbor Solicitation) answers. IPv6 next hops are
+//     128-bit addresses in a table of their own (neighbor_table6.h), EtherType 0x86DD;
 //   - `transmit`: finished frames (ARP and echo replies) go to the transmit buffer as they are;
 //   - `drop`: counted under its reason and freed.
 // Every frame goes through emit(), which holds it against the port's MTU: an IPv4 datagram
 // larger than the MTU is cut into fragments with rte_ip_frag, one that may not be (DF set, not
-// IPv4) is dropped, so no frame longer than the MTU reaches a driver. The stages refuse DF
+// IPv4: routers never fragment IPv6) is dropped, so no frame longer than the MTU reaches a driver. The stages refuse DF
 // packets that are too big before they rewrite them (mtu.h); the check here also covers the
 // frames that went round the stages (held for ARP, injected).
 // The transmit buffers are sent by worker_flush() after the burst (or here when one fills up).
@@ -24,6 +25,7 @@
 
 #include <cstring>
 
+#include "dataplane/held.h"
 #include "dataplane/stages.h"
 
 namespace egw::dp {
@@ -123,11 +125,48 @@ inline void emit(Worker& w, const PolicySnapshot& p, rte_mbuf* m, uint16_t port)
     tx_enqueue(w, m, port);
 }
 
-inline uint32_t& next_hop_of(const Worker& w, rte_mbuf* m) {
-    return *RTE_MBUF_DYNFIELD(m, w.shared->next_hop_field, uint32_t*);
+// To the control thread, to wait there until the next hop answers ARP or NS (held.h); the
+// dynfield carries the next hop.
+inline void hold(Worker& w, rte_mbuf* m) {
+    if (rte_ring_mp_enqueue(w.shared->to_control, m) != 0) {
+        free_drop(w, m, DropReason::neighbor_unresolved);
+        return;
+    }
+    count(w.counters.held);
+}
+
+// IPv6: the same with the IPv6 table, the slot cache checked against (port, next hop) alike.
+void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk) {
+    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    eth->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
+    if (NeighborTable6* nt = w.shared->neighbors6) {
+        const uint8_t* nh = pk.next_hop6.b;
+        uint32_t slot = *pk.neighbor;
+        if (unlikely(slot == NeighborTable6::kNone || !nt->resolve(slot, pk.out_port, nh, eth->dst_addr.addr_bytes))) {
+            slot = nt->find(pk.out_port, nh);
+            *pk.neighbor = slot;
+            if (slot == NeighborTable6::kNone || !nt->resolve(slot, pk.out_port, nh, eth->dst_addr.addr_bytes))
+                slot = NeighborTable6::kNone;
+        }
+        if (likely(slot != NeighborTable6::kNone)) {
+            std::memcpy(eth->src_addr.addr_bytes, p.ports[pk.out_port].mac, 6);
+            emit(w, p, m, pk.out_port);
+            return;
+        }
+    }
+    m->port = pk.out_port;
+    HeldNextHop& h = held_of(m, w.shared->next_hop_field);
+    h.v4 = 0;
+    h.what = kHeldPacket;
+    std::memcpy(h.v6, pk.next_hop6.b, 16);
+    hold(w, m);
 }
 
 inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk) {
+    if (pk.v6) {
+        to_next_hop6(w, p, m, pk);
+        return;
+    }
     NeighborTable& nt = *w.shared->neighbors;
     auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
     // The cached slot is a hint: the table may have given it to another next hop since (aged out,
@@ -146,12 +185,10 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
         return;
     }
     m->port = pk.out_port;
-    next_hop_of(w, m) = pk.next_hop;
-    if (rte_ring_mp_enqueue(w.shared->to_control, m) != 0) {
-        free_drop(w, m, DropReason::neighbor_unresolved);
-        return;
-    }
-    count(w.counters.held);
+    HeldNextHop& h = held_of(m, w.shared->next_hop_field);
+    h.v4 = pk.next_hop;
+    h.what = kHeldPacket;
+    hold(w, m);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "dataplane/drop_reason.h"
 #include "dataplane/icmp_errors.h"
 #include "dataplane/tables/neighbor_table.h"
+#include "dataplane/tables/neighbor_table6.h"
 #include "dataplane/tables/policy.h"
 #include "dataplane/tables/session_table.h"
 #include "dataplane/worker_counters.h"
@@ -64,15 +65,16 @@ inline IcmpLimit make_icmp_limit(uint32_t per_second, uint32_t burst, uint64_t h
 struct DataplaneShared {
     PolicyHandle policy;
     NeighborTable* neighbors = nullptr;
+    NeighborTable6* neighbors6 = nullptr;  // IPv6 next hops; none: every IPv6 packet waits for the control thread
     rte_rcu_qsbr* qsbr = nullptr;          // workers are RCU threads 0..n_workers-1
-    rte_ring* to_control = nullptr;        // multi-producer: ARP replies and packets awaiting ARP
+    rte_ring* to_control = nullptr;        // multi-producer: ARP replies, Neighbor Advertisements, packets awaiting ARP or NS
     unsigned n_workers = 1;
     uint16_t nat_port_min = 1024;
     uint16_t nat_port_max = 65535;
     Timeouts timeouts;
     bool tcp_strict = false;               // only a SYN opens a TCP session (else also mid-stream segments)
     uint32_t pod_session_limit = 0;        // sessions one pod may have on each worker; 0: no limit
-    int next_hop_field = -1;               // mbuf dynfield offset: next hop of a held packet
+    int next_hop_field = -1;               // mbuf dynfield offset: a held packet's next hop (held.h)
     IcmpLimit icmp_limit;                  // set before the workers start
     // Fragmentation for the egress MTU (output.cpp): a fragment is a direct mbuf holding its
     // headers, chained to an indirect one that points into the original datagram.

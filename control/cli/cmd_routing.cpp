@@ -102,8 +102,8 @@ Reply show_neighbors(Context& ctx, const Args&) {
 Reply show_arp(Context& ctx, const Args&) {
     json arp = ctx.status()["arp"];
     Table counters({"counter", "value"});
-    for (const char* k : {"requests_sent", "probes_sent", "invalidated", "freed", "recycled", "neighbors",
-                          "announcements_sent", "announcements_failed", "addresses_announced"})
+    for (const char* k : {"requests_sent", "solicitations_sent", "probes_sent", "invalidated", "freed", "recycled",
+                          "neighbors", "neighbors6", "announcements_sent", "announcements_failed", "addresses_announced"})
         counters.row({k, jnum(arp[k])});
     Table t({"port", "ip", "what", "left", "next-ms"});
     json list = arp["announcing"];

@@ -27,6 +27,10 @@ constexpr Family kArpRecycled{"arp_neighbors_recycled_total", Type::counter,
                               "Least recently used learned neighbours given up for a new next hop in a full table"};
 constexpr Family kArpNeighbors{"arp_neighbors", Type::gauge,
                                "Neighbour table entries in use (static and learned), of arp.max_neighbors"};
+constexpr Family kNdpSolicitations{"ndp_solicitations_total", Type::counter,
+                                   "Neighbor Solicitations the control thread sent to resolve or probe IPv6 next hops"};
+constexpr Family kNdpNeighbors{"ndp_neighbors", Type::gauge,
+                               "IPv6 neighbour table entries in use (static and learned), of arp.max_neighbors"};
 
 }  // namespace
 
@@ -41,6 +45,8 @@ void ArpCounters::store(const control::NeighborResolver& resolver) {
     v_[6].store(resolver.freed(), std::memory_order_relaxed);
     v_[7].store(resolver.recycled(), std::memory_order_relaxed);
     v_[8].store(resolver.entries_in_table(), std::memory_order_relaxed);
+    v_[9].store(resolver.solicitations_sent(), std::memory_order_relaxed);
+    v_[10].store(resolver.entries_in_table6(), std::memory_order_relaxed);
 }
 
 ArpReading ArpCounters::load() const {
@@ -54,6 +60,8 @@ ArpReading ArpCounters::load() const {
     r.freed = v_[6].load(std::memory_order_relaxed);
     r.recycled = v_[7].load(std::memory_order_relaxed);
     r.neighbors = v_[8].load(std::memory_order_relaxed);
+    r.solicitations = v_[9].load(std::memory_order_relaxed);
+    r.neighbors6 = v_[10].load(std::memory_order_relaxed);
     return r;
 }
 
@@ -76,6 +84,10 @@ void write_arp(Writer& w, const ArpReading& r) {
     w.sample(kArpRecycled, {}, r.recycled);
     w.family(kArpNeighbors);
     w.sample(kArpNeighbors, {}, r.neighbors);
+    w.family(kNdpSolicitations);
+    w.sample(kNdpSolicitations, {}, r.solicitations);
+    w.family(kNdpNeighbors);
+    w.sample(kNdpNeighbors, {}, r.neighbors6);
 }
 
 }  // namespace egw::metrics

@@ -13,7 +13,10 @@
 #include <cstring>
 
 #include "control/runtime/runtime.h"
+#include "dataplane/held.h"
+#include "dataplane/ipv6.h"
 #include "dataplane/tables/neighbor_table.h"
+#include "dataplane/tables/neighbor_table6.h"
 
 namespace egw::control {
 
@@ -21,6 +24,28 @@ namespace {
 
 // Packets for an unresolved neighbour are given up after this long.
 constexpr uint64_t kHoldSeconds = 3;
+
+constexpr uint32_t kNone = ~uint32_t{0};
+static_assert(dp::NeighborTable::kNone == kNone && dp::NeighborTable6::kNone == kNone);
+
+// The ICMPv6 checksum of `len` bytes at `l4` under the pseudo-header of (src, dst).
+uint16_t icmp6_checksum(const uint8_t* src, const uint8_t* dst, const uint8_t* l4, uint32_t len) {
+    uint32_t sum = 0;
+    auto add = [&](const uint8_t* d, uint32_t n) {
+        for (uint32_t i = 0; i + 1 < n; i += 2)
+            sum += uint32_t{d[i]} << 8 | d[i + 1];
+        if (n & 1)
+            sum += uint32_t{d[n - 1]} << 8;
+    };
+    add(src, 16);
+    add(dst, 16);
+    sum += len;
+    sum += dp::kIp6Icmp;
+    add(l4, len);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(~sum);
+}
 
 }  // namespace
 
@@ -30,17 +55,69 @@ NeighborResolver::NeighborResolver(const config::Config& cfg, Runtime& rt)
 NeighborResolver::~NeighborResolver() {
     // The learned entries go with the resolver; the workers have stopped (or never ran) by now.
     auto& table = *rt_.shared().neighbors;
+    auto* table6 = rt_.shared().neighbors6;
     for (auto it = entries_.begin(); it != entries_.end();) {
-        if (!it->second.is_static && it->second.slot != dp::NeighborTable::kNone) {
-            table.erase(it->second.slot);
-            table.release(it->second.slot);
-            it->second.slot = dp::NeighborTable::kNone;
+        if (!it->second.is_static && it->second.slot != kNone) {
+            if (it->first.v6) {
+                table6->erase(it->second.slot);
+                table6->release(it->second.slot);
+            } else {
+                table.erase(it->second.slot);
+                table.release(it->second.slot);
+            }
+            it->second.slot = kNone;
         }
         free_held(it->second);
         it = entries_.erase(it);
     }
-    for (const auto& [slot, token] : cooling_)
-        table.release(slot);
+    for (const auto& c : cooling_) {
+        if (c.v6)
+            table6->release(c.slot);
+        else
+            table.release(c.slot);
+    }
+}
+
+uint32_t NeighborResolver::table_insert(const NeighborKey& k) {
+    return k.v6 ? rt_.shared().neighbors6->insert(k.port, k.ip6.data()) : rt_.shared().neighbors->insert(k.port, k.ip4);
+}
+
+uint32_t NeighborResolver::table_find(const NeighborKey& k) const {
+    return k.v6 ? rt_.shared().neighbors6->find(k.port, k.ip6.data()) : rt_.shared().neighbors->find(k.port, k.ip4);
+}
+
+void NeighborResolver::table_set_mac(bool v6, uint32_t slot, const uint8_t* mac) {
+    if (v6)
+        rt_.shared().neighbors6->set_mac(slot, mac);
+    else
+        rt_.shared().neighbors->set_mac(slot, mac);
+}
+
+void NeighborResolver::table_invalidate(bool v6, uint32_t slot) {
+    if (v6)
+        rt_.shared().neighbors6->invalidate(slot);
+    else
+        rt_.shared().neighbors->invalidate(slot);
+}
+
+bool NeighborResolver::table_mac(bool v6, uint32_t slot, uint8_t* out) const {
+    return v6 ? rt_.shared().neighbors6->mac(slot, out) : rt_.shared().neighbors->mac(slot, out);
+}
+
+bool NeighborResolver::table_take_used(bool v6, uint32_t slot) {
+    return v6 ? rt_.shared().neighbors6->take_used(slot) : rt_.shared().neighbors->take_used(slot);
+}
+
+uint32_t NeighborResolver::table_used(bool v6) const {
+    return v6 ? rt_.shared().neighbors6->used() : rt_.shared().neighbors->used();
+}
+
+uint32_t NeighborResolver::table_capacity(bool v6) const {
+    return v6 ? rt_.shared().neighbors6->capacity() : rt_.shared().neighbors->capacity();
+}
+
+std::string NeighborResolver::address(const NeighborKey& k) {
+    return k.v6 ? net::to_string(net::IpAddr::from_v6(k.ip6.data())) : config::format_ipv4(k.ip4);
 }
 
 std::string NeighborResolver::port_name(uint16_t id) const {
@@ -58,17 +135,16 @@ uint16_t NeighborResolver::port_id(const std::string& name) const {
 }
 
 void NeighborResolver::install_static() {
-    auto& table = *rt_.shared().neighbors;
     uint64_t now = rte_rdtsc();
     for (const auto& n : cfg_.neighbors) {
-        if (!n.ip.is_v4())
-            continue;  // IPv6 neighbours are configured but the data plane has no IPv6 yet
         uint16_t id = port_id(n.port);
-        uint32_t slot = table.insert(id, n.ip.v4());
-        if (slot == dp::NeighborTable::kNone)
-            throw RuntimeError("arp.max_neighbors is smaller than the static neighbours");
-        table.set_mac(slot, n.mac.bytes);
-        Entry& e = entries_[dp::NeighborTable::make_key(id, n.ip.v4())];
+        NeighborKey key = n.ip.is_v4() ? NeighborKey::of4(id, n.ip.v4()) : NeighborKey::of6(id, n.ip.bytes().data());
+        uint32_t slot = table_insert(key);
+        if (slot == kNone)
+            throw RuntimeError(std::string("arp.max_neighbors is smaller than the static ") + (key.v6 ? "IPv6" : "IPv4") +
+                               " neighbours");
+        table_set_mac(key.v6, slot, n.mac.bytes);
+        Entry& e = entries_[key];
         e.is_static = true;
         e.resolved = true;
         e.slot = slot;
@@ -78,32 +154,32 @@ void NeighborResolver::install_static() {
 }
 
 std::string NeighborResolver::reload_static(const std::vector<config::NeighborConfig>& next) {
-    auto& table = *rt_.shared().neighbors;
     uint64_t now = rte_rdtsc();
-    std::unordered_map<uint64_t, const config::NeighborConfig*> wanted;
-    uint32_t new_slots = 0;
+    std::unordered_map<NeighborKey, const config::NeighborConfig*, NeighborKeyHash> wanted;
+    uint32_t new_slots[2] = {0, 0};  // IPv4, IPv6
     for (const auto& n : next) {
-        if (!n.ip.is_v4())
-            continue;
         uint16_t id = port_id(n.port);
-        wanted[dp::NeighborTable::make_key(id, n.ip.v4())] = &n;
-        if (table.find(id, n.ip.v4()) == dp::NeighborTable::kNone)
-            ++new_slots;
+        NeighborKey key = n.ip.is_v4() ? NeighborKey::of4(id, n.ip.v4()) : NeighborKey::of6(id, n.ip.bytes().data());
+        wanted[key] = &n;
+        if (table_find(key) == kNone)
+            ++new_slots[key.v6];
     }
     // Learned entries give way to static ones (least recently used first); static ones do not,
-    // so room is checked before anything moves.
-    uint32_t learned = 0;  // slots of entries that are not static after the reload
+    // so room is checked before anything moves, in each family's table.
+    uint32_t learned[2] = {0, 0};  // slots of entries that are not static after the reload
     for (const auto& [key, e] : entries_)
-        if (e.slot != dp::NeighborTable::kNone && !wanted.count(key))
-            ++learned;
-    if (table.used() + new_slots > table.capacity() + learned)
-        return "the neighbour table (arp.max_neighbors " + std::to_string(table.capacity()) + ") has no room for " +
-               std::to_string(new_slots) + " more static neighbour(s)";
+        if (e.slot != kNone && !wanted.count(key))
+            ++learned[key.v6];
+    for (bool v6 : {false, true})
+        if (table_used(v6) + new_slots[v6] > table_capacity(v6) + learned[v6])
+            return std::string("the ") + (v6 ? "IPv6 " : "") + "neighbour table (arp.max_neighbors " +
+                   std::to_string(table_capacity(v6)) + ") has no room for " + std::to_string(new_slots[v6]) +
+                   " more static neighbour(s)";
     for (auto& [key, e] : entries_) {
         if (!e.is_static || wanted.count(key))
             continue;
-        if (e.slot != dp::NeighborTable::kNone)
-            table.invalidate(e.slot);
+        if (e.slot != kNone)
+            table_invalidate(key.v6, e.slot);
         e.is_static = false;
         e.resolved = false;
         e.probing = false;
@@ -115,10 +191,10 @@ std::string NeighborResolver::reload_static(const std::vector<config::NeighborCo
         if (auto it = entries_.find(key); it != entries_.end())
             it->second.is_static = true;
     for (const auto& [key, n] : wanted) {
-        uint32_t slot = take_slot(port_id(n->port), n->ip.v4(), key);
-        if (slot == dp::NeighborTable::kNone)
+        uint32_t slot = take_slot(key);
+        if (slot == kNone)
             continue;  // not reached: room was checked above
-        table.set_mac(slot, n->mac.bytes);
+        table_set_mac(key.v6, slot, n->mac.bytes);
         Entry& e = entries_[key];
         e.is_static = true;
         e.resolved = true;
@@ -153,69 +229,85 @@ bool NeighborResolver::inject_or_free(rte_mbuf* m) {
     return false;
 }
 
-void NeighborResolver::erase_slot(uint32_t slot) {
+void NeighborResolver::erase_slot(bool v6, uint32_t slot) {
     auto& table = *rt_.shared().neighbors;
-    table.erase(slot);
+    auto& table6 = *rt_.shared().neighbors6;
+    if (v6)
+        table6.erase(slot);
+    else
+        table.erase(slot);
     if (rte_rcu_qsbr* q = rt_.shared().qsbr)
-        cooling_.emplace_back(slot, rte_rcu_qsbr_start(q));
+        cooling_.push_back(Cooling{v6, slot, rte_rcu_qsbr_start(q)});
+    else if (v6)
+        table6.release(slot);
     else
         table.release(slot);
 }
 
 void NeighborResolver::release_cooled() {
-    auto& table = *rt_.shared().neighbors;
     rte_rcu_qsbr* q = rt_.shared().qsbr;
-    while (!cooling_.empty() && rte_rcu_qsbr_check(q, cooling_.front().second, false)) {
-        table.release(cooling_.front().first);
+    while (!cooling_.empty() && rte_rcu_qsbr_check(q, cooling_.front().token, false)) {
+        const Cooling& c = cooling_.front();
+        if (c.v6)
+            rt_.shared().neighbors6->release(c.slot);
+        else
+            rt_.shared().neighbors->release(c.slot);
         cooling_.pop_front();
     }
 }
 
 NeighborResolver::Entries::iterator NeighborResolver::free_entry(Entries::iterator it) {
     Entry& e = it->second;
-    if (e.slot != dp::NeighborTable::kNone)
-        erase_slot(e.slot);
+    if (e.slot != kNone)
+        erase_slot(it->first.v6, e.slot);
     held_dropped_ += e.held.size();
     free_held(e);
     return entries_.erase(it);
 }
 
-bool NeighborResolver::recycle_lru(uint64_t keep) {
+bool NeighborResolver::recycle_lru(const NeighborKey& keep) {
     auto lru = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
         const Entry& e = it->second;
-        if (e.is_static || e.slot == dp::NeighborTable::kNone || it->first == keep)
+        if (e.is_static || e.slot == kNone || it->first.v6 != keep.v6 || it->first == keep)
             continue;
         if (lru == entries_.end() || e.used_tsc < lru->second.used_tsc)
             lru = it;
     }
     if (lru == entries_.end())
         return false;
-    uint16_t port = static_cast<uint16_t>((lru->first >> 32) - 1);
-    uint32_t ip = static_cast<uint32_t>(lru->first);
     if (!recycle_logged_)
         spdlog::info("neighbour table full ({} entries): recycling the least recently used ones, first {} on {}",
-                     rt_.shared().neighbors->capacity(), config::format_ipv4(ip), port_name(port));
+                     table_capacity(keep.v6), address(lru->first), port_name(lru->first.port));
     recycle_logged_ = true;
     free_entry(lru);
     ++recycled_;
     return true;
 }
 
-uint32_t NeighborResolver::take_slot(uint16_t port, uint32_t ip, uint64_t keep) {
-    auto& table = *rt_.shared().neighbors;
-    uint32_t slot = table.insert(port, ip);
-    if (slot != dp::NeighborTable::kNone) {
-        if (table.used() < table.capacity())
+uint32_t NeighborResolver::take_slot(const NeighborKey& key) {
+    uint32_t slot = table_insert(key);
+    if (slot != kNone) {
+        if (table_used(key.v6) < table_capacity(key.v6))
             recycle_logged_ = false;
         return slot;
     }
-    if (!recycle_lru(keep))
-        return dp::NeighborTable::kNone;
-    return table.insert(port, ip);
+    if (!recycle_lru(key))
+        return kNone;
+    return table_insert(key);
 }
 
-void NeighborResolver::send_request(uint16_t port, uint32_t ip, const dp::PolicySnapshot& p, const uint8_t* dst) {
+void NeighborResolver::send_request(const NeighborKey& key, const dp::PolicySnapshot& p, const uint8_t* dst) {
+    if (key.v6) {
+        if (send_ns(key.port, key.ip6.data(), p, dst)) {
+            ++solicitations_sent_;
+            if (dst)
+                ++probes_sent_;
+        }
+        return;
+    }
+    const uint16_t port = key.port;
+    const uint32_t ip = key.ip4;
     const dp::PortPolicy& pp = p.ports[port];
     if (pp.n_addrs == 0)
         return;
@@ -266,22 +358,122 @@ bool NeighborResolver::send_arp(uint16_t port, uint32_t sip, uint32_t tip, const
     return inject_or_free(m);
 }
 
-void NeighborResolver::learn(uint16_t port, uint32_t ip, const uint8_t* mac, const dp::PolicySnapshot& p,
-                             uint64_t now) {
-    uint64_t key = dp::NeighborTable::make_key(port, ip);
+bool NeighborResolver::send_ns(uint16_t port, const uint8_t* target, const dp::PolicySnapshot& p, const uint8_t* dst) {
+    const dp::PortPolicy& pp = p.ports[port];
+    // From the port's global address on the target's prefix, else its link-local one (which
+    // every port has, and every neighbour on the link can answer).
+    const uint8_t* src = pp.link_local.b;
+    for (unsigned i = 0; i < pp.n_addrs6; ++i) {
+        uint8_t a[16], b[16];
+        dp::PolicySnapshot::mask6(pp.addrs6[i].b, pp.prefix_len6[i], a);
+        dp::PolicySnapshot::mask6(target, pp.prefix_len6[i], b);
+        if (std::memcmp(a, b, 16) == 0 && !dp::ip6_is_link_local(target)) {
+            src = pp.addrs6[i].b;
+            break;
+        }
+    }
+    // A solicitation goes to the target's solicited-node group (ff02::1:ff00:0/104 and its last
+    // 24 bits) and its Ethernet address (33:33 and the group's last 32 bits); a probe goes to the
+    // target itself at the MAC it has.
+    uint8_t ip_dst[16];
+    uint8_t mac_dst[6];
+    if (dst) {
+        std::memcpy(ip_dst, target, 16);
+        std::memcpy(mac_dst, dst, 6);
+    } else {
+        static constexpr uint8_t kSolicited[13] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff};
+        std::memcpy(ip_dst, kSolicited, 13);
+        std::memcpy(ip_dst + 13, target + 13, 3);
+        mac_dst[0] = mac_dst[1] = 0x33;
+        std::memcpy(mac_dst + 2, ip_dst + 12, 4);
+    }
+    constexpr uint16_t kNsLen = 24 + 8;  // the message and the source link-layer address option
+    constexpr uint16_t kFrame = sizeof(rte_ether_hdr) + 40 + kNsLen;
+    rte_mbuf* m = rte_pktmbuf_alloc(rt_.pool());
+    if (!m)
+        return false;
+    auto* f = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kFrame));
+    if (!f) {
+        rte_pktmbuf_free(m);
+        return false;
+    }
+    std::memset(f, 0, kFrame);
+    std::memcpy(f, mac_dst, 6);
+    std::memcpy(f + 6, pp.mac, 6);
+    f[12] = 0x86;
+    f[13] = 0xdd;
+    uint8_t* ip = f + 14;
+    ip[0] = 0x60;
+    ip[4] = 0;
+    ip[5] = kNsLen;
+    ip[6] = dp::kIp6Icmp;
+    ip[7] = 255;  // RFC 4861 7.1.1: a receiver checks it was not forwarded
+    std::memcpy(ip + 8, src, 16);
+    std::memcpy(ip + 24, ip_dst, 16);
+    uint8_t* ns = ip + 40;
+    ns[0] = dp::kNdpNeighborSolicit;
+    std::memcpy(ns + 8, target, 16);
+    ns[24] = 1;  // source link-layer address, 8 bytes
+    ns[25] = 1;
+    std::memcpy(ns + 26, pp.mac, 6);
+    uint16_t c = icmp6_checksum(src, ip_dst, ns, kNsLen);
+    ns[2] = static_cast<uint8_t>(c >> 8);
+    ns[3] = static_cast<uint8_t>(c);
+    m->port = port;
+    return inject_or_free(m);
+}
+
+void NeighborResolver::advertisement(rte_mbuf* m, const dp::PolicySnapshot& p, uint64_t now) {
+    // The local stage checked the message (hop limit, checksum, lengths, options); only one with
+    // no extension headers is read here.
+    const uint8_t* f = rte_pktmbuf_mtod(m, const uint8_t*);
+    const uint32_t len = m->data_len;
+    if (len < 14 + 40 + 24 || f[14 + 6] != dp::kIp6Icmp)
+        return;
+    const uint8_t* na = f + 14 + 40;
+    const uint32_t na_len = std::min<uint32_t>(len - 14 - 40, uint32_t{f[14 + 4]} << 8 | f[14 + 5]);
+    const bool solicited = na[4] & 0x40, override_flag = na[4] & 0x20;
+    const uint8_t* mac = nullptr;
+    for (uint32_t off = 24; off + 8 <= na_len && na[off + 1] != 0; off += na[off + 1] * 8u)
+        if (na[off] == 2 && na[off + 1] == 1)
+            mac = na + off + 2;
+    NeighborKey key = NeighborKey::of6(m->port, na + 8);
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.is_static)
+        return;
+    const Entry& e = it->second;
+    if (!mac) {
+        // No target link-layer address (allowed in an answer to a unicast probe): it confirms the
+        // MAC the entry has, and says nothing to an entry that has none.
+        if (!e.resolved || !solicited)
+            return;
+        mac = e.mac;
+    }
+    // Without Override an advertisement does not replace a known MAC (RFC 4861 7.2.5); an
+    // unsolicited one with Override updates it.
+    if (e.resolved && std::memcmp(e.mac, mac, 6) != 0 && !override_flag)
+        return;
+    if (!solicited && !e.resolved)
+        return;
+    uint8_t copy[6];
+    std::memcpy(copy, mac, 6);
+    learn(key, copy, p, now);
+}
+
+void NeighborResolver::learn(const NeighborKey& key, const uint8_t* mac, const dp::PolicySnapshot& p, uint64_t now) {
+    const uint16_t port = key.port;
     auto it = entries_.find(key);
     // Only answers to our own questions are learned, so a chatty segment cannot fill the table.
     if (it == entries_.end() || it->second.is_static)
         return;
     Entry& e = it->second;
-    auto& table = *rt_.shared().neighbors;
-    if (e.slot == dp::NeighborTable::kNone) {
-        e.slot = take_slot(port, ip, key);
-        if (e.slot == dp::NeighborTable::kNone) {
+    if (e.slot == kNone) {
+        e.slot = take_slot(key);
+        if (e.slot == kNone) {
             // Every slot is static (or cooling): said once until a learn finds room again.
             if (!full_logged_)
                 spdlog::warn("neighbour table full ({} entries, none to recycle): cannot add {} on {}",
-                             table.capacity(), config::format_ipv4(ip), port_name(port));
+                             table_capacity(key.v6), address(key), port_name(port));
             full_logged_ = true;
             return;
         }
@@ -294,14 +486,14 @@ void NeighborResolver::learn(uint16_t port, uint32_t ip, const uint8_t* mac, con
     // Once per streak: when the MAC becomes known (first, or after it was invalidated) or
     // changes; the replies to refreshes that confirm it say nothing.
     if (!e.resolved) {
-        spdlog::info("neighbour {} on {} is {}", config::format_ipv4(ip), port_name(port), config::format_mac(ma));
+        spdlog::info("neighbour {} on {} is {}", address(key), port_name(port), config::format_mac(ma));
     } else if (std::memcmp(e.mac, mac, 6) != 0) {
         config::MacAddr old;
         std::memcpy(old.bytes, e.mac, 6);
-        spdlog::info("neighbour {} on {} moved from {} to {}", config::format_ipv4(ip), port_name(port),
+        spdlog::info("neighbour {} on {} moved from {} to {}", address(key), port_name(port),
                      config::format_mac(old), config::format_mac(ma));
     }
-    table.set_mac(e.slot, mac);
+    table_set_mac(key.v6, e.slot, mac);
     std::memcpy(e.mac, mac, 6);
     e.resolved = true;
     e.probing = false;
@@ -320,14 +512,14 @@ void NeighborResolver::learn(uint16_t port, uint32_t ip, const uint8_t* mac, con
 }
 
 void NeighborResolver::hold(rte_mbuf* m, const dp::PolicySnapshot& p, uint64_t now) {
-    uint32_t next_hop = *RTE_MBUF_DYNFIELD(m, rt_.shared().next_hop_field, uint32_t*);
+    const dp::HeldNextHop& h = dp::held_of(m, rt_.shared().next_hop_field);
     uint16_t port = m->port;
-    uint64_t key = dp::NeighborTable::make_key(port, next_hop);
+    const bool v6 = rte_pktmbuf_mtod(m, const rte_ether_hdr*)->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6);
+    NeighborKey key = v6 ? NeighborKey::of6(port, h.v6) : NeighborKey::of4(port, h.v4);
     Entry& e = entries_[key];
     e.used_tsc = now;
-    auto& table = *rt_.shared().neighbors;
     uint8_t mac[6];
-    if (e.slot != dp::NeighborTable::kNone && table.mac(e.slot, mac)) {
+    if (e.slot != kNone && table_mac(v6, e.slot, mac)) {
         // Resolved between the worker's look and now.
         auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
         std::memcpy(eth->dst_addr.addr_bytes, mac, 6);
@@ -345,7 +537,7 @@ void NeighborResolver::hold(rte_mbuf* m, const dp::PolicySnapshot& p, uint64_t n
         ++held_total_;
     }
     if (e.requests == 0 || now - e.last_request_tsc > cfg_.arp.retry_ms * tsc_hz_ / 1000) {
-        send_request(port, next_hop, p);
+        send_request(key, p);
         e.last_request_tsc = now;
         ++e.requests;
     }
@@ -367,7 +559,12 @@ void NeighborResolver::poll(const dp::PolicySnapshot& p, uint64_t now) {
             auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
             if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
                 auto* arp = reinterpret_cast<rte_arp_hdr*>(eth + 1);
-                learn(m->port, rte_be_to_cpu_32(arp->arp_data.arp_sip), arp->arp_data.arp_sha.addr_bytes, p, now);
+                learn(NeighborKey::of4(m->port, rte_be_to_cpu_32(arp->arp_data.arp_sip)), arp->arp_data.arp_sha.addr_bytes,
+                      p, now);
+                rte_pktmbuf_free(m);
+            } else if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6) &&
+                       dp::held_of(m, rt_.shared().next_hop_field).what == dp::kHeldAdvertisement) {
+                advertisement(m, p, now);
                 rte_pktmbuf_free(m);
             } else {
                 hold(m, p, now);
@@ -381,7 +578,6 @@ void NeighborResolver::tick(const dp::PolicySnapshot& p) { tick(p, rte_rdtsc());
 void NeighborResolver::tick(const dp::PolicySnapshot& p, uint64_t now) {
     now_ = now;
     release_cooled();
-    auto& table = *rt_.shared().neighbors;
     const uint64_t retry = cfg_.arp.retry_ms * tsc_hz_ / 1000;
     const uint64_t hold_limit = kHoldSeconds * tsc_hz_;
     const uint64_t reachable = uint64_t{cfg_.arp.reachable_s} * tsc_hz_;
@@ -389,14 +585,13 @@ void NeighborResolver::tick(const dp::PolicySnapshot& p, uint64_t now) {
     const unsigned probes = cfg_.arp.probes;
     for (auto it = entries_.begin(); it != entries_.end();) {
         Entry& e = it->second;
-        if (e.slot != dp::NeighborTable::kNone && table.take_used(e.slot))
+        const NeighborKey& key = it->first;
+        if (e.slot != kNone && table_take_used(key.v6, e.slot))
             e.used_tsc = now;
         if (e.is_static) {
             ++it;
             continue;
         }
-        uint16_t port = static_cast<uint16_t>((it->first >> 32) - 1);
-        uint32_t ip = static_cast<uint32_t>(it->first);
         if (!e.held.empty() && now - e.held_since_tsc > hold_limit) {
             held_dropped_ += e.held.size();
             free_held(e);
@@ -415,7 +610,7 @@ void NeighborResolver::tick(const dp::PolicySnapshot& p, uint64_t now) {
                     ++freed_;
                     continue;
                 }
-                send_request(port, ip, p);
+                send_request(key, p);
                 e.last_request_tsc = now;
                 ++e.requests;
             }
@@ -423,17 +618,18 @@ void NeighborResolver::tick(const dp::PolicySnapshot& p, uint64_t now) {
             if (now - e.last_request_tsc > retry) {
                 if (e.requests >= probes) {
                     // The MAC stopped answering: packets are held and ARPed for again from now.
-                    table.invalidate(e.slot);
+                    table_invalidate(key.v6, e.slot);
                     e.resolved = false;
                     e.probing = false;
                     e.requests = 0;
                     ++invalidated_;
                     config::MacAddr ma;
                     std::memcpy(ma.bytes, e.mac, 6);
-                    spdlog::warn("neighbour {} on {} ({}) did not answer {} probe(s): invalidated, ARP again",
-                                 config::format_ipv4(ip), port_name(port), config::format_mac(ma), probes);
+                    spdlog::warn("neighbour {} on {} ({}) did not answer {} probe(s): invalidated, {} again",
+                                 address(key), port_name(key.port), config::format_mac(ma), probes,
+                                 key.v6 ? "solicit" : "ARP");
                 } else {
-                    send_request(port, ip, p, e.mac);
+                    send_request(key, p, e.mac);
                     e.last_request_tsc = now;
                     ++e.requests;
                 }
@@ -443,7 +639,7 @@ void NeighborResolver::tick(const dp::PolicySnapshot& p, uint64_t now) {
             e.probing = true;
             e.requests = 1;
             e.last_request_tsc = now;
-            send_request(port, ip, p, e.mac);
+            send_request(key, p, e.mac);
         }
         ++it;
     }
@@ -451,18 +647,18 @@ void NeighborResolver::tick(const dp::PolicySnapshot& p, uint64_t now) {
 
 uint32_t NeighborResolver::entries_in_table() const { return rt_.shared().neighbors->used(); }
 
+uint32_t NeighborResolver::entries_in_table6() const { return rt_.shared().neighbors6->used(); }
+
 std::vector<NeighborView> NeighborResolver::list() const {
     std::vector<NeighborView> out;
-    auto& table = *rt_.shared().neighbors;
     const uint64_t now = now_;  // the clock of the last poll or tick
     const uint64_t reachable = uint64_t{cfg_.arp.reachable_s} * tsc_hz_;
     for (const auto& [key, e] : entries_) {
         NeighborView v;
-        uint16_t port = static_cast<uint16_t>((key >> 32) - 1);
-        v.port = port_name(port);
-        v.ip = static_cast<uint32_t>(key);
+        v.port = port_name(key.port);
+        v.ip = key.v6 ? net::IpAddr::from_v6(key.ip6.data()) : net::IpAddr::from_v4(key.ip4);
         uint8_t mac[6];
-        if (e.slot != dp::NeighborTable::kNone && table.mac(e.slot, mac)) {
+        if (e.slot != kNone && table_mac(key.v6, e.slot, mac)) {
             config::MacAddr ma;
             std::memcpy(ma.bytes, mac, 6);
             v.mac = config::format_mac(ma);

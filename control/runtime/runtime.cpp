@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "control/runtime/runtime.h"
 
+#include "dataplane/held.h"
 #include "dataplane/reassembly.h"
 
 #include <rte_cycles.h>
@@ -116,6 +117,7 @@ Runtime::~Runtime() {
     }
     rte_free(shared_.qsbr);
     delete shared_.neighbors;
+    delete shared_.neighbors6;
 }
 
 std::vector<uint16_t> Runtime::port_ids() const {
@@ -162,8 +164,7 @@ void Runtime::setup(unsigned mbufs) {
         if (!rte_lcore_is_enabled(lc) || lc == rte_get_main_lcore())
             throw RuntimeError("worker lcore " + std::to_string(lc) + " is not an enabled non-main EAL lcore (check eal.lcores)");
 
-    static const rte_mbuf_dynfield next_hop_desc = {"egw_next_hop", sizeof(uint32_t), alignof(uint32_t), 0};
-    shared_.next_hop_field = rte_mbuf_dynfield_register(&next_hop_desc);
+    shared_.next_hop_field = rte_mbuf_dynfield_register(&dp::next_hop_dynfield());
     if (shared_.next_hop_field < 0)
         throw RuntimeError("cannot register the mbuf next-hop field: " + errstr(rte_errno));
 
@@ -192,6 +193,7 @@ void Runtime::setup(unsigned mbufs) {
     // A pod's flows spread over the workers as RSS spreads flows, so each worker holds its share.
     shared_.pod_session_limit = cfg_.sessions.max_per_pod ? (cfg_.sessions.max_per_pod + n_workers - 1) / n_workers : 0;
     shared_.neighbors = new dp::NeighborTable(cfg_.arp.max_neighbors);
+    shared_.neighbors6 = new dp::NeighborTable6(cfg_.arp.max_neighbors);
     shared_.to_control = rte_ring_create("egw_to_ctrl", 4096, static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
     if (!shared_.to_control)
         throw RuntimeError("cannot create the control ring: " + errstr(rte_errno));

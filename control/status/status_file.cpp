@@ -156,7 +156,7 @@ nlohmann::json collect_status(const StatusInputs& in) {
 
     json neighbors = json::array();
     for (const auto& n : in.neighbors.list())
-        neighbors.push_back({{"port", n.port}, {"ip", config::format_ipv4(n.ip)}, {"mac", n.mac}, {"state", n.state},
+        neighbors.push_back({{"port", n.port}, {"ip", net::to_string(n.ip)}, {"mac", n.mac}, {"state", n.state},
                              {"held", n.held}});
     doc["neighbors"] = neighbors;
 
@@ -166,6 +166,8 @@ nlohmann::json collect_status(const StatusInputs& in) {
         announcing.push_back({{"port", a.port}, {"ip", config::format_ipv4(a.ip)}, {"what", a.what}, {"left", a.left},
                               {"next_ms", a.next_ms}});
     doc["arp"] = {{"requests_sent", in.neighbors.requests_sent()},
+                  {"solicitations_sent", in.neighbors.solicitations_sent()},
+                  {"neighbors6", in.neighbors.entries_in_table6()},
                   {"probes_sent", in.neighbors.probes_sent()},
                   {"invalidated", in.neighbors.invalidated()},
                   {"freed", in.neighbors.freed()},

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/held.h"
 #include "config/config.h"
 #include "control/policy/policy_builder.h"
 #include "dataplane/checksum.h"
@@ -585,8 +586,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    static const rte_mbuf_dynfield next_hop_desc = {"egw_next_hop", sizeof(uint32_t), alignof(uint32_t), 0};
-    int field = rte_mbuf_dynfield_register(&next_hop_desc);
+    int field = rte_mbuf_dynfield_register(&egw::dp::next_hop_dynfield());
 
     uint16_t inside = 0, outside = 0;
     if (rte_eth_dev_get_port_by_name("net_null0", &inside) != 0 || rte_eth_dev_get_port_by_name("net_null1", &outside) != 0) {

@@ -51,6 +51,7 @@
 
 #include <gtest/gtest.h>
 
+#include "dataplane/held.h"
 #include "dataplane/reassembly.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/unit/dataplane/rig.h"
@@ -394,8 +395,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
         return 1;
     }
     g_runtime_dir = rte_eal_get_runtime_dir();
-    static const rte_mbuf_dynfield next_hop_desc = {"egw_next_hop", sizeof(uint32_t), alignof(uint32_t), 0};
-    int field = rte_mbuf_dynfield_register(&next_hop_desc);
+    int field = rte_mbuf_dynfield_register(&egw::dp::next_hop_dynfield());
     if (field < 0) {
         std::fprintf(stderr, "fuzz_packet: cannot register the next-hop dynfield: %s\n", rte_strerror(rte_errno));
         return 1;

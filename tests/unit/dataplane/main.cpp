@@ -7,14 +7,14 @@
 
 #include <cstdio>
 
+#include "dataplane/held.h"
 #include "tests/unit/dataplane/rig.h"
 #include "tests/unit/eal_main.h"
 
 int main(int argc, char** argv) {
     return egw::test::run_with_eal(argc, argv, "unit", 512, [] {
         // The same registration as control::Runtime::setup.
-        static const rte_mbuf_dynfield next_hop_desc = {"egw_next_hop", sizeof(uint32_t), alignof(uint32_t), 0};
-        int field = rte_mbuf_dynfield_register(&next_hop_desc);
+        int field = rte_mbuf_dynfield_register(&egw::dp::next_hop_dynfield());
         if (field < 0) {
             std::fprintf(stderr, "test_dataplane: cannot register the next-hop dynfield: %s\n",
                          rte_strerror(rte_errno));

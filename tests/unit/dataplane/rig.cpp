@@ -18,6 +18,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "dataplane/held.h"
 #include "dataplane/publish.h"
 #include "dataplane/reassembly.h"
 
@@ -209,6 +210,7 @@ void Rig::setup(const RigOptions& o) {
     shared.icmp_limit = dp::make_icmp_limit(cfg.icmp.errors_per_second, cfg.icmp.burst, hz);
     shared.tx_stall_ticks = hz * dp::kTxStallMs / 1000;
     shared.neighbors = new dp::NeighborTable(cfg.arp.max_neighbors);
+    shared.neighbors6 = new dp::NeighborTable6(cfg.arp.max_neighbors);
     shared.next_hop_field = g_next_hop_field;
     shared.qsbr = nullptr;
     if (o.qsbr) {
@@ -237,6 +239,13 @@ void Rig::setup(const RigOptions& o) {
     ext1 = id_of("ext1");
     ext2 = id_of("ext2");
     for (const auto& n : cfg.neighbors) {
+        if (!n.ip.is_v4()) {
+            uint32_t slot = shared.neighbors6->insert(id_of(n.port), n.ip.bytes().data());
+            if (slot == dp::NeighborTable6::kNone)
+                throw std::runtime_error("test rig: IPv6 neighbour table full");
+            shared.neighbors6->set_mac(slot, n.mac.bytes);
+            continue;
+        }
         uint32_t slot = shared.neighbors->insert(id_of(n.port), n.ip.v4());
         if (slot == dp::NeighborTable::kNone)
             throw std::runtime_error("test rig: neighbour table full");
@@ -392,6 +401,8 @@ void Rig::release() {
     rings_.clear();
     delete shared.neighbors;
     shared.neighbors = nullptr;
+    delete shared.neighbors6;
+    shared.neighbors6 = nullptr;
     rte_free(shared.qsbr);
     shared.qsbr = nullptr;
     rte_mempool_free(pool_);
@@ -548,7 +559,10 @@ std::vector<ToControl> Rig::to_control() {
         ToControl t;
         t.frame.assign(d, d + m->data_len);
         t.port = m->port;
-        t.next_hop = *RTE_MBUF_DYNFIELD(m, shared.next_hop_field, uint32_t*);
+        const dp::HeldNextHop& h = dp::held_of(m, shared.next_hop_field);
+        t.next_hop = h.v4;
+        t.advertisement = h.what == dp::kHeldAdvertisement;
+        std::copy(std::begin(h.v6), std::end(h.v6), t.next_hop6.begin());
         out.push_back(std::move(t));
         rte_pktmbuf_free(m);
     }

@@ -112,6 +112,8 @@ struct ToControl {
     Bytes frame;
     uint16_t port = 0;
     uint32_t next_hop = 0;  // the dynfield (host order)
+    Ip6Addr next_hop6{};    // the dynfield's IPv6 next hop (an IPv6 frame held for NS)
+    bool advertisement = false;  // a Neighbor Advertisement passed on (held.h)
 };
 
 // An input frame for a burst.

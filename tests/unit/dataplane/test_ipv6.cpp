@@ -294,8 +294,11 @@ TEST_F(DataplaneTest, NeighborDiscoveryFailingItsChecksIsDropped) {
         body[0] = 0x60;
         Ip6Addr srv = kServerV6;
         std::copy(srv.begin(), srv.end(), body.begin() + 4);
-        cases.push_back({"neighbor advertisement", ethernet(kExt1Mac, kServerMac, kEtherIpv6, icmp6_ip(kServerV6, kExt1V6, 136, 0, body, Ip6Opt{255})),
-                         DropReason::local});
+        // Solicited (0x40) yet sent to a multicast group: RFC 4861 7.1.2 discards it.
+        cases.push_back({"solicited advertisement to all nodes",
+                         ethernet(Mac{0x33, 0x33, 0, 0, 0, 1}, kServerMac, kEtherIpv6,
+                                  icmp6_ip(kServerV6, ip6("ff02::1"), 136, 0, body, Ip6Opt{255})),
+                         DropReason::malformed});
     }
     cases.push_back({"router solicitation", ethernet(Mac{0x33, 0x33, 0, 0, 0, 2}, kServerMac, kEtherIpv6,
                                                       icmp6_ip(link_local_of(kServerMac), ip6("ff02::2"), 133, 0, Bytes(4, 0), Ip6Opt{255})),

@@ -25,7 +25,9 @@
 #include "control/neighbor/neighbor_resolver.h"
 #include "control/policy/policy_builder.h"
 #include "control/runtime/runtime.h"
+#include "dataplane/held.h"
 #include "dataplane/tables/neighbor_table.h"
+#include "dataplane/tables/neighbor_table6.h"
 #include "tests/unit/eal_main.h"
 
 namespace {
@@ -375,7 +377,7 @@ protected:
     }
     std::string state_of(uint32_t ip) {
         for (const auto& v : resolver_->list())
-            if (v.ip == ip) return v.state;
+            if (v.ip == net::IpAddr::from_v4(ip)) return v.state;
         return "";
     }
     // Resolves `ip` from scratch at `ms`: a held packet, the request, the reply, the packet sent.
@@ -538,6 +540,261 @@ TEST_F(Aging, FullTableRecyclesTheLeastRecentlyUsedEntry) {
     resolve_at(8000, hop(5), mac_of(5));
     EXPECT_EQ(resolver_->recycled(), 2u);
     EXPECT_EQ(use(hop(5)), mac_of(5));
+}
+
+// ---------------------------------------------------------------------------------------------
+// IPv6 next hops: resolved by Neighbor Solicitation with the same hold queue and aging. The test
+// plays the workers: it puts held IPv6 packets (the next hop in the dynfield, held.h) and Neighbor
+// Advertisements (marked as such, as the local stage does) into the control ring.
+
+using Ip6 = std::array<uint8_t, 16>;
+const Ip6 kExt1V6{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01};   // 2001:db8:2::1/64 on ext1
+const Ip6 kHop6{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0xbc, 0xfe};  // 2001:db8:2::abc:fe
+const Ip6 kHop6Ll{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0, 0, 0x64};  // fe80::5054:ff:fe00:64
+
+// fe80::/64 and the modified EUI-64 of `m` (RFC 4291 2.5.1).
+Ip6 link_local(const Mac& m) {
+    return Ip6{0xfe, 0x80, 0, 0, 0, 0, 0, 0, static_cast<uint8_t>(m[0] ^ 2), m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]};
+}
+
+// The ICMPv6 checksum field of `msg` between src and dst, computed from scratch.
+uint16_t icmp6_sum(const Ip6& src, const Ip6& dst, const std::vector<uint8_t>& msg) {
+    uint32_t sum = 0;
+    auto add = [&](const uint8_t* d, size_t n) {
+        for (size_t i = 0; i < n; i += 2)
+            sum += uint32_t{d[i]} << 8 | (i + 1 < n ? d[i + 1] : 0);
+    };
+    add(src.data(), 16);
+    add(dst.data(), 16);
+    sum += static_cast<uint32_t>(msg.size()) + 58;
+    add(msg.data(), msg.size());
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(~sum);
+}
+
+// An Ethernet frame with an IPv6 header (hop limit 255) and ICMPv6 message `msg`, checksum filled.
+std::vector<uint8_t> icmp6_frame(const Mac& dst_mac, const Mac& src_mac, const Ip6& src, const Ip6& dst,
+                                 std::vector<uint8_t> msg) {
+    uint16_t c = icmp6_sum(src, dst, msg);
+    msg[2] = static_cast<uint8_t>(c >> 8);
+    msg[3] = static_cast<uint8_t>(c);
+    std::vector<uint8_t> f(dst_mac.begin(), dst_mac.end());
+    f.insert(f.end(), src_mac.begin(), src_mac.end());
+    f.insert(f.end(), {0x86, 0xdd, 0x60, 0, 0, 0, 0, static_cast<uint8_t>(msg.size()), 58, 255});
+    f.insert(f.end(), src.begin(), src.end());
+    f.insert(f.end(), dst.begin(), dst.end());
+    f.insert(f.end(), msg.begin(), msg.end());
+    return f;
+}
+
+class Ipv6Resolution : public Aging {
+protected:
+    void SetUp() override {
+        auto& ext1 = g_cfg->ports[1];
+        ext1.addresses.push_back(net::IpPrefix{net::IpAddr::from_v6(kExt1V6.data()), 64});
+        Aging::SetUp();
+    }
+    void TearDown() override {
+        Aging::TearDown();
+        g_cfg->ports[1].addresses.pop_back();
+    }
+    dp::NeighborTable6& table6() { return *g_rt->shared().neighbors6; }
+
+    // A routed IPv6 packet a worker found no MAC for (EtherType set, MACs not written).
+    void held6(const Ip6& next_hop, uint8_t tag) {
+        std::vector<uint8_t> f(12, 0);
+        f.insert(f.end(), {0x86, 0xdd, 0x60, 0, 0, 0, 0, 1, 59, 63});
+        const Ip6 pod{0xfd, 0, 0, 0x10, 0x02, 0x44, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10};
+        f.insert(f.end(), pod.begin(), pod.end());
+        f.insert(f.end(), kHop6.begin(), kHop6.end());
+        f.push_back(tag);
+        rte_mbuf* m = frame(f, ext1_);
+        dp::HeldNextHop& h = dp::held_of(m, g_rt->shared().next_hop_field);
+        h.v4 = 0;
+        h.what = dp::kHeldPacket;
+        std::copy(next_hop.begin(), next_hop.end(), h.v6);
+        ASSERT_EQ(rte_ring_mp_enqueue(g_rt->shared().to_control, m), 0);
+    }
+    // A Neighbor Advertisement from `target` with flags (0x40 solicited, 0x20 override) and, when
+    // given, the target link-layer address option.
+    void advert(const Ip6& target, uint8_t flags, const Mac* tll) {
+        std::vector<uint8_t> msg = {136, 0, 0, 0, flags, 0, 0, 0};
+        msg.insert(msg.end(), target.begin(), target.end());
+        if (tll) {
+            msg.insert(msg.end(), {2, 1});
+            msg.insert(msg.end(), tll->begin(), tll->end());
+        }
+        rte_mbuf* m = frame(icmp6_frame(kExt1Mac, tll ? *tll : kHopMac, target, kExt1V6, msg), ext1_);
+        dp::held_of(m, g_rt->shared().next_hop_field).what = dp::kHeldAdvertisement;
+        ASSERT_EQ(rte_ring_mp_enqueue(g_rt->shared().to_control, m), 0);
+    }
+    // What egw must send to ask for `target` on ext1 from `src`: to its solicited-node group, or
+    // to `probe_mac` and the target itself (a probe).
+    std::vector<uint8_t> solicitation(const Ip6& target, const Ip6& src, const Mac* probe_mac) {
+        Ip6 group{0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, target[13], target[14], target[15]};
+        Mac dst_mac{0x33, 0x33, 0xff, target[13], target[14], target[15]};
+        std::vector<uint8_t> msg = {135, 0, 0, 0, 0, 0, 0, 0};
+        msg.insert(msg.end(), target.begin(), target.end());
+        msg.insert(msg.end(), {1, 1});
+        msg.insert(msg.end(), kExt1Mac.begin(), kExt1Mac.end());
+        return icmp6_frame(probe_mac ? *probe_mac : dst_mac, kExt1Mac, src, probe_mac ? target : group, msg);
+    }
+    std::optional<Mac> use6(const Ip6& ip) {
+        uint32_t slot = table6().find(ext1_, ip.data());
+        Mac m;
+        if (slot == dp::NeighborTable6::kNone || !table6().resolve(slot, ext1_, ip.data(), m.data()))
+            return std::nullopt;
+        return m;
+    }
+    std::string state_of6(const Ip6& ip) {
+        for (const auto& v : resolver_->list())
+            if (v.ip == net::IpAddr::from_v6(ip.data())) return v.state;
+        return "";
+    }
+};
+
+// A packet for an unresolved IPv6 next hop is held; the solicitation goes to the target's
+// solicited-node group from ext1's global address on its prefix, byte for byte; the solicited
+// advertisement fills the entry and the held packet leaves with the next hop's MAC, ext1's as
+// its source and EtherType 0x86DD; a worker then finds the MAC.
+TEST_F(Ipv6Resolution, HeldPacketIsSolicitedForAndReleasedByTheAdvertisement) {
+    held6(kHop6, 7);
+    auto asked = poll_at(0);
+    ASSERT_EQ(asked.size(), 1u);
+    EXPECT_EQ(asked[0].port, ext1_);
+    EXPECT_EQ(asked[0].bytes, solicitation(kHop6, kExt1V6, nullptr));
+    EXPECT_EQ(resolver_->solicitations_sent(), 1u);
+    EXPECT_EQ(resolver_->requests_sent(), 0u) << "no ARP for an IPv6 next hop";
+    EXPECT_EQ(state_of6(kHop6), "incomplete");
+    EXPECT_EQ(use6(kHop6), std::nullopt);
+    // Not again before retry_ms, again after.
+    held6(kHop6, 8);
+    EXPECT_TRUE(poll_at(500).empty());
+    EXPECT_EQ(tick_at(1001).size(), 1u);
+
+    advert(kHop6, 0x60, &kHopMac);
+    auto sent = poll_at(1100);
+    ASSERT_EQ(sent.size(), 2u);
+    for (unsigned k = 0; k < 2; ++k) {
+        const auto& b = sent[k].bytes;
+        EXPECT_EQ(sent[k].port, ext1_);
+        EXPECT_TRUE(std::equal(kHopMac.begin(), kHopMac.end(), b.begin())) << k;
+        EXPECT_TRUE(std::equal(kExt1Mac.begin(), kExt1Mac.end(), b.begin() + 6)) << k;
+        EXPECT_EQ(b[12], 0x86);
+        EXPECT_EQ(b[13], 0xdd);
+        EXPECT_EQ(b.back(), 7 + k) << "held packets leave in order";
+    }
+    EXPECT_EQ(use6(kHop6), kHopMac);
+    EXPECT_EQ(state_of6(kHop6), "reachable");
+    EXPECT_EQ(resolver_->entries_in_table6(), 1u);
+    EXPECT_EQ(resolver_->entries_in_table(), 0u);
+    // The next packet finds it resolved on the control thread too (a race with the worker).
+    held6(kHop6, 9);
+    sent = poll_at(1200);
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_EQ(sent[0].bytes.back(), 9);
+    EXPECT_EQ(resolver_->held_dropped(), 0u);
+}
+
+// A link-local next hop is asked from ext1's link-local address.
+TEST_F(Ipv6Resolution, LinkLocalNextHopIsAskedFromTheLinkLocalAddress) {
+    held6(kHop6Ll, 1);
+    auto asked = poll_at(0);
+    ASSERT_EQ(asked.size(), 1u);
+    EXPECT_EQ(asked[0].bytes, solicitation(kHop6Ll, link_local(kExt1Mac), nullptr));
+    advert(kHop6Ll, 0x60, &kHopMac);
+    ASSERT_EQ(poll_at(10).size(), 1u);
+}
+
+// Only what was asked for is learned; an advertisement without Solicited does not resolve an
+// incomplete entry; without a target link-layer address an incomplete entry learns nothing; one
+// without Override does not replace a known MAC, one with Override does.
+TEST_F(Ipv6Resolution, AdvertisementsAreLearnedOnlyAsRfc4861Says) {
+    advert(kHop6, 0x60, &kHopMac);
+    EXPECT_TRUE(poll_at(0).empty());
+    EXPECT_EQ(state_of6(kHop6), "") << "nobody asked for it";
+    EXPECT_EQ(resolver_->entries_in_table6(), 0u);
+
+    held6(kHop6, 1);
+    ASSERT_EQ(poll_at(10).size(), 1u);
+    advert(kHop6, 0x20, &kHopMac);
+    advert(kHop6, 0x60, nullptr);
+    EXPECT_TRUE(poll_at(20).empty());
+    EXPECT_EQ(state_of6(kHop6), "incomplete");
+
+    advert(kHop6, 0x40, &kHopMac);
+    ASSERT_EQ(poll_at(30).size(), 1u);
+    EXPECT_EQ(use6(kHop6), kHopMac);
+    advert(kHop6, 0x40, &kHopMac2);
+    EXPECT_TRUE(poll_at(40).empty());
+    EXPECT_EQ(use6(kHop6), kHopMac) << "no Override: the known MAC stays";
+    advert(kHop6, 0x20, &kHopMac2);
+    EXPECT_TRUE(poll_at(50).empty());
+    EXPECT_EQ(use6(kHop6), kHopMac2) << "Override: the host moved";
+}
+
+// Aging as for ARP: stale and in use, probed by unicast solicitations to the address and the MAC
+// it has; unanswered probes invalidate it, and the next packet is solicited for by multicast again.
+TEST_F(Ipv6Resolution, StaleNextHopIsProbedByUnicastAndInvalidated) {
+    held6(kHop6, 1);
+    ASSERT_EQ(poll_at(0).size(), 1u);
+    advert(kHop6, 0x60, &kHopMac);
+    ASSERT_EQ(poll_at(0).size(), 1u);
+    for (uint64_t s = 1; s <= 30; ++s) {
+        ASSERT_EQ(use6(kHop6), kHopMac);
+        EXPECT_TRUE(tick_at(s * 1000).empty()) << s;
+    }
+    ASSERT_EQ(use6(kHop6), kHopMac);
+    auto probe = tick_at(30001);
+    ASSERT_EQ(probe.size(), 1u);
+    EXPECT_EQ(probe[0].bytes, solicitation(kHop6, kExt1V6, &kHopMac));
+    EXPECT_EQ(state_of6(kHop6), "probing");
+    EXPECT_EQ(tick_at(31002).size(), 1u);
+    EXPECT_EQ(tick_at(32003).size(), 1u);
+    EXPECT_EQ(resolver_->probes_sent(), 3u);
+    EXPECT_TRUE(tick_at(33004).empty());
+    EXPECT_EQ(resolver_->invalidated(), 1u);
+    EXPECT_EQ(use6(kHop6), std::nullopt);
+    held6(kHop6, 2);
+    auto asked = poll_at(33100);
+    ASSERT_EQ(asked.size(), 1u);
+    EXPECT_EQ(asked[0].bytes, solicitation(kHop6, kExt1V6, nullptr));
+    // An answered probe would have kept it; the new answer is learned.
+    advert(kHop6, 0x60, &kHopMac2);
+    ASSERT_EQ(poll_at(33200).size(), 1u);
+    EXPECT_EQ(use6(kHop6), kHopMac2);
+    // Unused for unused_s: freed.
+    tick_at(33300);
+    for (uint64_t s = 34; s <= 93; ++s)
+        tick_at(s * 1000);
+    EXPECT_TRUE(tick_at(94000).empty());
+    EXPECT_EQ(state_of6(kHop6), "");
+    EXPECT_EQ(table6().find(ext1_, kHop6.data()), dp::NeighborTable6::kNone);
+    EXPECT_EQ(resolver_->entries_in_table6(), 0u);
+}
+
+// The IPv6 table recycles its own least recently used entry when full; IPv4 entries are not
+// touched.
+TEST_F(Ipv6Resolution, FullIpv6TableRecyclesAnIpv6Entry) {
+    const uint32_t cap = table6().capacity();
+    resolve_at(0, kHop, kHopMac);
+    auto hop = [](uint32_t i) {
+        Ip6 a = kHop6;
+        a[15] = static_cast<uint8_t>(i);
+        return a;
+    };
+    for (uint32_t i = 0; i <= cap; ++i) {
+        held6(hop(i), 1);
+        ASSERT_EQ(poll_at(10 + i).size(), 1u) << i;
+        advert(hop(i), 0x60, &kHopMac2);
+        ASSERT_EQ(poll_at(10 + i).size(), 1u) << i;
+    }
+    EXPECT_EQ(resolver_->recycled(), 1u);
+    EXPECT_EQ(table6().used(), cap);
+    EXPECT_EQ(use6(hop(cap)), kHopMac2);
+    EXPECT_EQ(use6(hop(0)), std::nullopt) << "the least recently used one";
+    EXPECT_EQ(use(kHop), kHopMac) << "the IPv4 entry stays";
 }
 
 }  // namespace
