@@ -17,6 +17,9 @@
 
 namespace egw::dp {
 
+// Both families share this code (explicitly instantiated at the end); only the key, the session
+// and the pod address differ (SessionFamily4, SessionFamily6 in the header).
+
 // Vector multiply-shift (Dietzfelbinger; Thorup, "High Speed Hashing for Integers and Strings",
 // 2015): the key's four 32-bit words times four random 64-bit multipliers, plus a fifth random
 // word, modulo 2^64, keep the high 32 bits. Over the choice of the multipliers that is strongly
@@ -25,26 +28,21 @@ namespace egw::dp {
 // lets anyone compute colliding tuples in advance, and a CRC with a secret initial value does
 // not help: CRC is affine in it, so keys that collide under one value collide under all. Four
 // independent multiplications cost about what the two dependent CRC32 instructions did.
-uint32_t SessionTable::hash(const FlowKey& k) const {
-    uint32_t w[4];
+// An IPv6 key is ten words (ten multiplications), an IPv4 key four.
+template <class F>
+uint32_t BasicSessionTable<F>::hash(const Key& k) const {
+    uint32_t w[F::kHashWords];
     std::memcpy(w, &k, sizeof(w));
-    uint64_t h = hash_key_[0] + hash_key_[1] * w[0] + hash_key_[2] * w[1] + hash_key_[3] * w[2] + hash_key_[4] * w[3];
+    uint64_t h = hash_key_[0];
+    for (unsigned i = 0; i < F::kHashWords; ++i)
+        h += hash_key_[i + 1] * w[i];
     return static_cast<uint32_t>(h >> 32);
-}
-
-bool SessionTable::inside_match(const Session& s, const FlowKey& k) {
-    return s.pod_ip == k.src && s.remote_ip == k.dst && s.pod_port == k.sport && s.remote_port == k.dport &&
-           s.proto == k.proto;
-}
-
-bool SessionTable::outside_match(const Session& s, const FlowKey& k) {
-    return s.remote_ip == k.src && s.nat_ip == k.dst && s.remote_port == k.sport && s.nat_port == k.dport &&
-           s.proto == k.proto;
 }
 
 // Bit j set when signature j of the bucket is h: the seven signatures are compared at once (two
 // SSE2 compares of four; the eighth lane is idx[0] and is masked off).
-unsigned SessionTable::sig_matches(const Bucket& bk, uint32_t h) {
+template <class F>
+unsigned BasicSessionTable<F>::sig_matches(const Bucket& bk, uint32_t h) {
 #if defined(__SSE2__)
     __m128i key = _mm_set1_epi32(static_cast<int>(h));
     __m128i lo = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk.sig[0]));
@@ -60,7 +58,8 @@ unsigned SessionTable::sig_matches(const Bucket& bk, uint32_t h) {
 #endif
 }
 
-SessionTable::~SessionTable() {
+template <class F>
+BasicSessionTable<F>::~BasicSessionTable() {
     if (map_len_)
         munmap(memory_, map_len_);
     else
@@ -72,7 +71,8 @@ SessionTable::~SessionTable() {
 // (--no-huge) DPDK's heap is made of 4 KiB pages, and at a million sessions every lookup would
 // also miss the TLB: so the region is anonymous memory aligned to 2 MiB and marked for
 // transparent huge pages. It is never given to a NIC, so it needs no IOVA.
-bool SessionTable::allocate(const char* name, size_t bytes, int socket) {
+template <class F>
+bool BasicSessionTable<F>::allocate(const char* name, size_t bytes, int socket) {
     constexpr size_t kHuge = size_t{2} << 20;
     if (rte_eal_has_hugepages()) {
         memory_ = rte_zmalloc_socket(name, bytes, 64, socket);
@@ -98,7 +98,8 @@ bool SessionTable::allocate(const char* name, size_t bytes, int socket) {
     return true;
 }
 
-bool SessionTable::init(const char* name, uint32_t capacity, int socket, uint64_t seed) {
+template <class F>
+bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket, uint64_t seed) {
     if (seed) {
         // splitmix64: five well-mixed words out of one.
         for (uint64_t& k : hash_key_) {
@@ -119,7 +120,7 @@ bool SessionTable::init(const char* name, uint32_t capacity, int socket, uint64_
         buckets <<= 1;
     mask_ = static_cast<uint32_t>(buckets - 1);
     size_t table_bytes = sizeof(Bucket) * buckets;
-    size_t pool_bytes = sizeof(Session) * size_t{capacity};
+    size_t pool_bytes = sizeof(Entry) * size_t{capacity};
     size_t tcp_bytes = (sizeof(TcpWindow) * size_t{capacity} + 63) & ~size_t{63};
     uint64_t pod_slots = 16;
     while (pod_slots < uint64_t{capacity} * 2)
@@ -132,12 +133,11 @@ bool SessionTable::init(const char* name, uint32_t capacity, int socket, uint64_
     auto* base = static_cast<uint8_t*>(memory_);
     inside_ = reinterpret_cast<Bucket*>(base);
     outside_ = reinterpret_cast<Bucket*>(base + table_bytes);
-    pool_ = reinterpret_cast<Session*>(base + 2 * table_bytes);
+    pool_ = reinterpret_cast<Entry*>(base + 2 * table_bytes);
     tcp_ = reinterpret_cast<TcpWindow*>(base + 2 * table_bytes + pool_bytes);
     pods_ = reinterpret_cast<PodCount*>(base + 2 * table_bytes + pool_bytes + tcp_bytes);
     free_ = reinterpret_cast<uint32_t*>(base + 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes);
     std::memset(pods_, 0, pod_bytes);
-    pod_key_ = (hash_key_[0] ^ hash_key_[2]) | 1;
     std::memset(inside_, 0xff, table_bytes);
     std::memset(outside_, 0xff, table_bytes);
     for (uint64_t b = 0; b < buckets; ++b)
@@ -148,8 +148,9 @@ bool SessionTable::init(const char* name, uint32_t capacity, int socket, uint64_
     return true;
 }
 
+template <class F>
 template <bool Inside>
-uint32_t SessionTable::find(const Bucket* table, const FlowKey& k, uint32_t h) const {
+uint32_t BasicSessionTable<F>::find(const Bucket* table, const Key& k, uint32_t h) const {
     uint32_t b = h & mask_;
     for (;;) {
         const Bucket& bk = table[b];
@@ -157,8 +158,8 @@ uint32_t SessionTable::find(const Bucket* table, const FlowKey& k, uint32_t h) c
             unsigned j = static_cast<unsigned>(__builtin_ctz(m));
             if (bk.idx[j] == kEmpty)
                 continue;
-            const Session& s = pool_[bk.idx[j]];
-            if (Inside ? inside_match(s, k) : outside_match(s, k))
+            const Entry& s = pool_[bk.idx[j]];
+            if (Inside ? F::inside_match(s, k) : F::outside_match(s, k))
                 return bk.idx[j];
         }
         if (!bk.overflowed)
@@ -170,9 +171,10 @@ uint32_t SessionTable::find(const Bucket* table, const FlowKey& k, uint32_t h) c
 // Three passes so that memory loads overlap: hash and prefetch every bucket, then pick the first
 // signature match and prefetch its session, then confirm against the session (falling back to
 // the full walk on a signature collision or an overflowed bucket).
+template <class F>
 template <bool Inside>
-void SessionTable::lookup_bulk(const Bucket* table, const FlowKey* const* keys, unsigned n, uint32_t* idx,
-                               uint32_t* h) const {
+void BasicSessionTable<F>::lookup_bulk(const Bucket* table, const Key* const* keys, unsigned n, uint32_t* idx,
+                                       uint32_t* h) const {
     for (unsigned i = 0; i < n; ++i) {
         h[i] = hash(*keys[i]);
         rte_prefetch0(&table[h[i] & mask_]);
@@ -188,29 +190,36 @@ void SessionTable::lookup_bulk(const Bucket* table, const FlowKey* const* keys, 
             }
         }
         idx[i] = cand;
-        if (cand != kNone)
+        if (cand != kNone) {
             rte_prefetch0(&pool_[cand]);
+            // An IPv6 session's second line: what its rewrite and output read.
+            if constexpr (sizeof(Entry) > 64)
+                rte_prefetch0(reinterpret_cast<const uint8_t*>(&pool_[cand]) + 64);
+        }
     }
     for (unsigned i = 0; i < n; ++i) {
         uint32_t c = idx[i];
-        if (c != kNone && (Inside ? inside_match(pool_[c], *keys[i]) : outside_match(pool_[c], *keys[i])))
+        if (c != kNone && (Inside ? F::inside_match(pool_[c], *keys[i]) : F::outside_match(pool_[c], *keys[i])))
             continue;
         const Bucket& bk = table[h[i] & mask_];
         idx[i] = (c == kNone && !bk.overflowed) ? kNone : find<Inside>(table, *keys[i], h[i]);
     }
 }
 
-void SessionTable::lookup_inside(const FlowKey* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes) const {
+template <class F>
+void BasicSessionTable<F>::lookup_inside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes) const {
     uint32_t h[kBulk];
     lookup_bulk<true>(inside_, keys, n, idx, hashes ? hashes : h);
 }
 
-void SessionTable::lookup_outside(const FlowKey* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes) const {
+template <class F>
+void BasicSessionTable<F>::lookup_outside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes) const {
     uint32_t h[kBulk];
     lookup_bulk<false>(outside_, keys, n, idx, hashes ? hashes : h);
 }
 
-void SessionTable::prefetch_outside_match(uint32_t h) const {
+template <class F>
+void BasicSessionTable<F>::prefetch_outside_match(uint32_t h) const {
     const Bucket& bk = outside_[h & mask_];
     for (unsigned m = sig_matches(bk, h); m; m &= m - 1) {
         unsigned j = static_cast<unsigned>(__builtin_ctz(m));
@@ -221,13 +230,17 @@ void SessionTable::prefetch_outside_match(uint32_t h) const {
     }
 }
 
-uint32_t SessionTable::find_inside(const FlowKey& k) const { return find<true>(inside_, k, hash(k)); }
+template <class F>
+uint32_t BasicSessionTable<F>::find_inside(const Key& k) const { return find<true>(inside_, k, hash(k)); }
 
-uint32_t SessionTable::find_outside(const FlowKey& k) const { return find<false>(outside_, k, hash(k)); }
+template <class F>
+uint32_t BasicSessionTable<F>::find_outside(const Key& k) const { return find<false>(outside_, k, hash(k)); }
 
-uint32_t SessionTable::find_outside(const FlowKey& k, uint32_t h) const { return find<false>(outside_, k, h); }
+template <class F>
+uint32_t BasicSessionTable<F>::find_outside(const Key& k, uint32_t h) const { return find<false>(outside_, k, h); }
 
-void SessionTable::insert(Bucket* table, uint32_t h, uint32_t idx) {
+template <class F>
+void BasicSessionTable<F>::insert(Bucket* table, uint32_t h, uint32_t idx) {
     // The table is never more than half full, so an empty slot is always found.
     uint32_t b = h & mask_;
     for (;;) {
@@ -243,7 +256,8 @@ void SessionTable::insert(Bucket* table, uint32_t h, uint32_t idx) {
     }
 }
 
-void SessionTable::erase(Bucket* table, uint32_t h, uint32_t idx) {
+template <class F>
+void BasicSessionTable<F>::erase(Bucket* table, uint32_t h, uint32_t idx) {
     uint32_t home = h & mask_;
     uint32_t b = home;
     for (uint32_t n = 0; n <= mask_; ++n) {
@@ -262,9 +276,13 @@ void SessionTable::erase(Bucket* table, uint32_t h, uint32_t idx) {
     }
 }
 
-uint32_t SessionTable::create(const Session& s) { return create(s, hash(inside_key(s)), hash(outside_key(s))); }
+template <class F>
+uint32_t BasicSessionTable<F>::create(const Entry& s) {
+    return create(s, hash(F::inside_key(s)), hash(F::outside_key(s)));
+}
 
-uint32_t SessionTable::create(const Session& s, uint32_t h_inside, uint32_t h_outside) {
+template <class F>
+uint32_t BasicSessionTable<F>::create(const Entry& s, uint32_t h_inside, uint32_t h_outside) {
     if (n_free_ == 0)
         return kNone;
     uint32_t idx = free_[--n_free_];
@@ -273,53 +291,57 @@ uint32_t SessionTable::create(const Session& s, uint32_t h_inside, uint32_t h_ou
     tcp_[idx] = TcpWindow{};
     insert(inside_, h_inside, idx);
     insert(outside_, h_outside, idx);
-    pod_add(s.pod_ip);
+    pod_add(F::pod_of(s));
     ++active_;
     return idx;
 }
 
-void SessionTable::destroy(uint32_t idx) {
-    Session& s = pool_[idx];
+template <class F>
+void BasicSessionTable<F>::destroy(uint32_t idx) {
+    Entry& s = pool_[idx];
     if (!(s.in_use & kSessionInUse))
         return;
-    erase(inside_, hash(inside_key(s)), idx);
-    erase(outside_, hash(outside_key(s)), idx);
-    pod_remove(s.pod_ip);
+    erase(inside_, hash(F::inside_key(s)), idx);
+    erase(outside_, hash(F::outside_key(s)), idx);
+    pod_remove(F::pod_of(s));
     s.in_use = 0;
     free_[n_free_++] = idx;
     --active_;
 }
 
-uint32_t SessionTable::pod_sessions(uint32_t pod) const {
-    if (pod == 0)
+template <class F>
+uint32_t BasicSessionTable<F>::pod_sessions(const Pod& pod) const {
+    if (F::pod_free(pod))
         return 0;
     for (uint32_t i = pod_home(pod);; i = (i + 1) & pods_mask_) {
-        if (pods_[i].pod == pod)
+        if (F::pod_equal(pods_[i].pod, pod))
             return pods_[i].count;
-        if (pods_[i].pod == 0)
+        if (F::pod_free(pods_[i].pod))
             return 0;
     }
 }
 
-void SessionTable::pod_add(uint32_t pod) {
+template <class F>
+void BasicSessionTable<F>::pod_add(const Pod& pod) {
     // Never full: a pod has a slot only while it has a session, and there are twice as many
-    // slots as sessions. 0 marks a free slot, so a session of 0.0.0.0 (only ever made by a
-    // test of the table itself) is not counted.
-    if (pod == 0)
+    // slots as sessions. The free marker (0.0.0.0, ::) is never a pod, so a session of it (only
+    // ever made by a test of the table itself) is not counted.
+    if (F::pod_free(pod))
         return;
     uint32_t i = pod_home(pod);
-    while (pods_[i].pod != pod && pods_[i].pod != 0)
+    while (!F::pod_equal(pods_[i].pod, pod) && !F::pod_free(pods_[i].pod))
         i = (i + 1) & pods_mask_;
     pods_[i].pod = pod;
     ++pods_[i].count;
 }
 
-void SessionTable::pod_remove(uint32_t pod) {
-    if (pod == 0)
+template <class F>
+void BasicSessionTable<F>::pod_remove(const Pod& pod) {
+    if (F::pod_free(pod))
         return;
     uint32_t i = pod_home(pod);
-    while (pods_[i].pod != pod) {
-        if (pods_[i].pod == 0)
+    while (!F::pod_equal(pods_[i].pod, pod)) {
+        if (F::pod_free(pods_[i].pod))
             return;
         i = (i + 1) & pods_mask_;
     }
@@ -327,7 +349,7 @@ void SessionTable::pod_remove(uint32_t pod) {
         return;
     // Backward-shift deletion: later entries of the run that may live in the freed slot move
     // into it, so a lookup never stops early at a hole.
-    for (uint32_t j = (i + 1) & pods_mask_; pods_[j].pod != 0; j = (j + 1) & pods_mask_) {
+    for (uint32_t j = (i + 1) & pods_mask_; !F::pod_free(pods_[j].pod); j = (j + 1) & pods_mask_) {
         uint32_t home = pod_home(pods_[j].pod);
         // Entry j may move to i when its home is not in the cyclic range (i, j].
         if (((j - home) & pods_mask_) >= ((j - i) & pods_mask_)) {
@@ -337,5 +359,8 @@ void SessionTable::pod_remove(uint32_t pod) {
     }
     pods_[i] = PodCount{};
 }
+
+template class BasicSessionTable<SessionFamily4>;
+template class BasicSessionTable<SessionFamily6>;
 
 }  // namespace egw::dp

@@ -1,32 +1,43 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// SessionTable: the NAPT sessions of ONE worker.
+// SessionTable and SessionTable6: the NAPT sessions of ONE worker, IPv4 and IPv6, in two tables
+// of the same design (BasicSessionTable below, one instance per family).
 //
-// Writer and reader: the owning worker lcore only. Each session belongs to exactly one worker:
-// the NAT port space of every address is cut into one block per worker (see nat_ports.h), so a
-// reply's destination port names the worker that made the session, and packets that arrive on
-// another worker are handed to the owner through a ring before any lookup. Hence no locks and no
-// lock-free hash flags: two indexes (inside->outside and outside->inside keys) over one pool
-// of 64-byte sessions.
+// Writer and reader: the owning worker lcore only, for both tables. Each session belongs to
+// exactly one worker: the NAT port space of every address, IPv4 or IPv6, is cut into one block
+// per worker (see nat_ports.h), so a reply's destination port names the worker that made the
+// session, and packets that arrive on another worker are handed to the owner through a ring
+// before any lookup. Hence no locks and no lock-free hash flags: two indexes (inside->outside and
+// outside->inside keys) over one pool of sessions (64 bytes for IPv4, 128 for IPv6).
+//
+// Why two tables and not one with a family-tagged key: an IPv6 key (40 bytes) and session (three
+// addresses, two next hops) do not fit the IPv4 session's one cache line, and a common session
+// type would make every IPv4 hit read two lines; two instances of one template keep IPv4 as it
+// was and cost IPv6 one more line per hit (prefetched with the first).
 //
 // The indexes are egw's own, not rte_hash: a bucket is one cache line of seven (signature,
 // session index) pairs, and the key is checked against the session itself, so a hit costs the
-// bucket line and the session line that translation reads anyway (rte_hash adds a key-store
+// bucket line and the session line(s) that translation reads anyway (rte_hash adds a key-store
 // line). The hash is keyed with random multipliers drawn when the table is made (see hash() in
-// session_table.cpp), so a pod cannot pick flows that pile up in one bucket chain. Buckets are kept at most half full; an insert that finds its bucket full moves on to
-// the next one and counts in the full one that an entry went past it; a lookup stops at the
-// first bucket that no live entry went past. Deleting empties the slot and takes the entry's
-// count back off the buckets it went past, so chains shrink again as sessions come and go.
-// Publication: none; other threads never touch it. The control thread asks for a copy
-// (Worker::dump_*) and the worker fills it between bursts.
+// session_table.cpp), so a pod cannot pick flows that pile up in one bucket chain. Buckets are
+// kept at most half full; an insert that finds its bucket full moves on to the next one and
+// counts in the full one that an entry went past it; a lookup stops at the first bucket that no
+// live entry went past. Deleting empties the slot and takes the entry's count back off the
+// buckets it went past, so chains shrink again as sessions come and go.
+// Publication: none; other threads never touch either table. The control thread asks for a copy
+// (Worker::dump_*: the listing walks the IPv4 table's slots, then the IPv6 table's) and the
+// worker fills it between bursts.
 // Reclamation: a session is freed on the spot by its worker (expiry sweep, policy change, TCP
-// close); the pool and hashes are freed at shutdown after the worker has stopped.
-// Memory: one region, allocated by the control thread in init(): DPDK's heap when DPDK runs on
-// hugepages, else anonymous memory on transparent huge pages (session_table.cpp).
+// close); the pools and hashes are freed at shutdown after the worker has stopped.
+// Memory: one region per table, allocated by the control thread in init(): DPDK's heap when DPDK
+// runs on hugepages, else anonymous memory on transparent huge pages (session_table.cpp).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#include "dataplane/ipv6.h"
 
 namespace egw::dp {
 
@@ -103,15 +114,118 @@ enum SessionFlags : uint8_t {
     kSessionMasquerade = 2,    // translated to the egress port's address, so bound to that port
 };
 
-class SessionTable {
+// An IPv6 session: two cache lines, so that IPv4 keeps its one-line Session. The first line holds
+// what a lookup compares and what revalidation reads (the tuple, the policy it was made under),
+// the second what the rewrite and the output stage use. All addresses and ports in network
+// order, the next hops too.
+struct alignas(64) Session6 {
+    Ip6 pod_ip;
+    Ip6 remote_ip;
+    Ip6 nat_ip;
+    uint16_t pod_port;
+    uint16_t remote_port;
+    uint16_t nat_port;
+    uint8_t proto;              // IPPROTO_TCP, IPPROTO_UDP or 58 (ICMPv6 echo)
+    uint8_t tcp_seen;
+    uint32_t service_version;
+    uint16_t service_id;
+    uint8_t vrf;
+    uint8_t in_use;             // SessionFlags
+
+    uint32_t epoch;
+    uint16_t out_port;
+    uint16_t in_port;           // kPortUnset until the first reply
+    uint64_t last_seen;         // TSC
+    uint32_t out_neighbor;      // NeighborTable slot or NeighborTable::kNone
+    uint32_t in_neighbor;
+    uint16_t l4_delta;          // RFC 1624 delta of pod_ip, pod_port -> nat_ip, nat_port (folded): every
+                                // IPv6 transport checksum, ICMPv6's too, covers the pseudo-header
+    uint8_t unused[6];
+    Ip6 out_next_hop;           // the gateway, or the remote itself when on-link
+    Ip6 in_next_hop;
+};
+static_assert(sizeof(Session6) == 128, "an IPv6 session is two cache lines");
+
+// What the table needs to know of a family: its key and session types, how a session's two keys
+// are made and matched, and how its pod address is counted.
+struct SessionFamily4 {
+    using Key = FlowKey;
+    using Entry = Session;
+    using Pod = uint32_t;  // network order; 0 marks a free slot of the pod counts
+    static constexpr unsigned kHashWords = sizeof(Key) / 4;
+    static Key inside_key(const Entry& s) { return Key{s.pod_ip, s.remote_ip, s.pod_port, s.remote_port, s.proto, {}}; }
+    static Key outside_key(const Entry& s) { return Key{s.remote_ip, s.nat_ip, s.remote_port, s.nat_port, s.proto, {}}; }
+    static bool inside_match(const Entry& s, const Key& k) {
+        return s.pod_ip == k.src && s.remote_ip == k.dst && s.pod_port == k.sport && s.remote_port == k.dport &&
+               s.proto == k.proto;
+    }
+    static bool outside_match(const Entry& s, const Key& k) {
+        return s.remote_ip == k.src && s.nat_ip == k.dst && s.remote_port == k.sport && s.nat_port == k.dport &&
+               s.proto == k.proto;
+    }
+    static Pod pod_of(const Entry& s) { return s.pod_ip; }
+    static bool pod_free(Pod p) { return p == 0; }
+    static bool pod_equal(Pod a, Pod b) { return a == b; }
+    static uint32_t pod_mix(Pod p, const uint64_t* key) {
+        return static_cast<uint32_t>((uint64_t{p} * ((key[0] ^ key[2]) | 1)) >> 32);
+    }
+};
+
+struct SessionFamily6 {
+    using Key = FlowKey6;
+    using Entry = Session6;
+    using Pod = Ip6;  // :: (never a pod: the input filter drops it as a source) marks a free slot
+    static constexpr unsigned kHashWords = sizeof(Key) / 4;
+    static Key inside_key(const Entry& s) {
+        Key k{};
+        std::memcpy(k.src, s.pod_ip.b, 16);
+        std::memcpy(k.dst, s.remote_ip.b, 16);
+        k.sport = s.pod_port;
+        k.dport = s.remote_port;
+        k.proto = s.proto;
+        return k;
+    }
+    static Key outside_key(const Entry& s) {
+        Key k{};
+        std::memcpy(k.src, s.remote_ip.b, 16);
+        std::memcpy(k.dst, s.nat_ip.b, 16);
+        k.sport = s.remote_port;
+        k.dport = s.nat_port;
+        k.proto = s.proto;
+        return k;
+    }
+    static bool inside_match(const Entry& s, const Key& k) {
+        return ip6_equal(s.pod_ip.b, k.src) && ip6_equal(s.remote_ip.b, k.dst) && s.pod_port == k.sport &&
+               s.remote_port == k.dport && s.proto == k.proto;
+    }
+    static bool outside_match(const Entry& s, const Key& k) {
+        return ip6_equal(s.remote_ip.b, k.src) && ip6_equal(s.nat_ip.b, k.dst) && s.remote_port == k.sport &&
+               s.nat_port == k.dport && s.proto == k.proto;
+    }
+    static Pod pod_of(const Entry& s) { return s.pod_ip; }
+    static bool pod_free(const Pod& p) { return ip6_is_unspecified(p.b); }
+    static bool pod_equal(const Pod& a, const Pod& b) { return ip6_equal(a.b, b.b); }
+    // Vector multiply-shift of the address's four words with the table's random words.
+    static uint32_t pod_mix(const Pod& p, const uint64_t* key) {
+        uint32_t w[4];
+        std::memcpy(w, p.b, 16);
+        return static_cast<uint32_t>((key[0] + key[1] * w[0] + key[2] * w[1] + key[3] * w[2] + key[4] * w[3]) >> 32);
+    }
+};
+
+template <class F>
+class BasicSessionTable {
 public:
+    using Key = typename F::Key;
+    using Entry = typename F::Entry;
+    using Pod = typename F::Pod;
     static constexpr uint32_t kNone = ~uint32_t{0};
     static constexpr unsigned kBulk = 32;
 
-    SessionTable() = default;
-    SessionTable(const SessionTable&) = delete;
-    SessionTable& operator=(const SessionTable&) = delete;
-    ~SessionTable();
+    BasicSessionTable() = default;
+    BasicSessionTable(const BasicSessionTable&) = delete;
+    BasicSessionTable& operator=(const BasicSessionTable&) = delete;
+    ~BasicSessionTable();
 
     // `name` labels the DPDK allocations. The hash key is drawn from the kernel's random source
     // (getrandom), or derived from `seed` when it is not 0 (tests that need a repeatable layout).
@@ -123,26 +237,26 @@ public:
 
     // Bulk lookups: idx[i] = session index or kNone. n <= kBulk. With `hashes`, also
     // hashes[i] = key_hash(*keys[i]), which a create of that key may reuse.
-    void lookup_inside(const FlowKey* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes = nullptr) const;
-    void lookup_outside(const FlowKey* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes = nullptr) const;
-    uint32_t find_inside(const FlowKey& k) const;
-    uint32_t find_outside(const FlowKey& k) const;
+    void lookup_inside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes = nullptr) const;
+    void lookup_outside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes = nullptr) const;
+    uint32_t find_inside(const Key& k) const;
+    uint32_t find_outside(const Key& k) const;
     // The same when h = key_hash(k) is already known.
-    uint32_t find_outside(const FlowKey& k, uint32_t h) const;
+    uint32_t find_outside(const Key& k, uint32_t h) const;
 
     // Creates a session from `s` (its tuple fields must be set), indexing both keys.
     // Returns kNone when the pool is full.
-    uint32_t create(const Session& s);
+    uint32_t create(const Entry& s);
     // The same when the keys' hashes are already known: h_inside = key_hash(inside_key(s)),
     // h_outside = key_hash(outside_key(s)) (the miss lookup and the port probe computed them).
-    uint32_t create(const Session& s, uint32_t h_inside, uint32_t h_outside);
+    uint32_t create(const Entry& s, uint32_t h_inside, uint32_t h_outside);
     void destroy(uint32_t idx);
 
     // Hints for a batch of creates; none of them changes the table. A new session costs a port
     // probe (outside bucket, and the session a signature match points to) and a pool line to
     // write, all cold in a large table: issuing these for a whole burst before the creates run
     // one by one lets the misses overlap instead of queueing behind each other.
-    uint32_t key_hash(const FlowKey& k) const { return hash(k); }
+    uint32_t key_hash(const Key& k) const { return hash(k); }
     // Buckets per index: key_hash(k) & (bucket_count() - 1) is the bucket a key starts in.
     uint32_t bucket_count() const { return mask_ + 1; }
     // The outside bucket of hash `h`.
@@ -155,23 +269,19 @@ public:
             __builtin_prefetch(&pool_[free_[n_free_ - 1 - ahead]], 1, 3);
     }
 
-    Session& at(uint32_t idx) { return pool_[idx]; }
-    const Session& at(uint32_t idx) const { return pool_[idx]; }
+    Entry& at(uint32_t idx) { return pool_[idx]; }
+    const Entry& at(uint32_t idx) const { return pool_[idx]; }
     // The TCP sequence space of session idx (reset when the session is created).
     TcpWindow& tcp(uint32_t idx) { return tcp_[idx]; }
     void prefetch_tcp(uint32_t idx) const { __builtin_prefetch(&tcp_[idx], 1, 3); }
 
-    // Sessions of the pod `pod_ip` (network order) in this table, kept on create and destroy
-    // for the per-pod session limit.
-    uint32_t pod_sessions(uint32_t pod_ip) const;
-    void prefetch_pod(uint32_t pod_ip) const { __builtin_prefetch(&pods_[pod_home(pod_ip)], 0, 3); }
+    // Sessions of the pod `pod` (network order) in this table, kept on create and destroy for the
+    // per-pod session limit.
+    uint32_t pod_sessions(const Pod& pod) const;
+    void prefetch_pod(const Pod& pod) const { __builtin_prefetch(&pods_[pod_home(pod)], 0, 3); }
 
-    static FlowKey inside_key(const Session& s) {
-        return FlowKey{s.pod_ip, s.remote_ip, s.pod_port, s.remote_port, s.proto, {}};
-    }
-    static FlowKey outside_key(const Session& s) {
-        return FlowKey{s.remote_ip, s.nat_ip, s.remote_port, s.nat_port, s.proto, {}};
-    }
+    static Key inside_key(const Entry& s) { return F::inside_key(s); }
+    static Key outside_key(const Entry& s) { return F::outside_key(s); }
 
     size_t memory_bytes() const { return memory_bytes_; }
 
@@ -186,38 +296,33 @@ private:
     };
     static_assert(sizeof(Bucket) == 64);
 
-    uint32_t hash(const FlowKey& k) const;
+    uint32_t hash(const Key& k) const;
     static unsigned sig_matches(const Bucket& bk, uint32_t h);
-    static bool inside_match(const Session& s, const FlowKey& k);
-    static bool outside_match(const Session& s, const FlowKey& k);
     template <bool Inside>
-    uint32_t find(const Bucket* table, const FlowKey& k, uint32_t h) const;
+    uint32_t find(const Bucket* table, const Key& k, uint32_t h) const;
     template <bool Inside>
-    void lookup_bulk(const Bucket* table, const FlowKey* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const;
+    void lookup_bulk(const Bucket* table, const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const;
     bool allocate(const char* name, size_t bytes, int socket);
     void insert(Bucket* table, uint32_t h, uint32_t idx);
     void erase(Bucket* table, uint32_t h, uint32_t idx);
     // The pods' session counts: open addressing with linear probing over pods_mask_ + 1 slots,
     // at least twice as many as sessions, so never more than half full.
     struct PodCount {
-        uint32_t pod;  // network order; 0 (never a pod: the input filter drops 0.0.0.0/8) when free
+        Pod pod;  // F::pod_free() when the slot is free
         uint32_t count;
     };
-    uint32_t pod_home(uint32_t pod) const {
-        return static_cast<uint32_t>((uint64_t{pod} * pod_key_) >> 32) & pods_mask_;
-    }
-    void pod_add(uint32_t pod);
-    void pod_remove(uint32_t pod);
+    uint32_t pod_home(const Pod& pod) const { return F::pod_mix(pod, hash_key_) & pods_mask_; }
+    void pod_add(const Pod& pod);
+    void pod_remove(const Pod& pod);
 
-    uint64_t hash_key_[5] = {};  // random multipliers of hash()
+    uint64_t hash_key_[F::kHashWords + 1] = {};  // random multipliers of hash() (and pod_home())
     Bucket* inside_ = nullptr;
     Bucket* outside_ = nullptr;
     uint32_t mask_ = 0;
-    Session* pool_ = nullptr;
+    Entry* pool_ = nullptr;
     TcpWindow* tcp_ = nullptr;
     PodCount* pods_ = nullptr;
     uint32_t pods_mask_ = 0;
-    uint64_t pod_key_ = 0;       // random odd multiplier of pod_home()
     uint32_t* free_ = nullptr;  // stack of free indices
     uint32_t n_free_ = 0;
     uint32_t capacity_ = 0;
@@ -226,5 +331,12 @@ private:
     size_t memory_bytes_ = 0;
     size_t map_len_ = 0;  // length of memory_'s anonymous mapping; 0: memory_ is DPDK heap
 };
+
+// IPv4: 64-byte sessions and 16-byte keys. IPv6: 128-byte sessions and 40-byte keys, in a table
+// of its own beside it (Worker::sessions6), so an IPv4 hit still reads one session line.
+using SessionTable = BasicSessionTable<SessionFamily4>;
+using SessionTable6 = BasicSessionTable<SessionFamily6>;
+extern template class BasicSessionTable<SessionFamily4>;
+extern template class BasicSessionTable<SessionFamily6>;
 
 }  // namespace egw::dp

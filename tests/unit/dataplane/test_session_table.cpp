@@ -12,12 +12,14 @@
 #include <map>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <random>
 #include <set>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "dataplane/tables/session_table.h"
 
@@ -40,6 +42,88 @@ Session random_session(std::mt19937& rng) {
     return s;
 }
 
+dp::Ip6 random_ip6(std::mt19937& rng) {
+    dp::Ip6 a;
+    for (unsigned i = 0; i < 16; i += 4) {
+        uint32_t v = rng();
+        std::memcpy(a.b + i, &v, 4);
+    }
+    return a;
+}
+
+// The two families for the typed tests: random sessions, and sessions of pod number `n`.
+template <class Table>
+struct Family;
+
+template <>
+struct Family<dp::SessionTable> {
+    using Entry = dp::Session;
+    static Entry random(std::mt19937& rng) { return random_session(rng); }
+    static uint32_t pod(uint32_t n) { return htonl(0x0af40000u + n); }
+    static Entry of_pod(uint32_t n, uint16_t port) {
+        Entry s{};
+        s.pod_ip = pod(n);
+        s.remote_ip = htonl(0xc6336414);
+        s.pod_port = htons(port);
+        s.remote_port = htons(443);
+        s.nat_ip = htonl(0xc0000201);
+        s.nat_port = htons(port);
+        s.proto = 6;
+        return s;
+    }
+};
+
+template <>
+struct Family<dp::SessionTable6> {
+    using Entry = dp::Session6;
+    static Entry random(std::mt19937& rng) {
+        Entry s{};
+        s.pod_ip = random_ip6(rng);
+        s.remote_ip = random_ip6(rng);
+        s.pod_port = static_cast<uint16_t>(rng());
+        s.remote_port = static_cast<uint16_t>(rng());
+        s.nat_ip = random_ip6(rng);
+        s.nat_port = static_cast<uint16_t>(rng());
+        s.proto = rng() % 3 == 0 ? 58 : rng() % 2 ? 6 : 17;
+        return s;
+    }
+    // Pods that differ in one byte only, in the low half (as pods of one /64 do).
+    static dp::Ip6 pod(uint32_t n) {
+        dp::Ip6 a{{0xfd, 0, 0, 0x10, 0x02, 0x44, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}};
+        a.b[15] = static_cast<uint8_t>(n);
+        return a;
+    }
+    static Entry of_pod(uint32_t n, uint16_t port) {
+        Entry s{};
+        s.pod_ip = pod(n);
+        s.remote_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}};
+        s.pod_port = htons(port);
+        s.remote_port = htons(443);
+        s.nat_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x50}};
+        s.nat_port = htons(port);
+        s.proto = 6;
+        return s;
+    }
+};
+
+// A key's bytes (its padding is always zero), to tell keys apart.
+template <class K>
+std::string key_bytes(const K& k) {
+    return std::string(reinterpret_cast<const char*>(&k), sizeof k);
+}
+
+template <class Table>
+class SessionTables : public ::testing::Test {};
+using Tables = ::testing::Types<dp::SessionTable, dp::SessionTable6>;
+class TableNames {
+public:
+    template <class T>
+    static std::string GetName(int) {
+        return std::is_same_v<T, dp::SessionTable> ? "IPv4" : "IPv6";
+    }
+};
+TYPED_TEST_SUITE(SessionTables, Tables, TableNames);
+
 // Runs `f` on another thread; a lookup that never returns is reported, and since a spinning
 // thread cannot be stopped, the test program ends there.
 template <class F>
@@ -57,46 +141,52 @@ void must_finish(const std::string& what, F f) {
     std::_Exit(1);
 }
 
-TEST(SessionTable, LookupsStayCorrectAndFiniteUnderChurn) {
+TYPED_TEST(SessionTables, LookupsStayCorrectAndFiniteUnderChurn) {
+    using Table = TypeParam;
+    using Entry = typename Family<Table>::Entry;
+    using Key = typename Table::Key;
+    auto random_session = [](std::mt19937& g) { return Family<Table>::random(g); };
     constexpr uint32_t kCapacity = 64;
-    SessionTable t;
+    Table t;
     ASSERT_TRUE(t.init("st_churn", kCapacity, SOCKET_ID_ANY));
     std::mt19937 rng(1234);
 
     // Fill to capacity and empty again, many times over, with fresh tuples each time.
     for (int cycle = 0; cycle < 20000; ++cycle) {
-        std::vector<std::pair<uint32_t, Session>> live;
-        std::set<std::tuple<uint32_t, uint32_t, uint16_t, uint16_t>> in_keys, out_keys;
+        std::vector<std::pair<uint32_t, Entry>> live;
+        std::set<std::string> in_keys, out_keys;
         while (live.size() < kCapacity) {
-            Session s = random_session(rng);
-            if (!in_keys.insert({s.pod_ip, s.remote_ip, s.pod_port, s.remote_port}).second ||
-                !out_keys.insert({s.remote_ip, s.nat_ip, s.remote_port, s.nat_port}).second)
+            Entry s = random_session(rng);
+            if (!in_keys.insert(key_bytes(Table::inside_key(s))).second ||
+                !out_keys.insert(key_bytes(Table::outside_key(s))).second)
                 continue;
             uint32_t idx = t.create(s);
-            ASSERT_NE(idx, SessionTable::kNone) << "cycle " << cycle;
+            ASSERT_NE(idx, Table::kNone) << "cycle " << cycle;
             live.emplace_back(idx, s);
         }
-        ASSERT_EQ(t.create(random_session(rng)), SessionTable::kNone) << "created beyond capacity";
+        ASSERT_EQ(t.create(random_session(rng)), Table::kNone) << "created beyond capacity";
         ASSERT_EQ(t.active(), kCapacity);
         if (cycle % 500 == 0) {
             must_finish("session lookups after " + std::to_string(cycle) + " cycles", [&] {
             for (auto& [idx, s] : live) {
-                ASSERT_EQ(t.find_inside(SessionTable::inside_key(s)), idx);
-                ASSERT_EQ(t.find_outside(SessionTable::outside_key(s)), idx);
+                ASSERT_EQ(t.find_inside(Table::inside_key(s)), idx);
+                ASSERT_EQ(t.find_outside(Table::outside_key(s)), idx);
             }
-            // Bulk lookups agree, hits and misses mixed.
-            FlowKey keys[SessionTable::kBulk];
-            const FlowKey* kp[SessionTable::kBulk];
-            uint32_t got[SessionTable::kBulk];
-            for (unsigned i = 0; i < SessionTable::kBulk; ++i) {
-                keys[i] = i % 2 ? SessionTable::outside_key(live[i].second) : SessionTable::outside_key(random_session(rng));
+            // Bulk lookups agree, hits and misses mixed, and give the keys' hashes.
+            Key keys[Table::kBulk];
+            const Key* kp[Table::kBulk];
+            uint32_t got[Table::kBulk], hashes[Table::kBulk];
+            for (unsigned i = 0; i < Table::kBulk; ++i) {
+                keys[i] = i % 2 ? Table::outside_key(live[i].second) : Table::outside_key(random_session(rng));
                 kp[i] = &keys[i];
             }
-            t.lookup_outside(kp, SessionTable::kBulk, got);
-            for (unsigned i = 0; i < SessionTable::kBulk; ++i)
-                ASSERT_EQ(got[i], i % 2 ? live[i].first : SessionTable::kNone) << "cycle " << cycle << " key " << i;
+            t.lookup_outside(kp, Table::kBulk, got, hashes);
+            for (unsigned i = 0; i < Table::kBulk; ++i) {
+                ASSERT_EQ(got[i], i % 2 ? live[i].first : Table::kNone) << "cycle " << cycle << " key " << i;
+                ASSERT_EQ(hashes[i], t.key_hash(keys[i]));
+            }
             });
-            if (HasFatalFailure())
+            if (this->HasFatalFailure())
                 return;
         }
         std::shuffle(live.begin(), live.end(), rng);
@@ -108,28 +198,31 @@ TEST(SessionTable, LookupsStayCorrectAndFiniteUnderChurn) {
     // After all that churn, looking up tuples that are not there must still end, and say so.
     must_finish("a session lookup of a missing tuple", [&] {
         for (int i = 0; i < 1000; ++i) {
-            Session s = random_session(rng);
-            EXPECT_EQ(t.find_inside(SessionTable::inside_key(s)), SessionTable::kNone);
-            EXPECT_EQ(t.find_outside(SessionTable::outside_key(s)), SessionTable::kNone);
+            Entry s = random_session(rng);
+            EXPECT_EQ(t.find_inside(Table::inside_key(s)), Table::kNone);
+            EXPECT_EQ(t.find_outside(Table::outside_key(s)), Table::kNone);
         }
-        FlowKey keys[SessionTable::kBulk];
-        const FlowKey* kp[SessionTable::kBulk];
-        uint32_t got[SessionTable::kBulk];
-        for (unsigned i = 0; i < SessionTable::kBulk; ++i) {
-            keys[i] = SessionTable::inside_key(random_session(rng));
+        Key keys[Table::kBulk];
+        const Key* kp[Table::kBulk];
+        uint32_t got[Table::kBulk];
+        for (unsigned i = 0; i < Table::kBulk; ++i) {
+            keys[i] = Table::inside_key(random_session(rng));
             kp[i] = &keys[i];
         }
-        t.lookup_inside(kp, SessionTable::kBulk, got);
-        for (unsigned i = 0; i < SessionTable::kBulk; ++i)
-            EXPECT_EQ(got[i], SessionTable::kNone);
+        t.lookup_inside(kp, Table::kBulk, got);
+        for (unsigned i = 0; i < Table::kBulk; ++i)
+            EXPECT_EQ(got[i], Table::kNone);
     });
 }
 
-TEST(SessionTable, DestroyedSessionIsNotFoundAndItsSlotIsReused) {
-    SessionTable t;
+TYPED_TEST(SessionTables, DestroyedSessionIsNotFoundAndItsSlotIsReused) {
+    using Table = TypeParam;
+    using SessionTable = Table;
+    auto random_session = [](std::mt19937& g) { return Family<Table>::random(g); };
+    Table t;
     ASSERT_TRUE(t.init("st_reuse", 8, SOCKET_ID_ANY));
     std::mt19937 rng(42);
-    Session a = random_session(rng), b = random_session(rng);
+    auto a = random_session(rng), b = random_session(rng);
     uint32_t ia = t.create(a);
     uint32_t ib = t.create(b);
     ASSERT_NE(ia, SessionTable::kNone);
@@ -143,7 +236,7 @@ TEST(SessionTable, DestroyedSessionIsNotFoundAndItsSlotIsReused) {
     EXPECT_EQ(t.find_inside(SessionTable::inside_key(b)), ib);
     t.destroy(ia);  // twice: no effect
     EXPECT_EQ(t.active(), 1u);
-    Session c = random_session(rng);
+    auto c = random_session(rng);
     uint32_t ic = t.create(c);
     EXPECT_EQ(t.find_outside(SessionTable::outside_key(c)), ic);
     EXPECT_EQ(t.active(), 2u);
@@ -152,29 +245,23 @@ TEST(SessionTable, DestroyedSessionIsNotFoundAndItsSlotIsReused) {
 // The per-pod session counts (for sessions.max_per_pod) under churn: every count matches a
 // reference after random creates and destroys over few pods, so runs of the open-addressing
 // table form, and deletions in them must keep later entries findable.
-TEST(SessionTable, PodCountsFollowCreatesAndDestroys) {
+TYPED_TEST(SessionTables, PodCountsFollowCreatesAndDestroys) {
+    using Table = TypeParam;
     constexpr uint32_t kCapacity = 64;
-    SessionTable t;
+    Table t;
     ASSERT_TRUE(t.init("st_pods", kCapacity, SOCKET_ID_ANY, 7));
     std::mt19937 rng(12345);
-    std::map<uint32_t, uint32_t> want;     // pod -> count
-    std::vector<std::pair<uint32_t, uint32_t>> live;  // (index, pod)
+    std::map<uint32_t, uint32_t> want;     // pod number -> count
+    std::vector<std::pair<uint32_t, uint32_t>> live;  // (index, pod number)
     uint16_t port = 1;
     for (int step = 0; step < 20000; ++step) {
         bool add = live.empty() || (live.size() < kCapacity && rng() % 2);
         if (add) {
-            uint32_t pod = htonl(0x0af40000u + rng() % 40);
-            Session s{};
-            s.pod_ip = pod;
-            s.remote_ip = htonl(0xc6336414);
-            s.pod_port = htons(port);
-            s.remote_port = htons(443);
-            s.nat_ip = htonl(0xc0000201);
-            s.nat_port = htons(port);
-            s.proto = 6;
+            uint32_t pod = rng() % 40;
+            auto s = Family<Table>::of_pod(pod, port);
             ++port;
             uint32_t idx = t.create(s);
-            ASSERT_NE(idx, SessionTable::kNone);
+            ASSERT_NE(idx, Table::kNone);
             live.emplace_back(idx, pod);
             ++want[pod];
         } else {
@@ -186,9 +273,8 @@ TEST(SessionTable, PodCountsFollowCreatesAndDestroys) {
             live.pop_back();
         }
         for (uint32_t p = 0; p < 40; ++p) {
-            uint32_t pod = htonl(0x0af40000u + p);
-            auto it = want.find(pod);
-            ASSERT_EQ(t.pod_sessions(pod), it == want.end() ? 0u : it->second) << "step " << step << " pod " << p;
+            auto it = want.find(p);
+            ASSERT_EQ(t.pod_sessions(Family<Table>::pod(p)), it == want.end() ? 0u : it->second) << "step " << step << " pod " << p;
         }
     }
 }
@@ -278,6 +364,49 @@ TEST(SessionTable, HashIsKeyedSoChosenCollisionsDoNotCarryOver) {
         for (size_t i = 0; i < chosen.size(); ++i)
             EXPECT_EQ(t->find_inside(key(chosen[i])), idx[i]);
     }
+}
+
+// The same for the IPv6 table's hash of its 40-byte keys: flows picked to pile up in one bucket
+// under one key spread under others, and still work as a chain where they do pile up.
+TEST(SessionTable6, HashIsKeyedSoChosenCollisionsDoNotCarryOver) {
+    constexpr uint32_t kCapacity = 4096;
+    dp::SessionTable6 known;
+    ASSERT_TRUE(known.init("st6_hash_known", kCapacity, SOCKET_ID_ANY, 1));
+    const uint32_t buckets = known.bucket_count();
+    auto session = [](uint16_t sport) { return Family<dp::SessionTable6>::of_pod(7, sport); };
+    std::map<uint32_t, std::vector<uint16_t>> by_bucket;
+    for (uint32_t port = 1; port <= 65535; ++port) {
+        auto s = session(static_cast<uint16_t>(port));
+        by_bucket[known.key_hash(dp::SessionTable6::inside_key(s)) & (buckets - 1)].push_back(static_cast<uint16_t>(port));
+    }
+    std::vector<uint16_t> chosen;
+    for (auto& [b, ports] : by_bucket)
+        if (ports.size() > chosen.size())
+            chosen = ports;
+    ASSERT_GE(chosen.size(), 32u);
+    chosen.resize(32);
+    for (uint64_t seed = 2; seed <= 17; ++seed) {
+        dp::SessionTable6 t;
+        ASSERT_TRUE(t.init("st6_hash_seeded", kCapacity, SOCKET_ID_ANY, seed));
+        std::set<uint32_t> spread;
+        for (uint16_t port : chosen)
+            spread.insert(t.key_hash(dp::SessionTable6::inside_key(session(port))) & (buckets - 1));
+        EXPECT_GE(spread.size(), 16u) << "seed " << seed;
+    }
+    std::vector<uint32_t> idx;
+    for (uint16_t port : chosen) {
+        idx.push_back(known.create(session(port)));
+        ASSERT_NE(idx.back(), dp::SessionTable6::kNone);
+    }
+    for (size_t i = 0; i < chosen.size(); ++i) {
+        EXPECT_EQ(known.find_inside(dp::SessionTable6::inside_key(session(chosen[i]))), idx[i]);
+        EXPECT_EQ(known.find_outside(dp::SessionTable6::outside_key(session(chosen[i]))), idx[i]);
+    }
+    EXPECT_EQ(known.pod_sessions(Family<dp::SessionTable6>::pod(7)), 32u);
+    for (uint32_t i : idx)
+        known.destroy(i);
+    EXPECT_EQ(known.pod_sessions(Family<dp::SessionTable6>::pod(7)), 0u);
+    EXPECT_EQ(known.active(), 0u);
 }
 
 }  // namespace
