@@ -10,50 +10,69 @@
 
 namespace egw::dp {
 
-void worker_expire_step(Worker& w, const PolicySnapshot& p) {
-    SessionTable& st = w.sessions;
+namespace {
+
+// kSweepPerIteration slots of one table from `cursor` on: idle sessions and sessions whose
+// policy no longer holds are closed.
+template <class Table>
+void expire_step(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cursor) {
     uint32_t cap = st.capacity();
     if (cap == 0 || st.active() == 0)
         return;
     const Timeouts& t = w.shared->timeouts;
     for (unsigned i = 0; i < kSweepPerIteration; ++i) {
-        uint32_t idx = w.sweep_cursor;
-        w.sweep_cursor = idx + 1 == cap ? 0 : idx + 1;
-        Session& s = st.at(idx);
+        uint32_t idx = cursor;
+        cursor = idx + 1 == cap ? 0 : idx + 1;
+        auto& s = st.at(idx);
         if (!(s.in_use & kSessionInUse))
             continue;
         // Sessions of a withdrawn or changed policy are reclaimed here too, so their ports
         // return to the pool even when no packet comes to notice.
         if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
             count(w.counters.sessions_expired);
-            close_session(w, idx);
+            close_session(w, st, idx);
         }
     }
 }
 
-bool worker_reclaim_expired(Worker& w, const PolicySnapshot& p) {
-    SessionTable& st = w.sessions;
+template <class Table>
+bool reclaim_expired(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cursor, uint64_t& failed_at) {
     uint32_t cap = st.capacity();
     // A full table that had nothing to give a moment ago is not scanned again for every packet
     // of the same iteration.
-    if (cap == 0 || w.reclaim_failed_at == w.now)
+    if (cap == 0 || failed_at == w.now)
         return false;
     const Timeouts& t = w.shared->timeouts;
     // The slots just ahead of the sweep are the ones it looked at longest ago.
     for (unsigned i = 0; i < kReclaimScan; ++i) {
-        uint32_t idx = w.sweep_cursor;
-        w.sweep_cursor = idx + 1 == cap ? 0 : idx + 1;
-        Session& s = st.at(idx);
+        uint32_t idx = cursor;
+        cursor = idx + 1 == cap ? 0 : idx + 1;
+        auto& s = st.at(idx);
         if (!(s.in_use & kSessionInUse))
             continue;
         if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
             count(w.counters.sessions_expired);
-            close_session(w, idx);
+            close_session(w, st, idx);
             return true;
         }
     }
-    w.reclaim_failed_at = w.now;
+    failed_at = w.now;
     return false;
+}
+
+}  // namespace
+
+void worker_expire_step(Worker& w, const PolicySnapshot& p) {
+    expire_step(w, p, w.sessions, w.sweep_cursor);
+    expire_step(w, p, w.sessions6, w.sweep_cursor6);
+}
+
+bool worker_reclaim_expired(Worker& w, const PolicySnapshot& p) {
+    return reclaim_expired(w, p, w.sessions, w.sweep_cursor, w.reclaim_failed_at);
+}
+
+bool worker_reclaim_expired6(Worker& w, const PolicySnapshot& p) {
+    return reclaim_expired(w, p, w.sessions6, w.sweep_cursor6, w.reclaim_failed_at6);
 }
 
 void worker_serve_dump(Worker& w) {
@@ -65,20 +84,33 @@ void worker_serve_dump(Worker& w) {
         // A new request (or a newer one while an older was still being served: the control
         // thread only asks again for a listing from the start, so the scan starts over).
         w.dump_serving = req;
-        w.dump_cursor = std::min(w.dump_start, st.capacity());
-        w.dump_end = w.dump_scan && w.dump_scan < st.capacity() - w.dump_cursor ? w.dump_cursor + w.dump_scan
-                                                                                : st.capacity();
+        uint32_t slots = dump_slots(w);
+        w.dump_cursor = std::min(w.dump_start, slots);
+        w.dump_end = w.dump_scan && w.dump_scan < slots - w.dump_cursor ? w.dump_cursor + w.dump_scan : slots;
         w.dump_count = 0;
     }
+    // The IPv4 table's slots, then the IPv6 table's.
+    uint32_t cap4 = st.capacity();
     uint32_t i = w.dump_cursor;
     uint32_t stop = w.dump_end - i > kDumpScanPerIteration ? i + kDumpScanPerIteration : w.dump_end;
     uint32_t n = w.dump_count;
     for (; i < stop && n < w.dump_capacity; ++i) {
-        const Session& s = st.at(i);
-        if (!(s.in_use & kSessionInUse))
-            continue;
-        w.dump_buffer[n].session = s;
-        w.dump_buffer[n].idle_ticks = w.now - s.last_seen;
+        SessionRecord& r = w.dump_buffer[n];
+        if (i < cap4) {
+            const Session& s = st.at(i);
+            if (!(s.in_use & kSessionInUse))
+                continue;
+            r.session = s;
+            r.v6 = false;
+            r.idle_ticks = w.now - s.last_seen;
+        } else {
+            const Session6& s = w.sessions6.at(i - cap4);
+            if (!(s.in_use & kSessionInUse))
+                continue;
+            r.session6 = s;
+            r.v6 = true;
+            r.idle_ticks = w.now - s.last_seen;
+        }
         ++n;
     }
     w.dump_count = n;
@@ -98,17 +130,25 @@ void worker_serve_flush(Worker& w) {
     uint32_t req = w.flush_request.load(std::memory_order_acquire);
     if (req == w.flush_done.load(std::memory_order_relaxed))
         return;
-    SessionTable& st = w.sessions;
-    uint32_t end = std::min(st.capacity(), w.flush_cursor + kFlushPerIteration);
-    for (uint32_t i = w.flush_cursor; i < end; ++i) {
-        const Session& s = st.at(i);
+    // The IPv4 table's slots, then the IPv6 table's, as a listing walks them.
+    uint32_t cap4 = w.sessions.capacity();
+    uint32_t slots = dump_slots(w);
+    uint32_t end = std::min(slots, w.flush_cursor + kFlushPerIteration);
+    auto flush = [&](auto& st, uint32_t idx) {
+        const auto& s = st.at(idx);
         if ((s.in_use & kSessionInUse) && (w.flush_service == kFlushAll || s.service_id == w.flush_service)) {
-            close_session(w, i);
+            close_session(w, st, idx);
             ++w.flush_closed;
         }
+    };
+    for (uint32_t i = w.flush_cursor; i < end; ++i) {
+        if (i < cap4)
+            flush(w.sessions, i);
+        else
+            flush(w.sessions6, i - cap4);
     }
     w.flush_cursor = end;
-    if (end == st.capacity()) {
+    if (end == slots) {
         w.flush_cursor = 0;
         w.flush_done.store(req, std::memory_order_release);
     }

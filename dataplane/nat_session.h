@@ -14,7 +14,8 @@
 
 namespace egw::dp {
 
-inline uint32_t current_version(const PolicySnapshot& p, const Session& s) {
+template <class S>
+inline uint32_t current_version(const PolicySnapshot& p, const S& s) {
     return s.service_id == kDefaultPolicyId ? p.default_version : p.services[s.service_id].version;
 }
 
@@ -49,6 +50,31 @@ inline bool policy_holds(const PolicySnapshot& p, Session& s) {
     return true;
 }
 
+// The same for an IPv6 session, against the Service's IPv6 side (mode6, nat_ip6, endpoints6).
+inline bool policy_holds(const PolicySnapshot& p, Session6& s) {
+    uint32_t version = current_version(p, s);
+    if (likely(version == s.service_version))
+        return true;
+    if (s.service_id == kDefaultPolicyId) {
+        if (p.default_action != DefaultAction::masquerade)
+            return false;
+        uint32_t sid = p.endpoints6.find(s.pod_ip.b);
+        if (sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive)
+            return false;
+        s.service_version = version;
+        return true;
+    }
+    const ServicePolicy& sp = p.services[s.service_id];
+    bool masquerade = s.in_use & kSessionMasquerade;
+    bool same = sp.vrf == s.vrf && p.endpoints6.find(s.pod_ip.b) == s.service_id &&
+                (sp.mode6 == ServiceMode::snat_ingress_ip ? !masquerade && ip6_equal(sp.nat_ip6.b, s.nat_ip.b)
+                                                          : sp.mode6 == ServiceMode::masquerade && masquerade);
+    if (!same)
+        return false;
+    s.service_version = version;
+    return true;
+}
+
 // Re-resolves the cached routes of a session. Returns false when the session can no longer be
 // used as it is (no route, or a masquerade whose egress port changed).
 inline bool refresh_routes(const PolicySnapshot& p, Session& s) {
@@ -66,13 +92,28 @@ inline bool refresh_routes(const PolicySnapshot& p, Session& s) {
     return true;
 }
 
+inline bool refresh_routes(const PolicySnapshot& p, Session6& s) {
+    const NextHop6* nh = p.lookup_route6(s.vrf, s.remote_ip.b);
+    if (!nh)
+        return false;
+    if (nh->port != s.out_port && (s.in_use & kSessionMasquerade))
+        return false;
+    s.out_port = nh->port;
+    s.out_next_hop = nh->on_link ? s.remote_ip : nh->gateway;
+    s.out_neighbor = NeighborTable::kNone;
+    s.in_port = kPortUnset;
+    s.in_neighbor = NeighborTable::kNone;
+    return true;
+}
+
 // Whether a hit may be used as it is: its policy holds and its cached routes are current. A
 // session remembers the snapshot generation it was last checked under (its epoch), so a hit
 // under the same snapshot costs one comparison and reads nothing outside the session. Under a
 // newer snapshot the policy is checked again, and the routes only when they changed since the
 // epoch (so a publication for an unrelated Service does not send every session back to the route
 // and neighbour tables).
-inline bool session_usable(const PolicySnapshot& p, Session& s) {
+template <class S>
+inline bool session_usable(const PolicySnapshot& p, S& s) {
     uint32_t gen = static_cast<uint32_t>(p.generation);
     if (likely(s.epoch == gen))
         return true;
@@ -95,21 +136,42 @@ inline bool session_has_key(const Session& s, const PacketMeta& pk) {
     return s.remote_ip == k.src && s.nat_ip == k.dst && s.remote_port == k.sport && s.nat_port == k.dport;
 }
 
+inline bool session_has_key(const Session6& s, const PacketMeta& pk) {
+    const FlowKey6& k = pk.key6;
+    if (!(s.in_use & kSessionInUse) || s.proto != k.proto)
+        return false;
+    if (pk.dir == Dir::in2out)
+        return ip6_equal(s.pod_ip.b, k.src) && ip6_equal(s.remote_ip.b, k.dst) && s.pod_port == k.sport &&
+               s.remote_port == k.dport;
+    return ip6_equal(s.remote_ip.b, k.src) && ip6_equal(s.nat_ip.b, k.dst) && s.remote_port == k.sport &&
+           s.nat_port == k.dport;
+}
+
 // The session of `pk` now, when the lookup made for the burst may be out of date.
 inline uint32_t lookup_again(const Worker& w, const PacketMeta& pk) {
+    if (pk.v6) {
+        if (pk.session != SessionTable6::kNone && session_has_key(w.sessions6.at(pk.session), pk))
+            return pk.session;
+        return pk.dir == Dir::in2out ? w.sessions6.find_inside(pk.key6) : w.sessions6.find_outside(pk.key6);
+    }
     if (pk.session != SessionTable::kNone && session_has_key(w.sessions.at(pk.session), pk))
         return pk.session;
     return pk.dir == Dir::in2out ? w.sessions.find_inside(pk.key) : w.sessions.find_outside(pk.key);
 }
 
-inline void close_session(Worker& w, uint32_t idx) {
-    Session& s = w.sessions.at(idx);
+// Closes session `idx` of `table` (w.sessions or w.sessions6). The counters count both families.
+template <class Table>
+inline void close_session(Worker& w, Table& table, uint32_t idx) {
+    auto& s = table.at(idx);
     count(w.service_counters[s.service_id].sessions_closed);
     count(w.counters.sessions_closed);
-    w.sessions.destroy(idx);
+    table.destroy(idx);
 }
 
-inline uint64_t session_timeout(const Timeouts& t, const Session& s) {
+inline void close_session(Worker& w, uint32_t idx) { close_session(w, w.sessions, idx); }
+
+template <class S>
+inline uint64_t session_timeout(const Timeouts& t, const S& s) {
     switch (s.proto) {
     case IPPROTO_TCP:
         // Opening (one side seen) and closing: transitory. Both sides seen: established, or
@@ -120,7 +182,7 @@ inline uint64_t session_timeout(const Timeouts& t, const Session& s) {
         return s.tcp_seen & (kTcpFinInside | kTcpFinOutside) ? t.tcp_half_closed : t.tcp_established;
     case IPPROTO_UDP:
         return t.udp;
-    default:
+    default:  // ICMP and ICMPv6 echo
         return t.icmp;
     }
 }

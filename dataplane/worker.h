@@ -144,10 +144,13 @@ struct StageProfile {
     uint64_t preempted;
 };
 
-// One row of a session listing, filled by the worker on request.
+// One row of a session listing, filled by the worker on request: an IPv4 session (`session`)
+// or, when `v6` is set, an IPv6 one (`session6`).
 struct SessionRecord {
     Session session;
     uint64_t idle_ticks;
+    bool v6;
+    Session6 session6;
 };
 
 struct RxQueue {
@@ -177,7 +180,10 @@ struct alignas(64) Worker {
     uint64_t now = 0;
     uint32_t sweep_cursor = 0;
     uint64_t reclaim_failed_at = ~uint64_t{0};  // `now` of the last reclaim that found nothing
+    uint64_t reclaim_failed_at6 = ~uint64_t{0}; // the same for the IPv6 table
     SessionTable sessions;
+    SessionTable6 sessions6;               // IPv6 sessions; capacity 0 (not set up): IPv6 makes none
+    uint32_t sweep_cursor6 = 0;
     TxBuffer tx[kMaxPorts]{};
     // Per port: transmit bursts refused whole in a row (0: the last one was taken, at least in
     // part), and when the first of them was refused (`now`).
@@ -202,8 +208,9 @@ struct alignas(64) Worker {
     uint32_t dump_count = 0;
     // Paging of the listing (the CLI walks the whole table this way): the scan starts at table
     // slot dump_start and looks at dump_scan slots at most (0: to the end); dump_next is where it
-    // stopped (the table's capacity once it reached the end). Set before bumping dump_request,
-    // and only while no request is pending.
+    // stopped (dump_slots() once it reached the end). The slots are the IPv4 table's, then the
+    // IPv6 table's (slot sessions.capacity() + i is IPv6 slot i). Set before bumping
+    // dump_request, and only while no request is pending.
     uint32_t dump_start = 0;
     uint32_t dump_scan = 0;
     uint32_t dump_next = 0;
@@ -224,6 +231,9 @@ struct alignas(64) Worker {
 };
 
 inline constexpr uint32_t kDumpScanPerIteration = 1024;
+
+// The slots a session listing walks: both tables' (Worker::dump_start).
+inline uint32_t dump_slots(const Worker& w) { return w.sessions.capacity() + w.sessions6.capacity(); }
 inline constexpr uint32_t kFlushAll = ~uint32_t{0};
 inline constexpr uint32_t kFlushPerIteration = 4096;
 
@@ -246,6 +256,9 @@ void worker_expire_step(Worker& w, const PolicySnapshot& p);
 // For a create that found the table full: runs the expiry sweep on over up to kReclaimScan slots,
 // stopping at the first session it frees. Returns whether one was freed.
 bool worker_reclaim_expired(Worker& w, const PolicySnapshot& p);
+
+// The same for the IPv6 table.
+bool worker_reclaim_expired6(Worker& w, const PolicySnapshot& p);
 
 // Serves a pending session-listing request for up to kDumpScanPerIteration table slots; it is
 // answered (dump_done) once the scan reached its end or the buffer is full. Called by the worker

@@ -93,10 +93,14 @@ Reply show_sessions(Context& ctx, const Args& a) {
     json rows = json::array();
     bool truncated = false;
     std::string error = for_each_session(ctx.host.runtime.workers(), [&](const dp::Worker& w, const dp::SessionRecord& r) {
-        const dp::Session& s = r.session;
-        if ((by_service && s.service_id != want_service) || (by_saddr && s.pod_ip != saddr) ||
-            (by_daddr && s.remote_ip != daddr) || (by_sport && s.pod_port != sport) ||
-            (by_dport && s.remote_port != dport) || (by_proto && s.proto != proto))
+        // The address filters are IPv4 addresses: IPv6 sessions never match them.
+        if (r.v6 ? (by_saddr || by_daddr || (by_sport && r.session6.pod_port != sport) ||
+                    (by_dport && r.session6.remote_port != dport))
+                 : ((by_saddr && r.session.pod_ip != saddr) || (by_daddr && r.session.remote_ip != daddr) ||
+                    (by_sport && r.session.pod_port != sport) || (by_dport && r.session.remote_port != dport)))
+            return true;
+        const control::SessionRow s = control::session_row(r);
+        if ((by_service && s.service_id != want_service) || (by_proto && s.proto_number != proto && !(proto == 1 && s.proto_number == 58)))
             return true;
         if (rows.size() == limit) {
             truncated = true;
@@ -107,17 +111,17 @@ Reply show_sessions(Context& ctx, const Args& a) {
         std::string port = port_names.count(s.out_port) ? port_names[s.out_port] : "";
         uint64_t idle_ms = hz ? r.idle_ticks * 1000 / hz : 0;
         json j = {{"worker", w.index},
-                  {"proto", control::session_proto_name(s.proto)},
-                  {"inside", control::session_endpoint(s.pod_ip, s.pod_port)},
-                  {"outside", control::session_endpoint(s.nat_ip, s.nat_port)},
-                  {"remote", control::session_endpoint(s.remote_ip, s.remote_port)},
+                  {"proto", s.proto},
+                  {"inside", s.inside},
+                  {"outside", s.outside},
+                  {"remote", s.remote},
                   {"service", service},
                   {"port", port},
                   {"vrf", ctx.host.policy.vrf_name(s.vrf)},
-                  {"state", control::session_tcp_state(s)},
+                  {"state", s.state},
                   {"idle_ms", idle_ms}};
-        t.row({num(w.index), control::session_proto_name(s.proto), jstr(j["inside"]), jstr(j["outside"]), jstr(j["remote"]),
-               or_dash(service), or_dash(port), or_dash(jstr(j["vrf"])), or_dash(control::session_tcp_state(s)), num(idle_ms)});
+        t.row({num(w.index), s.proto, s.inside, s.outside, s.remote,
+               or_dash(service), or_dash(port), or_dash(jstr(j["vrf"])), or_dash(s.state), num(idle_ms)});
         rows.push_back(std::move(j));
         return true;
     });
@@ -150,6 +154,8 @@ Reply show_snat_pools(Context& ctx, const Args&) {
     };
     std::map<std::tuple<uint32_t, uint8_t, unsigned>, Use> use;
     std::string error = for_each_session(ctx.host.runtime.workers(), [&](const dp::Worker& w, const dp::SessionRecord& r) {
+        if (r.v6)
+            return true;  // the pools listed are IPv4 ones
         const dp::Session& s = r.session;
         Use& u = use[{rte_be_to_cpu_32(s.nat_ip), s.proto, w.index}];
         u.ports->set(rte_be_to_cpu_16(s.nat_port));

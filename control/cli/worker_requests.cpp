@@ -35,7 +35,7 @@ std::string for_each_session(const std::vector<dp::Worker*>& workers,
         // before the paging fields change under the worker.
         if (!wait_for(w->dump_done, w->dump_request.load(std::memory_order_relaxed), deadline))
             return silent(*w);
-        uint32_t capacity = w->sessions.capacity();
+        uint32_t capacity = dp::dump_slots(*w);
         uint32_t start = 0;
         bool more = true;
         std::string error;

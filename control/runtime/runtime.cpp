@@ -296,7 +296,10 @@ void Runtime::setup(unsigned mbufs) {
         w->dump_buffer = static_cast<dp::SessionRecord*>(
             rte_zmalloc_socket("egw_dump", sizeof(dp::SessionRecord) * w->dump_capacity, RTE_CACHE_LINE_SIZE, wsocket));
         std::string name = "egw_s" + std::to_string(i);
-        if (!w->service_counters || !w->dump_buffer || !w->sessions.init(name.c_str(), per_worker, wsocket))
+        std::string name6 = "egw_s6_" + std::to_string(i);
+        // The IPv6 table holds as many sessions as the IPv4 one (sessions.max is per family).
+        if (!w->service_counters || !w->dump_buffer || !w->sessions.init(name.c_str(), per_worker, wsocket) ||
+            !w->sessions6.init(name6.c_str(), per_worker, wsocket))
             throw RuntimeError("cannot allocate " + std::to_string(per_worker) +
                                " sessions for worker " + std::to_string(i) + " (raise eal.memory_mb or lower sessions.max)");
         const config::ReassemblyConfig& ra = cfg_.reassembly;
@@ -338,8 +341,8 @@ void Runtime::setup(unsigned mbufs) {
     }
     size_t session_bytes = 0;
     for (auto* w : workers_)
-        session_bytes += w->sessions.memory_bytes();
-    spdlog::info("data plane: {} worker(s), {} port(s), {} mbufs, {} sessions ({:.1f} MiB of session tables)", n_workers,
+        session_bytes += w->sessions.memory_bytes() + w->sessions6.memory_bytes();
+    spdlog::info("data plane: {} worker(s), {} port(s), {} mbufs, {} sessions of each family ({:.1f} MiB of session tables)", n_workers,
                  ports_.size(), n_mbufs_ * pools_.size(), per_worker * n_workers, session_bytes / 1048576.0);
 }
 

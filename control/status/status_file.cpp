@@ -139,15 +139,15 @@ nlohmann::json collect_status(const StatusInputs& in) {
         json listing = list_sessions(
             workers, in.max_sessions, in.listing_timeout_ms, in.workers_stopped,
             [&](const dp::Worker& w, const dp::SessionRecord& r) {
-                const dp::Session& s = r.session;
+                const SessionRow s = session_row(r);
                 auto it = id_to_key.find(s.service_id);
-                return json{{"worker", w.index}, {"proto", session_proto_name(s.proto)},
-                            {"inside", session_endpoint(s.pod_ip, s.pod_port)},
-                            {"outside", session_endpoint(s.nat_ip, s.nat_port)},
-                            {"remote", session_endpoint(s.remote_ip, s.remote_port)},
+                return json{{"worker", w.index}, {"proto", s.proto},
+                            {"inside", s.inside},
+                            {"outside", s.outside},
+                            {"remote", s.remote},
                             {"service", s.service_id && it != id_to_key.end() ? it->second : ""},
                             {"port", port_names.count(s.out_port) ? port_names[s.out_port] : ""},
-                            {"vrf", in.policy.vrf_name(s.vrf)}, {"state", session_tcp_state(s)},
+                            {"vrf", in.policy.vrf_name(s.vrf)}, {"state", s.state},
                             {"idle_ms", r.idle_ticks * 1000 / hz}};
             });
         doc["sessions"] = std::move(listing["sessions"]);
@@ -237,7 +237,7 @@ nlohmann::json list_sessions(const std::vector<dp::Worker*>& workers, unsigned m
             continue;
         }
         uint32_t n = w.dump_count;
-        if (n == w.dump_capacity && w.dump_next < w.sessions.capacity()) {
+        if (n == w.dump_capacity && w.dump_next < dp::dump_slots(w)) {
             complete = false;
             if (reason.empty())
                 reason = "worker " + std::to_string(w.index) + " listed its first " + std::to_string(n) +

@@ -69,6 +69,11 @@ struct ServicePolicy {
     ServiceMode mode = ServiceMode::inactive;
     uint8_t vrf = kDefaultVrf;
     uint32_t nat_ip = 0;   // host order, snat_ingress_ip only
+    // IPv6: what the Service's IPv6 endpoints get. A LoadBalancerIP Service with no IPv6 ingress
+    // IP has inactive here (its IPv6 endpoints take the default action, as IPv4 endpoints do
+    // without an IPv4 ingress IP); `version` covers both families.
+    ServiceMode mode6 = ServiceMode::inactive;
+    Ip6 nat_ip6 = {};      // snat_ingress_ip only
 };
 
 struct NextHop {
@@ -213,6 +218,22 @@ struct PolicySnapshot {
         if (!nh && vrf != kDefaultVrf)
             nh = lookup_route6_in(kDefaultVrf, dst);
         return nh;
+    }
+
+    // NAPT66: pod IPv6 -> Service id (served or not), as `endpoints`; the cluster's IPv6 pod and
+    // service CIDRs (masked network, length) and node IPs, never translated.
+    Ip6Map endpoints6;
+    std::vector<std::pair<Ip6, uint8_t>> cluster_cidrs6;
+    Ip6Map node_ips6;
+
+    bool inside_cluster6(const uint8_t* dst) const {
+        uint8_t net[16];
+        for (const auto& [prefix, len] : cluster_cidrs6) {
+            mask6(dst, len, net);
+            if (ip6_equal(net, prefix.b))
+                return true;
+        }
+        return node_ips6.contains(dst);
     }
 
     // Whether `ip` is one of the port's IPv6 addresses, its link-local one included.

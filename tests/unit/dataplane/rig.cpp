@@ -273,7 +273,8 @@ void Rig::setup(const RigOptions& o) {
             rte_zmalloc(name("_dump").c_str(), sizeof(dp::SessionRecord) * w->dump_capacity, RTE_CACHE_LINE_SIZE));
         if (!w->service_counters || !w->dump_buffer)
             fail("worker counters");
-        if (!w->sessions.init(name("s" + std::to_string(i)).c_str(), o.sessions_per_worker, socket))
+        if (!w->sessions.init(name("s" + std::to_string(i)).c_str(), o.sessions_per_worker, socket) ||
+            !w->sessions6.init(name("s6_" + std::to_string(i)).c_str(), o.sessions_per_worker, socket))
             fail("session table");
         if (o.inject) {
             w->inject = rte_ring_create(name("_inj" + std::to_string(i)).c_str(), kRingSize, socket,
@@ -602,6 +603,15 @@ const dp::ServiceCounters& Rig::default_counters(unsigned worker) const {
 std::vector<dp::Session> Rig::sessions(unsigned worker) const {
     std::vector<dp::Session> out;
     const dp::SessionTable& st = workers.at(worker)->sessions;
+    for (uint32_t i = 0; i < st.capacity(); ++i)
+        if (st.at(i).in_use & dp::kSessionInUse)
+            out.push_back(st.at(i));
+    return out;
+}
+
+std::vector<dp::Session6> Rig::sessions6(unsigned worker) const {
+    std::vector<dp::Session6> out;
+    const dp::SessionTable6& st = workers.at(worker)->sessions6;
     for (uint32_t i = 0; i < st.capacity(); ++i)
         if (st.at(i).in_use & dp::kSessionInUse)
             out.push_back(st.at(i));

@@ -93,7 +93,7 @@ config::Config standard_config();
 
 struct RigOptions {
     unsigned workers = 1;
-    uint32_t sessions_per_worker = 1024;      // SessionTable capacity of each worker
+    uint32_t sessions_per_worker = 1024;      // SessionTable (and SessionTable6) capacity of each worker
     bool inject = false;                      // give each worker an inject ring
     // Each port gets a receive queue per worker, worker w polling queue w of every port (as egwd
     // sets them up); otherwise each port has one, polled by worker 0.
@@ -180,6 +180,7 @@ public:
     const dp::ServiceCounters& svc(const std::string& key, unsigned worker = 0) const;
     const dp::ServiceCounters& default_counters(unsigned worker = 0) const;
     std::vector<dp::Session> sessions(unsigned worker = 0) const;
+    std::vector<dp::Session6> sessions6(unsigned worker = 0) const;
 
     // Frees whatever still sits in a ring; then the pool must hold every mbuf again.
     void drain_all();
