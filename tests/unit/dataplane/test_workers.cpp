@@ -257,13 +257,15 @@ TEST_F(DataplaneTest, SteeringFallsBackToSoftwareWhereTheDeviceHasNoRteFlow) {
 }
 
 TEST_F(DataplaneTest, SessionListingIsServedByTheWorker) {
-    Rig& r = start();
+    RigOptions o;
+    o.sessions_per_worker = 256;
+    Rig& r = start(o);
     r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
     r.process(r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 40001, kServer, 80, kSyn)));
     EXPECT_EQ(r.tx(r.ext1).size(), 2u);
     r.w().dump_request.store(1);
-    // The rig's table is one iteration's scan.
-    ASSERT_LE(r.w().sessions.capacity(), dp::kDumpScanPerIteration);
+    // Both tables of the rig are one iteration's scan.
+    ASSERT_LE(dp::dump_slots(r.w()), dp::kDumpScanPerIteration);
     r.poll();
     EXPECT_EQ(r.w().dump_done.load(), 1u);
     ASSERT_EQ(r.w().dump_count, 2u);
@@ -271,6 +273,64 @@ TEST_F(DataplaneTest, SessionListingIsServedByTheWorker) {
     for (uint32_t i = 0; i < r.w().dump_count; ++i)
         ports.insert(r.w().dump_buffer[i].session.pod_port);
     EXPECT_EQ(ports, (std::set<uint16_t>{nbo16(40000), nbo16(40001)}));
+}
+
+// The IPv6 table is walked by the same requests: a listing holds its sessions after the IPv4
+// ones (marked v6), a flush of a Service closes them too, and the expiry sweep ends them.
+TEST_F(DataplaneTest, Ipv6SessionsAreListedFlushedAndExpiredWithTheIpv4Ones) {
+    RigOptions o;
+    o.sessions_per_worker = 256;  // both tables in one iteration's scan
+    Rig& r = start(o);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    auto v6 = [&](uint16_t port) {
+        dp::Session6 s{};
+        s.pod_ip = dp::Ip6{{0xfd, 0, 0, 0x10, 0x02, 0x44, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10}};
+        s.remote_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}};
+        s.nat_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x50}};
+        s.pod_port = s.nat_port = nbo16(port);
+        s.remote_port = nbo16(53);
+        s.proto = 17;
+        s.service_id = static_cast<uint16_t>(r.service_id(kWeb));
+        s.service_version = r.policy().services[s.service_id].version;
+        s.epoch = static_cast<uint32_t>(r.policy().generation);
+        s.last_seen = r.w().now;
+        return s;
+    };
+    ASSERT_NE(r.w().sessions6.create(v6(41000)), dp::SessionTable6::kNone);
+    ASSERT_EQ(dp::dump_slots(r.w()), 512u);
+    r.w().dump_request.store(1);
+    r.poll();
+    ASSERT_EQ(r.w().dump_done.load(), 1u);
+    ASSERT_EQ(r.w().dump_count, 2u);
+    EXPECT_FALSE(r.w().dump_buffer[0].v6);
+    EXPECT_EQ(r.w().dump_buffer[0].session.pod_port, nbo16(40000));
+    EXPECT_TRUE(r.w().dump_buffer[1].v6);
+    EXPECT_EQ(r.w().dump_buffer[1].session6.pod_port, nbo16(41000));
+    EXPECT_EQ(r.w().dump_buffer[1].session6.nat_ip.b[15], 0x50);
+
+    // A flush of the Service closes the sessions of both tables.
+    r.w().flush_service = r.service_id(kWeb);
+    r.w().flush_request.store(1);
+    r.poll();
+    ASSERT_EQ(r.w().flush_done.load(), 1u);
+    EXPECT_EQ(r.w().flush_closed, 2u);
+    EXPECT_EQ(r.w().sessions.active(), 0u);
+    EXPECT_EQ(r.w().sessions6.active(), 0u);
+
+    // The sweep ends an idle IPv6 session at the UDP timeout, not before.
+    r.w().now = 1'000'000;
+    auto s = v6(41001);
+    s.last_seen = r.w().now;
+    ASSERT_NE(r.w().sessions6.create(s), dp::SessionTable6::kNone);
+    uint64_t closed = r.w().counters.sessions_closed;
+    r.advance(r.shared.timeouts.udp);
+    r.sweep();
+    EXPECT_EQ(r.w().sessions6.active(), 1u);
+    r.advance(1);
+    r.sweep();
+    EXPECT_EQ(r.w().sessions6.active(), 0u);
+    EXPECT_EQ(r.w().counters.sessions_closed, closed + 1);
 }
 
 // However sparse the table, one poll iteration looks at kDumpScanPerIteration slots at most: a
