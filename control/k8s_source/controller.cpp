@@ -7,17 +7,12 @@
 #include <stdexcept>
 
 #include "control/k8s/log.h"
-#include "control/k8s/writer.h"
-#include "control/k8s_source/controller_internal.h"
 
 namespace egw::k8s_source {
 
 using nlohmann::json;
-using detail::steady_ns;
 
 const char* to_string(ElectionMode m) { return m == ElectionMode::external ? "external" : "leader"; }
-
-std::string now_micro_time() { return k8s::format_micro_time(std::chrono::system_clock::now()); }
 
 Controller::Controller(k8s::Credentials creds, ControllerOptions opts, k8s::ClientOptions client_opts)
     : opts_(std::move(opts)), view_(opts_.node_name, opts_.pod_cidrs) {
@@ -34,18 +29,23 @@ Controller::Controller(k8s::Credentials creds, ControllerOptions opts, k8s::Clie
     client_opts.lease_namespace = lease_ns_;
     if (opts_.grace.count() <= 0) opts_.grace = 2 * opts_.retry_period;
     client_ = std::make_unique<k8s::Client>(std::move(creds), std::move(client_opts));
+    leases_ = std::make_unique<LeaseKeeper>(*client_, opts_, identity_, lease_ns_, [this] { decider_->wake(); });
+    decider_ = std::make_unique<HostDecider>(*client_, *leases_, opts_, identity_);
     client_->cache().set_listener([this](const k8s::Change& c) { on_change(c); });
 }
 
-void Controller::set_serving_check(std::function<std::string()> check) {
-    std::lock_guard lk(check_mu_);
-    serving_check_ = std::move(check);
+void Controller::on_change(const k8s::Change& c) {
+    if (c.kind == model::Kind::lease) leases_->on_lease_change(c);
+    if (opts_.election != ElectionMode::leader) return;
+    decider_->on_change(c);
 }
+
+void Controller::set_serving_check(std::function<std::string()> check) { leases_->set_serving_check(std::move(check)); }
 
 Controller::~Controller() { abandon(); }
 
 void Controller::start() {
-    std::lock_guard lk(lease_mu_);
+    std::lock_guard lk(mu_);
     if (started_) return;
     started_ = true;
     k8s::logger()->info("egw {}: kubernetes source, election {}, Leases in namespace {} (duration {}s, renew "
@@ -53,110 +53,79 @@ void Controller::start() {
                         opts_.node_name, to_string(opts_.election), lease_ns_, opts_.lease_duration.count(),
                         opts_.renew_deadline.count(), opts_.retry_period.count(), opts_.grace.count());
     client_->start();
-    lease_thread_ = std::thread([this] { lease_loop(); });
-    if (opts_.election == ElectionMode::leader) {
-        writers_ = std::make_unique<WriterPool>(opts_.write_concurrency);
-        decide_thread_ = std::thread([this] { decide_loop(); });
-    }
+    leases_->start();
+    if (opts_.election == ElectionMode::leader) decider_->start();
 }
 
 void Controller::abandon() {
     {
-        std::lock_guard lk(lease_mu_);
+        std::lock_guard lk(mu_);
         if (stopped_) return;
         stopped_ = true;
-        stopping_ = true;
     }
-    lease_cv_.notify_all();
-    queue_.wake();
-    if (lease_thread_.joinable()) lease_thread_.join();
-    if (decide_thread_.joinable()) decide_thread_.join();
-    writers_.reset();
+    leases_->request_stop();
+    decider_->request_stop();
+    leases_->join();
+    decider_->join();
     client_->stop();
-    leader_until_ = 0;
+    leases_->end_leadership();
 }
 
 void Controller::stop() {
     bool release = false, release_lead = false;
     {
-        std::lock_guard lk(lease_mu_);
+        std::lock_guard lk(mu_);
         if (stopped_) return;
-        stopping_ = true;
         release = opts_.release_on_stop && started_;
-        release_lead = release && was_leader_.load();
+        release_lead = release && leases_->was_leader();
     }
-    lease_cv_.notify_all();
-    queue_.wake();
-    if (lease_thread_.joinable()) lease_thread_.join();
-    if (decide_thread_.joinable()) decide_thread_.join();
+    leases_->request_stop();
+    decider_->request_stop();
+    leases_->join();
+    decider_->join();
     // The decider has stopped: nothing can be written on this instance's behalf any more. The
     // liveness Lease goes first: the leader (this one or another) moves the Services at once.
-    leader_until_ = 0;
-    if (release && stats().lease_renewals > 0) release_liveness();
-    if (release_lead) release_leader();
+    leases_->end_leadership();
+    if (release && leases_->stats().lease_renewals > 0) leases_->release_liveness();
+    if (release_lead) leases_->release_leader();
     abandon();
 }
 
-bool Controller::leader() const { return steady_ns(SteadyClock::now()) < leader_until_.load(); }
+bool Controller::leader() const { return leases_->leader(); }
 
 ControllerStats Controller::stats() const {
     // Liveness as this egwd sees it now, the same on a leader and a follower.
     size_t live = 0;
-    if (client_->synced()) client_->cache().read([&](const model::ObjectSet& objs) { live = live_now(objs).live.size(); });
-    std::lock_guard lk(stats_mu_);
-    ControllerStats s = stats_;
+    if (client_->synced())
+        client_->cache().read([&](const model::ObjectSet& objs) { live = leases_->live_now(objs).live.size(); });
+    const LeaseKeeperStats l = leases_->stats();
+    const HostDeciderStats d = decider_->stats();
+    ControllerStats s;
     s.synced = client_->synced();
     s.leader = leader();
-    s.deciding = s.deciding && s.leader;
+    s.deciding = d.deciding && s.leader;
+    s.not_serving = l.not_serving;
+    s.leader_identity = l.leader_identity;
     s.live_nodes = live;
+    s.allocations = d.allocations;
+    s.status_writes = d.status_writes;
+    s.label_writes = d.label_writes;
+    s.write_failures = d.write_failures;
+    s.status_write_failures = d.status_write_failures;
+    s.label_write_failures = d.label_write_failures;
+    s.lease_renewals = l.lease_renewals;
+    s.leader_transitions = l.leader_transitions;
+    s.pauses = d.pauses;
+    s.decisions = d.decisions;
+    s.label_passes = d.label_passes;
     return s;
 }
 
-std::string Controller::api_problems() const {
-    std::string out;
-    for (const auto& r : client_->status()) {
-        if (!r.synced)
-            out += r.name + ": not listed yet" + (r.last_error.empty() ? "" : " (" + r.last_error + ")") + "\n";
-        else if (r.failing && k8s::refused_by_server(r.failure_status))
-            out += r.name + ": " + r.last_error + "\n";
-    }
-    return out;
-}
+std::string Controller::serving_problems() const { return leases_->serving_problems(); }
 
-std::string Controller::serving_problems() const {
-    std::string out = api_problems();
-    // Called under the lock, so that set_serving_check(nullptr) waits for a call in progress.
-    std::lock_guard lk(check_mu_);
-    if (serving_check_) {
-        std::string dp = serving_check_();
-        if (!dp.empty() && dp.back() != '\n') dp += '\n';
-        out += dp;
-    }
-    return out;
-}
+std::map<std::string, std::string> Controller::allocations() const { return decider_->allocations(); }
 
-LeaseObservations Controller::observations() const {
-    LeaseObservations seen;
-    // While the Lease watch is broken nothing can be judged expired: count from now.
-    seen.view_since = client_->continuity(model::Kind::lease).since.value_or(SteadyClock::now());
-    std::lock_guard lk(seen_mu_);
-    seen.changed = lease_changes_;
-    return seen;
-}
-
-Liveness Controller::live_now(const model::ObjectSet& objs) const {
-    return liveness(objs, observations(), SteadyClock::now());
-}
-
-std::map<std::string, std::string> Controller::allocations() const {
-    std::lock_guard lk(stats_mu_);
-    return alloc_view_;
-}
-
-std::map<std::string, HostDecision> Controller::decisions() const {
-    std::lock_guard lk(stats_mu_);
-    return decisions_;
-}
+std::map<std::string, HostDecision> Controller::decisions() const { return decider_->decisions(); }
 
 // --- The data plane's input ------------------------------------------------------------------
 

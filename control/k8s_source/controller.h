@@ -9,13 +9,14 @@
 //                 leader that cannot renew before its renew deadline stops deciding at once;
 //   external      another controller writes status.host; egwd only follows it.
 //
-// Files: controller.cpp (making, starting and stopping it, stats, poll()), leases.cpp (Lease
-// keeping), decider.cpp (the leader's decisions and write-backs), serving_view.h (what this
-// gateway programs), writer_pool.h (the leader's status writers).
+// Parts: the Controller owns the client, the LeaseKeeper (lease_keeper.h: both Leases), the
+// HostDecider (host_decider.h: the leader's decisions and write-backs) and the ServingView
+// (serving_view.h: what this gateway programs); it makes, starts and stops them, feeds them the
+// cache's changes, and reports for them all (stats()).
 //
-// Threads: the client's reflectors (one per kind), one that renews the Leases and one that decides
-// (the leader's work queue) with its status writers (writer_pool.h, started once). poll() runs on
-// the caller's thread.
+// Threads: the client's reflectors (one per kind), the LeaseKeeper's and the HostDecider's (the
+// leader's work queue) with its status writers (writer_pool.h, started once). poll() runs on the
+// caller's thread.
 //
 // Faults (docs/kubernetes.md, "Election under faults"):
 //   - a Lease is judged on this egwd's monotonic clock: live until leaseDurationSeconds after it was
@@ -52,6 +53,9 @@
 
 #include "config/config.h"
 #include "control/k8s_source/decisions.h"
+#include "control/k8s_source/host_decider.h"
+#include "control/k8s_source/lease_keeper.h"
+#include "control/k8s_source/options.h"
 #include "control/k8s_source/serving_view.h"
 #include "control/k8s_source/slice_owners.h"
 #include "control/k8s_source/work_queue.h"
@@ -60,26 +64,6 @@
 #include "control/model/rules.h"
 
 namespace egw::k8s_source {
-
-enum class ElectionMode { leader, external };
-
-const char* to_string(ElectionMode m);   // "leader", "external"
-
-struct ControllerOptions {
-    std::string node_name;                      // this gateway's node (required)
-    std::string identity;                       // holder of the leader Lease; "" = node_name
-    std::string lease_namespace;                // "" = the credentials' namespace, else "default"
-    ElectionMode election = ElectionMode::leader;
-    std::chrono::seconds lease_duration{2};     // of both Leases (leaseDurationSeconds)
-    std::chrono::milliseconds renew_deadline{1500};   // a leader that has not renewed for this long stops
-    std::chrono::milliseconds retry_period{500};      // Lease renewals and acquisition attempts
-    std::chrono::milliseconds grace{0};               // fresh state before deciding; 0 = 2 retry periods
-    std::vector<net::IpPrefix> pod_cidrs;  // cluster-networked endpoints (SPEC section 2)
-    bool release_on_stop = true;                // stop() hands the leader Lease back (fast failover)
-    unsigned write_concurrency = 4;             // status PATCHes in flight at once (WriterPool)
-    std::chrono::milliseconds write_backoff_initial{200};
-    std::chrono::milliseconds write_backoff_max{10000};
-};
 
 struct ControllerStats {
     bool synced = false;
@@ -149,96 +133,20 @@ public:
     k8s::Client& client() { return *client_; }
 
 private:
-    using SteadyClock = std::chrono::steady_clock;
-
     void on_change(const k8s::Change& c);
-    std::string api_problems() const;
-    LeaseObservations observations() const;
-    Liveness live_now(const model::ObjectSet& objs) const;
-    void lease_loop();
-    bool renew_liveness();
-    void release_liveness();
-    void try_leader();
-    void release_leader();
-    k8s::WriteResult write_lease(const std::string& name, nlohmann::json& cached, const k8s::Writer::LeaseMutator& m);
-    bool fresh(SteadyClock::time_point now, std::optional<SteadyClock::time_point>& ready_at);
-    k8s::WriteResult write_status(const std::string& key, const std::string& host, const std::string& rv);
-    void decide_loop();
-    void decide_once();
-    void lose_leadership(const char* why);
-    void restore();
-    std::vector<std::string> keys_for(const std::vector<k8s::Change>& changes, bool& all, bool& leases);
-    void decide_batch(const std::vector<std::string>& keys);
-    void sync_labels();
-    void sleep_leases(std::chrono::milliseconds d);
 
     ControllerOptions opts_;
     std::string identity_;
     std::string lease_ns_;
     std::unique_ptr<k8s::Client> client_;
+    std::unique_ptr<LeaseKeeper> leases_;      // the Lease thread
+    std::unique_ptr<HostDecider> decider_;     // the decider thread (started in mode leader only)
 
-    // Leases.
-    std::thread lease_thread_;
-    std::mutex lease_mu_;
-    std::condition_variable lease_cv_;
-    std::atomic<bool> stopping_{false};
+    std::mutex mu_;                            // start() and stop()
     bool started_ = false;
     bool stopped_ = false;
-    std::atomic<int64_t> leader_until_{0};   // steady_clock ns; leader while now < this
-    std::atomic<bool> was_leader_{false};
-    std::atomic<int64_t> decide_after_{0};   // steady_clock ns; set when the Lease is taken over
-    std::atomic<bool> lease_kick_{false};     // the leader Lease was handed back: try at once
-    unsigned liveness_streak_ = 0;             // lease thread only
-    bool liveness_released_ = false;           // lease thread only: given up while not serving
-    std::string not_serving_;                  // lease thread only: the reasons last logged
-    nlohmann::json liveness_obj_, leader_obj_;  // lease thread only: the Leases as last written
-    std::string probe_rv_;                     // lease thread only: a leader Lease the cache does not
-    SteadyClock::time_point probe_at_{};       //   hold, as last read, and since when unchanged
-    mutable std::mutex check_mu_;
-    std::function<std::string()> serving_check_;
-
-    // When each Lease was last seen to change (steady clock), from the cache listener.
-    mutable std::mutex seen_mu_;
-    std::map<std::string, SteadyClock::time_point> lease_changes_;
-
-    // Decider.
-    std::thread decide_thread_;
-    WorkQueue queue_;
-    std::unique_ptr<WriterPool> writers_;      // the leader's status writers, made by start()
-    std::mutex changes_mu_;
-    std::vector<k8s::Change> changes_;        // from the cache listener, for the decider
-    bool need_restore_ = true;
-    Allocations alloc_;                        // decider thread only
-    std::set<std::string> live_;               // decider thread only
-    std::map<std::string, std::pair<std::string, bool>> node_facts_;   // node -> (labels w/o ours, ready)
-    SliceOwners owners_;                                               // decider thread only
-    struct Written {
-        std::string value;
-        std::string resource_version;          // of the object the write was decided on (the cache's)
-        std::string written_version;           // of the object the write produced
-    };
-    std::map<std::string, Written> status_written_;                    // key -> last status write
-    std::map<std::string, Written> labels_written_;                    // node -> last label patch
-    std::map<std::string, unsigned> failures_;                         // key -> failed writes in a row
-    std::set<std::string> unwritten_;                                  // status not yet written
-    std::optional<SteadyClock::time_point> next_expiry_;  // of the first live Lease to run out
-    uint64_t breaks_seen_ = 0;                 // watch breaks already paused for
-    bool paused_logged_ = false;
-    std::optional<SteadyClock::time_point> ready_at_;   // when the state will be fresh enough
-    bool labels_dirty_ = true;
-    std::chrono::steady_clock::time_point label_retry_{};
-    std::map<std::string, unsigned> label_failures_;                  // node -> failed patches in a row
-    std::set<std::string> unlabelable_;                                // keys whose label key is invalid (logged)
 
     ServingView view_;                         // poll() (caller's thread)
-
-    mutable std::mutex stats_mu_;
-    ControllerStats stats_;
-    std::map<std::string, HostDecision> decisions_;
-    std::map<std::string, std::string> alloc_view_;
 };
-
-// Kubernetes' MicroTime now.
-std::string now_micro_time();
 
 }  // namespace egw::k8s_source

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// What controller.cpp, leases.cpp and decider.cpp share; not for use outside control/k8s_source.
+// What lease_keeper.cpp and host_decider.cpp share; not for use outside control/k8s_source.
 #pragma once
 
 #include <chrono>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Lease keeping: this gateway's liveness Lease, and the leader Lease in mode leader. See controller.h.
-#include "control/k8s_source/controller.h"
+// Lease keeping: this gateway's liveness Lease, and the leader Lease in mode leader. See lease_keeper.h.
+#include "control/k8s_source/lease_keeper.h"
 
 #include <algorithm>
 #include <random>
@@ -42,14 +42,112 @@ std::string lease_holder(const json& lease) {
 
 }  // namespace
 
-// --- Leases ----------------------------------------------------------------------------------
+std::string now_micro_time() { return k8s::format_micro_time(std::chrono::system_clock::now()); }
 
-void Controller::sleep_leases(std::chrono::milliseconds d) {
-    std::unique_lock lk(lease_mu_);
-    lease_cv_.wait_for(lk, d, [this] { return stopping_.load() || lease_kick_.exchange(false); });
+LeaseKeeper::LeaseKeeper(k8s::Client& client, ControllerOptions opts, std::string identity, std::string lease_ns,
+                         std::function<void()> leadership_changed)
+    : client_(client),
+      opts_(std::move(opts)),
+      identity_(std::move(identity)),
+      lease_ns_(std::move(lease_ns)),
+      leadership_changed_(std::move(leadership_changed)) {}
+
+LeaseKeeper::~LeaseKeeper() {
+    request_stop();
+    join();
 }
 
-void Controller::lease_loop() {
+void LeaseKeeper::set_serving_check(std::function<std::string()> check) {
+    std::lock_guard lk(check_mu_);
+    serving_check_ = std::move(check);
+}
+
+void LeaseKeeper::start() { thread_ = std::thread([this] { loop(); }); }
+
+void LeaseKeeper::request_stop() {
+    {
+        std::lock_guard lk(mu_);
+        stopping_ = true;
+    }
+    cv_.notify_all();
+}
+
+void LeaseKeeper::join() {
+    if (thread_.joinable()) thread_.join();
+}
+
+bool LeaseKeeper::leader() const { return steady_ns(SteadyClock::now()) < leader_until_.load(); }
+
+LeaseKeeper::SteadyClock::time_point LeaseKeeper::decide_after() const {
+    return SteadyClock::time_point(std::chrono::nanoseconds(decide_after_.load()));
+}
+
+LeaseKeeperStats LeaseKeeper::stats() const {
+    std::lock_guard lk(stats_mu_);
+    return stats_;
+}
+
+std::string LeaseKeeper::api_problems() const {
+    std::string out;
+    for (const auto& r : client_.status()) {
+        if (!r.synced)
+            out += r.name + ": not listed yet" + (r.last_error.empty() ? "" : " (" + r.last_error + ")") + "\n";
+        else if (r.failing && k8s::refused_by_server(r.failure_status))
+            out += r.name + ": " + r.last_error + "\n";
+    }
+    return out;
+}
+
+std::string LeaseKeeper::serving_problems() const {
+    std::string out = api_problems();
+    // Called under the lock, so that set_serving_check(nullptr) waits for a call in progress.
+    std::lock_guard lk(check_mu_);
+    if (serving_check_) {
+        std::string dp = serving_check_();
+        if (!dp.empty() && dp.back() != '\n') dp += '\n';
+        out += dp;
+    }
+    return out;
+}
+
+LeaseObservations LeaseKeeper::observations() const {
+    LeaseObservations seen;
+    // While the Lease watch is broken nothing can be judged expired: count from now.
+    seen.view_since = client_.continuity(model::Kind::lease).since.value_or(SteadyClock::now());
+    std::lock_guard lk(seen_mu_);
+    seen.changed = lease_changes_;
+    return seen;
+}
+
+Liveness LeaseKeeper::live_now(const model::ObjectSet& objs) const {
+    return liveness(objs, observations(), SteadyClock::now());
+}
+
+void LeaseKeeper::on_lease_change(const k8s::Change& c) {
+    {
+        std::lock_guard lk(seen_mu_);
+        if (c.deleted) lease_changes_.erase(c.key);
+        else lease_changes_[c.key] = SteadyClock::now();
+    }
+    // The leader Lease handed back: a follower tries at once rather than at its next round.
+    if (opts_.election == ElectionMode::leader && !was_leader_.load() && c.key == lease_ns_ + "/" + kLeaderLeaseName) {
+        bool free = client_.cache().read([&](const model::ObjectSet& objs) {
+            auto it = objs.leases.find(c.key);
+            return it == objs.leases.end() || it->second.holder_identity.empty();
+        });
+        if (free) {
+            kick_ = true;
+            cv_.notify_all();
+        }
+    }
+}
+
+void LeaseKeeper::sleep(std::chrono::milliseconds d) {
+    std::unique_lock lk(mu_);
+    cv_.wait_for(lk, d, [this] { return stopping_.load() || kick_.exchange(false); });
+}
+
+void LeaseKeeper::loop() {
     // The liveness Lease is renewed every retry period, like the leader Lease: a gateway that dies
     // is seen dead leaseDurationSeconds after its last renewal (docs/kubernetes.md, Timings).
     auto next_liveness = SteadyClock::now();
@@ -101,11 +199,11 @@ void Controller::lease_loop() {
         }
         now = SteadyClock::now();
         auto next = std::min(next_liveness, now + opts_.retry_period);
-        sleep_leases(std::chrono::duration_cast<std::chrono::milliseconds>(next - now));
+        sleep(std::chrono::duration_cast<std::chrono::milliseconds>(next - now));
     }
 }
 
-k8s::WriteResult Controller::write_lease(const std::string& name, json& cached, const k8s::Writer::LeaseMutator& m) {
+k8s::WriteResult LeaseKeeper::write_lease(const std::string& name, json& cached, const k8s::Writer::LeaseMutator& m) {
     // The Lease as this egwd last wrote it is the one to update (one PUT); a 409 or 404 means
     // someone else wrote it since: read it again (modify_lease) and decide on what is there.
     if (cached.is_object()) {
@@ -116,7 +214,7 @@ k8s::WriteResult Controller::write_lease(const std::string& name, json& cached, 
             r.object = cached;
             return r;
         }
-        auto res = client_->writer().update_lease(lease_ns_, lease);
+        auto res = client_.writer().update_lease(lease_ns_, lease);
         if (res.ok()) {
             cached = res.object;
             return res;
@@ -124,12 +222,12 @@ k8s::WriteResult Controller::write_lease(const std::string& name, json& cached, 
         cached = json();
         if (!res.conflict() && !res.not_found()) return res;
     }
-    auto res = client_->writer().modify_lease(lease_ns_, name, m);
+    auto res = client_.writer().modify_lease(lease_ns_, name, m);
     if (res.ok() && res.written) cached = res.object;
     return res;
 }
 
-bool Controller::renew_liveness() {
+bool LeaseKeeper::renew_liveness() {
     const std::string name = std::string(kLivenessLeasePrefix) + opts_.node_name;
     const int32_t duration = static_cast<int32_t>(opts_.lease_duration.count());
     auto res = write_lease(name, liveness_obj_, [&](json& lease, bool exists) {
@@ -162,7 +260,7 @@ bool Controller::renew_liveness() {
     return false;
 }
 
-void Controller::release_liveness() {
+void LeaseKeeper::release_liveness() {
     // As client-go's ReleaseOnCancel: no holder and a 1 s duration. Every leader sees at once that
     // no egwd runs here.
     const std::string name = std::string(kLivenessLeasePrefix) + opts_.node_name;
@@ -184,7 +282,7 @@ void Controller::release_liveness() {
     }
 }
 
-void Controller::try_leader() {
+void LeaseKeeper::try_leader() {
     const auto started = SteadyClock::now();
     const int32_t duration = static_cast<int32_t>(opts_.lease_duration.count());
     const std::string key = lease_ns_ + "/" + kLeaderLeaseName;
@@ -196,7 +294,7 @@ void Controller::try_leader() {
             k8s::logger()->warn("egw {}: cannot follow the API ({}); handing the leader Lease back", identity_,
                                 problems.substr(0, problems.find('\n')));
             leader_until_ = 0;
-            queue_.wake();
+            leadership_changed_();
             release_leader();
         }
         return;
@@ -206,11 +304,11 @@ void Controller::try_leader() {
     // not seen to change for its duration (on this egwd's clock, never by its renewTime).
     std::string seen_rv;
     bool seen = false;
-    if (!was_leader_.load() && client_->synced()) {
+    if (!was_leader_.load() && client_.synced()) {
         bool busy = false;
         std::string holder;
         const auto seen_at = observations();
-        client_->cache().read([&](const model::ObjectSet& objs) {
+        client_.cache().read([&](const model::ObjectSet& objs) {
             auto it = objs.leases.find(key);
             if (it == objs.leases.end()) return;
             seen = true;
@@ -263,7 +361,7 @@ void Controller::try_leader() {
         return true;
     };
     auto res = was_leader_.load() ? write_lease(kLeaderLeaseName, leader_obj_, mutate)
-                                  : client_->writer().modify_lease(lease_ns_, kLeaderLeaseName, mutate);
+                                  : client_.writer().modify_lease(lease_ns_, kLeaderLeaseName, mutate);
     if (res.ok() && res.written) {
         if (!was_leader_.load()) leader_obj_ = res.object;
         leader_until_ = steady_ns(started + opts_.renew_deadline);
@@ -277,7 +375,7 @@ void Controller::try_leader() {
             ++stats_.leader_transitions;
             stats_.leader_identity = identity_;
         }
-        queue_.wake();
+        leadership_changed_();
         return;
     }
     if (res.ok() || res.not_found()) {
@@ -290,7 +388,7 @@ void Controller::try_leader() {
         }
         if (was_leader_.exchange(false))
             k8s::logger()->warn("egw {}: no longer the leader: the Lease is held by {}", identity_, holder);
-        queue_.wake();
+        leadership_changed_();
         return;
     }
     // The API server could not be reached or refused: keep deciding until the deadline, not after.
@@ -299,14 +397,14 @@ void Controller::try_leader() {
         leader_obj_ = json();
         k8s::logger()->warn("egw {}: could not renew the leader Lease within {} ms ({}); stopped deciding",
                             identity_, opts_.renew_deadline.count(), res.error);
-        queue_.wake();
+        leadership_changed_();
     } else {
         k8s::logger()->debug("egw {}: leader Lease: {}", identity_, res.error);
     }
 }
 
-void Controller::release_leader() {
-    auto res = client_->writer().modify_lease(lease_ns_, kLeaderLeaseName, [&](json& lease, bool exists) {
+void LeaseKeeper::release_leader() {
+    auto res = client_.writer().modify_lease(lease_ns_, kLeaderLeaseName, [&](json& lease, bool exists) {
         if (!exists || lease_holder(lease) != identity_) return false;
         json& spec = lease["spec"];
         spec["holderIdentity"] = "";

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The leader's host decisions and their write-backs: status.host, node labels. See controller.h.
-#include "control/k8s_source/controller.h"
+// The leader's host decisions and their write-backs: status.host, node labels. See host_decider.h.
+#include "control/k8s_source/host_decider.h"
 
 #include <algorithm>
 
@@ -55,27 +55,30 @@ json patch_json(const LabelPatch& p) {
 
 // --- The leader's decisions -------------------------------------------------------------------
 
-void Controller::on_change(const k8s::Change& c) {
-    if (c.kind == model::Kind::lease) {
-        {
-            std::lock_guard lk(seen_mu_);
-            if (c.deleted) lease_changes_.erase(c.key);
-            else lease_changes_[c.key] = SteadyClock::now();
-        }
-        // The leader Lease handed back: a follower tries at once rather than at its next round.
-        if (opts_.election == ElectionMode::leader && !was_leader_.load() &&
-            c.key == lease_ns_ + "/" + kLeaderLeaseName) {
-            bool free = client_->cache().read([&](const model::ObjectSet& objs) {
-                auto it = objs.leases.find(c.key);
-                return it == objs.leases.end() || it->second.holder_identity.empty();
-            });
-            if (free) {
-                lease_kick_ = true;
-                lease_cv_.notify_all();
-            }
-        }
-    }
-    if (opts_.election != ElectionMode::leader) return;
+HostDecider::HostDecider(k8s::Client& client, const LeaseKeeper& leases, ControllerOptions opts, std::string identity)
+    : client_(client), leases_(leases), opts_(std::move(opts)), identity_(std::move(identity)) {}
+
+HostDecider::~HostDecider() {
+    request_stop();
+    join();
+}
+
+void HostDecider::start() {
+    writers_ = std::make_unique<WriterPool>(opts_.write_concurrency);
+    thread_ = std::thread([this] { loop(); });
+}
+
+void HostDecider::request_stop() {
+    stopping_ = true;
+    queue_.wake();
+}
+
+void HostDecider::join() {
+    if (thread_.joinable()) thread_.join();
+    writers_.reset();
+}
+
+void HostDecider::on_change(const k8s::Change& c) {
     {
         std::lock_guard lk(changes_mu_);
         changes_.push_back(c);
@@ -83,7 +86,22 @@ void Controller::on_change(const k8s::Change& c) {
     queue_.wake();
 }
 
-void Controller::lose_leadership(const char* why) {
+HostDeciderStats HostDecider::stats() const {
+    std::lock_guard lk(stats_mu_);
+    return stats_;
+}
+
+std::map<std::string, std::string> HostDecider::allocations() const {
+    std::lock_guard lk(stats_mu_);
+    return alloc_view_;
+}
+
+std::map<std::string, HostDecision> HostDecider::decisions() const {
+    std::lock_guard lk(stats_mu_);
+    return decisions_;
+}
+
+void HostDecider::lose_leadership(const char* why) {
     if (need_restore_) return;
     k8s::logger()->info("egw {}: stopped deciding ({})", identity_, why);
     need_restore_ = true;
@@ -96,11 +114,11 @@ void Controller::lose_leadership(const char* why) {
     stats_.allocations = 0;
 }
 
-void Controller::restore() {
+void HostDecider::restore() {
     std::vector<std::string> keys;
     size_t kept = 0;
-    client_->cache().read([&](const model::ObjectSet& objs) {
-        live_ = live_now(objs).live;
+    client_.cache().read([&](const model::ObjectSet& objs) {
+        live_ = leases_.live_now(objs).live;
         owners_.rebuild(objs);
         const model::SliceIndex slices = model::index_endpoint_slices(objs);
         ClusterView view{objs, slices, live_, opts_.pod_cidrs};
@@ -127,14 +145,14 @@ void Controller::restore() {
     stats_.deciding = true;
 }
 
-bool Controller::fresh(SteadyClock::time_point now, std::optional<SteadyClock::time_point>& ready_at) {
+bool HostDecider::fresh(SteadyClock::time_point now, std::optional<SteadyClock::time_point>& ready_at) {
     // Every kind's watch unbroken for the grace period: the Lease view has seen a renewal of every
     // live gateway since it was (re)established, and the other kinds are current again.
     uint64_t breaks = 0;
     std::string broken;
-    auto ready = SteadyClock::time_point(std::chrono::nanoseconds(decide_after_.load()));
+    auto ready = leases_.decide_after();
     for (auto kind : k8s::Client::all_kinds()) {
-        k8s::Continuity c = client_->continuity(kind);
+        k8s::Continuity c = client_.continuity(kind);
         breaks += c.breaks;
         if (!c.since) {
             if (broken.empty()) broken = model::to_string(kind);
@@ -174,9 +192,9 @@ bool Controller::fresh(SteadyClock::time_point now, std::optional<SteadyClock::t
     return true;
 }
 
-std::vector<std::string> Controller::keys_for(const std::vector<k8s::Change>& changes, bool& all, bool& leases) {
+std::vector<std::string> HostDecider::keys_for(const std::vector<k8s::Change>& changes, bool& all, bool& leases) {
     std::vector<std::string> keys;
-    client_->cache().read([&](const model::ObjectSet& objs) {
+    client_.cache().read([&](const model::ObjectSet& objs) {
         std::vector<std::string> affected;
         for (const auto& c : changes) {
             switch (c.kind) {
@@ -214,7 +232,7 @@ std::vector<std::string> Controller::keys_for(const std::vector<k8s::Change>& ch
     return keys;
 }
 
-void Controller::decide_batch(const std::vector<std::string>& keys) {
+void HostDecider::decide_batch(const std::vector<std::string>& keys) {
     struct Todo {
         HostDecision d;
         bool write = false;
@@ -224,7 +242,7 @@ void Controller::decide_batch(const std::vector<std::string>& keys) {
     };
     std::vector<Todo> todo;
     todo.reserve(keys.size());
-    client_->cache().read([&](const model::ObjectSet& objs) {
+    client_.cache().read([&](const model::ObjectSet& objs) {
         const model::SliceIndex slices = owners_.index(objs, keys);
         // What this leader wrote and the cache does not show yet: the API's object is the one the
         // write produced, not the cache's.
@@ -337,7 +355,7 @@ void Controller::decide_batch(const std::vector<std::string>& keys) {
     }
 }
 
-k8s::WriteResult Controller::write_status(const std::string& key, const std::string& host, const std::string& rv) {
+k8s::WriteResult HostDecider::write_status(const std::string& key, const std::string& host, const std::string& rv) {
     // Conditional on the version the decision was made on. A 409 means the object changed since
     // (the cache lags, or someone edited it): read it again and write only if it does not already
     // say `host`.
@@ -345,9 +363,9 @@ k8s::WriteResult Controller::write_status(const std::string& key, const std::str
     std::string version = rv;
     k8s::WriteResult res;
     for (int attempt = 0; attempt < 3; ++attempt) {
-        res = client_->writer().set_egress_service_host(ns, name, host, version);
+        res = client_.writer().set_egress_service_host(ns, name, host, version);
         if (!res.conflict()) return res;
-        k8s::WriteResult got = client_->writer().read(k8s::resources::egress_services, ns, name);
+        k8s::WriteResult got = client_.writer().read(k8s::resources::egress_services, ns, name);
         if (!got.ok()) return got.not_found() ? got : res;
         const json& obj = got.object;
         version = resource_version_of(obj);
@@ -360,10 +378,10 @@ k8s::WriteResult Controller::write_status(const std::string& key, const std::str
     return res;
 }
 
-void Controller::sync_labels() {
+void HostDecider::sync_labels() {
     std::vector<std::pair<LabelPatch, std::string>> patches;   // with the node's resourceVersion
     std::map<std::string, std::set<std::string>> wanted;
-    client_->cache().read([&](const model::ObjectSet& objs) {
+    client_.cache().read([&](const model::ObjectSet& objs) {
         // A host whose status write has not gone through is not labelled yet (status first).
         Allocations confirmed = alloc_;
         for (const auto& k : unwritten_) confirmed.release(k);
@@ -403,10 +421,10 @@ void Controller::sync_labels() {
         }
         // Conditional on the node as the cache has it; a 409 (the cache lags) reads the node again
         // and patches what that one needs.
-        auto res = client_->writer().patch_node_labels(p.node, p.labels, rv);
+        auto res = client_.writer().patch_node_labels(p.node, p.labels, rv);
         LabelPatch sent = p;
         if (res.conflict()) {
-            auto got = client_->writer().read(k8s::resources::nodes, "", p.node);
+            auto got = client_.writer().read(k8s::resources::nodes, "", p.node);
             if (got.ok()) {
                 try {
                     auto node = std::get<model::Node>(model::parse_object(got.object, "$"));
@@ -415,7 +433,7 @@ void Controller::sync_labels() {
                     auto fresh = label_patch(node, it == wanted.end() ? none : it->second);
                     if (!fresh) continue;   // it says so already
                     sent = *fresh;
-                    res = client_->writer().patch_node_labels(p.node, sent.labels, node.meta.resource_version);
+                    res = client_.writer().patch_node_labels(p.node, sent.labels, node.meta.resource_version);
                 } catch (const std::exception& e) {
                     res.error = std::string("reading the node again: ") + e.what();
                 }
@@ -449,7 +467,7 @@ void Controller::sync_labels() {
     }
 }
 
-void Controller::decide_loop() {
+void HostDecider::loop() {
     while (!stopping_) {
         try {
             decide_once();
@@ -462,7 +480,7 @@ void Controller::decide_loop() {
     }
 }
 
-void Controller::decide_once() {
+void HostDecider::decide_once() {
     // Wake at least once a second, when a live gateway's Lease runs out, and when fresh state is due.
     const auto now = SteadyClock::now();
     auto deadline = now + std::chrono::seconds(1);
@@ -481,7 +499,7 @@ void Controller::decide_once() {
         lose_leadership("not the leader");
         return;
     }
-    if (!client_->synced()) return;
+    if (!client_.synced()) return;
     ready_at_.reset();
     if (!fresh(SteadyClock::now(), ready_at_)) return;
     if (need_restore_) {
@@ -494,8 +512,8 @@ void Controller::decide_once() {
     // Liveness runs out by the clock alone: look at it on every pass.
     Liveness lv;
     std::vector<std::string> every;
-    client_->cache().read([&](const model::ObjectSet& objs) {
-        lv = live_now(objs);
+    client_.cache().read([&](const model::ObjectSet& objs) {
+        lv = leases_.live_now(objs);
         if (lv.live != live_)
             for (const auto& [key, es] : objs.egress_services) every.push_back(key);
     });
