@@ -636,6 +636,9 @@ class CliThroughEgwctl(unittest.TestCase):
         self.assertGreater(worker["total_cycles"], 0)
         self.assertGreaterEqual(worker["total_cycles"], worker["busy_cycles"])
         self.assertGreater(worker["busy_cycles"], 0)
+        # Every per-worker counter of EGW_WORKER_COUNTERS is there, the poll loop's iterations too.
+        self.assertGreater(worker["iterations"], 0)
+        self.assertGreaterEqual(worker["sessions_created"], worker["sessions_closed"])
         self.assertIn("BUSY-CYCLES", self.out("show", "lcores"))
 
     def test_drops(self):
