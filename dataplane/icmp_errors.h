@@ -2,6 +2,8 @@
 //
 // The ICMP errors the gateway originates itself (icmp_reply.cpp builds them), as one list: it
 // feeds the per-worker counters, the status file, the CLI and the metrics, like drop_reason.h.
+// The ICMPv6 ones (RFC 4443) are their own entries, with ICMPv6 types and codes, named with a 6
+// (but packet_too_big, which only ICMPv6 has); kIcmpErrorIs6 tells them apart.
 // The ICMP errors egw translates on behalf of others (icmp_error.cpp) are not in it.
 #pragma once
 
@@ -16,7 +18,11 @@ namespace egw::dp {
     X(protocol_unreachable, 3, 2, "destination unreachable, protocol: the gateway's own address, a protocol it does not serve") \
     X(port_unreachable, 3, 3, "destination unreachable, port: UDP to the gateway's own address")      \
     X(fragmentation_needed, 3, 4, "destination unreachable, fragmentation needed: DF set and larger than the next hop's MTU") \
-    X(admin_prohibited, 3, 13, "destination unreachable, communication administratively prohibited: a pod to a served ingress IP (hairpin)")
+    X(admin_prohibited, 3, 13, "destination unreachable, communication administratively prohibited: a pod to a served ingress IP (hairpin)") \
+    X(time_exceeded6, 3, 0, "ICMPv6 time exceeded, hop limit exceeded in transit: the hop limit would have left as 0") \
+    X(no_route6, 1, 0, "ICMPv6 destination unreachable, no route to destination: none in the VRF nor the default table") \
+    X(packet_too_big, 2, 0, "ICMPv6 packet too big: larger than the next hop's MTU (routers never fragment IPv6)") \
+    X(port_unreachable6, 1, 4, "ICMPv6 destination unreachable, port unreachable: UDP to the gateway's own IPv6 address")
 
 enum class IcmpError : uint8_t {
 #define EGW_X(name, type, code, help) name,
@@ -50,5 +56,8 @@ inline constexpr uint8_t kIcmpErrorCode[] = {
     EGW_ICMP_ERRORS(EGW_X)
 #undef EGW_X
 };
+
+// Whether an error is an ICMPv6 one (answers an IPv6 packet).
+inline constexpr bool icmp_error_is6(IcmpError e) { return e >= IcmpError::time_exceeded6; }
 
 }  // namespace egw::dp

@@ -15,6 +15,14 @@
 // and ICMP headers are written in the 42 bytes in front of it (28 of them taken from the
 // headroom, or the quote moved back when there is none), and the frame is cut after as much of
 // the datagram as keeps the error's IPv4 datagram within 576 bytes (RFC 1812 4.3.2.3).
+//
+// IPv6 (RFC 4443) the same way: never for an ICMPv6 error or redirect, a packet to a multicast
+// address or in a link-layer multicast or broadcast frame, or from a source that names no single
+// node (2.4(e)); the same token bucket; from the receiving port's global address (the one on the
+// sender's prefix, else its first; its link-local one when it has none), or the address it was
+// sent to when that is the gateway's own (port unreachable, 2.2(a)), hop limit 64, quoting as
+// much of the packet as keeps the error within the IPv6 minimum MTU of 1280 bytes (2.4(c)), the
+// ICMPv6 checksum over the pseudo-header. 62 bytes of headers go in front of the quote.
 #include <rte_branch_prediction.h>
 #include <rte_ether.h>
 #include <rte_icmp.h>
@@ -26,6 +34,7 @@
 #include "dataplane/address_filter.h"
 #include "dataplane/checksum.h"
 #include "dataplane/icmp_reply.h"
+#include "dataplane/ipv6.h"
 #include "dataplane/stages.h"
 
 namespace egw::dp {
@@ -165,12 +174,135 @@ void build(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t 
     icmp->icmp_cksum = csum_finish(csum_partial(icmp, sizeof(rte_icmp_hdr) + len));
 }
 
+// IPv6 ------------------------------------------------------------------------------------------
+
+constexpr uint32_t kHeaders6 = sizeof(rte_ether_hdr) + sizeof(rte_ipv6_hdr) + sizeof(rte_icmp_hdr);  // 62
+// RFC 4443 2.4(c): the error's packet within the minimum IPv6 MTU.
+constexpr uint32_t kIcmp6ErrorMaxLength = 1280;
+constexpr uint32_t kIcmp6ErrorMaxQuote = kIcmp6ErrorMaxLength - sizeof(rte_ipv6_hdr) - sizeof(rte_icmp_hdr);
+
+// RFC 4443 2.4(e): whether the IPv6 packet may be answered with an ICMPv6 error at all.
+bool may_answer6(const rte_mbuf* m, const PacketMeta& pk) {
+    auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
+    if (eth->dst_addr.addr_bytes[0] & 1)
+        return false;
+    const uint8_t* src = pk.ip6->src_addr;
+    if (ip6_is_multicast(pk.ip6->dst_addr) || ip6_is_multicast(src) || ip6_is_unspecified(src) || ip6_is_loopback(src) ||
+        ip6_is_v4_mapped(src))
+        return false;
+    // An ICMPv6 error (types below 128) or a redirect, or a message too short to tell.
+    if (pk.l4_proto == kIp6Icmp && (pk.l4_len == 0 || pk.l4[0] < kIcmp6EchoRequest || pk.l4[0] == kNdpRedirect))
+        return false;
+    return true;
+}
+
+// The receiving port's global address on the sender's prefix, else its first, else its
+// link-local address.
+const uint8_t* source_address6(const PortPolicy& pp, const uint8_t* peer) {
+    for (unsigned k = 0; k < pp.n_addrs6; ++k) {
+        uint8_t a[16], b[16];
+        PolicySnapshot::mask6(pp.addrs6[k].b, pp.prefix_len6[k], a);
+        PolicySnapshot::mask6(peer, pp.prefix_len6[k], b);
+        if (ip6_equal(a, b))
+            return pp.addrs6[k].b;
+    }
+    return pp.n_addrs6 ? pp.addrs6[0].b : pp.link_local.b;
+}
+
+inline uint32_t quote_length6(const rte_mbuf* m, const PacketMeta& pk) {
+    uint32_t offset = static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(pk.ip6) - rte_pktmbuf_mtod(m, const uint8_t*));
+    uint32_t len = sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(pk.ip6->payload_len);
+    uint32_t held = m->data_len - offset;
+    if (len > held)
+        len = held;
+    return len < kIcmp6ErrorMaxQuote ? len : kIcmp6ErrorMaxQuote;
+}
+
+inline bool fits6(const rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
+    auto* buf = static_cast<const uint8_t*>(m->buf_addr);
+    auto* quote = reinterpret_cast<const uint8_t*>(pk.ip6);
+    return static_cast<uint32_t>(quote - buf) >= kHeaders6 || uint32_t{m->data_off} + kHeaders6 + len <= m->buf_len;
+}
+
+void build6(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
+    const PortPolicy& pp = p.ports[m->port];
+    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    rte_ether_addr peer_mac = eth->src_addr;
+    uint8_t peer[16], own[16];
+    std::memcpy(peer, pk.ip6->src_addr, 16);
+    // RFC 4443 2.2(a): an answer to a packet sent to one of the gateway's own addresses comes
+    // from that address.
+    std::memcpy(own, pk.icmp == IcmpError::port_unreachable6 ? pk.ip6->dst_addr : source_address6(pp, peer), 16);
+
+    if (unlikely(m->nb_segs > 1)) {
+        rte_pktmbuf_free(m->next);
+        m->next = nullptr;
+        m->nb_segs = 1;
+    }
+    auto* buf = static_cast<uint8_t*>(m->buf_addr);
+    auto* quote = reinterpret_cast<uint8_t*>(pk.ip6);
+    uint8_t* start;
+    if (likely(static_cast<uint32_t>(quote - buf) >= kHeaders6)) {
+        start = quote - kHeaders6;
+    } else {
+        start = rte_pktmbuf_mtod(m, uint8_t*);
+        std::memmove(start + kHeaders6, quote, len);
+    }
+    m->data_off = static_cast<uint16_t>(start - buf);
+    m->data_len = static_cast<uint16_t>(kHeaders6 + len);
+    m->pkt_len = m->data_len;
+    m->ol_flags = 0;
+
+    auto* e = reinterpret_cast<rte_ether_hdr*>(start);
+    e->dst_addr = peer_mac;
+    std::memcpy(e->src_addr.addr_bytes, pp.mac, 6);
+    e->ether_type = be16(RTE_ETHER_TYPE_IPV6);
+
+    auto* ip6 = reinterpret_cast<rte_ipv6_hdr*>(e + 1);
+    const uint32_t icmp_len = sizeof(rte_icmp_hdr) + len;
+    ip6->vtc_flow = be32(0x60000000u | uint32_t{kTos} << 20);
+    ip6->payload_len = be16(static_cast<uint16_t>(icmp_len));
+    ip6->proto = kIp6Icmp;
+    ip6->hop_limits = kTtl;
+    std::memcpy(ip6->src_addr, own, 16);
+    std::memcpy(ip6->dst_addr, peer, 16);
+
+    auto* icmp = reinterpret_cast<rte_icmp_hdr*>(ip6 + 1);
+    unsigned e_index = static_cast<unsigned>(pk.icmp);
+    icmp->icmp_type = kIcmpErrorType[e_index];
+    icmp->icmp_code = kIcmpErrorCode[e_index];
+    icmp->icmp_cksum = 0;
+    uint32_t aux = be32(pk.icmp_aux);
+    std::memcpy(&icmp->icmp_ident, &aux, 4);
+    const uint32_t pseudo[2] = {be32(icmp_len), be32(kIp6Icmp)};
+    uint32_t sum = csum_partial(ip6->src_addr, 32);
+    sum = csum_partial(pseudo, sizeof pseudo, sum);
+    icmp->icmp_cksum = csum_finish(csum_partial(icmp, icmp_len, sum));
+}
+
 }  // namespace
 
 void stage_icmp_reply(Worker& w, const PolicySnapshot& p, Burst& b) {
     for_each_packet(b.pending(Next::icmp_reply), [&](unsigned i) {
         PacketMeta& pk = b.pkt[i];
         rte_mbuf* m = b.m[i];
+        if (pk.v6) {
+            uint32_t len = quote_length6(m, pk);
+            if (!may_answer6(m, pk) || unlikely(!fits6(m, pk, len))) {
+                b.drop(i, pk.reason);
+                return;
+            }
+            if (!take_token(w)) {
+                count(w.counters.icmp_rate_limited);
+                b.drop(i, pk.reason);
+                return;
+            }
+            build6(p, m, pk, len);
+            count(w.counters.icmp_sent[static_cast<unsigned>(pk.icmp)]);
+            pk.out_port = m->port;
+            b.set_next(i, Next::transmit);
+            return;
+        }
         uint32_t len = quote_length(m, pk);
         if (!may_answer(w, p, m, pk) || unlikely(!fits(m, pk, len))) {
             b.drop(i, pk.reason);

@@ -419,14 +419,9 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
             b.set_next(i, Next::local);
             continue;
         }
-        // Until the NAT and forwarding stages carry IPv6, parsed IPv6 stops here but for echo
-        // requests to the receiving port's own addresses.
+        // IPv6: the gateway's own, routed untranslated, or (not yet) the NAT's (ip_forward.cpp).
         if (pk.v6) {
-            if (pk.l4_proto == kIp6Icmp && reinterpret_cast<const rte_icmp_hdr*>(pk.l4)->icmp_type == kIcmp6EchoRequest &&
-                p.is_port_address6(m->port, pk.ip6->dst_addr))
-                b.set_next(i, Next::local);
-            else
-                b.drop(i, DropReason::ipv6_unsupported);
+            ipv6_first_step(p, b, i);
             continue;
         }
         if (multi) {

@@ -12,10 +12,15 @@
 #include <cstring>
 
 #include "dataplane/checksum.h"
+#include "dataplane/drop_reason.h"
+#include "dataplane/icmp_errors.h"
 
 namespace egw::dp {
 
 inline bool ttl_expires(const rte_ipv4_hdr* ip) { return ip->time_to_live <= 1; }
+
+// IPv6's hop limit, the same rule (RFC 8200 3); no header checksum to update.
+inline bool hop_limit_expires(const rte_ipv6_hdr* ip6) { return ip6->hop_limits <= 1; }
 
 // Decrements the TTL and returns the IPv4 checksum delta for it (the TTL shares a 16-bit word
 // with the protocol), to be applied with the other changes of the header.
@@ -26,5 +31,16 @@ inline uint32_t ttl_decrement(rte_ipv4_hdr* ip) {
     std::memcpy(&new_word, &ip->time_to_live, 2);
     return csum_delta16(old_word, new_word);
 }
+
+// The routing half of what happens to an IPv6 packet (ip_forward.cpp), the IPv4 decisions of
+// nat_slow.cpp (classify_outgoing, miss_incoming) less translation: what is the gateway's own,
+// what is routed untranslated in which table, and what is left to the NAT (`translate`).
+struct Route6 {
+    enum class Action : uint8_t { translate, local, route, reject, drop };
+    Action action;
+    DropReason reason;  // drop, reject
+    IcmpError icmp;     // reject
+    uint8_t vrf;        // route
+};
 
 }  // namespace egw::dp

@@ -22,6 +22,18 @@ inline bool too_big_for(const PolicySnapshot& p, uint16_t port, const rte_ipv4_h
            (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG));
 }
 
+// The IPv6 packet `ip6` may not leave `port` as it is, and IPv6 is never fragmented by a router
+// (RFC 8200 5): answered with Packet Too Big instead.
+inline bool too_big_for6(const PolicySnapshot& p, uint16_t port, const rte_ipv6_hdr* ip6) {
+    return unlikely(sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len) > p.ports[port].mtu);
+}
+
+// Refuses IPv6 packet i, too big for `port`: answered with Packet Too Big carrying the port's MTU
+// (RFC 4443 3.2), quoting the packet as it arrived; counted as frag_needed when not sent.
+inline void refuse_too_big6(const PolicySnapshot& p, Burst& b, unsigned i, uint16_t port) {
+    reply_icmp_error(b, i, IcmpError::packet_too_big, DropReason::frag_needed, p.ports[port].mtu);
+}
+
 // Refuses packet i, too big for `port` with DF set: answered with Fragmentation Needed carrying
 // the port's MTU (RFC 1191), quoting the packet as it arrived; counted as frag_needed when the
 // answer is not sent (rate limit, RFC 1812's never-cases).

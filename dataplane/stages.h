@@ -75,6 +75,13 @@ unsigned owner_of(const Worker& w, const PacketMeta& pk);
 // m->port, dropped when it is not one of egw's ports (output.cpp); held to the port's MTU.
 void output_frames(Worker& w, const PolicySnapshot& p, rte_mbuf* const* pkts, unsigned n);
 
+// IPv6 (ip_forward.cpp): the routing half of a parsed IPv6 packet's classification (Route6,
+// ip_forward.h), and the first step input gives it from that: local, ip_forward (with its VRF),
+// icmp_reply, or a drop; what is left to the NAT is dropped as ipv6_unsupported for now.
+struct Route6;
+Route6 classify_untranslated6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk);
+void ipv6_first_step(const PolicySnapshot& p, Burst& b, unsigned i);
+
 // Where the gateway's own addresses are decided for IPv4: an address of the receiving port, or
 // (on the way out) one of the NAT addresses.
 inline bool addressed_to_gateway(const PolicySnapshot& p, uint16_t rx_port, uint32_t dst_host, Dir dir) {

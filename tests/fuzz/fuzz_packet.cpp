@@ -133,12 +133,24 @@ void check_frame(const Received& in, const std::string& port, const Bytes& f, bo
     }
     if (p.ether_type == kEtherIpv6) {
         // IPv6 leaves only as the gateway's own answer, back out of the port it came in on: a
-        // Neighbor Advertisement (the rig's ports have no IPv6 address but their link-local one)
-        // or an echo reply, whose checksum stays right when the request's was.
+        // Neighbor Advertisement (the rig's ports have no IPv6 address but their link-local one),
+        // an echo reply, whose checksum stays right when the request's was, or an ICMPv6 error
+        // (RFC 4443: the default action masquerades, so what reaches it is UDP to a port's own
+        // address) to the sender, quoting the start of the packet it answers, within 1280 bytes.
         if (held || port != in.port)
             broken("IPv6 held for ARP or sent out of another port than it came in on", port, f);
-        if (p.proto != kProtoIcmp6 || (p.icmp_type != 136 && p.icmp_type != 129))
-            broken("IPv6 other than a Neighbor Advertisement or an echo reply", port, f);
+        const bool error = p.proto == kProtoIcmp6 && p.icmp_type >= 1 && p.icmp_type <= 3;
+        if (p.proto != kProtoIcmp6 || (p.icmp_type != 136 && p.icmp_type != 129 && !error))
+            broken("IPv6 other than a Neighbor Advertisement, an echo reply or an ICMPv6 error", port, f);
+        if (error) {
+            if (in.p.ether_type != kEtherIpv6 || in.p.l3.empty() || p.dst6 != in.p.src6)
+                broken("an ICMPv6 error not to the sender of a valid IPv6 packet", port, f);
+            if (in.p.proto == kProtoIcmp6 && in.p.icmp_type < 128)
+                broken("an ICMPv6 error answering an ICMPv6 error", port, f);
+            if (f.size() > 14 + 1280 || p.payload.empty() || p.payload.size() > in.p.l3.size() ||
+                !std::equal(p.payload.begin(), p.payload.end(), in.p.l3.begin()))
+                broken("an ICMPv6 error whose quote is not the start of the packet it answers, within 1280 bytes", port, f);
+        }
         if (p.src6 != link_local_of(mac))
             broken("IPv6 from " + ip6_str(p.src6) + ", not the port's link-local address", port, f);
         if (p.hop_limit == 0)

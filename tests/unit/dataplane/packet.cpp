@@ -254,7 +254,8 @@ Bytes ipv6(const Ip6Addr& src, const Ip6Addr& dst, uint8_t proto, const Bytes& l
         ext.insert(ext.end(), data.begin(), data.end());
     }
     Bytes b(40 + ext.size() + l4.size());
-    b[0] = 0x60;
+    b[0] = static_cast<uint8_t>(0x60 | o.traffic_class >> 4);
+    b[1] = static_cast<uint8_t>((o.traffic_class & 0x0f) << 4);
     put16(&b[4], static_cast<uint16_t>(ext.size() + l4.size()));
     b[6] = o.ext.empty() ? proto : o.ext[0].first;
     b[7] = o.hop_limit;

@@ -102,6 +102,7 @@ struct Ip6Opt {
     // fills both bytes in (length for a Fragment header: reserved, 0); the data must make each
     // header a multiple of 8 bytes.
     std::vector<std::pair<uint8_t, Bytes>> ext;
+    uint8_t traffic_class = 0;
 };
 
 // An IPv6 packet carrying `l4` as protocol `proto` behind the extension headers of `o`.
