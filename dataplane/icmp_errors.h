@@ -22,7 +22,8 @@ namespace egw::dp {
     X(time_exceeded6, 3, 0, "ICMPv6 time exceeded, hop limit exceeded in transit: the hop limit would have left as 0") \
     X(no_route6, 1, 0, "ICMPv6 destination unreachable, no route to destination: none in the VRF nor the default table") \
     X(packet_too_big, 2, 0, "ICMPv6 packet too big: larger than the next hop's MTU (routers never fragment IPv6)") \
-    X(port_unreachable6, 1, 4, "ICMPv6 destination unreachable, port unreachable: UDP to the gateway's own IPv6 address")
+    X(port_unreachable6, 1, 4, "ICMPv6 destination unreachable, port unreachable: UDP to the gateway's own IPv6 address") \
+    X(admin_prohibited6, 1, 1, "ICMPv6 destination unreachable, communication administratively prohibited")
 
 enum class IcmpError : uint8_t {
 #define EGW_X(name, type, code, help) name,
@@ -58,6 +59,28 @@ inline constexpr uint8_t kIcmpErrorCode[] = {
 };
 
 // Whether an error is an ICMPv6 one (answers an IPv6 packet).
-inline constexpr bool icmp_error_is6(IcmpError e) { return e >= IcmpError::time_exceeded6; }
+inline constexpr bool icmp_error_is6(IcmpError e) { return e >= IcmpError::time_exceeded6 && e < IcmpError::count; }
+
+// The ICMPv6 error that answers an IPv6 packet for which a stage asked `e` (a stage may name the
+// IPv4 kind); IcmpError::count where ICMPv6 has none egw sends (protocol unreachable: ICMPv6 says
+// it with a Parameter Problem pointing into the headers), and then nothing is sent.
+inline constexpr IcmpError as_icmp6(IcmpError e) {
+    switch (e) {
+    case IcmpError::time_exceeded:
+        return IcmpError::time_exceeded6;
+    case IcmpError::net_unreachable:
+        return IcmpError::no_route6;
+    case IcmpError::port_unreachable:
+        return IcmpError::port_unreachable6;
+    case IcmpError::fragmentation_needed:
+        return IcmpError::packet_too_big;
+    case IcmpError::admin_prohibited:
+        return IcmpError::admin_prohibited6;
+    case IcmpError::protocol_unreachable:
+        return IcmpError::count;
+    default:
+        return e;
+    }
+}
 
 }  // namespace egw::dp

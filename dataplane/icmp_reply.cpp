@@ -232,7 +232,8 @@ void build6(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t
     std::memcpy(peer, pk.ip6->src_addr, 16);
     // RFC 4443 2.2(a): an answer to a packet sent to one of the gateway's own addresses comes
     // from that address.
-    std::memcpy(own, pk.icmp == IcmpError::port_unreachable6 ? pk.ip6->dst_addr : source_address6(pp, peer), 16);
+    const bool to_us = pk.icmp == IcmpError::port_unreachable6 || pk.icmp == IcmpError::admin_prohibited6;
+    std::memcpy(own, to_us ? pk.ip6->dst_addr : source_address6(pp, peer), 16);
 
     if (unlikely(m->nb_segs > 1)) {
         rte_pktmbuf_free(m->next);
@@ -287,8 +288,9 @@ void stage_icmp_reply(Worker& w, const PolicySnapshot& p, Burst& b) {
         PacketMeta& pk = b.pkt[i];
         rte_mbuf* m = b.m[i];
         if (pk.v6) {
+            pk.icmp = as_icmp6(pk.icmp);
             uint32_t len = quote_length6(m, pk);
-            if (!may_answer6(m, pk) || unlikely(!fits6(m, pk, len))) {
+            if (pk.icmp == IcmpError::count || !may_answer6(m, pk) || unlikely(!fits6(m, pk, len))) {
                 b.drop(i, pk.reason);
                 return;
             }

@@ -86,6 +86,13 @@ Route6 classify_untranslated6(const PolicySnapshot& p, uint16_t rx_port, const P
             return Route6{Route6::Action::reject, DropReason::local, IcmpError::port_unreachable6, 0};
         return drop6(DropReason::local);
     }
+    // Destinations inside the cluster are never translated.
+    if (p.inside_cluster6(dst))
+        return route6(kDefaultVrf);
+    // A pod of a Service that translates its IPv6: the NAT's, whatever the default action.
+    if (uint32_t sid = p.endpoints6.find(pk.ip6->src_addr);
+        sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive)
+        return action6(Route6::Action::translate);
     switch (p.default_action) {
     case DefaultAction::route:
         return route6(kDefaultVrf);

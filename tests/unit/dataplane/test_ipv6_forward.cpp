@@ -169,6 +169,28 @@ TEST(NeighborTable6, SlotAnswersOnlyForItsKey) {
     EXPECT_EQ(t.find(3, b.data()), sc);
 }
 
+// A stage that asks for an IPv4 kind of error for an IPv6 packet gets its ICMPv6 twin; protocol
+// unreachable has none (nothing is sent).
+TEST(Icmpv6Errors, EveryKindHasItsIcmpv6TwinOrNone) {
+    using dp::IcmpError;
+    for (unsigned k = 0; k < dp::kIcmpErrorCount; ++k) {
+        IcmpError e = static_cast<IcmpError>(k), six = dp::as_icmp6(e);
+        SCOPED_TRACE(dp::kIcmpErrorNames[k]);
+        if (e == IcmpError::protocol_unreachable) {
+            EXPECT_EQ(six, IcmpError::count);
+            continue;
+        }
+        ASSERT_TRUE(dp::icmp_error_is6(six));
+        EXPECT_EQ(dp::as_icmp6(six), six);
+        // ICMPv6 error types are 1 to 4 (RFC 4443 2.1).
+        EXPECT_GE(dp::kIcmpErrorType[static_cast<unsigned>(six)], 1);
+        EXPECT_LE(dp::kIcmpErrorType[static_cast<unsigned>(six)], 4);
+    }
+    EXPECT_EQ(dp::as_icmp6(IcmpError::time_exceeded), IcmpError::time_exceeded6);
+    EXPECT_EQ(dp::as_icmp6(IcmpError::fragmentation_needed), IcmpError::packet_too_big);
+    EXPECT_EQ(dp::as_icmp6(IcmpError::net_unreachable), IcmpError::no_route6);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Forwarding
 
