@@ -29,31 +29,31 @@ struct MacAddr {
 };
 
 struct EalConfig {
-    std::string lcores = "0-1";          // EAL -l, or --lcores for the mapping form
-    unsigned main_lcore = 0;             // EAL --main-lcore; the control thread runs here
-    bool no_huge = true;                 // --no-huge
-    unsigned memory_mb = 512;            // -m
-    std::string file_prefix = "egw";     // --file-prefix
-    std::vector<std::string> vdevs;      // --vdev=...
-    std::vector<std::string> pci_allow;  // -a ...; empty with vdevs only means --no-pci
-    std::vector<std::string> extra_args; // appended verbatim
+    std::string lcores = "0-1";           // EAL -l, or --lcores for the mapping form
+    unsigned main_lcore = 0;              // EAL --main-lcore; the control thread runs here
+    bool no_huge = true;                  // --no-huge
+    unsigned memory_mb = 512;             // -m
+    std::string file_prefix = "egw";      // --file-prefix
+    std::vector<std::string> vdevs;       // --vdev=...
+    std::vector<std::string> pci_allow;   // -a ...; empty with vdevs only means --no-pci
+    std::vector<std::string> extra_args;  // appended verbatim
     bool operator==(const EalConfig&) const = default;
 };
 
 struct MempoolConfig {
-    unsigned mbufs = 16383;      // per pool (one pool for all ports)
+    unsigned mbufs = 16383;  // per pool (one pool for all ports)
     unsigned cache = 256;
-    unsigned data_room = 2176;   // RTE_MBUF_DEFAULT_BUF_SIZE
+    unsigned data_room = 2176;  // RTE_MBUF_DEFAULT_BUF_SIZE
     bool operator==(const MempoolConfig&) const = default;
 };
 
 using PortRole = dp::PortRole;  // inside or outside (none is not configurable)
 
 struct PortConfig {
-    std::string name;            // egw's name for the port, used everywhere else in the file
-    std::string device;          // DPDK device name: "net_tap0", "net_pcap0", "0000:01:00.0"
+    std::string name;    // egw's name for the port, used everywhere else in the file
+    std::string device;  // DPDK device name: "net_tap0", "net_pcap0", "0000:01:00.0"
     PortRole role = PortRole::inside;
-    std::string vrf = "default"; // name of a declared VRF
+    std::string vrf = "default";  // name of a declared VRF
     // IPv4 and IPv6 interface addresses in the order written; the first IPv4 one is the port's
     // masquerade address.
     std::vector<IpPrefix> addresses;
@@ -61,7 +61,7 @@ struct PortConfig {
     unsigned mtu = 1500;
     unsigned rx_desc = 1024;
     unsigned tx_desc = 1024;
-    unsigned queues = 0;         // receive queues; 0: one per worker (clamped to the device's maximum)
+    unsigned queues = 0;  // receive queues; 0: one per worker (clamped to the device's maximum)
     bool operator==(const PortConfig&) const = default;
 };
 
@@ -74,20 +74,20 @@ struct NeighborConfig {
 
 struct VrfConfig {
     std::string name;
-    uint32_t table = 0;          // Linux-style table number; EgressService.spec.network may name either
+    uint32_t table = 0;  // Linux-style table number; EgressService.spec.network may name either
     bool operator==(const VrfConfig&) const = default;
 };
 
 struct RouteConfig {
     std::string vrf = "default";
     IpPrefix prefix;
-    std::optional<IpAddr> via;   // next hop of the prefix's family; absent means directly connected on `port`
+    std::optional<IpAddr> via;  // next hop of the prefix's family; absent means directly connected on `port`
     std::string port;
     bool operator==(const RouteConfig&) const = default;
 };
 
 struct ClusterConfig {
-    std::vector<IpPrefix> pod_cidrs;      // either family, in the order written
+    std::vector<IpPrefix> pod_cidrs;  // either family, in the order written
     std::vector<IpPrefix> service_cidrs;
     std::vector<IpAddr> node_ips;
     bool operator==(const ClusterConfig&) const = default;
@@ -111,23 +111,23 @@ enum class TcpOpen {
 };
 
 struct SessionConfig {
-    unsigned max_sessions = 1u << 20;   // across all workers
-    uint16_t port_min = 1024;           // NAT port range, split into one block per worker
+    unsigned max_sessions = 1u << 20;  // across all workers
+    uint16_t port_min = 1024;          // NAT port range, split into one block per worker
     uint16_t port_max = 65535;
     TimeoutConfig timeouts;
     TcpOpen tcp_open = TcpOpen::loose;
-    unsigned max_per_pod = 0;           // sessions one pod may have, across all workers; 0: no limit
+    unsigned max_per_pod = 0;  // sessions one pod may have, across all workers; 0: no limit
     bool operator==(const SessionConfig&) const = default;
 };
 
 struct ArpConfig {
     unsigned max_neighbors = 4096;
-    unsigned hold_packets = 256;        // packets held for unresolved next hops, all neighbours together
-    unsigned retry_ms = 1000;           // ARP request retransmission while unresolved
-    unsigned reachable_s = 30;          // a learned MAC is trusted this long after its last reply
-    unsigned probes = 3;                // unanswered requests before a MAC is invalidated or a next hop given up
-    unsigned unused_s = 60;             // a learned entry no packet used for this long is freed
-    unsigned announce_count = 3;        // gratuitous ARPs for an address the gateway starts answering for
+    unsigned hold_packets = 256;           // packets held for unresolved next hops, all neighbours together
+    unsigned retry_ms = 1000;              // ARP request retransmission while unresolved
+    unsigned reachable_s = 30;             // a learned MAC is trusted this long after its last reply
+    unsigned probes = 3;                   // unanswered requests before a MAC is invalidated or a next hop given up
+    unsigned unused_s = 60;                // a learned entry no packet used for this long is freed
+    unsigned announce_count = 3;           // gratuitous ARPs for an address the gateway starts answering for
     unsigned announce_interval_ms = 1000;  // between two of them
     bool operator==(const ArpConfig&) const = default;
 };
@@ -156,13 +156,13 @@ struct ReassemblyConfig {
 // toward `via`, a node or router there that load-balances the Service (its proxy accepts the
 // ingress IP). Absent: they are dropped and counted (ingress_no_next_hop).
 struct IngressConfig {
-    std::optional<IpAddr> via;          // IPv4, on-link on `port`
-    std::string port;                   // an inside port
+    std::optional<IpAddr> via;  // IPv4, on-link on `port`
+    std::string port;           // an inside port
     bool operator==(const IngressConfig&) const = default;
 };
 
 struct NodeConfig {
-    std::string name;                   // this gateway's Kubernetes node name
+    std::string name;  // this gateway's Kubernetes node name
     std::map<std::string, std::string> labels;
     bool operator==(const NodeConfig&) const = default;
 };
@@ -171,39 +171,39 @@ enum class StateSource { files, kubernetes };
 
 // kubernetes: who writes EgressService status.host and the node labels.
 enum class Election {
-    leader,     // the egwd holding the leader Lease elects hosts; every egwd follows status.host
-    external,   // another controller writes status.host; egwd only follows it
+    leader,    // the egwd holding the leader Lease elects hosts; every egwd follows status.host
+    external,  // another controller writes status.host; egwd only follows it
 };
 
 struct StateConfig {
     StateSource source = StateSource::files;
-    std::string path;                   // files: directory of manifests, relative to the config file
-    unsigned poll_ms = 200;             // files: how often the directory is re-scanned
-    std::string kubeconfig;             // kubernetes: path, or empty for in-cluster / $KUBECONFIG
-    Election election = Election::leader;   // kubernetes
-    std::string lease_namespace;        // kubernetes: where the Leases live; "" = the credentials' namespace
-    unsigned lease_duration_s = 2;      // kubernetes: leaseDurationSeconds of the liveness and leader Leases
-    unsigned renew_deadline_ms = 1500;  // kubernetes: a leader that has not renewed for this long stops deciding
-    unsigned retry_period_ms = 500;     // kubernetes: Lease renewal and acquisition attempts
+    std::string path;                      // files: directory of manifests, relative to the config file
+    unsigned poll_ms = 200;                // files: how often the directory is re-scanned
+    std::string kubeconfig;                // kubernetes: path, or empty for in-cluster / $KUBECONFIG
+    Election election = Election::leader;  // kubernetes
+    std::string lease_namespace;           // kubernetes: where the Leases live; "" = the credentials' namespace
+    unsigned lease_duration_s = 2;         // kubernetes: leaseDurationSeconds of the liveness and leader Leases
+    unsigned renew_deadline_ms = 1500;     // kubernetes: a leader that has not renewed for this long stops deciding
+    unsigned retry_period_ms = 500;        // kubernetes: Lease renewal and acquisition attempts
     bool operator==(const StateConfig&) const = default;
 };
 
 // The Prometheus endpoint (/metrics, /livez, /readyz). Without a "metrics" section there is none.
 struct MetricsConfig {
     bool enabled = false;
-    std::string host = "127.0.0.1";     // listen address, an IPv4 or IPv6 literal; "::" for every address of both
+    std::string host = "127.0.0.1";  // listen address, an IPv4 or IPv6 literal; "::" for every address of both
     uint16_t port = 9469;
     bool operator==(const MetricsConfig&) const = default;
 };
 
 struct Config {
-    std::string file;                   // the path it was loaded from
+    std::string file;  // the path it was loaded from
     EalConfig eal;
-    std::vector<unsigned> workers;      // data-plane lcores
+    std::vector<unsigned> workers;  // data-plane lcores
     MempoolConfig mempool;
     std::vector<PortConfig> ports;
     std::vector<NeighborConfig> neighbors;
-    std::vector<VrfConfig> vrfs;        // always contains "default" (table 254) first
+    std::vector<VrfConfig> vrfs;  // always contains "default" (table 254) first
     std::vector<RouteConfig> routes;
     ClusterConfig cluster;
     DefaultAction default_action = DefaultAction::masquerade;

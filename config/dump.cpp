@@ -12,19 +12,15 @@ using json = nlohmann::json;
 
 json prefixes(const std::vector<IpPrefix>& ps) {
     json out = json::array();
-    for (const auto& p : ps) out.push_back(net::to_string(p));
+    for (const auto& p : ps)
+        out.push_back(net::to_string(p));
     return out;
 }
 
 json eal(const EalConfig& e) {
-    return {{"lcores", e.lcores},
-            {"main_lcore", e.main_lcore},
-            {"no_huge", e.no_huge},
-            {"memory_mb", e.memory_mb},
-            {"file_prefix", e.file_prefix},
-            {"vdevs", e.vdevs},
-            {"pci_allow", e.pci_allow},
-            {"extra_args", e.extra_args}};
+    return {{"lcores", e.lcores},       {"main_lcore", e.main_lcore},   {"no_huge", e.no_huge},
+            {"memory_mb", e.memory_mb}, {"file_prefix", e.file_prefix}, {"vdevs", e.vdevs},
+            {"pci_allow", e.pci_allow}, {"extra_args", e.extra_args}};
 }
 
 json ports(const std::vector<PortConfig>& ps) {
@@ -39,7 +35,7 @@ json ports(const std::vector<PortConfig>& ps) {
                   {"rx_desc", p.rx_desc},
                   {"tx_desc", p.tx_desc}};
         if (p.mac) j["mac"] = format_mac(*p.mac);  // absent: the device's own MAC
-        if (p.queues) j["queues"] = p.queues;       // absent: one per worker
+        if (p.queues) j["queues"] = p.queues;      // absent: one per worker
         out.push_back(std::move(j));
     }
     return out;
@@ -47,14 +43,16 @@ json ports(const std::vector<PortConfig>& ps) {
 
 json neighbors(const std::vector<NeighborConfig>& ns) {
     json out = json::array();
-    for (const auto& n : ns) out.push_back({{"port", n.port}, {"ip", net::to_string(n.ip)}, {"mac", format_mac(n.mac)}});
+    for (const auto& n : ns)
+        out.push_back({{"port", n.port}, {"ip", net::to_string(n.ip)}, {"mac", format_mac(n.mac)}});
     return out;
 }
 
 // "default" included: the loader accepts it (with table 254) anywhere in the list.
 json vrfs(const std::vector<VrfConfig>& vs) {
     json out = json::array();
-    for (const auto& v : vs) out.push_back({{"name", v.name}, {"table", v.table}});
+    for (const auto& v : vs)
+        out.push_back({{"name", v.name}, {"table", v.table}});
     return out;
 }
 
@@ -70,7 +68,8 @@ json routes(const std::vector<RouteConfig>& rs) {
 
 json cluster(const ClusterConfig& c) {
     json node_ips = json::array();
-    for (const IpAddr& ip : c.node_ips) node_ips.push_back(net::to_string(ip));
+    for (const IpAddr& ip : c.node_ips)
+        node_ips.push_back(net::to_string(ip));
     return {{"pod_cidrs", prefixes(c.pod_cidrs)}, {"service_cidrs", prefixes(c.service_cidrs)}, {"node_ips", node_ips}};
 }
 
@@ -100,7 +99,9 @@ json arp(const ArpConfig& a) {
             {"announce_interval_ms", a.announce_interval_ms}};
 }
 
-json icmp(const IcmpConfig& i) { return {{"errors_per_second", i.errors_per_second}, {"burst", i.burst}}; }
+json icmp(const IcmpConfig& i) {
+    return {{"errors_per_second", i.errors_per_second}, {"burst", i.burst}};
+}
 
 json reassembly(const ReassemblyConfig& r) {
     return {{"max_datagrams", r.max_datagrams}, {"max_fragments", r.max_fragments}, {"timeout_ms", r.timeout_ms}};
@@ -108,7 +109,8 @@ json reassembly(const ReassemblyConfig& r) {
 
 json node(const NodeConfig& n) {
     json labels = json::object();
-    for (const auto& [k, v] : n.labels) labels[k] = v;
+    for (const auto& [k, v] : n.labels)
+        labels[k] = v;
     return {{"name", n.name}, {"labels", labels}};
 }
 
@@ -159,8 +161,7 @@ json to_json(const Config& c) {
               {"state", state(c.state)},
               {"metrics", metrics(c.metrics)}};
     // Only when set: an absent section is how the loader takes "no ingress next hop".
-    if (c.ingress.via)
-        j["ingress"] = {{"via", net::to_string(*c.ingress.via)}, {"port", c.ingress.port}};
+    if (c.ingress.via) j["ingress"] = {{"via", net::to_string(*c.ingress.via)}, {"port", c.ingress.port}};
     return j;
 }
 

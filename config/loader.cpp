@@ -77,8 +77,8 @@ std::optional<MacAddr> parse_mac(const std::string& s) {
 }
 
 std::string format_ipv4(uint32_t ip) {
-    return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." +
-           std::to_string((ip >> 8) & 0xff) + "." + std::to_string(ip & 0xff);
+    return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." + std::to_string((ip >> 8) & 0xff) +
+           "." + std::to_string(ip & 0xff);
 }
 
 std::string format_listen(const MetricsConfig& m) {
@@ -100,36 +100,48 @@ std::string format_mac(const MacAddr& m) {
 
 const char* to_string(PortRole r) {
     switch (r) {
-    case PortRole::inside: return "inside";
-    case PortRole::outside: return "outside";
-    case PortRole::none: return "none";
+    case PortRole::inside:
+        return "inside";
+    case PortRole::outside:
+        return "outside";
+    case PortRole::none:
+        return "none";
     }
     return "?";
 }
 
 const char* to_string(DefaultAction a) {
     switch (a) {
-    case DefaultAction::route: return "route";
-    case DefaultAction::masquerade: return "masquerade";
-    case DefaultAction::drop: return "drop";
+    case DefaultAction::route:
+        return "route";
+    case DefaultAction::masquerade:
+        return "masquerade";
+    case DefaultAction::drop:
+        return "drop";
     }
     return "?";
 }
 
-const char* to_string(TcpOpen t) { return t == TcpOpen::strict ? "strict" : "loose"; }
+const char* to_string(TcpOpen t) {
+    return t == TcpOpen::strict ? "strict" : "loose";
+}
 
 const char* to_string(StateSource s) {
     switch (s) {
-    case StateSource::files: return "files";
-    case StateSource::kubernetes: return "kubernetes";
+    case StateSource::files:
+        return "files";
+    case StateSource::kubernetes:
+        return "kubernetes";
     }
     return "?";
 }
 
 const char* to_string(Election e) {
     switch (e) {
-    case Election::leader: return "leader";
-    case Election::external: return "external";
+    case Election::leader:
+        return "leader";
+    case Election::external:
+        return "external";
     }
     return "?";
 }
@@ -190,18 +202,23 @@ std::string index_path(const std::string& base, size_t i) {
 // What a value is, for the "got ..." half of a message.
 std::string describe(const json& j) {
     switch (j.type()) {
-    case json::value_t::object: return j.empty() ? "an empty object" : "an object";
-    case json::value_t::array: return j.empty() ? "an empty array" : "an array";
-    case json::value_t::null: return "null";
+    case json::value_t::object:
+        return j.empty() ? "an empty object" : "an object";
+    case json::value_t::array:
+        return j.empty() ? "an empty array" : "an array";
+    case json::value_t::null:
+        return "null";
     case json::value_t::string: {
         const auto& s = j.get_ref<const std::string&>();
         constexpr size_t kMax = 64;
         if (s.size() <= kMax) return quote(s);
         size_t cut = kMax;
-        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;  // UTF-8 boundary
+        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80)
+            --cut;  // UTF-8 boundary
         return quote(s.substr(0, cut)) + "...";
     }
-    default: return j.dump();
+    default:
+        return j.dump();
     }
 }
 
@@ -238,8 +255,7 @@ bool valid_label_name(std::string_view s, bool allow_empty) {
     if (s.size() > 63) return false;
     auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
     if (!alnum(s.front()) || !alnum(s.back())) return false;
-    return std::all_of(s.begin(), s.end(),
-                       [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+    return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
 bool valid_label_key(std::string_view s) {
@@ -264,8 +280,7 @@ VrfNameProblem check_vrf_name(std::string_view s) {
     if (s.size() > 63) return VrfNameProblem::too_long;
     for (char c : s)
         if (c <= ' ' || c == '/' || c == 0x7f) return VrfNameProblem::bad_char;
-    if (std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return VrfNameProblem::numeric;
+    if (std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return VrfNameProblem::numeric;
     return VrfNameProblem::none;
 }
 
@@ -292,7 +307,7 @@ std::optional<std::string> normalize_pci(std::string_view s) {
         }
     }
     if (hex_value(full[8]) * 16 + hex_value(full[9]) > 0x1f) return std::nullopt;  // device 0..1f
-    if (hex_value(full[11]) > 7) return std::nullopt;                               // function 0..7
+    if (hex_value(full[11]) > 7) return std::nullopt;                              // function 0..7
     return full;
 }
 
@@ -312,8 +327,7 @@ constexpr uint64_t kMaxCpu = 1023;
 
 // One side of an item: "3", "1-2" or "(1-2,5)". Adds the ids to `out`; false when malformed.
 bool parse_lcore_side(std::string_view s, uint64_t max, std::set<unsigned>& out) {
-    if (s.size() >= 2 && s.front() == '(' && s.back() == ')')
-        s = s.substr(1, s.size() - 2);
+    if (s.size() >= 2 && s.front() == '(' && s.back() == ')') s = s.substr(1, s.size() - 2);
     if (s.empty() || s.find_first_of("()@") != std::string_view::npos) return false;
     while (true) {
         size_t comma = s.find(',');
@@ -327,7 +341,8 @@ bool parse_lcore_side(std::string_view s, uint64_t max, std::set<unsigned>& out)
                    !parse_decimal(item.substr(dash + 1), 4, max, hi) || lo > hi) {
             return false;
         }
-        for (uint64_t i = lo; i <= hi; ++i) out.insert(static_cast<unsigned>(i));
+        for (uint64_t i = lo; i <= hi; ++i)
+            out.insert(static_cast<unsigned>(i));
         if (comma == std::string_view::npos) return true;
         s = s.substr(comma + 1);
     }
@@ -495,8 +510,8 @@ private:
         size_t col = detail.find("column ");
         size_t sep = col == std::string::npos ? std::string::npos : detail.find(": ", col);
         if (sep != std::string::npos) detail = detail.substr(sep + 2);
-        return "a syntax error at line " + std::to_string(line) + ", column " + std::to_string(column) + " (" +
-               detail + ")";
+        return "a syntax error at line " + std::to_string(line) + ", column " + std::to_string(column) + " (" + detail +
+               ")";
     }
 
     // --- scalar readers -------------------------------------------------------------------
@@ -548,7 +563,8 @@ private:
         auto a = net::parse_ip(string(j, path, what));
         if (!a) expected(path, what, j);
         if (a->is_v4_mapped())
-            fail(path, "expected an IPv4 address written as IPv4, got " + describe(j) + " (an IPv4-mapped IPv6 address)");
+            fail(path,
+                 "expected an IPv4 address written as IPv4, got " + describe(j) + " (an IPv4-mapped IPv6 address)");
         return *a;
     }
 
@@ -583,7 +599,10 @@ private:
                      j);
         }
         if (a.is_v6() && a.is_link_local())
-            expected(path, "a global or unique-local IPv6 address like 2001:db8::1/64 (link-local addresses are not configured)", j);
+            expected(
+                path,
+                "a global or unique-local IPv6 address like 2001:db8::1/64 (link-local addresses are not configured)",
+                j);
         return p;
     }
 
@@ -601,7 +620,8 @@ private:
         const json* j = o.get(key);
         if (!j) return out;
         array(*j, o.at(key), "an array of " + what, false);
-        for (size_t i = 0; i < j->size(); ++i) out.push_back(nonempty_string((*j)[i], index_path(o.at(key), i), what));
+        for (size_t i = 0; i < j->size(); ++i)
+            out.push_back(nonempty_string((*j)[i], index_path(o.at(key), i), what));
         return out;
     }
 
@@ -698,9 +718,10 @@ private:
                 fail(path, "expected a worker lcore other than the main lcore " + std::to_string(c.eal.main_lcore) +
                                " ($.eal.main_lcore), got " + std::to_string(id));
             if (!lcores.set.count(id))
-                fail(path, "expected one of the lcores \"" + c.eal.lcores + "\" ($.eal.lcores: " +
-                               format_lcore_set(lcores.set) + "), got " + std::to_string(id));
-            if (!seen.insert(id).second) fail(path, "expected each worker lcore once, got " + std::to_string(id) + " twice");
+                fail(path, "expected one of the lcores \"" + c.eal.lcores +
+                               "\" ($.eal.lcores: " + format_lcore_set(lcores.set) + "), got " + std::to_string(id));
+            if (!seen.insert(id).second)
+                fail(path, "expected each worker lcore once, got " + std::to_string(id) + " twice");
             c.workers.push_back(id);
         }
     }
@@ -715,8 +736,8 @@ private:
         // rte_mempool_create refuses a cache whose flush threshold (1.5 x cache) exceeds the pool.
         if (uint64_t{m.cache} * 3 / 2 > m.mbufs)
             fail(o.get("cache") ? o.at("cache") : o.at("mbufs"),
-                 "expected a cache of at most mbufs / 1.5 (" + std::to_string(uint64_t{m.mbufs} * 2 / 3) +
-                     " for " + std::to_string(m.mbufs) + " mbufs), got " + std::to_string(m.cache));
+                 "expected a cache of at most mbufs / 1.5 (" + std::to_string(uint64_t{m.mbufs} * 2 / 3) + " for " +
+                     std::to_string(m.mbufs) + " mbufs), got " + std::to_string(m.cache));
     }
 
     void read_vrfs(const Obj& top, std::vector<VrfConfig>& vrfs) const {
@@ -732,9 +753,12 @@ private:
             const json& name_j = o.require("name", name_what);
             const std::string& name = string(name_j, o.at("name"), name_what);
             switch (check_vrf_name(name)) {
-            case VrfNameProblem::none: break;
-            case VrfNameProblem::empty: expected(o.at("name"), name_what, name_j);
-            case VrfNameProblem::too_long: expected(o.at("name"), "a VRF name of at most 63 characters", name_j);
+            case VrfNameProblem::none:
+                break;
+            case VrfNameProblem::empty:
+                expected(o.at("name"), name_what, name_j);
+            case VrfNameProblem::too_long:
+                expected(o.at("name"), "a VRF name of at most 63 characters", name_j);
             case VrfNameProblem::bad_char:
                 expected(o.at("name"), "a VRF name without spaces, control characters or '/'", name_j);
             case VrfNameProblem::numeric:
@@ -793,7 +817,8 @@ private:
             const json& name_j = o.require("name", name_what);
             p.name = string(name_j, o.at("name"), name_what);
             if (!valid_port_name(p.name)) expected(o.at("name"), name_what, name_j);
-            if (c.find_port(p.name)) fail(o.at("name"), "expected each port name once, got " + quote(p.name) + " twice");
+            if (c.find_port(p.name))
+                fail(o.at("name"), "expected each port name once, got " + quote(p.name) + " twice");
 
             static const std::string dev_what = "a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\"";
             p.device = nonempty_string(o.require("device", dev_what), o.at("device"), dev_what);
@@ -806,18 +831,23 @@ private:
             static const std::string role_what = "\"inside\" or \"outside\"";
             const json& role_j = o.require("role", role_what);
             const std::string& role = string(role_j, o.at("role"), role_what);
-            if (role == "inside") p.role = PortRole::inside;
-            else if (role == "outside") p.role = PortRole::outside;
-            else expected(o.at("role"), role_what, role_j);
+            if (role == "inside")
+                p.role = PortRole::inside;
+            else if (role == "outside")
+                p.role = PortRole::outside;
+            else
+                expected(o.at("role"), role_what, role_j);
 
             if (const json* v = o.get("vrf")) {
                 p.vrf = string(*v, o.at("vrf"), "a VRF name");
                 if (!find_vrf_by_name(c.vrfs, p.vrf))
-                    fail(o.at("vrf"), "expected a VRF declared in $.vrfs (" + vrf_names(c.vrfs) + "), got " + describe(*v));
+                    fail(o.at("vrf"),
+                         "expected a VRF declared in $.vrfs (" + vrf_names(c.vrfs) + "), got " + describe(*v));
             }
 
             if (const json* v = o.get("addresses")) {
-                array(*v, o.at("addresses"), "an array of IPv4 or IPv6 prefixes like [\"10.0.0.1/24\", \"2001:db8::1/64\"]", false);
+                array(*v, o.at("addresses"),
+                      "an array of IPv4 or IPv6 prefixes like [\"10.0.0.1/24\", \"2001:db8::1/64\"]", false);
                 for (size_t k = 0; k < v->size(); ++k) {
                     std::string path = index_path(o.at("addresses"), k);
                     IpPrefix a = interface_address((*v)[k], path);
@@ -844,8 +874,8 @@ private:
         }
         for (PortRole r : {PortRole::inside, PortRole::outside})
             if (std::none_of(c.ports.begin(), c.ports.end(), [&](const PortConfig& p) { return p.role == r; }))
-                fail(top.at("ports"), std::string("expected at least one port with role \"") + to_string(r) +
-                                          "\", got none");
+                fail(top.at("ports"),
+                     std::string("expected at least one port with role \"") + to_string(r) + "\", got none");
     }
 
     static const VrfConfig* find_vrf_by_name(const std::vector<VrfConfig>& vrfs, const std::string& name) {
@@ -856,27 +886,31 @@ private:
 
     static std::string vrf_names(const std::vector<VrfConfig>& vrfs) {
         std::string out;
-        for (const auto& v : vrfs) out += (out.empty() ? "" : ", ") + quote(v.name);
+        for (const auto& v : vrfs)
+            out += (out.empty() ? "" : ", ") + quote(v.name);
         return out;
     }
 
     static std::string port_names(const std::vector<PortConfig>& ports) {
         std::string out;
-        for (const auto& p : ports) out += (out.empty() ? "" : ", ") + quote(p.name);
+        for (const auto& p : ports)
+            out += (out.empty() ? "" : ", ") + quote(p.name);
         return out;
     }
 
     static std::string address_list(const PortConfig& p) {
         if (p.addresses.empty()) return "it has no addresses";
         std::string out;
-        for (const auto& a : p.addresses) out += (out.empty() ? "" : ", ") + net::to_string(a);
+        for (const auto& a : p.addresses)
+            out += (out.empty() ? "" : ", ") + net::to_string(a);
         return "its addresses are " + out;
     }
 
     const PortConfig& port_ref(const Config& c, const Obj& o, const json& j) const {
         const std::string& name = string(j, o.at("port"), "a port name");
         const PortConfig* p = c.find_port(name);
-        if (!p) fail(o.at("port"), "expected a port declared in $.ports (" + port_names(c.ports) + "), got " + describe(j));
+        if (!p)
+            fail(o.at("port"), "expected a port declared in $.ports (" + port_names(c.ports) + "), got " + describe(j));
         return *p;
     }
 
@@ -912,8 +946,8 @@ private:
             check_on_link(p, n.ip, o.at("ip"), "a neighbour address");
             for (const auto& other : c.neighbors)
                 if (other.port == n.port && other.ip == n.ip)
-                    fail(o.at("ip"), "expected each neighbour once per port, got " + net::to_string(n.ip) + " on port " +
-                                         quote(n.port) + " twice");
+                    fail(o.at("ip"), "expected each neighbour once per port, got " + net::to_string(n.ip) +
+                                         " on port " + quote(n.port) + " twice");
             n.mac = unicast_mac(o.require("mac", "a MAC address like 02:00:00:00:00:fe"), o.at("mac"));
             c.neighbors.push_back(n);
         }
@@ -930,9 +964,11 @@ private:
             if (const json* v = o.get("vrf")) {
                 r.vrf = string(*v, o.at("vrf"), "a VRF name");
                 if (!find_vrf_by_name(c.vrfs, r.vrf))
-                    fail(o.at("vrf"), "expected a VRF declared in $.vrfs (" + vrf_names(c.vrfs) + "), got " + describe(*v));
+                    fail(o.at("vrf"),
+                         "expected a VRF declared in $.vrfs (" + vrf_names(c.vrfs) + "), got " + describe(*v));
             }
-            r.prefix = network_prefix(o.require("prefix", "an IPv4 or IPv6 prefix like 0.0.0.0/0 or ::/0"), o.at("prefix"));
+            r.prefix =
+                network_prefix(o.require("prefix", "an IPv4 or IPv6 prefix like 0.0.0.0/0 or ::/0"), o.at("prefix"));
             const PortConfig& p = port_ref(c, o, o.require("port", "the name of the port the route leaves through"));
             r.port = p.name;
             if (p.vrf != r.vrf)
@@ -954,11 +990,14 @@ private:
     }
 
     std::vector<IpPrefix> prefix_list(const Obj& o, const char* key, bool required) const {
-        static const std::string what = "a non-empty array of IPv4 or IPv6 prefixes like [\"10.244.0.0/16\", \"fd00:10:244::/56\"]";
+        static const std::string what =
+            "a non-empty array of IPv4 or IPv6 prefixes like [\"10.244.0.0/16\", \"fd00:10:244::/56\"]";
         std::vector<IpPrefix> out;
         const json* j = required ? &o.require(key, what) : o.get(key);
         if (!j) return out;
-        array(*j, o.at(key), required ? what : "an array of IPv4 or IPv6 prefixes like [\"10.96.0.0/12\", \"fd00:10:96::/112\"]", required);
+        array(*j, o.at(key),
+              required ? what : "an array of IPv4 or IPv6 prefixes like [\"10.96.0.0/12\", \"fd00:10:96::/112\"]",
+              required);
         for (size_t i = 0; i < j->size(); ++i) {
             std::string path = index_path(o.at(key), i);
             IpPrefix p = network_prefix((*j)[i], path);
@@ -975,7 +1014,8 @@ private:
         cl.pod_cidrs = prefix_list(o, "pod_cidrs", true);
         cl.service_cidrs = prefix_list(o, "service_cidrs", false);
         if (const json* v = o.get("node_ips")) {
-            array(*v, o.at("node_ips"), "an array of IPv4 or IPv6 addresses like [\"172.18.0.2\", \"fc00:f853:ccd:e793::2\"]", false);
+            array(*v, o.at("node_ips"),
+                  "an array of IPv4 or IPv6 addresses like [\"172.18.0.2\", \"fc00:f853:ccd:e793::2\"]", false);
             for (size_t i = 0; i < v->size(); ++i) {
                 std::string path = index_path(o.at("node_ips"), i);
                 IpAddr a = ip((*v)[i], path);
@@ -991,22 +1031,30 @@ private:
         if (!j) return;
         static const std::string what = "\"route\", \"masquerade\" or \"drop\"";
         const std::string& s = string(*j, top.at("default_action"), what);
-        if (s == "route") a = DefaultAction::route;
-        else if (s == "masquerade") a = DefaultAction::masquerade;
-        else if (s == "drop") a = DefaultAction::drop;
-        else expected(top.at("default_action"), what, *j);
+        if (s == "route")
+            a = DefaultAction::route;
+        else if (s == "masquerade")
+            a = DefaultAction::masquerade;
+        else if (s == "drop")
+            a = DefaultAction::drop;
+        else
+            expected(top.at("default_action"), what, *j);
     }
 
     void read_sessions(const Obj& top, SessionConfig& s, size_t workers) const {
         const json* j = top.get("sessions");
         if (!j) return;
-        Obj o(*this, *j, top.at("sessions"), {"max", "port_min", "port_max", "timeouts", "tcp_open", "max_per_pod"}, "an object");
+        Obj o(*this, *j, top.at("sessions"), {"max", "port_min", "port_max", "timeouts", "tcp_open", "max_per_pod"},
+              "an object");
         if (const json* t = o.get("tcp_open")) {
             static const std::string what = "\"loose\" or \"strict\"";
             const std::string& v = string(*t, o.at("tcp_open"), what);
-            if (v == "loose") s.tcp_open = TcpOpen::loose;
-            else if (v == "strict") s.tcp_open = TcpOpen::strict;
-            else expected(o.at("tcp_open"), what, *t);
+            if (v == "loose")
+                s.tcp_open = TcpOpen::loose;
+            else if (v == "strict")
+                s.tcp_open = TcpOpen::strict;
+            else
+                expected(o.at("tcp_open"), what, *t);
         }
         opt_integer(o, "max", s.max_sessions, 1, 1u << 28);
         opt_integer(o, "max_per_pod", s.max_per_pod, 0, 1u << 28);
@@ -1023,7 +1071,7 @@ private:
                      " ports (one block per worker), got " + std::to_string(ports));
         if (const json* t = o.get("timeouts")) {
             Obj to(*this, *t, o.at("timeouts"), {"tcp_established", "tcp_transitory", "tcp_half_closed", "udp", "icmp"},
-                  "an object");
+                   "an object");
             constexpr uint64_t kWeek = 7 * 24 * 3600;
             opt_integer(to, "tcp_established", s.timeouts.tcp_established_s, 1, kWeek);
             opt_integer(to, "tcp_transitory", s.timeouts.tcp_transitory_s, 1, kWeek);
@@ -1078,7 +1126,8 @@ private:
                                    " which is an outside port");
         IpAddr via = ip(o.require("via", "an IPv4 address like 10.244.1.2"), o.at("via"));
         if (!via.is_v4())
-            fail(o.at("via"), "expected an IPv4 address (the IPv4 data plane routes ingress), got " + net::to_string(via));
+            fail(o.at("via"),
+                 "expected an IPv4 address (the IPv4 data plane routes ingress), got " + net::to_string(via));
         check_on_link(p, via, o.at("via"), "a next hop");
         c.ingress.port = p.name;
         c.ingress.via = via;
@@ -1088,7 +1137,8 @@ private:
         const json& j = top.require("node", "an object like {\"name\": \"gw-1\"}");
         Obj o(*this, j, top.at("node"), {"name", "labels"}, "an object like {\"name\": \"gw-1\"}");
         static const std::string name_what =
-            "a node name that is a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253) like \"gw-1\"";
+            "a node name that is a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253) like "
+            "\"gw-1\"";
         const json& name_j = o.require("name", name_what);
         n.name = string(name_j, o.at("name"), name_what);
         if (!valid_dns_subdomain(n.name)) expected(o.at("name"), name_what, name_j);
@@ -1097,8 +1147,10 @@ private:
             for (const auto& [k, v] : l->items()) {
                 std::string path = key_path(o.at("labels"), k);
                 if (!valid_label_key(k))
-                    fail(path, "expected a Kubernetes label key like \"example.com/role\" (optional DNS prefix, "
-                               "name of at most 63 characters from [A-Za-z0-9._-]), got " + quote(k));
+                    fail(path,
+                         "expected a Kubernetes label key like \"example.com/role\" (optional DNS prefix, "
+                         "name of at most 63 characters from [A-Za-z0-9._-]), got " +
+                             quote(k));
                 static const std::string value_what =
                     "a label value of at most 63 characters from [A-Za-z0-9._-], alphanumeric at both ends";
                 const std::string& s = string(v, path, value_what);
@@ -1129,9 +1181,12 @@ private:
         if (const json* v = o.get("source")) {
             static const std::string what = "\"files\" or \"kubernetes\"";
             const std::string& src = string(*v, o.at("source"), what);
-            if (src == "files") s.source = StateSource::files;
-            else if (src == "kubernetes") s.source = StateSource::kubernetes;
-            else expected(o.at("source"), what, *v);
+            if (src == "files")
+                s.source = StateSource::files;
+            else if (src == "kubernetes")
+                s.source = StateSource::kubernetes;
+            else
+                expected(o.at("source"), what, *v);
         }
         opt_integer(o, "poll_ms", s.poll_ms, 10, 60000);
         static const std::string kc_what = "a kubeconfig path, or \"\" for in-cluster credentials";
@@ -1140,17 +1195,18 @@ private:
         if (s.source == StateSource::files) {
             static const std::string what =
                 "the manifest directory, relative to the configuration file's directory, like \"manifests\"";
-            s.path = resolve(nonempty_string(o.require("path", what + " (required with source \"files\")"),
-                                             o.at("path"), what));
+            s.path = resolve(
+                nonempty_string(o.require("path", what + " (required with source \"files\")"), o.at("path"), what));
             // A kubeconfig with the files source would be silently unused: most likely a half-edited file.
             if (kc_text && !kc_text->empty())
                 expected(o.at("kubeconfig"),
                          "no kubeconfig with source \"files\" (it is only read with source \"kubernetes\")", *kc);
-            for (const char* key : {"election", "lease_namespace", "lease_duration_s", "renew_deadline_ms",
-                                    "retry_period_ms"}) {
+            for (const char* key :
+                 {"election", "lease_namespace", "lease_duration_s", "renew_deadline_ms", "retry_period_ms"}) {
                 if (const json* v = o.get(key))
                     expected(o.at(key),
-                             std::string("no ") + key + " with source \"files\" (it is only read with source \"kubernetes\")",
+                             std::string("no ") + key +
+                                 " with source \"files\" (it is only read with source \"kubernetes\")",
                              *v);
             }
         } else {
@@ -1166,17 +1222,23 @@ private:
         if (const json* v = o.get("election")) {
             static const std::string what = "\"leader\" or \"external\"";
             const std::string& e = string(*v, o.at("election"), what);
-            if (e == "leader") s.election = Election::leader;
-            else if (e == "external") s.election = Election::external;
-            else expected(o.at("election"), what, *v);
+            if (e == "leader")
+                s.election = Election::leader;
+            else if (e == "external")
+                s.election = Election::external;
+            else
+                expected(o.at("election"), what, *v);
         }
         if (const json* v = o.get("lease_namespace")) {
             static const std::string what =
-                "a namespace name (lower-case letters, digits and '-', at most 63), or \"\" for the credentials' namespace";
+                "a namespace name (lower-case letters, digits and '-', at most 63), or \"\" for the credentials' "
+                "namespace";
             const std::string& ns = string(*v, o.at("lease_namespace"), what);
-            bool ok = ns.size() <= 63 &&
-                      std::all_of(ns.begin(), ns.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }) &&
-                      (ns.empty() || (ns.front() != '-' && ns.back() != '-'));
+            bool ok =
+                ns.size() <= 63 &&
+                std::all_of(ns.begin(), ns.end(),
+                            [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }) &&
+                (ns.empty() || (ns.front() != '-' && ns.back() != '-'));
             if (!ok) expected(o.at("lease_namespace"), what, *v);
             s.lease_namespace = ns;
         }
@@ -1200,8 +1262,7 @@ private:
     void read_metrics(const Obj& top, MetricsConfig& m) const {
         const json* j = top.get("metrics");
         if (!j) return;
-        Obj o(*this, *j, top.at("metrics"), {"enabled", "listen"},
-              "an object like {\"listen\": \"127.0.0.1:9469\"}");
+        Obj o(*this, *j, top.at("metrics"), {"enabled", "listen"}, "an object like {\"listen\": \"127.0.0.1:9469\"}");
         m.enabled = true;
         if (const json* v = o.get("enabled")) m.enabled = boolean(*v, o.at("enabled"));
         if (const json* v = o.get("listen")) {
@@ -1260,11 +1321,13 @@ Config load_file(const std::string& path) {
     std::string text;
     char buf[65536];
     size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+        text.append(buf, n);
     const bool failed = std::ferror(f) != 0;
     const int err = errno;
     std::fclose(f);
-    if (failed) throw ConfigError(path, "$", std::string("expected a readable file, got \"") + std::strerror(err) + "\"");
+    if (failed)
+        throw ConfigError(path, "$", std::string("expected a readable file, got \"") + std::strerror(err) + "\"");
     return load_text(text, path);
 }
 

@@ -13,14 +13,13 @@ namespace {
 using nlohmann::json;
 
 void differences(const json& a, const json& b, const std::string& path, std::vector<std::string>& out) {
-    if (a == b)
-        return;
+    if (a == b) return;
     if (a.is_object() && b.is_object()) {
         for (auto it = a.begin(); it != a.end(); ++it)
-            differences(it.value(), b.contains(it.key()) ? b.at(it.key()) : json(), path.empty() ? it.key() : path + "." + it.key(), out);
+            differences(it.value(), b.contains(it.key()) ? b.at(it.key()) : json(),
+                        path.empty() ? it.key() : path + "." + it.key(), out);
         for (auto it = b.begin(); it != b.end(); ++it)
-            if (!a.contains(it.key()))
-                out.push_back(path.empty() ? it.key() : path + "." + it.key());
+            if (!a.contains(it.key())) out.push_back(path.empty() ? it.key() : path + "." + it.key());
         return;
     }
     if (a.is_array() && b.is_array() && a.size() == b.size()) {
@@ -41,12 +40,10 @@ bool live_reloadable(std::string_view path, StateSource source) {
     for (std::string_view p : {"routes", "neighbors", "default_action", "arp.hold_packets", "arp.retry_ms",
                                "arp.reachable_s", "arp.probes", "arp.unused_s", "arp.announce_count",
                                "arp.announce_interval_ms", "ingress", "cluster.service_cidrs", "cluster.node_ips"})
-        if (under(path, p))
-            return true;
+        if (under(path, p)) return true;
     if (source == StateSource::files)
         for (std::string_view p : {"cluster.pod_cidrs", "node.labels", "state.poll_ms"})
-            if (under(path, p))
-                return true;
+            if (under(path, p)) return true;
     return false;
 }
 

@@ -91,7 +91,7 @@ private:
     std::unique_ptr<NeighborResolver> resolver_;
     std::unique_ptr<metrics::Exporter> exporter_;
     std::unique_ptr<telemetry::Commands> telemetry_;
-    std::unique_ptr<PolicyPublisher> publisher_;  // hands the builder's snapshots to the workers
+    std::unique_ptr<PolicyPublisher> publisher_;         // hands the builder's snapshots to the workers
     std::unique_ptr<manifests::ManifestDir> manifests_;  // the files source (empty path with kubernetes)
     std::unique_ptr<cli::Frontends> cli_;
     std::unique_ptr<TxStallLog> tx_stalls_;

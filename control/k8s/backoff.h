@@ -13,15 +13,18 @@ class Backoff {
 public:
     // Delays grow initial, initial*factor, ... up to max; each is stretched by a random
     // fraction in [0, jitter) of itself so that many clients do not retry in step.
-    Backoff(std::chrono::milliseconds initial, std::chrono::milliseconds max, double factor = 2.0,
-            double jitter = 0.5)
-        : initial_(initial), max_(std::max(initial, max)), factor_(factor), jitter_(jitter),
+    Backoff(std::chrono::milliseconds initial, std::chrono::milliseconds max, double factor = 2.0, double jitter = 0.5)
+        : initial_(initial),
+          max_(std::max(initial, max)),
+          factor_(factor),
+          jitter_(jitter),
           rng_(std::random_device{}()) {}
 
     // The delay before the next attempt.
     std::chrono::milliseconds next() {
         double base = static_cast<double>(initial_.count());
-        for (unsigned i = 0; i < attempts_ && base < static_cast<double>(max_.count()); ++i) base *= factor_;
+        for (unsigned i = 0; i < attempts_ && base < static_cast<double>(max_.count()); ++i)
+            base *= factor_;
         base = std::min(base, static_cast<double>(max_.count()));
         ++attempts_;
         std::uniform_real_distribution<double> u(0.0, jitter_);

@@ -9,11 +9,16 @@ using nlohmann::json;
 
 const ResourceType& resource_for(model::Kind kind) {
     switch (kind) {
-    case model::Kind::egress_service: return resources::egress_services;
-    case model::Kind::service: return resources::services;
-    case model::Kind::endpoint_slice: return resources::endpoint_slices;
-    case model::Kind::node: return resources::nodes;
-    case model::Kind::lease: return resources::leases;
+    case model::Kind::egress_service:
+        return resources::egress_services;
+    case model::Kind::service:
+        return resources::services;
+    case model::Kind::endpoint_slice:
+        return resources::endpoint_slices;
+    case model::Kind::node:
+        return resources::nodes;
+    case model::Kind::lease:
+        return resources::leases;
     }
     return resources::nodes;
 }
@@ -24,11 +29,21 @@ namespace {
 template <class Set, class F>
 void with_map(Set& s, model::Kind kind, F&& f) {
     switch (kind) {
-    case model::Kind::egress_service: f(s.egress_services); break;
-    case model::Kind::service: f(s.services); break;
-    case model::Kind::endpoint_slice: f(s.endpoint_slices); break;
-    case model::Kind::node: f(s.nodes); break;
-    case model::Kind::lease: f(s.leases); break;
+    case model::Kind::egress_service:
+        f(s.egress_services);
+        break;
+    case model::Kind::service:
+        f(s.services);
+        break;
+    case model::Kind::endpoint_slice:
+        f(s.endpoint_slices);
+        break;
+    case model::Kind::node:
+        f(s.nodes);
+        break;
+    case model::Kind::lease:
+        f(s.leases);
+        break;
     }
 }
 
@@ -91,7 +106,9 @@ Cache::Cache() {
 
 Cache::~Cache() = default;
 
-ReflectorHandler& Cache::handler(model::Kind kind) { return *handlers_.at(kind); }
+ReflectorHandler& Cache::handler(model::Kind kind) {
+    return *handlers_.at(kind);
+}
 
 void Cache::expect(model::Kind kind) {
     std::lock_guard lk(mu_);
@@ -141,7 +158,8 @@ std::vector<Change> Cache::take_changes() {
     std::lock_guard lk(mu_);
     std::vector<Change> out;
     out.reserve(pending_order_.size());
-    for (auto& [kind, key] : pending_order_) out.push_back(Change{kind, key, !objects_.contains(kind, key)});
+    for (auto& [kind, key] : pending_order_)
+        out.push_back(Change{kind, key, !objects_.contains(kind, key)});
     pending_order_.clear();
     pending_.clear();
     return out;
@@ -156,7 +174,8 @@ std::map<std::string, std::string> Cache::resource_versions(model::Kind kind) co
     std::lock_guard lk(mu_);
     std::map<std::string, std::string> out;
     with_map(objects_, kind, [&](const auto& m) {
-        for (const auto& [key, obj] : m) out.emplace(key, obj.meta.resource_version);
+        for (const auto& [key, obj] : m)
+            out.emplace(key, obj.meta.resource_version);
     });
     return out;
 }
@@ -180,7 +199,8 @@ void Cache::publish(std::vector<Change>&& changes) {
         listener = listener_;
     }
     if (!listener) return;
-    for (const auto& c : changes) listener(c);
+    for (const auto& c : changes)
+        listener(c);
 }
 
 void Cache::replace(model::Kind kind, std::vector<json>&& items) {

@@ -34,8 +34,8 @@ const ResourceType& resource_for(model::Kind kind);
 
 struct Change {
     model::Kind kind;
-    std::string key;            // model::key_of(): "namespace/name", or the node's name
-    bool deleted = false;       // the object is gone (or no longer valid)
+    std::string key;       // model::key_of(): "namespace/name", or the node's name
+    bool deleted = false;  // the object is gone (or no longer valid)
 };
 
 class Cache {

@@ -12,7 +12,9 @@ Client::Client(Credentials creds, ClientOptions opts)
     logger()->info("k8s: API server {} ({})", transport_->credentials().server, transport_->credentials().source);
 }
 
-Client::~Client() { stop(); }
+Client::~Client() {
+    stop();
+}
 
 std::vector<model::Kind> Client::all_kinds() {
     return {model::Kind::egress_service, model::Kind::service, model::Kind::endpoint_slice, model::Kind::node,
@@ -22,7 +24,8 @@ std::vector<model::Kind> Client::all_kinds() {
 void Client::start(const std::vector<model::Kind>& kinds) {
     for (auto kind : kinds) {
         bool running = false;
-        for (const auto& r : reflectors_) running = running || r->type().kind == resource_for(kind).kind;
+        for (const auto& r : reflectors_)
+            running = running || r->type().kind == resource_for(kind).kind;
         if (running) continue;
         ReflectorOptions ro = opts_.reflector;
         ro.label_selector.clear();
@@ -42,12 +45,14 @@ void Client::start(const std::vector<model::Kind>& kinds) {
 }
 
 void Client::stop() {
-    for (auto& r : reflectors_) r->stop();
+    for (auto& r : reflectors_)
+        r->stop();
 }
 
 std::vector<ReflectorStatus> Client::status() const {
     std::vector<ReflectorStatus> out;
-    for (const auto& r : reflectors_) out.push_back(r->status());
+    for (const auto& r : reflectors_)
+        out.push_back(r->status());
     return out;
 }
 

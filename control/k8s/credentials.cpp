@@ -144,8 +144,7 @@ Credentials in_cluster(const InClusterPaths& paths) {
     std::string port = env("KUBERNETES_SERVICE_PORT");
     if (port.empty()) port = env("KUBERNETES_SERVICE_PORT_HTTPS");
     if (port.empty()) port = "443";
-    if (host.empty())
-        throw CredentialError("in-cluster: KUBERNETES_SERVICE_HOST is not set (not running in a pod?)");
+    if (host.empty()) throw CredentialError("in-cluster: KUBERNETES_SERVICE_HOST is not set (not running in a pod?)");
     if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
     Credentials c;
     c.server = "https://" + host + ":" + port;
@@ -170,8 +169,7 @@ Credentials in_cluster(const InClusterPaths& paths) {
 Credentials from_kubeconfig(const std::string& path, const std::string& context) {
     Kubeconfig kc = parse_files(path);
     const std::string ctx_name = context.empty() ? kc.current_context : context;
-    if (ctx_name.empty())
-        throw CredentialError(kc.first_file + ": no current-context and no context given");
+    if (ctx_name.empty()) throw CredentialError(kc.first_file + ": no current-context and no context given");
     auto ctx = kc.contexts.find(ctx_name);
     if (ctx == kc.contexts.end())
         throw CredentialError(kc.first_file + ": context \"" + ctx_name + "\" is not defined");
@@ -192,7 +190,8 @@ Credentials from_kubeconfig(const std::string& path, const std::string& context)
     const std::string cdir = dir_of(cluster.file);
     c.server = scalar(cluster, "server", kwhere);
     if (c.server.empty()) throw CredentialError(cluster.file + ": " + kwhere + ".server: required field is missing");
-    while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
+    while (!c.server.empty() && c.server.back() == '/')
+        c.server.pop_back();
     c.ca_file = resolve(cdir, scalar(cluster, "certificate-authority", kwhere));
     if (auto data = scalar(cluster, "certificate-authority-data", kwhere); !data.empty()) {
         try {

@@ -17,18 +17,18 @@ public:
 };
 
 struct Credentials {
-    std::string server;                  // "https://10.96.0.1:443", without a trailing '/'
-    std::string ca_file;                 // PEM bundle the server certificate must chain to
-    std::string ca_pem;                  // the same given inline (certificate-authority-data)
+    std::string server;   // "https://10.96.0.1:443", without a trailing '/'
+    std::string ca_file;  // PEM bundle the server certificate must chain to
+    std::string ca_pem;   // the same given inline (certificate-authority-data)
     bool insecure_skip_tls_verify = false;
-    std::string token;                   // bearer token given inline
-    std::string token_file;              // bearer token read from a file, re-read periodically and on 401
-    std::string client_cert_file;        // client certificate (PEM), as a file...
-    std::string client_cert_pem;         // ...or inline
+    std::string token;             // bearer token given inline
+    std::string token_file;        // bearer token read from a file, re-read periodically and on 401
+    std::string client_cert_file;  // client certificate (PEM), as a file...
+    std::string client_cert_pem;   // ...or inline
     std::string client_key_file;
     std::string client_key_pem;
-    std::string namespace_;              // the namespace egwd runs in, "" when unknown
-    std::string source;                  // "in-cluster" or "kubeconfig <file> context <name>", for logs
+    std::string namespace_;  // the namespace egwd runs in, "" when unknown
+    std::string source;      // "in-cluster" or "kubeconfig <file> context <name>", for logs
 };
 
 // The files of a pod's service-account mount.

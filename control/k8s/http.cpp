@@ -23,27 +23,43 @@ std::string read_token_file(const std::string& path) {
     std::ostringstream ss;
     ss << f.rdbuf();
     std::string t = ss.str();
-    while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+    while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' '))
+        t.pop_back();
     return t;
 }
 
 const char* reason_phrase(long status) {
     switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
+    case 415:
+        return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Entity";
+    case 429:
+        return "Too Many Requests";
+    case 500:
+        return "Internal Server Error";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    default:
+        return "";
     }
 }
 
@@ -117,7 +133,8 @@ std::string url_encode(std::string_view s) {
 void Cancel::cancel() {
     cancelled_ = true;
     std::lock_guard lk(mu_);
-    for (void* m : active_) curl_multi_wakeup(static_cast<CURLM*>(m));
+    for (void* m : active_)
+        curl_multi_wakeup(static_cast<CURLM*>(m));
 }
 
 void Cancel::attach(void* multi) {
@@ -251,15 +268,15 @@ Transport::Transport(Credentials creds, HttpOptions opts) : creds_(std::move(cre
 
 Transport::~Transport() {
     std::lock_guard lk(pool_mu_);
-    for (void* h : pool_) curl_easy_cleanup(static_cast<CURL*>(h));
+    for (void* h : pool_)
+        curl_easy_cleanup(static_cast<CURL*>(h));
     pool_.clear();
     curl_share_cleanup(static_cast<CURLSH*>(share_));
 }
 
 std::string Transport::token() {
     std::lock_guard lk(token_mu_);
-    if (!creds_.token_file.empty() &&
-        std::chrono::steady_clock::now() - token_read_ >= opts_.token_reload_period) {
+    if (!creds_.token_file.empty() && std::chrono::steady_clock::now() - token_read_ >= opts_.token_reload_period) {
         std::string t = read_token_file(creds_.token_file);
         token_read_ = std::chrono::steady_clock::now();
         if (!t.empty()) token_ = t;
@@ -377,13 +394,19 @@ Response Transport::perform(Call& call, Cancel* cancel) {
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
     } else {
-        if (!creds_.ca_pem.empty()) set_blob(h, CURLOPT_CAINFO_BLOB, creds_.ca_pem);
-        else if (!creds_.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, creds_.ca_file.c_str());
+        if (!creds_.ca_pem.empty())
+            set_blob(h, CURLOPT_CAINFO_BLOB, creds_.ca_pem);
+        else if (!creds_.ca_file.empty())
+            curl_easy_setopt(h, CURLOPT_CAINFO, creds_.ca_file.c_str());
     }
-    if (!creds_.client_cert_pem.empty()) set_blob(h, CURLOPT_SSLCERT_BLOB, creds_.client_cert_pem);
-    else if (!creds_.client_cert_file.empty()) curl_easy_setopt(h, CURLOPT_SSLCERT, creds_.client_cert_file.c_str());
-    if (!creds_.client_key_pem.empty()) set_blob(h, CURLOPT_SSLKEY_BLOB, creds_.client_key_pem);
-    else if (!creds_.client_key_file.empty()) curl_easy_setopt(h, CURLOPT_SSLKEY, creds_.client_key_file.c_str());
+    if (!creds_.client_cert_pem.empty())
+        set_blob(h, CURLOPT_SSLCERT_BLOB, creds_.client_cert_pem);
+    else if (!creds_.client_cert_file.empty())
+        curl_easy_setopt(h, CURLOPT_SSLCERT, creds_.client_cert_file.c_str());
+    if (!creds_.client_key_pem.empty())
+        set_blob(h, CURLOPT_SSLKEY_BLOB, creds_.client_key_pem);
+    else if (!creds_.client_key_file.empty())
+        curl_easy_setopt(h, CURLOPT_SSLKEY, creds_.client_key_file.c_str());
     if (!creds_.client_cert_pem.empty() || !creds_.client_cert_file.empty()) {
         curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
         curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
@@ -458,7 +481,8 @@ Response Transport::perform(Call& call, Cancel* cancel) {
             r.cancelled = true;
         } else {
             r.error = errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(rc));
-            while (!r.error.empty() && r.error.back() == '\n') r.error.pop_back();
+            while (!r.error.empty() && r.error.back() == '\n')
+                r.error.pop_back();
         }
     }
     if (code == 401) ++unauthorized_;

@@ -25,17 +25,17 @@ namespace egw::k8s {
 
 struct HttpOptions {
     std::chrono::milliseconds connect_timeout{10000};
-    std::chrono::milliseconds request_timeout{30000};   // whole request, unless the call gives one
-    std::chrono::seconds token_reload_period{60};       // re-read token_file this often
+    std::chrono::milliseconds request_timeout{30000};  // whole request, unless the call gives one
+    std::chrono::seconds token_reload_period{60};      // re-read token_file this often
     std::string user_agent = "egwd";
 };
 
 struct Response {
-    long status = 0;            // HTTP status; 0 when no response came (see error)
-    std::string body;           // the body (for a stream: only when the status is not 2xx)
-    std::string error;          // transport failure ("Connection refused", "transfer closed with
-                                // outstanding read data remaining"), "" when the transfer completed
-    bool cancelled = false;     // stopped by a Cancel or by the stream's data callback
+    long status = 0;         // HTTP status; 0 when no response came (see error)
+    std::string body;        // the body (for a stream: only when the status is not 2xx)
+    std::string error;       // transport failure ("Connection refused", "transfer closed with
+                             // outstanding read data remaining"), "" when the transfer completed
+    bool cancelled = false;  // stopped by a Cancel or by the stream's data callback
 
     bool ok() const { return error.empty() && !cancelled && status >= 200 && status < 300; }
 };
@@ -43,7 +43,7 @@ struct Response {
 // The fields of a metav1.Status error body (best effort: code falls back to the HTTP status).
 struct ApiStatus {
     long code = 0;
-    std::string reason;         // "NotFound", "Conflict", "Expired", "Unauthorized", ...
+    std::string reason;  // "NotFound", "Conflict", "Expired", "Unauthorized", ...
     std::string message;
 };
 ApiStatus api_status(const Response& r);
@@ -120,10 +120,10 @@ private:
 
     Credentials creds_;
     HttpOptions opts_;
-    void* share_ = nullptr;                 // CURLSH*
-    std::mutex share_mu_[8];                // one per curl_lock_data
+    void* share_ = nullptr;   // CURLSH*
+    std::mutex share_mu_[8];  // one per curl_lock_data
     std::mutex pool_mu_;
-    std::vector<void*> pool_;               // idle CURL* handles; each keeps its connections
+    std::vector<void*> pool_;  // idle CURL* handles; each keeps its connections
     std::mutex token_mu_;
     std::string token_;
     std::chrono::steady_clock::time_point token_read_{};

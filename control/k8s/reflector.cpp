@@ -37,7 +37,9 @@ int64_t steady_ns(SteadyClock::time_point t) {
 constexpr auto kMaxGap = std::chrono::seconds(1);
 
 // No response, or the server is overloaded or failing: an outage, over once it answers again.
-bool outage(long status) { return status == 0 || status == 429 || status >= 500; }
+bool outage(long status) {
+    return status == 0 || status == 429 || status >= 500;
+}
 
 }  // namespace
 
@@ -47,7 +49,10 @@ bool refused_by_server(long status) {
 
 Reflector::Reflector(std::shared_ptr<Transport> transport, ResourceType type, ReflectorHandler& handler,
                      ReflectorOptions opts)
-    : transport_(std::move(transport)), type_(std::move(type)), handler_(handler), opts_(std::move(opts)),
+    : transport_(std::move(transport)),
+      type_(std::move(type)),
+      handler_(handler),
+      opts_(std::move(opts)),
       backoff_(opts_.backoff_initial, opts_.backoff_max) {
     name_ = type_.plural;
     if (type_.namespaced && !opts_.namespace_.empty()) name_ += " in " + opts_.namespace_;
@@ -55,7 +60,9 @@ Reflector::Reflector(std::shared_ptr<Transport> transport, ResourceType type, Re
     status_.resource = type_.plural;
 }
 
-Reflector::~Reflector() { stop(); }
+Reflector::~Reflector() {
+    stop();
+}
 
 void Reflector::start() {
     if (thread_.joinable()) return;
@@ -137,7 +144,9 @@ std::string Reflector::selectors() const {
     return q;
 }
 
-std::string Reflector::explain(const Response& r) const { return k8s::explain(r, transport_->credentials().source); }
+std::string Reflector::explain(const Response& r) const {
+    return k8s::explain(r, transport_->credentials().source);
+}
 
 void Reflector::failure(const char* what, const std::string& error) {
     ++streak_;
@@ -231,9 +240,12 @@ void Reflector::run() {
             std::lock_guard lk(mu_);
             if (status_.watching) status_.current_until = unix_now();
             status_.watching = false;
-            if (o == Outcome::ok) ++status_.watch_closed;
-            else if (o == Outcome::expired) ++status_.expired;
-            else if (o == Outcome::failed) ++status_.watch_failures;
+            if (o == Outcome::ok)
+                ++status_.watch_closed;
+            else if (o == Outcome::expired)
+                ++status_.expired;
+            else if (o == Outcome::failed)
+                ++status_.watch_failures;
             rv = status_.resource_version;
         }
         if (o == Outcome::stopped) break;
@@ -280,7 +292,7 @@ Reflector::Outcome Reflector::list(std::vector<json>& items, std::string& rv, st
             fail_status_ = r.status;
             return Outcome::failed;
         }
-        fail_status_ = r.status;   // a page that cannot be read fails with the status it came with
+        fail_status_ = r.status;  // a page that cannot be read fails with the status it came with
         json page = json::parse(r.body, nullptr, false);
         if (page.is_discarded() || !page.is_object()) {
             error = "the list response is not a JSON object";
@@ -387,18 +399,16 @@ Reflector::Outcome Reflector::watch(const std::string& from_rv, std::string& err
         } catch (const std::exception& e) {
             error = e.what();
             result = Outcome::failed;
-            fail_status_ = 200;   // the server sent something unreadable
+            fail_status_ = 200;  // the server sent something unreadable
             done = true;
         }
         return !done && !stopping_;
     };
 
-    Response r = transport_->stream(path, on_response, on_data,
-                                    std::chrono::seconds(timeout_s + 30), &cancel_);
+    Response r = transport_->stream(path, on_response, on_data, std::chrono::seconds(timeout_s + 30), &cancel_);
     if (stopping_) return Outcome::stopped;
     const bool was_open = r.status >= 200 && r.status < 300;
-    if (was_open && (r.ok() || std::chrono::steady_clock::now() - opened >= std::chrono::seconds(30)))
-        made_progress();
+    if (was_open && (r.ok() || std::chrono::steady_clock::now() - opened >= std::chrono::seconds(30))) made_progress();
     if (done) return result;
     if (r.cancelled) return Outcome::stopped;
     if (r.status == 410) {
@@ -411,7 +421,7 @@ Reflector::Outcome Reflector::watch(const std::string& from_rv, std::string& err
         return Outcome::failed;
     }
     if (!r.error.empty()) {
-        fail_status_ = 0;   // the connection broke
+        fail_status_ = 0;  // the connection broke
         error = "stream broken: " + r.error;
         if (splitter.pending() > 0)
             error += fmt::format(" ({} bytes of an unfinished event dropped)", splitter.pending());

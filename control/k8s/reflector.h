@@ -37,15 +37,15 @@
 namespace egw::k8s {
 
 struct ReflectorOptions {
-    std::string namespace_;                            // "" = all namespaces
+    std::string namespace_;  // "" = all namespaces
     std::string label_selector;
     std::string field_selector;
-    unsigned page_size = 500;                          // list limit; 0 = unpaged
-    std::chrono::seconds watch_timeout{300};           // each watch asks timeoutSeconds in [t, 2t)
-    std::chrono::milliseconds list_timeout{60000};     // per list page
+    unsigned page_size = 500;                       // list limit; 0 = unpaged
+    std::chrono::seconds watch_timeout{300};        // each watch asks timeoutSeconds in [t, 2t)
+    std::chrono::milliseconds list_timeout{60000};  // per list page
     std::chrono::milliseconds backoff_initial{250};
     std::chrono::milliseconds backoff_max{30000};
-    std::chrono::seconds relist_period{0};             // periodic full list; 0 = only after 410
+    std::chrono::seconds relist_period{0};  // periodic full list; 0 = only after 410
 };
 
 // Receives what a Reflector learns. Called on the reflector's thread, never concurrently.
@@ -61,28 +61,28 @@ public:
 };
 
 struct ReflectorStatus {
-    std::string name;                 // "nodes", "leases in egw"
-    std::string resource;             // the plural alone: "nodes", "leases" (a metric label)
-    bool synced = false;              // the first list has been handed over
-    bool watching = false;            // a watch stream is open
-    bool failing = false;             // in a failure streak
-    std::string resource_version;     // the last one seen
-    uint64_t lists = 0;               // complete lists (the first one included)
-    uint64_t list_failures = 0;       // list attempts that failed (each retry counts)
-    uint64_t watches = 0;             // watch streams opened (2xx)
+    std::string name;              // "nodes", "leases in egw"
+    std::string resource;          // the plural alone: "nodes", "leases" (a metric label)
+    bool synced = false;           // the first list has been handed over
+    bool watching = false;         // a watch stream is open
+    bool failing = false;          // in a failure streak
+    std::string resource_version;  // the last one seen
+    uint64_t lists = 0;            // complete lists (the first one included)
+    uint64_t list_failures = 0;    // list attempts that failed (each retry counts)
+    uint64_t watches = 0;          // watch streams opened (2xx)
     // Why each watch ended, so that another began: every watch attempt ends in exactly one of these.
-    uint64_t expired = 0;             // 410 (HTTP or ERROR event): a new list follows
-    uint64_t watch_closed = 0;        // the server ended the stream cleanly (its timeoutSeconds)
-    uint64_t watch_failures = 0;      // refused, cut, HTTP error or an unreadable event
-    uint64_t events = 0;              // ADDED/MODIFIED/DELETED handed over
+    uint64_t expired = 0;         // 410 (HTTP or ERROR event): a new list follows
+    uint64_t watch_closed = 0;    // the server ended the stream cleanly (its timeoutSeconds)
+    uint64_t watch_failures = 0;  // refused, cut, HTTP error or an unreadable event
+    uint64_t events = 0;          // ADDED/MODIFIED/DELETED handed over
     uint64_t bookmarks = 0;
-    uint64_t failures = 0;            // failed attempts, list and watch (each retry counts)
+    uint64_t failures = 0;  // failed attempts, list and watch (each retry counts)
     // Until when the handler is known to have been current (Unix seconds; 0 before the first list):
     // the end of the last list, or of the last watch stream. While a stream is open it is "now",
     // which status() fills in, so time() minus it is how stale the cache may be.
     double current_until = 0;
     std::string last_error;
-    long failure_status = 0;          // HTTP status of the last failure (0: no response); while failing
+    long failure_status = 0;  // HTTP status of the last failure (0: no response); while failing
 };
 
 // A failure the server decided (401, 403, 404, 422, ...), as opposed to an outage (no response,
@@ -93,8 +93,8 @@ bool refused_by_server(long status);
 // watch, on a 410, and when more than a second passes between the end of one watch stream and the
 // opening of the next; it starts again once a list is handed over or a watch is open.
 struct Continuity {
-    std::optional<std::chrono::steady_clock::time_point> since;   // nullopt while broken
-    uint64_t breaks = 0;                                          // stretches ended so far
+    std::optional<std::chrono::steady_clock::time_point> since;  // nullopt while broken
+    uint64_t breaks = 0;                                         // stretches ended so far
 };
 
 class Reflector {
@@ -146,13 +146,13 @@ private:
     std::condition_variable sleep_cv_;
 
     Backoff backoff_;
-    unsigned streak_ = 0;             // failures in a row (reflector thread only)
-    long fail_status_ = 0;            // HTTP status of the failure being reported (reflector thread only)
+    unsigned streak_ = 0;   // failures in a row (reflector thread only)
+    long fail_status_ = 0;  // HTTP status of the failure being reported (reflector thread only)
     // Continuity (steady_clock nanoseconds; since_ns_ 0 = broken).
     std::atomic<int64_t> since_ns_{0};
-    std::atomic<int64_t> current_ns_{0};   // the end of the last list or watch stream
+    std::atomic<int64_t> current_ns_{0};  // the end of the last list or watch stream
     std::atomic<uint64_t> breaks_{0};
-    mutable std::mutex mu_;           // guards status_
+    mutable std::mutex mu_;  // guards status_
     ReflectorStatus status_;
 };
 

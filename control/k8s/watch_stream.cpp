@@ -31,9 +31,12 @@ void EventSplitter::feed(std::string_view bytes, const std::function<void(nlohma
         for (; i < bytes.size(); ++i) {
             const char c = bytes[i];
             if (in_string_) {
-                if (escape_) escape_ = false;
-                else if (c == '\\') escape_ = true;
-                else if (c == '"') in_string_ = false;
+                if (escape_)
+                    escape_ = false;
+                else if (c == '\\')
+                    escape_ = true;
+                else if (c == '"')
+                    in_string_ = false;
                 continue;
             }
             if (c == '"') {
@@ -57,8 +60,10 @@ void EventSplitter::feed(std::string_view bytes, const std::function<void(nlohma
         if (!complete) return;
         nlohmann::json j;
         try {
-            if (whole) j = nlohmann::json::parse(bytes.data() + begin, bytes.data() + i);
-            else j = nlohmann::json::parse(buf_);
+            if (whole)
+                j = nlohmann::json::parse(bytes.data() + begin, bytes.data() + i);
+            else
+                j = nlohmann::json::parse(buf_);
         } catch (const nlohmann::json::exception& e) {
             // parse_error for bad syntax, out_of_range for a number no double holds (1e400): both
             // are a malformed event (the watch fuzzer found the second escaping as a terminate).
@@ -72,11 +77,16 @@ void EventSplitter::feed(std::string_view bytes, const std::function<void(nlohma
 
 const char* to_string(EventType t) {
     switch (t) {
-    case EventType::added: return "ADDED";
-    case EventType::modified: return "MODIFIED";
-    case EventType::deleted: return "DELETED";
-    case EventType::bookmark: return "BOOKMARK";
-    case EventType::error: return "ERROR";
+    case EventType::added:
+        return "ADDED";
+    case EventType::modified:
+        return "MODIFIED";
+    case EventType::deleted:
+        return "DELETED";
+    case EventType::bookmark:
+        return "BOOKMARK";
+    case EventType::error:
+        return "ERROR";
     }
     return "?";
 }
@@ -89,12 +99,18 @@ WatchEvent to_watch_event(nlohmann::json&& j) {
     if (o == j.end() || !o->is_object()) throw StreamError("watch stream: an event has no \"object\"");
     const std::string& type = t->get_ref<const std::string&>();
     WatchEvent ev{EventType::error, std::move(*o)};
-    if (type == "ADDED") ev.type = EventType::added;
-    else if (type == "MODIFIED") ev.type = EventType::modified;
-    else if (type == "DELETED") ev.type = EventType::deleted;
-    else if (type == "BOOKMARK") ev.type = EventType::bookmark;
-    else if (type == "ERROR") ev.type = EventType::error;
-    else throw StreamError("watch stream: unknown event type \"" + type + "\"");
+    if (type == "ADDED")
+        ev.type = EventType::added;
+    else if (type == "MODIFIED")
+        ev.type = EventType::modified;
+    else if (type == "DELETED")
+        ev.type = EventType::deleted;
+    else if (type == "BOOKMARK")
+        ev.type = EventType::bookmark;
+    else if (type == "ERROR")
+        ev.type = EventType::error;
+    else
+        throw StreamError("watch stream: unknown event type \"" + type + "\"");
     return ev;
 }
 

@@ -37,7 +37,7 @@ public:
     void reset();
 
 private:
-    std::string buf_;        // the unfinished object, from its '{'
+    std::string buf_;  // the unfinished object, from its '{'
     size_t max_;
     int depth_ = 0;
     bool in_string_ = false;
@@ -48,7 +48,7 @@ enum class EventType { added, modified, deleted, bookmark, error };
 
 struct WatchEvent {
     EventType type;
-    nlohmann::json object;   // the object; for ERROR a metav1.Status
+    nlohmann::json object;  // the object; for ERROR a metav1.Status
 };
 
 // Interprets one object of a watch stream; throws StreamError when it is not a watch event.

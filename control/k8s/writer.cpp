@@ -33,7 +33,8 @@ WriteResult Writer::finish(Response&& r, int attempts) {
         return w;
     }
     w.error = describe(r);
-    if (r.status == 403) w.error += " (egwd's RBAC does not allow this write; see docs/kubernetes.md, RBAC)";
+    if (r.status == 403)
+        w.error += " (egwd's RBAC does not allow this write; see docs/kubernetes.md, RBAC)";
     else if (r.status == 401)
         w.error += " (the API server rejected the credentials from " + transport_->credentials().source + ")";
     if (r.status != 0) w.reason = api_status(r).reason;
@@ -63,7 +64,8 @@ WriteResult Writer::patch_node_labels(const std::string& node,
                                       const std::map<std::string, std::optional<std::string>>& labels,
                                       const std::string& resource_version) {
     json l = json::object();
-    for (const auto& [k, v] : labels) l[k] = v ? json(*v) : json(nullptr);
+    for (const auto& [k, v] : labels)
+        l[k] = v ? json(*v) : json(nullptr);
     json meta = {{"labels", l}};
     if (!resource_version.empty()) meta["resourceVersion"] = resource_version;
     return merge_patch(resources::nodes.object_path("", node), json{{"metadata", meta}});
@@ -100,8 +102,8 @@ WriteResult Writer::create_lease(const std::string& ns, const json& lease) {
     json body = lease;
     body["apiVersion"] = resources::leases.api_version();
     body["kind"] = resources::leases.kind;
-    return finish(transport_->request("POST", resources::leases.collection_path(ns) + kFieldManager, body.dump(),
-                                      kJson, nullptr, opts_.timeout));
+    return finish(transport_->request("POST", resources::leases.collection_path(ns) + kFieldManager, body.dump(), kJson,
+                                      nullptr, opts_.timeout));
 }
 
 WriteResult Writer::update_lease(const std::string& ns, const json& lease) {
@@ -163,8 +165,8 @@ std::string format_micro_time(std::chrono::system_clock::time_point t) {
     std::tm tm{};
     gmtime_r(&secs, &tm);
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
     return buf;
 }
 
@@ -196,7 +198,8 @@ std::optional<std::chrono::system_clock::time_point> parse_micro_time(std::strin
             ++pos;
         }
         if (n == 0) return std::nullopt;
-        for (; n < 6; ++n) micros *= 10;
+        for (; n < 6; ++n)
+            micros *= 10;
     }
     long offset = 0;
     if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {

@@ -23,12 +23,12 @@
 namespace egw::k8s {
 
 struct WriteResult {
-    long status = 0;             // HTTP status of the last request, 0 when no response came
-    nlohmann::json object;       // the object as the server returned it (when ok())
-    std::string error;           // describe() of the failure, "" when ok()
-    std::string reason;          // the Status reason of a failure ("Conflict", "NotFound", ...)
-    int attempts = 0;            // requests made
-    bool written = false;        // modify_lease: false when the mutator declined to write
+    long status = 0;        // HTTP status of the last request, 0 when no response came
+    nlohmann::json object;  // the object as the server returned it (when ok())
+    std::string error;      // describe() of the failure, "" when ok()
+    std::string reason;     // the Status reason of a failure ("Conflict", "NotFound", ...)
+    int attempts = 0;       // requests made
+    bool written = false;   // modify_lease: false when the mutator declined to write
 
     bool ok() const { return error.empty() && status >= 200 && status < 300; }
     bool conflict() const { return status == 409; }
@@ -36,8 +36,8 @@ struct WriteResult {
 };
 
 struct WriterOptions {
-    std::chrono::milliseconds timeout{10000};   // per request
-    int lease_attempts = 5;                     // modify_lease: reads+writes before giving up
+    std::chrono::milliseconds timeout{10000};  // per request
+    int lease_attempts = 5;                    // modify_lease: reads+writes before giving up
 };
 
 class Writer {

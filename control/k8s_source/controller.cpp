@@ -12,7 +12,9 @@ namespace egw::k8s_source {
 
 using nlohmann::json;
 
-const char* to_string(ElectionMode m) { return m == ElectionMode::external ? "external" : "leader"; }
+const char* to_string(ElectionMode m) {
+    return m == ElectionMode::external ? "external" : "leader";
+}
 
 Controller::Controller(k8s::Credentials creds, ControllerOptions opts, k8s::ClientOptions client_opts)
     : opts_(std::move(opts)), view_(opts_.node_name, opts_.pod_cidrs) {
@@ -40,18 +42,23 @@ void Controller::on_change(const k8s::Change& c) {
     decider_->on_change(c);
 }
 
-void Controller::set_serving_check(std::function<std::string()> check) { leases_->set_serving_check(std::move(check)); }
+void Controller::set_serving_check(std::function<std::string()> check) {
+    leases_->set_serving_check(std::move(check));
+}
 
-Controller::~Controller() { abandon(); }
+Controller::~Controller() {
+    abandon();
+}
 
 void Controller::start() {
     std::lock_guard lk(mu_);
     if (started_) return;
     started_ = true;
-    k8s::logger()->info("egw {}: kubernetes source, election {}, Leases in namespace {} (duration {}s, renew "
-                        "deadline {}ms, retry {}ms, grace {}ms)",
-                        opts_.node_name, to_string(opts_.election), lease_ns_, opts_.lease_duration.count(),
-                        opts_.renew_deadline.count(), opts_.retry_period.count(), opts_.grace.count());
+    k8s::logger()->info(
+        "egw {}: kubernetes source, election {}, Leases in namespace {} (duration {}s, renew "
+        "deadline {}ms, retry {}ms, grace {}ms)",
+        opts_.node_name, to_string(opts_.election), lease_ns_, opts_.lease_duration.count(),
+        opts_.renew_deadline.count(), opts_.retry_period.count(), opts_.grace.count());
     client_->start();
     leases_->start();
     if (opts_.election == ElectionMode::leader) decider_->start();
@@ -91,7 +98,9 @@ void Controller::stop() {
     abandon();
 }
 
-bool Controller::leader() const { return leases_->leader(); }
+bool Controller::leader() const {
+    return leases_->leader();
+}
 
 ControllerStats Controller::stats() const {
     // Liveness as this egwd sees it now, the same on a leader and a follower.
@@ -121,11 +130,17 @@ ControllerStats Controller::stats() const {
     return s;
 }
 
-std::string Controller::serving_problems() const { return leases_->serving_problems(); }
+std::string Controller::serving_problems() const {
+    return leases_->serving_problems();
+}
 
-std::map<std::string, std::string> Controller::allocations() const { return decider_->allocations(); }
+std::map<std::string, std::string> Controller::allocations() const {
+    return decider_->allocations();
+}
 
-std::map<std::string, HostDecision> Controller::decisions() const { return decider_->decisions(); }
+std::map<std::string, HostDecision> Controller::decisions() const {
+    return decider_->decisions();
+}
 
 // --- The data plane's input ------------------------------------------------------------------
 
@@ -140,7 +155,8 @@ bool Controller::poll(std::vector<model::ServiceState>& out) {
     if (!poll(delta)) return false;
     out.clear();
     out.reserve(view_.states().size());
-    for (const auto& [key, st] : view_.states()) out.push_back(st);
+    for (const auto& [key, st] : view_.states())
+        out.push_back(st);
     return true;
 }
 

@@ -68,21 +68,21 @@ namespace egw::k8s_source {
 struct ControllerStats {
     bool synced = false;
     bool leader = false;
-    bool deciding = false;         // the leader's state is fresh and it decides (see ControllerOptions::grace)
-    std::string not_serving;       // why the liveness Lease is given up ("" while serving)
-    std::string leader_identity;   // holder of the leader Lease as last seen ("" when unknown)
-    size_t live_nodes = 0;         // live liveness Leases as this egwd sees them (leader or not)
+    bool deciding = false;        // the leader's state is fresh and it decides (see ControllerOptions::grace)
+    std::string not_serving;      // why the liveness Lease is given up ("" while serving)
+    std::string leader_identity;  // holder of the leader Lease as last seen ("" when unknown)
+    size_t live_nodes = 0;        // live liveness Leases as this egwd sees them (leader or not)
     size_t allocations = 0;
-    uint64_t status_writes = 0;    // successful status PATCHes
-    uint64_t label_writes = 0;     // successful node label PATCHes
-    uint64_t write_failures = 0;   // failed status or label PATCHes
+    uint64_t status_writes = 0;   // successful status PATCHes
+    uint64_t label_writes = 0;    // successful node label PATCHes
+    uint64_t write_failures = 0;  // failed status or label PATCHes
     uint64_t status_write_failures = 0;
     uint64_t label_write_failures = 0;
-    uint64_t lease_renewals = 0;   // successful liveness Lease writes
-    uint64_t leader_transitions = 0;   // times this instance became leader
-    uint64_t pauses = 0;           // times the leader paused its decisions for fresh state
-    uint64_t decisions = 0;        // keys decided
-    uint64_t label_passes = 0;     // passes over every node's egress-service labels (sync_labels)
+    uint64_t lease_renewals = 0;      // successful liveness Lease writes
+    uint64_t leader_transitions = 0;  // times this instance became leader
+    uint64_t pauses = 0;              // times the leader paused its decisions for fresh state
+    uint64_t decisions = 0;           // keys decided
+    uint64_t label_passes = 0;        // passes over every node's egress-service labels (sync_labels)
 };
 
 class Controller {
@@ -139,14 +139,14 @@ private:
     std::string identity_;
     std::string lease_ns_;
     std::unique_ptr<k8s::Client> client_;
-    std::unique_ptr<LeaseKeeper> leases_;      // the Lease thread
-    std::unique_ptr<HostDecider> decider_;     // the decider thread (started in mode leader only)
+    std::unique_ptr<LeaseKeeper> leases_;   // the Lease thread
+    std::unique_ptr<HostDecider> decider_;  // the decider thread (started in mode leader only)
 
-    std::mutex mu_;                            // start() and stop()
+    std::mutex mu_;  // start() and stop()
     bool started_ = false;
     bool stopped_ = false;
 
-    ServingView view_;                         // poll() (caller's thread)
+    ServingView view_;  // poll() (caller's thread)
 };
 
 }  // namespace egw::k8s_source

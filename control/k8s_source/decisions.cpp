@@ -12,7 +12,9 @@ namespace egw::k8s_source {
 
 namespace {
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view s, std::string_view prefix) {
+    return s.substr(0, prefix.size()) == prefix;
+}
 
 const std::vector<const model::EndpointSlice*>* slices_of(const ClusterView& view, const std::string& key) {
     auto it = view.slices.find(key);
@@ -24,12 +26,15 @@ std::string no_candidate_reason(const ClusterView& view, const model::ServiceFac
     size_t not_ready = 0, no_match = 0, no_endpoint = 0, not_live = 0;
     const auto& sel = facts.egress_service->node_selector;
     for (const auto& [name, node] : view.objects.nodes) {
-        if (!model::selector_matches(sel, node.meta.labels)) ++no_match;
-        else if (facts.state.etp_local && !std::binary_search(facts.state.endpoint_nodes.begin(),
-                                                              facts.state.endpoint_nodes.end(), name))
+        if (!model::selector_matches(sel, node.meta.labels))
+            ++no_match;
+        else if (facts.state.etp_local &&
+                 !std::binary_search(facts.state.endpoint_nodes.begin(), facts.state.endpoint_nodes.end(), name))
             ++no_endpoint;
-        else if (!node.ready) ++not_ready;
-        else if (!view.live_nodes.count(name)) ++not_live;
+        else if (!node.ready)
+            ++not_ready;
+        else if (!view.live_nodes.count(name))
+            ++not_live;
     }
     if (view.objects.nodes.empty()) return "no eligible node: there are no nodes";
     std::string why = "no eligible node (" + std::to_string(view.objects.nodes.size()) + " node(s):";
@@ -161,7 +166,7 @@ HostDecision decide_host(const ClusterView& view, const std::string& key, const 
 
     if (const std::string* current = alloc.host_of(key)) {
         if (node_eligible(view, facts, *current, &why)) {
-            d.host = *current;   // sticky
+            d.host = *current;  // sticky
             return d;
         }
         d.reason = "host " + *current + " no longer eligible: " + why;
@@ -235,12 +240,14 @@ model::ServiceState serving_state(model::ServiceFacts facts, const std::string& 
     }
     const std::string& host = facts.egress_service->status_host;
     st.status_host = host;
-    if (host == model::kHostAll) st.mode = model::Mode::network;
-    else if (!host.empty()) st.mode = model::Mode::load_balancer_ip;
+    if (host == model::kHostAll)
+        st.mode = model::Mode::network;
+    else if (!host.empty())
+        st.mode = model::Mode::load_balancer_ip;
 
     if (host.empty()) {
-        st.reason = facts.egress_service->has_status ? "status.host is \"\" (no gateway serves it)"
-                                                     : "no status.host yet";
+        st.reason =
+            facts.egress_service->has_status ? "status.host is \"\" (no gateway serves it)" : "no status.host yet";
     } else if (host != model::kHostAll && host != self_node) {
         st.reason = "served by " + host;
     } else if (!facts.service) {
@@ -271,8 +278,10 @@ std::optional<LabelPatch> label_patch(const model::Node& node, const std::set<st
     const std::string_view prefix = model::kNodeLabelPrefix;
     for (const auto& [k, v] : node.meta.labels) {
         if (!starts_with(k, prefix)) continue;
-        if (!wanted.count(k)) p.labels[k] = std::nullopt;
-        else if (!v.empty()) p.labels[k] = "";
+        if (!wanted.count(k))
+            p.labels[k] = std::nullopt;
+        else if (!v.empty())
+            p.labels[k] = "";
     }
     for (const auto& k : wanted)
         if (!node.meta.labels.count(k)) p.labels[k] = "";

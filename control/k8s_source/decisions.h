@@ -42,8 +42,8 @@ using SteadyClock = std::chrono::steady_clock;
 // compared with the local clock: after an API outage, or while Lease writes were refused, every
 // renewTime is old although every gateway was alive all along.
 struct LeaseObservations {
-    std::map<std::string, SteadyClock::time_point> changed;   // Lease key -> when it was last seen to change
-    SteadyClock::time_point view_since{};                      // since when the Lease watch has been unbroken
+    std::map<std::string, SteadyClock::time_point> changed;  // Lease key -> when it was last seen to change
+    SteadyClock::time_point view_since{};                    // since when the Lease watch has been unbroken
 };
 
 // When the Lease stops being live as this egwd sees it: leaseDurationSeconds after the later of its
@@ -52,8 +52,8 @@ struct LeaseObservations {
 std::optional<SteadyClock::time_point> observed_expiry(const model::Lease& lease, const LeaseObservations& seen);
 
 struct Liveness {
-    std::set<std::string> live;                            // nodes whose egwd renewed its Lease in time
-    std::optional<SteadyClock::time_point> next_change;   // the earliest expiry among the live ones
+    std::set<std::string> live;                          // nodes whose egwd renewed its Lease in time
+    std::optional<SteadyClock::time_point> next_change;  // the earliest expiry among the live ones
 };
 // The liveness Leases are the Leases named `prefix` + node. A Lease counts for the node in its
 // name while it is live by observed_expiry() (clearing the holder gives it up at once).
@@ -70,7 +70,7 @@ public:
     void assign(const std::string& key, const std::string& node);
     void release(const std::string& key);
     void clear();
-    const std::map<std::string, std::string>& hosts() const { return hosts_; }   // key -> node
+    const std::map<std::string, std::string>& hosts() const { return hosts_; }  // key -> node
     bool operator==(const Allocations&) const = default;
 
 private:
@@ -81,8 +81,8 @@ private:
 // What the leader sees of the cluster in one pass.
 struct ClusterView {
     const model::ObjectSet& objects;
-    const model::SliceIndex& slices;                // model::index_endpoint_slices(objects)
-    const std::set<std::string>& live_nodes;        // liveness(objects, now).live
+    const model::SliceIndex& slices;          // model::index_endpoint_slices(objects)
+    const std::set<std::string>& live_nodes;  // liveness(objects, now).live
     const std::vector<net::IpPrefix>& pod_cidrs;
     // status.host values written but not seen in `objects` yet (the watch lags the write), by key.
     const std::map<std::string, std::string>* written = nullptr;
@@ -90,12 +90,12 @@ struct ClusterView {
 
 struct HostDecision {
     std::string key;
-    bool exists = false;          // the EgressService exists; when not, nothing is written and its label goes
+    bool exists = false;  // the EgressService exists; when not, nothing is written and its label goes
     model::Mode mode = model::Mode::load_balancer_ip;
-    std::string host;             // what status.host must say: a node, "ALL" or ""
-    std::string reason;           // why host is "" (empty otherwise)
-    bool reelect = false;         // the previous host stopped being eligible: host is "" for now and
-                                  // the key must be decided again once that is written
+    std::string host;      // what status.host must say: a node, "ALL" or ""
+    std::string reason;    // why host is "" (empty otherwise)
+    bool reelect = false;  // the previous host stopped being eligible: host is "" for now and
+                           // the key must be decided again once that is written
     bool operator==(const HostDecision&) const = default;
 };
 

@@ -11,8 +11,8 @@
 
 namespace egw::k8s_source {
 
-using nlohmann::json;
 using detail::resource_version_of;
+using nlohmann::json;
 
 namespace {
 
@@ -47,7 +47,8 @@ std::string describe_patch(const LabelPatch& p) {
 
 json patch_json(const LabelPatch& p) {
     json j = json::object();
-    for (const auto& [k, v] : p.labels) j[k] = v ? json(*v) : json(nullptr);
+    for (const auto& [k, v] : p.labels)
+        j[k] = v ? json(*v) : json(nullptr);
     return j;
 }
 
@@ -125,14 +126,17 @@ void HostDecider::restore() {
         alloc_ = restore_allocations(view);
         kept = alloc_.hosts().size();
         node_facts_.clear();
-        for (const auto& [name, node] : objs.nodes) node_facts_[name] = node_fact(node);
-        for (const auto& [key, es] : objs.egress_services) keys.push_back(key);
+        for (const auto& [name, node] : objs.nodes)
+            node_facts_[name] = node_fact(node);
+        for (const auto& [key, es] : objs.egress_services)
+            keys.push_back(key);
     });
     status_written_.clear();
     labels_written_.clear();
     failures_.clear();
     unwritten_.clear();
-    for (const auto& k : keys) queue_.add(k);
+    for (const auto& k : keys)
+        queue_.add(k);
     labels_dirty_ = true;
     need_restore_ = false;
     paused_logged_ = false;
@@ -198,11 +202,17 @@ std::vector<std::string> HostDecider::keys_for(const std::vector<k8s::Change>& c
         std::vector<std::string> affected;
         for (const auto& c : changes) {
             switch (c.kind) {
-            case model::Kind::egress_service: keys.push_back(c.key); break;
-            case model::Kind::service: affected.push_back(c.key); break;
-            case model::Kind::endpoint_slice: owners_.update(objs, c.key, affected); break;
+            case model::Kind::egress_service:
+                keys.push_back(c.key);
+                break;
+            case model::Kind::service:
+                affected.push_back(c.key);
+                break;
+            case model::Kind::endpoint_slice:
+                owners_.update(objs, c.key, affected);
+                break;
             case model::Kind::node: {
-                labels_dirty_ = true;   // scrub labels on every node event
+                labels_dirty_ = true;  // scrub labels on every node event
                 auto it = objs.nodes.find(c.key);
                 auto known = node_facts_.find(c.key);
                 if (it == objs.nodes.end()) {
@@ -219,7 +229,9 @@ std::vector<std::string> HostDecider::keys_for(const std::vector<k8s::Change>& c
                 }
                 break;
             }
-            case model::Kind::lease: leases = true; break;
+            case model::Kind::lease:
+                leases = true;
+                break;
             }
         }
         // A Service or its endpoints matter only with an EgressService of the same name (or one
@@ -227,7 +239,8 @@ std::vector<std::string> HostDecider::keys_for(const std::vector<k8s::Change>& c
         for (auto& k : affected)
             if (objs.egress_services.count(k) || alloc_.host_of(k)) keys.push_back(std::move(k));
         if (all)
-            for (const auto& [key, es] : objs.egress_services) keys.push_back(key);
+            for (const auto& [key, es] : objs.egress_services)
+                keys.push_back(key);
     });
     return keys;
 }
@@ -236,9 +249,9 @@ void HostDecider::decide_batch(const std::vector<std::string>& keys) {
     struct Todo {
         HostDecision d;
         bool write = false;
-        std::string rv;        // the write's precondition: the object's version as last seen or written
-        std::string seen_rv;   // the cache's version
-        std::string before;    // the allocation before
+        std::string rv;       // the write's precondition: the object's version as last seen or written
+        std::string seen_rv;  // the cache's version
+        std::string before;   // the allocation before
     };
     std::vector<Todo> todo;
     todo.reserve(keys.size());
@@ -281,8 +294,10 @@ void HostDecider::decide_batch(const std::vector<std::string>& keys) {
         std::lock_guard lk(stats_mu_);
         stats_.decisions += todo.size();
         for (const auto& t : todo) {
-            if (t.d.exists) decisions_[t.d.key] = t.d;
-            else decisions_.erase(t.d.key);
+            if (t.d.exists)
+                decisions_[t.d.key] = t.d;
+            else
+                decisions_.erase(t.d.key);
         }
         alloc_view_ = alloc_.hosts();
         stats_.allocations = alloc_view_.size();
@@ -372,19 +387,20 @@ k8s::WriteResult HostDecider::write_status(const std::string& key, const std::st
         const json* st = obj.contains("status") && obj["status"].is_object() ? &obj["status"] : nullptr;
         if (st && st->contains("host") && (*st)["host"].is_string() && (*st)["host"].get<std::string>() == host) {
             got.written = false;
-            return got;   // it says so already
+            return got;  // it says so already
         }
     }
     return res;
 }
 
 void HostDecider::sync_labels() {
-    std::vector<std::pair<LabelPatch, std::string>> patches;   // with the node's resourceVersion
+    std::vector<std::pair<LabelPatch, std::string>> patches;  // with the node's resourceVersion
     std::map<std::string, std::set<std::string>> wanted;
     client_.cache().read([&](const model::ObjectSet& objs) {
         // A host whose status write has not gone through is not labelled yet (status first).
         Allocations confirmed = alloc_;
-        for (const auto& k : unwritten_) confirmed.release(k);
+        for (const auto& k : unwritten_)
+            confirmed.release(k);
         wanted = desired_labels(confirmed);
         for (auto& p : label_patches(objs, confirmed)) {
             std::string rv = objs.nodes.at(p.node).meta.resource_version;
@@ -405,10 +421,11 @@ void HostDecider::sync_labels() {
         if (problem.empty()) continue;
         unlabelable.insert(key);
         if (!unlabelable_.count(key))
-            k8s::logger()->warn("egw {}: {}: host {} gets no node label: the key \"{}\" is not a valid label key "
-                                "({}); as in OVN-Kubernetes it is not shortened, so shorten the namespace or name "
-                                "to have the host labelled",
-                                identity_, key, node, label, problem);
+            k8s::logger()->warn(
+                "egw {}: {}: host {} gets no node label: the key \"{}\" is not a valid label key "
+                "({}); as in OVN-Kubernetes it is not shortened, so shorten the namespace or name "
+                "to have the host labelled",
+                identity_, key, node, label, problem);
     }
     unlabelable_ = std::move(unlabelable);
     for (auto& [p, rv] : patches) {
@@ -431,7 +448,7 @@ void HostDecider::sync_labels() {
                     static const std::set<std::string> none;
                     auto it = wanted.find(p.node);
                     auto fresh = label_patch(node, it == wanted.end() ? none : it->second);
-                    if (!fresh) continue;   // it says so already
+                    if (!fresh) continue;  // it says so already
                     sent = *fresh;
                     res = client_.writer().patch_node_labels(p.node, sent.labels, node.meta.resource_version);
                 } catch (const std::exception& e) {
@@ -453,8 +470,10 @@ void HostDecider::sync_labels() {
             ++stats_.label_writes;
         } else if (!res.not_found()) {
             if (label_failures_[p.node]++ == 0)
-                k8s::logger()->warn("egw {}: node {}: cannot patch labels ({}): {} (retrying; further failures at "
-                                    "debug)", identity_, p.node, describe_patch(sent), res.error);
+                k8s::logger()->warn(
+                    "egw {}: node {}: cannot patch labels ({}): {} (retrying; further failures at "
+                    "debug)",
+                    identity_, p.node, describe_patch(sent), res.error);
             else
                 k8s::logger()->debug("egw {}: node {}: cannot patch labels ({}), {} in a row: {}", identity_, p.node,
                                      describe_patch(sent), label_failures_[p.node], res.error);
@@ -515,15 +534,18 @@ void HostDecider::decide_once() {
     client_.cache().read([&](const model::ObjectSet& objs) {
         lv = leases_.live_now(objs);
         if (lv.live != live_)
-            for (const auto& [key, es] : objs.egress_services) every.push_back(key);
+            for (const auto& [key, es] : objs.egress_services)
+                every.push_back(key);
     });
     next_expiry_ = lv.next_change;
     if (lv.live != live_) {
         k8s::logger()->info("egw {}: {} live gateway(s)", identity_, lv.live.size());
         live_ = std::move(lv.live);
     }
-    for (auto& k : every) keys.push_back(std::move(k));
-    for (auto& k : due) keys.push_back(std::move(k));
+    for (auto& k : every)
+        keys.push_back(std::move(k));
+    for (auto& k : due)
+        keys.push_back(std::move(k));
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     if (!keys.empty()) decide_batch(keys);

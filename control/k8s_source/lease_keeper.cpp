@@ -12,9 +12,9 @@
 
 namespace egw::k8s_source {
 
-using nlohmann::json;
 using detail::resource_version_of;
 using detail::steady_ns;
+using nlohmann::json;
 
 namespace {
 
@@ -42,7 +42,9 @@ std::string lease_holder(const json& lease) {
 
 }  // namespace
 
-std::string now_micro_time() { return k8s::format_micro_time(std::chrono::system_clock::now()); }
+std::string now_micro_time() {
+    return k8s::format_micro_time(std::chrono::system_clock::now());
+}
 
 LeaseKeeper::LeaseKeeper(k8s::Client& client, ControllerOptions opts, std::string identity, std::string lease_ns,
                          std::function<void()> leadership_changed)
@@ -62,7 +64,9 @@ void LeaseKeeper::set_serving_check(std::function<std::string()> check) {
     serving_check_ = std::move(check);
 }
 
-void LeaseKeeper::start() { thread_ = std::thread([this] { loop(); }); }
+void LeaseKeeper::start() {
+    thread_ = std::thread([this] { loop(); });
+}
 
 void LeaseKeeper::request_stop() {
     {
@@ -76,7 +80,9 @@ void LeaseKeeper::join() {
     if (thread_.joinable()) thread_.join();
 }
 
-bool LeaseKeeper::leader() const { return steady_ns(SteadyClock::now()) < leader_until_.load(); }
+bool LeaseKeeper::leader() const {
+    return steady_ns(SteadyClock::now()) < leader_until_.load();
+}
 
 LeaseKeeper::SteadyClock::time_point LeaseKeeper::decide_after() const {
     return SteadyClock::time_point(std::chrono::nanoseconds(decide_after_.load()));
@@ -126,8 +132,10 @@ Liveness LeaseKeeper::live_now(const model::ObjectSet& objs) const {
 void LeaseKeeper::on_lease_change(const k8s::Change& c) {
     {
         std::lock_guard lk(seen_mu_);
-        if (c.deleted) lease_changes_.erase(c.key);
-        else lease_changes_[c.key] = SteadyClock::now();
+        if (c.deleted)
+            lease_changes_.erase(c.key);
+        else
+            lease_changes_[c.key] = SteadyClock::now();
     }
     // The leader Lease handed back: a follower tries at once rather than at its next round.
     if (opts_.election == ElectionMode::leader && !was_leader_.load() && c.key == lease_ns_ + "/" + kLeaderLeaseName) {
@@ -170,8 +178,10 @@ void LeaseKeeper::loop() {
                     }
                 } else {
                     std::string oneline = problems;
-                    while (!oneline.empty() && oneline.back() == '\n') oneline.pop_back();
-                    for (size_t i = 0; (i = oneline.find('\n', i)) != std::string::npos;) oneline.replace(i, 1, "; ");
+                    while (!oneline.empty() && oneline.back() == '\n')
+                        oneline.pop_back();
+                    for (size_t i = 0; (i = oneline.find('\n', i)) != std::string::npos;)
+                        oneline.replace(i, 1, "; ");
                     if (oneline != not_serving_) {
                         // Before the first renewal this is start-up, not news.
                         if (stats().lease_renewals == 0)
@@ -273,7 +283,7 @@ void LeaseKeeper::release_liveness() {
         return true;
     });
     if (res.ok() || res.not_found()) {
-        liveness_released_ = true;   // given up, or there was none to give up
+        liveness_released_ = true;  // given up, or there was none to give up
         if (res.ok() && res.written)
             k8s::logger()->info("egw {}: gave the liveness Lease {}/{} up", opts_.node_name, lease_ns_, name);
     } else {
@@ -336,7 +346,7 @@ void LeaseKeeper::try_leader() {
             // Someone else's: take it only when it is the very version watched to run out.
             const std::string rv = resource_version_of(lease);
             if (seen) {
-                if (rv != seen_rv) return false;   // renewed since it was watched running out
+                if (rv != seen_rv) return false;  // renewed since it was watched running out
             } else if (rv != probe_rv_) {
                 // Not in the cache (the model refuses it): take it once it has not changed for a
                 // Lease duration between reads, on this egwd's clock.
@@ -351,7 +361,7 @@ void LeaseKeeper::try_leader() {
         if (holder != identity_) {
             spec["acquireTime"] = t;
             int32_t transitions = int_field(spec, "leaseTransitions");
-            if (exists) ++transitions;   // as client-go counts them: every change of holder
+            if (exists) ++transitions;  // as client-go counts them: every change of holder
             spec["leaseTransitions"] = transitions;
         }
         spec["holderIdentity"] = identity_;
@@ -395,8 +405,8 @@ void LeaseKeeper::try_leader() {
     if (was_leader_.load() && !leader()) {
         was_leader_ = false;
         leader_obj_ = json();
-        k8s::logger()->warn("egw {}: could not renew the leader Lease within {} ms ({}); stopped deciding",
-                            identity_, opts_.renew_deadline.count(), res.error);
+        k8s::logger()->warn("egw {}: could not renew the leader Lease within {} ms ({}); stopped deciding", identity_,
+                            opts_.renew_deadline.count(), res.error);
         leadership_changed_();
     } else {
         k8s::logger()->debug("egw {}: leader Lease: {}", identity_, res.error);

@@ -32,7 +32,8 @@ bool ServingView::update(k8s::Cache& cache, model::ServiceDelta& out) {
         });
         initialized_ = true;
         out.changed.reserve(serving_.size());
-        for (const auto& [key, st] : serving_) out.changed.push_back(st);
+        for (const auto& [key, st] : serving_)
+            out.changed.push_back(st);
         changed = true;
     } else {
         std::vector<std::string> keys;
@@ -40,9 +41,14 @@ bool ServingView::update(k8s::Cache& cache, model::ServiceDelta& out) {
             for (const auto& c : changes) {
                 switch (c.kind) {
                 case model::Kind::egress_service:
-                case model::Kind::service: keys.push_back(c.key); break;
-                case model::Kind::endpoint_slice: owners_.update(objs, c.key, keys); break;
-                default: break;
+                case model::Kind::service:
+                    keys.push_back(c.key);
+                    break;
+                case model::Kind::endpoint_slice:
+                    owners_.update(objs, c.key, keys);
+                    break;
+                default:
+                    break;
                 }
             }
             std::sort(keys.begin(), keys.end());
@@ -50,10 +56,14 @@ bool ServingView::update(k8s::Cache& cache, model::ServiceDelta& out) {
             for (const auto& key : keys) {
                 auto es = objs.egress_services.find(key);
                 auto svc = objs.services.find(key);
-                if (es == objs.egress_services.end()) objects_.egress_services.erase(key);
-                else objects_.egress_services.insert_or_assign(key, es->second);
-                if (es == objs.egress_services.end() || svc == objs.services.end()) objects_.services.erase(key);
-                else objects_.services.insert_or_assign(key, svc->second);
+                if (es == objs.egress_services.end())
+                    objects_.egress_services.erase(key);
+                else
+                    objects_.egress_services.insert_or_assign(key, es->second);
+                if (es == objs.egress_services.end() || svc == objs.services.end())
+                    objects_.services.erase(key);
+                else
+                    objects_.services.insert_or_assign(key, svc->second);
                 if (es == objs.egress_services.end()) {
                     if (serving_.erase(key) > 0) {
                         out.removed.push_back(key);

@@ -41,7 +41,7 @@ private:
     bool initialized_ = false;
     std::map<std::string, model::ServiceState> serving_;
     SliceOwners owners_;
-    model::ObjectSet objects_;   // EgressServices and Services only
+    model::ObjectSet objects_;  // EgressServices and Services only
     uint64_t generation_ = 0;
 };
 

@@ -60,7 +60,8 @@ std::vector<const model::EndpointSlice*> SliceOwners::slices(const model::Object
     return out;
 }
 
-model::SliceIndex SliceOwners::index(const model::ObjectSet& objects, const std::vector<std::string>& service_keys) const {
+model::SliceIndex SliceOwners::index(const model::ObjectSet& objects,
+                                     const std::vector<std::string>& service_keys) const {
     model::SliceIndex idx;
     for (const auto& key : service_keys) {
         auto v = slices(objects, key);

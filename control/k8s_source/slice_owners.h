@@ -29,8 +29,8 @@ public:
     model::SliceIndex index(const model::ObjectSet& objects, const std::vector<std::string>& service_keys) const;
 
 private:
-    std::unordered_map<std::string, std::string> owner_;                  // slice key -> service key
-    std::unordered_map<std::string, std::set<std::string>> by_service_;   // service key -> slice keys
+    std::unordered_map<std::string, std::string> owner_;                 // slice key -> service key
+    std::unordered_map<std::string, std::set<std::string>> by_service_;  // service key -> slice keys
 };
 
 }  // namespace egw::k8s_source

@@ -24,7 +24,7 @@ std::unique_ptr<Controller> make_source(const config::Config& cfg, const std::st
     o.node_name = cfg.node.name;
     o.lease_namespace = cfg.state.lease_namespace;
     o.election = election_flag.value_or(cfg.state.election) == config::Election::external ? ElectionMode::external
-                                                                                         : ElectionMode::leader;
+                                                                                          : ElectionMode::leader;
     o.lease_duration = std::chrono::seconds(cfg.state.lease_duration_s);
     o.renew_deadline = std::chrono::milliseconds(cfg.state.renew_deadline_ms);
     o.retry_period = std::chrono::milliseconds(cfg.state.retry_period_ms);
@@ -39,20 +39,39 @@ nlohmann::json describe(Controller& c) {
     ControllerStats st = c.stats();
     nlohmann::json resources = nlohmann::json::array();
     for (const auto& r : c.client().status())
-        resources.push_back({{"name", r.name}, {"resource", r.resource}, {"synced", r.synced},
-                             {"watching", r.watching}, {"failing", r.failing},
-                             {"resource_version", r.resource_version}, {"lists", r.lists},
-                             {"list_failures", r.list_failures}, {"expired", r.expired}, {"watches", r.watches},
-                             {"watch_closed", r.watch_closed}, {"watch_failures", r.watch_failures},
-                             {"events", r.events}, {"bookmarks", r.bookmarks}, {"failures", r.failures},
-                             {"current_until", r.current_until}, {"last_error", r.last_error}});
-    return {{"synced", st.synced}, {"leader", st.leader}, {"leader_identity", st.leader_identity},
-            {"deciding", st.deciding}, {"serving", st.not_serving.empty()}, {"not_serving", st.not_serving},
+        resources.push_back({{"name", r.name},
+                             {"resource", r.resource},
+                             {"synced", r.synced},
+                             {"watching", r.watching},
+                             {"failing", r.failing},
+                             {"resource_version", r.resource_version},
+                             {"lists", r.lists},
+                             {"list_failures", r.list_failures},
+                             {"expired", r.expired},
+                             {"watches", r.watches},
+                             {"watch_closed", r.watch_closed},
+                             {"watch_failures", r.watch_failures},
+                             {"events", r.events},
+                             {"bookmarks", r.bookmarks},
+                             {"failures", r.failures},
+                             {"current_until", r.current_until},
+                             {"last_error", r.last_error}});
+    return {{"synced", st.synced},
+            {"leader", st.leader},
+            {"leader_identity", st.leader_identity},
+            {"deciding", st.deciding},
+            {"serving", st.not_serving.empty()},
+            {"not_serving", st.not_serving},
             {"decision_pauses", st.pauses},
-            {"election", to_string(c.options().election)}, {"live_nodes", st.live_nodes},
-            {"allocations", st.allocations}, {"status_writes", st.status_writes}, {"label_writes", st.label_writes},
-            {"write_failures", st.write_failures}, {"lease_renewals", st.lease_renewals},
-            {"leader_transitions", st.leader_transitions}, {"resources", resources}};
+            {"election", to_string(c.options().election)},
+            {"live_nodes", st.live_nodes},
+            {"allocations", st.allocations},
+            {"status_writes", st.status_writes},
+            {"label_writes", st.label_writes},
+            {"write_failures", st.write_failures},
+            {"lease_renewals", st.lease_renewals},
+            {"leader_transitions", st.leader_transitions},
+            {"resources", resources}};
 }
 
 }  // namespace egw::k8s_source

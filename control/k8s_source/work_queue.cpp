@@ -5,16 +5,21 @@
 
 namespace egw::k8s_source {
 
-void WorkQueue::add(const std::string& key) { add_after(key, Clock::duration::zero()); }
+void WorkQueue::add(const std::string& key) {
+    add_after(key, Clock::duration::zero());
+}
 
 void WorkQueue::add_after(const std::string& key, Clock::duration delay) {
     const Clock::time_point due = Clock::now() + delay;
     {
         std::lock_guard lk(mu_);
         auto [it, fresh] = waiting_.try_emplace(key, due, order_);
-        if (fresh) ++order_;
-        else if (due < it->second.first) it->second.first = due;
-        else return;
+        if (fresh)
+            ++order_;
+        else if (due < it->second.first)
+            it->second.first = due;
+        else
+            return;
     }
     cv_.notify_all();
 }
@@ -26,8 +31,10 @@ std::vector<std::string> WorkQueue::take(Clock::time_point deadline) {
         std::vector<std::pair<uint64_t, std::string>> due;
         Clock::time_point earliest = deadline;
         for (const auto& [key, when] : waiting_) {
-            if (when.first <= now) due.emplace_back(when.second, key);
-            else earliest = std::min(earliest, when.first);
+            if (when.first <= now)
+                due.emplace_back(when.second, key);
+            else
+                earliest = std::min(earliest, when.first);
         }
         if (!due.empty() || woken_ || now >= deadline) {
             woken_ = false;

@@ -8,7 +8,8 @@ namespace egw::k8s_source {
 WriterPool::WriterPool(unsigned concurrency) {
     const unsigned extra = std::max(1u, concurrency) - 1;
     threads_.reserve(extra);
-    for (unsigned i = 0; i < extra; ++i) threads_.emplace_back([this] { thread_main(); });
+    for (unsigned i = 0; i < extra; ++i)
+        threads_.emplace_back([this] { thread_main(); });
 }
 
 WriterPool::~WriterPool() {
@@ -17,7 +18,8 @@ WriterPool::~WriterPool() {
         stopping_ = true;
     }
     work_cv_.notify_all();
-    for (auto& t : threads_) t.join();
+    for (auto& t : threads_)
+        t.join();
 }
 
 void WriterPool::drain() {

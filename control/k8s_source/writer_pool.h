@@ -38,15 +38,15 @@ private:
     void drain();
 
     std::mutex mu_;
-    std::condition_variable work_cv_;   // a batch begins, or the pool stops
-    std::condition_variable done_cv_;   // a thread finished its part of the batch
+    std::condition_variable work_cv_;  // a batch begins, or the pool stops
+    std::condition_variable done_cv_;  // a thread finished its part of the batch
     const std::function<bool(size_t)>* job_ = nullptr;
     size_t n_ = 0;
-    size_t next_ = 0;                   // the next index to hand out
+    size_t next_ = 0;  // the next index to hand out
     size_t ran_ = 0;
-    bool stop_batch_ = false;           // a job returned false
-    size_t busy_ = 0;                   // pool threads still inside the current batch
-    unsigned long batch_ = 0;           // increases with every run()
+    bool stop_batch_ = false;  // a job returned false
+    size_t busy_ = 0;          // pool threads still inside the current batch
+    unsigned long batch_ = 0;  // increases with every run()
     bool stopping_ = false;
     std::vector<std::thread> threads_;
 };

@@ -50,10 +50,17 @@ bool valid_utf8(const std::string& s) {
         }
         size_t len;
         uint32_t cp;
-        if ((c & 0xe0) == 0xc0) { len = 2; cp = c & 0x1f; }
-        else if ((c & 0xf0) == 0xe0) { len = 3; cp = c & 0x0f; }
-        else if ((c & 0xf8) == 0xf0) { len = 4; cp = c & 0x07; }
-        else return false;
+        if ((c & 0xe0) == 0xc0) {
+            len = 2;
+            cp = c & 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            len = 3;
+            cp = c & 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            len = 4;
+            cp = c & 0x07;
+        } else
+            return false;
         if (n - i < len) return false;
         for (size_t k = 1; k < len; ++k) {
             const auto cc = static_cast<unsigned char>(s[i + k]);
@@ -82,9 +89,15 @@ bool all_of(const std::string& s, size_t from, bool (*pred)(char)) {
     return true;
 }
 
-bool is_dec(char c) { return c >= '0' && c <= '9'; }
-bool is_oct(char c) { return c >= '0' && c <= '7'; }
-bool is_hex(char c) { return is_dec(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_dec(char c) {
+    return c >= '0' && c <= '9';
+}
+bool is_oct(char c) {
+    return c >= '0' && c <= '7';
+}
+bool is_hex(char c) {
+    return is_dec(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 
 // An integer in the core schema's forms, or nothing. Values past 64 bits become doubles.
 std::optional<json> core_int(const std::string& s) {
@@ -123,18 +136,19 @@ std::optional<json> core_float(const std::string& s) {
     size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
     const std::string rest = s.substr(i);
     if (rest == ".inf" || rest == ".Inf" || rest == ".INF") {
-        return json(s[0] == '-' ? -std::numeric_limits<double>::infinity()
-                                : std::numeric_limits<double>::infinity());
+        return json(s[0] == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
     }
     if (i == 0 && (s == ".nan" || s == ".NaN" || s == ".NAN")) return json(std::numeric_limits<double>::quiet_NaN());
     size_t int_digits = 0;
-    while (i < s.size() && is_dec(s[i])) ++i, ++int_digits;
+    while (i < s.size() && is_dec(s[i]))
+        ++i, ++int_digits;
     size_t frac_digits = 0;
     bool dot = false;
     if (i < s.size() && s[i] == '.') {
         dot = true;
         ++i;
-        while (i < s.size() && is_dec(s[i])) ++i, ++frac_digits;
+        while (i < s.size() && is_dec(s[i]))
+            ++i, ++frac_digits;
     }
     if (int_digits == 0 && frac_digits == 0) return std::nullopt;
     if (int_digits == 0 && !dot) return std::nullopt;
@@ -142,7 +156,8 @@ std::optional<json> core_float(const std::string& s) {
         ++i;
         if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
         size_t exp_digits = 0;
-        while (i < s.size() && is_dec(s[i])) ++i, ++exp_digits;
+        while (i < s.size() && is_dec(s[i]))
+            ++i, ++exp_digits;
         if (exp_digits == 0) return std::nullopt;
     }
     if (i != s.size()) return std::nullopt;
@@ -155,7 +170,9 @@ std::optional<json> core_bool(const std::string& s) {
     return std::nullopt;
 }
 
-bool core_null(const std::string& s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
+bool core_null(const std::string& s) {
+    return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
+}
 
 json scalar_to_json(const YAML::Node& n) {
     const std::string& tag = n.Tag();
@@ -193,11 +210,14 @@ json node_to_json(const YAML::Node& n, int depth) {
     if (depth > 128) yaml_fail(n, "nested too deeply");
     switch (n.Type()) {
     case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null: return nullptr;
-    case YAML::NodeType::Scalar: return scalar_to_json(n);
+    case YAML::NodeType::Null:
+        return nullptr;
+    case YAML::NodeType::Scalar:
+        return scalar_to_json(n);
     case YAML::NodeType::Sequence: {
         json a = json::array();
-        for (const auto& c : n) a.push_back(node_to_json(c, depth + 1));
+        for (const auto& c : n)
+            a.push_back(node_to_json(c, depth + 1));
         return a;
     }
     case YAML::NodeType::Map: {
@@ -205,9 +225,12 @@ json node_to_json(const YAML::Node& n, int depth) {
         for (const auto& kv : n) {
             const YAML::Node& k = kv.first;
             std::string key;
-            if (k.IsScalar()) key = scalar_text(k);
-            else if (k.IsNull()) key = "null";
-            else yaml_fail(k, "a mapping key must be a scalar");
+            if (k.IsScalar())
+                key = scalar_text(k);
+            else if (k.IsNull())
+                key = "null";
+            else
+                yaml_fail(k, "a mapping key must be a scalar");
             if (o.contains(key)) yaml_fail(k, "duplicate key " + json(key).dump());
             o[key] = node_to_json(kv.second, depth + 1);
         }
@@ -251,10 +274,10 @@ std::string describe_object(const json& j) {
 
 // Collects the objects of one document (or JSON file), expanding lists.
 struct DocReader {
-    std::string prefix;                  // "<file>: " or "<file>: document N: "
+    std::string prefix;  // "<file>: " or "<file>: document N: "
     std::vector<model::Object>& objects;
-    std::vector<std::string>& fatal;     // the file keeps its last good objects
-    std::vector<std::string>& notes;     // reported, but the file is still used
+    std::vector<std::string>& fatal;  // the file keeps its last good objects
+    std::vector<std::string>& notes;  // reported, but the file is still used
 
     void read(const json& j, const std::string& path) {
         if (!j.is_object()) {
@@ -301,7 +324,8 @@ struct DocReader {
         const std::string item_kind = kind == "List" ? "" : kind.substr(0, kind.size() - 4);
         for (size_t i = 0; i < items.size(); ++i) {
             const std::string ipath = path + ".items[" + std::to_string(i) + "]";
-            if (!item_kind.empty() && items[i].is_object() && (!items[i].contains("kind") || !items[i].contains("apiVersion"))) {
+            if (!item_kind.empty() && items[i].is_object() &&
+                (!items[i].contains("kind") || !items[i].contains("apiVersion"))) {
                 json item = items[i];
                 if (!item.contains("kind")) item["kind"] = item_kind;
                 if (!item.contains("apiVersion")) item["apiVersion"] = api;
@@ -320,7 +344,7 @@ struct DocReader {
 // in a row that are a lone null at the same place.
 class ProgressCheck : public YAML::EventHandler {
 public:
-    YAML::Mark first;   // of the document's first event
+    YAML::Mark first;  // of the document's first event
     unsigned events = 0;
     bool lone_null = false;
 
@@ -331,7 +355,9 @@ public:
     void OnDocumentEnd() override {}
     void OnNull(const YAML::Mark& m, YAML::anchor_t) override { note(m, true); }
     void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { note(m, false); }
-    void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { note(m, false); }
+    void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override {
+        note(m, false);
+    }
     void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
         note(m, false);
     }
@@ -374,7 +400,8 @@ std::vector<json> parse_yaml(const std::string& text) {
     }
     std::vector<json> out;
     out.reserve(docs.size());
-    for (const auto& d : docs) out.push_back(node_to_json(d, 0));
+    for (const auto& d : docs)
+        out.push_back(node_to_json(d, 0));
     return out;
 }
 
@@ -404,8 +431,10 @@ void ManifestDir::read_file(const std::string& name, FileState& st, std::vector<
                 // "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error ...",
                 // or out_of_range.406 for a number no double holds (1e400).
                 std::string msg = e.what();
-                if (auto p = msg.find("line "); p != std::string::npos) msg = msg.substr(p);
-                else if (auto q = msg.find("] "); q != std::string::npos) msg = msg.substr(q + 2);
+                if (auto p = msg.find("line "); p != std::string::npos)
+                    msg = msg.substr(p);
+                else if (auto q = msg.find("] "); q != std::string::npos)
+                    msg = msg.substr(q + 2);
                 fatal.push_back(name + ": " + msg);
             }
         }
@@ -414,7 +443,8 @@ void ManifestDir::read_file(const std::string& name, FileState& st, std::vector<
             std::vector<json> docs = parse_yaml(text);
             for (size_t i = 0; i < docs.size(); ++i) {
                 if (docs[i].is_null()) continue;
-                DocReader{name + ": document " + std::to_string(i + 1) + ": ", objects, fatal, notes}.read(docs[i], "$");
+                DocReader{name + ": document " + std::to_string(i + 1) + ": ", objects, fatal, notes}.read(docs[i],
+                                                                                                           "$");
             }
         } catch (const std::runtime_error& e) {
             fatal.push_back(name + ": " + e.what());
@@ -467,7 +497,8 @@ ManifestDir::ScanResult ManifestDir::scan() {
     std::error_code ec;
     const bool is_dir = fs::is_directory(dir_, ec);
     if (!is_dir) {
-        standing.push_back(dir_ + ": manifest directory " + (ec ? ec.message() : std::string("does not exist or is not a directory")));
+        standing.push_back(dir_ + ": manifest directory " +
+                           (ec ? ec.message() : std::string("does not exist or is not a directory")));
         if (!files_.empty()) {
             files_.clear();
             touched = true;

@@ -28,8 +28,8 @@ public:
     explicit ManifestDir(std::string dir);
 
     struct ScanResult {
-        bool changed = false;            // objects() differs from what the previous scan gave
-        std::vector<std::string> errors; // new problems, each "<file>: <where>: <message>"
+        bool changed = false;             // objects() differs from what the previous scan gave
+        std::vector<std::string> errors;  // new problems, each "<file>: <where>: <message>"
     };
 
     // Looks at the directory again and rebuilds objects(). Never throws for problems with the
@@ -50,7 +50,7 @@ private:
     };
     struct FileState {
         FileVersion version;
-        bool ok = false;                 // the current version parsed
+        bool ok = false;                     // the current version parsed
         std::vector<model::Object> objects;  // last good objects, in file order
     };
 
@@ -60,7 +60,7 @@ private:
     std::string dir_;
     std::map<std::string, FileState> files_;  // by file name, so merging goes in name order
     model::ObjectSet merged_;
-    std::set<std::string> reported_;          // standing errors (directory, duplicates) already reported
+    std::set<std::string> reported_;             // standing errors (directory, duplicates) already reported
     std::vector<std::string> duplicate_errors_;  // from the last merge
 };
 

@@ -29,8 +29,8 @@ struct ArpReading {
     uint64_t freed = 0;
     uint64_t recycled = 0;
     uint64_t neighbors = 0;
-    uint64_t solicitations = 0;   // IPv6: Neighbor Solicitations sent
-    uint64_t neighbors6 = 0;      // IPv6 neighbour table entries in use
+    uint64_t solicitations = 0;  // IPv6: Neighbor Solicitations sent
+    uint64_t neighbors6 = 0;     // IPv6 neighbour table entries in use
 };
 
 // A copy the control thread writes and any thread reads, counter by counter.

@@ -99,7 +99,7 @@ private:
     std::atomic<double> last_tick_{-1};
     mutable std::mutex health_mu_;
     mutable StallDetector stall_;
-    mutable StallDetector serving_stall_;   // the same, judged after a second (serving_problems)
+    mutable StallDetector serving_stall_;  // the same, judged after a second (serving_problems)
     std::vector<std::function<std::string()>> readiness_checks_;
     mutable std::mutex extra_mu_;
     std::vector<std::function<void(Writer&)>> extra_;

@@ -46,10 +46,8 @@ std::string escape_help(std::string_view v) {
 }
 
 std::string format_value(double v) {
-    if (std::isnan(v))
-        return "NaN";
-    if (std::isinf(v))
-        return v > 0 ? "+Inf" : "-Inf";
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
     // The shortest text that reads back as the same double: in fixed notation for the magnitudes
     // metrics have ("0.0005", "1795289095.25"), scientific beyond ("1e-09", "1e+20").
     char buf[400];
@@ -69,9 +67,12 @@ namespace {
 
 const char* type_name(Type t) {
     switch (t) {
-    case Type::counter: return "counter";
-    case Type::gauge: return "gauge";
-    case Type::histogram: return "histogram";
+    case Type::counter:
+        return "counter";
+    case Type::gauge:
+        return "gauge";
+    case Type::histogram:
+        return "histogram";
     }
     return "untyped";
 }
@@ -79,8 +80,7 @@ const char* type_name(Type t) {
 }  // namespace
 
 void Writer::fail(std::string message) {
-    if (error_.empty())
-        error_ = std::move(message);
+    if (error_.empty()) error_ = std::move(message);
 }
 
 void Writer::family(const Family& f) {
@@ -121,8 +121,7 @@ void Writer::series(const Family& f, std::string_view suffix, std::initializer_l
         labels += labels.empty() ? "{" : ",";
         labels += "le=\"" + std::string(le) + "\"";
     }
-    if (!labels.empty())
-        labels += "}";
+    if (!labels.empty()) labels += "}";
     line += labels;
     if (!series_.insert(line).second) {
         fail("series " + line + " written twice");
@@ -139,8 +138,7 @@ void Writer::sample(const Family& f, std::initializer_list<std::string_view> val
         fail("use histogram() for " + std::string(f.name));
         return;
     }
-    if (check(f, values))
-        series(f, "", values, "", format_value(v));
+    if (check(f, values)) series(f, "", values, "", format_value(v));
 }
 
 void Writer::sample(const Family& f, std::initializer_list<std::string_view> values, double v) {
@@ -148,8 +146,7 @@ void Writer::sample(const Family& f, std::initializer_list<std::string_view> val
         fail("use histogram() for " + std::string(f.name));
         return;
     }
-    if (check(f, values))
-        series(f, "", values, "", format_value(v));
+    if (check(f, values)) series(f, "", values, "", format_value(v));
 }
 
 void Writer::histogram(const Family& f, std::initializer_list<std::string_view> values, const Histogram& h) {
@@ -157,8 +154,7 @@ void Writer::histogram(const Family& f, std::initializer_list<std::string_view> 
         fail(std::string(f.name) + " is not a histogram");
         return;
     }
-    if (!check(f, values))
-        return;
+    if (!check(f, values)) return;
     uint64_t cumulative = 0;
     for (size_t i = 0; i < h.bounds().size(); ++i) {
         cumulative += h.counts()[i];

@@ -46,38 +46,29 @@ struct Family {
 
     consteval Family(std::string_view n, Type t, std::string_view h, std::initializer_list<std::string_view> l = {})
         : name(n), type(t), help(h) {
-        if (!valid_name(n))
-            throw "metric names are lower-case snake case: [a-z][a-z0-9_]*";
+        if (!valid_name(n)) throw "metric names are lower-case snake case: [a-z][a-z0-9_]*";
         bool total = ends_with(n, "_total");
-        if (t == Type::counter && !total)
-            throw "counter names end in _total";
-        if (t != Type::counter && total)
-            throw "only counters end in _total";
+        if (t == Type::counter && !total) throw "counter names end in _total";
+        if (t != Type::counter && total) throw "only counters end in _total";
         if (t == Type::histogram && (ends_with(n, "_bucket") || ends_with(n, "_sum") || ends_with(n, "_count")))
             throw "histogram names must not end in _bucket, _sum or _count";
-        if (h.empty())
-            throw "every family needs a HELP text";
-        if (l.size() > kMaxLabels)
-            throw "too many labels";
+        if (h.empty()) throw "every family needs a HELP text";
+        if (l.size() > kMaxLabels) throw "too many labels";
         for (std::string_view label : l) {
             if (!valid_name(label) || label.starts_with("__"))
                 throw "label names are lower-case snake case and do not start with __";
-            if (t == Type::histogram && label == "le")
-                throw "le is the histogram's own label";
+            if (t == Type::histogram && label == "le") throw "le is the histogram's own label";
             for (size_t i = 0; i < n_labels; ++i)
-                if (labels[i] == label)
-                    throw "a label name appears twice";
+                if (labels[i] == label) throw "a label name appears twice";
             labels[n_labels++] = label;
         }
     }
 
 private:
     static constexpr bool valid_name(std::string_view s) {
-        if (s.empty() || s.front() < 'a' || s.front() > 'z')
-            return false;
+        if (s.empty() || s.front() < 'a' || s.front() > 'z') return false;
         for (char c : s)
-            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
-                return false;
+            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
         return true;
     }
     static constexpr bool ends_with(std::string_view s, std::string_view suffix) {

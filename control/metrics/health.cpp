@@ -6,8 +6,7 @@
 namespace egw::metrics {
 
 void StallDetector::sample_workers(double now, const std::vector<uint64_t>& iterations) {
-    if (workers_.size() != iterations.size())
-        workers_.assign(iterations.size(), Track{0, now});
+    if (workers_.size() != iterations.size()) workers_.assign(iterations.size(), Track{0, now});
     for (size_t i = 0; i < iterations.size(); ++i) {
         if (iterations[i] != workers_[i].last) {
             workers_[i].last = iterations[i];
@@ -16,7 +15,9 @@ void StallDetector::sample_workers(double now, const std::vector<uint64_t>& iter
     }
 }
 
-void StallDetector::control_tick(double now) { last_tick_ = now; }
+void StallDetector::control_tick(double now) {
+    last_tick_ = now;
+}
 
 namespace {
 
@@ -43,24 +44,19 @@ std::string StallDetector::problems(double now) const {
 
 std::string readiness_problems(const ReadinessInputs& in) {
     std::string out;
-    if (in.generation == 0)
-        out += "no policy generation published yet\n";
+    if (in.generation == 0) out += "no policy generation published yet\n";
     for (const auto& [name, up] : in.ports)
-        if (!up)
-            out += "port " + name + ": link down\n";
+        if (!up) out += "port " + name + ": link down\n";
     for (size_t i = 0; i < in.worker_iterations.size(); ++i)
-        if (in.worker_iterations[i] == 0)
-            out += "worker " + std::to_string(i) + " has not started\n";
+        if (in.worker_iterations[i] == 0) out += "worker " + std::to_string(i) + " has not started\n";
     return out;
 }
 
 std::string startup_problems(const std::vector<uint64_t>& worker_iterations, bool control_ticked) {
     std::string out;
     for (size_t i = 0; i < worker_iterations.size(); ++i)
-        if (worker_iterations[i] == 0)
-            out += "worker " + std::to_string(i) + " has not started\n";
-    if (!control_ticked)
-        out += "control loop has not ticked yet\n";
+        if (worker_iterations[i] == 0) out += "worker " + std::to_string(i) + " has not started\n";
+    if (!control_ticked) out += "control loop has not ticked yet\n";
     return out;
 }
 

@@ -30,17 +30,26 @@ using Clock = std::chrono::steady_clock;
 
 const char* reason_phrase(int status) {
     switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Unknown";
     }
 }
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+char lower(char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 std::string lowered(std::string s) {
     for (char& c : s)
@@ -50,8 +59,7 @@ std::string lowered(std::string s) {
 
 std::string trim(const std::string& s) {
     size_t a = s.find_first_not_of(" \t\r");
-    if (a == std::string::npos)
-        return "";
+    if (a == std::string::npos) return "";
     size_t b = s.find_last_not_of(" \t\r");
     return s.substr(a, b - a + 1);
 }
@@ -97,22 +105,20 @@ struct HttpServer::Loop {
 HttpServer::HttpServer(Handler handler, Idle idle, std::vector<std::string> offloaded, HttpLimits limits)
     : handler_(std::move(handler)), idle_(std::move(idle)), offloaded_(std::move(offloaded)), limits_(limits) {}
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+    stop();
+}
 
 bool HttpServer::parse_request_line(const std::string& line, std::string& method, std::string& path) {
     size_t a = line.find(' ');
-    if (a == std::string::npos || a == 0)
-        return false;
+    if (a == std::string::npos || a == 0) return false;
     size_t b = line.find(' ', a + 1);
-    if (b == std::string::npos || b == a + 1)
-        return false;
+    if (b == std::string::npos || b == a + 1) return false;
     std::string version = line.substr(b + 1);
-    if (version != "HTTP/1.1" && version != "HTTP/1.0")
-        return false;
+    if (version != "HTTP/1.1" && version != "HTTP/1.0") return false;
     method = line.substr(0, a);
     std::string target = line.substr(a + 1, b - a - 1);
-    if (target.empty() || target[0] != '/')
-        return false;
+    if (target.empty() || target[0] != '/') return false;
     path = target.substr(0, target.find('?'));
     return true;
 }
@@ -121,31 +127,26 @@ bool HttpServer::accepts_gzip(const std::string& head) {
     size_t pos = 0;
     while (pos < head.size()) {
         size_t end = head.find('\n', pos);
-        if (end == std::string::npos)
-            end = head.size();
+        if (end == std::string::npos) end = head.size();
         std::string line = head.substr(pos, end - pos);
         pos = end + 1;
         size_t colon = line.find(':');
-        if (colon == std::string::npos || lowered(trim(line.substr(0, colon))) != "accept-encoding")
-            continue;
+        if (colon == std::string::npos || lowered(trim(line.substr(0, colon))) != "accept-encoding") continue;
         // A comma-separated list of codings, each with optional parameters: "gzip;q=0" refuses.
         std::string list = lowered(line.substr(colon + 1));
         size_t p = 0;
         while (p <= list.size()) {
             size_t comma = list.find(',', p);
-            if (comma == std::string::npos)
-                comma = list.size();
+            if (comma == std::string::npos) comma = list.size();
             std::string item = list.substr(p, comma - p);
             p = comma + 1;
             size_t semi = item.find(';');
             std::string coding = trim(item.substr(0, semi));
-            if (coding != "gzip" && coding != "*")
-                continue;
+            if (coding != "gzip" && coding != "*") continue;
             if (semi != std::string::npos) {
                 std::string params = item.substr(semi + 1);
                 size_t q = params.find("q=");
-                if (q != std::string::npos && std::strtod(params.c_str() + q + 2, nullptr) <= 0)
-                    continue;
+                if (q != std::string::npos && std::strtod(params.c_str() + q + 2, nullptr) <= 0) continue;
             }
             return true;
         }
@@ -157,8 +158,7 @@ std::string HttpServer::gzip(const std::string& in) {
     z_stream zs{};
     // windowBits 15 + 16: a gzip wrapper rather than zlib's. Level 1: the exposition is highly
     // repetitive text, so the fastest level already shrinks it about tenfold.
-    if (deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        return "";
+    if (deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return "";
     std::string out;
     out.resize(deflateBound(&zs, static_cast<uLong>(in.size())));
     zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -168,8 +168,7 @@ std::string HttpServer::gzip(const std::string& in) {
     int rc = deflate(&zs, Z_FINISH);
     size_t n = zs.total_out;
     deflateEnd(&zs);
-    if (rc != Z_STREAM_END)
-        return "";
+    if (rc != Z_STREAM_END) return "";
     out.resize(n);
     return out;
 }
@@ -186,13 +185,11 @@ std::string render(const HttpResponse& r, bool head, bool gzip_ok, size_t gzip_m
     }
     const std::string& b = gzipped ? body : r.body;
     std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + reason_phrase(r.status) + "\r\n" +
-                      "Content-Type: " + r.content_type + "\r\n" +
-                      "Content-Length: " + std::to_string(b.size()) + "\r\n" +
-                      (gzipped ? "Content-Encoding: gzip\r\n" : "") +
+                      "Content-Type: " + r.content_type + "\r\n" + "Content-Length: " + std::to_string(b.size()) +
+                      "\r\n" + (gzipped ? "Content-Encoding: gzip\r\n" : "") +
                       (r.body.size() >= gzip_min ? "Vary: Accept-Encoding\r\n" : "") +
                       (r.status == 405 ? "Allow: GET, HEAD\r\n" : "") + "Connection: close\r\n\r\n";
-    if (!head)
-        out += b;
+    if (!head) out += b;
     return out;
 }
 
@@ -224,8 +221,7 @@ int listen_on(const std::string& host, uint16_t port, std::string& why) {
     }
     int one = 1, zero = 0;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (family == AF_INET6)
-        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);  // "::" takes IPv4 too
+    if (family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);  // "::" takes IPv4 too
     if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
         why = std::strerror(errno);
         ::close(fd);
@@ -238,28 +234,24 @@ uint16_t bound_port(int fd) {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-    if (ss.ss_family == AF_INET6)
-        return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+    if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
     return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 }
 
 }  // namespace
 
 std::string HttpServer::start(const std::string& host, uint16_t port) {
-    if (thread_.joinable())
-        return "already started";
+    if (thread_.joinable()) return "already started";
     std::string why;
     listen_fd_ = listen_on(host, port, why);
-    if (listen_fd_ < 0)
-        return why;
+    if (listen_fd_ < 0) return why;
     port_ = bound_port(listen_fd_);
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     int ep = ::epoll_create1(EPOLL_CLOEXEC);
     if (wake_fd_ < 0 || ep < 0) {
         why = std::string("eventfd/epoll: ") + std::strerror(errno);
         for (int fd : {listen_fd_, wake_fd_, ep})
-            if (fd >= 0)
-                ::close(fd);
+            if (fd >= 0) ::close(fd);
         listen_fd_ = wake_fd_ = -1;
         return why;
     }
@@ -312,8 +304,7 @@ void HttpServer::scrape() {
         {
             std::unique_lock lock(L.mu);
             L.cv.wait(lock, [&] { return stopping_.load() || !L.jobs.empty(); });
-            if (stopping_.load())
-                return;
+            if (stopping_.load()) return;
             job = std::move(L.jobs.front());
             L.jobs.pop_front();
         }
@@ -352,8 +343,7 @@ void HttpServer::run() {
     auto flush = [&](int fd, Loop::Conn& c) {
         while (c.sent < c.out.size()) {
             ssize_t k = ::send(fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
-            if (k < 0 && errno == EINTR)
-                continue;
+            if (k < 0 && errno == EINTR) continue;
             if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
                 set_events(fd, EPOLLOUT);
                 return;
@@ -377,8 +367,7 @@ void HttpServer::run() {
     // A complete head: answer it inline, or queue it for the scrape thread.
     auto handle = [&](int fd, Loop::Conn& c) {
         std::string line = c.in.substr(0, c.in.find('\n'));
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
+        if (!line.empty() && line.back() == '\r') line.pop_back();
         std::string method, path;
         bool gzip_ok = accepts_gzip(c.in);
         if (!parse_request_line(line, method, path))
@@ -389,8 +378,8 @@ void HttpServer::run() {
         if (std::find(offloaded_.begin(), offloaded_.end(), path) != offloaded_.end()) {
             std::lock_guard lock(L.mu);
             if (L.jobs.size() >= limits_.max_queued)
-                return respond(fd, c, render({503, "text/plain; charset=utf-8", "too many scrapes queued\n"}, head,
-                                             false, 0));
+                return respond(fd, c,
+                               render({503, "text/plain; charset=utf-8", "too many scrapes queued\n"}, head, false, 0));
             L.jobs.push_back(Loop::Job{fd, c.serial, path, head, gzip_ok});
             L.cv.notify_one();
             c.state = Loop::State::waiting;
@@ -408,8 +397,7 @@ void HttpServer::run() {
     auto accept_all = [&] {
         for (;;) {
             int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-            if (fd < 0)
-                return;  // EAGAIN, or a transient error (EMFILE, ...): try again on the next event
+            if (fd < 0) return;  // EAGAIN, or a transient error (EMFILE, ...): try again on the next event
             if (L.conns.size() >= limits_.max_connections) {
                 // Make room: the oldest connection that has not sent its request yet.
                 int victim = -1;
@@ -447,18 +435,15 @@ void HttpServer::run() {
         char buf[4096];
         for (;;) {
             ssize_t k = ::recv(fd, buf, sizeof buf, 0);
-            if (k < 0 && errno == EINTR)
-                continue;
-            if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                return;
-            if (k <= 0)
-                return close_conn(fd);  // closed before a complete head: nothing to answer
+            if (k < 0 && errno == EINTR) continue;
+            if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+            if (k <= 0) return close_conn(fd);  // closed before a complete head: nothing to answer
             c.in.append(buf, static_cast<size_t>(k));
             if (c.in.find("\r\n\r\n") != std::string::npos || c.in.find("\n\n") != std::string::npos)
                 return handle(fd, c);
             if (c.in.size() >= kMaxRequest)
-                return respond(fd, c, render({400, "text/plain; charset=utf-8", "request head too long\n"}, false,
-                                             false, 0));
+                return respond(fd, c,
+                               render({400, "text/plain; charset=utf-8", "request head too long\n"}, false, false, 0));
         }
     };
 
@@ -469,13 +454,11 @@ void HttpServer::run() {
         auto now = Clock::now();
         auto wake = next_idle;
         for (auto& [fd, c] : L.conns)
-            if (c.state != Loop::State::waiting)
-                wake = std::min(wake, c.deadline);
+            if (c.state != Loop::State::waiting) wake = std::min(wake, c.deadline);
         int timeout = static_cast<int>(
             std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1));
         int n = ::epoll_wait(L.epoll_fd, events.data(), static_cast<int>(events.size()), timeout);
-        if (stopping_.load())
-            break;
+        if (stopping_.load()) break;
         for (int i = 0; i < n; ++i) {
             int fd = events[static_cast<size_t>(i)].data.fd;
             if (fd == listen_fd_) {
@@ -498,13 +481,11 @@ void HttpServer::run() {
                 continue;
             }
             auto it = L.conns.find(fd);
-            if (it == L.conns.end())
-                continue;
+            if (it == L.conns.end()) continue;
             Loop::Conn& c = it->second;
             if (c.state == Loop::State::waiting) {
                 // Only errors and hang-ups are reported while waiting: the client gave up.
-                if (events[static_cast<size_t>(i)].events & (EPOLLHUP | EPOLLERR))
-                    close_conn(fd);
+                if (events[static_cast<size_t>(i)].events & (EPOLLHUP | EPOLLERR)) close_conn(fd);
                 continue;
             }
             if (c.state == Loop::State::reading)
@@ -515,16 +496,14 @@ void HttpServer::run() {
         now = Clock::now();
         std::vector<int> late;
         for (auto& [fd, c] : L.conns)
-            if (c.state != Loop::State::waiting && c.deadline <= now)
-                late.push_back(fd);
+            if (c.state != Loop::State::waiting && c.deadline <= now) late.push_back(fd);
         for (int fd : late) {
             // Counted before the close, so whoever sees the connection end sees it counted.
             counters_.timed_out.fetch_add(1, std::memory_order_relaxed);
             close_conn(fd);
         }
         if (now >= next_idle) {
-            if (idle_)
-                idle_();
+            if (idle_) idle_();
             next_idle = Clock::now() + std::chrono::milliseconds(kIdleEveryMs);
         }
     }

@@ -7,26 +7,34 @@ namespace {
 
 // --- watch health, per resource ---------------------------------------------------------------
 
-constexpr Family kSynced{"k8s_synced", Type::gauge,
+constexpr Family kSynced{"k8s_synced",
+                         Type::gauge,
                          "1 once the first complete list of the resource has been read; nothing is programmed "
                          "before every resource is synced",
                          {"resource"}};
-constexpr Family kWatchOpen{"k8s_watch_open", Type::gauge, "1 while a watch stream of the resource is open",
-                            {"resource"}};
-constexpr Family kWatchRestarts{"k8s_watch_restarts_total", Type::counter,
+constexpr Family kWatchOpen{
+    "k8s_watch_open", Type::gauge, "1 while a watch stream of the resource is open", {"resource"}};
+constexpr Family kWatchRestarts{"k8s_watch_restarts_total",
+                                Type::counter,
                                 "Watch streams that ended, by reason: closed (the server's timeout, routine), "
                                 "expired (410 Gone, a relist follows) or error (refused, cut, HTTP error, bad event)",
                                 {"resource", "reason"}};
-constexpr Family kRelists{"k8s_relists_total", Type::counter,
+constexpr Family kRelists{"k8s_relists_total",
+                          Type::counter,
                           "Complete lists of the resource after the first one (after a 410 or the relist period)",
                           {"resource"}};
-constexpr Family kListFailures{"k8s_list_failures_total", Type::counter,
-                               "List attempts of the resource that failed (each retry counts)", {"resource"}};
-constexpr Family kEvents{"k8s_watch_events_total", Type::counter,
-                         "ADDED, MODIFIED and DELETED events of the resource applied to the cache", {"resource"}};
-constexpr Family kBookmarks{"k8s_watch_bookmarks_total", Type::counter, "BOOKMARK events of the resource",
-                            {"resource"}};
-constexpr Family kLastSync{"k8s_last_sync_timestamp_seconds", Type::gauge,
+constexpr Family kListFailures{"k8s_list_failures_total",
+                               Type::counter,
+                               "List attempts of the resource that failed (each retry counts)",
+                               {"resource"}};
+constexpr Family kEvents{"k8s_watch_events_total",
+                         Type::counter,
+                         "ADDED, MODIFIED and DELETED events of the resource applied to the cache",
+                         {"resource"}};
+constexpr Family kBookmarks{
+    "k8s_watch_bookmarks_total", Type::counter, "BOOKMARK events of the resource", {"resource"}};
+constexpr Family kLastSync{"k8s_last_sync_timestamp_seconds",
+                           Type::gauge,
                            "Until when the cache of the resource is known to have been current (Unix time): now "
                            "while a watch is open, else the end of the last list or watch; absent before the first "
                            "list",
@@ -59,8 +67,7 @@ void write_resources(Writer& w, const std::vector<k8s::ReflectorStatus>& resourc
         w.sample(kBookmarks, {r.resource}, r.bookmarks);
     w.family(kLastSync);
     for (const auto& r : resources)
-        if (r.current_until > 0)
-            w.sample(kLastSync, {r.resource}, r.current_until);
+        if (r.current_until > 0) w.sample(kLastSync, {r.resource}, r.current_until);
 }
 
 // --- election ---------------------------------------------------------------------------------
@@ -75,11 +82,13 @@ constexpr Family kAssigned{"election_assigned_services", Type::gauge,
                            "EgressServices the leader has given a host (0 on a follower)"};
 constexpr Family kRenewals{"election_lease_renewals_total", Type::counter,
                            "Successful renewals of this gateway's liveness Lease"};
-constexpr Family kWrites{"k8s_writes_total", Type::counter,
+constexpr Family kWrites{"k8s_writes_total",
+                         Type::counter,
                          "Successful write-backs of the leader: EgressService status.host (object status) and "
                          "gateway node labels (object node_labels)",
                          {"object"}};
-constexpr Family kWriteFailures{"k8s_write_failures_total", Type::counter,
+constexpr Family kWriteFailures{"k8s_write_failures_total",
+                                Type::counter,
                                 "Failed write-backs of the leader (each one is retried with backoff), by object",
                                 {"object"}};
 

@@ -13,8 +13,7 @@ const ServiceEntry* ControlView::find_service(std::string_view key) const {
 
 ServiceCounters sum_service(std::span<dp::Worker* const> workers, uint32_t id) {
     ServiceCounters c;
-    if (id >= dp::kMaxServices)
-        return c;
+    if (id >= dp::kMaxServices) return c;
     for (const dp::Worker* w : workers) {
         const dp::ServiceCounters& s = w->service_counters[id];
         c.packets_out += load_counter(s.packets_out);
@@ -30,12 +29,17 @@ ServiceCounters sum_service(std::span<dp::Worker* const> workers, uint32_t id) {
 
 namespace {
 
-uint64_t minus(uint64_t v, uint64_t base) { return v >= base ? v - base : 0; }
+uint64_t minus(uint64_t v, uint64_t base) {
+    return v >= base ? v - base : 0;
+}
 
 ServiceCounters minus(const ServiceCounters& c, const ServiceCounters& b) {
-    return ServiceCounters{minus(c.packets_out, b.packets_out),         minus(c.bytes_out, b.bytes_out),
-                           minus(c.packets_in, b.packets_in),           minus(c.bytes_in, b.bytes_in),
-                           minus(c.sessions_created, b.sessions_created), minus(c.sessions_closed, b.sessions_closed),
+    return ServiceCounters{minus(c.packets_out, b.packets_out),
+                           minus(c.bytes_out, b.bytes_out),
+                           minus(c.packets_in, b.packets_in),
+                           minus(c.bytes_in, b.bytes_in),
+                           minus(c.sessions_created, b.sessions_created),
+                           minus(c.sessions_closed, b.sessions_closed),
                            minus(c.port_alloc_failures, b.port_alloc_failures)};
 }
 
@@ -85,15 +89,14 @@ uint64_t sessions_on(const NatAddressEntry& entry, const ControlView& view, cons
             continue;
         }
         for (size_t i = 0; i < view.services.size(); ++i)
-            if (view.services[i].id == id)
-                n += r.services_active[i];
+            if (view.services[i].id == id) n += r.services_active[i];
     }
     return n;
 }
 
 std::string format_ipv4(uint32_t ip) {
-    return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." +
-           std::to_string((ip >> 8) & 0xff) + "." + std::to_string(ip & 0xff);
+    return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." + std::to_string((ip >> 8) & 0xff) +
+           "." + std::to_string(ip & 0xff);
 }
 
 }  // namespace egw::metrics

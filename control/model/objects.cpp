@@ -60,14 +60,17 @@ std::string element(const std::string& path, size_t i) {
 // How a value looks in a message: scalars as JSON text (long strings cut), containers by type.
 std::string describe(const json& v) {
     switch (v.type()) {
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
+    case json::value_t::object:
+        return "an object";
+    case json::value_t::array:
+        return "an array";
     case json::value_t::string: {
         const auto& s = v.get_ref<const std::string&>();
         if (s.size() > 64) return json(s.substr(0, 61) + "...").dump();
         return v.dump();
     }
-    default: return v.dump();
+    default:
+        return v.dump();
     }
 }
 
@@ -133,8 +136,7 @@ int32_t int32_field(const json& obj, const char* key, const std::string& path) {
     expected(child(path, key), "an integer", *v);
 }
 
-std::map<std::string, std::string> string_map_field(const json& obj, const char* key,
-                                                    const std::string& path) {
+std::map<std::string, std::string> string_map_field(const json& obj, const char* key, const std::string& path) {
     std::map<std::string, std::string> out;
     const json* m = object_field(obj, key, path);
     if (!m) return out;
@@ -150,7 +152,8 @@ std::vector<std::string> string_list_field(const json& obj, const char* key, con
     const json* a = array_field(obj, key, path);
     if (!a) return out;
     const std::string apath = child(path, key);
-    for (size_t i = 0; i < a->size(); ++i) out.push_back(string_value((*a)[i], element(apath, i)));
+    for (size_t i = 0; i < a->size(); ++i)
+        out.push_back(string_value((*a)[i], element(apath, i)));
     return out;
 }
 
@@ -242,8 +245,8 @@ Service parse_service(const json& j, const std::string& path) {
     svc.type = "ClusterIP";
     if (const json* spec = object_field(j, "spec", path)) {
         const std::string spath = child(path, "spec");
-        std::string type = one_of(*spec, "type", spath,
-                                  {"ClusterIP", "NodePort", "LoadBalancer", "ExternalName"}, true);
+        std::string type =
+            one_of(*spec, "type", spath, {"ClusterIP", "NodePort", "LoadBalancer", "ExternalName"}, true);
         if (!type.empty()) svc.type = type;
         svc.cluster_ips = string_list_field(*spec, "clusterIPs", spath);
         if (svc.cluster_ips.empty()) {
@@ -272,7 +275,8 @@ Service parse_service(const json& j, const std::string& path) {
                 if (sp.protocol.empty()) sp.protocol = "TCP";
                 if (!field(e, "port")) fail(child(epath, "port"), "required field is missing");
                 int32_t port = int32_field(e, "port", epath);
-                if (port < 1 || port > 65535) fail(child(epath, "port"), "expected 1-65535, got " + std::to_string(port));
+                if (port < 1 || port > 65535)
+                    fail(child(epath, "port"), "expected 1-65535, got " + std::to_string(port));
                 sp.port = static_cast<uint16_t>(port);
                 svc.ports.push_back(std::move(sp));
             }
@@ -389,7 +393,9 @@ Lease parse_lease(const json& j, const std::string& path) {
 ObjectError::ObjectError(std::string path, std::string message)
     : std::runtime_error(path + ": " + message), path_(std::move(path)), message_(std::move(message)) {}
 
-const char* to_string(Kind k) { return info(k).name; }
+const char* to_string(Kind k) {
+    return info(k).name;
+}
 
 std::optional<Kind> kind_from_string(std::string_view kind) {
     for (const auto& i : kKinds) {
@@ -398,9 +404,13 @@ std::optional<Kind> kind_from_string(std::string_view kind) {
     return std::nullopt;
 }
 
-const char* api_version_of(Kind k) { return info(k).api_version; }
+const char* api_version_of(Kind k) {
+    return info(k).api_version;
+}
 
-bool is_namespaced(Kind k) { return info(k).namespaced; }
+bool is_namespaced(Kind k) {
+    return info(k).namespaced;
+}
 
 bool is_supported_kind(std::string_view api_version, std::string_view kind) {
     auto k = kind_from_string(kind);
@@ -411,11 +421,16 @@ Kind kind_of(const Object& o) {
     return std::visit(
         [](const auto& v) -> Kind {
             using T = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<T, EgressService>) return Kind::egress_service;
-            else if constexpr (std::is_same_v<T, Service>) return Kind::service;
-            else if constexpr (std::is_same_v<T, EndpointSlice>) return Kind::endpoint_slice;
-            else if constexpr (std::is_same_v<T, Node>) return Kind::node;
-            else return Kind::lease;
+            if constexpr (std::is_same_v<T, EgressService>)
+                return Kind::egress_service;
+            else if constexpr (std::is_same_v<T, Service>)
+                return Kind::service;
+            else if constexpr (std::is_same_v<T, EndpointSlice>)
+                return Kind::endpoint_slice;
+            else if constexpr (std::is_same_v<T, Node>)
+                return Kind::node;
+            else
+                return Kind::lease;
         },
         o);
 }
@@ -433,7 +448,9 @@ std::string key_of(const ObjectMeta& meta) {
     return meta.namespace_ + "/" + meta.name;
 }
 
-std::string key_of(const Object& o) { return key_of(meta_of(o)); }
+std::string key_of(const Object& o) {
+    return key_of(meta_of(o));
+}
 
 Object parse_object(const json& j, const std::string& path) {
     if (!j.is_object()) expected(path, "a Kubernetes object", j);
@@ -441,8 +458,7 @@ Object parse_object(const json& j, const std::string& path) {
     const std::string kind = required_string(j, "kind", path);
     auto k = kind_from_string(kind);
     if (!k) {
-        fail(child(path, "kind"), "unsupported kind " + json(kind).dump() + " (apiVersion " +
-                                      json(api_version).dump() +
+        fail(child(path, "kind"), "unsupported kind " + json(kind).dump() + " (apiVersion " + json(api_version).dump() +
                                       "); egw reads EgressService, Service, EndpointSlice, Node and Lease");
     }
     if (api_version != info(*k).api_version) {
@@ -450,11 +466,16 @@ Object parse_object(const json& j, const std::string& path) {
                                             ", got " + json(api_version).dump());
     }
     switch (*k) {
-    case Kind::egress_service: return parse_egress_service(j, path);
-    case Kind::service: return parse_service(j, path);
-    case Kind::endpoint_slice: return parse_endpoint_slice(j, path);
-    case Kind::node: return parse_node(j, path);
-    case Kind::lease: return parse_lease(j, path);
+    case Kind::egress_service:
+        return parse_egress_service(j, path);
+    case Kind::service:
+        return parse_service(j, path);
+    case Kind::endpoint_slice:
+        return parse_endpoint_slice(j, path);
+    case Kind::node:
+        return parse_node(j, path);
+    case Kind::lease:
+        return parse_lease(j, path);
     }
     fail(path, "unreachable");
 }
@@ -466,22 +487,32 @@ void ObjectSet::upsert(Object o) {
     std::visit(
         [&](auto&& v) {
             using T = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<T, EgressService>) egress_services.insert_or_assign(key, std::move(v));
-            else if constexpr (std::is_same_v<T, Service>) services.insert_or_assign(key, std::move(v));
-            else if constexpr (std::is_same_v<T, EndpointSlice>) endpoint_slices.insert_or_assign(key, std::move(v));
-            else if constexpr (std::is_same_v<T, Node>) nodes.insert_or_assign(key, std::move(v));
-            else leases.insert_or_assign(key, std::move(v));
+            if constexpr (std::is_same_v<T, EgressService>)
+                egress_services.insert_or_assign(key, std::move(v));
+            else if constexpr (std::is_same_v<T, Service>)
+                services.insert_or_assign(key, std::move(v));
+            else if constexpr (std::is_same_v<T, EndpointSlice>)
+                endpoint_slices.insert_or_assign(key, std::move(v));
+            else if constexpr (std::is_same_v<T, Node>)
+                nodes.insert_or_assign(key, std::move(v));
+            else
+                leases.insert_or_assign(key, std::move(v));
         },
         std::move(o));
 }
 
 bool ObjectSet::erase(Kind kind, const std::string& key) {
     switch (kind) {
-    case Kind::egress_service: return egress_services.erase(key) > 0;
-    case Kind::service: return services.erase(key) > 0;
-    case Kind::endpoint_slice: return endpoint_slices.erase(key) > 0;
-    case Kind::node: return nodes.erase(key) > 0;
-    case Kind::lease: return leases.erase(key) > 0;
+    case Kind::egress_service:
+        return egress_services.erase(key) > 0;
+    case Kind::service:
+        return services.erase(key) > 0;
+    case Kind::endpoint_slice:
+        return endpoint_slices.erase(key) > 0;
+    case Kind::node:
+        return nodes.erase(key) > 0;
+    case Kind::lease:
+        return leases.erase(key) > 0;
     }
     return false;
 }
@@ -493,11 +524,16 @@ bool ObjectSet::erase(std::string_view kind, const std::string& key) {
 
 bool ObjectSet::contains(Kind kind, const std::string& key) const {
     switch (kind) {
-    case Kind::egress_service: return egress_services.count(key) > 0;
-    case Kind::service: return services.count(key) > 0;
-    case Kind::endpoint_slice: return endpoint_slices.count(key) > 0;
-    case Kind::node: return nodes.count(key) > 0;
-    case Kind::lease: return leases.count(key) > 0;
+    case Kind::egress_service:
+        return egress_services.count(key) > 0;
+    case Kind::service:
+        return services.count(key) > 0;
+    case Kind::endpoint_slice:
+        return endpoint_slices.count(key) > 0;
+    case Kind::node:
+        return nodes.count(key) > 0;
+    case Kind::lease:
+        return leases.count(key) > 0;
     }
     return false;
 }

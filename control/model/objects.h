@@ -23,7 +23,7 @@
 namespace egw::model {
 
 struct ObjectMeta {
-    std::string namespace_;          // empty for cluster-scoped kinds (Node)
+    std::string namespace_;  // empty for cluster-scoped kinds (Node)
     std::string name;
     std::string uid;
     std::string resource_version;
@@ -33,7 +33,7 @@ struct ObjectMeta {
 
 struct LabelSelectorRequirement {
     std::string key;
-    std::string op;                  // "In", "NotIn", "Exists", "DoesNotExist"
+    std::string op;  // "In", "NotIn", "Exists", "DoesNotExist"
     std::vector<std::string> values;
     bool operator==(const LabelSelectorRequirement&) const = default;
 };
@@ -49,24 +49,24 @@ struct LabelSelector {
 // k8s.ovn.org/v1 EgressService.
 struct EgressService {
     ObjectMeta meta;
-    std::string source_ip_by;        // as written: "", "LoadBalancerIP" or "Network"
+    std::string source_ip_by;  // as written: "", "LoadBalancerIP" or "Network"
     LabelSelector node_selector;
-    std::string network;             // routing table name or number, "" = default table
-    std::string status_host;         // status.host as last written by whoever owns it
-    bool has_status = false;         // the object carries a status object
+    std::string network;      // routing table name or number, "" = default table
+    std::string status_host;  // status.host as last written by whoever owns it
+    bool has_status = false;  // the object carries a status object
     bool operator==(const EgressService&) const = default;
 };
 
 // One entry of status.loadBalancer.ingress, in the order the API gives them.
 struct LoadBalancerIngress {
-    std::string ip;                  // may be empty when only a hostname is given
+    std::string ip;  // may be empty when only a hostname is given
     std::string hostname;
     bool operator==(const LoadBalancerIngress&) const = default;
 };
 
 // One entry of spec.ports: the port the Service listens on, by protocol.
 struct ServicePort {
-    std::string protocol;            // "TCP" (the API default), "UDP" or "SCTP"
+    std::string protocol;  // "TCP" (the API default), "UDP" or "SCTP"
     uint16_t port = 0;
     bool operator==(const ServicePort&) const = default;
 };
@@ -74,13 +74,13 @@ struct ServicePort {
 // v1 Service.
 struct Service {
     ObjectMeta meta;
-    std::string type;                // "ClusterIP" (the API default), "NodePort", "LoadBalancer", "ExternalName"
-    std::vector<std::string> cluster_ips;   // spec.clusterIPs, or spec.clusterIP when only that is set
+    std::string type;                      // "ClusterIP" (the API default), "NodePort", "LoadBalancer", "ExternalName"
+    std::vector<std::string> cluster_ips;  // spec.clusterIPs, or spec.clusterIP when only that is set
     std::vector<LoadBalancerIngress> ingress;
-    std::string external_traffic_policy;    // "", "Cluster" or "Local"
-    std::vector<std::string> ip_families;   // spec.ipFamilies: "IPv4"/"IPv6", at most one of each, in order
-    std::string ip_family_policy;           // "", "SingleStack", "PreferDualStack" or "RequireDualStack"
-    std::vector<ServicePort> ports;         // spec.ports, in order
+    std::string external_traffic_policy;   // "", "Cluster" or "Local"
+    std::vector<std::string> ip_families;  // spec.ipFamilies: "IPv4"/"IPv6", at most one of each, in order
+    std::string ip_family_policy;          // "", "SingleStack", "PreferDualStack" or "RequireDualStack"
+    std::vector<ServicePort> ports;        // spec.ports, in order
     bool operator==(const Service&) const = default;
 };
 
@@ -93,8 +93,8 @@ struct Endpoint {
 // discovery.k8s.io/v1 EndpointSlice.
 struct EndpointSlice {
     ObjectMeta meta;
-    std::string service_name;        // label kubernetes.io/service-name, "" when absent
-    std::string address_type;        // "IPv4", "IPv6" or "FQDN"
+    std::string service_name;  // label kubernetes.io/service-name, "" when absent
+    std::string address_type;  // "IPv4", "IPv6" or "FQDN"
     std::vector<Endpoint> endpoints;
     bool operator==(const EndpointSlice&) const = default;
 };
@@ -102,7 +102,7 @@ struct EndpointSlice {
 // v1 Node.
 struct Node {
     ObjectMeta meta;
-    bool ready = false;              // condition Ready has status "True"
+    bool ready = false;                     // condition Ready has status "True"
     std::vector<std::string> internal_ips;  // status.addresses of type InternalIP, in order
     bool operator==(const Node&) const = default;
 };
@@ -112,7 +112,7 @@ struct Lease {
     ObjectMeta meta;
     std::string holder_identity;
     int32_t lease_duration_seconds = 0;  // 0 when absent
-    std::string renew_time;          // RFC 3339 MicroTime as written, "" when absent
+    std::string renew_time;              // RFC 3339 MicroTime as written, "" when absent
     std::string acquire_time;
     int32_t lease_transitions = 0;
     bool operator==(const Lease&) const = default;

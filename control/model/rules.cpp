@@ -16,7 +16,9 @@ bool is_alnum(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+bool is_lower_alnum(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
 
 // ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9], the name part of a qualified name and a label value.
 bool qualified_name_chars(const std::string& s) {
@@ -70,8 +72,9 @@ bool label_key_valid(const std::string& key, std::string* why) {
         return false;
     }
     if (!qualified_name_chars(name)) {
-        *why = "name part must consist of alphanumeric characters, '-', '_' or '.', "
-               "and must start and end with an alphanumeric character";
+        *why =
+            "name part must consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character";
         return false;
     }
     return true;
@@ -84,14 +87,17 @@ bool label_value_valid(const std::string& value, std::string* why) {
         return false;
     }
     if (!qualified_name_chars(value)) {
-        *why = "must consist of alphanumeric characters, '-', '_' or '.', "
-               "and must start and end with an alphanumeric character";
+        *why =
+            "must consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character";
         return false;
     }
     return true;
 }
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string quoted(const std::string& s) {
+    return "\"" + s + "\"";
+}
 
 bool requirement_matches(const LabelSelectorRequirement& r, const std::map<std::string, std::string>& labels) {
     auto it = labels.find(r.key);
@@ -168,7 +174,9 @@ bool selector_matches(const LabelSelector& sel, const std::map<std::string, std:
     return true;
 }
 
-const char* to_string(Mode m) { return m == Mode::network ? "Network" : "LoadBalancerIP"; }
+const char* to_string(Mode m) {
+    return m == Mode::network ? "Network" : "LoadBalancerIP";
+}
 
 std::string node_label_for(const std::string& key) {
     std::string label = kNodeLabelPrefix;
@@ -252,8 +260,10 @@ ServiceFacts service_facts(const ObjectSet& objects, const std::string& key,
                 for (const auto& addr : ep.addresses) {
                     auto ip = net::parse_ip(addr);
                     if (!ip || !in_pod_network(*ip)) continue;
-                    if (slice->address_type == "IPv4" && ip->is_v4()) st.endpoint_ipv4s.push_back(ip->v4());
-                    else if (slice->address_type == "IPv6" && ip->is_v6()) st.endpoint_ipv6s.push_back(*ip);
+                    if (slice->address_type == "IPv4" && ip->is_v4())
+                        st.endpoint_ipv4s.push_back(ip->v4());
+                    else if (slice->address_type == "IPv6" && ip->is_v6())
+                        st.endpoint_ipv6s.push_back(*ip);
                 }
             }
         }
@@ -273,7 +283,8 @@ std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, cons
     std::map<std::string, std::string> labels = self.labels;
     bool ready = true;
     if (auto it = objects.nodes.find(self.node_name); it != objects.nodes.end()) {
-        for (const auto& [k, v] : it->second.meta.labels) labels[k] = v;
+        for (const auto& [k, v] : it->second.meta.labels)
+            labels[k] = v;
         ready = it->second.ready;
     }
 
@@ -294,9 +305,12 @@ std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, cons
         if (st.mode == Mode::network) {
             // Every gateway routes it; the node side still needs a LoadBalancer with an ingress IP.
             st.status_host = kHostAll;
-            if (!f.load_balancer) st.reason = "Service is not type LoadBalancer";
-            else if (!f.has_ingress_ip) st.reason = "Service has no ingress IP";
-            else st.serve_here = true;
+            if (!f.load_balancer)
+                st.reason = "Service is not type LoadBalancer";
+            else if (!f.has_ingress_ip)
+                st.reason = "Service has no ingress IP";
+            else
+                st.serve_here = true;
             out.push_back(std::move(st));
             continue;
         }
@@ -313,8 +327,7 @@ std::vector<ServiceState> evaluate_single_gateway(const ObjectSet& objects, cons
             st.reason = "invalid nodeSelector: " + why;
         } else if (!selector_matches(es.node_selector, labels)) {
             st.reason = "no eligible node: " + me + " does not match nodeSelector";
-        } else if (st.etp_local &&
-                   !std::binary_search(st.endpoint_nodes.begin(), st.endpoint_nodes.end(), me)) {
+        } else if (st.etp_local && !std::binary_search(st.endpoint_nodes.begin(), st.endpoint_nodes.end(), me)) {
             st.reason = "no eligible node: " + me + " hosts no endpoint (externalTrafficPolicy Local)";
         } else if (!ready) {
             st.reason = "no eligible node: " + me + " is not Ready";
@@ -334,12 +347,10 @@ ServiceDelta diff(const std::map<std::string, ServiceState>& before, const std::
     for (const auto& s : after) {
         present.emplace(s.key, true);
         auto it = before.find(s.key);
-        if (it == before.end() || !(it->second == s))
-            d.changed.push_back(s);
+        if (it == before.end() || !(it->second == s)) d.changed.push_back(s);
     }
     for (const auto& [key, s] : before)
-        if (!present.count(key))
-            d.removed.push_back(key);
+        if (!present.count(key)) d.removed.push_back(key);
     return d;
 }
 

@@ -35,25 +35,25 @@ enum class Mode { load_balancer_ip, network };
 const char* to_string(Mode m);  // "LoadBalancerIP", "Network"
 
 struct ServiceState {
-    std::string key;                 // "namespace/name" of the EgressService (and of its Service)
+    std::string key;                     // "namespace/name" of the EgressService (and of its Service)
     Mode mode = Mode::load_balancer_ip;  // an empty or missing sourceIPBy is LoadBalancerIP
-    std::string status_host;         // what status.host must say: this node's name, "ALL" or ""
-    std::string reason;              // why status_host is "" or why this gateway does not serve it;
-                                     // empty exactly when serve_here
-    bool serve_here = false;         // this gateway programs the Service
-    std::string network;             // spec.network as written, "" = default table
+    std::string status_host;             // what status.host must say: this node's name, "ALL" or ""
+    std::string reason;                  // why status_host is "" or why this gateway does not serve it;
+                                         // empty exactly when serve_here
+    bool serve_here = false;             // this gateway programs the Service
+    std::string network;                 // spec.network as written, "" = default table
     // The Service's addresses, filled whenever the Service exists, whatever the outcome (the CLI
     // shows them). In Network mode they are informational only: no load-balancer SNAT is done.
     std::optional<uint32_t> ingress_ipv4;  // host order; the last IPv4 ingress entry
     // The last non-IPv4 entry's ip; nullopt when there is none or when that entry has only a
     // hostname (OVN-Kubernetes counts such an entry as "not IPv4" and keeps nothing for IPv6).
     std::optional<net::IpAddr> ingress_ipv6;
-    std::vector<uint32_t> endpoint_ipv4s;  // cluster-networked IPv4 endpoint addresses, sorted, unique
+    std::vector<uint32_t> endpoint_ipv4s;     // cluster-networked IPv4 endpoint addresses, sorted, unique
     std::vector<net::IpAddr> endpoint_ipv6s;  // cluster-networked IPv6 endpoint addresses (IPv6 slices), sorted, unique
-    std::vector<std::string> ip_families;  // the Service's spec.ipFamilies, as written (informational)
-    std::string ip_family_policy;          // spec.ipFamilyPolicy, "" when absent (informational)
+    std::vector<std::string> ip_families;     // the Service's spec.ipFamilies, as written (informational)
+    std::string ip_family_policy;             // spec.ipFamilyPolicy, "" when absent (informational)
     std::vector<std::string> endpoint_nodes;  // nodes hosting an endpoint (IPv4/IPv6 slices), sorted
-    bool etp_local = false;          // externalTrafficPolicy: Local
+    bool etp_local = false;                   // externalTrafficPolicy: Local
     // The Service's TCP and UDP ports (spec.ports) as IP protocol << 16 | port, sorted, unique:
     // connections from outside to the ingress IP on these are the Service's ingress traffic.
     std::vector<uint32_t> ports;

@@ -24,7 +24,9 @@ const metrics::Exporter* g_source = nullptr;
 constexpr size_t kMaxString = RTE_TEL_MAX_STRING_LEN - 1;
 constexpr size_t kReplyBudget = 12 * 1024;
 
-std::string clip(const std::string& s) { return s.size() <= kMaxString ? s : s.substr(0, kMaxString); }
+std::string clip(const std::string& s) {
+    return s.size() <= kMaxString ? s : s.substr(0, kMaxString);
+}
 
 void add_string(rte_tel_data* d, const char* key, const std::string& value) {
     rte_tel_data_add_dict_string(d, key, clip(value).c_str());
@@ -34,8 +36,7 @@ void add_string(rte_tel_data* d, const char* key, const std::string& value) {
 template <typename F>
 int with_source(F fill) {
     std::lock_guard lock(g_mu);
-    if (!g_source)
-        return -ENODEV;
+    if (!g_source) return -ENODEV;
     return fill(*g_source);
 }
 
@@ -79,13 +80,11 @@ int cmd_services(const char*, const char*, rte_tel_data* d) {
 }
 
 int cmd_service(const char*, const char* params, rte_tel_data* d) {
-    if (!params || !*params)
-        return -EINVAL;
+    if (!params || !*params) return -EINVAL;
     return with_source([&](const metrics::Exporter& x) {
         auto v = x.view();
         const metrics::ServiceEntry* s = v->find_service(params);
-        if (!s)
-            return -EINVAL;
+        if (!s) return -EINVAL;
         metrics::Readings r = x.read(*v);
         size_t i = static_cast<size_t>(s - v->services.data());
         const metrics::ServiceCounters& c = r.services[i];
@@ -127,8 +126,7 @@ int cmd_sessions_count(const char*, const char*, rte_tel_data* d) {
         metrics::Readings r = x.read(*v);
         uint64_t created = 0, expired = 0;
         rte_tel_data* per = rte_tel_data_alloc();
-        if (!per)
-            return -ENOMEM;
+        if (!per) return -ENOMEM;
         rte_tel_data_start_dict(per);
         for (const auto& l : r.lcores) {
             created += l[dp::WorkerCounter::sessions_created];
@@ -156,13 +154,10 @@ int cmd_snat_ports(const char*, const char* params, rte_tel_data* d) {
         size_t n = 0;
         for (const auto& a : v->nat_addresses) {
             std::string ip = metrics::format_ipv4(a.ip);
-            if (!only.empty() && ip != only)
-                continue;
-            if (++n > RTE_TEL_MAX_DICT_ENTRIES)
-                break;
+            if (!only.empty() && ip != only) continue;
+            if (++n > RTE_TEL_MAX_DICT_ENTRIES) break;
             rte_tel_data* e = rte_tel_data_alloc();
-            if (!e)
-                return -ENOMEM;
+            if (!e) return -ENOMEM;
             rte_tel_data_start_dict(e);
             add_string(e, "address", ip);
             add_string(e, "kind", a.kind);
@@ -176,8 +171,7 @@ int cmd_snat_ports(const char*, const char* params, rte_tel_data* d) {
             std::replace(key.begin(), key.end(), '.', '_');
             rte_tel_data_add_dict_container(d, key.c_str(), e, 0);
         }
-        if (!only.empty() && n == 0)
-            return -EINVAL;
+        if (!only.empty() && n == 0) return -EINVAL;
         return 0;
     });
 }
@@ -188,8 +182,7 @@ int cmd_lcores(const char*, const char*, rte_tel_data* d) {
         rte_tel_data_start_dict(d);
         for (const auto& l : r.lcores) {
             rte_tel_data* e = rte_tel_data_alloc();
-            if (!e)
-                return -ENOMEM;
+            if (!e) return -ENOMEM;
             rte_tel_data_start_dict(e);
             for (unsigned i = 0; i < dp::kWorkerCounterCount; ++i)
                 if (dp::kWorkerCounterInfo[i].scope == dp::CounterScope::lcore)

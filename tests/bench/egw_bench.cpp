@@ -51,11 +51,11 @@ constexpr uint16_t kMaxBenchWorkers = 4;
 constexpr uint8_t kInsideMac[6] = {0x02, 0, 0, 0, 0, 0x02};
 constexpr uint8_t kOutsideMac[6] = {0x02, 0, 0, 0, 0, 0x03};
 constexpr uint8_t kGatewayMac[6] = {0x02, 0, 0, 0, 0, 0x04};
-constexpr uint32_t kPodBase = 0x0a800000;       // 10.128.0.0/14
-constexpr uint32_t kDstBase = 0xc6336400 + 10;  // 198.51.100.10
+constexpr uint32_t kPodBase = 0x0a800000;           // 10.128.0.0/14
+constexpr uint32_t kDstBase = 0xc6336400 + 10;      // 198.51.100.10
 constexpr uint32_t kIngressBase = 0xcb007100 + 10;  // 203.0.113.10..
-constexpr uint32_t kGateway = 0xcb007101;       // 203.0.113.1
-constexpr uint32_t kPodRouter = 0x0a7f00fe;     // 10.127.0.254, inside
+constexpr uint32_t kGateway = 0xcb007101;           // 203.0.113.1
+constexpr uint32_t kPodRouter = 0x0a7f00fe;         // 10.127.0.254, inside
 
 struct Args {
     std::vector<uint32_t> flows{10000, 1000000};
@@ -105,9 +105,9 @@ struct Rig {
     rte_mempool* pool = nullptr;
     uint16_t inside = 0, outside = 0;
     dp::DataplaneShared shared;
-    dp::Worker* worker = nullptr;          // workers[0]
+    dp::Worker* worker = nullptr;  // workers[0]
     std::vector<dp::Worker*> workers;
-    std::vector<rte_ring*> rings;          // hand-off rings
+    std::vector<rte_ring*> rings;  // hand-off rings
     config::Config cfg;
     std::unique_ptr<control::PolicyBuilder> builder;
     const dp::PolicySnapshot* snap = nullptr;
@@ -187,8 +187,7 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigne
     }
     for (unsigned a = 0; a < n_workers && n_workers > 1; ++a)
         for (unsigned b = 0; b < n_workers; ++b) {
-            if (a == b)
-                continue;
+            if (a == b) continue;
             std::string rn = "bench_ho" + std::to_string(instance) + "_" + std::to_string(a) + "_" + std::to_string(b);
             rte_ring* ring = rte_ring_create(rn.c_str(), 2048, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
             r.rings.push_back(ring);
@@ -216,15 +215,13 @@ void teardown_rig(Rig& r) {
 // Fills `pkts` with the next burst of frames, as a pcap replay would.
 inline bool generate(rte_mempool* pool, const std::vector<Frame>& frames, size_t& cursor, rte_mbuf** pkts, unsigned n,
                      uint16_t port) {
-    if (rte_pktmbuf_alloc_bulk(pool, pkts, n) != 0)
-        return false;
+    if (rte_pktmbuf_alloc_bulk(pool, pkts, n) != 0) return false;
     for (unsigned i = 0; i < n; ++i) {
         rte_mbuf* m = pkts[i];
         std::memcpy(rte_pktmbuf_mtod(m, void*), frames[cursor].bytes, kFrameLen);
         m->data_len = m->pkt_len = kFrameLen;
         m->port = port;
-        if (++cursor == frames.size())
-            cursor = 0;
+        if (++cursor == frames.size()) cursor = 0;
     }
     return true;
 }
@@ -237,17 +234,19 @@ struct Result {
 enum class Mode { io_forward, snat };
 
 // Called between the measured phases, only so that a profiler can cut its profile there.
-__attribute__((noinline)) void phase_boundary() { asm volatile(""); }
+__attribute__((noinline)) void phase_boundary() {
+    asm volatile("");
+}
 
 // Exactly `packets` packets (whole bursts) through `mode`. Kept out of line and named per mode so
 // that a profiler can tell the two apart.
 template <Mode M>
-__attribute__((noinline)) Result replay_count(Rig& r, const std::vector<Frame>& frames, uint64_t packets, size_t& cursor) {
+__attribute__((noinline)) Result replay_count(Rig& r, const std::vector<Frame>& frames, uint64_t packets,
+                                              size_t& cursor) {
     rte_mbuf* pkts[dp::kBurst];
     uint64_t start = rte_rdtsc(), done = 0;
     while (done < packets) {
-        if (!generate(r.pool, frames, cursor, pkts, dp::kBurst, r.inside))
-            break;
+        if (!generate(r.pool, frames, cursor, pkts, dp::kBurst, r.inside)) break;
         if (M == Mode::io_forward) {
             uint16_t sent = rte_eth_tx_burst(r.outside, 0, pkts, dp::kBurst);
             for (uint16_t i = sent; i < dp::kBurst; ++i)
@@ -264,11 +263,13 @@ __attribute__((noinline)) Result replay_count(Rig& r, const std::vector<Frame>& 
     return Result{static_cast<double>(done) / secs / 1e6, static_cast<double>(ticks) / static_cast<double>(done)};
 }
 
-__attribute__((noinline)) Result replay_io_forward(Rig& r, const std::vector<Frame>& frames, uint64_t packets, size_t& cursor) {
+__attribute__((noinline)) Result replay_io_forward(Rig& r, const std::vector<Frame>& frames, uint64_t packets,
+                                                   size_t& cursor) {
     return replay_count<Mode::io_forward>(r, frames, packets, cursor);
 }
 
-__attribute__((noinline)) Result replay_snat(Rig& r, const std::vector<Frame>& frames, uint64_t packets, size_t& cursor) {
+__attribute__((noinline)) Result replay_snat(Rig& r, const std::vector<Frame>& frames, uint64_t packets,
+                                             size_t& cursor) {
     return replay_count<Mode::snat>(r, frames, packets, cursor);
 }
 
@@ -279,8 +280,7 @@ Result run(Rig& r, const std::vector<Frame>& frames, Mode mode, double seconds, 
     uint64_t packets = 0, now = start;
     while (now < end) {
         for (int k = 0; k < 64; ++k) {
-            if (!generate(r.pool, frames, cursor, pkts, dp::kBurst, r.inside))
-                continue;
+            if (!generate(r.pool, frames, cursor, pkts, dp::kBurst, r.inside)) continue;
             if (mode == Mode::io_forward) {
                 uint16_t sent = rte_eth_tx_burst(r.outside, 0, pkts, dp::kBurst);
                 for (uint16_t i = sent; i < dp::kBurst; ++i)
@@ -295,7 +295,8 @@ Result run(Rig& r, const std::vector<Frame>& frames, Mode mode, double seconds, 
         now = rte_rdtsc();
     }
     double secs = static_cast<double>(now - start) / static_cast<double>(hz);
-    return Result{static_cast<double>(packets) / secs / 1e6, static_cast<double>(now - start) / static_cast<double>(packets)};
+    return Result{static_cast<double>(packets) / secs / 1e6,
+                  static_cast<double>(now - start) / static_cast<double>(packets)};
 }
 
 // Every flow's first packet, each opening a session; returns sessions per second.
@@ -306,8 +307,7 @@ __attribute__((noinline)) double first_pass(Rig& r, const std::vector<Frame>& fr
     uint64_t sent = 0;
     while (sent < flows) {
         unsigned n = static_cast<unsigned>(std::min<uint64_t>(dp::kBurst, flows - sent));
-        if (!generate(r.pool, frames, cursor, pkts, n, r.inside))
-            break;
+        if (!generate(r.pool, frames, cursor, pkts, n, r.inside)) break;
         r.worker->now = rte_rdtsc();
         dp::worker_process_burst(*r.worker, *r.snap, pkts, static_cast<uint16_t>(n));
         dp::worker_flush(*r.worker);
@@ -321,19 +321,19 @@ __attribute__((noinline)) double first_pass(Rig& r, const std::vector<Frame>& fr
 void print_profile(const dp::Worker& w, uint32_t flows) {
     const dp::StageProfile& pr = w.profile;
     uint64_t replayed = pr.packets[static_cast<unsigned>(dp::ProfiledStage::input)];
-    if (!replayed)
-        return;
-    std::printf("\n  stage profile, SNAT replay at %u flows (TSC around each stage of each burst; %lu stage runs over "
-                "%lu ticks dropped as preempted)\n\n  | stage | packets | cycles/packet in the stage | cycles per "
-                "replayed packet |\n  |---|---:|---:|---:|\n",
-                flows, static_cast<unsigned long>(pr.preempted), static_cast<unsigned long>(dp::kProfilePreempted));
+    if (!replayed) return;
+    std::printf(
+        "\n  stage profile, SNAT replay at %u flows (TSC around each stage of each burst; %lu stage runs over "
+        "%lu ticks dropped as preempted)\n\n  | stage | packets | cycles/packet in the stage | cycles per "
+        "replayed packet |\n  |---|---:|---:|---:|\n",
+        flows, static_cast<unsigned long>(pr.preempted), static_cast<unsigned long>(dp::kProfilePreempted));
     double sum = 0;
     for (unsigned k = 0; k < dp::kProfiledStages; ++k) {
-        if (!pr.packets[k])
-            continue;
+        if (!pr.packets[k]) continue;
         double per_replayed = static_cast<double>(pr.cycles[k]) / static_cast<double>(replayed);
         sum += per_replayed;
-        std::printf("  | %s | %lu | %.1f | %.1f |\n", dp::kProfiledStageNames[k], static_cast<unsigned long>(pr.packets[k]),
+        std::printf("  | %s | %lu | %.1f | %.1f |\n", dp::kProfiledStageNames[k],
+                    static_cast<unsigned long>(pr.packets[k]),
                     static_cast<double>(pr.cycles[k]) / static_cast<double>(pr.packets[k]), per_replayed);
     }
     std::printf("  | all stages | | | %.1f |\n\n", sum);
@@ -357,7 +357,8 @@ uint64_t total_drops(const dp::Worker& w) {
 unsigned rss_queue(const uint8_t* frame, unsigned n) {
     auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(frame + sizeof(rte_ether_hdr));
     auto* udp = reinterpret_cast<const rte_udp_hdr*>(ip + 1);
-    uint32_t h = ip->src_addr ^ (ip->dst_addr * 0x9E3779B1u) ^ ((uint32_t{udp->src_port} << 16 | udp->dst_port) * 0x27D4EB2Fu);
+    uint32_t h =
+        ip->src_addr ^ (ip->dst_addr * 0x9E3779B1u) ^ ((uint32_t{udp->src_port} << 16 | udp->dst_port) * 0x27D4EB2Fu);
     h ^= h >> 16;
     h *= 0x85EBCA6Bu;
     h ^= h >> 13;
@@ -372,8 +373,7 @@ std::vector<Frame> reply_frames(const Rig& r, std::vector<uint8_t>& owner) {
     for (const auto* w : r.workers)
         for (uint32_t i = 0; i < w->sessions.capacity(); ++i) {
             const dp::Session& s = w->sessions.at(i);
-            if (!(s.in_use & dp::kSessionInUse))
-                continue;
+            if (!(s.in_use & dp::kSessionInUse)) continue;
             Frame f{};
             uint8_t* b = f.bytes;
             auto* eth = reinterpret_cast<rte_ether_hdr*>(b);
@@ -418,8 +418,7 @@ Result run_replies(Rig& r, const std::vector<Frame>& frames, const std::vector<u
     while (now < end) {
         for (int k = 0; k < 64; ++k) {
             size_t first = cursor;
-            if (!generate(r.pool, frames, cursor, pkts, dp::kBurst, r.outside))
-                continue;
+            if (!generate(r.pool, frames, cursor, pkts, dp::kBurst, r.outside)) continue;
             unsigned cnt[kMaxBenchWorkers] = {};
             for (unsigned i = 0; i < dp::kBurst; ++i) {
                 size_t at = (first + i) % frames.size();
@@ -428,8 +427,7 @@ Result run_replies(Rig& r, const std::vector<Frame>& frames, const std::vector<u
             }
             for (unsigned q = 0; q < n; ++q) {
                 r.workers[q]->now = rte_rdtsc();
-                if (cnt[q])
-                    dp::worker_process_burst(*r.workers[q], *r.snap, per[q], static_cast<uint16_t>(cnt[q]));
+                if (cnt[q]) dp::worker_process_burst(*r.workers[q], *r.snap, per[q], static_cast<uint16_t>(cnt[q]));
             }
             for (auto* w : r.workers)
                 dp::worker_poll_once(*w);
@@ -442,17 +440,20 @@ Result run_replies(Rig& r, const std::vector<Frame>& frames, const std::vector<u
         handed += w->counters.handed_off;
     handed -= handed0;
     double secs = static_cast<double>(now - start) / static_cast<double>(hz);
-    return Result{static_cast<double>(packets) / secs / 1e6, static_cast<double>(now - start) / static_cast<double>(packets)};
+    return Result{static_cast<double>(packets) / secs / 1e6,
+                  static_cast<double>(now - start) / static_cast<double>(packets)};
 }
 
 int many_workers(rte_mempool* pool, uint16_t inside, uint16_t outside, int field, const Args& a) {
     uint32_t flows = a.flows.empty() ? 10000 : a.flows.front();
-    std::printf("egw-bench --workers: %u flows, replies (outside -> pod) through N worker contexts run one after another "
-                "on lcore %u, %.1f s per measurement.\nThis machine shows the cost per packet, not scaling: the N workers "
-                "share one core.\n\n",
-                flows, rte_lcore_id(), a.seconds);
-    std::printf("| workers | io-forward cycles/pkt | replies by RSS: cycles/pkt | handed off | replies to their owner "
-                "(rte_flow): cycles/pkt | cost of a hand-off, cycles |\n|---:|---:|---:|---:|---:|---:|\n");
+    std::printf(
+        "egw-bench --workers: %u flows, replies (outside -> pod) through N worker contexts run one after another "
+        "on lcore %u, %.1f s per measurement.\nThis machine shows the cost per packet, not scaling: the N workers "
+        "share one core.\n\n",
+        flows, rte_lcore_id(), a.seconds);
+    std::printf(
+        "| workers | io-forward cycles/pkt | replies by RSS: cycles/pkt | handed off | replies to their owner "
+        "(rte_flow): cycles/pkt | cost of a hand-off, cycles |\n|---:|---:|---:|---:|---:|---:|\n");
     int rc = 0;
     for (uint32_t n : a.workers) {
         if (n < 1 || n > kMaxBenchWorkers) {
@@ -474,8 +475,7 @@ int many_workers(rte_mempool* pool, uint16_t inside, uint16_t outside, int field
         for (uint32_t sent = 0; sent < flows;) {
             unsigned cnt = static_cast<unsigned>(std::min<uint32_t>(dp::kBurst, flows - sent));
             size_t first = cursor;
-            if (!generate(pool, frames, cursor, pkts, cnt, inside))
-                break;
+            if (!generate(pool, frames, cursor, pkts, cnt, inside)) break;
             unsigned c[kMaxBenchWorkers] = {};
             for (unsigned i = 0; i < cnt; ++i) {
                 unsigned q = rss_queue(frames[first + i].bytes, n);
@@ -528,10 +528,11 @@ int many_workers(rte_mempool* pool, uint16_t inside, uint16_t outside, int field
         std::fflush(stdout);
         teardown_rig(r);
     }
-    std::printf("\nreplies by RSS = each reply given to the worker a 5-tuple hash picks (software hand-off when it is "
-                "not the owner);\nreplies to their owner = each reply given to the worker owning its NAT port, as "
-                "rte_flow steering does.\ncycles/pkt include making the frame (io-forward column) and the N workers' "
-                "poll iterations.\n");
+    std::printf(
+        "\nreplies by RSS = each reply given to the worker a 5-tuple hash picks (software hand-off when it is "
+        "not the owner);\nreplies to their owner = each reply given to the worker owning its NAT port, as "
+        "rte_flow steering does.\ncycles/pkt include making the frame (io-forward column) and the N workers' "
+        "poll iterations.\n");
     return rc;
 }
 
@@ -542,8 +543,7 @@ std::vector<uint32_t> parse_list(const char* s) {
     while (pos <= str.size()) {
         size_t comma = str.find(',', pos);
         v.push_back(static_cast<uint32_t>(std::stoul(str.substr(pos, comma - pos))));
-        if (comma == std::string::npos)
-            break;
+        if (comma == std::string::npos) break;
         pos = comma + 1;
     }
     return v;
@@ -581,7 +581,9 @@ int main(int argc, char** argv) {
         else if (k == "--packets")
             a.packets = std::stoull(v);
         else {
-            std::fprintf(stderr, "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds S] [--workers N,...] [--packets P]\n");
+            std::fprintf(stderr,
+                         "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds "
+                         "S] [--workers N,...] [--packets P]\n");
             return 2;
         }
     }
@@ -589,7 +591,8 @@ int main(int argc, char** argv) {
     int field = rte_mbuf_dynfield_register(&egw::dp::next_hop_dynfield());
 
     uint16_t inside = 0, outside = 0;
-    if (rte_eth_dev_get_port_by_name("net_null0", &inside) != 0 || rte_eth_dev_get_port_by_name("net_null1", &outside) != 0) {
+    if (rte_eth_dev_get_port_by_name("net_null0", &inside) != 0 ||
+        rte_eth_dev_get_port_by_name("net_null1", &outside) != 0) {
         std::fprintf(stderr, "egw-bench: needs --vdev=net_null0,no-rx=1 --vdev=net_null1,no-rx=1\n");
         return 1;
     }
@@ -616,11 +619,13 @@ int main(int argc, char** argv) {
         return rc;
     }
     double ghz = static_cast<double>(rte_get_tsc_hz()) / 1e9;
-    std::printf("egw-bench: one worker on lcore %u, TSC %.2f GHz, 60-byte UDP frames (64 on the wire), %u Services, %u "
-                "destinations, %.1f s per measurement\n\n",
-                rte_lcore_id(), ghz, a.services, a.destinations, a.seconds);
-    std::printf("| flows = sessions | io-forward Mpps | SNAT Mpps | SNAT / io-forward | cycles/pkt io | cycles/pkt SNAT | "
-                "egw cycles/pkt | new sessions/s | memory/session |\n");
+    std::printf(
+        "egw-bench: one worker on lcore %u, TSC %.2f GHz, 60-byte UDP frames (64 on the wire), %u Services, %u "
+        "destinations, %.1f s per measurement\n\n",
+        rte_lcore_id(), ghz, a.services, a.destinations, a.seconds);
+    std::printf(
+        "| flows = sessions | io-forward Mpps | SNAT Mpps | SNAT / io-forward | cycles/pkt io | cycles/pkt SNAT | "
+        "egw cycles/pkt | new sessions/s | memory/session |\n");
     std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     int rc = 0;
     for (uint32_t flows : a.flows) {
@@ -643,7 +648,8 @@ int main(int argc, char** argv) {
                          static_cast<unsigned long>(total_drops(*r.worker)));
             for (unsigned d = 0; d < dp::kDropReasonCount; ++d)
                 if (r.worker->counters.drops[d])
-                    std::fprintf(stderr, " %s=%lu", dp::kDropReasonNames[d], static_cast<unsigned long>(r.worker->counters.drops[d]));
+                    std::fprintf(stderr, " %s=%lu", dp::kDropReasonNames[d],
+                                 static_cast<unsigned long>(r.worker->counters.drops[d]));
             std::fprintf(stderr, ")\n");
             rc = 1;
         }
@@ -653,18 +659,20 @@ int main(int argc, char** argv) {
         std::shuffle(frames.begin(), frames.end(), std::mt19937(2));
         size_t cursor = 0;
         phase_boundary();
-        Result io = a.packets ? replay_io_forward(r, frames, a.packets, cursor) : run(r, frames, Mode::io_forward, a.seconds, cursor);
+        Result io = a.packets ? replay_io_forward(r, frames, a.packets, cursor)
+                              : run(r, frames, Mode::io_forward, a.seconds, cursor);
         phase_boundary();
         r.worker->profile = {};
-        Result snat = a.packets ? replay_snat(r, frames, a.packets, cursor) : run(r, frames, Mode::snat, a.seconds, cursor);
+        Result snat =
+            a.packets ? replay_snat(r, frames, a.packets, cursor) : run(r, frames, Mode::snat, a.seconds, cursor);
         phase_boundary();
         if (r.worker->sessions.active() != flows || total_drops(*r.worker) != 0) {
             std::fprintf(stderr, "egw-bench: established pass changed the session count or dropped packets\n");
             rc = 1;
         }
         double per_session = static_cast<double>(r.session_bytes) / static_cast<double>(r.worker->sessions.capacity());
-        std::printf("| %u | %.2f | %.2f | %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f B (%.0f MiB for 1M) |\n", flows, io.mpps,
-                    snat.mpps, 100.0 * snat.mpps / io.mpps, io.cycles_per_packet, snat.cycles_per_packet,
+        std::printf("| %u | %.2f | %.2f | %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f B (%.0f MiB for 1M) |\n", flows,
+                    io.mpps, snat.mpps, 100.0 * snat.mpps / io.mpps, io.cycles_per_packet, snat.cycles_per_packet,
                     snat.cycles_per_packet - io.cycles_per_packet, cps, per_session, per_session * 1e6 / 1048576.0);
         std::fflush(stdout);
 #ifdef EGW_STAGE_PROFILE
@@ -672,11 +680,12 @@ int main(int argc, char** argv) {
 #endif
         teardown_rig(r);
     }
-    std::printf("\nio-forward = allocate + copy the frame (as net_pcap replay does) + transmit to net_null.\n"
-                "SNAT = the same + egw's pipeline (parse, bulk session lookup, translate, route, neighbour).\n"
-                "new sessions/s = first pass over the flows, every packet opening a session.\n"
-                "io-forward and SNAT replay the flows in another random order than the one they were created in.\n"
-                "memory/session = bytes of the session table (both hash indexes, 64-byte sessions, free list) / capacity.\n");
+    std::printf(
+        "\nio-forward = allocate + copy the frame (as net_pcap replay does) + transmit to net_null.\n"
+        "SNAT = the same + egw's pipeline (parse, bulk session lookup, translate, route, neighbour).\n"
+        "new sessions/s = first pass over the flows, every packet opening a session.\n"
+        "io-forward and SNAT replay the flows in another random order than the one they were created in.\n"
+        "memory/session = bytes of the session table (both hash indexes, 64-byte sessions, free list) / capacity.\n");
     rte_eal_cleanup();
     return rc;
 }

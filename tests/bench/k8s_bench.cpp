@@ -66,8 +66,9 @@ struct Args {
 };
 
 [[noreturn]] void usage() {
-    std::fprintf(stderr, "usage: egw-k8s-bench [--services N] [--endpoints E] [--changes C] "
-                         "[--statuses restart|cold] [--election leader|external] [--apiserver PATH]\n");
+    std::fprintf(stderr,
+                 "usage: egw-k8s-bench [--services N] [--endpoints E] [--changes C] "
+                 "[--statuses restart|cold] [--election leader|external] [--apiserver PATH]\n");
     std::exit(2);
 }
 
@@ -77,13 +78,20 @@ Args parse(int argc, char** argv) {
         std::string k = argv[i];
         if (i + 1 >= argc) usage();
         std::string v = argv[++i];
-        if (k == "--services") a.services = static_cast<unsigned>(std::stoul(v));
-        else if (k == "--endpoints") a.endpoints = static_cast<unsigned>(std::stoul(v));
-        else if (k == "--changes") a.changes = static_cast<unsigned>(std::stoul(v));
-        else if (k == "--statuses" && (v == "restart" || v == "cold")) a.cold = v == "cold";
-        else if (k == "--election" && (v == "leader" || v == "external")) a.external = v == "external";
-        else if (k == "--apiserver") a.apiserver = v;
-        else usage();
+        if (k == "--services")
+            a.services = static_cast<unsigned>(std::stoul(v));
+        else if (k == "--endpoints")
+            a.endpoints = static_cast<unsigned>(std::stoul(v));
+        else if (k == "--changes")
+            a.changes = static_cast<unsigned>(std::stoul(v));
+        else if (k == "--statuses" && (v == "restart" || v == "cold"))
+            a.cold = v == "cold";
+        else if (k == "--election" && (v == "leader" || v == "external"))
+            a.external = v == "external";
+        else if (k == "--apiserver")
+            a.apiserver = v;
+        else
+            usage();
     }
     if (a.services == 0 || a.endpoints == 0 || a.endpoints > 16) usage();
     return a;
@@ -95,9 +103,13 @@ std::string ip(uint32_t v) {
 }
 
 // Endpoint j of Service i: 10.0.0.0/8, 16 addresses per Service. Replacements use the upper half.
-uint32_t endpoint_ip(unsigned i, unsigned j) { return 0x0a000000u + i * 32 + j; }
+uint32_t endpoint_ip(unsigned i, unsigned j) {
+    return 0x0a000000u + i * 32 + j;
+}
 
-std::string name(unsigned i) { return "svc-" + std::to_string(i); }
+std::string name(unsigned i) {
+    return "svc-" + std::to_string(i);
+}
 
 json slice(unsigned i, const std::vector<uint32_t>& ips) {
     json eps = json::array();
@@ -105,7 +117,8 @@ json slice(unsigned i, const std::vector<uint32_t>& ips) {
         eps.push_back({{"addresses", {ip(ips[j])}}, {"nodeName", "worker-" + std::to_string(j % 50)}});
     return {{"apiVersion", "discovery.k8s.io/v1"},
             {"kind", "EndpointSlice"},
-            {"metadata", {{"name", name(i) + "-1"}, {"namespace", "bench"}, {"labels", {{"kubernetes.io/service-name", name(i)}}}}},
+            {"metadata",
+             {{"name", name(i) + "-1"}, {"namespace", "bench"}, {"labels", {{"kubernetes.io/service-name", name(i)}}}}},
             {"addressType", "IPv4"},
             {"endpoints", eps}};
 }
@@ -113,18 +126,23 @@ json slice(unsigned i, const std::vector<uint32_t>& ips) {
 json seed(const Args& a) {
     json items = json::array();
     json labels = {{"kubernetes.io/hostname", kNode}, {"egw.example.com/gateway", "true"}};
-    for (unsigned i = 0; i < a.services && !a.cold; ++i) labels["egress-service.k8s.ovn.org/bench-" + name(i)] = "";
+    for (unsigned i = 0; i < a.services && !a.cold; ++i)
+        labels["egress-service.k8s.ovn.org/bench-" + name(i)] = "";
     for (const char* n : {kNode, "gw-2", "gw-3"}) {
-        json node = {{"apiVersion", "v1"},
-                     {"kind", "Node"},
-                     {"metadata", {{"name", n}, {"labels", std::string(n) == kNode ? labels : json{{"kubernetes.io/hostname", n}}}}},
-                     {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+        json node = {
+            {"apiVersion", "v1"},
+            {"kind", "Node"},
+            {"metadata",
+             {{"name", n}, {"labels", std::string(n) == kNode ? labels : json{{"kubernetes.io/hostname", n}}}}},
+            {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
         items.push_back(node);
     }
-    items.push_back({{"apiVersion", "coordination.k8s.io/v1"},
-                     {"kind", "Lease"},
-                     {"metadata", {{"name", std::string("egw-node-") + kNode}, {"namespace", kLeaseNs}}},
-                     {"spec", {{"holderIdentity", kNode}, {"leaseDurationSeconds", 60}, {"renewTime", k8s_source::now_micro_time()}}}});
+    items.push_back(
+        {{"apiVersion", "coordination.k8s.io/v1"},
+         {"kind", "Lease"},
+         {"metadata", {{"name", std::string("egw-node-") + kNode}, {"namespace", kLeaseNs}}},
+         {"spec",
+          {{"holderIdentity", kNode}, {"leaseDurationSeconds", 60}, {"renewTime", k8s_source::now_micro_time()}}}});
     for (unsigned i = 0; i < a.services; ++i) {
         items.push_back({{"apiVersion", "v1"},
                          {"kind", "Service"},
@@ -132,7 +150,8 @@ json seed(const Args& a) {
                          {"spec", {{"type", "LoadBalancer"}, {"externalTrafficPolicy", "Cluster"}}},
                          {"status", {{"loadBalancer", {{"ingress", json::array({{{"ip", ip(0x64400000u + i)}}})}}}}}});
         std::vector<uint32_t> ips;
-        for (unsigned j = 0; j < a.endpoints; ++j) ips.push_back(endpoint_ip(i, j));
+        for (unsigned j = 0; j < a.endpoints; ++j)
+            ips.push_back(endpoint_ip(i, j));
         items.push_back(slice(i, ips));
         json es = {{"apiVersion", "k8s.ovn.org/v1"},
                    {"kind", "EgressService"},
@@ -158,9 +177,10 @@ public:
             // stand-in's http.server leaves Nagle on, and a response then waits for the client's
             // delayed ACK (40 ms) whenever a keep-alive connection is reused.
             const std::string dir_of = std::filesystem::path(a.apiserver).parent_path().string();
-            const std::string boot = "import sys; sys.path.insert(0, sys.argv[1]); import apiserver; "
-                                     "apiserver.Handler.disable_nagle_algorithm = True; "
-                                     "sys.exit(apiserver.main(sys.argv[2:]))";
+            const std::string boot =
+                "import sys; sys.path.insert(0, sys.argv[1]); import apiserver; "
+                "apiserver.Handler.disable_nagle_algorithm = True; "
+                "sys.exit(apiserver.main(sys.argv[2:]))";
             execlp("python3", "python3", "-c", boot.c_str(), dir_of.c_str(), "--port", "0", "--port-file",
                    port_file_.c_str(), "--token", kToken, "--seed", seed_file.c_str(), static_cast<char*>(nullptr));
             _exit(127);
@@ -190,7 +210,9 @@ private:
     std::string port_file_;
 };
 
-double ms(Clock::duration d) { return duration<double, std::milli>(d).count(); }
+double ms(Clock::duration d) {
+    return duration<double, std::milli>(d).count();
+}
 
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;
@@ -228,7 +250,8 @@ int main(int argc, char** argv) {
           "ports": [{"name": "pods", "device": "net_null0", "role": "inside", "addresses": ["10.255.255.1/24"]},
                     {"name": "ext", "device": "net_null1", "role": "outside", "addresses": ["192.0.2.1/24"]}],
           "cluster": {"pod_cidrs": ["10.0.0.0/9"]}, "node": {"name": "gw-1"},
-          "state": {"source": "kubernetes"}})", "bench.json");
+          "state": {"source": "kubernetes"}})",
+                                               "bench.json");
         control::PolicyBuilder builder(cfg, {0, 1}, {{0x02, 0, 0, 0, 0, 1}, {0x02, 0, 0, 0, 0, 2}});
 
         k8s::Credentials creds;
@@ -247,7 +270,8 @@ int main(int argc, char** argv) {
         std::unique_ptr<dp::PolicySnapshot> snap;
         auto served = [&] {
             size_t n = 0;
-            for (const auto& v : builder.views()) n += v.programmed;
+            for (const auto& v : builder.views())
+                n += v.programmed;
             return n;
         };
 
@@ -280,7 +304,8 @@ int main(int argc, char** argv) {
         std::printf("start -> %zu Services programmed   %8.1f ms  (last build %.1f ms, %zu endpoints)\n", served(),
                     ms(programmed - t0), build_ms, [&] {
                         size_t n = 0;
-                        for (const auto& v : builder.views()) n += v.state.endpoint_ipv4s.size();
+                        for (const auto& v : builder.views())
+                            n += v.state.endpoint_ipv4s.size();
                         return n;
                     }());
         std::printf("  egw's own CPU time until then        %8.1f ms (the rest is the test API server, in Python)\n",
@@ -288,7 +313,8 @@ int main(int argc, char** argv) {
         if (served() < want) throw std::runtime_error("not every Service was programmed within 10 minutes");
         auto st = ctl.stats();
         std::printf("leader: %s, status writes %llu, label writes %llu\n", st.leader ? "yes" : "no",
-                    static_cast<unsigned long long>(st.status_writes), static_cast<unsigned long long>(st.label_writes));
+                    static_cast<unsigned long long>(st.status_writes),
+                    static_cast<unsigned long long>(st.label_writes));
 
         // Endpoint changes: replace endpoint 0 of a random Service, wait for the snapshot.
         std::mt19937 rng(42);
@@ -301,7 +327,8 @@ int main(int argc, char** argv) {
             // A different address from the one the previous change of this Service put there.
             const uint32_t fresh = endpoint_ip(i, 16 + changed[i]++ % 16);
             ips.push_back(fresh);
-            for (unsigned j = 1; j < a.endpoints; ++j) ips.push_back(endpoint_ip(i, j));
+            for (unsigned j = 1; j < a.endpoints; ++j)
+                ips.push_back(endpoint_ip(i, j));
             const std::string key = "bench/" + name(i);
             const std::string body = slice(i, ips).dump();
             const auto s0 = Clock::now();
@@ -341,10 +368,11 @@ int main(int argc, char** argv) {
             std::this_thread::sleep_for(milliseconds(20));
         }
         if (!lat.empty())
-            std::printf("endpoint change -> snapshot (%zu changes)  p50 %.1f ms  p99 %.1f ms  max %.1f ms  "
-                        "(of which poll: p50 %.2f ms, p99 %.2f ms; building the snapshot: p50 %.2f ms, p99 %.2f ms)\n",
-                        lat.size(), percentile(lat, 0.5), percentile(lat, 0.99), *std::max_element(lat.begin(), lat.end()),
-                        percentile(polls, 0.5), percentile(polls, 0.99), percentile(builds, 0.5), percentile(builds, 0.99));
+            std::printf(
+                "endpoint change -> snapshot (%zu changes)  p50 %.1f ms  p99 %.1f ms  max %.1f ms  "
+                "(of which poll: p50 %.2f ms, p99 %.2f ms; building the snapshot: p50 %.2f ms, p99 %.2f ms)\n",
+                lat.size(), percentile(lat, 0.5), percentile(lat, 0.99), *std::max_element(lat.begin(), lat.end()),
+                percentile(polls, 0.5), percentile(polls, 0.99), percentile(builds, 0.5), percentile(builds, 0.99));
         ctl.stop();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "egw-k8s-bench: %s\n", e.what());

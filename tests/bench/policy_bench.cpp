@@ -43,16 +43,22 @@ Args parse(int argc, char** argv) {
         std::string k = argv[i];
         if (i + 1 >= argc) usage();
         unsigned v = static_cast<unsigned>(std::stoul(argv[++i]));
-        if (k == "--services") a.services = v;
-        else if (k == "--endpoints") a.endpoints = v;
-        else if (k == "--changes") a.changes = v;
-        else usage();
+        if (k == "--services")
+            a.services = v;
+        else if (k == "--endpoints")
+            a.endpoints = v;
+        else if (k == "--changes")
+            a.changes = v;
+        else
+            usage();
     }
     if (a.services == 0 || a.services >= dp::kMaxServices || a.endpoints == 0 || a.endpoints > 16) usage();
     return a;
 }
 
-double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double ms(Clock::duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+}
 
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;
@@ -62,7 +68,9 @@ double percentile(std::vector<double> v, double p) {
 }
 
 // The addresses egw-k8s-bench uses: 32 per Service in 10.0.0.0/9, the upper half for replacements.
-uint32_t endpoint_ip(unsigned i, unsigned j) { return 0x0a000000u + i * 32 + j; }
+uint32_t endpoint_ip(unsigned i, unsigned j) {
+    return 0x0a000000u + i * 32 + j;
+}
 
 }  // namespace
 
@@ -73,7 +81,8 @@ int main(int argc, char** argv) {
       "ports": [{"name": "pods", "device": "net_null0", "role": "inside", "addresses": ["10.255.255.1/24"]},
                 {"name": "ext", "device": "net_null1", "role": "outside", "addresses": ["192.0.2.1/24"]}],
       "cluster": {"pod_cidrs": ["10.0.0.0/9"]}, "node": {"name": "gw-1"},
-      "state": {"source": "kubernetes"}})", "bench.json");
+      "state": {"source": "kubernetes"}})",
+                                           "bench.json");
     control::PolicyBuilder builder(cfg, {0, 1}, {{0x02, 0, 0, 0, 0, 1}, {0x02, 0, 0, 0, 0, 2}});
 
     std::vector<model::ServiceState> states;
@@ -83,7 +92,8 @@ int main(int argc, char** argv) {
         s.status_host = "gw-1";
         s.serve_here = true;
         s.ingress_ipv4 = 0x64400000u + i;
-        for (unsigned j = 0; j < a.endpoints; ++j) s.endpoint_ipv4s.push_back(endpoint_ip(i, j));
+        for (unsigned j = 0; j < a.endpoints; ++j)
+            s.endpoint_ipv4s.push_back(endpoint_ip(i, j));
         s.endpoint_nodes = {"worker-0", "worker-1"};
         states.push_back(std::move(s));
     }

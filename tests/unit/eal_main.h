@@ -47,8 +47,7 @@ inline int run_with_eal(int argc, char** argv, const std::string& name, unsigned
         return 1;
     }
     int rc = 1;
-    if (!ready || ready())
-        rc = RUN_ALL_TESTS();
+    if (!ready || ready()) rc = RUN_ALL_TESTS();
     std::string runtime_dir = rte_eal_get_runtime_dir();
     rte_eal_cleanup();
     std::error_code ec;

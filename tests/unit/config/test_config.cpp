@@ -76,7 +76,9 @@ std::string error_of(const std::string& text, const std::string& file = kFile) {
     return "no error";
 }
 
-std::string error_of_json(const json& j) { return error_of(j.dump(2)); }
+std::string error_of_json(const json& j) {
+    return error_of(j.dump(2));
+}
 
 std::string msg(const std::string& path, const std::string& expected) {
     return std::string(kFile) + ": " + path + ": " + expected;
@@ -136,8 +138,8 @@ TEST(ParseIpv4, AcceptsDottedQuads) {
 
 TEST(ParseIpv4, RejectsEverythingElse) {
     for (const char* s : {"", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.256", "01.2.3.4", "1.2.3.00", "+1.2.3.4",
-                          "1..3.4", "1.2.3.", ".1.2.3", "1.2.3.4 ", " 1.2.3.4", "1.2.3.-4", "a.b.c.d",
-                          "1.2.3.4/24", "0x1.2.3.4", "1000.1.1.1", "1.2.3.4\n"})
+                          "1..3.4", "1.2.3.", ".1.2.3", "1.2.3.4 ", " 1.2.3.4", "1.2.3.-4", "a.b.c.d", "1.2.3.4/24",
+                          "0x1.2.3.4", "1000.1.1.1", "1.2.3.4\n"})
         EXPECT_FALSE(parse_ipv4(s).has_value()) << '"' << s << '"';
 }
 
@@ -163,9 +165,8 @@ TEST(ParseIpv4Prefix, KeepsHostBits) {
 }
 
 TEST(ParseIpv4Prefix, RejectsEverythingElse) {
-    for (const char* s : {"", "10.0.0.0", "10.0.0.0/", "10.0.0.0/33", "10.0.0.0/024", "10.0.0.0/+4",
-                          "10.0.0.0/24/1", "10.0.0.0/2a", "10.0.0/8", "/8", "10.0.0.0 /8", "10.0.0.0/-1",
-                          "10.0.0.0/100"})
+    for (const char* s : {"", "10.0.0.0", "10.0.0.0/", "10.0.0.0/33", "10.0.0.0/024", "10.0.0.0/+4", "10.0.0.0/24/1",
+                          "10.0.0.0/2a", "10.0.0/8", "/8", "10.0.0.0 /8", "10.0.0.0/-1", "10.0.0.0/100"})
         EXPECT_FALSE(net::parse_prefix(s).has_value()) << '"' << s << '"';
 }
 
@@ -197,9 +198,9 @@ TEST(ParseIpv6, AcceptsEveryFormAndPrintsCanonically) {
 }
 
 TEST(ParseIpv6, RejectsEverythingElse) {
-    for (const char* s : {":", ":::", "2001:db8::1::2", "2001:db8:1:2:3:4:5:6:7", "2001:db8::g", "2001:db8::12345",
-                          "[2001:db8::1]", "fe80::1%eth0", "2001:db8::1/64", " ::1", "::1 ", "::ffff:1.2.3",
-                          "::ffff:01.2.3.4", "1:2:3:4:5:6:7"})
+    for (const char* s :
+         {":", ":::", "2001:db8::1::2", "2001:db8:1:2:3:4:5:6:7", "2001:db8::g", "2001:db8::12345", "[2001:db8::1]",
+          "fe80::1%eth0", "2001:db8::1/64", " ::1", "::1 ", "::ffff:1.2.3", "::ffff:01.2.3.4", "1:2:3:4:5:6:7"})
         EXPECT_FALSE(net::parse_ip(s).has_value()) << '"' << s << '"';
 }
 
@@ -254,9 +255,9 @@ TEST(ParseMac, AcceptsColonHex) {
 }
 
 TEST(ParseMac, RejectsEverythingElse) {
-    for (const char* s : {"", "02:00:00:00:00", "02-00-00-00-00-01", "0g:00:00:00:00:01", "2:0:0:0:0:1",
-                          "02:00:00:00:00:011", "02:00:00:00:00:0", "0200.0000.0001", "02:00:00:00:00:01:",
-                          " 02:00:00:00:00:01"})
+    for (const char* s :
+         {"", "02:00:00:00:00", "02-00-00-00-00-01", "0g:00:00:00:00:01", "2:0:0:0:0:1", "02:00:00:00:00:011",
+          "02:00:00:00:00:0", "0200.0000.0001", "02:00:00:00:00:01:", " 02:00:00:00:00:01"})
         EXPECT_FALSE(parse_mac(s).has_value()) << '"' << s << '"';
 }
 
@@ -267,7 +268,8 @@ TEST(Format, RoundTrips) {
     EXPECT_EQ(net::to_string(prefix("0.0.0.0/0")), "0.0.0.0/0");
     EXPECT_EQ(net::to_string(prefix("2001:db8::1/64")), "2001:db8::1/64");
     EXPECT_EQ(format_mac(mac("02:E9:00:0a:00:01")), "02:e9:00:0a:00:01");
-    for (const char* s : {"1.2.3.4", "255.0.255.0", "10.244.1.1"}) EXPECT_EQ(format_ipv4(ip(s).v4()), s);
+    for (const char* s : {"1.2.3.4", "255.0.255.0", "10.244.1.1"})
+        EXPECT_EQ(format_ipv4(ip(s).v4()), s);
 }
 
 TEST(ToString, Enums) {
@@ -319,7 +321,8 @@ TEST(Load, MinimalFileGetsDefaults) {
       "cluster": {"pod_cidrs": ["10.244.0.0/16"]},
       "node": {"name": "gw-1"},
       "state": {"path": "m"}
-    })", "/etc/egw/egw.json");
+    })",
+                         "/etc/egw/egw.json");
     EXPECT_EQ(c.file, "/etc/egw/egw.json");
     EXPECT_EQ(c.eal.lcores, "0-1");
     EXPECT_EQ(c.eal.main_lcore, 0u);
@@ -413,7 +416,8 @@ TEST(Load, FullFileEveryFieldLands) {
               "unused_s": 90, "announce_count": 0, "announce_interval_ms": 250},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
       "state": {"source": "kubernetes", "kubeconfig": "/etc/kubernetes/admin.conf"}
-    })", "cfg/egw.json");
+    })",
+                         "cfg/egw.json");
 
     EXPECT_EQ(c.file, "cfg/egw.json");
     EXPECT_EQ(c.eal.lcores, "0-3");
@@ -530,7 +534,8 @@ TEST(Load, CommentsAreAccepted) {
       "node": {"name": "gw-1"},
       "state": {"path": "m"}
     }
-    // trailing comment)", kFile);
+    // trailing comment)",
+                         kFile);
     EXPECT_EQ(c.ports.size(), 2u);
 }
 
@@ -567,7 +572,8 @@ TEST(Load, LcoreMappingSyntaxIsPassedThrough) {
 
 TEST(Load, LcoreMappingForms) {
     // Every form EAL's --lcores takes: one id, a range, a bracketed list, with or without @CPUS.
-    for (const char* lcores : {"0@0,1@1,2@2", "0,1-2@(3,5-6)", "(0-2)@0", "0-2@1", "0@(0-3),(1,2)@(1-1000)", "(0,1,2)"}) {
+    for (const char* lcores :
+         {"0@0,1@1,2@2", "0,1-2@(3,5-6)", "(0-2)@0", "0-2@1", "0@(0-3),(1,2)@(1-1000)", "(0,1,2)"}) {
         json j = base();
         j["eal"]["lcores"] = lcores;
         j["workers"] = {1, 2};
@@ -586,7 +592,8 @@ TEST(Load, LcoreListsWithGaps) {
 TEST(Load, NegativeZeroIsZero) {
     Config c = load_text(R"({"eal": {"vdevs": ["net_tap0", "net_tap1"], "main_lcore": -0}, "workers": [1],
       "ports": [{"name": "a", "device": "net_tap0", "role": "inside"}, {"name": "b", "device": "net_tap1", "role": "outside"}],
-      "cluster": {"pod_cidrs": ["10.244.0.0/16"]}, "node": {"name": "gw-1"}, "state": {"path": "m"}})", kFile);
+      "cluster": {"pod_cidrs": ["10.244.0.0/16"]}, "node": {"name": "gw-1"}, "state": {"path": "m"}})",
+                         kFile);
     EXPECT_EQ(c.eal.main_lcore, 0u);
 }
 
@@ -706,11 +713,13 @@ TEST(FileErrors, LoadFileNamesTheFileInValidationErrors) {
 
 TEST(FileErrors, SyntaxErrorNamesLineAndColumn) {
     EXPECT_EQ(error_of("{\n  \"workers\": [1],\n  }"),
-              msg("$", "expected valid JSON, got a syntax error at line 3, column 3 (syntax error while parsing "
-                       "object key - unexpected '}'; expected string literal)"));
+              msg("$",
+                  "expected valid JSON, got a syntax error at line 3, column 3 (syntax error while parsing "
+                  "object key - unexpected '}'; expected string literal)"));
     EXPECT_EQ(error_of("// only a comment\n{\"workers\": [1,]}"),
-              msg("$", "expected valid JSON, got a syntax error at line 2, column 16 (syntax error while parsing "
-                       "value - unexpected ']'; expected '[', '{', or a literal)"));
+              msg("$",
+                  "expected valid JSON, got a syntax error at line 2, column 16 (syntax error while parsing "
+                  "value - unexpected ']'; expected '[', '{', or a literal)"));
 }
 
 TEST(FileErrors, SyntaxErrorInAFileNamesTheFile) {
@@ -730,9 +739,10 @@ TEST(FileErrors, SyntaxErrorInAFileNamesTheFile) {
 }
 
 TEST(FileErrors, EmptyAndTrailingGarbage) {
-    EXPECT_EQ(error_of(""), msg("$", "expected valid JSON, got a syntax error at line 1, column 1 (syntax error "
-                                     "while parsing value - unexpected end of input; expected '[', '{', or a "
-                                     "literal)"));
+    EXPECT_EQ(error_of(""), msg("$",
+                                "expected valid JSON, got a syntax error at line 1, column 1 (syntax error "
+                                "while parsing value - unexpected end of input; expected '[', '{', or a "
+                                "literal)"));
     EXPECT_NE(error_of(base().dump() + " {}").find(": $: expected valid JSON, got a syntax error at line 1"),
               std::string::npos);
 }
@@ -750,7 +760,8 @@ TEST(FileErrors, TheExampleFromTheDocs) {
         FAIL() << "no error";
     } catch (const ConfigError& e) {
         EXPECT_STREQ(e.what(),
-                     "config/demo.json: $.ports[1].addresses[0]: expected an IPv4 or IPv6 prefix like 10.0.0.1/24 or 2001:db8::1/64, got "
+                     "config/demo.json: $.ports[1].addresses[0]: expected an IPv4 or IPv6 prefix like 10.0.0.1/24 or "
+                     "2001:db8::1/64, got "
                      "\"10.0.0.300/24\"");
         EXPECT_EQ(e.path(), "$.ports[1].addresses[0]");
         EXPECT_EQ(e.file(), "config/demo.json");
@@ -804,7 +815,9 @@ struct ErrorCase {
 };
 
 // Shown by GoogleTest when a case fails.
-void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.name << " (" << c.path << ")"; }
+void PrintTo(const ErrorCase& c, std::ostream* os) {
+    *os << c.name << " (" << c.path << ")";
+}
 
 class FieldError : public ::testing::TestWithParam<ErrorCase> {};
 
@@ -1493,10 +1506,9 @@ TEST(ShippedFiles, DemoLoadsWithTheAgreedTopology) {
     EXPECT_TRUE(c.eal.no_huge);
     EXPECT_EQ(c.eal.memory_mb, 512u);
     EXPECT_EQ(c.eal.file_prefix, "egw-demo");
-    EXPECT_EQ(c.eal.vdevs, (std::vector<std::string>{"net_af_packet0,iface=egw-pods,qpairs=1",
-                                                     "net_af_packet1,iface=egw-pods2,qpairs=1",
-                                                     "net_af_packet2,iface=egw-ext1,qpairs=1",
-                                                     "net_af_packet3,iface=egw-ext2,qpairs=1"}));
+    EXPECT_EQ(c.eal.vdevs, (std::vector<std::string>{
+                               "net_af_packet0,iface=egw-pods,qpairs=1", "net_af_packet1,iface=egw-pods2,qpairs=1",
+                               "net_af_packet2,iface=egw-ext1,qpairs=1", "net_af_packet3,iface=egw-ext2,qpairs=1"}));
     EXPECT_EQ(c.mempool.mbufs, 8191u);
 
     struct Want {
@@ -1543,7 +1555,8 @@ TEST(ShippedFiles, DemoLoadsWithTheAgreedTopology) {
     EXPECT_EQ(c.node.name, "gw-1");
     EXPECT_EQ(c.node.labels, (std::map<std::string, std::string>{{"egw.example.com/gateway", "true"}}));
     EXPECT_EQ(c.state.source, StateSource::files);
-    EXPECT_EQ(fs::path(c.state.path), fs::absolute(fs::path(source_root()) / "config" / "demo-manifests").lexically_normal());
+    EXPECT_EQ(fs::path(c.state.path),
+              fs::absolute(fs::path(source_root()) / "config" / "demo-manifests").lexically_normal());
 }
 
 TEST(Metrics, AbsentSectionMeansNoEndpoint) {
@@ -1598,7 +1611,8 @@ TEST(ShippedFiles, ExampleNicLoads) {
     ASSERT_EQ(c.vrfs.size(), 2u);
     // Two outside ports, one of them in VRF blue, and a default route in each VRF.
     size_t outside = 0;
-    for (const auto& p : c.ports) outside += p.role == PortRole::outside;
+    for (const auto& p : c.ports)
+        outside += p.role == PortRole::outside;
     EXPECT_EQ(outside, 2u);
     for (const auto& v : c.vrfs) {
         SCOPED_TRACE(v.name);
@@ -1628,7 +1642,8 @@ json expect_round_trip(const Config& c) {
     EXPECT_EQ(back.file, file.string());
     EXPECT_EQ(to_json(back), dump);
     back.file = c.file;
-    EXPECT_TRUE(back == c) << "loads back to a different configuration:\n" << dump.dump(2) << "\nvs\n"
+    EXPECT_TRUE(back == c) << "loads back to a different configuration:\n"
+                           << dump.dump(2) << "\nvs\n"
                            << to_json(back).dump(2);
     return dump;
 }
@@ -1708,7 +1723,8 @@ void leaves(const json& j, const json::json_pointer& at, std::vector<json::json_
         out.push_back(at);
         return;
     }
-    for (const auto& [k, v] : j.items()) leaves(v, at / k, out);
+    for (const auto& [k, v] : j.items())
+        leaves(v, at / k, out);
 }
 
 TEST(ToJson, EveryKeyOfAFullFileIsWrittenBackAsWritten) {
@@ -1726,8 +1742,8 @@ TEST(ToJson, TheFullDocumentsDifferFromTheDefaultsEverywhere) {
     const json full = full_files_document();
     const json defaults = to_json(load_text(minimal_document().dump(), "/srv/egw/egw.json"));
     std::vector<json::json_pointer> checked;
-    for (const char* section : {"eal", "workers", "mempool", "default_action", "sessions", "arp", "icmp", "ingress", "node",
-                                "metrics"})
+    for (const char* section :
+         {"eal", "workers", "mempool", "default_action", "sessions", "arp", "icmp", "ingress", "node", "metrics"})
         leaves(full[section], json::json_pointer() / section, checked);
     for (const char* key : {"/ports/0/mac", "/ports/0/mtu", "/ports/0/rx_desc", "/ports/0/tx_desc",
                             "/ports/0/addresses", "/state/path", "/state/poll_ms"})
@@ -1931,5 +1947,6 @@ TEST(Load, Ipv6OnlyPortsAndCluster) {
 // library's out_of_range instead of a ConfigError.
 TEST(LoadText, NumberTooLargeIsAConfigError) {
     std::string e = error_of(R"({"workers": [1e400]})");
-    EXPECT_EQ(e.rfind(std::string(kFile) + ": $: expected valid JSON, got number overflow parsing '1e400'", 0), 0u) << e;
+    EXPECT_EQ(e.rfind(std::string(kFile) + ": $: expected valid JSON, got number overflow parsing '1e400'", 0), 0u)
+        << e;
 }

@@ -28,12 +28,13 @@ json base(const std::string& source = "files") {
       "node": {"name": "gw-1", "labels": {"egw.example.com/gateway": "true"}},
       "state": {"source": "files", "path": "/manifests"}
     })");
-    if (source == "kubernetes")
-        j["state"] = {{"source", "kubernetes"}, {"kubeconfig", "/kubeconfig"}};
+    if (source == "kubernetes") j["state"] = {{"source", "kubernetes"}, {"kubeconfig", "/kubeconfig"}};
     return j;
 }
 
-Config load(const json& j) { return load_text(j.dump(), "/etc/egw/egw.json"); }
+Config load(const json& j) {
+    return load_text(j.dump(), "/etc/egw/egw.json");
+}
 
 TEST(Reload, TheSameFileChangesNothing) {
     auto c = compare_for_reload(load(base()), load(base()));
@@ -42,19 +43,21 @@ TEST(Reload, TheSameFileChangesNothing) {
 
 TEST(Reload, RoutesNeighboursDefaultActionAndArpTimersAreLive) {
     json j = base();
-    j["routes"].push_back({{"vrf", "blue"}, {"prefix", "203.0.113.0/24"}, {"via", "198.51.100.254"}, {"port", "blue1"}});
+    j["routes"].push_back(
+        {{"vrf", "blue"}, {"prefix", "203.0.113.0/24"}, {"via", "198.51.100.254"}, {"port", "blue1"}});
     j["neighbors"][0]["mac"] = "02:00:00:00:00:fd";
     j["default_action"] = "drop";
-    j["arp"] = {{"retry_ms", 500}, {"reachable_s", 60}, {"hold_packets", 64}, {"announce_count", 5},
-                {"announce_interval_ms", 200}, {"probes", 4}, {"unused_s", 120}};
+    j["arp"] = {{"retry_ms", 500},     {"reachable_s", 60},           {"hold_packets", 64},
+                {"announce_count", 5}, {"announce_interval_ms", 200}, {"probes", 4},
+                {"unused_s", 120}};
     j["cluster"]["node_ips"] = {"10.0.0.5"};
     j["ingress"] = {{"via", "10.244.1.2"}, {"port", "in"}};
     auto c = compare_for_reload(load(base()), load(j));
     EXPECT_EQ(c.restart, std::vector<std::string>{});
     EXPECT_EQ(c.live, (std::vector<std::string>{"arp.announce_count", "arp.announce_interval_ms", "arp.hold_packets",
-                                                 "arp.probes", "arp.reachable_s", "arp.retry_ms", "arp.unused_s",
-                                                 "cluster.node_ips", "default_action", "ingress",
-                                                 "neighbors[0].mac", "routes"}));
+                                                "arp.probes", "arp.reachable_s", "arp.retry_ms", "arp.unused_s",
+                                                "cluster.node_ips", "default_action", "ingress", "neighbors[0].mac",
+                                                "routes"}));
     // Moved, and taken away: live too.
     json k = j;
     k["ingress"]["via"] = "10.244.1.3";
@@ -76,9 +79,9 @@ TEST(Reload, EverythingReadAtStartNeedsARestartAndIsNamed) {
     j["metrics"] = {{"listen", "127.0.0.1:9470"}};
     j["routes"][0]["via"] = "192.0.2.253";  // live, but reported beside the others
     auto c = compare_for_reload(load(base()), load(j));
-    EXPECT_EQ(c.restart, (std::vector<std::string>{"eal.lcores", "mempool.mbufs", "metrics.enabled",
-                                                    "metrics.listen", "node.name", "ports[1].mtu",
-                                                    "sessions.timeouts.udp", "vrfs", "workers"}));
+    EXPECT_EQ(c.restart,
+              (std::vector<std::string>{"eal.lcores", "mempool.mbufs", "metrics.enabled", "metrics.listen", "node.name",
+                                        "ports[1].mtu", "sessions.timeouts.udp", "vrfs", "workers"}));
     EXPECT_EQ(c.live, std::vector<std::string>{"routes[0].via"});
 }
 
@@ -118,8 +121,8 @@ TEST(Reload, ApplyingTheLiveChangesLeavesOnlyTheRestartOnes) {
                        {{"vrf", "blue"}, {"prefix", "0.0.0.0/0"}, {"via", "198.51.100.254"}, {"port", "blue1"}}};
         j["neighbors"] = json::array();
         j["default_action"] = "route";
-        j["arp"] = {{"retry_ms", 250}, {"reachable_s", 10}, {"hold_packets", 16}, {"max_neighbors", 128},
-                    {"announce_count", 1}, {"announce_interval_ms", 100}, {"probes", 2}, {"unused_s", 30}};
+        j["arp"] = {{"retry_ms", 250},     {"reachable_s", 10},           {"hold_packets", 16}, {"max_neighbors", 128},
+                    {"announce_count", 1}, {"announce_interval_ms", 100}, {"probes", 2},        {"unused_s", 30}};
         j["cluster"] = {{"pod_cidrs", {"10.0.0.0/8"}}, {"service_cidrs", json::array()}, {"node_ips", {"10.1.1.1"}}};
         j["node"]["labels"] = {{"a", "b"}};
         j["state"]["poll_ms"] = 1000;

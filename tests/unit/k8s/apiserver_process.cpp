@@ -58,7 +58,8 @@ ApiServerProcess::ApiServerProcess(std::vector<std::string> args) {
         argv.push_back(a);
     }
     std::vector<char*> cargv;  // built before fork: the child only calls async-signal-safe functions
-    for (auto& a : argv) cargv.push_back(a.data());
+    for (auto& a : argv)
+        cargv.push_back(a.data());
     cargv.push_back(nullptr);
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -191,7 +192,9 @@ LogCapture::LogCapture() : sink_(std::make_shared<CaptureSink>()) {
     set_logger(l);
 }
 
-LogCapture::~LogCapture() { set_logger(nullptr); }
+LogCapture::~LogCapture() {
+    set_logger(nullptr);
+}
 
 bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -18,12 +18,16 @@ class ScopedEnv {
 public:
     ScopedEnv(const char* name, const char* value) : name_(name) {
         if (const char* old = std::getenv(name)) old_ = old;
-        if (value) setenv(name, value, 1);
-        else unsetenv(name);
+        if (value)
+            setenv(name, value, 1);
+        else
+            unsetenv(name);
     }
     ~ScopedEnv() {
-        if (old_) setenv(name_.c_str(), old_->c_str(), 1);
-        else unsetenv(name_.c_str());
+        if (old_)
+            setenv(name_.c_str(), old_->c_str(), 1);
+        else
+            unsetenv(name_.c_str());
     }
 
 private:
@@ -161,8 +165,9 @@ TEST(Credentials, LoadPrefersFlagThenKubeconfigVariableThenInCluster) {
     ScopedEnv kc("KUBECONFIG", d.file("config").c_str());
     ScopedEnv host("KUBERNETES_SERVICE_HOST", "10.96.0.1");
     EXPECT_EQ(load_credentials("", "prod").server, "https://prod.example:6443");
-    d.write("other", "current-context: x\nclusters: [{name: c, cluster: {server: 'http://flag:1'}}]\n"
-                     "contexts: [{name: x, context: {cluster: c}}]\n");
+    d.write("other",
+            "current-context: x\nclusters: [{name: c, cluster: {server: 'http://flag:1'}}]\n"
+            "contexts: [{name: x, context: {cluster: c}}]\n");
     EXPECT_EQ(load_credentials(d.file("other")).server, "http://flag:1");
 }
 

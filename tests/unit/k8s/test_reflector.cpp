@@ -41,8 +41,10 @@ public:
         ++events_[type];
         const std::string k = key(obj);
         seen_[k].push_back(to_string(type));
-        if (type == EventType::deleted) objects_.erase(k);
-        else objects_[k] = std::move(obj);
+        if (type == EventType::deleted)
+            objects_.erase(k);
+        else
+            objects_[k] = std::move(obj);
     }
     std::map<std::string, json> objects() const {
         std::lock_guard lk(mu_);
@@ -111,7 +113,8 @@ protected:
         auto r = server_->call("GET", path);
         EXPECT_EQ(r.status, 200);
         std::map<std::string, json> out;
-        for (auto& o : r.body["items"]) out[RawStore::key(o)] = o;
+        for (auto& o : r.body["items"])
+            out[RawStore::key(o)] = o;
         return out;
     }
     static std::map<std::string, json> strip(std::map<std::string, json> m) {
@@ -131,7 +134,8 @@ protected:
 
 TEST_F(ReflectorTest, ListsInPages) {
     json batch = json::array();
-    for (int i = 0; i < 25; ++i) batch.push_back(testing::node("node-" + std::to_string(100 + i)));
+    for (int i = 0; i < 25; ++i)
+        batch.push_back(testing::node("node-" + std::to_string(100 + i)));
     upsert(batch);
     RawStore store;
     auto o = fast_options();
@@ -189,7 +193,8 @@ TEST_F(ReflectorTest, BookmarkAdvancesTheResourceVersionSoResumeNeedsNoRelist) {
     EXPECT_EQ(reflector_->status().expired, 0u);
     EXPECT_EQ(reflector_->status().lists, 1u);
     EXPECT_EQ(store.lists(), 1);
-    for (auto& w : server_->requests("watch")) EXPECT_EQ(w["code"], 200) << w.dump();
+    for (auto& w : server_->requests("watch"))
+        EXPECT_EQ(w["code"], 200) << w.dump();
 }
 
 TEST_F(ReflectorTest, StreamCutMidEventResumesWithoutLossOrDuplicates) {
@@ -201,16 +206,18 @@ TEST_F(ReflectorTest, StreamCutMidEventResumesWithoutLossOrDuplicates) {
     // The next watch is cut in the middle of its third event.
     server_->control("faults", {{"cuts", json::array({{{"afterEvents", 2}, {"path", "/api/v1/nodes"}}})}});
     server_->control("close-watches");
-    ASSERT_TRUE(eventually([&] { return server_->requests("watch").size() >= 2 &&
-                                        server_->requests("watch").back()["code"] == 200; }));
+    ASSERT_TRUE(eventually(
+        [&] { return server_->requests("watch").size() >= 2 && server_->requests("watch").back()["code"] == 200; }));
     json batch = json::array();
-    for (int i = 0; i < 5; ++i) batch.push_back(testing::node("n" + std::to_string(i)));
+    for (int i = 0; i < 5; ++i)
+        batch.push_back(testing::node("n" + std::to_string(i)));
     upsert(batch);
     ASSERT_TRUE(eventually([&] { return store.size() == 7; }));
     // Three watches: the first (ended cleanly), the cut one, the resumed one.
     ASSERT_TRUE(eventually([&] { return server_->requests("watch").size() >= 3; }));
     EXPECT_EQ(store.events(EventType::added), 5);
-    for (auto& [key, types] : store.seen()) EXPECT_EQ(types.size(), 1u) << key;
+    for (auto& [key, types] : store.seen())
+        EXPECT_EQ(types.size(), 1u) << key;
     auto st = reflector_->status();
     EXPECT_EQ(st.failures, 1u);
     EXPECT_EQ(st.expired, 0u);
@@ -241,7 +248,8 @@ model::ObjectSet fresh_object_set(ApiServerProcess& server) {
 TEST_P(RelistTest, CompactedHistoryRelistsAndTheCacheEqualsAFreshList) {
     server_->control("config", {{"watchExpiredAs", GetParam()}});
     json batch = json::array();
-    for (int i = 0; i < 5; ++i) batch.push_back(testing::node("n" + std::to_string(i)));
+    for (int i = 0; i < 5; ++i)
+        batch.push_back(testing::node("n" + std::to_string(i)));
     upsert(batch);
     Cache cache;
     cache.expect(model::Kind::node);
@@ -326,7 +334,7 @@ TEST_F(ReflectorTest, WatchServerErrorsBackOffAndResume) {
     server_->control("close-watches", {{"abort", true}});
     upsert(testing::node("later"));
     ASSERT_TRUE(eventually([&] { return store.size() == 1; }));
-    EXPECT_EQ(reflector_->status().lists, 1u);  // resumed, not relisted
+    EXPECT_EQ(reflector_->status().lists, 1u);     // resumed, not relisted
     EXPECT_EQ(reflector_->status().failures, 3u);  // the abort, then two 503s
     EXPECT_EQ(reflector_->status().watch_failures, 3u);
     EXPECT_EQ(reflector_->status().list_failures, 0u);
@@ -412,7 +420,8 @@ TEST(ReflectorAuth, ForbiddenListLogsOnceWithAnRbacHintAndRecovers) {
     ASSERT_EQ(lines.size(), 1u);
     EXPECT_NE(lines[0].find("HTTP 403 Forbidden: nodes is forbidden: User "
                             "\"system:serviceaccount:egw-system:egwd\" cannot list resource \"nodes\""),
-              std::string::npos) << lines[0];
+              std::string::npos)
+        << lines[0];
     EXPECT_NE(lines[0].find("RBAC"), std::string::npos) << lines[0];
     server.control("config", {{"rbac", dir.file("full.yaml")}});
     ASSERT_TRUE(eventually([&] { return r.synced() && r.status().watching; }));
@@ -453,12 +462,12 @@ TEST(ReflectorStop, StopsPromptlyWithAnOpenWatchAndWhileBackingOff) {
 TEST(ClientCache, SyncsAllKindsAndReportsChanges) {
     LogCapture log;
     ApiServerProcess server({"--bookmark-interval", "0"});
-    server.control("upsert", json::array({testing::node("gw1", {{"egw", "gateway"}}),
-                                          testing::service("default", "web", "203.0.113.10"),
-                                          testing::endpoint_slice("default", "web-abc", "web", "10.128.0.5", "gw1"),
-                                          testing::egress_service("default", "web", "blue"),
-                                          testing::lease("egw", "egw-gw1", "gw1"),
-                                          testing::lease("other", "not-ours", "x")}));
+    server.control(
+        "upsert",
+        json::array({testing::node("gw1", {{"egw", "gateway"}}), testing::service("default", "web", "203.0.113.10"),
+                     testing::endpoint_slice("default", "web-abc", "web", "10.128.0.5", "gw1"),
+                     testing::egress_service("default", "web", "blue"), testing::lease("egw", "egw-gw1", "gw1"),
+                     testing::lease("other", "not-ours", "x")}));
     Credentials c;
     c.server = server.url();
     c.namespace_ = "egw";

@@ -31,8 +31,8 @@ std::string slurp(const std::string& path) {
 // A kubeconfig with one context; `cluster` and `user` are YAML mapping bodies.
 std::string kubeconfig(const std::string& cluster, const std::string& user) {
     return "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
-           "clusters:\n- name: test\n  cluster:\n" + cluster +
-           "users:\n- name: test\n  user:\n" + user +
+           "clusters:\n- name: test\n  cluster:\n" +
+           cluster + "users:\n- name: test\n  user:\n" + user +
            "contexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n";
 }
 
@@ -79,8 +79,8 @@ protected:
                 return;
             }
         }
-        server_ = new ApiServerProcess({"--tls-cert", d + "/server.crt", "--tls-key", d + "/server.key",
-                                        "--client-ca", d + "/ca.crt", "--token", "s3cret"});
+        server_ = new ApiServerProcess({"--tls-cert", d + "/server.crt", "--tls-key", d + "/server.key", "--client-ca",
+                                        d + "/ca.crt", "--token", "s3cret"});
         server_->control("upsert", testing::node("gw1"));
     }
     static void TearDownTestSuite() {
@@ -124,8 +124,8 @@ TEST_F(TlsTest, KubeconfigWithClientCertificateFiles) {
 TEST_F(TlsTest, KubeconfigWithInlineCertificateKeyAndCaData) {
     dir_->write("cert-data.kubeconfig",
                 kubeconfig(server_line() + "    certificate-authority-data: " + b64("ca.crt") + "\n",
-                           "    client-certificate-data: " + b64("client.crt") + "\n    client-key-data: " +
-                               b64("client.key") + "\n"));
+                           "    client-certificate-data: " + b64("client.crt") +
+                               "\n    client-key-data: " + b64("client.key") + "\n"));
     Credentials c = from_kubeconfig(path("cert-data.kubeconfig"));
     EXPECT_TRUE(c.ca_file.empty());
     Response r = get_nodes(c);
@@ -133,14 +133,14 @@ TEST_F(TlsTest, KubeconfigWithInlineCertificateKeyAndCaData) {
 }
 
 TEST_F(TlsTest, KubeconfigWithCaDataAndToken) {
-    dir_->write("token.kubeconfig",
-                kubeconfig(server_line() + "    certificate-authority-data: " + b64("ca.crt") + "\n",
-                           "    token: s3cret\n"));
+    dir_->write(
+        "token.kubeconfig",
+        kubeconfig(server_line() + "    certificate-authority-data: " + b64("ca.crt") + "\n", "    token: s3cret\n"));
     Response r = get_nodes(from_kubeconfig(path("token.kubeconfig")));
     EXPECT_EQ(r.status, 200) << describe(r);
-    dir_->write("badtoken.kubeconfig",
-                kubeconfig(server_line() + "    certificate-authority-data: " + b64("ca.crt") + "\n",
-                           "    token: wrong\n"));
+    dir_->write(
+        "badtoken.kubeconfig",
+        kubeconfig(server_line() + "    certificate-authority-data: " + b64("ca.crt") + "\n", "    token: wrong\n"));
     r = get_nodes(from_kubeconfig(path("badtoken.kubeconfig")));
     EXPECT_EQ(r.status, 401);
     EXPECT_EQ(api_status(r).reason, "Unauthorized");
@@ -167,8 +167,10 @@ public:
         setenv(name, value.c_str(), 1);
     }
     ~ScopedEnv() {
-        if (old_) setenv(name_.c_str(), old_->c_str(), 1);
-        else unsetenv(name_.c_str());
+        if (old_)
+            setenv(name_.c_str(), old_->c_str(), 1);
+        else
+            unsetenv(name_.c_str());
     }
 
 private:

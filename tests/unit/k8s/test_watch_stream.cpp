@@ -31,8 +31,9 @@ std::vector<json> sample_events(int n) {
                        {{"tricky", "braces { } [ ] quotes \" \\\" backslash \\ newline \n tab \t"},
                         {"unicode", "h\u00e9 \u2603 \xf0\x9f\x98\x80"},
                         {"empty", ""}}}}},
-                    {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})},
-                                {"numbers", {1, 2.5, -3, nullptr, true}}}}};
+                    {"status",
+                     {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})},
+                      {"numbers", {1, 2.5, -3, nullptr, true}}}}};
         out.push_back({{"type", i % 3 == 0 ? "ADDED" : i % 3 == 1 ? "MODIFIED" : "DELETED"}, {"object", obj}});
     }
     return out;
@@ -40,7 +41,8 @@ std::vector<json> sample_events(int n) {
 
 std::string serialize(const std::vector<json>& events, const std::string& sep = "\n") {
     std::string s;
-    for (const auto& e : events) s += e.dump() + sep;
+    for (const auto& e : events)
+        s += e.dump() + sep;
     return s;
 }
 
@@ -90,7 +92,8 @@ TEST(EventSplitter, NoNewlinesOrExtraWhitespace) {
     EXPECT_EQ(split(serialize(events, " \r\n\t\n"), {3, 1, 50, 2}), events);
     // Pretty-printed objects (newlines inside an event) are fine as well.
     std::string pretty;
-    for (const auto& e : events) pretty += e.dump(2) + "\n";
+    for (const auto& e : events)
+        pretty += e.dump(2) + "\n";
     EXPECT_EQ(split(pretty, {10, 10, 100}), events);
 }
 

@@ -68,11 +68,9 @@ TEST_F(WriterTest, StatusMergePatchDoesNotTouchSpec) {
 }
 
 TEST_F(WriterTest, NodeLabelsAreSetAndRemovedLeavingOthers) {
-    server_->control("upsert", testing::node("gw1", {{"keep", "1"},
-                                                     {"egress-service.k8s.ovn.org/default-old", ""}}));
-    WriteResult w = writer_->patch_node_labels(
-        "gw1", {{"egress-service.k8s.ovn.org/default-web", ""},
-                {"egress-service.k8s.ovn.org/default-old", std::nullopt}});
+    server_->control("upsert", testing::node("gw1", {{"keep", "1"}, {"egress-service.k8s.ovn.org/default-old", ""}}));
+    WriteResult w = writer_->patch_node_labels("gw1", {{"egress-service.k8s.ovn.org/default-web", ""},
+                                                       {"egress-service.k8s.ovn.org/default-old", std::nullopt}});
     ASSERT_TRUE(w.ok()) << w.error;
     EXPECT_EQ(get("/api/v1/nodes/gw1")["metadata"]["labels"],
               json({{"keep", "1"}, {"egress-service.k8s.ovn.org/default-web", ""}}));

@@ -24,9 +24,9 @@ namespace egw::k8s_source {
 namespace {
 
 using namespace std::chrono_literals;
-using nlohmann::json;
 using k8s::testing::ApiServerProcess;
 using k8s::testing::eventually;
+using nlohmann::json;
 
 constexpr const char* kToken = "cluster-t0k3n";
 constexpr const char* kNs = "testns";
@@ -88,22 +88,18 @@ json liveness_json(const std::string& node) {
     return {{"apiVersion", "coordination.k8s.io/v1"},
             {"kind", "Lease"},
             {"metadata", {{"name", std::string(kLivenessLeasePrefix) + node}, {"namespace", kLeaseNs}}},
-            {"spec",
-             {{"holderIdentity", node},
-              {"leaseDurationSeconds", 30},
-              {"renewTime", now_micro_time()}}}};
+            {"spec", {{"holderIdentity", node}, {"leaseDurationSeconds", 30}, {"renewTime", now_micro_time()}}}};
 }
 
 class ClusterTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        server_ = std::make_unique<ApiServerProcess>(std::vector<std::string>{"--token", kToken});
-    }
+    void SetUp() override { server_ = std::make_unique<ApiServerProcess>(std::vector<std::string>{"--token", kToken}); }
 
     void TearDown() override {
         // Only leaders write status and labels: the server saw exactly the writes the instances
         // that were leaders counted, and an instance that never led counted none.
-        for (auto& [name, c] : gw_) c->abandon();   // nothing is in flight after this
+        for (auto& [name, c] : gw_)
+            c->abandon();  // nothing is in flight after this
         uint64_t status = 0, labels = 0;
         for (auto& [name, c] : gw_) {
             auto s = c->stats();
@@ -134,7 +130,7 @@ protected:
         o.lease_duration = kLease;
         o.renew_deadline = kDeadline;
         o.retry_period = kRetry;
-        o.pod_cidrs = {egw::net::IpPrefix::from_v4(0x0a800000, 14)};   // 10.128.0.0/14
+        o.pod_cidrs = {egw::net::IpPrefix::from_v4(0x0a800000, 14)};  // 10.128.0.0/14
         o.write_backoff_initial = 50ms;
         o.write_backoff_max = 500ms;
         return o;
@@ -148,7 +144,7 @@ protected:
         k8s::ClientOptions co;
         co.reflector.backoff_initial = 50ms;
         co.reflector.backoff_max = 500ms;
-        co.http.user_agent = "egwd/" + node;   // the server can single one gateway out
+        co.http.user_agent = "egwd/" + node;  // the server can single one gateway out
         auto c = std::make_unique<Controller>(creds, options(node, mode), co);
         c->start();
         // A stopped instance of the same node is replaced; its counters stay in the totals.
@@ -200,7 +196,8 @@ protected:
         if (!ok) {
             std::string got;
             for (const auto& [n, ls] : labelled())
-                for (const auto& l : ls) got += n + ":" + l + " ";
+                for (const auto& l : ls)
+                    got += n + ":" + l + " ";
             ADD_FAILURE() << "labels: " << got;
         }
         return ok;
@@ -217,18 +214,24 @@ protected:
 
     // Three gateways, one leading, and six Services each with a host and its node's label.
     void three_gateways_six_services() {
-        for (const char* n : {"node1", "node2", "node3"}) upsert(node_json(n));
-        for (const char* n : {"node1", "node2", "node3"}) start(n);
+        for (const char* n : {"node1", "node2", "node3"})
+            upsert(node_json(n));
+        for (const char* n : {"node1", "node2", "node3"})
+            start(n);
         ASSERT_NE(wait_ready(), nullptr);
-        for (int i = 0; i < 6; ++i) add_service("svc" + std::to_string(i));
-        ASSERT_TRUE(eventually([&] {
-            auto h = hosts();
-            return h.size() == 6 &&
-                   std::all_of(h.begin(), h.end(), [](auto& kv) { return kv.second.rfind("node", 0) == 0; });
-        }, 8s));
+        for (int i = 0; i < 6; ++i)
+            add_service("svc" + std::to_string(i));
+        ASSERT_TRUE(eventually(
+            [&] {
+                auto h = hosts();
+                return h.size() == 6 &&
+                       std::all_of(h.begin(), h.end(), [](auto& kv) { return kv.second.rfind("node", 0) == 0; });
+            },
+            8s));
         ASSERT_TRUE(eventually([&] {
             size_t n = 0;
-            for (auto& [node, ls] : labelled()) n += ls.size();
+            for (auto& [node, ls] : labelled())
+                n += ls.size();
             return n == 6;
         }));
     }
@@ -236,12 +239,14 @@ protected:
     // Waits until some instance leads and every started instance's liveness Lease is live.
     Controller* wait_ready() {
         Controller* leader = nullptr;
-        bool ok = eventually([&] {
-            leader = current_leader();
-            if (!leader) return false;
-            auto s = leader->stats();
-            return s.synced && s.live_nodes >= gw_.size();
-        }, 10s);
+        bool ok = eventually(
+            [&] {
+                leader = current_leader();
+                if (!leader) return false;
+                auto s = leader->stats();
+                return s.synced && s.live_nodes >= gw_.size();
+            },
+            10s);
         EXPECT_TRUE(ok) << "no leader with every gateway live";
         return leader;
     }
@@ -262,7 +267,8 @@ protected:
         auto& mine = served_[&c];
         if (c.poll(states)) {
             mine.clear();
-            for (auto& s : states) mine[s.key] = s;
+            for (auto& s : states)
+                mine[s.key] = s;
         }
         return mine[std::string(kNs) + "/" + name];
     }
@@ -288,8 +294,10 @@ protected:
         for (const auto& r : server_->requests("patch")) {
             if (r["code"] != 200) continue;
             const std::string path = r["path"];
-            if (path.ends_with("/status")) ++status;
-            else if (path.find("/api/v1/nodes/") != std::string::npos) ++labels;
+            if (path.ends_with("/status"))
+                ++status;
+            else if (path.find("/api/v1/nodes/") != std::string::npos)
+                ++labels;
         }
         return {status, labels};
     }
@@ -303,7 +311,7 @@ protected:
     std::map<std::string, std::unique_ptr<Controller>> gw_;
     std::map<Controller*, std::map<std::string, model::ServiceState>> served_;
     uint64_t status_before_ = 0, labels_before_ = 0;
-    std::string reader_token_ = kToken;   // what the test reads with (an admin's when RBAC is on)
+    std::string reader_token_ = kToken;  // what the test reads with (an admin's when RBAC is on)
 };
 
 // U1 and U2: a leader that starts on a cluster keeps the valid hosts, resets stale statuses and
@@ -327,8 +335,8 @@ TEST_F(ClusterTest, U1U2StartupRepairOfStaleLabelsAndStatuses) {
     upsert(egress_json("svc1", json::object(), "", "node1"));
     upsert(egress_json("svc2", json::object(), "", "node2"));
     upsert(egress_json("srcip-not-by-lb-svc", json::object(), "Network", "node1"));
-    upsert(egress_json("no-service", json::object(), "LoadBalancerIP", "node1"));   // U2: no Service
-    upsert(egress_json("network-stale", json::object(), "Network", "node1"));       // U2: Network
+    upsert(egress_json("no-service", json::object(), "LoadBalancerIP", "node1"));  // U2: no Service
+    upsert(egress_json("network-stale", json::object(), "Network", "node1"));      // U2: Network
     upsert(service_json("network-stale"));
     // The gateways were running until a moment ago (a restart): their Leases are still live.
     upsert(liveness_json("node1"));
@@ -346,7 +354,8 @@ TEST_F(ClusterTest, U1U2StartupRepairOfStaleLabelsAndStatuses) {
     EXPECT_TRUE(node_labels("node1").contains("unrelated-label"));
     EXPECT_TRUE(node_labels("node2").contains("unrelated-label"));
     // The valid hosts were kept, not re-decided: svc1 and svc2 were never written.
-    for (const auto& r : server_->requests("patch", "/egressservices/svc")) ADD_FAILURE() << "wrote " << r["path"];
+    for (const auto& r : server_->requests("patch", "/egressservices/svc"))
+        ADD_FAILURE() << "wrote " << r["path"];
 }
 
 // U3 and U4: spec changes move the host, and the label follows it.
@@ -429,10 +438,11 @@ TEST_F(ClusterTest, U7NodeNotReadyRelabelledScrubbedDeleted) {
     eventually_labels({{"node2", {"testns-svc2"}}});
 
     // Labels egw did not set are removed on node events.
-    upsert(node_json("node1", {{"home", "pineapple"}, {kPrefix + "testns-svc2", ""},
-                               {kPrefix + "testns-non-existing-svc", ""}}, false));
-    upsert(node_json("node2", {{"home", "moai"}, {kPrefix + "testns-svc2", ""},
-                               {kPrefix + "testns-non-existing-svc", ""}}));
+    upsert(node_json("node1",
+                     {{"home", "pineapple"}, {kPrefix + "testns-svc2", ""}, {kPrefix + "testns-non-existing-svc", ""}},
+                     false));
+    upsert(node_json("node2",
+                     {{"home", "moai"}, {kPrefix + "testns-svc2", ""}, {kPrefix + "testns-non-existing-svc", ""}}));
     eventually_labels({{"node2", {"testns-svc2"}}});
     remove("Node", "node2");
     eventually_host("svc2", "");
@@ -442,7 +452,7 @@ TEST_F(ClusterTest, U7NodeNotReadyRelabelledScrubbedDeleted) {
 TEST_F(ClusterTest, U8LivenessLostAndRegained) {
     upsert(node_json("node1", {{"gw", "one"}}));
     upsert(node_json("node2", {{"gw", "two"}}));
-    start("node2");   // node2 leads: node1 can then die without taking the leader with it
+    start("node2");  // node2 leads: node1 can then die without taking the leader with it
     ASSERT_TRUE(eventually([&] { return gw_["node2"]->leader(); }, 5s));
     start("node1");
     wait_ready();
@@ -451,7 +461,7 @@ TEST_F(ClusterTest, U8LivenessLostAndRegained) {
     eventually_labels({{"node1", {"testns-svc1"}}});
 
     auto t0 = std::chrono::steady_clock::now();
-    gw_["node1"]->abandon();   // crash: the Lease is no longer renewed
+    gw_["node1"]->abandon();  // crash: the Lease is no longer renewed
     eventually_host("svc1", "", 6s);
     auto took = std::chrono::steady_clock::now() - t0;
     EXPECT_LE(took, kLease + 2s) << "failover took " << std::chrono::duration<double>(took).count() << " s";
@@ -469,17 +479,21 @@ TEST_F(ClusterTest, U8LivenessLostAndRegained) {
 // Leader failover: the leader crashes; another instance takes over within the Lease duration, the
 // Services it hosted move, every Service has a host again, and no follower ever wrote.
 TEST_F(ClusterTest, LeaderFailoverAfterACrash) {
-    for (const char* n : {"node1", "node2", "node3"}) upsert(node_json(n));
+    for (const char* n : {"node1", "node2", "node3"})
+        upsert(node_json(n));
     start("node1");
     start("node2");
     start("node3");
     Controller* leader = wait_ready();
     ASSERT_NE(leader, nullptr);
-    for (int i = 0; i < 6; ++i) add_service("svc" + std::to_string(i));
-    for (int i = 0; i < 6; ++i) ASSERT_TRUE(eventually([&] { return host("svc" + std::to_string(i)).rfind("node", 0) == 0; }, 8s));
+    for (int i = 0; i < 6; ++i)
+        add_service("svc" + std::to_string(i));
+    for (int i = 0; i < 6; ++i)
+        ASSERT_TRUE(eventually([&] { return host("svc" + std::to_string(i)).rfind("node", 0) == 0; }, 8s));
     std::map<std::string, int> per;
-    for (int i = 0; i < 6; ++i) ++per[host("svc" + std::to_string(i))];
-    EXPECT_EQ(per, (std::map<std::string, int>{{"node1", 2}, {"node2", 2}, {"node3", 2}}));   // free first, least loaded
+    for (int i = 0; i < 6; ++i)
+        ++per[host("svc" + std::to_string(i))];
+    EXPECT_EQ(per, (std::map<std::string, int>{{"node1", 2}, {"node2", 2}, {"node3", 2}}));  // free first, least loaded
 
     const std::string old = leader->options().node_name;
     auto t0 = std::chrono::steady_clock::now();
@@ -488,17 +502,25 @@ TEST_F(ClusterTest, LeaderFailoverAfterACrash) {
     ASSERT_TRUE(eventually([&] { return (next = current_leader()) != nullptr; }, kLease + 3s));
     auto took = std::chrono::steady_clock::now() - t0;
     EXPECT_NE(next->options().node_name, old);
-    EXPECT_LE(took, kLease + 2 * kRetry + 500ms) << "takeover took " << std::chrono::duration<double>(took).count() << " s";
+    EXPECT_LE(took, kLease + 2 * kRetry + 500ms)
+        << "takeover took " << std::chrono::duration<double>(took).count() << " s";
 
     // The dead leader's node loses its Services once its liveness Lease runs out.
     for (int i = 0; i < 6; ++i) {
         const std::string s = "svc" + std::to_string(i);
-        ASSERT_TRUE(eventually([&] { auto h = host(s); return h.rfind("node", 0) == 0 && h != old; }, 8s)) << s;
+        ASSERT_TRUE(eventually(
+            [&] {
+                auto h = host(s);
+                return h.rfind("node", 0) == 0 && h != old;
+            },
+            8s))
+            << s;
     }
     EXPECT_TRUE(eventually([&] {
         auto labels = labelled();
         size_t n = 0;
-        for (const auto& [node, ls] : labels) n += ls.size();
+        for (const auto& [node, ls] : labels)
+            n += ls.size();
         return !labels.count(old) && n == 6;
     }));
     // The Services of the surviving nodes stayed where they were.
@@ -558,7 +580,7 @@ TEST_F(ClusterTest, FailedWritesAreRetried) {
     auto r = server_->call("PATCH", "/apis/k8s.ovn.org/v1/namespaces/testns/egressservices/svc1/status",
                            R"({"status":{"host":"elsewhere"}})", "application/merge-patch+json", kToken);
     ASSERT_EQ(r.status, 200);
-    status_before_ += 1;   // the test's own PATCH
+    status_before_ += 1;  // the test's own PATCH
     eventually_host("svc1", "node1");
 }
 
@@ -570,7 +592,8 @@ TEST_F(ClusterTest, ForbiddenWritesAreLoggedOnceAndRetried) {
     std::ifstream in(k8s::testing::source_root() + "/docker/k8s/rbac.yaml");
     std::string full((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ASSERT_FALSE(full.empty());
-    for (size_t at; (at = full.find("egw-system")) != std::string::npos;) full.replace(at, 10, kLeaseNs);
+    for (size_t at; (at = full.find("egw-system")) != std::string::npos;)
+        full.replace(at, 10, kLeaseNs);
     std::string restricted = full;
     const std::string nodes_rule = R"(verbs: ["list", "watch", "patch"])";
     ASSERT_NE(restricted.find(nodes_rule), std::string::npos);
@@ -586,7 +609,7 @@ TEST_F(ClusterTest, ForbiddenWritesAreLoggedOnceAndRetried) {
     start("node1");
     wait_ready();
     add_service("svc1");
-    eventually_host("svc1", "node1");   // the status write is allowed
+    eventually_host("svc1", "node1");  // the status write is allowed
     ASSERT_TRUE(eventually([&] { return gw_["node1"]->stats().label_write_failures >= 3; }));
     EXPECT_EQ(log.sink().count(spdlog::level::warn, "cannot patch labels"), 1u);
     EXPECT_EQ(log.sink().count(spdlog::level::warn, "HTTP 403 Forbidden: nodes \"node1\" is forbidden: User"), 1u);
@@ -610,7 +633,7 @@ TEST_F(ClusterTest, NodeHeartbeatsCauseNoWork) {
     add_service("svc1");
     eventually_host("svc1", "node1");
     eventually_labels({{"node1", {"testns-svc1"}}});
-    std::this_thread::sleep_for(500ms);   // the label's own MODIFIED has been seen
+    std::this_thread::sleep_for(500ms);  // the label's own MODIFIED has been seen
     auto heartbeat = [&] {
         return get("/api/v1/nodes/node2")["status"]["conditions"][0].value("lastHeartbeatTime", "");
     };
@@ -632,7 +655,7 @@ TEST_F(ClusterTest, NodeHeartbeatsCauseNoWork) {
     // A change of a node's egress-service labels still makes a pass (and the stale label goes).
     server_->call("PATCH", "/api/v1/nodes/node2", R"({"metadata":{"labels":{"egress-service.k8s.ovn.org/x-y":""}}})",
                   "application/merge-patch+json", kToken);
-    labels_before_ += 1;   // the test's own PATCH
+    labels_before_ += 1;  // the test's own PATCH
     eventually_labels({{"node1", {"testns-svc1"}}});
     EXPECT_GT(g.stats().label_passes, after.label_passes);
 }
@@ -642,7 +665,7 @@ TEST_F(ClusterTest, NodeHeartbeatsCauseNoWork) {
 // reason is logged once.
 TEST_F(ClusterTest, ServiceWithATooLongLabelKeyIsServedUnlabelled) {
     k8s::testing::LogCapture log;
-    const std::string long_name(64 - std::string(kNs).size() - 1, 'x');   // "testns-xxx...": 64 characters
+    const std::string long_name(64 - std::string(kNs).size() - 1, 'x');  // "testns-xxx...": 64 characters
     upsert(node_json("node1"));
     start("node1");
     wait_ready();
@@ -651,11 +674,15 @@ TEST_F(ClusterTest, ServiceWithATooLongLabelKeyIsServedUnlabelled) {
     eventually_host(long_name, "node1");
     eventually_host("svc1", "node1");
     eventually_labels({{"node1", {"testns-svc1"}}});
-    EXPECT_TRUE(consistently([&] { return labelled() == std::map<std::string, std::set<std::string>>{
-                                          {"node1", {"testns-svc1"}}}; }, 1000ms));
+    EXPECT_TRUE(consistently(
+        [&] {
+            return labelled() == std::map<std::string, std::set<std::string>>{{"node1", {"testns-svc1"}}};
+        },
+        1000ms));
     EXPECT_EQ(log.sink().count(spdlog::level::warn, "is not a valid label key"), 1u);
     EXPECT_EQ(log.sink().count(spdlog::level::warn, "cannot patch labels"), 0u);
-    for (const auto& r : server_->requests("patch", "/api/v1/nodes/")) EXPECT_EQ(r["code"], 200) << r.dump();
+    for (const auto& r : server_->requests("patch", "/api/v1/nodes/"))
+        EXPECT_EQ(r["code"], 200) << r.dump();
 }
 
 // Every gateway programs from status.host: only the host translates; "ALL" is served everywhere.
@@ -707,7 +734,7 @@ TEST_F(ClusterTest, ExternalModeOnlyFollows) {
     EXPECT_TRUE(eventually([&] { return serving(g, "svc1").serve_here; }));
     upsert(egress_json("svc1", json::object(), "", "node7"));
     EXPECT_TRUE(eventually([&] { return serving(g, "svc1").reason == "served by node7"; }));
-    EXPECT_TRUE(server_->requests("get", "egw-leader").empty());   // no election at all
+    EXPECT_TRUE(server_->requests("get", "egw-leader").empty());  // no election at all
     // The liveness Lease is still kept.
     json lease = get("/apis/coordination.k8s.io/v1/namespaces/egw/leases/egw-node-node1");
     EXPECT_EQ(lease["spec"]["holderIdentity"], "node1");
@@ -749,24 +776,36 @@ TEST_F(ClusterTest, PollWithADeltaReportsOnlyWhatChanged) {
         EXPECT_FALSE(d.empty());
         EXPECT_TRUE(std::is_sorted(d.changed.begin(), d.changed.end(),
                                    [](const auto& a, const auto& b) { return a.key < b.key; }));
-        for (const auto& s : d.changed) states[s.key] = s;
-        for (const auto& k : d.removed) EXPECT_EQ(states.erase(k), 1u) << k;
+        for (const auto& s : d.changed)
+            states[s.key] = s;
+        for (const auto& k : d.removed)
+            EXPECT_EQ(states.erase(k), 1u) << k;
         deltas.push_back(std::move(d));
     };
-    ASSERT_TRUE(eventually([&] { drain(); return states.size() == 3; }));
+    ASSERT_TRUE(eventually([&] {
+        drain();
+        return states.size() == 3;
+    }));
     EXPECT_EQ(deltas.front().changed.size(), 3u);
 
     deltas.clear();
     upsert(slice_json("svc1", {{"10.128.0.5", "node1"}, {"10.128.0.9", "node2"}}));
-    ASSERT_TRUE(eventually([&] { drain(); return states.at("testns/svc1").endpoint_ipv4s.size() == 2; }));
+    ASSERT_TRUE(eventually([&] {
+        drain();
+        return states.at("testns/svc1").endpoint_ipv4s.size() == 2;
+    }));
     for (const auto& d : deltas) {
         EXPECT_TRUE(d.removed.empty());
-        for (const auto& s : d.changed) EXPECT_EQ(s.key, "testns/svc1");
+        for (const auto& s : d.changed)
+            EXPECT_EQ(s.key, "testns/svc1");
     }
 
     deltas.clear();
     remove("EgressService", "svc2");
-    ASSERT_TRUE(eventually([&] { drain(); return !states.count("testns/svc2"); }));
+    ASSERT_TRUE(eventually([&] {
+        drain();
+        return !states.count("testns/svc2");
+    }));
     for (const auto& d : deltas) {
         EXPECT_TRUE(d.changed.empty());
         EXPECT_EQ(d.removed, std::vector<std::string>{"testns/svc2"});
@@ -780,13 +819,16 @@ TEST_F(ClusterTest, PollWithADeltaReportsOnlyWhatChanged) {
     ASSERT_TRUE(eventually([&] { return g.poll(all); }));
     states["testns/svc3"].endpoint_ipv4s = {0x0a800007};
     std::vector<model::ServiceState> summed;
-    for (const auto& [k, s] : states) summed.push_back(s);
+    for (const auto& [k, s] : states)
+        summed.push_back(s);
     EXPECT_EQ(all, summed);
 }
 
 // poll() reports nothing before every kind has been listed once.
 TEST_F(ClusterTest, NothingIsProgrammedBeforeEveryKindSynced) {
-    server_->control("faults", {{"errors", json::array({{{"count", 1000}, {"code", 500}, {"path", "/endpointslices"}, {"verb", "list"}}})}});
+    server_->control(
+        "faults",
+        {{"errors", json::array({{{"count", 1000}, {"code", 500}, {"path", "/endpointslices"}, {"verb", "list"}}})}});
     upsert(node_json("node1"));
     add_service("svc1");
     Controller& g = start("node1");
@@ -799,7 +841,6 @@ TEST_F(ClusterTest, NothingIsProgrammedBeforeEveryKindSynced) {
     EXPECT_EQ(st[0].key, "testns/svc1");
 }
 
-
 // ---- Under faults (issue 14) ----------------------------------------------------------------
 
 // An API server outage longer than the Lease duration, every gateway alive all along: when the
@@ -811,7 +852,7 @@ TEST_F(ClusterTest, OutageLongerThanTheLeaseMovesNothing) {
     const auto labels_before = labelled();
     const auto writes_before = writes_seen();
 
-    server_->control("disrupt", {{"outage", 4}});   // twice the Lease duration
+    server_->control("disrupt", {{"outage", 4}});  // twice the Lease duration
     std::this_thread::sleep_for(4s);
     // Hold it over twice the Lease duration after the outage: the time a wrong verdict would take.
     EXPECT_TRUE(consistently([&] { return hosts() == before; }, 2 * kLease + 1s)) << "a Service moved";
@@ -822,7 +863,8 @@ TEST_F(ClusterTest, OutageLongerThanTheLeaseMovesNothing) {
     EXPECT_TRUE(leader->stats().deciding);
     EXPECT_EQ(leader->stats().live_nodes, 3u);
     // Followers see the same live gateways as the leader.
-    for (auto& [name, c] : gw_) EXPECT_EQ(c->stats().live_nodes, 3u) << name;
+    for (auto& [name, c] : gw_)
+        EXPECT_EQ(c->stats().live_nodes, 3u) << name;
 }
 
 // Lease updates refused (403) for longer than the Lease duration, then allowed again: the same.
@@ -831,11 +873,12 @@ TEST_F(ClusterTest, LeaseUpdatesForbiddenThenRestoredMovesNothing) {
     const auto before = hosts();
     const auto writes_before = writes_seen();
 
-    server_->control("disrupt", {{"forbid", json::array({{{"verbs", {"update", "create"}}, {"path", "/leases"},
-                                                          {"seconds", 5}}})}});
+    server_->control(
+        "disrupt", {{"forbid", json::array({{{"verbs", {"update", "create"}}, {"path", "/leases"}, {"seconds", 5}}})}});
     EXPECT_TRUE(consistently([&] { return hosts() == before; }, 5s + 2 * kLease + 1s)) << "a Service moved";
     size_t refused = 0;
-    for (const auto& r : server_->requests("update", "/leases/")) refused += r["code"] == 403;
+    for (const auto& r : server_->requests("update", "/leases/"))
+        refused += r["code"] == 403;
     EXPECT_GT(refused, 0u) << "the Lease updates were not refused";
     EXPECT_EQ(writes_seen(), writes_before) << "status or labels written";
     Controller* leader = wait_ready();
@@ -858,10 +901,10 @@ TEST_F(ClusterTest, StaleEgressServiceCacheKeepsStatusBeforeLabel) {
     eventually_labels({{"node1", {"testns-svc1"}}});
 
     server_->control("disrupt", {{"hold", json::array({{{"path", "/egressservices"}, {"seconds", 6}}})}});
-    upsert(node_json("node1", {{"gw", "one"}, {kPrefix + "testns-svc1", ""}}, false));   // NotReady
+    upsert(node_json("node1", {{"gw", "one"}, {kPrefix + "testns-svc1", ""}}, false));  // NotReady
     ASSERT_TRUE(eventually_host("svc1", "", 3s));
     eventually_labels({}, 3s);
-    upsert(node_json("node1", {{"gw", "one"}}, true));   // Ready again; the cache still says node1
+    upsert(node_json("node1", {{"gw", "one"}}, true));  // Ready again; the cache still says node1
     // Well before the watch delivers anything: the leader does not wait for its cache.
     EXPECT_TRUE(eventually_host("svc1", "node1", 3s));
     eventually_labels({{"node1", {"testns-svc1"}}}, 3s);
@@ -877,7 +920,8 @@ TEST_F(ClusterTest, StaleEgressServiceCacheKeepsStatusBeforeLabel) {
             status = o.contains("status") ? o["status"].value("host", "") : "";
         if (ev["kind"] != "Node") continue;
         const std::string node = ev["name"];
-        const bool has = ev["type"] != "DELETED" && o["metadata"].value("labels", json::object()).contains(kPrefix + "testns-svc1");
+        const bool has =
+            ev["type"] != "DELETED" && o["metadata"].value("labels", json::object()).contains(kPrefix + "testns-svc1");
         if (has && !had[node]) {
             ++gained;
             EXPECT_EQ(status, node) << "label on " << node << " at resourceVersion " << ev["resourceVersion"]
@@ -891,29 +935,35 @@ TEST_F(ClusterTest, StaleEgressServiceCacheKeepsStatusBeforeLabel) {
 // A gateway that cannot list EndpointSlices (RBAC) cannot serve: it neither holds its liveness
 // Lease nor leads, and it is never elected host; once allowed, it is live again.
 TEST_F(ClusterTest, GatewayThatCannotListEndpointSlicesIsNotElected) {
-    server_->control("disrupt", {{"forbid", json::array({{{"verbs", {"list", "watch"}}, {"path", "/endpointslices"},
-                                                          {"userAgent", "egwd/node1"}}})}});
+    server_->control(
+        "disrupt",
+        {{"forbid",
+          json::array({{{"verbs", {"list", "watch"}}, {"path", "/endpointslices"}, {"userAgent", "egwd/node1"}}})}});
     upsert(node_json("node1"));
     upsert(node_json("node2"));
-    Controller& g1 = start("node1");   // first by name and started first: it would win every tie
+    Controller& g1 = start("node1");  // first by name and started first: it would win every tie
     // The reason names the kind, the server's refusal and the RBAC hint.
-    ASSERT_TRUE(eventually([&] {
-        const std::string p = g1.serving_problems();
-        return p.find("endpointslices: not listed yet") != std::string::npos && p.find("forbidden") != std::string::npos &&
-               p.find("RBAC") != std::string::npos;
-    }, 5s)) << g1.serving_problems();
+    ASSERT_TRUE(eventually(
+        [&] {
+            const std::string p = g1.serving_problems();
+            return p.find("endpointslices: not listed yet") != std::string::npos &&
+                   p.find("forbidden") != std::string::npos && p.find("RBAC") != std::string::npos;
+        },
+        5s))
+        << g1.serving_problems();
     Controller& g2 = start("node2");
     ASSERT_TRUE(eventually([&] { return g2.leader() && g2.stats().live_nodes == 1; }, 5s));
     add_service("svc1");
     eventually_host("svc1", "node2");
-    EXPECT_TRUE(consistently([&] { return host("svc1") == "node2" && !g1.leader() && holder("egw-node-node1").empty(); }, 2s));
+    EXPECT_TRUE(
+        consistently([&] { return host("svc1") == "node2" && !g1.leader() && holder("egw-node-node1").empty(); }, 2s));
     EXPECT_FALSE(g1.stats().not_serving.empty());
 
     server_->control("disrupt", {{"clear", true}});
     ASSERT_TRUE(eventually([&] { return holder("egw-node-node1") == "node1"; }, 5s));
     EXPECT_TRUE(eventually([&] { return g2.stats().live_nodes == 2 && g1.stats().live_nodes == 2; }));
     EXPECT_EQ(g1.serving_problems(), "");
-    EXPECT_TRUE(consistently([&] { return host("svc1") == "node2"; }, 1s));   // hosts are sticky
+    EXPECT_TRUE(consistently([&] { return host("svc1") == "node2"; }, 1s));  // hosts are sticky
 }
 
 // The data plane stops serving (a port without link, a stuck worker): the liveness Lease is given
@@ -922,7 +972,7 @@ TEST_F(ClusterTest, NotServingGivesTheLivenessLeaseUp) {
     upsert(node_json("node1", {{"gw", "yes"}}));
     upsert(node_json("node2", {{"gw", "yes"}}));
     upsert(node_json("node3"));
-    start("node3");   // the leader, hosting nothing (no gw label)
+    start("node3");  // the leader, hosting nothing (no gw label)
     ASSERT_TRUE(eventually([&] { return gw_["node3"]->leader(); }, 5s));
     std::atomic<bool> link{true};
     Controller& g1 = start("node1");
@@ -968,7 +1018,6 @@ TEST_F(ClusterTest, CleanStopMovesServicesAtOnce) {
     EXPECT_EQ(holder("egw-node-node1"), "");
 }
 
-
 // After an outage the reflectors do not sit out their backoff: the first answer the server gives
 // (a Lease renewal) ends it, and every watch is back within a retry period or so, although their
 // delays had grown to seconds.
@@ -979,7 +1028,7 @@ TEST_F(ClusterTest, BackoffEndsWhenTheServerAnswersAgain) {
     creds.token = kToken;
     creds.source = "test";
     k8s::ClientOptions co;
-    co.reflector.backoff_initial = 1000ms;   // 1, 2, 4, 8 s (+50 %): the retry after 10 s comes at 15 s or later
+    co.reflector.backoff_initial = 1000ms;  // 1, 2, 4, 8 s (+50 %): the retry after 10 s comes at 15 s or later
     co.reflector.backoff_max = 30s;
     gw_["node1"] = std::make_unique<Controller>(creds, options("node1"), co);
     Controller& g = *gw_["node1"];
@@ -998,7 +1047,8 @@ TEST_F(ClusterTest, BackoffEndsWhenTheServerAnswersAgain) {
     auto took = std::chrono::steady_clock::now() - back;
     EXPECT_LT(took, 2s) << "the watches came back " << std::chrono::duration<double>(took).count()
                         << " s after the server";
-    for (const auto& r : g.client().status()) EXPECT_GE(r.failures, 2u) << r.name;   // they did back off
+    for (const auto& r : g.client().status())
+        EXPECT_GE(r.failures, 2u) << r.name;  // they did back off
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ using egw::net::IpPrefix;
 
 namespace {
 
-constexpr uint32_t ip4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) { return a << 24 | b << 16 | c << 8 | d; }
+constexpr uint32_t ip4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    return a << 24 | b << 16 | c << 8 | d;
+}
 
 const Clock::time_point kNow = Clock::time_point(std::chrono::seconds(1'800'000'000));
 
@@ -57,7 +59,8 @@ EgressService egress(const std::string& name, const std::string& by = "", LabelS
     return es;
 }
 
-Service lb(const std::string& name, const std::string& etp = "", std::vector<LoadBalancerIngress> ingress = {{"1.1.1.1", ""}}) {
+Service lb(const std::string& name, const std::string& etp = "",
+           std::vector<LoadBalancerIngress> ingress = {{"1.1.1.1", ""}}) {
     Service s;
     s.meta = meta("testns", name);
     s.type = "LoadBalancer";
@@ -75,7 +78,9 @@ EndpointSlice slice(const std::string& name, const std::string& svc, std::vector
     return s;
 }
 
-Endpoint ep(const std::string& addr, std::optional<std::string> node_name) { return Endpoint{{addr}, std::move(node_name)}; }
+Endpoint ep(const std::string& addr, std::optional<std::string> node_name) {
+    return Endpoint{{addr}, std::move(node_name)};
+}
 
 LabelSelector labels(std::map<std::string, std::string> m) {
     LabelSelector s;
@@ -90,7 +95,7 @@ struct Cluster : ::testing::Test {
     std::set<std::string> live;
     std::vector<IpPrefix> pods{IpPrefix::from_v4(ip4(10, 128, 0, 0), 14)};
     Allocations alloc;
-    std::map<std::string, std::vector<std::string>> history;   // key -> status.host values written
+    std::map<std::string, std::vector<std::string>> history;  // key -> status.host values written
 
     void add_node(const std::string& name, std::map<std::string, std::string> l = {}, bool ready = true) {
         objects.upsert(node(name, std::move(l), ready));
@@ -122,7 +127,8 @@ struct Cluster : ::testing::Test {
     // Decides every EgressService until nothing is re-elected; returns key -> status.host.
     std::map<std::string, std::string> sync() {
         std::vector<std::string> keys;
-        for (const auto& [k, e] : objects.egress_services) keys.push_back(k);
+        for (const auto& [k, e] : objects.egress_services)
+            keys.push_back(k);
         for (int round = 0; round < 4 && !keys.empty(); ++round) {
             std::vector<std::string> again;
             for (const auto& k : keys)
@@ -130,7 +136,8 @@ struct Cluster : ::testing::Test {
             keys = again;
         }
         std::map<std::string, std::string> out;
-        for (const auto& [k, e] : objects.egress_services) out[k] = e.status_host;
+        for (const auto& [k, e] : objects.egress_services)
+            out[k] = e.status_host;
         return out;
     }
     std::string host(const std::string& name) { return sync()["testns/" + name]; }
@@ -139,11 +146,13 @@ struct Cluster : ::testing::Test {
         for (const auto& p : label_patches(objects, alloc)) {
             auto& l = objects.nodes.at(p.node).meta.labels;
             for (const auto& [k, v] : p.labels) {
-                if (v) l[k] = *v;
-                else l.erase(k);
+                if (v)
+                    l[k] = *v;
+                else
+                    l.erase(k);
             }
         }
-        EXPECT_TRUE(label_patches(objects, alloc).empty());   // converged in one round
+        EXPECT_TRUE(label_patches(objects, alloc).empty());  // converged in one round
         std::map<std::string, std::set<std::string>> out;
         for (const auto& [name, n] : objects.nodes)
             for (const auto& [k, v] : n.meta.labels)
@@ -163,7 +172,7 @@ const std::string kSvc2Label = "egress-service.k8s.ovn.org/testns-svc2";
 const SteadyClock::time_point kT0 = SteadyClock::time_point(std::chrono::hours(100));
 
 TEST(Liveness, LiveForItsDurationAfterTheLastChangeSeen) {
-    auto l = lease("egw-node-a", "a", kNow - std::chrono::hours(24), 15);   // renewTime a day old
+    auto l = lease("egw-node-a", "a", kNow - std::chrono::hours(24), 15);  // renewTime a day old
     LeaseObservations seen;
     seen.view_since = kT0 - std::chrono::seconds(60);
     seen.changed["egw/egw-node-a"] = kT0 - std::chrono::seconds(10);
@@ -175,7 +184,7 @@ TEST(Liveness, LiveForItsDurationAfterTheLastChangeSeen) {
     seen.changed["egw/egw-node-a"] = kT0 - std::chrono::seconds(30);
     seen.view_since = kT0 - std::chrono::seconds(1);
     EXPECT_EQ(observed_expiry(l, seen), kT0 + std::chrono::seconds(14));
-    l.holder_identity = "";   // given up
+    l.holder_identity = "";  // given up
     EXPECT_FALSE(observed_expiry(l, seen));
     l = lease("egw-node-a", "a", kNow, 0);
     EXPECT_FALSE(observed_expiry(l, seen));
@@ -185,20 +194,20 @@ TEST(Liveness, CountsLiveLeasesOfEgwInstancesOnly) {
     ObjectSet o;
     o.upsert(lease("egw-node-a", "a", kNow));
     o.upsert(lease("egw-node-b", "b", kNow));
-    o.upsert(lease("egw-node-c", "", kNow));     // released: no holder
-    o.upsert(lease("egw-leader", "a", kNow));    // not a liveness Lease
+    o.upsert(lease("egw-node-c", "", kNow));   // released: no holder
+    o.upsert(lease("egw-leader", "a", kNow));  // not a liveness Lease
     o.upsert(lease("egw-node-d", "d", kNow));
     LeaseObservations seen;
     seen.view_since = kT0 - std::chrono::seconds(100);
     seen.changed["egw/egw-node-a"] = kT0 - std::chrono::seconds(1);
-    seen.changed["egw/egw-node-b"] = kT0 - std::chrono::seconds(20);   // expired
+    seen.changed["egw/egw-node-b"] = kT0 - std::chrono::seconds(20);  // expired
     seen.changed["egw/egw-node-c"] = kT0;
     seen.changed["egw/egw-leader"] = kT0;
     seen.changed["egw/egw-node-d"] = kT0 - std::chrono::seconds(5);
     Liveness lv = liveness(o, seen, kT0);
     EXPECT_EQ(lv.live, (std::set<std::string>{"a", "d"}));
     ASSERT_TRUE(lv.next_change);
-    EXPECT_EQ(*lv.next_change, kT0 + std::chrono::seconds(10));   // d runs out first
+    EXPECT_EQ(*lv.next_change, kT0 + std::chrono::seconds(10));  // d runs out first
     // Right after the view was re-established nobody has run out, whatever their renewTime says.
     seen.view_since = kT0;
     EXPECT_EQ(liveness(o, seen, kT0).live, (std::set<std::string>{"a", "b", "d"}));
@@ -214,7 +223,7 @@ TEST(Allocations, CountsLoadPerNode) {
     EXPECT_EQ(a.load("n1"), 2u);
     EXPECT_EQ(a.load("n2"), 1u);
     EXPECT_EQ(a.load("n3"), 0u);
-    a.assign("ns/b", "n2");   // moves
+    a.assign("ns/b", "n2");  // moves
     EXPECT_EQ(a.load("n1"), 1u);
     EXPECT_EQ(a.load("n2"), 2u);
     a.release("ns/a");
@@ -249,7 +258,7 @@ TEST_F(Cluster, EveryEmptyHostReason) {
     EXPECT_EQ(host("svc1"), "");
     EXPECT_EQ(decide_once(k).reason, "Service has no ingress IP");
 
-    objects.upsert(lb("svc1", "", {{"", "lb.example.com"}}));   // a hostname is not an ingress IP
+    objects.upsert(lb("svc1", "", {{"", "lb.example.com"}}));  // a hostname is not an ingress IP
     EXPECT_EQ(decide_once(k).reason, "Service has no ingress IP");
 
     objects.upsert(lb("svc1"));
@@ -308,7 +317,7 @@ TEST_F(Cluster, DeletedEgressServiceReleasesItsNode) {
 TEST_F(Cluster, NetworkIsAllWithoutLookingAtTheService) {
     add_node("node1");
     objects.upsert(egress("svc1", "Network"));
-    EXPECT_EQ(host("svc1"), "");   // no Service at all comes first
+    EXPECT_EQ(host("svc1"), "");  // no Service at all comes first
     Service s = lb("svc1", "", {});
     s.type = "ClusterIP";
     objects.upsert(s);
@@ -344,10 +353,12 @@ TEST_F(Cluster, FreeNodesFirstThenLeastLoadedTiesByName) {
     add_node("n-b");
     add_node("n-a");
     add_node("n-c");
-    for (int i = 0; i < 7; ++i) add_service("svc" + std::to_string(i));
+    for (int i = 0; i < 7; ++i)
+        add_service("svc" + std::to_string(i));
     auto hosts = sync();
     std::map<std::string, int> per;
-    for (const auto& [k, h] : hosts) ++per[h];
+    for (const auto& [k, h] : hosts)
+        ++per[h];
     EXPECT_EQ(per, (std::map<std::string, int>{{"n-a", 3}, {"n-b", 2}, {"n-c", 2}}));
     EXPECT_EQ(hosts["testns/svc0"], "n-a");
     EXPECT_EQ(hosts["testns/svc1"], "n-b");
@@ -362,7 +373,7 @@ TEST_F(Cluster, StickyNoRebalancingWhenNodesAreAdded) {
     EXPECT_EQ(sync(), (std::map<std::string, std::string>{{"testns/svc1", "node1"}, {"testns/svc2", "node1"}}));
     add_node("node2");
     EXPECT_EQ(sync(), (std::map<std::string, std::string>{{"testns/svc1", "node1"}, {"testns/svc2", "node1"}}));
-    add_service("svc3");   // a new Service goes to the free node
+    add_service("svc3");  // a new Service goes to the free node
     EXPECT_EQ(host("svc3"), "node2");
 }
 
@@ -444,24 +455,24 @@ TEST_F(Cluster, RestoreKeepsValidHostsOnly) {
     add_node("node1");
     add_node("node2");
     add_node("node3");
-    add_service("svc1");   // valid on node2
+    add_service("svc1");  // valid on node2
     es("svc1").status_host = "node2";
-    add_service("svc2");   // host is gone
+    add_service("svc2");  // host is gone
     es("svc2").status_host = "node9";
-    add_service("svc3", labels({{"x", "y"}}));   // host no longer matches
+    add_service("svc3", labels({{"x", "y"}}));  // host no longer matches
     es("svc3").status_host = "node1";
     add_service("svc4", {}, "Network");
     es("svc4").status_host = "node1";
-    add_service("svc5", {}, "", "node1", "Local");   // ETP=Local, host without endpoint
+    add_service("svc5", {}, "", "node1", "Local");  // ETP=Local, host without endpoint
     es("svc5").status_host = "node3";
-    objects.upsert(egress("svc6", "", {}, "node1"));   // no Service
+    objects.upsert(egress("svc6", "", {}, "node1"));  // no Service
     const SliceIndex slices = index_endpoint_slices(objects);
     ClusterView view{objects, slices, live, pods};
     alloc = restore_allocations(view);
     EXPECT_EQ(alloc.hosts(), (std::map<std::string, std::string>{{"testns/svc1", "node2"}}));
     auto hosts = sync();
-    EXPECT_EQ(hosts["testns/svc1"], "node2");   // kept
-    EXPECT_EQ(hosts["testns/svc2"], "node1");   // re-elected to a free node
+    EXPECT_EQ(hosts["testns/svc1"], "node2");  // kept
+    EXPECT_EQ(hosts["testns/svc2"], "node1");  // re-elected to a free node
     EXPECT_EQ(hosts["testns/svc3"], "");
     EXPECT_EQ(hosts["testns/svc4"], "ALL");
     EXPECT_EQ(hosts["testns/svc5"], "node1");
@@ -474,8 +485,9 @@ TEST_F(Cluster, NewLeaderMovesAnInvalidHostThroughEmpty) {
     add_service("svc1");
     es("svc1").status_host = "node2";
     es("svc1").has_status = true;
-    live.erase("node2");   // its gateway died with the old leader
-    EXPECT_EQ(decide_once("testns/svc1").reason, "host node2 no longer eligible: node node2 has no live egwd (its Lease expired)");
+    live.erase("node2");  // its gateway died with the old leader
+    EXPECT_EQ(decide_once("testns/svc1").reason,
+              "host node2 no longer eligible: node node2 has no live egwd (its Lease expired)");
     EXPECT_EQ(host("svc1"), "node1");
     EXPECT_EQ(history["testns/svc1"], (std::vector<std::string>{"", "node1"}));
 
@@ -492,7 +504,7 @@ TEST_F(Cluster, NewLeaderMovesAnInvalidHostThroughEmpty) {
     const SliceIndex slices = index_endpoint_slices(objects);
     ClusterView view{objects, slices, live, pods, &written};
     HostDecision d = decide_host(view, "testns/svc1", alloc);
-    EXPECT_EQ(d.host, "node1");   // free node first: node2 is not taken from the stale status
+    EXPECT_EQ(d.host, "node1");  // free node first: node2 is not taken from the stale status
     EXPECT_FALSE(d.reelect);
 }
 
@@ -537,7 +549,7 @@ TEST(Serving, FollowsStatusHostOnly) {
     st = state("gw1");
     EXPECT_FALSE(st.serve_here);
     EXPECT_EQ(st.reason, "status.host is \"\" (no gateway serves it)");
-    EXPECT_EQ(st.mode, Mode::network);   // from the spec while nobody decided
+    EXPECT_EQ(st.mode, Mode::network);  // from the spec while nobody decided
     o.egress_services.at("testns/svc1").has_status = false;
     EXPECT_EQ(state("gw1").reason, "no status.host yet");
 
@@ -563,10 +575,9 @@ TEST(Labels, PatchSetsWantedAndRemovesStaleOnly) {
     auto p = label_patch(n, {kSvc1Label, kSvc2Label, "egress-service.k8s.ovn.org/testns-svc3"});
     ASSERT_TRUE(p);
     EXPECT_EQ(p->node, "node1");
-    EXPECT_EQ(p->labels, (std::map<std::string, std::optional<std::string>>{
-                             {"egress-service.k8s.ovn.org/deleted-service1", std::nullopt},
-                             {kSvc1Label, ""},
-                             {kSvc2Label, ""}}));
+    EXPECT_EQ(p->labels,
+              (std::map<std::string, std::optional<std::string>>{
+                  {"egress-service.k8s.ovn.org/deleted-service1", std::nullopt}, {kSvc1Label, ""}, {kSvc2Label, ""}}));
     EXPECT_FALSE(label_patch(node("node2", {{"a", "b"}}), {}));
     EXPECT_FALSE(label_patch(node("node3", {{kSvc1Label, ""}}), {kSvc1Label}));
 }
@@ -580,7 +591,7 @@ TEST(Labels, KeysTooLongForTheApiServerAreLeftOut) {
     Allocations a;
     a.assign(ns + "/" + name, "node1");
     a.assign("testns/svc1", "node1");
-    a.assign(ns + "/" + name.substr(1), "node2");   // 63 characters: still valid
+    a.assign(ns + "/" + name.substr(1), "node2");  // 63 characters: still valid
     auto wanted = desired_labels(a);
     EXPECT_EQ(wanted["node1"], (std::set<std::string>{kSvc1Label}));
     EXPECT_EQ(wanted["node2"], (std::set<std::string>{node_label_for(ns + "/" + name.substr(1))}));
@@ -593,7 +604,8 @@ TEST(Labels, KeysTooLongForTheApiServerAreLeftOut) {
     EXPECT_EQ(patches[0].labels, (std::map<std::string, std::optional<std::string>>{
                                      {"egress-service.k8s.ovn.org/stale", std::nullopt}, {kSvc1Label, ""}}));
     for (const auto& p : patches)
-        for (const auto& [k, v] : p.labels) EXPECT_TRUE(label_key_problem(k).empty()) << k;
+        for (const auto& [k, v] : p.labels)
+            EXPECT_TRUE(label_key_problem(k).empty()) << k;
 }
 
 // ---- U1-U8 (semantics section 6b) ----
@@ -620,14 +632,15 @@ TEST_F(Cluster, U1StartupRepairDeletesStaleLabels) {
     ClusterView view{objects, slices, live, pods};
     alloc = restore_allocations(view);
     sync();
-    EXPECT_EQ(labelled(), (std::map<std::string, std::set<std::string>>{{"node1", {kSvc1Label}}, {"node2", {kSvc2Label}}}));
+    EXPECT_EQ(labelled(),
+              (std::map<std::string, std::set<std::string>>{{"node1", {kSvc1Label}}, {"node2", {kSvc2Label}}}));
     EXPECT_TRUE(nd("node1").meta.labels.count("unrelated-label"));
     EXPECT_TRUE(nd("node2").meta.labels.count("unrelated-label"));
 }
 
 TEST_F(Cluster, U2StartupRepairResetsStaleStatus) {
     add_node("node1");
-    objects.upsert(egress("svc1", "", {}, "node1"));                // no Service
+    objects.upsert(egress("svc1", "", {}, "node1"));  // no Service
     objects.upsert(egress("svc2", "Network", {}, "node1"));
     objects.upsert(lb("svc2"));
     const SliceIndex slices = index_endpoint_slices(objects);
@@ -670,7 +683,8 @@ TEST_F(Cluster, U4NodeLabelsFollowTheAllocation) {
 TEST_F(Cluster, U5InvalidNodeSelector) {
     add_node("node1");
     add_service("svc1", labels({{"a:b", "c&"}}));
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(host("svc1"), "");
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(host("svc1"), "");
     EXPECT_TRUE(labelled().empty());
 }
 
@@ -734,7 +748,7 @@ TEST(SliceOwners, TracksMovesBetweenServices) {
     owners.rebuild(o);
     EXPECT_EQ(owners.slices(o, "testns/a").size(), 2u);
     std::vector<std::string> affected;
-    o.upsert(slice("s-2", "b", {}));   // relabelled to another Service
+    o.upsert(slice("s-2", "b", {}));  // relabelled to another Service
     owners.update(o, "testns/s-2", affected);
     EXPECT_EQ(affected, (std::vector<std::string>{"testns/a", "testns/b"}));
     EXPECT_EQ(owners.slices(o, "testns/a").size(), 1u);
@@ -767,7 +781,7 @@ TEST(WorkQueue, CoalescesAndDelays) {
     EXPECT_EQ(q.take(now() + std::chrono::seconds(5)), (std::vector<std::string>{"c"}));
     EXPECT_GE(now() - t0, std::chrono::milliseconds(40));
     q.add_after("d", std::chrono::seconds(60));
-    q.add("d");   // moves forward
+    q.add("d");  // moves forward
     EXPECT_EQ(q.take(now()), (std::vector<std::string>{"d"}));
     q.add_after("e", std::chrono::seconds(60));
     q.wake();

@@ -56,7 +56,7 @@ ServiceEntry service(uint32_t id, const std::string& ns, const std::string& name
     return e;
 }
 
-constexpr uint32_t kIngress = 0xc0000232;  // 192.0.2.50
+constexpr uint32_t kIngress = 0xc0000232;   // 192.0.2.50
 constexpr uint32_t kPortAddr = 0xc0000201;  // 192.0.2.1
 constexpr uint32_t kBlueAddr = 0xc6336401;  // 198.51.100.1
 
@@ -94,26 +94,21 @@ std::string check_exposition(const std::string& text) {
     std::string current;
     std::istringstream in(text);
     std::string line;
-    if (text.empty() || text.back() != '\n')
-        return "the exposition must end with a newline";
+    if (text.empty() || text.back() != '\n') return "the exposition must end with a newline";
     while (std::getline(in, line)) {
         std::smatch m;
         if (std::regex_match(line, m, help)) {
-            if (!helps.insert(m[1]).second)
-                return "HELP twice for " + m[1].str();
+            if (!helps.insert(m[1]).second) return "HELP twice for " + m[1].str();
             current = m[1];
         } else if (std::regex_match(line, m, type)) {
-            if (!types.insert(m[1]).second)
-                return "TYPE twice for " + m[1].str();
-            if (m[1] != current)
-                return "TYPE of " + m[1].str() + " not after its HELP";
+            if (!types.insert(m[1]).second) return "TYPE twice for " + m[1].str();
+            if (m[1] != current) return "TYPE of " + m[1].str() + " not after its HELP";
             type_of[m[1]] = m[2];
         } else if (std::regex_match(line, m, sample)) {
             std::string name = m[1], family = name;
             if (type_of[current] == "histogram")
                 for (const char* suffix : {"_bucket", "_sum", "_count"})
-                    if (name == current + suffix)
-                        family = current;
+                    if (name == current + suffix) family = current;
             if (family != current || !type_of.count(family))
                 return "sample " + name + " outside its family (current " + current + ")";
             if (type_of[family] == "counter" && !family.ends_with("_total"))
@@ -122,14 +117,11 @@ std::string check_exposition(const std::string& text) {
             std::set<std::string> names;
             while (!rest.empty()) {
                 std::smatch l;
-                if (!std::regex_search(rest, l, label))
-                    return "bad labels in: " + line;
-                if (!names.insert(l[1]).second)
-                    return "label twice in: " + line;
+                if (!std::regex_search(rest, l, label)) return "bad labels in: " + line;
+                if (!names.insert(l[1]).second) return "label twice in: " + line;
                 rest = l.suffix();
             }
-            if (!series.insert(name + "{" + m[3].str() + "}").second)
-                return "series twice: " + line;
+            if (!series.insert(name + "{" + m[3].str() + "}").second) return "series twice: " + line;
             static const std::regex number(R"([+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?)");
             std::string value = m[4];
             if (value != "NaN" && value != "+Inf" && value != "-Inf" && !std::regex_match(value, number))
@@ -234,8 +226,7 @@ std::string scrape(const ControlView& v, const Readings& r, std::string* error =
     ports[1].tx_stalls = 2;
     ports[1].tx_stalled_queues = 1;
     write_metrics(w, v, r, ports, ProcessInfo{"1.2.3", "22.11.11", 1700000000, 2000000000});
-    if (error)
-        *error = w.error();
+    if (error) *error = w.error();
     return out;
 }
 
@@ -428,8 +419,7 @@ TEST(Write, EveryWorkerCounterOfTheListHasItsFamily) {
     unsigned exported = 0;
     for (unsigned i = 0; i < dp::kWorkerCounterCount; ++i) {
         const dp::WorkerCounterInfo& c = dp::kWorkerCounterInfo[i];
-        if (!*c.metric)
-            continue;
+        if (!*c.metric) continue;
         ++exported;
         std::string family = std::string("egw_") + c.metric;
         EXPECT_NE(text.find("# HELP " + family + " " + c.help + "\n"), std::string::npos) << c.name;

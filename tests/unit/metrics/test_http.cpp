@@ -52,8 +52,7 @@ int connect_to(uint16_t port, bool v6 = false) {
 // Sends `request` as is and returns everything the server answers until it closes.
 std::string ask(uint16_t port, const std::string& request, bool v6 = false) {
     int fd = connect_to(port, v6);
-    if (fd < 0)
-        return "connect failed";
+    if (fd < 0) return "connect failed";
     ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
     std::string out;
     char buf[4096];
@@ -67,12 +66,9 @@ std::string ask(uint16_t port, const std::string& request, bool v6 = false) {
 struct Server {
     std::atomic<int> idles{0};
     HttpServer http{[](const std::string& path) {
-                        if (path == "/hello")
-                            return HttpResponse{200, "text/plain; version=0.0.4", "hi\n"};
-                        if (path == "/throw")
-                            throw std::runtime_error("boom");
-                        if (path == "/big")
-                            return HttpResponse{200, "text/plain", big_body()};
+                        if (path == "/hello") return HttpResponse{200, "text/plain; version=0.0.4", "hi\n"};
+                        if (path == "/throw") throw std::runtime_error("boom");
+                        if (path == "/big") return HttpResponse{200, "text/plain", big_body()};
                         if (path == "/slow") {
                             std::this_thread::sleep_for(std::chrono::milliseconds(700));
                             return HttpResponse{200, "text/plain", "slow\n"};
@@ -101,12 +97,13 @@ double timed_get(uint16_t port, const std::string& path, std::string* answer = n
     auto t0 = std::chrono::steady_clock::now();
     std::string r = ask(port, "GET " + path + " HTTP/1.1\r\n\r\n");
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (answer)
-        *answer = r;
+    if (answer) *answer = r;
     return ms;
 }
 
-std::string body_of(const std::string& r) { return r.substr(r.find("\r\n\r\n") + 4); }
+std::string body_of(const std::string& r) {
+    return r.substr(r.find("\r\n\r\n") + 4);
+}
 
 std::string gunzip(const std::string& in) {
     z_stream zs{};
@@ -320,8 +317,7 @@ TEST(Http, AcceptEncodingParsing) {
 // "::" listens on both families; "::1" on IPv6 loopback alone.
 TEST(Http, ListensOnIpv6AndBothFamilies) {
     int probe = ::socket(AF_INET6, SOCK_STREAM, 0);
-    if (probe < 0)
-        GTEST_SKIP() << "no IPv6 in this kernel";
+    if (probe < 0) GTEST_SKIP() << "no IPv6 in this kernel";
     ::close(probe);
     Server any("::");
     EXPECT_TRUE(ask(any.http.port(), "GET /hello HTTP/1.1\r\n\r\n", true).starts_with("HTTP/1.1 200 OK"));

@@ -90,7 +90,8 @@ protected:
 
 std::string joined(const std::vector<std::string>& v) {
     std::string s;
-    for (const auto& e : v) s += e + "\n";
+    for (const auto& e : v)
+        s += e + "\n";
     return s;
 }
 
@@ -179,9 +180,7 @@ TEST_F(ManifestTest, MissingDirectoryIsAnErrorOnce) {
 
     // It appears, gets a file, then vanishes: its objects go with it, and the error comes back.
     fs::create_directory(dir / "absent");
-    {
-        std::ofstream(dir / "absent" / "es.yaml") << egress_yaml("web");
-    }
+    { std::ofstream(dir / "absent" / "es.yaml") << egress_yaml("web"); }
     r = md.scan();
     EXPECT_TRUE(r.changed);
     EXPECT_TRUE(r.errors.empty()) << joined(r.errors);
@@ -288,9 +287,7 @@ TEST_F(ManifestTest, AddChangeDelete) {
     EXPECT_EQ(md.objects().egress_services.count("default/b"), 0u);
 
     // Replaced by rename (a new inode), as editors and ConfigMap updates do.
-    {
-        std::ofstream(dir / ".a.yaml.tmp") << egress_yaml("a2");
-    }
+    { std::ofstream(dir / ".a.yaml.tmp") << egress_yaml("a2"); }
     fs::rename(dir / ".a.yaml.tmp", dir / "a.yaml");
     EXPECT_TRUE(md.scan().changed);
     EXPECT_EQ(md.objects().egress_services.count("default/a2"), 1u);
@@ -323,7 +320,8 @@ TEST_F(ManifestTest, MalformedFileKeepsLastGoodObjects) {
     r = md.scan();
     EXPECT_FALSE(r.changed);
     ASSERT_GE(r.errors.size(), 1u);
-    EXPECT_EQ(r.errors[0], "b.yaml: document 2: $.spec.sourceIPBy: expected one of LoadBalancerIP, Network, got \"Foo\"");
+    EXPECT_EQ(r.errors[0],
+              "b.yaml: document 2: $.spec.sourceIPBy: expected one of LoadBalancerIP, Network, got \"Foo\"");
     EXPECT_EQ(md.objects().egress_services.count("default/b"), 1u);
     EXPECT_EQ(md.objects().egress_services.count("default/b2"), 0u);
     EXPECT_TRUE(md.scan().errors.empty());
@@ -353,7 +351,8 @@ TEST(ParseYaml, CommaWhereADocumentStartsIsAnError) {
             parse_yaml(text);
             FAIL() << "accepted " << text;
         } catch (const std::runtime_error& e) {
-            EXPECT_NE(std::string(e.what()).find("unexpected character where a document should start"), std::string::npos)
+            EXPECT_NE(std::string(e.what()).find("unexpected character where a document should start"),
+                      std::string::npos)
                 << text << ": " << e.what();
         }
     }
@@ -390,12 +389,14 @@ TEST_F(ManifestTest, NumberNoDoubleHoldsIsAnErrorNotACrash) {
 }
 
 TEST_F(ManifestTest, UnquotedTrueLabelIsAnError) {
-    write("node.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: gw-1\n  labels:\n    egw.example.com/gateway: true\n");
+    write("node.yaml",
+          "apiVersion: v1\nkind: Node\nmetadata:\n  name: gw-1\n  labels:\n    egw.example.com/gateway: true\n");
     ManifestDir md(dir.string());
     auto r = md.scan();
     ASSERT_EQ(r.errors.size(), 1u);
-    EXPECT_EQ(r.errors[0], "node.yaml: document 1: $.metadata.labels[\"egw.example.com/gateway\"]: expected a string, "
-                           "got true (quote it in YAML)");
+    EXPECT_EQ(r.errors[0],
+              "node.yaml: document 1: $.metadata.labels[\"egw.example.com/gateway\"]: expected a string, "
+              "got true (quote it in YAML)");
     EXPECT_EQ(md.objects().size(), 0u);
 }
 
@@ -514,7 +515,8 @@ TEST_F(ManifestTest, NonObjectDocumentIsAnError) {
     ManifestDir md(dir.string());
     auto r = md.scan();
     ASSERT_EQ(r.errors.size(), 1u);
-    EXPECT_EQ(r.errors[0], "list.yaml: document 1: $: expected a Kubernetes object (a mapping with apiVersion and kind)");
+    EXPECT_EQ(r.errors[0],
+              "list.yaml: document 1: $: expected a Kubernetes object (a mapping with apiVersion and kind)");
 }
 
 // The demo's manifests parse cleanly and give the outcome config/demo-manifests/README.md describes.

@@ -100,8 +100,9 @@ TEST(Objects, EgressServiceMinimalAndNulls) {
 TEST(Objects, EgressServiceBadFieldsNameThePath) {
     auto j = egress_service();
     j["spec"]["nodeSelector"]["matchExpressions"][0]["operator"] = "Foo";
-    EXPECT_EQ(error_of(j), "$.spec.nodeSelector.matchExpressions[0].operator: expected one of In, NotIn, "
-                           "Exists, DoesNotExist, got \"Foo\"");
+    EXPECT_EQ(error_of(j),
+              "$.spec.nodeSelector.matchExpressions[0].operator: expected one of In, NotIn, "
+              "Exists, DoesNotExist, got \"Foo\"");
 
     j = egress_service();
     j["spec"]["sourceIPBy"] = "Foo";
@@ -113,8 +114,9 @@ TEST(Objects, EgressServiceBadFieldsNameThePath) {
 
     j = egress_service();
     j["spec"]["nodeSelector"]["matchLabels"]["egw.example.com/gateway"] = true;
-    EXPECT_EQ(error_of(j), "$.spec.nodeSelector.matchLabels[\"egw.example.com/gateway\"]: expected a string, "
-                           "got true (quote it in YAML)");
+    EXPECT_EQ(error_of(j),
+              "$.spec.nodeSelector.matchLabels[\"egw.example.com/gateway\"]: expected a string, "
+              "got true (quote it in YAML)");
 
     j = egress_service();
     j["spec"]["nodeSelector"]["matchExpressions"][1].erase("key");
@@ -168,8 +170,9 @@ TEST(Objects, MetadataAndKindErrors) {
     EXPECT_EQ(error_of(j), "$.kind: required field is missing");
 
     j = json::parse(R"({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}})");
-    EXPECT_EQ(error_of(j), "$.kind: unsupported kind \"Deployment\" (apiVersion \"apps/v1\"); egw reads "
-                           "EgressService, Service, EndpointSlice, Node and Lease");
+    EXPECT_EQ(error_of(j),
+              "$.kind: unsupported kind \"Deployment\" (apiVersion \"apps/v1\"); egw reads "
+              "EgressService, Service, EndpointSlice, Node and Lease");
 
     EXPECT_EQ(error_of(json::array()), "$: expected a Kubernetes object, got an array");
 }
@@ -243,18 +246,21 @@ TEST(Objects, ServiceDefaultsAndErrors) {
     EXPECT_EQ(error_of(j), "$.spec.ipFamilies: expected an array, got \"IPv4\"");
     j["spec"].erase("ipFamilies");
     j["spec"]["ipFamilyPolicy"] = "DualStack";
-    EXPECT_EQ(error_of(j),
-              "$.spec.ipFamilyPolicy: expected one of SingleStack, PreferDualStack, RequireDualStack, got \"DualStack\"");
+    EXPECT_EQ(
+        error_of(j),
+        "$.spec.ipFamilyPolicy: expected one of SingleStack, PreferDualStack, RequireDualStack, got \"DualStack\"");
     j["spec"].erase("ipFamilyPolicy");
 
     j["spec"]["type"] = "Balancer";
-    EXPECT_EQ(error_of(j), "$.spec.type: expected one of ClusterIP, NodePort, LoadBalancer, ExternalName, got \"Balancer\"");
+    EXPECT_EQ(error_of(j),
+              "$.spec.type: expected one of ClusterIP, NodePort, LoadBalancer, ExternalName, got \"Balancer\"");
     j["spec"]["type"] = "LoadBalancer";
     j["spec"]["externalTrafficPolicy"] = "Everywhere";
     EXPECT_EQ(error_of(j), "$.spec.externalTrafficPolicy: expected one of Cluster, Local, got \"Everywhere\"");
     j["spec"].erase("externalTrafficPolicy");
     j["status"] = json::parse(R"({"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}, {"ip": "192.0.2.300"}]}})");
-    EXPECT_EQ(error_of(j), "$.status.loadBalancer.ingress[1].ip: expected an IPv4 or IPv6 address, got \"192.0.2.300\"");
+    EXPECT_EQ(error_of(j),
+              "$.status.loadBalancer.ingress[1].ip: expected an IPv4 or IPv6 address, got \"192.0.2.300\"");
     j["status"] = json::parse(R"({"loadBalancer": {"ingress": {"ip": "192.0.2.1"}}})");
     EXPECT_EQ(error_of(j), "$.status.loadBalancer.ingress: expected an array, got an object");
     j["status"] = json::parse(R"({"loadBalancer": {}})");
@@ -296,7 +302,8 @@ TEST(Objects, EndpointSliceErrors) {
                              "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": ["fd00::1"]}]})");
     EXPECT_EQ(error_of(j), "$.endpoints[1].addresses[0]: expected an IPv4 address (addressType IPv4), got \"fd00::1\"");
     j["addressType"] = "IPv6";
-    EXPECT_EQ(error_of(j), "$.endpoints[0].addresses[0]: expected an IPv6 address (addressType IPv6), got \"10.0.0.1\"");
+    EXPECT_EQ(error_of(j),
+              "$.endpoints[0].addresses[0]: expected an IPv6 address (addressType IPv6), got \"10.0.0.1\"");
     j["addressType"] = "FQDN";
     EXPECT_EQ(error_of(j), "no error");
     j["addressType"] = "IPX";

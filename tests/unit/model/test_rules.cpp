@@ -10,7 +10,9 @@ using egw::net::IpPrefix;
 
 namespace {
 
-constexpr uint32_t ip4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) { return a << 24 | b << 16 | c << 8 | d; }
+constexpr uint32_t ip4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    return a << 24 | b << 16 | c << 8 | d;
+}
 
 ObjectMeta meta(const std::string& ns, const std::string& name) {
     ObjectMeta m;
@@ -163,10 +165,12 @@ TEST(Selector, Validation) {
     EXPECT_TRUE(selector_valid(match_expressions({req("zone", "In", {"a"}), req("x", "Exists")}), &why)) << why;
 
     EXPECT_FALSE(selector_valid(match_labels({{"a:b", "c"}}), &why));
-    EXPECT_EQ(why, "matchLabels key \"a:b\": name part must consist of alphanumeric characters, '-', '_' or '.', "
-                   "and must start and end with an alphanumeric character");
+    EXPECT_EQ(why,
+              "matchLabels key \"a:b\": name part must consist of alphanumeric characters, '-', '_' or '.', "
+              "and must start and end with an alphanumeric character");
     EXPECT_FALSE(selector_valid(match_labels({{"Example.com/x", "c"}}), &why));
-    EXPECT_EQ(why, "matchLabels key \"Example.com/x\": prefix part must be a lower-case DNS subdomain (e.g. example.com)");
+    EXPECT_EQ(why,
+              "matchLabels key \"Example.com/x\": prefix part must be a lower-case DNS subdomain (e.g. example.com)");
     EXPECT_FALSE(selector_valid(match_labels({{"/x", "c"}}), &why));
     EXPECT_FALSE(selector_valid(match_labels({{"a/b/c", "c"}}), &why));
     EXPECT_FALSE(selector_valid(match_labels({{"a/", "c"}}), &why));
@@ -175,8 +179,9 @@ TEST(Selector, Validation) {
     EXPECT_TRUE(selector_valid(match_labels({{std::string(63, 'a'), std::string(63, 'b')}}), &why));
     EXPECT_FALSE(selector_valid(match_labels({{"a", std::string(64, 'b')}}), &why));
     EXPECT_FALSE(selector_valid(match_labels({{"a", "-b"}}), &why));
-    EXPECT_EQ(why, "matchLabels[\"a\"] value \"-b\": must consist of alphanumeric characters, '-', '_' or '.', "
-                   "and must start and end with an alphanumeric character");
+    EXPECT_EQ(why,
+              "matchLabels[\"a\"] value \"-b\": must consist of alphanumeric characters, '-', '_' or '.', "
+              "and must start and end with an alphanumeric character");
 
     EXPECT_FALSE(selector_valid(match_expressions({req("zone", "In")}), &why));
     EXPECT_EQ(why, "matchExpressions[0].values: operator In needs at least one value");
@@ -297,8 +302,7 @@ TEST_F(RulesTest, EndpointsAcrossSlicesSortedUniqueAndFiltered) {
     objects.upsert(other_ns);
     auto st = only();
     expect_served(st);
-    EXPECT_EQ(st.endpoint_ipv4s,
-              (std::vector<uint32_t>{ip4(10, 244, 0, 1), ip4(10, 244, 1, 10), ip4(10, 244, 1, 11)}));
+    EXPECT_EQ(st.endpoint_ipv4s, (std::vector<uint32_t>{ip4(10, 244, 0, 1), ip4(10, 244, 1, 10), ip4(10, 244, 1, 11)}));
     EXPECT_EQ(st.endpoint_nodes, (std::vector<std::string>{"worker-1", "worker-6"}));
 }
 
@@ -338,14 +342,16 @@ TEST_F(RulesTest, DualStackEndpointsOnePerFamily) {
                          {Endpoint{{"fd00:10:244:1::11", "FD00:10:244:1::10"}, std::string("worker-1")},
                           ep("fd00:10:244:2::5", "worker-2"), ep("fc00::3", "worker-4")},
                          "IPv6"));
-    objects.upsert(slice("web-v6b", "web", {ep("fd00:10:244:1::10", "worker-1"), ep("10.244.9.9", "worker-5")}, "IPv6"));
+    objects.upsert(
+        slice("web-v6b", "web", {ep("fd00:10:244:1::10", "worker-1"), ep("10.244.9.9", "worker-5")}, "IPv6"));
     auto st = only();
     expect_served(st);
     EXPECT_EQ(st.ingress_ipv4, std::optional<uint32_t>(ip4(192, 0, 2, 50)));
     EXPECT_EQ(st.ingress_ipv6, egw::net::parse_ip("2001:db8::50"));
     EXPECT_EQ(st.endpoint_ipv4s, (std::vector<uint32_t>{ip4(10, 244, 1, 10), ip4(10, 244, 1, 11)}));
     std::vector<std::string> v6;
-    for (const auto& a : st.endpoint_ipv6s) v6.push_back(egw::net::to_string(a));
+    for (const auto& a : st.endpoint_ipv6s)
+        v6.push_back(egw::net::to_string(a));
     EXPECT_EQ(v6, (std::vector<std::string>{"fd00:10:244:1::10", "fd00:10:244:1::11", "fd00:10:244:2::5"}));
     EXPECT_EQ(st.ip_families, (std::vector<std::string>{"IPv4", "IPv6"}));
     EXPECT_EQ(st.ip_family_policy, "PreferDualStack");
@@ -523,9 +529,8 @@ TEST(ServiceDelta, DiffHasWhatIsNewDifferentOrGone) {
         s.endpoint_ipv4s = {ep};
         return s;
     };
-    std::map<std::string, ServiceState> before = {{"a/kept", state("a/kept", 1)},
-                                                  {"a/moved", state("a/moved", 2)},
-                                                  {"a/gone", state("a/gone", 3)}};
+    std::map<std::string, ServiceState> before = {
+        {"a/kept", state("a/kept", 1)}, {"a/moved", state("a/moved", 2)}, {"a/gone", state("a/gone", 3)}};
     std::vector<ServiceState> after = {state("a/kept", 1), state("a/moved", 4), state("a/new", 5)};
     ServiceDelta d = diff(before, after);
     ASSERT_EQ(d.changed.size(), 2u);

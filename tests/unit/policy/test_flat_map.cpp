@@ -22,7 +22,8 @@ void expect_same(const FlatMap& m, const std::map<uint64_t, uint32_t>& want) {
         EXPECT_EQ(it->second, v) << k;
     });
     EXPECT_EQ(seen, want.size());
-    for (const auto& [k, v] : want) ASSERT_EQ(m.find(k), v) << k;
+    for (const auto& [k, v] : want)
+        ASSERT_EQ(m.find(k), v) << k;
     // At most half full, and no larger than needed once it has shrunk.
     EXPECT_LE(m.size() * 2, m.capacity());
     EXPECT_EQ(m.capacity() & (m.capacity() - 1), 0u);
@@ -59,7 +60,8 @@ TEST(FlatMap, AssignAndEraseMatchAMap) {
         expect_same(m, want);
         // A copy patched apart from the original leaves the original as it was.
         FlatMap copy = m;
-        for (const auto& [k, v] : want) copy.erase(k);
+        for (const auto& [k, v] : want)
+            copy.erase(k);
         EXPECT_EQ(copy.size(), 0u);
         expect_same(m, want);
     }
@@ -71,18 +73,21 @@ TEST(FlatMap, ReserveGrowsOnceAndKeepsTheKeys) {
     m.reserve(1000);
     EXPECT_EQ(m.capacity(), FlatMap::capacity_for(1000));
     EXPECT_EQ(m.find(7), 70u);
-    for (uint64_t k = 0; k < 1000; ++k) m.assign(k + 100, 1);
+    for (uint64_t k = 0; k < 1000; ++k)
+        m.assign(k + 100, 1);
     EXPECT_EQ(m.capacity(), FlatMap::capacity_for(1000));
-    m.reserve(10);   // never shrinks
+    m.reserve(10);  // never shrinks
     EXPECT_EQ(m.capacity(), FlatMap::capacity_for(1000));
     EXPECT_EQ(m.size(), 1001u);
 }
 
 TEST(FlatMap, EmptiedMapShrinksBack) {
     FlatMap m;
-    for (uint64_t k = 0; k < 100000; ++k) m.assign(k, 1);
+    for (uint64_t k = 0; k < 100000; ++k)
+        m.assign(k, 1);
     EXPECT_EQ(m.capacity(), FlatMap::capacity_for(100000));
-    for (uint64_t k = 0; k < 100000; ++k) ASSERT_TRUE(m.erase(k));
+    for (uint64_t k = 0; k < 100000; ++k)
+        ASSERT_TRUE(m.erase(k));
     EXPECT_EQ(m.size(), 0u);
     EXPECT_EQ(m.capacity(), 16u);
     EXPECT_FALSE(m.erase(5));
