@@ -6,6 +6,8 @@ set -euo pipefail
 
 # clang-14 and libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes, for the fuzz build
 # (scripts/fuzz.sh, docs/testing.md).
+# clang-format-14: scripts/lint.sh checks the C++ files' format with it (docs/developing.md); one
+# version, since another formats some lines differently.
 # ccache: meson uses it by itself when it is installed, so a machine that is kept rebuilds only
 # what changed (scripts/test.sh builds twice: release and sanitized).
 # valgrind: scripts/bench-instructions.sh counts the packet path's instructions with callgrind
@@ -19,7 +21,7 @@ packages=(
   libgtest-dev googletest
   prometheus
   valgrind python3 openssl iproute2 iputils-ping netcat-openbsd curl ethtool procps
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev clang-format-14
   python3-yaml python3-jsonschema python3-prometheus-client prometheus
   # tests/e2e/test_confinement.py: libseccomp's Python binding loads a filter made from the
   # containers/common default seccomp profile, which golang-github-containers-common ships.
