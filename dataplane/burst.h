@@ -71,6 +71,8 @@ struct NewFlow {
     uint32_t version;        // translate: the policy version the session is made under
     uint32_t nat_ip;         // translate: network order
     const NextHop* nh;       // translate
+    Ip6 nat_ip6;             // translate, IPv6
+    const NextHop6* nh6;     // translate, IPv6
     IcmpError icmp;          // reject: answered with this ICMP error (icmp_reply.h)
 };
 

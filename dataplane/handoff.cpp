@@ -30,12 +30,12 @@ void worker_assign_port_block(Worker& w) {
 // with a NAT port of its own block. Coming back, the NAT destination port names the owner (where
 // rte_flow steers replies by port block this is already the receiving worker). Packets with no
 // key stay where they are, and so do replies to a port outside the NAT range (no session
-// anywhere). An ICMP error from the inside quotes the pod-side tuple, which does not name the
+// anywhere). IPv6 the same way: its NAT ports are cut into the same blocks. An ICMP error from the inside quotes the pod-side tuple, which does not name the
 // owner: it stays too, and finds its session only on the owner (docs/architecture.md).
 unsigned owner_of(const Worker& w, const PacketMeta& pk) {
     if (pk.kind == Kind::other || pk.dir == Dir::in2out)
         return w.index;
-    uint16_t port = rte_be_to_cpu_16(pk.key.dport);
+    uint16_t port = rte_be_to_cpu_16(pk.v6 ? pk.key6.dport : pk.key.dport);
     const DataplaneShared& sh = *w.shared;
     if (port >= sh.nat_port_min && port <= sh.nat_port_max)
         return owner_of_port(sh, port);

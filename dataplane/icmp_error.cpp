@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Stage icmp_error: an ICMP error (unreachable, time exceeded, parameter problem, source quench)
-// quotes the packet it reports on; that quoted packet's tuple found the session (input.cpp
+// Stage icmp_error: an ICMP error (unreachable, time exceeded, parameter problem, source quench;
+// ICMPv6 destination unreachable, packet too big, time exceeded, parameter problem) quotes the
+// packet it reports on; that quoted packet's tuple found the session (input.cpp
 // builds the key from it). Both the outer header and the quoted one are translated, and the
 // ICMP checksum, which covers the quote, is recomputed.
 #include <rte_branch_prediction.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
+#include <cstring>
+
 #include "dataplane/ip_forward.h"
+#include "dataplane/nat66.h"
 #include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"
 #include "dataplane/stages.h"
@@ -65,11 +69,41 @@ void error_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Sess
     send_translated_in(w, b, i, s);
 }
 
+// ICMPv6 (Destination Unreachable, Packet Too Big, Time Exceeded, Parameter Problem) the same
+// way. IPv6 headers have no checksum; the quoted transport header's checksum covers the quoted
+// pseudo-header, so the session's one delta (address and port) applies to it; the ICMPv6
+// checksum covers the outer pseudo-header and the whole message, and is computed again.
+void error6_in2out(Worker& w, Burst& b, unsigned i, Session6& s) {
+    PacketMeta& pk = b.pkt[i];
+    rte_ipv6_hdr* ip6 = pk.ip6;
+    std::memcpy(ip6->src_addr, s.nat_ip.b, 16);
+    --ip6->hop_limits;
+    std::memcpy(pk.inner_ip6->dst_addr, s.nat_ip.b, 16);
+    set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, false, s.nat_port, s.l4_delta);
+    recompute_icmp6_checksum(pk);
+    send_translated_out(w, b, i, s);
+}
+
+void error6_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
+    PacketMeta& pk = b.pkt[i];
+    if (s.in_port == kPortUnset && !route_to_pod(p, s)) {
+        b.drop(i, DropReason::no_route);
+        return;
+    }
+    rte_ipv6_hdr* ip6 = pk.ip6;
+    std::memcpy(ip6->dst_addr, s.pod_ip.b, 16);
+    --ip6->hop_limits;
+    std::memcpy(pk.inner_ip6->src_addr, s.pod_ip.b, 16);
+    set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, true, s.pod_port, csum_delta_invert(s.l4_delta));
+    recompute_icmp6_checksum(pk);
+    send_translated_in(w, b, i, s);
+}
+
 }  // namespace
 
 void stage_icmp_error(Worker& w, const PolicySnapshot& p, Burst& b) {
     for_each_packet(b.pending(Next::icmp_error), [&](unsigned i) {
-        if (unlikely(ttl_expires(b.pkt[i].ip))) {
+        if (unlikely(b.pkt[i].v6 ? hop_limit_expires(b.pkt[i].ip6) : ttl_expires(b.pkt[i].ip))) {
             b.drop(i, DropReason::ttl_exceeded);
             return;
         }
@@ -81,6 +115,14 @@ void stage_icmp_error(Worker& w, const PolicySnapshot& p, Burst& b) {
                 b.drop(i, DropReason::no_session);
                 return;
             }
+        }
+        if (b.pkt[i].v6) {
+            Session6& s6 = w.sessions6.at(b.pkt[i].session);
+            if (b.pkt[i].dir == Dir::in2out)
+                error6_in2out(w, b, i, s6);
+            else
+                error6_out2in(w, p, b, i, s6);
+            return;
         }
         Session& s = w.sessions.at(b.pkt[i].session);
         if (b.pkt[i].dir == Dir::in2out)

@@ -419,9 +419,9 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
             b.set_next(i, Next::local);
             continue;
         }
-        // IPv6: the gateway's own, routed untranslated, or (not yet) the NAT's (ip_forward.cpp).
-        if (pk.v6) {
-            ipv6_first_step(p, b, i);
+        // IPv6: the gateway's own and what is routed untranslated take their step here
+        // (ip_forward.cpp); the rest goes through the NAT stages (NAPT66) as IPv4 does.
+        if (pk.v6 && ipv6_first_step(p, b, i)) {
             continue;
         }
         if (multi) {

@@ -104,27 +104,27 @@ Route6 classify_untranslated6(const PolicySnapshot& p, uint16_t rx_port, const P
     return action6(Route6::Action::translate);
 }
 
-void ipv6_first_step(const PolicySnapshot& p, Burst& b, unsigned i) {
+bool ipv6_first_step(const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
     Route6 r = classify_untranslated6(p, b.m[i]->port, pk);
     switch (r.action) {
     case Route6::Action::local:
         b.set_next(i, Next::local);
-        return;
+        return true;
     case Route6::Action::route:
         pk.vrf = r.vrf;
         b.set_next(i, Next::ip_forward);
-        return;
+        return true;
     case Route6::Action::reject:
         reply_icmp_error(b, i, r.icmp, r.reason);
-        return;
+        return true;
     case Route6::Action::drop:
         b.drop(i, r.reason);
-        return;
+        return true;
     case Route6::Action::translate:
-        b.drop(i, DropReason::ipv6_unsupported);
-        return;
+        break;
     }
+    return false;  // the NAT stages' (NAPT66)
 }
 
 void stage_ip_forward(Worker& w, const PolicySnapshot& p, Burst& b) {

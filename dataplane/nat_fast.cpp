@@ -8,9 +8,12 @@
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
+#include <cstring>
+
 #include "dataplane/icmp_reply.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/mtu.h"
+#include "dataplane/nat66.h"
 #include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"
 #include "dataplane/stages.h"
@@ -21,12 +24,22 @@ namespace egw::dp {
 void stage_nat_lookup(Worker& w, Burst& b) {
     const FlowKey* in_keys[kBurst];
     const FlowKey* out_keys[kBurst];
-    unsigned in_pos[kBurst], out_pos[kBurst];
+    const FlowKey6* in6_keys[kBurst];
+    const FlowKey6* out6_keys[kBurst];
+    unsigned in_pos[kBurst], out_pos[kBurst], in6_pos[kBurst], out6_pos[kBurst];
     uint32_t found[kBurst], hashes[kBurst];
-    unsigned ni = 0, no = 0;
+    unsigned ni = 0, no = 0, ni6 = 0, no6 = 0;
     for_each_packet(b.pending(Next::nat_lookup), [&](unsigned i) {
         const PacketMeta& pk = b.pkt[i];
-        if (pk.dir == Dir::in2out) {
+        if (unlikely(pk.v6)) {
+            if (pk.dir == Dir::in2out) {
+                in6_pos[ni6] = i;
+                in6_keys[ni6++] = &pk.key6;
+            } else {
+                out6_pos[no6] = i;
+                out6_keys[no6++] = &pk.key6;
+            }
+        } else if (pk.dir == Dir::in2out) {
             in_pos[ni] = i;
             in_keys[ni++] = &pk.key;
         } else {
@@ -36,7 +49,7 @@ void stage_nat_lookup(Worker& w, Burst& b) {
     });
     // Every packet of the step leaves it, so the masks are set once for the whole burst.
     uint32_t hits = 0;
-    auto settle = [&](const unsigned* pos, unsigned n) {
+    auto settle = [&](const auto& table, const unsigned* pos, unsigned n) {
         for (unsigned k = 0; k < n; ++k) {
             PacketMeta& pk = b.pkt[pos[k]];
             pk.session = found[k];
@@ -44,18 +57,28 @@ void stage_nat_lookup(Worker& w, Burst& b) {
             bool hit = found[k] != SessionTable::kNone;
             // A TCP hit also reads and writes its sequence space (tcp_track.h).
             if (hit && pk.kind == Kind::tcp)
-                w.sessions.prefetch_tcp(found[k]);
+                table.prefetch_tcp(found[k]);
             pk.next = hit ? Next::nat_fast : Next::nat_slow;
             hits |= uint32_t{hit} << pos[k];
         }
     };
     if (ni) {
         w.sessions.lookup_inside(in_keys, ni, found, hashes);
-        settle(in_pos, ni);
+        settle(w.sessions, in_pos, ni);
     }
     if (no) {
         w.sessions.lookup_outside(out_keys, no, found, hashes);
-        settle(out_pos, no);
+        settle(w.sessions, out_pos, no);
+    }
+    if (unlikely(ni6 | no6) && w.sessions6.capacity()) {
+        if (ni6) {
+            w.sessions6.lookup_inside(in6_keys, ni6, found, hashes);
+            settle(w.sessions6, in6_pos, ni6);
+        }
+        if (no6) {
+            w.sessions6.lookup_outside(out6_keys, no6, found, hashes);
+            settle(w.sessions6, out6_pos, no6);
+        }
     }
     uint32_t looked = b.pending(Next::nat_lookup);
     b.waiting[static_cast<unsigned>(Next::nat_lookup)] = 0;
@@ -123,6 +146,55 @@ void translate_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, 
     send_translated_in(w, b, i, s);
 }
 
+// IPv6: no header checksum; the hop limit is the TTL rule's (the same test, one lower on the
+// way); the transport checksum takes the session's one delta, which covers the address in the
+// pseudo-header for TCP, UDP and ICMPv6 alike.
+void translate6_in2out(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
+    PacketMeta& pk = b.pkt[i];
+    rte_ipv6_hdr* ip6 = pk.ip6;
+    if (unlikely(hop_limit_expires(ip6))) {
+        reply_icmp_error(b, i, IcmpError::time_exceeded6, DropReason::ttl_exceeded);
+        return;
+    }
+    if (too_big_for6(p, s.out_port, ip6)) {
+        refuse_too_big6(p, b, i, s.out_port);
+        return;
+    }
+    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, w.sessions6.tcp(pk.session), pk, true))) {
+        b.drop(i, DropReason::tcp_rst_out_of_window);
+        return;
+    }
+    std::memcpy(ip6->src_addr, s.nat_ip.b, 16);
+    --ip6->hop_limits;
+    set_l4_port<true>(pk, s.nat_port, s.l4_delta);
+    send_translated_out(w, b, i, s);
+}
+
+void translate6_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
+    PacketMeta& pk = b.pkt[i];
+    rte_ipv6_hdr* ip6 = pk.ip6;
+    if (unlikely(hop_limit_expires(ip6))) {
+        reply_icmp_error(b, i, IcmpError::time_exceeded6, DropReason::ttl_exceeded);
+        return;
+    }
+    if (unlikely(s.in_port == kPortUnset) && !route_to_pod(p, s)) {
+        reply_icmp_error(b, i, IcmpError::no_route6, DropReason::no_route);
+        return;
+    }
+    if (too_big_for6(p, s.in_port, ip6)) {
+        refuse_too_big6(p, b, i, s.in_port);
+        return;
+    }
+    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, w.sessions6.tcp(pk.session), pk, false))) {
+        b.drop(i, DropReason::tcp_rst_out_of_window);
+        return;
+    }
+    std::memcpy(ip6->dst_addr, s.pod_ip.b, 16);
+    --ip6->hop_limits;
+    set_l4_port<false>(pk, s.pod_port, csum_delta_invert(s.l4_delta));
+    send_translated_in(w, b, i, s);
+}
+
 // Inlined into the fast path's loop (a call per packet cost ~15 instructions of register saves);
 // the slow path calls it through nat_translate().
 __attribute__((always_inline)) inline void translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
@@ -136,12 +208,32 @@ __attribute__((always_inline)) inline void translate(Worker& w, const PolicySnap
         translate_out2in(w, p, b, i, s);
 }
 
+void translate6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
+    PacketMeta& pk = b.pkt[i];
+    if (pk.kind == Kind::icmp_error)
+        b.set_next(i, Next::icmp_error);
+    else if (pk.dir == Dir::in2out)
+        translate6_in2out(w, p, b, i, s);
+    else
+        translate6_out2in(w, p, b, i, s);
+}
+
 }  // namespace
 
 void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s) { translate(w, p, b, i, s); }
 
+void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) { translate6(w, p, b, i, s); }
+
 void stage_nat_fast(Worker& w, const PolicySnapshot& p, Burst& b) {
     for_each_packet(b.pending(Next::nat_fast), [&](unsigned i) {
+        if (unlikely(b.pkt[i].v6)) {
+            Session6& s = w.sessions6.at(b.pkt[i].session);
+            if (session_usable(p, s))
+                translate6(w, p, b, i, s);
+            else
+                b.set_next(i, Next::nat_slow);
+            return;
+        }
         Session& s = w.sessions.at(b.pkt[i].session);
         if (likely(session_usable(p, s)))
             translate(w, p, b, i, s);

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "dataplane/stages.h"
 
@@ -72,6 +73,39 @@ inline bool allocate_port(const Worker& w, Session& s, const uint32_t* hint, uin
         k.dport = probe_next(w, x);
         uint32_t h = hint && i == 0 ? hint[1] : st.key_hash(k);
         if (st.find_outside(k, h) == SessionTable::kNone) {
+            s.nat_port = k.dport;
+            h_chosen = h;
+            return true;
+        }
+    }
+    return false;
+}
+
+// The same for an IPv6 session, the addresses folded into the probe's seed.
+inline uint32_t probe_seed6(const Session6& s) {
+    uint32_t a[4], r[4];
+    std::memcpy(a, s.pod_ip.b, 16);
+    std::memcpy(r, s.remote_ip.b, 16);
+    return probe_seed(a[0] ^ a[1] ^ a[2] ^ a[3], s.pod_port, r[0] ^ r[1] ^ r[2] ^ r[3], s.remote_port);
+}
+
+inline bool allocate_port6(const Worker& w, Session6& s, uint32_t& h_chosen) {
+    const SessionTable6& st = w.sessions6;
+    FlowKey6 k = SessionTable6::outside_key(s);
+    if (pod_port_in_block(w, s.pod_port)) {
+        k.dport = s.pod_port;
+        uint32_t h = st.key_hash(k);
+        if (st.find_outside(k, h) == SessionTable6::kNone) {
+            s.nat_port = s.pod_port;
+            h_chosen = h;
+            return true;
+        }
+    }
+    uint32_t x = probe_seed6(s);
+    for (unsigned i = 0; i < kProbeAttempts; ++i) {
+        k.dport = probe_next(w, x);
+        uint32_t h = st.key_hash(k);
+        if (st.find_outside(k, h) == SessionTable6::kNone) {
             s.nat_port = k.dport;
             h_chosen = h;
             return true;

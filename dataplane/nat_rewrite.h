@@ -5,7 +5,9 @@
 // header of ICMP errors, and the TCP flags the session tracks.
 #pragma once
 
+#include <rte_byteorder.h>
 #include <rte_icmp.h>
+#include <rte_ip.h>
 #include <rte_tcp.h>
 #include <rte_udp.h>
 
@@ -52,6 +54,34 @@ inline void set_inner_port(uint8_t proto, uint8_t* l4, uint32_t len, bool source
     }
 }
 
+// The checksum delta of replacing IPv6 address `old` by `now` (eight 16-bit words), as the
+// pseudo-header of every IPv6 transport checksum sees it.
+inline uint32_t csum_delta_ip6(const uint8_t* old, const uint8_t* now) {
+    uint32_t d = 0;
+    for (unsigned k = 0; k < 16; k += 2) {
+        uint16_t o, n;
+        __builtin_memcpy(&o, old + k, 2);
+        __builtin_memcpy(&n, now + k, 2);
+        d += csum_delta16(o, n);
+    }
+    return d;
+}
+
+// The ICMPv6 checksum of the message at pk.l4 (pk.l4_len bytes), over the pseudo-header of the
+// packet's addresses (RFC 4443 2.3), written in.
+inline void recompute_icmp6_checksum(const PacketMeta& pk) {
+    auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
+    ih->icmp_cksum = 0;
+    uint8_t tail[8] = {};
+    uint32_t len_be = rte_cpu_to_be_32(pk.l4_len);
+    __builtin_memcpy(tail, &len_be, 4);
+    tail[7] = 58;
+    uint32_t sum = csum_partial(pk.ip6->src_addr, 16);
+    sum = csum_partial(pk.ip6->dst_addr, 16, sum);
+    sum = csum_partial(tail, 8, sum);
+    ih->icmp_cksum = csum_finish(csum_partial(pk.l4, pk.l4_len, sum));
+}
+
 inline void recompute_icmp_checksum(const PacketMeta& pk) {
     auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
     ih->icmp_cksum = 0;
@@ -74,6 +104,22 @@ inline void send_translated_in(Worker& w, Burst& b, unsigned i, Session& s) {
     count(sc.packets_in);
     count(sc.bytes_in, b.m[i]->pkt_len);
     b.to_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
+}
+
+inline void send_translated_out(Worker& w, Burst& b, unsigned i, Session6& s) {
+    s.last_seen = w.now;
+    ServiceCounters& sc = w.service_counters[s.service_id];
+    count(sc.packets_out);
+    count(sc.bytes_out, b.m[i]->pkt_len);
+    b.to_output6(i, s.out_port, s.out_next_hop.b, &s.out_neighbor);
+}
+
+inline void send_translated_in(Worker& w, Burst& b, unsigned i, Session6& s) {
+    s.last_seen = w.now;
+    ServiceCounters& sc = w.service_counters[s.service_id];
+    count(sc.packets_in);
+    count(sc.bytes_in, b.m[i]->pkt_len);
+    b.to_output6(i, s.in_port, s.in_next_hop.b, &s.in_neighbor);
 }
 
 }  // namespace egw::dp

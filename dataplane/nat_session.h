@@ -100,9 +100,9 @@ inline bool refresh_routes(const PolicySnapshot& p, Session6& s) {
         return false;
     s.out_port = nh->port;
     s.out_next_hop = nh->on_link ? s.remote_ip : nh->gateway;
-    s.out_neighbor = NeighborTable::kNone;
+    s.out_neighbor = NeighborTable6::kNone;
     s.in_port = kPortUnset;
-    s.in_neighbor = NeighborTable::kNone;
+    s.in_neighbor = NeighborTable6::kNone;
     return true;
 }
 

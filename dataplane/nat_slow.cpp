@@ -19,11 +19,15 @@
 #include <rte_mbuf.h>
 #include <rte_tcp.h>
 
+#include <cstring>
+
 #include "dataplane/checksum.h"
 #include "dataplane/icmp_reply.h"
 #include "dataplane/ingress.h"
 #include "dataplane/ip_forward.h"
+#include "dataplane/nat66.h"
 #include "dataplane/nat_ports.h"
+#include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"
 #include "dataplane/stages.h"
 
@@ -133,11 +137,78 @@ NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const Packe
     return f;
 }
 
+// The classifier of an outgoing IPv6 packet with no session (NAPT66), the questions of
+// classify_outgoing() in the same order: the gateway's own addresses, cluster destinations, the
+// pod's Service (its IPv6 side: a LoadBalancerIP Service without an IPv6 ingress IP leaves its
+// IPv6 endpoints to the default action), the default action, what can be translated, hop limit,
+// route, NAT address (the Service's IPv6 ingress IP, or the egress port's first IPv6 address).
+// Not yet for IPv6: ingress to served ingress IPs and hairpin (ingress.h is IPv4).
+NewFlow classify_outgoing6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
+    const uint8_t* dst = pk.ip6->dst_addr;
+    if (p.is_port_address6(rx_port, dst) || p.nat_addresses6.contains(dst)) {
+        // Echo requests to the receiving port's addresses went to the local stage from input;
+        // the gateway serves nothing else on IPv6.
+        switch (pk.l4_proto) {
+        case IPPROTO_UDP:
+            return reject_flow(IcmpError::port_unreachable, DropReason::local);
+        case IPPROTO_TCP:
+        case kIp6Icmp:
+            return drop_flow(DropReason::local);
+        default:
+            return reject_flow(IcmpError::protocol_unreachable, DropReason::local);
+        }
+    }
+    if (p.inside_cluster6(dst))
+        return route_flow(kDefaultVrf);
+    uint32_t sid = p.endpoints6.find(pk.ip6->src_addr);
+    const ServicePolicy* svc = nullptr;
+    if (sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive)
+        svc = &p.services[sid];
+    if (!svc) {
+        switch (p.default_action) {
+        case DefaultAction::route:
+            return route_flow(kDefaultVrf);
+        case DefaultAction::drop:
+            return drop_flow(DropReason::default_action_drop);
+        case DefaultAction::masquerade:
+            break;
+        }
+    }
+    if (pk.kind == Kind::other)
+        return drop_flow(pk.l4_proto == kIp6Icmp ? DropReason::icmp_unsupported : DropReason::unsupported_protocol);
+    if (pk.kind == Kind::icmp_error)
+        return drop_flow(DropReason::no_session);
+    if (unlikely(hop_limit_expires(pk.ip6)))
+        return reject_flow(IcmpError::time_exceeded, DropReason::ttl_exceeded);
+    NewFlow f{};
+    f.action = NewFlow::Action::translate;
+    f.vrf = svc ? svc->vrf : kDefaultVrf;
+    f.nh6 = p.lookup_route6(f.vrf, dst);
+    if (unlikely(!f.nh6))
+        return reject_flow(IcmpError::net_unreachable, DropReason::no_route);
+    if (svc && svc->mode6 == ServiceMode::snat_ingress_ip) {
+        f.nat_ip6 = svc->nat_ip6;
+        f.masquerade = false;
+    } else {
+        const PortPolicy& out = p.ports[f.nh6->port];
+        if (out.n_addrs6 == 0)
+            return drop_flow(DropReason::no_route);
+        f.nat_ip6 = out.addrs6[0];
+        f.masquerade = true;
+    }
+    f.service_id = svc ? static_cast<uint16_t>(sid) : static_cast<uint16_t>(kDefaultPolicyId);
+    f.version = svc ? svc->version : p.default_version;
+    return f;
+}
+
 // Classifies the burst's outgoing packets and prefetches what their creates will read. Pure
 // reads and prefetches: which packets open sessions, with which ports, is decided in the ordered
 // pass.
 void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoing) {
-    for_each_packet(outgoing, [&](unsigned i) { p.endpoints.prefetch(rte_be_to_cpu_32(b.pkt[i].ip->src_addr)); });
+    for_each_packet(outgoing, [&](unsigned i) {
+        if (likely(!b.pkt[i].v6))
+            p.endpoints.prefetch(rte_be_to_cpu_32(b.pkt[i].ip->src_addr));
+    });
     // The two ports a probe reads first: the pod's own (taken whenever another pod of the same
     // NAT address already uses it toward this remote) and the first random one.
     // The hashes are kept in the packet for allocate_port() and the create.
@@ -147,8 +218,12 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
     SessionTable& st = w.sessions;
     for_each_packet(outgoing, [&](unsigned i) {
         PacketMeta& pk = b.pkt[i];
-        pk.flow = classify_outgoing(p, b.m[i]->port, pk);
         pk.probe_hashed = false;
+        if (unlikely(pk.v6)) {
+            pk.flow = classify_outgoing6(p, b.m[i]->port, pk);
+            return;
+        }
+        pk.flow = classify_outgoing(p, b.m[i]->port, pk);
         if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable::kNone)
             return;
         const FlowKey& key = pk.key;
@@ -250,6 +325,58 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
     return idx;
 }
 
+// The IPv6 twin of create_session(): the same limits (per pod, table full after a reclaim, port
+// exhausted), the session in the IPv6 table. Its one checksum delta covers the source address
+// (the pseudo-header) and the port of TCP, UDP and ICMPv6 alike.
+uint32_t create_session6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+    const PacketMeta& pk = b.pkt[i];
+    const NewFlow& f = pk.flow;
+    Session6 s{};
+    std::memcpy(s.pod_ip.b, pk.key6.src, 16);
+    std::memcpy(s.remote_ip.b, pk.key6.dst, 16);
+    s.pod_port = pk.key6.sport;
+    s.remote_port = pk.key6.dport;
+    s.proto = pk.key6.proto;
+    s.vrf = f.vrf;
+    s.nat_ip = f.nat_ip6;
+    s.in_use = f.masquerade ? kSessionMasquerade : 0;
+    s.service_id = f.service_id;
+    s.service_version = f.version;
+    ServiceCounters& sc = w.service_counters[s.service_id];
+    SessionTable6& st = w.sessions6;
+    uint32_t pod_limit = w.shared->pod_session_limit;
+    if (pod_limit && st.pod_sessions(s.pod_ip) >= pod_limit) {
+        b.drop(i, DropReason::pod_session_limit);
+        return SessionTable6::kNone;
+    }
+    if (unlikely(st.active() == st.capacity()) && !worker_reclaim_expired6(w, p)) {
+        b.drop(i, DropReason::session_limit);
+        return SessionTable6::kNone;
+    }
+    uint32_t h_outside = 0;
+    if (!allocate_port6(w, s, h_outside)) {
+        count(sc.port_alloc_failures);
+        b.drop(i, DropReason::port_exhausted);
+        return SessionTable6::kNone;
+    }
+    s.epoch = static_cast<uint32_t>(p.generation);
+    s.out_port = f.nh6->port;
+    s.out_next_hop = f.nh6->on_link ? s.remote_ip : f.nh6->gateway;
+    s.out_neighbor = NeighborTable6::kNone;
+    s.in_port = kPortUnset;
+    s.in_neighbor = NeighborTable6::kNone;
+    s.l4_delta = csum_delta_fold(csum_delta_ip6(s.pod_ip.b, s.nat_ip.b) + csum_delta16(s.pod_port, s.nat_port));
+    s.last_seen = w.now;
+    uint32_t idx = st.create(s, st.key_hash(pk.key6), h_outside);
+    if (idx == SessionTable6::kNone) {
+        b.drop(i, DropReason::session_limit);
+        return idx;
+    }
+    count(sc.sessions_created);
+    count(w.counters.sessions_created);
+    return idx;
+}
+
 void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
     switch (pk.flow.action) {
@@ -266,13 +393,24 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         b.drop(i, pk.flow.reason);
         return;
     case NewFlow::Action::reject:
-        reply_icmp_error(b, i, pk.flow.icmp, pk.flow.reason);
+        if (pk.v6)
+            refuse6(b, i, pk.flow.icmp, pk.flow.reason);
+        else
+            reply_icmp_error(b, i, pk.flow.icmp, pk.flow.reason);
         return;
     case NewFlow::Action::translate:
         break;
     }
     if (pk.kind == Kind::tcp && !tcp_may_open(pk.l4, w.shared->tcp_strict)) {
         b.drop(i, DropReason::tcp_not_opening);
+        return;
+    }
+    if (pk.v6) {
+        uint32_t idx6 = create_session6(w, p, b, i);
+        if (idx6 == SessionTable6::kNone)
+            return;
+        pk.session = idx6;
+        nat_translate(w, p, b, i, w.sessions6.at(idx6));
         return;
     }
     uint32_t idx = create_session(w, p, b, i);
@@ -282,9 +420,26 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     nat_translate(w, p, b, i, w.sessions.at(idx));
 }
 
+// Back from outside with no session, IPv6: a NAT address has no session for it (no ingress to
+// IPv6 ingress IPs yet); elsewhere untouched routing when that is the default action.
+void miss_incoming6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+    (void)w;
+    PacketMeta& pk = b.pkt[i];
+    if (!p.nat_addresses6.contains(pk.ip6->dst_addr) && p.default_action == DefaultAction::route) {
+        pk.vrf = p.ports[b.m[i]->port].vrf;
+        b.set_next(i, Next::ip_forward);
+        return;
+    }
+    b.drop(i, DropReason::no_session);
+}
+
 // Back from outside with no session.
 void miss_incoming(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
+    if (pk.v6) {
+        miss_incoming6(w, p, b, i);
+        return;
+    }
     uint16_t rx_port = b.m[i]->port;
     uint32_t dst = rte_be_to_cpu_32(pk.ip->dst_addr);
     if (addressed_to_gateway(p, rx_port, dst, Dir::out2in) && pk.ip->next_proto_id == IPPROTO_ICMP &&
@@ -328,14 +483,19 @@ void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b) {
                          w.counters.sessions_closed != b.closed_at_lookup))
                 pk.session = lookup_again(w, pk);
             if (pk.session != SessionTable::kNone) {
-                Session& s = w.sessions.at(pk.session);
-                if (session_usable(p, s)) {
-                    nat_translate(w, p, b, i, s);
-                    return;
-                }
                 // The Service's policy changed (or its route moved): the old translation must not
                 // be used again. Outgoing packets start a new session under the current policy.
-                close_session(w, pk.session);
+                auto usable = [&](auto& table) {
+                    auto& s = table.at(pk.session);
+                    if (session_usable(p, s)) {
+                        nat_translate(w, p, b, i, s);
+                        return true;
+                    }
+                    close_session(w, table, pk.session);
+                    return false;
+                };
+                if (pk.v6 ? usable(w.sessions6) : usable(w.sessions))
+                    return;
                 pk.session = SessionTable::kNone;
                 if (pk.dir == Dir::out2in) {
                     b.drop(i, DropReason::stale_session);

@@ -67,6 +67,7 @@ void stage_output(Worker& w, const PolicySnapshot& p, Burst& b);
 // The rewrite of a packet whose session `s` holds (nat_fast.cpp); the slow path uses it for the
 // sessions it creates or finds again.
 void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s);
+void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s);
 
 // The worker owning the session of a parsed packet (handoff.cpp).
 unsigned owner_of(const Worker& w, const PacketMeta& pk);
@@ -77,10 +78,10 @@ void output_frames(Worker& w, const PolicySnapshot& p, rte_mbuf* const* pkts, un
 
 // IPv6 (ip_forward.cpp): the routing half of a parsed IPv6 packet's classification (Route6,
 // ip_forward.h), and the first step input gives it from that: local, ip_forward (with its VRF),
-// icmp_reply, or a drop; what is left to the NAT is dropped as ipv6_unsupported for now.
+// icmp_reply, or a drop (true); false when it is left to the NAT stages (NAPT66).
 struct Route6;
 Route6 classify_untranslated6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk);
-void ipv6_first_step(const PolicySnapshot& p, Burst& b, unsigned i);
+bool ipv6_first_step(const PolicySnapshot& p, Burst& b, unsigned i);
 
 // Where the gateway's own addresses are decided for IPv4: an address of the receiving port, or
 // (on the way out) one of the NAT addresses.

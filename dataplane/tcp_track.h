@@ -69,7 +69,8 @@ inline bool tcp_rst_acceptable(const TcpWindow& t, const rte_tcp_hdr* th, unsign
 
 // Tracks one segment of a session from the inside (pod) or outside. Returns false for an RST
 // that is not honoured: the caller drops the segment.
-inline bool track_tcp(Session& s, TcpWindow& t, const PacketMeta& pk, bool from_inside) {
+template <class S>  // Session or Session6
+inline bool track_tcp(S& s, TcpWindow& t, const PacketMeta& pk, bool from_inside) {
     auto* th = reinterpret_cast<const rte_tcp_hdr*>(pk.l4);
     uint8_t f = th->tcp_flags;
     unsigned side = from_inside ? 0 : 1;

@@ -58,7 +58,7 @@ constexpr Family kServiceFamilyEndpoints{"service_family_endpoints", Type::gauge
                                          {"namespace", "service", "family"}};
 constexpr Family kServiceFamilyTranslated{"service_family_translated", Type::gauge,
                                           "1 when this gateway translates the Service's endpoints of that address "
-                                          "family now (IPv6: never yet, the data plane does not carry it)",
+                                          "family now",
                                           {"namespace", "service", "family"}};
 constexpr Family kServicePackets{"service_packets_total", Type::counter,
                                  "Packets translated for the Service; direction egress is pod to outside, reply is "

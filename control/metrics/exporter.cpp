@@ -101,7 +101,7 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
         e.ingress_ip = s.ingress_ipv4 ? format_ipv4(*s.ingress_ipv4) : "";
         e.endpoints = s.endpoint_ipv4s.size();
         e.endpoints_ipv6 = s.endpoint_ipv6s.size();
-        e.ipv6_translated = false;
+        e.ipv6_translated = sv.programmed6;
         e.serve_here = s.serve_here;
         e.programmed = sv.programmed;
         if (sv.programmed && s.mode == model::Mode::load_balancer_ip && s.ingress_ipv4)

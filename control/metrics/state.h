@@ -63,7 +63,7 @@ struct ServiceEntry {
     std::string ingress_ip;        // dotted quad or ""
     size_t endpoints = 0;
     size_t endpoints_ipv6 = 0;     // cluster-networked IPv6 endpoints
-    bool ipv6_translated = false;  // never yet: the data plane does not carry IPv6
+    bool ipv6_translated = false;  // its IPv6 endpoints are translated here now (ServiceView::programmed6)
     bool serve_here = false;
     bool programmed = false;
     uint32_t nat_address = 0;      // host order: the ingress IP it translates to; 0 when masquerading or idle

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
+#include <set>
 #include <cstring>
 #include <iterator>
 
@@ -30,20 +32,23 @@ std::string ipv4_translation(const model::ServiceState& s, const dp::ServicePoli
     return "not translated: " + (!s.serve_here ? s.reason : problem.empty() ? std::string("not programmed") : problem);
 }
 
-std::string ipv6_translation(const model::ServiceState& s, const std::string& problem) {
+std::string ipv6_translation(const model::ServiceState& s, const dp::ServicePolicy& pol, const std::string& problem) {
+    const std::string none = s.endpoint_ipv6s.empty() ? " (no IPv6 endpoints)" : "";
+    switch (pol.mode6) {
+    case dp::ServiceMode::snat_ingress_ip:
+        return "SNAT to " + net::to_string(net::IpAddr::from_v6(pol.nat_ip6.b)) + none;
+    case dp::ServiceMode::masquerade: return "masquerade to the egress port's address" + none;
+    case dp::ServiceMode::inactive: break;
+    }
     std::string why;
     if (!s.serve_here)
         why = s.reason;
     else if (!problem.empty() && problem.rfind("no IPv4 ingress IP", 0) != 0)
         why = problem;  // an unknown network or the Service limit holds for both families
-    else if (s.endpoint_ipv6s.empty())
-        why = "no IPv6 endpoints";
     else if (s.mode == model::Mode::load_balancer_ip && !s.ingress_ipv6)
-        why = "no IPv6 ingress IP (its IPv6 endpoints take the default action; the data plane does not carry IPv6 yet)";
-    else if (s.mode == model::Mode::load_balancer_ip)
-        why = "the data plane does not carry IPv6 yet (would SNAT to " + net::to_string(*s.ingress_ipv6) + ")";
+        why = "no IPv6 ingress IP (its IPv6 endpoints take the default action)";
     else
-        why = "the data plane does not carry IPv6 yet (would masquerade)";
+        why = problem.empty() ? "not programmed" : problem;
     return "not translated: " + why;
 }
 
@@ -346,7 +351,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
         if (next.id == 0) {
             next.problem = "too many Services (limit " + std::to_string(dp::kMaxServices - 1) + ")";
             next.ipv4 = ipv4_translation(s, dp::ServicePolicy{}, next.problem);
-            next.ipv6 = ipv6_translation(s, next.problem);
+            next.ipv6 = ipv6_translation(s, dp::ServicePolicy{}, next.problem);
             next.state = s;
             v = std::move(next);
             idless_.insert(s.key);
@@ -362,29 +367,41 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
             if (vrf < 0) {
                 next.problem = "unknown network \"" + s.network + "\": no VRF of that name or table";
             } else if (s.mode == model::Mode::load_balancer_ip) {
+                if (s.ingress_ipv4 || s.ingress_ipv6)
+                    pol.vrf = static_cast<uint8_t>(vrf);
                 if (s.ingress_ipv4) {
                     pol.mode = dp::ServiceMode::snat_ingress_ip;
                     pol.nat_ip = *s.ingress_ipv4;
-                    pol.vrf = static_cast<uint8_t>(vrf);
                 } else {
                     next.problem = "no IPv4 ingress IP (the IPv4 data plane needs one)";
                 }
+                // Each family by its own ingress IP: without an IPv6 one, the IPv6 endpoints
+                // take the default action, as IPv4 ones do without an IPv4 one.
+                if (s.ingress_ipv6) {
+                    pol.mode6 = dp::ServiceMode::snat_ingress_ip;
+                    std::copy(s.ingress_ipv6->bytes().begin(), s.ingress_ipv6->bytes().end(), pol.nat_ip6.b);
+                }
             } else {
                 pol.mode = dp::ServiceMode::masquerade;
+                pol.mode6 = dp::ServiceMode::masquerade;
                 pol.vrf = static_cast<uint8_t>(vrf);
             }
         }
         next.programmed = pol.mode != dp::ServiceMode::inactive;
+        next.programmed6 = pol.mode6 != dp::ServiceMode::inactive;
         next.ipv4 = ipv4_translation(s, pol, next.problem);
-        next.ipv6 = ipv6_translation(s, next.problem);
+        next.ipv6 = ipv6_translation(s, pol, next.problem);
         // The version survives while nothing a session depends on changed. Losing an endpoint
         // counts (its sessions must stop translating); gaining one does not. An id this Service
         // did not have before (new, or reused after another Service) has no previous translation.
         const dp::ServicePolicy prev = services_[next.id];
         const bool same = old_id == next.id && prev.mode == pol.mode && prev.vrf == pol.vrf &&
-                          prev.nat_ip == pol.nat_ip &&
+                          prev.nat_ip == pol.nat_ip && prev.mode6 == pol.mode6 &&
+                          std::memcmp(prev.nat_ip6.b, pol.nat_ip6.b, 16) == 0 &&
                           std::includes(s.endpoint_ipv4s.begin(), s.endpoint_ipv4s.end(),
-                                        v.state.endpoint_ipv4s.begin(), v.state.endpoint_ipv4s.end());
+                                        v.state.endpoint_ipv4s.begin(), v.state.endpoint_ipv4s.end()) &&
+                          std::includes(s.endpoint_ipv6s.begin(), s.endpoint_ipv6s.end(),
+                                        v.state.endpoint_ipv6s.begin(), v.state.endpoint_ipv6s.end());
         pol.version = same ? prev.version : next_version_++;
         if (old_id != 0) {
             drop_nat(prev);
@@ -586,10 +603,26 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
             if (c.is_v4())
                 snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
     std::vector<std::pair<uint64_t, uint32_t>> nodes;
-    for (const net::IpAddr& ip : cfg_.cluster.node_ips)
-        if (ip.is_v4())
+    std::vector<dp::Ip6Map::Item> nodes6;
+    for (const net::IpAddr& ip : cfg_.cluster.node_ips) {
+        if (ip.is_v4()) {
             nodes.emplace_back(ip.v4(), 1);
+            continue;
+        }
+        dp::Ip6Map::Item it{};
+        std::copy(ip.bytes().begin(), ip.bytes().end(), it.addr);
+        it.value = 1;
+        nodes6.push_back(it);
+    }
     snap->node_ips.build(nodes);
+    snap->node_ips6.build(nodes6);
+    for (const auto* cidrs : {&cfg_.cluster.pod_cidrs, &cfg_.cluster.service_cidrs})
+        for (const auto& c : *cidrs)
+            if (c.is_v6()) {
+                dp::Ip6 net;
+                dp::PolicySnapshot::mask6(c.addr.bytes().data(), c.len, net.b);
+                snap->cluster_cidrs6.emplace_back(net, c.len);
+            }
 
     // The outside ports of each network; a network with none of its own reaches the outside
     // through the default table, so its ingress IPs are answered on the default network's ports.
@@ -633,6 +666,39 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         nat6_items.push_back(it);
     }
     snap->nat_addresses6.build(nat6_items);
+
+    // IPv6 endpoints -> Service id, the first Service by key owning a pod claimed twice (as for
+    // IPv4), made afresh from the views at every publication. Pods a Service now translates may
+    // hold sessions the default action made: as for IPv4, the default policy gets a new version
+    // when the set of translated IPv6 pods gains a member.
+    std::vector<dp::Ip6Map::Item> endpoints6;
+    std::vector<std::array<uint8_t, 16>> served6;
+    {
+        std::set<std::array<uint8_t, 16>> seen;
+        for (const ServiceView& v : views_) {
+            if (v.id == 0)
+                continue;
+            const bool translated = services_[v.id].mode6 != dp::ServiceMode::inactive;
+            for (const net::IpAddr& ip : v.state.endpoint_ipv6s) {
+                std::array<uint8_t, 16> a;
+                std::copy(ip.bytes().begin(), ip.bytes().end(), a.begin());
+                if (!seen.insert(a).second)
+                    continue;
+                dp::Ip6Map::Item it{};
+                std::copy(a.begin(), a.end(), it.addr);
+                it.value = v.id;
+                endpoints6.push_back(it);
+                if (translated)
+                    served6.push_back(a);
+            }
+        }
+    }
+    snap->endpoints6.build(endpoints6);
+    std::sort(served6.begin(), served6.end());
+    if (!std::includes(served6_.begin(), served6_.end(), served6.begin(), served6.end())) {
+        ++default_version_;
+    }
+    served6_ = std::move(served6);
 
     snap->services = services_;
     snap->endpoints = endpoints_;

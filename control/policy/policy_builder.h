@@ -16,6 +16,7 @@
 // (tests/unit/policy/test_policy_builder.cpp checks that after every step of random changes).
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,19 +36,20 @@ namespace egw::control {
 struct ServiceView {
     model::ServiceState state;
     uint32_t id = 0;
-    bool programmed = false;       // translating on this gateway now
+    bool programmed = false;       // translating on this gateway now (IPv4)
+    bool programmed6 = false;      // the same for its IPv6 endpoints
     std::string vrf;               // resolved VRF name ("" when the network is unknown)
     std::string problem;           // why it is not programmed although served here (unknown network, ...)
     // Per address family, what this gateway does with the Service's endpoints of that family, in
     // one line for the CLI, the status file and the logs: "SNAT to 192.0.2.50", "masquerade to the
-    // egress port's address" or "not translated: <why>". IPv6 is never translated yet.
+    // egress port's address" or "not translated: <why>".
     std::string ipv4;
     std::string ipv6;
 };
 
-// The two lines of ServiceView::ipv4 / ipv6 for a state and the IPv4 policy made of it.
+// The two lines of ServiceView::ipv4 / ipv6 for a state and the policy made of it.
 std::string ipv4_translation(const model::ServiceState& s, const dp::ServicePolicy& pol, const std::string& problem);
-std::string ipv6_translation(const model::ServiceState& s, const std::string& problem);
+std::string ipv6_translation(const model::ServiceState& s, const dp::ServicePolicy& pol, const std::string& problem);
 
 class PolicyBuilder {
 public:
@@ -126,6 +128,7 @@ private:
     std::vector<uint32_t> arp_ports_ = std::vector<uint32_t>(dp::kMaxVrfs);
     std::vector<uint32_t> port_nat_;                        // outside ports' addresses, sorted
     uint32_t default_version_ = 1;
+    std::vector<std::array<uint8_t, 16>> served6_;  // the IPv6 pods translated by a Service, sorted
     std::optional<config::DefaultAction> last_default_action_;  // of the last snapshot
     uint64_t generation_ = 0;
     // The routes of the last snapshot, as (key, port << 32 | gateway) pairs, and the generation

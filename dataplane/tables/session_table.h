@@ -136,7 +136,7 @@ struct alignas(64) Session6 {
     uint16_t out_port;
     uint16_t in_port;           // kPortUnset until the first reply
     uint64_t last_seen;         // TSC
-    uint32_t out_neighbor;      // NeighborTable slot or NeighborTable::kNone
+    uint32_t out_neighbor;      // NeighborTable6 slot or NeighborTable6::kNone
     uint32_t in_neighbor;
     uint16_t l4_delta;          // RFC 1624 delta of pod_ip, pod_port -> nat_ip, nat_port (folded): every
                                 // IPv6 transport checksum, ICMPv6's too, covers the pseudo-header

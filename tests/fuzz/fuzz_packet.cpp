@@ -17,7 +17,13 @@
 //             their replies
 //   bit 5     then let the UDP and ICMP sessions time out (the sweep frees them)
 //   bits 6-7  receive offload flags as a NIC sets them (none, checksums good, IP bad, IP none)
-// byte 1: modes 2/3: who sends the error (which address it goes to, which pod sends it)
+// byte 1: modes 2/3: who sends the error (which address it goes to, which pod sends it); bit 7:
+//   IPv6 (mode 1: the rest is an IPv6 packet whose transport checksum is made right; modes 2/3:
+//   an ICMPv6 error, types 1 to 4, quoting it)
+//
+// The rig is dual-stack for NAPT66: the ports have IPv6 addresses, web has the IPv6 ingress IP
+// 2001:db8:2::50 (pods ::10 and ::11 of fd00:10:244:1::/64), blue pod ::20, the IPv6 default route
+// via ext1's router; bit 4's priming opens IPv6 sessions of each policy too.
 //
 // Every input starts from an empty session table and the same clock. Invariants, on every frame
 // that leaves (and on the priming traffic too):
@@ -32,6 +38,12 @@
 //   - into the inside port, no destination (or quoted source) is a NAT address: what comes back
 //     is translated
 //   - TTL never leaves as 0
+//   - IPv6 leaves as the gateway's own answer (a Neighbor Advertisement or an echo reply out of
+//     the port it came in on, from that port's link-local or global address) or translated
+//     (NAPT66): out of an outside port from one of the IPv6 NAT addresses (web's ingress IP,
+//     ext1's or ext2's address), a quote never naming a pod; into the inside port never to a NAT
+//     address, a quote never from one; hop limit never 0; every transport checksum (ICMPv6 over
+//     the pseudo-header) and quoted one right when it was right on the way in
 //   - each frame received is sent, given to the control thread or counted as a drop: exactly one
 //   - no mbuf is lost or freed twice
 #include <rte_eal.h>
@@ -86,6 +98,26 @@ std::string hex(const Bytes& b) {
 bool in_pods(uint32_t a) { return (a & 0xffff0000) == ip4(10, 244, 0, 0); }
 bool is_nat_address(uint32_t a) { return a == kIngress || a == kExt1Addr || a == kExt2Addr; }
 
+// IPv6 of the rig (init()).
+const Ip6Addr kPodsV6 = ip6("fd00:10:244:1::1");
+const Ip6Addr kExt1V6 = ip6("2001:db8:2::1");
+const Ip6Addr kExt2V6 = ip6("2001:db8:3::1");
+const Ip6Addr kIngressV6 = ip6("2001:db8:2::50");
+const Ip6Addr kExt1GwV6 = ip6("2001:db8:2::fe");
+const Ip6Addr kServerV6 = ip6("2001:db8:2::100");
+const Ip6Addr kBlueServerV6 = ip6("2001:db8:3::100");
+const Ip6Addr kInternetV6 = ip6("2001:db8:99::9");
+const Ip6Addr kPod10v6 = ip6("fd00:10:244:1::10");
+const Ip6Addr kPod11v6 = ip6("fd00:10:244:1::11");
+const Ip6Addr kPod20v6 = ip6("fd00:10:244:1::20");
+const Ip6Addr kPod30v6 = ip6("fd00:10:244:1::30");  // in no Service: default action
+
+bool in_pods6(const Ip6Addr& a) {
+    static const Ip6Addr kPods = ip6("fd00:10:244::");
+    return std::equal(a.begin(), a.begin() + 6, kPods.begin());
+}
+bool is_nat_address6(const Ip6Addr& a) { return a == kIngressV6 || a == kExt1V6 || a == kExt2V6; }
+
 [[noreturn]] void broken(const std::string& what, const std::string& port, const Bytes& frame) {
     fuzz::fail(what + " (frame out of " + port + ": " + hex(frame) + ")");
 }
@@ -132,32 +164,64 @@ void check_frame(const Received& in, const std::string& port, const Bytes& f, bo
         return;
     }
     if (p.ether_type == kEtherIpv6) {
-        // IPv6 leaves only as the gateway's own answer, back out of the port it came in on: a
-        // Neighbor Advertisement (the rig's ports have no IPv6 address but their link-local one),
-        // an echo reply, whose checksum stays right when the request's was, or an ICMPv6 error
-        // (RFC 4443: the default action masquerades, so what reaches it is UDP to a port's own
-        // address) to the sender, quoting the start of the packet it answers, within 1280 bytes.
-        if (held || port != in.port)
-            broken("IPv6 held for ARP or sent out of another port than it came in on", port, f);
-        const bool error = p.proto == kProtoIcmp6 && p.icmp_type >= 1 && p.icmp_type <= 3;
-        if (p.proto != kProtoIcmp6 || (p.icmp_type != 136 && p.icmp_type != 129 && !error))
-            broken("IPv6 other than a Neighbor Advertisement, an echo reply or an ICMPv6 error", port, f);
-        if (error) {
-            if (in.p.ether_type != kEtherIpv6 || in.p.l3.empty() || p.dst6 != in.p.src6)
-                broken("an ICMPv6 error not to the sender of a valid IPv6 packet", port, f);
-            if (in.p.proto == kProtoIcmp6 && in.p.icmp_type < 128)
-                broken("an ICMPv6 error answering an ICMPv6 error", port, f);
-            if (f.size() > 14 + 1280 || p.payload.empty() || p.payload.size() > in.p.l3.size() ||
-                !std::equal(p.payload.begin(), p.payload.end(), in.p.l3.begin()))
-                broken("an ICMPv6 error whose quote is not the start of the packet it answers, within 1280 bytes", port, f);
-        }
-        if (p.src6 != link_local_of(mac))
-            broken("IPv6 from " + ip6_str(p.src6) + ", not the port's link-local address", port, f);
         if (p.hop_limit == 0)
             broken("hop limit 0", port, f);
-        const bool request_sum_ok = in.p.ether_type == kEtherIpv6 && in.p.ok && in.p.l4_csum_ok;
-        if (!p.l4_csum_ok && (p.icmp_type == 136 || request_sum_ok))
-            broken("wrong ICMPv6 checksum", port, f);
+        const bool sum_was_ok = in.p.ether_type == kEtherIpv6 && in.p.ok && in.p.l4_csum_ok;
+        // The gateway's own answer, back out of the port it came in on, from that port's
+        // link-local or global address: a Neighbor Advertisement, an echo reply, whose checksum
+        // stays right when the request's was, or an ICMPv6 error (RFC 4443) to the sender,
+        // quoting the start of the packet it answers, within 1280 bytes.
+        const Ip6Addr& mine6 = port == "pods" ? kPodsV6 : port == "ext1" ? kExt1V6 : kExt2V6;
+        const bool own = !held && port == in.port && p.proto == kProtoIcmp6 &&
+                         (p.src6 == link_local_of(mac) || p.src6 == mine6);
+        if (own) {
+            const bool error = p.icmp_type >= 1 && p.icmp_type <= 3;
+            if (p.icmp_type != 136 && p.icmp_type != 129 && !error)
+                broken("ICMPv6 from the port's own address other than a Neighbor Advertisement, an echo reply or an "
+                       "ICMPv6 error", port, f);
+            if (error) {
+                if (in.p.ether_type != kEtherIpv6 || in.p.l3.empty() || p.dst6 != in.p.src6)
+                    broken("an ICMPv6 error not to the sender of a valid IPv6 packet", port, f);
+                if (in.p.proto == kProtoIcmp6 && in.p.icmp_type < 128)
+                    broken("an ICMPv6 error answering an ICMPv6 error", port, f);
+                if (f.size() > 14 + 1280 || p.payload.empty() || p.payload.size() > in.p.l3.size() ||
+                    !std::equal(p.payload.begin(), p.payload.end(), in.p.l3.begin()))
+                    broken("an ICMPv6 error whose quote is not the start of the packet it answers, within 1280 bytes",
+                           port, f);
+            }
+            if (!p.l4_csum_ok && (p.icmp_type == 136 || error || sum_was_ok))
+                broken("wrong ICMPv6 checksum", port, f);
+            return;
+        }
+        // Otherwise translated (NAPT66; held ones wait for a Neighbor Solicitation's answer).
+        if (sum_was_ok && !p.l4_csum_ok && p.proto == in.p.proto)
+            broken("wrong IPv6 transport checksum (it was right on the way in)", port, f);
+        if (p.inner && in.p.ether_type == kEtherIpv6 && in.p.inner && in.p.inner->l4_complete &&
+            in.p.inner->l4_csum_ok && p.inner->l4_complete && !p.inner->l4_csum_ok)
+            broken("wrong quoted transport checksum (it was right on the way in)", port, f);
+        if (port == "ext1" || port == "ext2") {
+            if (!is_nat_address6(p.src6))
+                broken("IPv6 source " + ip6_str(p.src6) + " out of an outside port, not a NAT address", port, f);
+            if (p.inner && (in_pods6(p.inner->src6) || in_pods6(p.inner->dst6)))
+                broken("a quote naming a pod out of an outside port", port, f);
+            // A pod's own traffic leaves where its policy says (errors follow the session they quote).
+            if (in.p.ether_type == kEtherIpv6 && in.p.ok && !in.p.inner && in_pods6(in.p.src6)) {
+                const Ip6Addr& pod = in.p.src6;
+                static const Ip6Addr kBlueNet = ip6("2001:db8:3::");
+                bool blue = pod == kPod20v6 && std::equal(kBlueNet.begin(), kBlueNet.begin() + 8, in.p.dst6.begin());
+                const Ip6Addr& want = pod == kPod10v6 || pod == kPod11v6 ? kIngressV6 : blue ? kExt2V6 : kExt1V6;
+                std::string want_port = blue ? "ext2" : "ext1";
+                if (p.src6 != want || port != want_port)
+                    broken("IPv6 traffic of " + ip6_str(pod) + " left " + port + " from " + ip6_str(p.src6) +
+                               " (policy: " + want_port + " from " + ip6_str(want) + ")",
+                           port, f);
+            }
+        } else {
+            if (is_nat_address6(p.dst6))
+                broken("untranslated destination " + ip6_str(p.dst6) + " into the inside port", port, f);
+            if (p.inner && is_nat_address6(p.inner->src6))
+                broken("a quote with untranslated source " + ip6_str(p.inner->src6) + " into the inside port", port, f);
+        }
         return;
     }
     if (p.ether_type != kEtherIpv4)
@@ -327,6 +391,19 @@ void prime() {
 
     o = send(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 6000, kServerB, 7000, {7})));
     one(o, o.ext1, "a one-way UDP flow of default/web");
+
+    // IPv6: TCP through web's IPv6 ingress IP, UDP through blue, an echo through the default action.
+    auto pod6 = [](const Mac& m, const Bytes& ip) { return ethernet(kPodsMac, m, kEtherIpv6, ip); };
+    o = send(r.pods, pod6(kPod10Mac, tcp6_ip(kPod10v6, 40000, kServerV6, 80, kSyn)));
+    Parsed syn6 = one(o, o.ext1, "an IPv6 SYN of default/web");
+    o = send(r.ext1, ethernet(kExt1Mac, kServerMac, kEtherIpv6, tcp6_ip(kServerV6, 80, kIngressV6, syn6.sport, kSyn | kAck)));
+    one(o, o.pods, "the IPv6 SYN-ACK to default/web");
+    o = send(r.pods, pod6(kPod20Mac, udp6_ip(kPod20v6, 5353, kBlueServerV6, 53, {1, 2, 3})));
+    Parsed q6 = one(o, o.ext2, "an IPv6 UDP query of default/blue");
+    o = send(r.ext2, ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6, udp6_ip(kBlueServerV6, 53, kExt2V6, q6.sport, {4, 5, 6})));
+    one(o, o.pods, "the IPv6 UDP answer to default/blue");
+    o = send(r.pods, pod6(kPod20Mac, echo6_ip(true, kPod30v6, kInternetV6, 0x77, 1, {9, 9})));
+    one(o, o.ext1, "an ICMPv6 echo request of the default action");
 }
 
 // An empty session table and the same clock, whatever the previous input did.
@@ -338,10 +415,11 @@ void reset() {
     w.flush_request.store(want);
     for (int i = 0; i < 1000 && w.flush_done.load() != want; ++i)
         dp::worker_serve_flush(w);
-    if (w.flush_done.load() != want || !r.sessions().empty())
+    if (w.flush_done.load() != want || !r.sessions().empty() || !r.sessions6().empty())
         fuzz::fail("the session table did not empty between inputs");
     w.now = kClock;
     w.sweep_cursor = 0;
+    w.sweep_cursor6 = 0;
 }
 
 // RFC 1071 checksum field value over `len` bytes at `p`, plus `sum`.
@@ -372,6 +450,32 @@ Bytes fix_checksums(Bytes ip) {
     uint32_t pseudo = ip[9] == kProtoIcmp ? 0 : pseudo_sum(src, dst, ip[9], static_cast<uint32_t>(l4_len));
     uint16_t c = csum(l4, l4_len, pseudo);
     if (ip[9] == kProtoUdp && c == 0)
+        c = 0xffff;
+    put16(l4 + off, c);
+    return ip;
+}
+
+// Makes an IPv6 packet's version and payload length fit and its TCP/UDP/ICMPv6 checksum right
+// (no extension headers: the transport header right behind the fixed one) when it is long enough.
+Bytes fix_checksums6(Bytes ip) {
+    if (ip.size() < 40)
+        return ip;
+    ip[0] = static_cast<uint8_t>(0x60 | (ip[0] & 0x0f));
+    put16(&ip[4], static_cast<uint16_t>(ip.size() - 40));
+    uint8_t proto = ip[6];
+    uint8_t* l4 = ip.data() + 40;
+    size_t l4_len = ip.size() - 40;
+    size_t off = proto == kProtoTcp ? 16 : proto == kProtoUdp ? 6 : proto == kProtoIcmp6 ? 2 : 0;
+    if (off == 0 || l4_len < off + 2)
+        return ip;
+    if (proto == kProtoUdp && l4_len >= 8)
+        put16(l4 + 4, static_cast<uint16_t>(l4_len));
+    Ip6Addr src, dst;
+    std::copy(ip.begin() + 8, ip.begin() + 24, src.begin());
+    std::copy(ip.begin() + 24, ip.begin() + 40, dst.begin());
+    l4[off] = l4[off + 1] = 0;
+    uint16_t c = csum(l4, l4_len, pseudo_sum6(src, dst, proto, static_cast<uint32_t>(l4_len)));
+    if (proto == kProtoUdp && c == 0)
         c = 0xffff;
     put16(l4 + off, c);
     return ip;
@@ -417,7 +521,38 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     GTEST_FLAG_SET(throw_on_failure, true);
 
     RigOptions o;
-    o.services = {lb_service(kWeb, kIngress, {kPod10, kPod11}), network_service(kBlue, {kPod20}, "blue")};
+    model::ServiceState web = lb_service(kWeb, kIngress, {kPod10, kPod11});
+    web.ingress_ipv6 = net::IpAddr::from_v6(kIngressV6.data());
+    web.endpoint_ipv6s = {net::IpAddr::from_v6(kPod10v6.data()), net::IpAddr::from_v6(kPod11v6.data())};
+    std::sort(web.endpoint_ipv6s.begin(), web.endpoint_ipv6s.end());
+    model::ServiceState blue = network_service(kBlue, {kPod20}, "blue");
+    blue.endpoint_ipv6s = {net::IpAddr::from_v6(kPod20v6.data())};
+    o.services = {web, blue};
+    o.configure = [](config::Config& c) {
+        auto a6 = [](const Ip6Addr& a) { return net::IpAddr::from_v6(a.data()); };
+        c.ports[0].addresses.push_back(net::IpPrefix{a6(kPodsV6), 64});
+        c.ports[1].addresses.push_back(net::IpPrefix{a6(kExt1V6), 64});
+        c.ports[2].addresses.push_back(net::IpPrefix{a6(kExt2V6), 64});
+        config::RouteConfig route;
+        route.vrf = "default";
+        route.prefix = net::IpPrefix{a6(ip6("::")), 0};
+        route.via = a6(kExt1GwV6);
+        route.port = "ext1";
+        c.routes.push_back(route);
+        auto neigh = [&](const char* port, const Ip6Addr& ip, const Mac& mac) {
+            config::MacAddr m;
+            std::copy(mac.begin(), mac.end(), m.bytes);
+            c.neighbors.push_back(config::NeighborConfig{port, a6(ip), m});
+        };
+        // Pod ::30 has none: its replies wait for a Neighbor Solicitation's answer.
+        neigh("pods", kPod10v6, kPod10Mac);
+        neigh("pods", kPod11v6, kPod11Mac);
+        neigh("pods", kPod20v6, kPod20Mac);
+        neigh("ext1", kServerV6, kServerMac);
+        neigh("ext1", kExt1GwV6, kExt1GwMac);
+        neigh("ext2", kBlueServerV6, kBlueServerMac);
+        c.cluster.pod_cidrs.push_back(net::IpPrefix{a6(ip6("fd00:10:244::")), 48});
+    };
     g_rig = std::make_unique<Rig>(o);
     std::atexit(cleanup);
     return 0;
@@ -454,10 +589,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         uint16_t port = ports[sel];
         Mac peer = port == r.pods ? kPod10Mac : port == r.ext1 ? kServerMac : kBlueServerMac;
         Mac mine = port == r.pods ? kPodsMac : port == r.ext1 ? kExt1Mac : kExt2Mac;
-        send(port, ethernet(mine, peer, kEtherIpv4, fix_checksums(rest)), flags);
+        if (who & 0x80)
+            send(port, ethernet(mine, peer, kEtherIpv6, fix_checksums6(rest)), flags);
+        else
+            send(port, ethernet(mine, peer, kEtherIpv4, fix_checksums(rest)), flags);
         break;
     }
-    case 2: {
+    case 2:
+        if (who & 0x80) {
+            // ICMPv6 from outside to the IPv6 ingress IP, ext1's or ext2's address, or a pod.
+            const Ip6Addr& src = who & 4 ? kExt1GwV6 : kServerV6;
+            const Ip6Addr dsts[] = {kIngressV6, kExt1V6, kExt2V6, kPod10v6};
+            Bytes body(4 + rest.size());
+            std::copy(rest.begin(), rest.end(), body.begin() + 4);
+            Bytes ip = icmp6_ip((who & 3) == 2 ? kBlueServerV6 : src, dsts[who & 3], static_cast<uint8_t>(1 + sel), 0, body);
+            if ((who & 3) == 2)
+                send(r.ext2, ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6, ip), flags);
+            else
+                send(r.ext1, ethernet(kExt1Mac, who & 4 ? kExt1GwMac : kServerMac, kEtherIpv6, ip), flags);
+            break;
+        }
+        {
         // From outside, to the ingress IP, ext1's or ext2's address, or straight to a pod.
         uint32_t src = who & 4 ? kExt1Gw : kServer;
         uint32_t dst = kIngress;
@@ -474,6 +626,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
     }
     case 3: {
+        if (who & 0x80) {
+            // An ICMPv6 error from a pod (of each kind of policy) toward a server.
+            const Ip6Addr pods6[] = {kPod10v6, kPod20v6, kPod30v6, kPod11v6};
+            Bytes body(4 + rest.size());
+            std::copy(rest.begin(), rest.end(), body.begin() + 4);
+            Bytes ip = icmp6_ip(pods6[who & 3], who & 4 ? kBlueServerV6 : kServerV6, static_cast<uint8_t>(1 + sel), 0, body);
+            send(r.pods, ethernet(kPodsMac, kPod10Mac, kEtherIpv6, ip), flags);
+            break;
+        }
         // From a pod (of each kind of policy) toward a server.
         static const uint32_t kPods[] = {kPod10, kPod20, kPod30, kPod11};
         uint32_t pod = kPods[who & 3];

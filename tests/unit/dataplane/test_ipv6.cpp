@@ -133,8 +133,9 @@ TEST_F(DataplaneTest, Ipv6InputDropsEachFrameWithItsReason) {
 }
 
 // Valid IPv6 of every kind passes input (extension headers within the bound walked to the
-// transport header) and stops where the data plane does not carry IPv6 yet, under its own reason;
-// IPv4 in the same burst is translated as usual.
+// transport header) and goes on to the NAT stages, which answer or drop it here for what the rig
+// lacks (no IPv6 route, a protocol not translated, no session); IPv4 in the same burst is
+// translated as usual.
 TEST_F(DataplaneTest, ValidIpv6PassesInputBesideIpv4) {
     Rig& r = start();
     Bytes rh(6, 0);  // routing header with no segments left: walked over
@@ -154,8 +155,20 @@ TEST_F(DataplaneTest, ValidIpv6PassesInputBesideIpv4) {
     auto frames = r.tx(r.ext1);
     ASSERT_EQ(frames.size(), 1u);
     EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 40000, kServer, 53, text6("v4"), IpOpt{.ttl = 63})));
-    EXPECT_EQ(r.drops(DropReason::ipv6_unsupported), valid.size() + 1);
-    EXPECT_EQ(r.total_drops(), valid.size() + 1);
+    // No IPv6 route: each answered with Destination Unreachable, no route, back to the pod.
+    EXPECT_EQ(r.w().counters.icmp_sent[static_cast<unsigned>(dp::IcmpError::no_route6)], 3u);
+    auto answers = r.tx(r.pods);
+    ASSERT_EQ(answers.size(), 3u);
+    for (const Bytes& a : answers) {
+        Parsed p = parse_frame(a);
+        EXPECT_TRUE(checksums_valid(p));
+        EXPECT_EQ(p.dst6, kPod10v6);
+        EXPECT_EQ(p.icmp_type, 1);
+        EXPECT_EQ(p.icmp_code, 0);
+    }
+    EXPECT_EQ(r.drops(DropReason::unsupported_protocol), 1u);
+    EXPECT_EQ(r.drops(DropReason::no_session), 1u);
+    EXPECT_EQ(r.total_drops(), 2u);
 }
 
 
@@ -323,10 +336,11 @@ TEST_F(DataplaneTest, EchoRequestsToThePortsIpv6AddressesAreAnswered) {
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
     EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv6, echo6_ip(false, kPodsV6, kPod10v6, 0x78, 1, text6("in"))));
-    // Another port's address is not the receiving port's: not answered (not routed yet either).
+    // Another port's address is not the receiving port's: not answered; it is a NAT address
+    // (ext2's masquerade address) with no session for this.
     r.process(r.ext1, ext6(echo6_ip(true, kServerV6, kExt2V6, 0x79)));
     EXPECT_TRUE(r.tx(r.ext1).empty());
-    EXPECT_EQ(r.drops(DropReason::ipv6_unsupported), 1u);
+    EXPECT_EQ(r.drops(DropReason::no_session), 1u);
 }
 
 TEST_F(DataplaneTest, EchoFromALinkLocalNeighborToThePortIsAnsweredAndNeverForwarded) {

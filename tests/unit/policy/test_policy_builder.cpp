@@ -100,7 +100,7 @@ public:
             if (v.id == 0) {
                 v.problem = "too many Services (limit " + std::to_string(dp::kMaxServices - 1) + ")";
                 v.ipv4 = ipv4_translation(s, dp::ServicePolicy{}, v.problem);
-                v.ipv6 = ipv6_translation(s, v.problem);
+                v.ipv6 = ipv6_translation(s, dp::ServicePolicy{}, v.problem);
                 views.push_back(v);
                 continue;
             }
@@ -112,6 +112,7 @@ public:
                     v.problem = "unknown network \"" + s.network + "\": no VRF of that name or table";
                 } else if (s.mode == model::Mode::network) {
                     pol.mode = dp::ServiceMode::masquerade;
+                    pol.mode6 = dp::ServiceMode::masquerade;
                     pol.vrf = static_cast<uint8_t>(vrf);
                 } else if (!s.ingress_ipv4) {
                     v.problem = "no IPv4 ingress IP (the IPv4 data plane needs one)";
@@ -134,8 +135,9 @@ public:
                 }
             }
             v.programmed = pol.mode != dp::ServiceMode::inactive;
+            v.programmed6 = pol.mode6 != dp::ServiceMode::inactive;
             v.ipv4 = ipv4_translation(s, pol, v.problem);
-            v.ipv6 = ipv6_translation(s, v.problem);
+            v.ipv6 = ipv6_translation(s, pol, v.problem);
             auto prev = last_.find(v.id);
             bool same = prev != last_.end() && prev->second.first.mode == pol.mode &&
                         prev->second.first.vrf == pol.vrf && prev->second.first.nat_ip == pol.nat_ip &&
@@ -663,21 +665,31 @@ TEST(PolicyBuilderFamilies, EachFamilySaysWhatIsDone) {
     ASSERT_NE(d, nullptr);
     EXPECT_TRUE(d->programmed);
     EXPECT_EQ(d->ipv4, "SNAT to 192.0.2.50");
-    EXPECT_EQ(d->ipv6, "not translated: the data plane does not carry IPv6 yet (would SNAT to 2001:db8::50)");
+    EXPECT_EQ(d->ipv6, "SNAT to 2001:db8::50");
+    EXPECT_TRUE(d->programmed6);
     EXPECT_EQ(snap->services[d->id].mode, dp::ServiceMode::snat_ingress_ip);
+    EXPECT_EQ(snap->services[d->id].mode6, dp::ServiceMode::snat_ingress_ip);
+    EXPECT_EQ(net::IpAddr::from_v6(snap->services[d->id].nat_ip6.b), *net::parse_ip("2001:db8::50"));
+    // The pod's IPv6 address names the first Service (by key) that lists it, as its IPv4 one does.
+    EXPECT_EQ(snap->endpoints6.find(net::parse_ip("fd00:10:244::5")->bytes().data()), b.view("default/away")->id);
+    EXPECT_EQ(snap->endpoints.find(0x0a000005u), b.view("default/away")->id);
 
     const ServiceView* o = b.view("default/v6only");
     ASSERT_NE(o, nullptr);
     EXPECT_FALSE(o->programmed);
     EXPECT_EQ(o->problem, "no IPv4 ingress IP (the IPv4 data plane needs one)");
     EXPECT_EQ(o->ipv4, "not translated: no IPv4 ingress IP (the IPv4 data plane needs one)");
-    EXPECT_EQ(o->ipv6, "not translated: the data plane does not carry IPv6 yet (would SNAT to 2001:db8::50)");
+    EXPECT_EQ(o->ipv6, "SNAT to 2001:db8::50");
+    EXPECT_TRUE(o->programmed6);
+    EXPECT_EQ(snap->services[o->id].mode, dp::ServiceMode::inactive);
+    EXPECT_EQ(snap->services[o->id].mode6, dp::ServiceMode::snat_ingress_ip);
 
     const ServiceView* i4 = b.view("default/v4ingress");
     ASSERT_NE(i4, nullptr);
     EXPECT_EQ(i4->ipv4, "SNAT to 192.0.2.50");
-    EXPECT_EQ(i4->ipv6, "not translated: no IPv6 ingress IP (its IPv6 endpoints take the default action; the data "
-                        "plane does not carry IPv6 yet)");
+    EXPECT_EQ(i4->ipv6, "not translated: no IPv6 ingress IP (its IPv6 endpoints take the default action)");
+    EXPECT_FALSE(i4->programmed6);
+    EXPECT_EQ(snap->services[i4->id].mode6, dp::ServiceMode::inactive);
 
     const ServiceView* a = b.view("default/away");
     ASSERT_NE(a, nullptr);
@@ -693,12 +705,17 @@ TEST(PolicyBuilderFamilies, EachFamilySaysWhatIsDone) {
     b.build({blue});
     ASSERT_NE(b.view("default/net"), nullptr);
     EXPECT_EQ(b.view("default/net")->ipv4, "masquerade to the egress port's address");
-    EXPECT_EQ(b.view("default/net")->ipv6, "not translated: the data plane does not carry IPv6 yet (would masquerade)");
+    EXPECT_EQ(b.view("default/net")->ipv6, "masquerade to the egress port's address");
+    // Losing an IPv6 endpoint is a new version (its sessions must stop translating).
+    const uint32_t net_id = b.view("default/net")->id;
+    auto before = b.build({blue});
     blue.endpoint_ipv6s.clear();
+    auto after = b.build({blue});
+    EXPECT_NE(after->services[net_id].version, before->services[net_id].version);
     blue.endpoint_ipv4s.clear();
     b.build({blue});
     EXPECT_EQ(b.view("default/net")->ipv4, "masquerade to the egress port's address (no IPv4 endpoints)");
-    EXPECT_EQ(b.view("default/net")->ipv6, "not translated: no IPv6 endpoints");
+    EXPECT_EQ(b.view("default/net")->ipv6, "masquerade to the egress port's address (no IPv6 endpoints)");
 }
 
 }  // namespace
