@@ -450,7 +450,7 @@ class KubernetesSourceE2E(unittest.TestCase):
             want = {"programmed": True, "ingress_ip": DUAL_INGRESS[0], "ingress_ipv6": DUAL_INGRESS[1],
                     "endpoints": 1, "endpoints_ipv6": 2, "ip_families": ["IPv4", "IPv6"],
                     "ip_family_policy": "RequireDualStack", "ipv4": f"SNAT to {DUAL_INGRESS[0]}",
-                    "ipv6": f"not translated: the data plane does not carry IPv6 yet (would SNAT to {DUAL_INGRESS[1]})"}
+                    "ipv6": f"SNAT to {DUAL_INGRESS[1]}"}
             self.wait_for(lambda: all(entry().get(k) == v for k, v in want.items()), CONVERGE_TIMEOUT,
                           lambda: f"status of default/dual: {entry()}, expected {want}\n{self.diag()}")
 
@@ -472,7 +472,7 @@ class KubernetesSourceE2E(unittest.TestCase):
             v = test_metrics.value
             f = self.scrape()
             self.assertEqual(v(f, "egw_service_family_translated", namespace="default", service="dual", family="IPv4"), 1)
-            self.assertEqual(v(f, "egw_service_family_translated", namespace="default", service="dual", family="IPv6"), 0)
+            self.assertEqual(v(f, "egw_service_family_translated", namespace="default", service="dual", family="IPv6"), 1)
             self.assertEqual(v(f, "egw_service_family_endpoints", namespace="default", service="dual", family="IPv6"), 2)
 
             # Only an IPv6 ingress IP left: the host stays (an ingress IP and pod endpoints remain),
