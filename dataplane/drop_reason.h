@@ -42,7 +42,7 @@ namespace egw::dp {
     X(hairpin, "from inside to a served ingress IP on a port of its Service, refused and not answered (the rate limit held the ICMP administratively prohibited back)") \
     X(ingress_no_next_hop, "from outside to a served ingress IP on a port of its Service, with no ingress next hop configured") \
     X(ipv6_extension_header, "IPv6 extension headers beyond the walk's bound (4 headers, 256 bytes), or a routing header with segments left") \
-    X(ipv6_unsupported, "IPv6 packet the data plane neither translates, routes nor answers yet")
+    X(ipv6_unsupported, "no longer counted: every valid IPv6 packet is now translated, routed, answered or dropped under another reason (kept so that its series stays)")
 
 enum class DropReason : uint8_t {
 #define EGW_X(name, help) name,

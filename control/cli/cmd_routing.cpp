@@ -28,12 +28,12 @@ std::vector<RouteRow> routes_of(const config::Config& cfg, const std::string& vr
         if (p.vrf == vrf)
             for (const auto& a : p.addresses)
                 out.push_back({net::to_string(net::IpPrefix{a.network(), a.len}), "", p.name,
-                               a.is_v4() ? "connected" : "connected (IPv6: not routed yet)"});
+                               "connected"});
     for (const auto& r : cfg.routes)
         if (r.vrf == vrf)
             out.push_back({net::to_string(net::IpPrefix{r.prefix.network(), r.prefix.len}),
                            r.via ? net::to_string(*r.via) : "", r.port,
-                           r.prefix.is_v4() ? "static" : "static (IPv6: not routed yet)"});
+                           "static"});
     return out;
 }
 

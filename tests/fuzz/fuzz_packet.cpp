@@ -100,6 +100,7 @@ bool is_nat_address(uint32_t a) { return a == kIngress || a == kExt1Addr || a ==
 
 // IPv6 of the rig (init()).
 const Ip6Addr kPodsV6 = ip6("fd00:10:244:1::1");
+const Ip6Addr kPodsRouterV6 = ip6("fd00:10:244:1::fe");
 const Ip6Addr kExt1V6 = ip6("2001:db8:2::1");
 const Ip6Addr kExt2V6 = ip6("2001:db8:3::1");
 const Ip6Addr kIngressV6 = ip6("2001:db8:2::50");
@@ -539,6 +540,12 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
         route.via = a6(kExt1GwV6);
         route.port = "ext1";
         c.routes.push_back(route);
+        // The cluster's IPv6 pod range behind the pods' router, as IPv4's (cluster destinations
+        // are routed untranslated; without this route they would leave by the default one).
+        route.prefix = net::IpPrefix{a6(ip6("fd00:10:244::")), 48};
+        route.via = a6(kPodsRouterV6);
+        route.port = "pods";
+        c.routes.push_back(route);
         auto neigh = [&](const char* port, const Ip6Addr& ip, const Mac& mac) {
             config::MacAddr m;
             std::copy(mac.begin(), mac.end(), m.bytes);
@@ -548,6 +555,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
         neigh("pods", kPod10v6, kPod10Mac);
         neigh("pods", kPod11v6, kPod11Mac);
         neigh("pods", kPod20v6, kPod20Mac);
+        neigh("pods", kPodsRouterV6, kPodsRouterMac);
         neigh("ext1", kServerV6, kServerMac);
         neigh("ext1", kExt1GwV6, kExt1GwMac);
         neigh("ext2", kBlueServerV6, kBlueServerMac);
