@@ -11,7 +11,9 @@ MTU (1300), so that a routed datagram larger than it gets Packet Too Big from th
 
 The kernels find egwd's ports by Neighbor Solicitation and egwd finds theirs the same way; what
 arrives on the far side (the source address a server saw, the ICMPv6 error a socket was given) is
-what the tests check.
+what the tests check: routed between pod subnets with the hop limit and Packet Too Big of a
+router (test_1x), and NAPT66 for both Service modes and the default masquerade, echo and ICMPv6
+errors translated back (test_2x).
 
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_ipv6_e2e.py
 """
@@ -221,6 +223,80 @@ class Ipv6E2E(unittest.TestCase):
             return [e.get("lladdr") for e in json.loads(r.stdout or "[]") if e.get("lladdr")]
         macs = harness.wait_for(resolved, 5, lambda: f"ext1 did not resolve {WEB_INGRESS6}\n{self.diag()}")
         self.assertEqual(macs, ["02:e9:00:00:00:03"])
+
+
+    # --- routed without translation ----------------------------------------------------------
+
+    def test_10_pod_to_pod_across_the_gateway_keeps_its_source(self):
+        # pods2 is in the IPv6 pod range: routed, never translated, from any pod.
+        for src in (WEB_POD, OTHER_POD):
+            self.consistently_from(src, POD2, src)
+
+    def test_11_a_hop_limit_one_probe_gets_time_exceeded_from_the_gateway(self):
+        out, r = self.in_ns("pods", STREAM, "ttl-probe", POD2, 33434, "--bind", f"[{WEB_POD}]:41010", "--timeout", 3)
+        self.assertEqual(out, f"icmp6 3 0 {PODS_GW}", f"{r.stderr}\n{self.diag()}")
+        # Hop limit 2 reaches the host (whose closed port answers, from itself).
+        out, r = self.in_ns("pods", STREAM, "ttl-probe", POD2, 33435, "--bind", f"[{WEB_POD}]:41011", "--ttl", 2,
+                            "--timeout", 3)
+        self.assertEqual(out, f"icmp6 1 4 {POD2}", f"{r.stderr}\n{self.diag()}")
+
+    def test_12_larger_than_the_next_link_gets_packet_too_big_from_the_gateway(self):
+        # Routers never fragment IPv6: egwd answers with the pods2 link's MTU, and the pod's
+        # kernel takes it for the route.
+        out, r = self.in_ns("pods", STREAM, "ttl-probe", POD2, SERVICE_PORT, "--bind", f"[{OTHER_POD}]:41020",
+                            "--ttl", 64, "--size", PODS2_MTU + 100, "--timeout", 3)
+        self.assertEqual(out, f"icmp6 2 0 {PODS_GW} mtu {PODS2_MTU}", f"{r.stderr}\n{self.diag()}")
+        r = run(["ip", "-n", ns("pods"), "-6", "route", "get", POD2, "from", OTHER_POD], 10)
+        self.assertIn(f"mtu {PODS2_MTU}", r.stdout, r.stdout)
+
+    # --- translated ---------------------------------------------------------------------------
+
+    def test_20_pods_of_a_load_balancer_ip_service_leave_with_its_ipv6_ingress_ip(self):
+        for src in (WEB_POD, WEB_POD2):
+            self.consistently_from(src, EXT1, WEB_INGRESS6)
+
+    def test_21_a_network_service_leaves_through_its_vrf_masqueraded(self):
+        self.consistently_from(DB_POD, EXT2, EXT2_GW)
+
+    def test_22_a_pod_of_no_egress_service_is_masqueraded(self):
+        self.consistently_from(OTHER_POD, EXT1, EXT1_GW)
+
+    def test_23_ping_from_a_pod_arrives_from_the_ingress_ip_and_is_answered(self):
+        token = f"v6-{os.getpid()}-{time.monotonic_ns()}"
+        out, r = self.in_ns("pods", PEER, "ping", EXT1, "--bind", WEB_POD, "--count", 2, "--timeout", 5,
+                            "--interval", 0.2, "--token", token, timeout=15)
+        self.assertEqual(r.returncode, 0, f"{r.stderr}\n{self.diag()}")
+        self.assertTrue(all(line.startswith(f"reply from {EXT1} ") for line in out.splitlines()), out)
+        log = self.rig.log_path("server-ext1").read_text(errors="replace")
+        self.assertIn(f"icmp {WEB_INGRESS6} ", "\n".join(l for l in log.splitlines() if token in l), log)
+
+    def test_24_port_unreachable_from_outside_reaches_the_pod_translated_back(self):
+        # The pod's kernel matches the ICMPv6 error to its socket only when the quoted header names
+        # the socket's own addresses and ports and the checksums are right.
+        out, r = self.in_ns("pods", STREAM, "probe-udp", EXT1, CLOSED_PORT, "--bind", f"[{WEB_POD}]:41030",
+                            "--timeout", 3)
+        self.assertEqual(out, "ECONNREFUSED", f"{r.stderr}\n{self.diag()}")
+        # TCP to a closed port: the RST comes back translated.
+        out, r = self.in_ns("pods", STREAM, "probe-tcp", EXT1, CLOSED_PORT, "--bind", f"[{WEB_POD}]:41031",
+                            "--timeout", 3)
+        self.assertEqual(out, "ECONNREFUSED", f"{r.stderr}\n{self.diag()}")
+
+
+    def test_25_show_sessions_lists_the_ipv6_sessions_with_their_translation(self):
+        # A fixed source port, so the session is found by it; the server saw the ingress IP.
+        out, r = self.in_ns("pods", PEER, "udp", EXT1, SERVICE_PORT, "--bind", f"[{WEB_POD}]:41050", "--timeout", 5)
+        self.assertEqual(r.returncode, 0, f"{r.stderr}\n{self.diag()}")
+        self.assertEqual(split_endpoint(out.splitlines()[-1])[0], WEB_INGRESS6)
+        r = run([str(harness.egwctl_binary()), "-p", FILE_PREFIX, "--json", "show", "sessions", "limit", "1000"], 10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        sessions = doc["sessions"] if isinstance(doc, dict) else doc
+        ours = [s for s in sessions if f"[{WEB_POD}]:41050" in json.dumps(s)]
+        self.assertEqual(len(ours), 1, r.stdout)
+        text = json.dumps(ours[0])
+        self.assertIn(f"[{WEB_INGRESS6}]:", text)
+        self.assertIn(f"[{EXT1}]:{SERVICE_PORT}", text)
+        self.assertIn("default/web", text)
 
 
 if __name__ == "__main__":
