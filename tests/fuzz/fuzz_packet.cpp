@@ -132,9 +132,13 @@ bool quote_only(const Parsed& p) {
            p.error != "quoted datagram: IPv4 header truncated" && p.error != "quoted datagram: not IPv4";
 }
 
-// A UDP length below the IPv4 payload (bytes after the datagram) is legal, and passed on as the
-// kernel's conntrack does; the parser stops there with the IPv4 header filled in.
-bool short_udp(const Parsed& p) { return !p.ok && p.error == "UDP length disagrees with the IPv4 length"; }
+// A UDP length below the IPv4 or IPv6 payload (bytes after the datagram) is legal, and passed on
+// as the kernel's conntrack does (Linux's UDP trims the payload to the UDP length in both
+// families); the parser stops there with the IP header filled in.
+bool short_udp(const Parsed& p) {
+    return !p.ok &&
+           (p.error == "UDP length disagrees with the IPv4 length" || p.error == "UDP length disagrees with the IPv6 length");
+}
 
 bool usable(const Parsed& p) { return p.ok || quote_only(p) || short_udp(p); }
 
@@ -149,7 +153,7 @@ struct Received {
 // `held`: given to the control thread to wait for ARP (its Ethernet header is not written yet).
 void check_frame(const Received& in, const std::string& port, const Bytes& f, bool held) {
     Parsed p = parse_frame(f);
-    if (!usable(p) || (short_udp(p) && !(in.valid && short_udp(in.p))))
+    if (!usable(p) || (short_udp(p) && !short_udp(in.p)))
         broken("a frame that does not parse: " + p.error, port, f);
     const Mac& mac = port == "pods" ? kPodsMac : port == "ext1" ? kExt1Mac : kExt2Mac;
     if (!held && p.eth_src != mac)
