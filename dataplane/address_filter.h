@@ -15,28 +15,38 @@
 namespace egw::dp {
 
 // 224.0.0.0/4
-inline bool is_multicast(uint32_t a) { return (a >> 28) == 0xe; }
+inline bool is_multicast(uint32_t a) {
+    return (a >> 28) == 0xe;
+}
 // 255.255.255.255
-inline bool is_limited_broadcast(uint32_t a) { return a == 0xffffffffu; }
+inline bool is_limited_broadcast(uint32_t a) {
+    return a == 0xffffffffu;
+}
 // 240.0.0.0/4, reserved (it holds the limited broadcast)
-inline bool is_reserved_class_e(uint32_t a) { return (a >> 28) == 0xf; }
+inline bool is_reserved_class_e(uint32_t a) {
+    return (a >> 28) == 0xf;
+}
 // 0.0.0.0/8, "this network"
-inline bool is_this_network(uint32_t a) { return (a >> 24) == 0; }
+inline bool is_this_network(uint32_t a) {
+    return (a >> 24) == 0;
+}
 // 127.0.0.0/8
-inline bool is_loopback(uint32_t a) { return (a >> 24) == 127; }
+inline bool is_loopback(uint32_t a) {
+    return (a >> 24) == 127;
+}
 // 169.254.0.0/16
-inline bool is_link_local(uint32_t a) { return (a >> 16) == 0xa9fe; }
+inline bool is_link_local(uint32_t a) {
+    return (a >> 16) == 0xa9fe;
+}
 
 // The broadcast address of the subnet of one of the addresses of ports 0..n_ports-1 (a prefix of
 // /30 or shorter has one; /31 and /32 do not).
 // The snapshot lists them (PolicySnapshot::port_broadcasts), so this is a comparison per port
 // address, and none for three addresses in four.
 inline bool is_directed_broadcast(const PolicySnapshot& p, unsigned n_ports, uint32_t a) {
-    if ((a & 3) != 3)
-        return false;  // the host part of a broadcast address is all ones, and at least two bits long
+    if ((a & 3) != 3) return false;  // the host part of a broadcast address is all ones, and at least two bits long
     for (unsigned k = 0; k < p.n_port_broadcasts; ++k)
-        if (p.port_broadcasts[k].addr == a && p.port_broadcasts[k].port < n_ports)
-            return true;
+        if (p.port_broadcasts[k].addr == a && p.port_broadcasts[k].port < n_ports) return true;
     return false;
 }
 
@@ -56,20 +66,15 @@ inline DropReason filter_addresses(const PolicySnapshot& p, unsigned n_ports, ui
                                    bool link_broadcast) {
     uint32_t d8 = dst >> 24, s8 = src >> 24;
     if (unlikely(d8 >= 224))
-        return d8 < 240 ? DropReason::multicast
-                        : is_limited_broadcast(dst) ? DropReason::broadcast : DropReason::martian_destination;
-    if (unlikely(d8 == 0 || d8 == 127))
-        return DropReason::martian_destination;
-    if (unlikely(s8 == 0 || s8 == 127 || s8 >= 224))
-        return DropReason::martian_source;
-    if (unlikely(is_link_local(dst) || is_link_local(src)))
-        return DropReason::link_local;
-    if (is_directed_broadcast(p, n_ports, dst))
-        return DropReason::directed_broadcast;
-    if (is_directed_broadcast(p, n_ports, src))
-        return DropReason::martian_source;
-    if (unlikely(link_broadcast))
-        return DropReason::link_broadcast;
+        return d8 < 240                    ? DropReason::multicast
+               : is_limited_broadcast(dst) ? DropReason::broadcast
+                                           : DropReason::martian_destination;
+    if (unlikely(d8 == 0 || d8 == 127)) return DropReason::martian_destination;
+    if (unlikely(s8 == 0 || s8 == 127 || s8 >= 224)) return DropReason::martian_source;
+    if (unlikely(is_link_local(dst) || is_link_local(src))) return DropReason::link_local;
+    if (is_directed_broadcast(p, n_ports, dst)) return DropReason::directed_broadcast;
+    if (is_directed_broadcast(p, n_ports, src)) return DropReason::martian_source;
+    if (unlikely(link_broadcast)) return DropReason::link_broadcast;
     return DropReason::count;
 }
 

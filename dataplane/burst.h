@@ -63,38 +63,38 @@ enum class Next : uint8_t {
 struct NewFlow {
     enum class Action : uint8_t { translate, route, local, drop, reject };
     Action action;
-    DropReason reason;       // drop, reject
-    uint8_t vrf;             // translate, route
-    uint16_t service_id;     // translate: kDefaultPolicyId for the default action's masquerade;
-                             // route: an ingress reply's Service (ingress.h), else kDefaultPolicyId
-    bool masquerade;         // translate: to the egress port's address
-    uint32_t version;        // translate: the policy version the session is made under
-    uint32_t nat_ip;         // translate: network order
-    const NextHop* nh;       // translate
-    Ip6 nat_ip6;             // translate, IPv6
-    const NextHop6* nh6;     // translate, IPv6
-    IcmpError icmp;          // reject: answered with this ICMP error (icmp_reply.h)
+    DropReason reason;    // drop, reject
+    uint8_t vrf;          // translate, route
+    uint16_t service_id;  // translate: kDefaultPolicyId for the default action's masquerade;
+                          // route: an ingress reply's Service (ingress.h), else kDefaultPolicyId
+    bool masquerade;      // translate: to the egress port's address
+    uint32_t version;     // translate: the policy version the session is made under
+    uint32_t nat_ip;      // translate: network order
+    const NextHop* nh;    // translate
+    Ip6 nat_ip6;          // translate, IPv6
+    const NextHop6* nh6;  // translate, IPv6
+    IcmpError icmp;       // reject: answered with this ICMP error (icmp_reply.h)
 };
 
 struct PacketMeta {
     Kind kind;
     Dir dir;
-    bool v6;                 // IPv6: ip6, l4_proto and key6 hold what ip and key hold for IPv4
+    bool v6;  // IPv6: ip6, l4_proto and key6 hold what ip and key hold for IPv4
     Next next;
-    DropReason reason;       // when next == drop
-    uint8_t owner;           // handoff: the owning worker
-    uint8_t vrf;             // ip_forward: the table to route in
-    uint16_t out_port;       // output, transmit
-    uint32_t session;        // SessionTable index, or SessionTable::kNone
+    DropReason reason;  // when next == drop
+    uint8_t owner;      // handoff: the owning worker
+    uint8_t vrf;        // ip_forward: the table to route in
+    uint16_t out_port;  // output, transmit
+    uint32_t session;   // SessionTable index, or SessionTable::kNone
     union {
-        uint32_t next_hop;   // output, IPv4: host order
-        Ip6 next_hop6;       // output, IPv6: network order
+        uint32_t next_hop;  // output, IPv4: host order
+        Ip6 next_hop6;      // output, IPv6: network order
     };
-    uint32_t* neighbor;      // output: cached neighbour slot (a session's, or neighbor_slot)
+    uint32_t* neighbor;  // output: cached neighbour slot (a session's, or neighbor_slot)
     uint32_t neighbor_slot;
-    rte_ipv4_hdr* ip;        // IPv4 only
-    rte_ipv6_hdr* ip6;       // IPv6 only
-    uint8_t l4_proto;        // IPv6: the transport protocol at the end of the extension headers
+    rte_ipv4_hdr* ip;   // IPv4 only
+    rte_ipv6_hdr* ip6;  // IPv6 only
+    uint8_t l4_proto;   // IPv6: the transport protocol at the end of the extension headers
     uint8_t* l4;
     uint32_t l4_len;
     // ICMP errors: the quoted (inner) IPv4 header and its L4 header.
@@ -109,15 +109,15 @@ struct PacketMeta {
         FlowKey key;
         FlowKey6 key6;
     };
-    uint32_t key_hash;       // nat_lookup: the session table's hash of `key`, which a create reuses
-    NewFlow flow;            // nat_slow, outgoing packets
+    uint32_t key_hash;  // nat_lookup: the session table's hash of `key`, which a create reuses
+    NewFlow flow;       // nat_slow, outgoing packets
     // nat_slow, outgoing misses: the hashes of the first two outside keys the port probe tries
     // (the pod's own port, the first random one), computed when the burst's creates are planned;
     // probe_hashed says that they were.
     bool probe_hashed;
     uint32_t probe_hash[2];
-    IcmpError icmp;          // icmp_reply: which error (`reason` says why the packet is not forwarded)
-    uint32_t icmp_aux;       // icmp_reply: bytes 4-7 of the ICMP header, host order (next-hop MTU)
+    IcmpError icmp;     // icmp_reply: which error (`reason` says why the packet is not forwarded)
+    uint32_t icmp_aux;  // icmp_reply: bytes 4-7 of the ICMP header, host order (next-hop MTU)
 };
 
 struct Burst {

@@ -32,10 +32,14 @@ inline uint32_t csum_delta32(uint32_t old_value, uint32_t new_value) {
 }
 
 // A folded delta, so deltas can be stored in 16 bits and combined.
-inline uint16_t csum_delta_fold(uint32_t delta) { return csum_fold(delta); }
+inline uint16_t csum_delta_fold(uint32_t delta) {
+    return csum_fold(delta);
+}
 
 // The delta that undoes `delta` (replacing m' by m again).
-inline uint16_t csum_delta_invert(uint16_t delta) { return static_cast<uint16_t>(~delta); }
+inline uint16_t csum_delta_invert(uint16_t delta) {
+    return static_cast<uint16_t>(~delta);
+}
 
 inline uint16_t csum_apply(uint16_t checksum, uint32_t delta) {
     return static_cast<uint16_t>(~csum_fold(uint32_t{static_cast<uint16_t>(~checksum)} + delta));
@@ -44,8 +48,7 @@ inline uint16_t csum_apply(uint16_t checksum, uint32_t delta) {
 // UDP: a transmitted checksum of zero means "none" and must stay zero (RFC 768); a computed
 // zero is sent as 0xFFFF.
 inline uint16_t csum_apply_udp(uint16_t checksum, uint32_t delta) {
-    if (checksum == 0)
-        return 0;
+    if (checksum == 0) return 0;
     uint16_t out = csum_apply(checksum, delta);
     return out == 0 ? 0xffff : out;
 }
@@ -77,6 +80,8 @@ inline uint32_t csum_partial(const void* data, uint32_t len, uint32_t sum = 0) {
     return sum;
 }
 
-inline uint16_t csum_finish(uint32_t sum) { return static_cast<uint16_t>(~csum_fold(sum)); }
+inline uint16_t csum_finish(uint32_t sum) {
+    return static_cast<uint16_t>(~csum_fold(sum));
+}
 
 }  // namespace egw::dp

@@ -20,6 +20,8 @@ inline void count(uint64_t& counter, uint64_t n = 1) {
 }
 
 // A state other threads read the same way (a flag, a level), set by its one writer.
-inline void store(uint64_t& state, uint64_t value) { __atomic_store_n(&state, value, __ATOMIC_RELAXED); }
+inline void store(uint64_t& state, uint64_t value) {
+    __atomic_store_n(&state, value, __ATOMIC_RELAXED);
+}
 
 }  // namespace egw::dp

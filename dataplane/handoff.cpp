@@ -22,7 +22,7 @@ void worker_assign_port_block(Worker& w) {
     w.nat_port_lo = static_cast<uint16_t>(sh.nat_port_min + w.index * block);
     // The last worker also takes the remainder of an uneven split.
     w.nat_port_hi = w.index + 1 == sh.n_workers ? sh.nat_port_max
-                                                 : static_cast<uint16_t>(sh.nat_port_min + (w.index + 1) * block - 1);
+                                                : static_cast<uint16_t>(sh.nat_port_min + (w.index + 1) * block - 1);
 }
 
 // Going out, the worker that receives a flow owns it: RSS (or the driver's fan-out) gives every
@@ -30,15 +30,14 @@ void worker_assign_port_block(Worker& w) {
 // with a NAT port of its own block. Coming back, the NAT destination port names the owner (where
 // rte_flow steers replies by port block this is already the receiving worker). Packets with no
 // key stay where they are, and so do replies to a port outside the NAT range (no session
-// anywhere). IPv6 the same way: its NAT ports are cut into the same blocks. An ICMP error from the inside quotes the pod-side tuple, which does not name the
-// owner: it stays too, and finds its session only on the owner (docs/architecture.md).
+// anywhere). IPv6 the same way: its NAT ports are cut into the same blocks. An ICMP error from the inside quotes the
+// pod-side tuple, which does not name the owner: it stays too, and finds its session only on the owner
+// (docs/architecture.md).
 unsigned owner_of(const Worker& w, const PacketMeta& pk) {
-    if (pk.kind == Kind::other || pk.dir == Dir::in2out)
-        return w.index;
+    if (pk.kind == Kind::other || pk.dir == Dir::in2out) return w.index;
     uint16_t port = rte_be_to_cpu_16(pk.v6 ? pk.key6.dport : pk.key.dport);
     const DataplaneShared& sh = *w.shared;
-    if (port >= sh.nat_port_min && port <= sh.nat_port_max)
-        return owner_of_port(sh, port);
+    if (port >= sh.nat_port_min && port <= sh.nat_port_max) return owner_of_port(sh, port);
     return w.index;
 }
 
@@ -52,9 +51,9 @@ void stage_handoff(Worker& w, Burst& b) {
         out[o][n_out[o]++] = b.m[i];
     });
     for (unsigned o = 0; o < w.shared->n_workers; ++o) {
-        if (!n_out[o])
-            continue;
-        unsigned sent = rte_ring_sp_enqueue_burst(w.handoff_out[o], reinterpret_cast<void**>(out[o]), n_out[o], nullptr);
+        if (!n_out[o]) continue;
+        unsigned sent =
+            rte_ring_sp_enqueue_burst(w.handoff_out[o], reinterpret_cast<void**>(out[o]), n_out[o], nullptr);
         count(w.counters.handed_off, sent);
         for (unsigned k = 0; k < n_out[o]; ++k)
             if (k < sent)

@@ -17,9 +17,9 @@
 namespace egw::dp {
 
 struct HeldNextHop {
-    uint32_t v4;      // IPv4 next hop, host order; the reassembly mark
-    uint32_t what;    // kHeldPacket or kHeldAdvertisement
-    uint8_t v6[16];   // IPv6 next hop, network order
+    uint32_t v4;     // IPv4 next hop, host order; the reassembly mark
+    uint32_t what;   // kHeldPacket or kHeldAdvertisement
+    uint8_t v6[16];  // IPv6 next hop, network order
 };
 
 inline constexpr uint32_t kHeldPacket = 0;
@@ -30,6 +30,8 @@ inline const rte_mbuf_dynfield& next_hop_dynfield() {
     return desc;
 }
 
-inline HeldNextHop& held_of(rte_mbuf* m, int field) { return *RTE_MBUF_DYNFIELD(m, field, HeldNextHop*); }
+inline HeldNextHop& held_of(rte_mbuf* m, int field) {
+    return *RTE_MBUF_DYNFIELD(m, field, HeldNextHop*);
+}
 
 }  // namespace egw::dp

@@ -12,24 +12,29 @@
 namespace egw::dp {
 
 // name, ICMP type, code, what it answers
-#define EGW_ICMP_ERRORS(X)                                                                         \
-    X(time_exceeded, 11, 0, "TTL exceeded in transit: the TTL would have left as 0")                  \
-    X(net_unreachable, 3, 0, "destination unreachable, net: no route in the VRF nor the default table") \
-    X(protocol_unreachable, 3, 2, "destination unreachable, protocol: the gateway's own address, a protocol it does not serve") \
-    X(port_unreachable, 3, 3, "destination unreachable, port: UDP to the gateway's own address")      \
-    X(fragmentation_needed, 3, 4, "destination unreachable, fragmentation needed: DF set and larger than the next hop's MTU") \
-    X(admin_prohibited, 3, 13, "destination unreachable, communication administratively prohibited: a pod to a served ingress IP (hairpin)") \
+#define EGW_ICMP_ERRORS(X)                                                                                             \
+    X(time_exceeded, 11, 0, "TTL exceeded in transit: the TTL would have left as 0")                                   \
+    X(net_unreachable, 3, 0, "destination unreachable, net: no route in the VRF nor the default table")                \
+    X(protocol_unreachable, 3, 2,                                                                                      \
+      "destination unreachable, protocol: the gateway's own address, a protocol it does not serve")                    \
+    X(port_unreachable, 3, 3, "destination unreachable, port: UDP to the gateway's own address")                       \
+    X(fragmentation_needed, 3, 4,                                                                                      \
+      "destination unreachable, fragmentation needed: DF set and larger than the next hop's MTU")                      \
+    X(admin_prohibited, 3, 13,                                                                                         \
+      "destination unreachable, communication administratively prohibited: a pod to a served ingress IP (hairpin)")    \
     X(time_exceeded6, 3, 0, "ICMPv6 time exceeded, hop limit exceeded in transit: the hop limit would have left as 0") \
-    X(no_route6, 1, 0, "ICMPv6 destination unreachable, no route to destination: none in the VRF nor the default table") \
-    X(packet_too_big, 2, 0, "ICMPv6 packet too big: larger than the next hop's MTU (routers never fragment IPv6)") \
-    X(port_unreachable6, 1, 4, "ICMPv6 destination unreachable, port unreachable: UDP to the gateway's own IPv6 address") \
+    X(no_route6, 1, 0,                                                                                                 \
+      "ICMPv6 destination unreachable, no route to destination: none in the VRF nor the default table")                \
+    X(packet_too_big, 2, 0, "ICMPv6 packet too big: larger than the next hop's MTU (routers never fragment IPv6)")     \
+    X(port_unreachable6, 1, 4,                                                                                         \
+      "ICMPv6 destination unreachable, port unreachable: UDP to the gateway's own IPv6 address")                       \
     X(admin_prohibited6, 1, 1, "ICMPv6 destination unreachable, communication administratively prohibited")
 
 enum class IcmpError : uint8_t {
 #define EGW_X(name, type, code, help) name,
     EGW_ICMP_ERRORS(EGW_X)
 #undef EGW_X
-    count
+        count
 };
 
 inline constexpr unsigned kIcmpErrorCount = static_cast<unsigned>(IcmpError::count);
@@ -59,7 +64,9 @@ inline constexpr uint8_t kIcmpErrorCode[] = {
 };
 
 // Whether an error is an ICMPv6 one (answers an IPv6 packet).
-inline constexpr bool icmp_error_is6(IcmpError e) { return e >= IcmpError::time_exceeded6 && e < IcmpError::count; }
+inline constexpr bool icmp_error_is6(IcmpError e) {
+    return e >= IcmpError::time_exceeded6 && e < IcmpError::count;
+}
 
 // The ICMPv6 error that answers an IPv6 packet for which a stage asked `e` (a stage may name the
 // IPv4 kind); IcmpError::count where ICMPv6 has none egw sends (protocol unreachable: ICMPv6 says

@@ -49,7 +49,14 @@ constexpr uint8_t kTtl = 64;
 // replies. Anything else (the errors, and types egw does not know) is never answered.
 inline bool is_icmp_query(uint8_t type) {
     switch (type) {
-    case 0: case 8: case 13: case 14: case 15: case 16: case 17: case 18:
+    case 0:
+    case 8:
+    case 13:
+    case 14:
+    case 15:
+    case 16:
+    case 17:
+    case 18:
         return true;
     default:
         return false;
@@ -59,19 +66,14 @@ inline bool is_icmp_query(uint8_t type) {
 // RFC 1812 4.3.2.7: whether the packet may be answered with an ICMP error at all.
 bool may_answer(const Worker& w, const PolicySnapshot& p, const rte_mbuf* m, const PacketMeta& pk) {
     auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
-    if (eth->dst_addr.addr_bytes[0] & 1)
-        return false;
+    if (eth->dst_addr.addr_bytes[0] & 1) return false;
     const rte_ipv4_hdr* ip = pk.ip;
-    if (ip->fragment_offset & be16(RTE_IPV4_HDR_OFFSET_MASK))
-        return false;
+    if (ip->fragment_offset & be16(RTE_IPV4_HDR_OFFSET_MASK)) return false;
     uint32_t src = rte_be_to_cpu_32(ip->src_addr);
     uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
-    if (is_multicast(dst) || is_limited_broadcast(dst) || is_directed_broadcast(p, w.n_ports, dst))
-        return false;
-    if (!is_single_host(p, w.n_ports, src))
-        return false;
-    if (ip->next_proto_id == IPPROTO_ICMP && (pk.l4_len == 0 || !is_icmp_query(pk.l4[0])))
-        return false;
+    if (is_multicast(dst) || is_limited_broadcast(dst) || is_directed_broadcast(p, w.n_ports, dst)) return false;
+    if (!is_single_host(p, w.n_ports, src)) return false;
+    if (ip->next_proto_id == IPPROTO_ICMP && (pk.l4_len == 0 || !is_icmp_query(pk.l4[0]))) return false;
     return p.ports[m->port].n_addrs > 0;
 }
 
@@ -79,11 +81,9 @@ bool may_answer(const Worker& w, const PolicySnapshot& p, const rte_mbuf* m, con
 // (`icmp_tat`), instead of a token count and a refill time.
 bool take_token(Worker& w) {
     const IcmpLimit& l = w.shared->icmp_limit;
-    if (l.interval == 0)
-        return false;
+    if (l.interval == 0) return false;
     uint64_t tat = w.icmp_tat > w.now ? w.icmp_tat : w.now;
-    if (tat - w.now > l.tolerance)
-        return false;
+    if (tat - w.now > l.tolerance) return false;
     w.icmp_tat = tat + l.interval;
     return true;
 }
@@ -92,8 +92,7 @@ bool take_token(Worker& w) {
 uint32_t source_address(const PortPolicy& pp, uint32_t peer) {
     for (unsigned k = 0; k < pp.n_addrs; ++k) {
         uint32_t mask = pp.prefix_len[k] == 0 ? 0 : ~uint32_t{0} << (32 - pp.prefix_len[k]);
-        if (((peer ^ pp.addrs[k]) & mask) == 0)
-            return pp.addrs[k];
+        if (((peer ^ pp.addrs[k]) & mask) == 0) return pp.addrs[k];
     }
     return pp.addrs[0];
 }
@@ -101,11 +100,11 @@ uint32_t source_address(const PortPolicy& pp, uint32_t peer) {
 // How many bytes of the datagram the error quotes: as many as the 576-byte rule allows of what
 // the first segment holds.
 inline uint32_t quote_length(const rte_mbuf* m, const PacketMeta& pk) {
-    uint32_t offset = static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(pk.ip) - rte_pktmbuf_mtod(m, const uint8_t*));
+    uint32_t offset =
+        static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(pk.ip) - rte_pktmbuf_mtod(m, const uint8_t*));
     uint32_t len = rte_be_to_cpu_16(pk.ip->total_length);
     uint32_t held = m->data_len - offset;
-    if (len > held)
-        len = held;
+    if (len > held) len = held;
     return len < kIcmpErrorMaxQuote ? len : kIcmpErrorMaxQuote;
 }
 
@@ -184,11 +183,10 @@ constexpr uint32_t kIcmp6ErrorMaxQuote = kIcmp6ErrorMaxLength - sizeof(rte_ipv6_
 // RFC 4443 2.4(e): whether the IPv6 packet may be answered with an ICMPv6 error at all.
 bool may_answer6(const rte_mbuf* m, const PacketMeta& pk) {
     auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
-    if (eth->dst_addr.addr_bytes[0] & 1)
-        return false;
+    if (eth->dst_addr.addr_bytes[0] & 1) return false;
     const uint8_t* src = pk.ip6->src_addr;
-    if (ip6_is_multicast(pk.ip6->dst_addr) || ip6_is_multicast(src) || ip6_is_unspecified(src) || ip6_is_loopback(src) ||
-        ip6_is_v4_mapped(src))
+    if (ip6_is_multicast(pk.ip6->dst_addr) || ip6_is_multicast(src) || ip6_is_unspecified(src) ||
+        ip6_is_loopback(src) || ip6_is_v4_mapped(src))
         return false;
     // An ICMPv6 error (types below 128) or a redirect, or a message too short to tell.
     if (pk.l4_proto == kIp6Icmp && (pk.l4_len == 0 || pk.l4[0] < kIcmp6EchoRequest || pk.l4[0] == kNdpRedirect))
@@ -203,18 +201,17 @@ const uint8_t* source_address6(const PortPolicy& pp, const uint8_t* peer) {
         uint8_t a[16], b[16];
         PolicySnapshot::mask6(pp.addrs6[k].b, pp.prefix_len6[k], a);
         PolicySnapshot::mask6(peer, pp.prefix_len6[k], b);
-        if (ip6_equal(a, b))
-            return pp.addrs6[k].b;
+        if (ip6_equal(a, b)) return pp.addrs6[k].b;
     }
     return pp.n_addrs6 ? pp.addrs6[0].b : pp.link_local.b;
 }
 
 inline uint32_t quote_length6(const rte_mbuf* m, const PacketMeta& pk) {
-    uint32_t offset = static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(pk.ip6) - rte_pktmbuf_mtod(m, const uint8_t*));
+    uint32_t offset =
+        static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(pk.ip6) - rte_pktmbuf_mtod(m, const uint8_t*));
     uint32_t len = sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(pk.ip6->payload_len);
     uint32_t held = m->data_len - offset;
-    if (len > held)
-        len = held;
+    if (len > held) len = held;
     return len < kIcmp6ErrorMaxQuote ? len : kIcmp6ErrorMaxQuote;
 }
 

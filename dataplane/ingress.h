@@ -40,8 +40,7 @@ namespace egw::dp {
 // `ip` and `port` are the packet key's (network order), the destination of one from outside,
 // the source of one from inside. kMissing when it is none.
 inline uint32_t ingress_service_of(const PolicySnapshot& p, const PacketMeta& pk, uint32_t ip, uint16_t port) {
-    if (pk.kind != Kind::tcp && pk.kind != Kind::udp && pk.kind != Kind::icmp_error)
-        return FlatMap::kMissing;
+    if (pk.kind != Kind::tcp && pk.kind != Kind::udp && pk.kind != Kind::icmp_error) return FlatMap::kMissing;
     return p.ingress_service(rte_be_to_cpu_32(ip), pk.key.proto, rte_be_to_cpu_16(port));
 }
 
@@ -50,10 +49,8 @@ inline uint32_t ingress_service_of(const PolicySnapshot& p, const PacketMeta& pk
 // `dst_flags` (the NAT address entry of the destination).
 inline bool forward_ingress(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, uint32_t dst_flags) {
     PacketMeta& pk = b.pkt[i];
-    if (!(dst_flags & kNatIngressIp) || !((dst_flags >> kNatArpPortsShift) & (1u << b.m[i]->port)))
-        return false;
-    if (ingress_service_of(p, pk, pk.key.dst, pk.key.dport) == FlatMap::kMissing)
-        return false;
+    if (!(dst_flags & kNatIngressIp) || !((dst_flags >> kNatArpPortsShift) & (1u << b.m[i]->port))) return false;
+    if (ingress_service_of(p, pk, pk.key.dst, pk.key.dport) == FlatMap::kMissing) return false;
     if (unlikely(!p.has_ingress_next_hop)) {
         b.drop(i, DropReason::ingress_no_next_hop);
         return true;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Stage input: validates each frame's Ethernet, IPv4 or IPv6 (extension headers walked within a
-// bound) and L4 headers, builds its flow key and picks its first next step. It never transmits and never frees: a bad frame is marked as a
-// drop with its reason, ARP goes to the local stage.
+// bound) and L4 headers, builds its flow key and picks its first next step. It never transmits and never frees: a bad
+// frame is marked as a drop with its reason, ARP goes to the local stage.
 #include <rte_branch_prediction.h>
 #include <rte_ether.h>
 #include <rte_icmp.h>
@@ -48,8 +48,8 @@ inline bool ipv4_header_checksum_ok(const rte_ipv4_hdr* ip, uint32_t ihl) {
 }
 
 inline bool is_icmp_error(uint8_t type) {
-    return type == 3 /* destination unreachable */ || type == 11 /* time exceeded */ || type == 12 /* parameter problem */ ||
-           type == 4 /* source quench */;
+    return type == 3 /* destination unreachable */ || type == 11 /* time exceeded */ ||
+           type == 12 /* parameter problem */ || type == 4 /* source quench */;
 }
 
 // The ports of a datagram quoted in an ICMP or ICMPv6 error (pk.inner_l4, at least 8 bytes):
@@ -61,8 +61,7 @@ inline bool quoted_ports(const PacketMeta& pk, uint8_t proto, uint8_t echo_proto
         std::memcpy(&idport, pk.inner_l4 + 2, 2);
         return true;
     }
-    if (proto != echo_proto)
-        return false;
+    if (proto != echo_proto) return false;
     auto* iih = reinterpret_cast<const rte_icmp_hdr*>(pk.inner_l4);
     isport = pk.dir == Dir::out2in ? iih->icmp_ident : 0;
     idport = pk.dir == Dir::out2in ? 0 : iih->icmp_ident;
@@ -74,12 +73,10 @@ inline bool quoted_ports(const PacketMeta& pk, uint8_t proto, uint8_t echo_proto
 DropReason parse_ports(PacketMeta& pk, uint8_t proto, uint16_t& sport, uint16_t& dport) {
     switch (proto) {
     case IPPROTO_TCP: {
-        if (unlikely(pk.l4_len < sizeof(rte_tcp_hdr)))
-            return DropReason::malformed;
+        if (unlikely(pk.l4_len < sizeof(rte_tcp_hdr))) return DropReason::malformed;
         auto* th = reinterpret_cast<rte_tcp_hdr*>(pk.l4);
         uint32_t off = (th->data_off >> 4) * 4u;
-        if (unlikely(off < sizeof(rte_tcp_hdr) || off > pk.l4_len))
-            return DropReason::malformed;
+        if (unlikely(off < sizeof(rte_tcp_hdr) || off > pk.l4_len)) return DropReason::malformed;
         pk.kind = Kind::tcp;
         sport = th->src_port;
         dport = th->dst_port;
@@ -91,8 +88,7 @@ DropReason parse_ports(PacketMeta& pk, uint8_t proto, uint16_t& sport, uint16_t&
                      rte_be_to_cpu_16(uh->dgram_len) > pk.l4_len))
             return DropReason::malformed;
         // IPv6 has no "no checksum" (RFC 8200 8.1).
-        if (unlikely(pk.v6 && uh->dgram_cksum == 0))
-            return DropReason::malformed;
+        if (unlikely(pk.v6 && uh->dgram_cksum == 0)) return DropReason::malformed;
         pk.kind = Kind::udp;
         sport = uh->src_port;
         dport = uh->dst_port;
@@ -117,8 +113,7 @@ DropReason parse_l4(PacketMeta& pk) {
         pk.kind = Kind::other;
         return DropReason::count;
     }
-    if (unlikely(pk.l4_len < sizeof(rte_icmp_hdr)))
-        return DropReason::malformed;
+    if (unlikely(pk.l4_len < sizeof(rte_icmp_hdr))) return DropReason::malformed;
     auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
     uint8_t want_echo = pk.dir == Dir::in2out ? RTE_IP_ICMP_ECHO_REQUEST : RTE_IP_ICMP_ECHO_REPLY;
     if (ih->icmp_type == want_echo) {
@@ -168,12 +163,9 @@ constexpr uint32_t kContiguous = sizeof(rte_ether_hdr) + 576;
 // start of the next ones (a segment left empty leaves the chain). false when the first mbuf has
 // no room for them.
 bool pull_up(rte_mbuf* m, uint32_t want) {
-    if (want > m->pkt_len)
-        want = m->pkt_len;
-    if (m->data_len >= want)
-        return true;
-    if (rte_pktmbuf_tailroom(m) < want - m->data_len)
-        return false;
+    if (want > m->pkt_len) want = m->pkt_len;
+    if (m->data_len >= want) return true;
+    if (rte_pktmbuf_tailroom(m) < want - m->data_len) return false;
     auto* dst = rte_pktmbuf_mtod_offset(m, uint8_t*, m->data_len);
     while (m->data_len < want) {
         rte_mbuf* s = m->next;
@@ -197,8 +189,7 @@ bool pull_up(rte_mbuf* m, uint32_t want) {
 // The ICMPv6 part of a valid IPv6 packet: echo (the identifier plays the pod-side port), errors
 // (the quoted packet's tuple turned around, as for IPv4), Neighbor Discovery.
 DropReason parse_icmp6(PacketMeta& pk) {
-    if (unlikely(pk.l4_len < sizeof(rte_icmp_hdr)))
-        return DropReason::malformed;
+    if (unlikely(pk.l4_len < sizeof(rte_icmp_hdr))) return DropReason::malformed;
     auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
     uint8_t type = ih->icmp_type;
     if (type == (pk.dir == Dir::in2out ? kIcmp6EchoRequest : kIcmp6EchoReply)) {
@@ -249,16 +240,13 @@ DropReason parse_icmp6(PacketMeta& pk) {
 inline DropReason filter_addresses6(const rte_ipv6_hdr* ip6, bool link_broadcast, bool to_port) {
     const uint8_t* d = ip6->dst_addr;
     const uint8_t* s = ip6->src_addr;
-    if (ip6_is_multicast(d))
-        return DropReason::multicast;
+    if (ip6_is_multicast(d)) return DropReason::multicast;
     if (unlikely(ip6_is_unspecified(d) || ip6_is_loopback(d) || ip6_is_v4_mapped(d)))
         return DropReason::martian_destination;
     if (unlikely(ip6_is_multicast(s) || ip6_is_unspecified(s) || ip6_is_loopback(s) || ip6_is_v4_mapped(s)))
         return DropReason::martian_source;
-    if (unlikely((ip6_is_link_local(d) || ip6_is_link_local(s)) && !to_port))
-        return DropReason::link_local;
-    if (unlikely(link_broadcast))
-        return DropReason::link_broadcast;
+    if (unlikely((ip6_is_link_local(d) || ip6_is_link_local(s)) && !to_port)) return DropReason::link_local;
+    if (unlikely(link_broadcast)) return DropReason::link_broadcast;
     return DropReason::count;
 }
 
@@ -269,10 +257,8 @@ DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, 
     if (unlikely(len < sizeof(rte_ipv6_hdr) || (ip6->vtc_flow & be32(0xf0000000)) != be32(0x60000000)))
         return DropReason::malformed;
     uint32_t total = sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len);
-    if (unlikely(total > len))
-        return DropReason::malformed;
-    if (len > total)
-        rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
+    if (unlikely(total > len)) return DropReason::malformed;
+    if (len > total) rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
     // The extension headers up to the transport header. Hop-by-Hop options are only allowed first
     // (RFC 8200 4.1); their options are not acted on, as a router in the fast path does not.
     const uint8_t* base = reinterpret_cast<const uint8_t*>(ip6);
@@ -280,27 +266,19 @@ DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, 
     uint32_t off = sizeof(rte_ipv6_hdr);
     bool fragment = false;
     for (unsigned n = 0;; ++n) {
-        if (nh != kIp6HopByHop && nh != kIp6Routing && nh != kIp6Fragment && nh != kIp6DestOpts)
-            break;
-        if (unlikely(nh == kIp6HopByHop && n != 0))
-            return DropReason::malformed;
-        if (unlikely(n == kIp6MaxExtHeaders))
-            return DropReason::ipv6_extension_header;
-        if (unlikely(off + 8 > total))
-            return DropReason::malformed;
+        if (nh != kIp6HopByHop && nh != kIp6Routing && nh != kIp6Fragment && nh != kIp6DestOpts) break;
+        if (unlikely(nh == kIp6HopByHop && n != 0)) return DropReason::malformed;
+        if (unlikely(n == kIp6MaxExtHeaders)) return DropReason::ipv6_extension_header;
+        if (unlikely(off + 8 > total)) return DropReason::malformed;
         uint32_t hlen = nh == kIp6Fragment ? 8 : (base[off + 1] + 1u) * 8;
-        if (nh == kIp6Fragment)
-            fragment = true;
+        if (nh == kIp6Fragment) fragment = true;
         // A routing header with segments left names further destinations: translating or
         // answering its current destination would be wrong.
-        if (unlikely(nh == kIp6Routing && base[off + 3] != 0))
-            return DropReason::ipv6_extension_header;
+        if (unlikely(nh == kIp6Routing && base[off + 3] != 0)) return DropReason::ipv6_extension_header;
         nh = base[off];
         off += hlen;
-        if (unlikely(off - sizeof(rte_ipv6_hdr) > kIp6MaxExtBytes))
-            return DropReason::ipv6_extension_header;
-        if (unlikely(off > total))
-            return DropReason::malformed;
+        if (unlikely(off - sizeof(rte_ipv6_hdr) > kIp6MaxExtBytes)) return DropReason::ipv6_extension_header;
+        if (unlikely(off > total)) return DropReason::malformed;
     }
     pk.v6 = true;
     pk.dir = p.ports[m->port].role == PortRole::inside ? Dir::in2out : Dir::out2in;
@@ -322,35 +300,27 @@ DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, 
     bool link_local = ip6_is_link_local(ip6->dst_addr) || ip6_is_link_local(ip6->src_addr);
     DropReason filtered = filter_addresses6(ip6, eth->dst_addr.addr_bytes[0] & 1,
                                             link_local && p.is_port_address6(m->port, ip6->dst_addr));
-    if (unlikely(filtered != DropReason::count))
-        return filtered;
-    if (unlikely(fragment))
-        return DropReason::fragment;
-    if (nh == kIp6Icmp)
-        return parse_icmp6(pk);
+    if (unlikely(filtered != DropReason::count)) return filtered;
+    if (unlikely(fragment)) return DropReason::fragment;
+    if (nh == kIp6Icmp) return parse_icmp6(pk);
     return parse_ports(pk, nh, pk.key6.sport, pk.key6.dport);
 }
 
 // One frame: returns a drop reason, or count when the packet goes on (pk.kind set).
 DropReason parse(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMeta& pk) {
-    if (unlikely(m->nb_segs > 1) && !pull_up(m, kContiguous))
-        return DropReason::malformed;
+    if (unlikely(m->nb_segs > 1) && !pull_up(m, kContiguous)) return DropReason::malformed;
     // The whole frame; its headers are in the first mbuf.
     uint32_t len = m->pkt_len;
-    if (unlikely(m->data_len < sizeof(rte_ether_hdr)))
-        return DropReason::malformed;
+    if (unlikely(m->data_len < sizeof(rte_ether_hdr))) return DropReason::malformed;
     auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    if (unlikely(m->port >= w.n_ports || p.ports[m->port].role == PortRole::none))
-        return DropReason::local;
+    if (unlikely(m->port >= w.n_ports || p.ports[m->port].role == PortRole::none)) return DropReason::local;
     // Promiscuous ports see other hosts' unicast; only ours, broadcast and multicast go on.
     if (unlikely(!(eth->dst_addr.addr_bytes[0] & 1) && !same_mac(eth->dst_addr.addr_bytes, p.ports[m->port].mac)))
         return DropReason::foreign_mac;
     pk.v6 = false;
     if (eth->ether_type != be16(RTE_ETHER_TYPE_IPV4)) {
-        if (eth->ether_type == be16(RTE_ETHER_TYPE_IPV6))
-            return parse_ipv6(p, m, eth, len - sizeof(rte_ether_hdr), pk);
-        if (eth->ether_type != be16(RTE_ETHER_TYPE_ARP))
-            return DropReason::unknown_ethertype;
+        if (eth->ether_type == be16(RTE_ETHER_TYPE_IPV6)) return parse_ipv6(p, m, eth, len - sizeof(rte_ether_hdr), pk);
+        if (eth->ether_type != be16(RTE_ETHER_TYPE_ARP)) return DropReason::unknown_ethertype;
         pk.kind = Kind::arp;
         return DropReason::count;
     }
@@ -358,8 +328,8 @@ DropReason parse(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMe
     auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
     uint32_t ihl = (ip->version_ihl & 0x0f) * 4u;
     uint32_t total = rte_be_to_cpu_16(ip->total_length);
-    if (unlikely(len < sizeof(rte_ipv4_hdr) || (ip->version_ihl >> 4) != 4 || ihl < sizeof(rte_ipv4_hdr) ||
-                 ihl > len || total < ihl || total > len))
+    if (unlikely(len < sizeof(rte_ipv4_hdr) || (ip->version_ihl >> 4) != 4 || ihl < sizeof(rte_ipv4_hdr) || ihl > len ||
+                 total < ihl || total > len))
         return DropReason::malformed;
     // Only GOOD spares the check: NONE (GOOD|BAD bits) means the header is intact but its checksum
     // field is not right, and an incremental update of a wrong field sends a wrong checksum.
@@ -367,13 +337,11 @@ DropReason parse(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMe
         unlikely(!ipv4_header_checksum_ok(ip, ihl)))
         return DropReason::malformed;
     // Ethernet padding after the IPv4 datagram must not be translated or forwarded as data.
-    if (len > total)
-        rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
+    if (len > total) rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
     // Multicast, broadcast and martian addresses are never translated, forwarded or answered.
-    DropReason filtered = filter_addresses(p, w.n_ports, rte_be_to_cpu_32(ip->src_addr),
-                                           rte_be_to_cpu_32(ip->dst_addr), eth->dst_addr.addr_bytes[0] & 1);
-    if (unlikely(filtered != DropReason::count))
-        return filtered;
+    DropReason filtered = filter_addresses(p, w.n_ports, rte_be_to_cpu_32(ip->src_addr), rte_be_to_cpu_32(ip->dst_addr),
+                                           eth->dst_addr.addr_bytes[0] & 1);
+    if (unlikely(filtered != DropReason::count)) return filtered;
     if (unlikely(ip->fragment_offset & be16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)))
         return DropReason::fragment;
 
@@ -393,8 +361,7 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
         mask = 0;
     bool multi = w.shared->n_workers > 1;
     for (unsigned i = 0; i < n; ++i) {
-        if (i + 3 < n)
-            rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void*));
+        if (i + 3 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void*));
         rte_mbuf* m = pkts[i];
         PacketMeta& pk = b.pkt[i];
         b.m[i] = m;

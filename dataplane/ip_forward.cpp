@@ -22,9 +22,15 @@ namespace egw::dp {
 
 namespace {
 
-Route6 route6(uint8_t vrf) { return Route6{Route6::Action::route, DropReason::count, IcmpError::count, vrf}; }
-Route6 drop6(DropReason r) { return Route6{Route6::Action::drop, r, IcmpError::count, 0}; }
-Route6 action6(Route6::Action a) { return Route6{a, DropReason::count, IcmpError::count, 0}; }
+Route6 route6(uint8_t vrf) {
+    return Route6{Route6::Action::route, DropReason::count, IcmpError::count, vrf};
+}
+Route6 drop6(DropReason r) {
+    return Route6{Route6::Action::drop, r, IcmpError::count, 0};
+}
+Route6 action6(Route6::Action a) {
+    return Route6{a, DropReason::count, IcmpError::count, 0};
+}
 
 void forward6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
@@ -62,33 +68,28 @@ void forward6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
 
 Route6 classify_untranslated6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
     const uint8_t* dst = pk.ip6->dst_addr;
-    const bool echo_request = pk.l4_proto == kIp6Icmp && pk.l4_len >= sizeof(rte_icmp_hdr) && pk.l4[0] == kIcmp6EchoRequest;
+    const bool echo_request =
+        pk.l4_proto == kIp6Icmp && pk.l4_len >= sizeof(rte_icmp_hdr) && pk.l4[0] == kIcmp6EchoRequest;
     if (pk.dir == Dir::out2in) {
-        if (echo_request && p.is_port_address6(rx_port, dst))
-            return action6(Route6::Action::local);
+        if (echo_request && p.is_port_address6(rx_port, dst)) return action6(Route6::Action::local);
         // Replies to translated flows (ingress IPs, outside ports' addresses): the NAT's.
-        if (p.nat_addresses6.contains(dst))
-            return action6(Route6::Action::translate);
-        if (p.is_port_address6(rx_port, dst))
-            return drop6(DropReason::no_session);
+        if (p.nat_addresses6.contains(dst)) return action6(Route6::Action::translate);
+        if (p.is_port_address6(rx_port, dst)) return drop6(DropReason::no_session);
         // Traffic of flows that were routed untouched goes back untouched, but only when
         // untouched routing is the policy.
-        if (p.default_action == DefaultAction::route)
-            return route6(p.ports[rx_port].vrf);
+        if (p.default_action == DefaultAction::route) return route6(p.ports[rx_port].vrf);
         return action6(Route6::Action::translate);
     }
     // From inside to the gateway's own addresses: echo answered, UDP port unreachable (it serves
     // none), anything else dropped (TCP would be answered with a reset, which it does not send).
     if (p.is_port_address6(rx_port, dst) || p.nat_addresses6.contains(dst)) {
-        if (echo_request)
-            return action6(Route6::Action::local);
+        if (echo_request) return action6(Route6::Action::local);
         if (pk.l4_proto == IPPROTO_UDP)
             return Route6{Route6::Action::reject, DropReason::local, IcmpError::port_unreachable6, 0};
         return drop6(DropReason::local);
     }
     // Destinations inside the cluster are never translated.
-    if (p.inside_cluster6(dst))
-        return route6(kDefaultVrf);
+    if (p.inside_cluster6(dst)) return route6(kDefaultVrf);
     // A pod of a Service that translates its IPv6: the NAT's, whatever the default action.
     if (uint32_t sid = p.endpoints6.find(pk.ip6->src_addr);
         sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive)

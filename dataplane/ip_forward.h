@@ -17,10 +17,14 @@
 
 namespace egw::dp {
 
-inline bool ttl_expires(const rte_ipv4_hdr* ip) { return ip->time_to_live <= 1; }
+inline bool ttl_expires(const rte_ipv4_hdr* ip) {
+    return ip->time_to_live <= 1;
+}
 
 // IPv6's hop limit, the same rule (RFC 8200 3); no header checksum to update.
-inline bool hop_limit_expires(const rte_ipv6_hdr* ip6) { return ip6->hop_limits <= 1; }
+inline bool hop_limit_expires(const rte_ipv6_hdr* ip6) {
+    return ip6->hop_limits <= 1;
+}
 
 // Decrements the TTL and returns the IPv4 checksum delta for it (the TTL shares a 16-bit word
 // with the protocol), to be applied with the other changes of the header.

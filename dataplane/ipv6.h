@@ -67,17 +67,27 @@ inline constexpr uint8_t kNdpNeighborSolicit = 135;
 inline constexpr uint8_t kNdpNeighborAdvert = 136;
 inline constexpr uint8_t kNdpRedirect = 137;
 
-inline bool is_icmp6_error(uint8_t type) { return type >= kIcmp6DestUnreachable && type <= kIcmp6ParamProblem; }
-inline bool is_ndp(uint8_t type) { return type >= kNdpRouterSolicit && type <= kNdpRedirect; }
+inline bool is_icmp6_error(uint8_t type) {
+    return type >= kIcmp6DestUnreachable && type <= kIcmp6ParamProblem;
+}
+inline bool is_ndp(uint8_t type) {
+    return type >= kNdpRouterSolicit && type <= kNdpRedirect;
+}
 
 // Address classes (RFC 4291 2.4, RFC 6890).
-inline bool ip6_is_multicast(const uint8_t* a) { return a[0] == 0xff; }
-inline bool ip6_is_unspecified(const uint8_t* a) { return (ip6_hi(a) | ip6_lo(a)) == 0; }
+inline bool ip6_is_multicast(const uint8_t* a) {
+    return a[0] == 0xff;
+}
+inline bool ip6_is_unspecified(const uint8_t* a) {
+    return (ip6_hi(a) | ip6_lo(a)) == 0;
+}
 inline bool ip6_is_loopback(const uint8_t* a) {
     static constexpr uint8_t kLoopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     return ip6_equal(a, kLoopback);
 }
-inline bool ip6_is_link_local(const uint8_t* a) { return a[0] == 0xfe && (a[1] & 0xc0) == 0x80; }
+inline bool ip6_is_link_local(const uint8_t* a) {
+    return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
 // ::ffff:0:0/96: IPv4 addresses in IPv6 form, never on the wire.
 inline bool ip6_is_v4_mapped(const uint8_t* a) {
     static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};

@@ -17,15 +17,13 @@ namespace {
 template <class Table>
 void expire_step(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cursor) {
     uint32_t cap = st.capacity();
-    if (cap == 0 || st.active() == 0)
-        return;
+    if (cap == 0 || st.active() == 0) return;
     const Timeouts& t = w.shared->timeouts;
     for (unsigned i = 0; i < kSweepPerIteration; ++i) {
         uint32_t idx = cursor;
         cursor = idx + 1 == cap ? 0 : idx + 1;
         auto& s = st.at(idx);
-        if (!(s.in_use & kSessionInUse))
-            continue;
+        if (!(s.in_use & kSessionInUse)) continue;
         // Sessions of a withdrawn or changed policy are reclaimed here too, so their ports
         // return to the pool even when no packet comes to notice.
         if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
@@ -40,16 +38,14 @@ bool reclaim_expired(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cu
     uint32_t cap = st.capacity();
     // A full table that had nothing to give a moment ago is not scanned again for every packet
     // of the same iteration.
-    if (cap == 0 || failed_at == w.now)
-        return false;
+    if (cap == 0 || failed_at == w.now) return false;
     const Timeouts& t = w.shared->timeouts;
     // The slots just ahead of the sweep are the ones it looked at longest ago.
     for (unsigned i = 0; i < kReclaimScan; ++i) {
         uint32_t idx = cursor;
         cursor = idx + 1 == cap ? 0 : idx + 1;
         auto& s = st.at(idx);
-        if (!(s.in_use & kSessionInUse))
-            continue;
+        if (!(s.in_use & kSessionInUse)) continue;
         if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
             count(w.counters.sessions_expired);
             close_session(w, st, idx);
@@ -77,8 +73,7 @@ bool worker_reclaim_expired6(Worker& w, const PolicySnapshot& p) {
 
 void worker_serve_dump(Worker& w) {
     uint32_t req = w.dump_request.load(std::memory_order_acquire);
-    if (req == w.dump_done.load(std::memory_order_relaxed))
-        return;
+    if (req == w.dump_done.load(std::memory_order_relaxed)) return;
     SessionTable& st = w.sessions;
     if (req != w.dump_serving) {
         // A new request (or a newer one while an older was still being served: the control
@@ -98,15 +93,13 @@ void worker_serve_dump(Worker& w) {
         SessionRecord& r = w.dump_buffer[n];
         if (i < cap4) {
             const Session& s = st.at(i);
-            if (!(s.in_use & kSessionInUse))
-                continue;
+            if (!(s.in_use & kSessionInUse)) continue;
             r.session = s;
             r.v6 = false;
             r.idle_ticks = w.now - s.last_seen;
         } else {
             const Session6& s = w.sessions6.at(i - cap4);
-            if (!(s.in_use & kSessionInUse))
-                continue;
+            if (!(s.in_use & kSessionInUse)) continue;
             r.session6 = s;
             r.v6 = true;
             r.idle_ticks = w.now - s.last_seen;
@@ -128,8 +121,7 @@ void worker_finish_dump(Worker& w) {
 
 void worker_serve_flush(Worker& w) {
     uint32_t req = w.flush_request.load(std::memory_order_acquire);
-    if (req == w.flush_done.load(std::memory_order_relaxed))
-        return;
+    if (req == w.flush_done.load(std::memory_order_relaxed)) return;
     // The IPv4 table's slots, then the IPv6 table's, as a listing walks them.
     uint32_t cap4 = w.sessions.capacity();
     uint32_t slots = dump_slots(w);

@@ -41,8 +41,7 @@ inline void refuse6(Burst& b, unsigned i, IcmpError e, DropReason why) {
 // inside routes are (as for IPv4, nat_fast.cpp). False when there is no route.
 inline bool route_to_pod(const PolicySnapshot& p, Session6& s) {
     const NextHop6* nh = p.lookup_route6(kDefaultVrf, s.pod_ip.b);
-    if (unlikely(!nh))
-        return false;
+    if (unlikely(!nh)) return false;
     s.in_port = nh->port;
     s.in_next_hop = nh->on_link ? s.pod_ip : nh->gateway;
     s.in_neighbor = NeighborTable6::kNone;

@@ -56,8 +56,7 @@ void stage_nat_lookup(Worker& w, Burst& b) {
             pk.key_hash = hashes[k];
             bool hit = found[k] != SessionTable::kNone;
             // A TCP hit also reads and writes its sequence space (tcp_track.h).
-            if (hit && pk.kind == Kind::tcp)
-                table.prefetch_tcp(found[k]);
+            if (hit && pk.kind == Kind::tcp) table.prefetch_tcp(found[k]);
             pk.next = hit ? Next::nat_fast : Next::nat_slow;
             hits |= uint32_t{hit} << pos[k];
         }
@@ -220,9 +219,13 @@ void translate6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Sessio
 
 }  // namespace
 
-void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s) { translate(w, p, b, i, s); }
+void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s) {
+    translate(w, p, b, i, s);
+}
 
-void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) { translate6(w, p, b, i, s); }
+void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
+    translate6(w, p, b, i, s);
+}
 
 void stage_nat_fast(Worker& w, const PolicySnapshot& p, Burst& b) {
     for_each_packet(b.pending(Next::nat_fast), [&](unsigned i) {

@@ -41,8 +41,7 @@ inline void set_inner_port(uint8_t proto, uint8_t* l4, uint32_t len, bool source
     if (proto == IPPROTO_TCP) {
         auto* th = reinterpret_cast<rte_tcp_hdr*>(l4);
         (source ? th->src_port : th->dst_port) = port_be;
-        if (len >= 18)
-            th->cksum = csum_apply(th->cksum, delta);
+        if (len >= 18) th->cksum = csum_apply(th->cksum, delta);
     } else if (proto == IPPROTO_UDP) {
         auto* uh = reinterpret_cast<rte_udp_hdr*>(l4);
         (source ? uh->src_port : uh->dst_port) = port_be;

@@ -25,17 +25,14 @@ inline uint32_t current_version(const PolicySnapshot& p, const S& s) {
 // one endpoint ends that endpoint's sessions, not those of the pods that stay.
 inline bool policy_holds(const PolicySnapshot& p, Session& s) {
     uint32_t version = current_version(p, s);
-    if (likely(version == s.service_version))
-        return true;
+    if (likely(version == s.service_version)) return true;
     if (s.service_id == kDefaultPolicyId) {
         // Only masquerade makes default sessions; under another default action they end.
-        if (p.default_action != DefaultAction::masquerade)
-            return false;
+        if (p.default_action != DefaultAction::masquerade) return false;
         // Some pods became endpoints of a served Service: this session stays with the default
         // action only if its pod is not one of them.
         uint32_t sid = p.endpoints.find(rte_be_to_cpu_32(s.pod_ip));
-        if (sid != FlatMap::kMissing && p.services[sid].mode != ServiceMode::inactive)
-            return false;
+        if (sid != FlatMap::kMissing && p.services[sid].mode != ServiceMode::inactive) return false;
         s.service_version = version;
         return true;
     }
@@ -44,8 +41,7 @@ inline bool policy_holds(const PolicySnapshot& p, Session& s) {
     bool same = sp.vrf == s.vrf && p.endpoints.find(rte_be_to_cpu_32(s.pod_ip)) == s.service_id &&
                 (sp.mode == ServiceMode::snat_ingress_ip ? !masquerade && rte_cpu_to_be_32(sp.nat_ip) == s.nat_ip
                                                          : sp.mode == ServiceMode::masquerade && masquerade);
-    if (!same)
-        return false;
+    if (!same) return false;
     s.service_version = version;
     return true;
 }
@@ -53,14 +49,11 @@ inline bool policy_holds(const PolicySnapshot& p, Session& s) {
 // The same for an IPv6 session, against the Service's IPv6 side (mode6, nat_ip6, endpoints6).
 inline bool policy_holds(const PolicySnapshot& p, Session6& s) {
     uint32_t version = current_version(p, s);
-    if (likely(version == s.service_version))
-        return true;
+    if (likely(version == s.service_version)) return true;
     if (s.service_id == kDefaultPolicyId) {
-        if (p.default_action != DefaultAction::masquerade)
-            return false;
+        if (p.default_action != DefaultAction::masquerade) return false;
         uint32_t sid = p.endpoints6.find(s.pod_ip.b);
-        if (sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive)
-            return false;
+        if (sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive) return false;
         s.service_version = version;
         return true;
     }
@@ -69,8 +62,7 @@ inline bool policy_holds(const PolicySnapshot& p, Session6& s) {
     bool same = sp.vrf == s.vrf && p.endpoints6.find(s.pod_ip.b) == s.service_id &&
                 (sp.mode6 == ServiceMode::snat_ingress_ip ? !masquerade && ip6_equal(sp.nat_ip6.b, s.nat_ip.b)
                                                           : sp.mode6 == ServiceMode::masquerade && masquerade);
-    if (!same)
-        return false;
+    if (!same) return false;
     s.service_version = version;
     return true;
 }
@@ -79,11 +71,9 @@ inline bool policy_holds(const PolicySnapshot& p, Session6& s) {
 // used as it is (no route, or a masquerade whose egress port changed).
 inline bool refresh_routes(const PolicySnapshot& p, Session& s) {
     const NextHop* nh = p.lookup_route(s.vrf, rte_be_to_cpu_32(s.remote_ip));
-    if (!nh)
-        return false;
+    if (!nh) return false;
     // A masquerading session is bound to its egress port's address.
-    if (nh->port != s.out_port && (s.in_use & kSessionMasquerade))
-        return false;
+    if (nh->port != s.out_port && (s.in_use & kSessionMasquerade)) return false;
     s.out_port = nh->port;
     s.out_next_hop = nh->gateway ? nh->gateway : rte_be_to_cpu_32(s.remote_ip);
     s.out_neighbor = NeighborTable::kNone;
@@ -94,10 +84,8 @@ inline bool refresh_routes(const PolicySnapshot& p, Session& s) {
 
 inline bool refresh_routes(const PolicySnapshot& p, Session6& s) {
     const NextHop6* nh = p.lookup_route6(s.vrf, s.remote_ip.b);
-    if (!nh)
-        return false;
-    if (nh->port != s.out_port && (s.in_use & kSessionMasquerade))
-        return false;
+    if (!nh) return false;
+    if (nh->port != s.out_port && (s.in_use & kSessionMasquerade)) return false;
     s.out_port = nh->port;
     s.out_next_hop = nh->on_link ? s.remote_ip : nh->gateway;
     s.out_neighbor = NeighborTable6::kNone;
@@ -115,10 +103,8 @@ inline bool refresh_routes(const PolicySnapshot& p, Session6& s) {
 template <class S>
 inline bool session_usable(const PolicySnapshot& p, S& s) {
     uint32_t gen = static_cast<uint32_t>(p.generation);
-    if (likely(s.epoch == gen))
-        return true;
-    if (!policy_holds(p, s))
-        return false;
+    if (likely(s.epoch == gen)) return true;
+    if (!policy_holds(p, s)) return false;
     if (static_cast<int32_t>(static_cast<uint32_t>(p.route_generation) - s.epoch) > 0 && !refresh_routes(p, s))
         return false;
     s.epoch = gen;
@@ -129,8 +115,7 @@ inline bool session_usable(const PolicySnapshot& p, S& s) {
 // another flow, since the lookup).
 inline bool session_has_key(const Session& s, const PacketMeta& pk) {
     const FlowKey& k = pk.key;
-    if (!(s.in_use & kSessionInUse) || s.proto != k.proto)
-        return false;
+    if (!(s.in_use & kSessionInUse) || s.proto != k.proto) return false;
     if (pk.dir == Dir::in2out)
         return s.pod_ip == k.src && s.remote_ip == k.dst && s.pod_port == k.sport && s.remote_port == k.dport;
     return s.remote_ip == k.src && s.nat_ip == k.dst && s.remote_port == k.sport && s.nat_port == k.dport;
@@ -138,8 +123,7 @@ inline bool session_has_key(const Session& s, const PacketMeta& pk) {
 
 inline bool session_has_key(const Session6& s, const PacketMeta& pk) {
     const FlowKey6& k = pk.key6;
-    if (!(s.in_use & kSessionInUse) || s.proto != k.proto)
-        return false;
+    if (!(s.in_use & kSessionInUse) || s.proto != k.proto) return false;
     if (pk.dir == Dir::in2out)
         return ip6_equal(s.pod_ip.b, k.src) && ip6_equal(s.remote_ip.b, k.dst) && s.pod_port == k.sport &&
                s.remote_port == k.dport;
@@ -150,12 +134,10 @@ inline bool session_has_key(const Session6& s, const PacketMeta& pk) {
 // The session of `pk` now, when the lookup made for the burst may be out of date.
 inline uint32_t lookup_again(const Worker& w, const PacketMeta& pk) {
     if (pk.v6) {
-        if (pk.session != SessionTable6::kNone && session_has_key(w.sessions6.at(pk.session), pk))
-            return pk.session;
+        if (pk.session != SessionTable6::kNone && session_has_key(w.sessions6.at(pk.session), pk)) return pk.session;
         return pk.dir == Dir::in2out ? w.sessions6.find_inside(pk.key6) : w.sessions6.find_outside(pk.key6);
     }
-    if (pk.session != SessionTable::kNone && session_has_key(w.sessions.at(pk.session), pk))
-        return pk.session;
+    if (pk.session != SessionTable::kNone && session_has_key(w.sessions.at(pk.session), pk)) return pk.session;
     return pk.dir == Dir::in2out ? w.sessions.find_inside(pk.key) : w.sessions.find_outside(pk.key);
 }
 
@@ -168,7 +150,9 @@ inline void close_session(Worker& w, Table& table, uint32_t idx) {
     table.destroy(idx);
 }
 
-inline void close_session(Worker& w, uint32_t idx) { close_session(w, w.sessions, idx); }
+inline void close_session(Worker& w, uint32_t idx) {
+    close_session(w, w.sessions, idx);
+}
 
 template <class S>
 inline uint64_t session_timeout(const Timeouts& t, const S& s) {

@@ -84,8 +84,7 @@ NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const Packe
         return f;
     }
     // Destinations inside the cluster are never translated.
-    if (p.inside_cluster(dst))
-        return route_flow(kDefaultVrf);
+    if (p.inside_cluster(dst)) return route_flow(kDefaultVrf);
     // From a served ingress IP and a port of its Service: the cluster's answer to a connection
     // that came in through the Service, routed untranslated in the Service's network (ingress.h).
     if (uint32_t isid = ingress_service_of(p, pk, pk.key.src, pk.key.sport); isid != FlatMap::kMissing) {
@@ -95,8 +94,7 @@ NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const Packe
     }
     uint32_t sid = p.endpoints.find(rte_be_to_cpu_32(pk.ip->src_addr));
     const ServicePolicy* svc = nullptr;
-    if (sid != FlatMap::kMissing && p.services[sid].mode != ServiceMode::inactive)
-        svc = &p.services[sid];
+    if (sid != FlatMap::kMissing && p.services[sid].mode != ServiceMode::inactive) svc = &p.services[sid];
     if (!svc) {
         switch (p.default_action) {
         case DefaultAction::route:
@@ -111,24 +109,20 @@ NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const Packe
         return drop_flow(pk.ip->next_proto_id == IPPROTO_ICMP ? DropReason::icmp_unsupported
                                                               : DropReason::unsupported_protocol);
     // An error about a flow we hold no session for: nothing to translate it against.
-    if (pk.kind == Kind::icmp_error)
-        return drop_flow(DropReason::no_session);
+    if (pk.kind == Kind::icmp_error) return drop_flow(DropReason::no_session);
     // Before anything is rewritten, so that the Time Exceeded quotes the pod's own header.
-    if (unlikely(ttl_expires(pk.ip)))
-        return reject_flow(IcmpError::time_exceeded, DropReason::ttl_exceeded);
+    if (unlikely(ttl_expires(pk.ip))) return reject_flow(IcmpError::time_exceeded, DropReason::ttl_exceeded);
     NewFlow f{};
     f.action = NewFlow::Action::translate;
     f.vrf = svc ? svc->vrf : kDefaultVrf;
     f.nh = p.lookup_route(f.vrf, dst);
-    if (unlikely(!f.nh))
-        return reject_flow(IcmpError::net_unreachable, DropReason::no_route);
+    if (unlikely(!f.nh)) return reject_flow(IcmpError::net_unreachable, DropReason::no_route);
     if (svc && svc->mode == ServiceMode::snat_ingress_ip) {
         f.nat_ip = be32(svc->nat_ip);
         f.masquerade = false;
     } else {
         const PortPolicy& out = p.ports[f.nh->port];
-        if (out.n_addrs == 0)
-            return drop_flow(DropReason::no_route);
+        if (out.n_addrs == 0) return drop_flow(DropReason::no_route);
         f.nat_ip = be32(out.addrs[0]);
         f.masquerade = true;
     }
@@ -158,12 +152,10 @@ NewFlow classify_outgoing6(const PolicySnapshot& p, uint16_t rx_port, const Pack
             return reject_flow(IcmpError::protocol_unreachable, DropReason::local);
         }
     }
-    if (p.inside_cluster6(dst))
-        return route_flow(kDefaultVrf);
+    if (p.inside_cluster6(dst)) return route_flow(kDefaultVrf);
     uint32_t sid = p.endpoints6.find(pk.ip6->src_addr);
     const ServicePolicy* svc = nullptr;
-    if (sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive)
-        svc = &p.services[sid];
+    if (sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive) svc = &p.services[sid];
     if (!svc) {
         switch (p.default_action) {
         case DefaultAction::route:
@@ -176,23 +168,19 @@ NewFlow classify_outgoing6(const PolicySnapshot& p, uint16_t rx_port, const Pack
     }
     if (pk.kind == Kind::other)
         return drop_flow(pk.l4_proto == kIp6Icmp ? DropReason::icmp_unsupported : DropReason::unsupported_protocol);
-    if (pk.kind == Kind::icmp_error)
-        return drop_flow(DropReason::no_session);
-    if (unlikely(hop_limit_expires(pk.ip6)))
-        return reject_flow(IcmpError::time_exceeded, DropReason::ttl_exceeded);
+    if (pk.kind == Kind::icmp_error) return drop_flow(DropReason::no_session);
+    if (unlikely(hop_limit_expires(pk.ip6))) return reject_flow(IcmpError::time_exceeded, DropReason::ttl_exceeded);
     NewFlow f{};
     f.action = NewFlow::Action::translate;
     f.vrf = svc ? svc->vrf : kDefaultVrf;
     f.nh6 = p.lookup_route6(f.vrf, dst);
-    if (unlikely(!f.nh6))
-        return reject_flow(IcmpError::net_unreachable, DropReason::no_route);
+    if (unlikely(!f.nh6)) return reject_flow(IcmpError::net_unreachable, DropReason::no_route);
     if (svc && svc->mode6 == ServiceMode::snat_ingress_ip) {
         f.nat_ip6 = svc->nat_ip6;
         f.masquerade = false;
     } else {
         const PortPolicy& out = p.ports[f.nh6->port];
-        if (out.n_addrs6 == 0)
-            return drop_flow(DropReason::no_route);
+        if (out.n_addrs6 == 0) return drop_flow(DropReason::no_route);
         f.nat_ip6 = out.addrs6[0];
         f.masquerade = true;
     }
@@ -206,8 +194,7 @@ NewFlow classify_outgoing6(const PolicySnapshot& p, uint16_t rx_port, const Pack
 // pass.
 void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoing) {
     for_each_packet(outgoing, [&](unsigned i) {
-        if (likely(!b.pkt[i].v6))
-            p.endpoints.prefetch(rte_be_to_cpu_32(b.pkt[i].ip->src_addr));
+        if (likely(!b.pkt[i].v6)) p.endpoints.prefetch(rte_be_to_cpu_32(b.pkt[i].ip->src_addr));
     });
     // The two ports a probe reads first: the pod's own (taken whenever another pod of the same
     // NAT address already uses it toward this remote) and the first random one.
@@ -224,8 +211,7 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
             return;
         }
         pk.flow = classify_outgoing(p, b.m[i]->port, pk);
-        if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable::kNone)
-            return;
+        if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable::kNone) return;
         const FlowKey& key = pk.key;
         FlowKey k{key.dst, pk.flow.nat_ip, key.dport, 0, key.proto, {}};
         pod_in_block[n] = pod_port_in_block(w, key.sport);
@@ -240,15 +226,13 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
         pk.probe_hashed = true;
         st.prefetch_outside_bucket(pk.probe_hash[1]);
         st.prefetch_free_slot(n);
-        if (w.shared->pod_session_limit)
-            st.prefetch_pod(key.src);
+        if (w.shared->pod_session_limit) st.prefetch_pod(key.src);
         pos[n++] = i;
     });
     // The buckets have had the rest of the burst's time to arrive: now the sessions they name.
     for (unsigned j = 0; j < n; ++j) {
         const PacketMeta& pk = b.pkt[pos[j]];
-        if (pod_in_block[j])
-            st.prefetch_outside_match(pk.probe_hash[0]);
+        if (pod_in_block[j]) st.prefetch_outside_match(pk.probe_hash[0]);
         st.prefetch_outside_match(pk.probe_hash[1]);
     }
 }
@@ -259,10 +243,8 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
 // other segment (a connection under way, for example across an egwd restart) unless strict.
 inline bool tcp_may_open(const uint8_t* l4, bool strict) {
     uint8_t f = reinterpret_cast<const rte_tcp_hdr*>(l4)->tcp_flags;
-    if (f & (RTE_TCP_RST_FLAG | RTE_TCP_FIN_FLAG))
-        return false;
-    if (f & RTE_TCP_SYN_FLAG)
-        return !(f & RTE_TCP_ACK_FLAG);
+    if (f & (RTE_TCP_RST_FLAG | RTE_TCP_FIN_FLAG)) return false;
+    if (f & RTE_TCP_SYN_FLAG) return !(f & RTE_TCP_ACK_FLAG);
     return !strict;
 }
 
@@ -385,8 +367,7 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         return;
     case NewFlow::Action::route:
         pk.vrf = pk.flow.vrf;
-        if (pk.flow.service_id != kDefaultPolicyId)
-            count(w.counters.ingress_out);
+        if (pk.flow.service_id != kDefaultPolicyId) count(w.counters.ingress_out);
         b.set_next(i, Next::ip_forward);
         return;
     case NewFlow::Action::drop:
@@ -407,15 +388,13 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     }
     if (pk.v6) {
         uint32_t idx6 = create_session6(w, p, b, i);
-        if (idx6 == SessionTable6::kNone)
-            return;
+        if (idx6 == SessionTable6::kNone) return;
         pk.session = idx6;
         nat_translate(w, p, b, i, w.sessions6.at(idx6));
         return;
     }
     uint32_t idx = create_session(w, p, b, i);
-    if (idx == SessionTable::kNone)
-        return;
+    if (idx == SessionTable::kNone) return;
     pk.session = idx;
     nat_translate(w, p, b, i, w.sessions.at(idx));
 }
@@ -448,8 +427,7 @@ void miss_incoming(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         return;
     }
     if (uint32_t flags = p.nat_addresses.find(dst); flags != FlatMap::kMissing) {
-        if (!forward_ingress(w, p, b, i, flags))
-            b.drop(i, DropReason::no_session);
+        if (!forward_ingress(w, p, b, i, flags)) b.drop(i, DropReason::no_session);
         return;
     }
     // Not addressed to a NAT address: traffic of flows that were routed untouched goes back
@@ -468,11 +446,9 @@ void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b) {
     uint32_t slow = b.pending(Next::nat_slow);
     uint32_t outgoing = 0;
     for_each_packet(slow, [&](unsigned i) {
-        if (b.pkt[i].dir == Dir::in2out)
-            outgoing |= 1u << i;
+        if (b.pkt[i].dir == Dir::in2out) outgoing |= 1u << i;
     });
-    if (outgoing)
-        plan_outgoing(w, p, b, outgoing);
+    if (outgoing) plan_outgoing(w, p, b, outgoing);
     for_each_packet(slow, [&](unsigned i) {
         PacketMeta& pk = b.pkt[i];
         if (pk.kind != Kind::other) {
@@ -494,8 +470,7 @@ void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b) {
                     close_session(w, table, pk.session);
                     return false;
                 };
-                if (pk.v6 ? usable(w.sessions6) : usable(w.sessions))
-                    return;
+                if (pk.v6 ? usable(w.sessions6) : usable(w.sessions)) return;
                 pk.session = SessionTable::kNone;
                 if (pk.dir == Dir::out2in) {
                     b.drop(i, DropReason::stale_session);

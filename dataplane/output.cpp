@@ -46,8 +46,7 @@ void refused_whole(Worker& w, uint16_t port) {
         return;
     }
     uint64_t limit = w.shared->tx_stall_ticks;
-    if (limit == 0 || w.counters.tx_stalled[port] || w.now - w.tx_refused_since[port] < limit)
-        return;
+    if (limit == 0 || w.counters.tx_stalled[port] || w.now - w.tx_refused_since[port] < limit) return;
     count(w.counters.tx_stalls[port]);
     store(w.counters.tx_stalled[port], 1);
 }
@@ -65,16 +64,14 @@ void send(Worker& w, uint16_t port) {
         refused_whole(w, port);
     } else if (unlikely(w.tx_refused_bursts[port] != 0)) {
         w.tx_refused_bursts[port] = 0;
-        if (w.counters.tx_stalled[port])
-            store(w.counters.tx_stalled[port], 0);
+        if (w.counters.tx_stalled[port]) store(w.counters.tx_stalled[port], 0);
     }
     b.n = 0;
 }
 
 inline void tx_enqueue(Worker& w, rte_mbuf* m, uint16_t port) {
     TxBuffer& b = w.tx[port];
-    if (unlikely(b.n == kTxBufferSize))
-        send(w, port);
+    if (unlikely(b.n == kTxBufferSize)) send(w, port);
     b.pkts[b.n++] = m;
 }
 
@@ -222,8 +219,7 @@ void output_frames(Worker& w, const PolicySnapshot& p, rte_mbuf* const* pkts, un
 
 void worker_flush(Worker& w) {
     for (uint16_t port = 0; port < w.n_ports; ++port)
-        if (uint16_t n = w.tx[port].n)
-            run_stage(w, ProfiledStage::flush, n, [&] { send(w, port); });
+        if (uint16_t n = w.tx[port].n) run_stage(w, ProfiledStage::flush, n, [&] { send(w, port); });
 }
 
 }  // namespace egw::dp

@@ -61,8 +61,7 @@ uint32_t fragments_of(const Worker& w, rte_mbuf* d) {
 }
 
 void release(Worker& w, Reassembly& r, DropReason why) {
-    if (r.death_row.cnt == 0)
-        return;
+    if (r.death_row.cnt == 0) return;
     count(w.counters.drops[static_cast<unsigned>(why)], r.death_row.cnt);
     rte_ip_frag_free_death_row(&r.death_row, 0);
 }
@@ -70,9 +69,9 @@ void release(Worker& w, Reassembly& r, DropReason why) {
 }  // namespace
 
 Reassembly* reassembly_create(uint32_t max_datagrams, uint32_t max_fragments, uint64_t timeout_cycles, int socket) {
-    auto* r = static_cast<Reassembly*>(rte_zmalloc_socket("egw_reassembly", sizeof(Reassembly), RTE_CACHE_LINE_SIZE, socket));
-    if (!r)
-        return nullptr;
+    auto* r =
+        static_cast<Reassembly*>(rte_zmalloc_socket("egw_reassembly", sizeof(Reassembly), RTE_CACHE_LINE_SIZE, socket));
+    if (!r) return nullptr;
     r->max_fragments = max_fragments < RTE_LIBRTE_IP_FRAG_MAX_FRAG ? max_fragments : RTE_LIBRTE_IP_FRAG_MAX_FRAG;
     r->table = rte_ip_frag_table_create(max_datagrams, kBucketEntries, max_datagrams, timeout_cycles, socket);
     if (!r->table) {
@@ -83,8 +82,7 @@ Reassembly* reassembly_create(uint32_t max_datagrams, uint32_t max_fragments, ui
 }
 
 void reassembly_free(Reassembly* r) {
-    if (!r)
-        return;
+    if (!r) return;
     rte_ip_frag_free_death_row(&r->death_row, 0);
     rte_ip_frag_table_destroy(r->table);  // frees the fragments it holds
     rte_free(r);
@@ -95,19 +93,16 @@ rte_mbuf* reassembly_add(Worker& w, rte_mbuf* m, rte_ipv4_hdr* ip) {
     m->l2_len = sizeof(rte_ether_hdr);
     m->l3_len = static_cast<uint16_t>((ip->version_ihl & 0x0f) * 4u);
     const bool limited = r.max_fragments < RTE_LIBRTE_IP_FRAG_MAX_FRAG && w.shared->next_hop_field >= 0;
-    if (limited)
-        mark_fragment(w, m);
+    if (limited) mark_fragment(w, m);
     rte_mbuf* d = rte_ipv4_frag_reassemble_packet(r.table, &r.death_row, m, w.now, ip);
     // A fragment refused at once (no payload, a bad offset) is on the death row itself: its one
     // outcome is that drop; only a fragment the table took counts as taken in.
     bool refused = false;
     for (uint32_t k = 0; k < r.death_row.cnt; ++k)
         refused |= r.death_row.row[k] == m;
-    if (!refused)
-        count(w.counters.fragments_in);
+    if (!refused) count(w.counters.fragments_in);
     release(w, r, DropReason::fragment);
-    if (!d)
-        return nullptr;
+    if (!d) return nullptr;
     count(w.counters.reassembled);
     if (limited && unlikely(fragments_of(w, d) > r.max_fragments)) {
         count(w.counters.drops[static_cast<unsigned>(DropReason::fragment)]);
@@ -124,24 +119,21 @@ rte_mbuf* reassembly_add(Worker& w, rte_mbuf* m, rte_ipv4_hdr* ip) {
 }
 
 void reassembly_expire(Worker& w) {
-    if (!w.reassembly)
-        return;
+    if (!w.reassembly) return;
     Reassembly& r = *w.reassembly;
     rte_ip_frag_table_del_expired_entries(r.table, &r.death_row, w.now);
     release(w, r, DropReason::fragment_timeout);
 }
 
 void reassembly_clear(Worker& w) {
-    if (!w.reassembly)
-        return;
+    if (!w.reassembly) return;
     Reassembly& r = *w.reassembly;
     // Every entry is older than "now" plus the longest timeout there can be.
     for (int i = 0; i < 64; ++i) {
         rte_ip_frag_table_del_expired_entries(r.table, &r.death_row, UINT64_MAX);
         bool more = r.death_row.cnt != 0;
         release(w, r, DropReason::fragment_timeout);
-        if (!more)
-            break;
+        if (!more) break;
     }
 }
 

@@ -26,8 +26,12 @@
 
 namespace egw::dp {
 
-inline uint16_t be16(uint16_t v) { return rte_cpu_to_be_16(v); }
-inline uint32_t be32(uint32_t v) { return rte_cpu_to_be_32(v); }
+inline uint16_t be16(uint16_t v) {
+    return rte_cpu_to_be_16(v);
+}
+inline uint32_t be32(uint32_t v) {
+    return rte_cpu_to_be_32(v);
+}
 
 // Runs one stage (worker.cpp, and worker_flush() for its transmits); in the profiling build
 // (EGW_STAGE_PROFILE) with TSC stamps around it (worker.h, StageProfile).

@@ -22,7 +22,9 @@
 
 namespace egw::dp {
 
-inline bool seq_after(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
+inline bool seq_after(uint32_t a, uint32_t b) {
+    return static_cast<int32_t>(a - b) > 0;
+}
 
 // The window scale a SYN offers (RFC 7323 2.2), 0 when it offers none. Options are read within
 // the header, whose length the input stage checked.
@@ -30,16 +32,13 @@ inline uint8_t tcp_syn_wscale(const rte_tcp_hdr* th) {
     const uint8_t* o = reinterpret_cast<const uint8_t*>(th) + sizeof(rte_tcp_hdr);
     const uint8_t* end = reinterpret_cast<const uint8_t*>(th) + (th->data_off >> 4) * 4u;
     while (o < end) {
-        if (*o == 0)
-            break;
+        if (*o == 0) break;
         if (*o == 1) {
             ++o;
             continue;
         }
-        if (end - o < 2 || o[1] < 2 || o[1] > end - o)
-            break;
-        if (o[0] == 3 && o[1] == 3)
-            return o[2] > 14 ? 14 : o[2];
+        if (end - o < 2 || o[1] < 2 || o[1] > end - o) break;
+        if (o[0] == 3 && o[1] == 3) return o[2] > 14 ? 14 : o[2];
         o += o[1];
     }
     return 0;
@@ -75,8 +74,7 @@ inline bool track_tcp(S& s, TcpWindow& t, const PacketMeta& pk, bool from_inside
     uint8_t f = th->tcp_flags;
     unsigned side = from_inside ? 0 : 1;
     if (f & RTE_TCP_RST_FLAG) {
-        if (!tcp_rst_acceptable(t, th, side))
-            return false;
+        if (!tcp_rst_acceptable(t, th, side)) return false;
         s.tcp_seen |= kTcpClosing;
         return true;
     }
@@ -86,8 +84,8 @@ inline bool track_tcp(S& s, TcpWindow& t, const PacketMeta& pk, bool from_inside
         t = TcpWindow{};
     }
     uint32_t hdr = (th->data_off >> 4) * 4u;
-    uint32_t end = rte_be_to_cpu_32(th->sent_seq) + (pk.l4_len - hdr) + !!(f & RTE_TCP_SYN_FLAG) +
-                   !!(f & RTE_TCP_FIN_FLAG);
+    uint32_t end =
+        rte_be_to_cpu_32(th->sent_seq) + (pk.l4_len - hdr) + !!(f & RTE_TCP_SYN_FLAG) + !!(f & RTE_TCP_FIN_FLAG);
     if (!(t.known & (1u << side)) || seq_after(end, t.end[side])) {
         t.end[side] = end;
         t.known |= static_cast<uint8_t>(1u << side);
@@ -103,14 +101,11 @@ inline bool track_tcp(S& s, TcpWindow& t, const PacketMeta& pk, bool from_inside
         t.wscale[side] = tcp_syn_wscale(th);
     } else {
         uint16_t win = rte_be_to_cpu_16(th->rx_win);
-        if (win > t.max_win[side])
-            t.max_win[side] = win;
+        if (win > t.max_win[side]) t.max_win[side] = win;
     }
     s.tcp_seen |= from_inside ? kTcpSeenInside : kTcpSeenOutside;
-    if (f & RTE_TCP_FIN_FLAG)
-        s.tcp_seen |= from_inside ? kTcpFinInside : kTcpFinOutside;
-    if ((s.tcp_seen & (kTcpFinInside | kTcpFinOutside)) == (kTcpFinInside | kTcpFinOutside))
-        s.tcp_seen |= kTcpClosing;
+    if (f & RTE_TCP_FIN_FLAG) s.tcp_seen |= from_inside ? kTcpFinInside : kTcpFinOutside;
+    if ((s.tcp_seen & (kTcpFinInside | kTcpFinOutside)) == (kTcpFinInside | kTcpFinOutside)) s.tcp_seen |= kTcpClosing;
     return true;
 }
 

@@ -16,9 +16,9 @@
 namespace egw::dp {
 
 // The stage of step `s`, when the burst has packets for it.
-#define EGW_STAGE(s, call)                                                                                  \
-    do {                                                                                                    \
-        if (uint32_t pending_ = b.pending(Next::s))                                                         \
+#define EGW_STAGE(s, call)                                                                                      \
+    do {                                                                                                        \
+        if (uint32_t pending_ = b.pending(Next::s))                                                             \
             run_stage(w, ProfiledStage::s, static_cast<unsigned>(__builtin_popcount(pending_)), [&] { call; }); \
     } while (0)
 
@@ -53,15 +53,13 @@ unsigned worker_poll_once(Worker& w) {
     if (p) {
         for (unsigned q = 0; q < w.n_rxq; ++q) {
             uint16_t n = rte_eth_rx_burst(w.rxq[q].port, w.rxq[q].queue, pkts, kBurst);
-            if (!n)
-                continue;
+            if (!n) continue;
             count(w.counters.rx_packets, n);
             total += n;
             worker_process_burst(w, *p, pkts, n);
         }
         for (unsigned o = 0; o < w.shared->n_workers; ++o) {
-            if (!w.handoff_in[o])
-                continue;
+            if (!w.handoff_in[o]) continue;
             unsigned n = rte_ring_sc_dequeue_burst(w.handoff_in[o], reinterpret_cast<void**>(pkts), kBurst, nullptr);
             if (n) {
                 total += n;
@@ -79,12 +77,10 @@ unsigned worker_poll_once(Worker& w) {
     }
     worker_serve_dump(w);
     worker_serve_flush(w);
-    if (w.shared->qsbr)
-        rte_rcu_qsbr_quiescent(w.shared->qsbr, w.index);
+    if (w.shared->qsbr) rte_rcu_qsbr_quiescent(w.shared->qsbr, w.index);
     uint64_t spent = rte_rdtsc() - start;
     count(w.counters.total_cycles, spent);
-    if (total)
-        count(w.counters.busy_cycles, spent);
+    if (total) count(w.counters.busy_cycles, spent);
     count(w.counters.iterations);
     return total;
 }

@@ -43,20 +43,19 @@ struct Timeouts {
     uint64_t tcp_transitory = 0;
     uint64_t udp = 0;
     uint64_t icmp = 0;
-    uint64_t tcp_half_closed = 0;          // one side sent a FIN, the other did not yet
+    uint64_t tcp_half_closed = 0;  // one side sent a FIN, the other did not yet
 };
 
 // The rate of the ICMP errors a worker originates (icmp_reply.cpp): a token bucket of `burst`
 // tokens refilled one per `interval`, kept in its GCRA form (one timestamp per worker).
 struct IcmpLimit {
-    uint64_t interval = 0;                 // TSC ticks per token; 0: the gateway sends no ICMP errors
-    uint64_t tolerance = 0;                // (burst - 1) * interval
+    uint64_t interval = 0;   // TSC ticks per token; 0: the gateway sends no ICMP errors
+    uint64_t tolerance = 0;  // (burst - 1) * interval
 };
 
 // `per_second` errors per second with bursts of `burst` (at least 1), on a TSC of `hz`.
 inline IcmpLimit make_icmp_limit(uint32_t per_second, uint32_t burst, uint64_t hz) {
-    if (per_second == 0)
-        return {};
+    if (per_second == 0) return {};
     uint64_t interval = hz / per_second ? hz / per_second : 1;
     return {interval, (burst ? burst - 1 : 0) * interval};
 }
@@ -67,20 +66,20 @@ struct DataplaneShared {
     NeighborTable* neighbors = nullptr;
     NeighborTable6* neighbors6 = nullptr;  // IPv6 next hops; none: every IPv6 packet waits for the control thread
     rte_rcu_qsbr* qsbr = nullptr;          // workers are RCU threads 0..n_workers-1
-    rte_ring* to_control = nullptr;        // multi-producer: ARP replies, Neighbor Advertisements, packets awaiting ARP or NS
+    rte_ring* to_control = nullptr;  // multi-producer: ARP replies, Neighbor Advertisements, packets awaiting ARP or NS
     unsigned n_workers = 1;
     uint16_t nat_port_min = 1024;
     uint16_t nat_port_max = 65535;
     Timeouts timeouts;
-    bool tcp_strict = false;               // only a SYN opens a TCP session (else also mid-stream segments)
-    uint32_t pod_session_limit = 0;        // sessions one pod may have on each worker; 0: no limit
-    int next_hop_field = -1;               // mbuf dynfield offset: a held packet's next hop (held.h)
-    IcmpLimit icmp_limit;                  // set before the workers start
+    bool tcp_strict = false;         // only a SYN opens a TCP session (else also mid-stream segments)
+    uint32_t pod_session_limit = 0;  // sessions one pod may have on each worker; 0: no limit
+    int next_hop_field = -1;         // mbuf dynfield offset: a held packet's next hop (held.h)
+    IcmpLimit icmp_limit;            // set before the workers start
     // Fragmentation for the egress MTU (output.cpp): a fragment is a direct mbuf holding its
     // headers, chained to an indirect one that points into the original datagram.
     rte_mempool* frag_direct = nullptr;
     rte_mempool* frag_indirect = nullptr;
-    uint64_t tx_stall_ticks = 0;           // kTxStallMs in TSC ticks; 0: a queue is never taken for stalled
+    uint64_t tx_stall_ticks = 0;  // kTxStallMs in TSC ticks; 0: a queue is never taken for stalled
     std::atomic<bool> stop{false};
 };
 
@@ -91,7 +90,7 @@ struct WorkerCounters {
 #define EGW_X(name, scope, group, key, metric, direction, help) uint64_t name;
     EGW_WORKER_COUNTERS(EGW_X)
 #undef EGW_X
-    uint64_t icmp_sent[kIcmpErrorCount];   // ICMP errors originated, by kind (each replaced the packet it answers)
+    uint64_t icmp_sent[kIcmpErrorCount];  // ICMP errors originated, by kind (each replaced the packet it answers)
     // Per DPDK port, for this worker's transmit queue: frames it refused (each also a tx_full
     // drop), the times it was taken for stalled (it accepted nothing for tx_stall_ticks), and
     // whether it is stalled now (1 from then until it accepts a frame again; 0 otherwise).
@@ -101,7 +100,7 @@ struct WorkerCounters {
 };
 
 // The field of each WorkerCounter, for readers that go through the list.
-inline constexpr uint64_t WorkerCounters::* kWorkerCounterField[kWorkerCounterCount] = {
+inline constexpr uint64_t WorkerCounters::*kWorkerCounterField[kWorkerCounterCount] = {
 #define EGW_X(name, scope, group, key, metric, direction, help) &WorkerCounters::name,
     EGW_WORKER_COUNTERS(EGW_X)
 #undef EGW_X
@@ -130,12 +129,23 @@ struct alignas(64) ServiceCounters {
 // instead (the machines this is run on are shared). Read by the thread that runs the worker,
 // or after it stopped.
 enum class ProfiledStage : uint8_t {
-    input, handoff, nat_lookup, nat_fast, nat_slow, icmp_error, local, ip_forward, icmp_reply, output, flush, count
+    input,
+    handoff,
+    nat_lookup,
+    nat_fast,
+    nat_slow,
+    icmp_error,
+    local,
+    ip_forward,
+    icmp_reply,
+    output,
+    flush,
+    count
 };
 inline constexpr unsigned kProfiledStages = static_cast<unsigned>(ProfiledStage::count);
 inline constexpr const char* kProfiledStageNames[kProfiledStages] = {
-    "input", "handoff", "nat_lookup", "nat_fast", "nat_slow", "icmp_error", "local", "ip_forward", "icmp_reply", "output",
-    "flush"};
+    "input", "handoff",    "nat_lookup", "nat_fast", "nat_slow", "icmp_error",
+    "local", "ip_forward", "icmp_reply", "output",   "flush"};
 inline constexpr uint64_t kProfilePreempted = 1'000'000;
 struct StageProfile {
     uint64_t cycles[kProfiledStages];
@@ -166,12 +176,12 @@ struct TxBuffer {
 struct Reassembly;
 
 struct alignas(64) Worker {
-    unsigned index = 0;                    // 0..n_workers-1; also the RCU thread id and tx queue
+    unsigned index = 0;  // 0..n_workers-1; also the RCU thread id and tx queue
     DataplaneShared* shared = nullptr;
     RxQueue rxq[kMaxPorts * 2]{};
     unsigned n_rxq = 0;
-    uint16_t n_ports = 0;                  // DPDK port ids 0..n_ports-1 are egw's ports
-    uint16_t nat_port_lo = 0;              // this worker's block of the NAT port range, inclusive
+    uint16_t n_ports = 0;      // DPDK port ids 0..n_ports-1 are egw's ports
+    uint16_t nat_port_lo = 0;  // this worker's block of the NAT port range, inclusive
     uint16_t nat_port_hi = 0;
     uint32_t port_block = 0;               // size of every worker's block
     rte_ring* handoff_in[kMaxWorkers]{};   // [w]: packets from worker w (single producer/consumer)
@@ -179,10 +189,10 @@ struct alignas(64) Worker {
     rte_ring* inject = nullptr;            // from the control thread: finished frames to transmit
     uint64_t now = 0;
     uint32_t sweep_cursor = 0;
-    uint64_t reclaim_failed_at = ~uint64_t{0};  // `now` of the last reclaim that found nothing
-    uint64_t reclaim_failed_at6 = ~uint64_t{0}; // the same for the IPv6 table
+    uint64_t reclaim_failed_at = ~uint64_t{0};   // `now` of the last reclaim that found nothing
+    uint64_t reclaim_failed_at6 = ~uint64_t{0};  // the same for the IPv6 table
     SessionTable sessions;
-    SessionTable6 sessions6;               // IPv6 sessions; capacity 0 (not set up): IPv6 makes none
+    SessionTable6 sessions6;  // IPv6 sessions; capacity 0 (not set up): IPv6 makes none
     uint32_t sweep_cursor6 = 0;
     TxBuffer tx[kMaxPorts]{};
     // Per port: transmit bursts refused whole in a row (0: the last one was taken, at least in
@@ -190,10 +200,10 @@ struct alignas(64) Worker {
     uint32_t tx_refused_bursts[kMaxPorts]{};
     uint64_t tx_refused_since[kMaxPorts]{};
     WorkerCounters counters{};
-    uint64_t icmp_tat = 0;                 // the ICMP error bucket's theoretical arrival time (TSC)
+    uint64_t icmp_tat = 0;                        // the ICMP error bucket's theoretical arrival time (TSC)
     ServiceCounters* service_counters = nullptr;  // [kMaxServices]
-    Reassembly* reassembly = nullptr;      // IPv4 fragments being put together (reassembly.h); none: dropped
-    StageProfile profile{};                // only a -Dstage_profile=true build fills it
+    Reassembly* reassembly = nullptr;             // IPv4 fragments being put together (reassembly.h); none: dropped
+    StageProfile profile{};                       // only a -Dstage_profile=true build fills it
 
     // Session listing requested by the control thread: it sets dump_capacity and bumps
     // dump_request; the worker copies up to that many sessions and publishes dump_done. The
@@ -233,7 +243,9 @@ struct alignas(64) Worker {
 inline constexpr uint32_t kDumpScanPerIteration = 1024;
 
 // The slots a session listing walks: both tables' (Worker::dump_start).
-inline uint32_t dump_slots(const Worker& w) { return w.sessions.capacity() + w.sessions6.capacity(); }
+inline uint32_t dump_slots(const Worker& w) {
+    return w.sessions.capacity() + w.sessions6.capacity();
+}
 inline constexpr uint32_t kFlushAll = ~uint32_t{0};
 inline constexpr uint32_t kFlushPerIteration = 4096;
 

@@ -25,15 +25,17 @@ Reply fail(std::string text) {
     return r;
 }
 
-std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+std::string or_dash(const std::string& s) {
+    return s.empty() ? "-" : s;
+}
 
-std::string jstr(const nlohmann::json& j) { return j.is_string() ? j.get<std::string>() : ""; }
+std::string jstr(const nlohmann::json& j) {
+    return j.is_string() ? j.get<std::string>() : "";
+}
 
 std::string jnum(const nlohmann::json& j) {
-    if (j.is_number_unsigned())
-        return std::to_string(j.get<uint64_t>());
-    if (j.is_number_integer())
-        return std::to_string(j.get<int64_t>());
+    if (j.is_number_unsigned()) return std::to_string(j.get<uint64_t>());
+    if (j.is_number_integer()) return std::to_string(j.get<int64_t>());
     return j.is_number() ? j.dump() : "-";
 }
 
@@ -48,8 +50,7 @@ const nlohmann::json& Context::status() {
 
 const control::PortInfo* Context::find_port(std::string_view name_or_id) const {
     for (const auto& p : host.runtime.ports())
-        if (p.name == name_or_id || std::to_string(p.id) == name_or_id)
-            return &p;
+        if (p.name == name_or_id || std::to_string(p.id) == name_or_id) return &p;
     return nullptr;
 }
 
@@ -97,22 +98,19 @@ Cli::Outcome Cli::run(std::string_view line, Origin origin) {
             text += "  " + w + "\n";
         for (const auto& h : c.hints)
             text += "  " + h + "\n";
-        if (text.empty())
-            text = "  (nothing: the command is complete, or the words before ? are wrong)\n";
+        if (text.empty()) text = "  (nothing: the command is complete, or the words before ? are wrong)\n";
         return {Status::ok, text};
     }
     ParseResult p = g.parse(line, names_);
-    if (p.blank)
-        return {};
-    if (!p.command)
-        return {Status::error, p.error + "\n"};
+    if (p.blank) return {};
+    if (!p.command) return {Status::error, p.error + "\n"};
     Context ctx(host_, origin, g);
     Reply r;
     try {
         r = p.command->handler(ctx, p.args);
     } catch (const std::exception& e) {
-        return {Status::error, std::string(p.command->pattern.substr(0, p.command->pattern.find(' '))) + ": " +
-                                   e.what() + "\n"};
+        return {Status::error,
+                std::string(p.command->pattern.substr(0, p.command->pattern.find(' '))) + ": " + e.what() + "\n"};
     }
     Outcome out;
     out.status = !r.ok ? Status::error : r.quit ? Status::bye : Status::ok;
@@ -121,12 +119,13 @@ Cli::Outcome Cli::run(std::string_view line, Origin origin) {
         out.text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     } else {
         out.text = std::move(r.text);
-        if (!out.text.empty() && out.text.back() != '\n')
-            out.text += '\n';
+        if (!out.text.empty() && out.text.back() != '\n') out.text += '\n';
     }
     return out;
 }
 
-Completion Cli::complete(std::string_view before_cursor) const { return egw_grammar().complete(before_cursor, names_); }
+Completion Cli::complete(std::string_view before_cursor) const {
+    return egw_grammar().complete(before_cursor, names_);
+}
 
 }  // namespace egw::cli

@@ -36,8 +36,8 @@ namespace egw::cli {
 
 struct Reply {
     bool ok = true;
-    std::string text;        // for people
-    nlohmann::json json;     // for --json; null: {"message": text}
+    std::string text;     // for people
+    nlohmann::json json;  // for --json; null: {"message": text}
     bool quit = false;
 };
 

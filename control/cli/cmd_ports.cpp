@@ -18,16 +18,14 @@ using nlohmann::json;
 std::vector<const control::PortInfo*> selected(Context& ctx, const std::string& sel) {
     std::vector<const control::PortInfo*> out;
     for (const auto& p : ctx.host.runtime.ports())
-        if (sel == "all" || p.name == sel || std::to_string(p.id) == sel)
-            out.push_back(&p);
+        if (sel == "all" || p.name == sel || std::to_string(p.id) == sel) out.push_back(&p);
     return out;
 }
 
 // The steering state of a port: nullptr for an inside port.
 const control::Steering::Port* steering_of(Context& ctx, uint16_t id) {
     for (const auto& p : ctx.host.runtime.steering().ports())
-        if (p.id == id)
-            return &p;
+        if (p.id == id) return &p;
     return nullptr;
 }
 
@@ -47,8 +45,7 @@ Reply show_port_stats(Context& ctx, const Args& a) {
     json rows = json::array();
     for (const auto& s : ctx.status()["ports"]) {
         for (const auto* p : ports) {
-            if (p->name != jstr(s["name"]))
-                continue;
+            if (p->name != jstr(s["name"])) continue;
             json j = s;
             j["id"] = p->id;
             t.row({num(p->id), p->name, p->device, jnum(s["rx_packets"]), jnum(s["rx_bytes"]), jnum(s["rx_missed"]),
@@ -62,17 +59,14 @@ Reply show_port_stats(Context& ctx, const Args& a) {
 
 Reply show_port_xstats(Context& ctx, const Args& a) {
     const control::PortInfo* p = ctx.find_port(a.get("PORT"));
-    if (!p)
-        return fail("no port \"" + a.get("PORT") + "\" (show port stats all lists them)");
+    if (!p) return fail("no port \"" + a.get("PORT") + "\" (show port stats all lists them)");
     int n = rte_eth_xstats_get_names(p->id, nullptr, 0);
-    if (n < 0)
-        return fail("port " + p->name + ": cannot read the extended statistics: " + rte_strerror(-n));
+    if (n < 0) return fail("port " + p->name + ": cannot read the extended statistics: " + rte_strerror(-n));
     std::vector<rte_eth_xstat_name> names(static_cast<size_t>(n));
     std::vector<rte_eth_xstat> values(static_cast<size_t>(n));
     int got_names = rte_eth_xstats_get_names(p->id, names.data(), static_cast<unsigned>(n));
     int got = rte_eth_xstats_get(p->id, values.data(), static_cast<unsigned>(n));
-    if (got_names < 0 || got < 0)
-        return fail("port " + p->name + ": cannot read the extended statistics");
+    if (got_names < 0 || got < 0) return fail("port " + p->name + ": cannot read the extended statistics");
     Table t({"name", "value"});
     json j = json::object();
     for (int i = 0; i < got && i < got_names; ++i) {
@@ -121,11 +115,19 @@ Reply show_port_info(Context& ctx, const Args& a) {
         std::string rss = control::describe_rss(p->rss_hf);
         const auto* st = steering_of(ctx, p->id);
         std::string steering = st ? control::to_string(st->mode) : "-";
-        t.row({num(p->id), p->name, p->device, driver, mac_text, up ? "up" : "down", num(speed),
-               num(mtu), num(info.nb_rx_queues), num(info.nb_tx_queues), rss, steering});
-        rows.push_back({{"id", p->id}, {"name", p->name}, {"device", p->device}, {"driver", driver}, {"mac", mac_text},
-                        {"link_up", up}, {"speed_mbps", speed}, {"mtu", mtu},
-                        {"rx_queues", info.nb_rx_queues}, {"tx_queues", info.nb_tx_queues}, {"rss", rss},
+        t.row({num(p->id), p->name, p->device, driver, mac_text, up ? "up" : "down", num(speed), num(mtu),
+               num(info.nb_rx_queues), num(info.nb_tx_queues), rss, steering});
+        rows.push_back({{"id", p->id},
+                        {"name", p->name},
+                        {"device", p->device},
+                        {"driver", driver},
+                        {"mac", mac_text},
+                        {"link_up", up},
+                        {"speed_mbps", speed},
+                        {"mtu", mtu},
+                        {"rx_queues", info.nb_rx_queues},
+                        {"tx_queues", info.nb_tx_queues},
+                        {"rss", rss},
                         {"steering", st ? json(steering) : json(nullptr)}});
     }
     return ok(t.render(), rows);
@@ -154,18 +156,22 @@ Reply show_steering(Context& ctx, const Args&) {
         json rules = json::array();
         for (uint32_t ip : steering.nat_ips())
             for (const auto& r : steering.rules_of(ip)) {
-                if (r.proto == control::SteeredProto::icmp && !p.icmp)
-                    continue;
+                if (r.proto == control::SteeredProto::icmp && !p.icmp) continue;
                 rules.push_back(control::testpmd_flow_create(p.id, r));
             }
         if (!rules.empty()) {
-            rules_text += "\n" + p.name + (hw ? ": rules in force (testpmd syntax)\n"
-                                               : ": rules a NIC with rte_flow would get (testpmd syntax; not installed)\n");
+            rules_text += "\n" + p.name +
+                          (hw ? ": rules in force (testpmd syntax)\n"
+                              : ": rules a NIC with rte_flow would get (testpmd syntax; not installed)\n");
             for (const auto& r : rules)
                 rules_text += "  " + r.get<std::string>() + "\n";
         }
-        jports.push_back({{"id", p.id}, {"name", p.name}, {"mode", control::to_string(p.mode)},
-                          {"reason", p.reason}, {"icmp_steered", hw && p.icmp}, {"rules_installed", installed},
+        jports.push_back({{"id", p.id},
+                          {"name", p.name},
+                          {"mode", control::to_string(p.mode)},
+                          {"reason", p.reason},
+                          {"icmp_steered", hw && p.icmp},
+                          {"rules_installed", installed},
                           {"rules", rules}});
     }
     Table workers({"worker", "nat-ports", "handed-off"});
@@ -173,9 +179,8 @@ Reply show_steering(Context& ctx, const Args&) {
     const auto& blocks = steering.blocks();
     for (const auto& s : ctx.status()["workers"]) {
         unsigned index = s["index"].get<unsigned>();
-        std::string block = index < blocks.size()
-                                ? std::to_string(blocks[index].lo) + "-" + std::to_string(blocks[index].hi)
-                                : "-";
+        std::string block =
+            index < blocks.size() ? std::to_string(blocks[index].lo) + "-" + std::to_string(blocks[index].hi) : "-";
         workers.row({num(index), block, jnum(s["handed_off"])});
         jworkers.push_back({{"index", index}, {"nat_ports", block}, {"handed_off", s["handed_off"]}});
     }

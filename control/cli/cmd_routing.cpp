@@ -17,7 +17,7 @@ using nlohmann::json;
 
 struct RouteRow {
     std::string prefix;
-    std::string via;   // "" on-link
+    std::string via;  // "" on-link
     std::string port;
     std::string type;  // connected, static
 };
@@ -27,13 +27,11 @@ std::vector<RouteRow> routes_of(const config::Config& cfg, const std::string& vr
     for (const auto& p : cfg.ports)
         if (p.vrf == vrf)
             for (const auto& a : p.addresses)
-                out.push_back({net::to_string(net::IpPrefix{a.network(), a.len}), "", p.name,
-                               "connected"});
+                out.push_back({net::to_string(net::IpPrefix{a.network(), a.len}), "", p.name, "connected"});
     for (const auto& r : cfg.routes)
         if (r.vrf == vrf)
             out.push_back({net::to_string(net::IpPrefix{r.prefix.network(), r.prefix.len}),
-                           r.via ? net::to_string(*r.via) : "", r.port,
-                           "static"});
+                           r.via ? net::to_string(*r.via) : "", r.port, "static"});
     return out;
 }
 
@@ -46,11 +44,9 @@ Reply show_vrfs(Context& ctx, const Args&) {
     for (const auto& v : cfg.vrfs) {
         std::vector<std::string> ports, services;
         for (const auto& p : cfg.ports)
-            if (p.vrf == v.name)
-                ports.push_back(p.name);
+            if (p.vrf == v.name) ports.push_back(p.name);
         for (const auto& s : ctx.host.policy.views())
-            if (s.programmed && s.vrf == v.name)
-                services.push_back(s.state.key);
+            if (s.programmed && s.vrf == v.name) services.push_back(s.state.key);
         auto joined = [](const std::vector<std::string>& xs) {
             std::string out;
             for (const auto& x : xs)
@@ -59,20 +55,22 @@ Reply show_vrfs(Context& ctx, const Args&) {
         };
         size_t routes = routes_of(cfg, v.name).size();
         t.row({v.name, num(v.table), joined(ports), num(routes), joined(services)});
-        rows.push_back({{"name", v.name}, {"table", v.table}, {"ports", ports}, {"routes", routes}, {"services", services}});
+        rows.push_back(
+            {{"name", v.name}, {"table", v.table}, {"ports", ports}, {"routes", routes}, {"services", services}});
     }
     return ok(t.render(), rows);
 }
 
 Reply show_routes(Context& ctx, const Args& a) {
     const config::VrfConfig* v = ctx.host.config.find_vrf(a.get("VRF"));
-    if (!v)
-        return fail("no VRF \"" + a.get("VRF") + "\" (show vrfs lists them)");
+    if (!v) return fail("no VRF \"" + a.get("VRF") + "\" (show vrfs lists them)");
     Table t({"prefix", "via", "port", "type"});
     json rows = json::array();
     for (const auto& r : routes_of(ctx.host.config, v->name)) {
         t.row({r.prefix, or_dash(r.via), r.port, r.type});
-        rows.push_back({{"prefix", r.prefix}, {"via", r.via.empty() ? json(nullptr) : json(r.via)}, {"port", r.port},
+        rows.push_back({{"prefix", r.prefix},
+                        {"via", r.via.empty() ? json(nullptr) : json(r.via)},
+                        {"port", r.port},
                         {"type", r.type}});
     }
     std::string text = "VRF " + v->name + " (table " + std::to_string(v->table) + ")\n" + t.render();
@@ -102,8 +100,9 @@ Reply show_neighbors(Context& ctx, const Args&) {
 Reply show_arp(Context& ctx, const Args&) {
     json arp = ctx.status()["arp"];
     Table counters({"counter", "value"});
-    for (const char* k : {"requests_sent", "solicitations_sent", "probes_sent", "invalidated", "freed", "recycled",
-                          "neighbors", "neighbors6", "announcements_sent", "announcements_failed", "addresses_announced"})
+    for (const char* k :
+         {"requests_sent", "solicitations_sent", "probes_sent", "invalidated", "freed", "recycled", "neighbors",
+          "neighbors6", "announcements_sent", "announcements_failed", "addresses_announced"})
         counters.row({k, jnum(arp[k])});
     Table t({"port", "ip", "what", "left", "next-ms"});
     json list = arp["announcing"];

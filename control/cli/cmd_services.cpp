@@ -16,18 +16,18 @@ namespace {
 
 using nlohmann::json;
 
-std::string namespace_of(const std::string& key) { return key.substr(0, key.find('/')); }
+std::string namespace_of(const std::string& key) {
+    return key.substr(0, key.find('/'));
+}
 
 const json* status_of(Context& ctx, const std::string& key) {
     for (const auto& s : ctx.status()["services"])
-        if (jstr(s["key"]) == key)
-            return &s;
+        if (jstr(s["key"]) == key) return &s;
     return nullptr;
 }
 
 std::string selector_text(const model::LabelSelector& sel) {
-    if (sel.empty())
-        return "{} (every node)";
+    if (sel.empty()) return "{} (every node)";
     std::string out;
     for (const auto& [k, v] : sel.match_labels)
         out += (out.empty() ? "" : ", ") + k + "=" + v;
@@ -56,19 +56,16 @@ Reply show_services(Context& ctx, const Args& a) {
     json rows = json::array();
     for (const auto& s : ctx.status()["services"]) {
         std::string key = jstr(s["key"]);
-        if (!ns.empty() && namespace_of(key) != ns)
-            continue;
+        if (!ns.empty() && namespace_of(key) != ns) continue;
         std::string host = jstr(s["status_host"]);
         t.row({key, host.empty() ? "\"\"" : host, s["programmed"].get<bool>() ? "yes" : "no", jstr(s["mode"]),
                or_dash(jstr(s["ingress_ip"])), or_dash(jstr(s["ingress_ipv6"])), or_dash(jstr(s["vrf"])),
                jnum(s["endpoints"]) + (s.value("endpoints_ipv6", 0) ? "+" + jnum(s["endpoints_ipv6"]) + " IPv6" : ""),
-               jnum(s["sessions_active"]),
-               jnum(s["packets_out"]), jnum(s["packets_in"]), or_dash(jstr(s["reason"]))});
+               jnum(s["sessions_active"]), jnum(s["packets_out"]), jnum(s["packets_in"]), or_dash(jstr(s["reason"]))});
         rows.push_back(s);
     }
     std::string text = t.render();
-    if (t.rows() == 0)
-        text += ns.empty() ? "(no EgressService)\n" : "(no EgressService in namespace " + ns + ")\n";
+    if (t.rows() == 0) text += ns.empty() ? "(no EgressService)\n" : "(no EgressService in namespace " + ns + ")\n";
     return ok(text, rows);
 }
 
@@ -76,10 +73,8 @@ Reply show_service(Context& ctx, const Args& a) {
     const std::string& key = a.get("SERVICE");
     const control::ServiceView* view = nullptr;
     for (const auto& v : ctx.host.policy.views())
-        if (v.state.key == key)
-            view = &v;
-    if (!view)
-        return fail("no EgressService \"" + key + "\" (show services lists them)");
+        if (v.state.key == key) view = &v;
+    if (!view) return fail("no EgressService \"" + key + "\" (show services lists them)");
     const model::ServiceState& st = view->state;
     const json* counters = status_of(ctx, key);
 
@@ -87,11 +82,9 @@ Reply show_service(Context& ctx, const Args& a) {
     const model::Service* svc = nullptr;
     if (ctx.host.objects) {
         auto e = ctx.host.objects->egress_services.find(key);
-        if (e != ctx.host.objects->egress_services.end())
-            es = &e->second;
+        if (e != ctx.host.objects->egress_services.end()) es = &e->second;
         auto s = ctx.host.objects->services.find(key);
-        if (s != ctx.host.objects->services.end())
-            svc = &s->second;
+        if (s != ctx.host.objects->services.end()) svc = &s->second;
     }
 
     std::vector<std::string> ingress;
@@ -99,10 +92,8 @@ Reply show_service(Context& ctx, const Args& a) {
         for (const auto& i : svc->ingress)
             ingress.push_back(!i.ip.empty() ? i.ip : i.hostname + " (hostname)");
     } else {
-        if (st.ingress_ipv4)
-            ingress.push_back(config::format_ipv4(*st.ingress_ipv4));
-        if (st.ingress_ipv6)
-            ingress.push_back(net::to_string(*st.ingress_ipv6));
+        if (st.ingress_ipv4) ingress.push_back(config::format_ipv4(*st.ingress_ipv4));
+        if (st.ingress_ipv6) ingress.push_back(net::to_string(*st.ingress_ipv6));
     }
     std::vector<std::string> endpoints;
     for (uint32_t ip : st.endpoint_ipv4s)
@@ -157,8 +148,8 @@ Reply show_service(Context& ctx, const Args& a) {
         const json& c = *counters;
         lines.push_back({"packets", "out " + jnum(c["packets_out"]) + " (" + jnum(c["bytes_out"]) + " bytes), in " +
                                         jnum(c["packets_in"]) + " (" + jnum(c["bytes_in"]) + " bytes)"});
-        lines.push_back({"sessions", "active " + jnum(c["sessions_active"]) + ", created " +
-                                         jnum(c["sessions_created"])});
+        lines.push_back(
+            {"sessions", "active " + jnum(c["sessions_active"]) + ", created " + jnum(c["sessions_created"])});
         lines.push_back({"port failures", jnum(c["port_alloc_failures"]) + " (no free NAT port)"});
     }
     size_t width = 0;
@@ -169,9 +160,10 @@ Reply show_service(Context& ctx, const Args& a) {
         text += k + std::string(width - k.size() + 2, ' ') + v + "\n";
 
     json j = {{"key", key},
-              {"spec", {{"sourceIPBy", es ? es->source_ip_by : model::to_string(st.mode)},
-                        {"network", st.network},
-                        {"nodeSelector", es ? selector_json(es->node_selector) : json(nullptr)}}},
+              {"spec",
+               {{"sourceIPBy", es ? es->source_ip_by : model::to_string(st.mode)},
+                {"network", st.network},
+                {"nodeSelector", es ? selector_json(es->node_selector) : json(nullptr)}}},
               {"status", {{"host", st.status_host}}},
               {"reason", why},
               {"serve_here", st.serve_here},

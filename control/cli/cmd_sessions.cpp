@@ -29,7 +29,9 @@ using nlohmann::json;
 constexpr unsigned kDefaultLimit = 100;
 constexpr uint8_t kProtos[] = {6, 17, 1};
 
-uint8_t proto_number(const std::string& name) { return name == "tcp" ? 6 : name == "udp" ? 17 : 1; }
+uint8_t proto_number(const std::string& name) {
+    return name == "tcp" ? 6 : name == "udp" ? 17 : 1;
+}
 
 uint32_t to_u32(const std::string& s) {
     uint32_t v = 0;
@@ -57,10 +59,8 @@ Reply flush(Context& ctx, uint32_t id, const std::string& what) {
         per_worker += (i ? ", " : "") + std::to_string(r.closed[i]);
     }
     std::string text = "closed " + std::to_string(total) + " session(s)" + (what.empty() ? "" : " " + what);
-    if (r.closed.size() > 1)
-        text += " (per worker: " + per_worker + ")";
-    if (!r.error.empty())
-        return fail(text + "; " + r.error);
+    if (r.closed.size() > 1) text += " (per worker: " + per_worker + ")";
+    if (!r.error.empty()) return fail(text + "; " + r.error);
     return ok(text, json{{"closed", total}, {"per_worker", r.closed}});
 }
 
@@ -70,8 +70,7 @@ Reply show_sessions(Context& ctx, const Args& a) {
     uint32_t want_service = 0;
     bool by_service = a.has("service");
     Reply err;
-    if (by_service && !service_id(ctx, a.get("service"), want_service, err))
-        return err;
+    if (by_service && !service_id(ctx, a.get("service"), want_service, err)) return err;
     auto ip_be = [&](const char* key) { return rte_cpu_to_be_32(*config::parse_ipv4(a.get(key))); };
     auto port_be = [&](const char* key) { return rte_cpu_to_be_16(static_cast<uint16_t>(to_u32(a.get(key)))); };
     bool by_saddr = a.has("saddr"), by_daddr = a.has("daddr"), by_sport = a.has("sport"), by_dport = a.has("dport");
@@ -92,45 +91,40 @@ Reply show_sessions(Context& ctx, const Args& a) {
     Table t({"worker", "proto", "inside", "outside", "remote", "service", "port", "vrf", "state", "idle-ms"});
     json rows = json::array();
     bool truncated = false;
-    std::string error = for_each_session(ctx.host.runtime.workers(), [&](const dp::Worker& w, const dp::SessionRecord& r) {
-        // The address filters are IPv4 addresses: IPv6 sessions never match them.
-        if (r.v6 ? (by_saddr || by_daddr || (by_sport && r.session6.pod_port != sport) ||
-                    (by_dport && r.session6.remote_port != dport))
-                 : ((by_saddr && r.session.pod_ip != saddr) || (by_daddr && r.session.remote_ip != daddr) ||
-                    (by_sport && r.session.pod_port != sport) || (by_dport && r.session.remote_port != dport)))
+    std::string error =
+        for_each_session(ctx.host.runtime.workers(), [&](const dp::Worker& w, const dp::SessionRecord& r) {
+            // The address filters are IPv4 addresses: IPv6 sessions never match them.
+            if (r.v6 ? (by_saddr || by_daddr || (by_sport && r.session6.pod_port != sport) ||
+                        (by_dport && r.session6.remote_port != dport))
+                     : ((by_saddr && r.session.pod_ip != saddr) || (by_daddr && r.session.remote_ip != daddr) ||
+                        (by_sport && r.session.pod_port != sport) || (by_dport && r.session.remote_port != dport)))
+                return true;
+            const control::SessionRow s = control::session_row(r);
+            if ((by_service && s.service_id != want_service) ||
+                (by_proto && s.proto_number != proto && !(proto == 1 && s.proto_number == 58)))
+                return true;
+            if (rows.size() == limit) {
+                truncated = true;
+                return false;
+            }
+            auto key = id_to_key.find(s.service_id);
+            std::string service = s.service_id && key != id_to_key.end() ? key->second : "";
+            std::string port = port_names.count(s.out_port) ? port_names[s.out_port] : "";
+            uint64_t idle_ms = hz ? r.idle_ticks * 1000 / hz : 0;
+            json j = {{"worker", w.index},  {"proto", s.proto},
+                      {"inside", s.inside}, {"outside", s.outside},
+                      {"remote", s.remote}, {"service", service},
+                      {"port", port},       {"vrf", ctx.host.policy.vrf_name(s.vrf)},
+                      {"state", s.state},   {"idle_ms", idle_ms}};
+            t.row({num(w.index), s.proto, s.inside, s.outside, s.remote, or_dash(service), or_dash(port),
+                   or_dash(jstr(j["vrf"])), or_dash(s.state), num(idle_ms)});
+            rows.push_back(std::move(j));
             return true;
-        const control::SessionRow s = control::session_row(r);
-        if ((by_service && s.service_id != want_service) || (by_proto && s.proto_number != proto && !(proto == 1 && s.proto_number == 58)))
-            return true;
-        if (rows.size() == limit) {
-            truncated = true;
-            return false;
-        }
-        auto key = id_to_key.find(s.service_id);
-        std::string service = s.service_id && key != id_to_key.end() ? key->second : "";
-        std::string port = port_names.count(s.out_port) ? port_names[s.out_port] : "";
-        uint64_t idle_ms = hz ? r.idle_ticks * 1000 / hz : 0;
-        json j = {{"worker", w.index},
-                  {"proto", s.proto},
-                  {"inside", s.inside},
-                  {"outside", s.outside},
-                  {"remote", s.remote},
-                  {"service", service},
-                  {"port", port},
-                  {"vrf", ctx.host.policy.vrf_name(s.vrf)},
-                  {"state", s.state},
-                  {"idle_ms", idle_ms}};
-        t.row({num(w.index), s.proto, s.inside, s.outside, s.remote,
-               or_dash(service), or_dash(port), or_dash(jstr(j["vrf"])), or_dash(s.state), num(idle_ms)});
-        rows.push_back(std::move(j));
-        return true;
-    });
-    if (!error.empty())
-        return fail("cannot list the sessions: " + error);
+        });
+    if (!error.empty()) return fail("cannot list the sessions: " + error);
     std::string text = t.render();
     text += std::to_string(rows.size()) + " session(s)";
-    if (truncated)
-        text += "; more match: raise the limit (limit " + std::to_string(limit) + ")";
+    if (truncated) text += "; more match: raise the limit (limit " + std::to_string(limit) + ")";
     return ok(text + "\n", json{{"sessions", rows}, {"truncated", truncated}});
 }
 
@@ -144,8 +138,7 @@ Reply show_snat_pools(Context& ctx, const Args&) {
     for (const auto& p : ctx.host.config.ports)
         if (p.role == config::PortRole::outside)
             for (const auto& addr : p.addresses)
-                if (addr.is_v4())
-                    users[addr.addr.v4()].insert("masquerade on " + p.name);
+                if (addr.is_v4()) users[addr.addr.v4()].insert("masquerade on " + p.name);
 
     // NAT ports in use: distinct ports per (address, protocol, worker), from the sessions.
     struct Use {
@@ -153,20 +146,18 @@ Reply show_snat_pools(Context& ctx, const Args&) {
         uint64_t sessions = 0;
     };
     std::map<std::tuple<uint32_t, uint8_t, unsigned>, Use> use;
-    std::string error = for_each_session(ctx.host.runtime.workers(), [&](const dp::Worker& w, const dp::SessionRecord& r) {
-        if (r.v6)
-            return true;  // the pools listed are IPv4 ones
-        const dp::Session& s = r.session;
-        Use& u = use[{rte_be_to_cpu_32(s.nat_ip), s.proto, w.index}];
-        u.ports->set(rte_be_to_cpu_16(s.nat_port));
-        ++u.sessions;
-        return true;
-    });
-    if (!error.empty())
-        return fail("cannot list the sessions: " + error);
+    std::string error =
+        for_each_session(ctx.host.runtime.workers(), [&](const dp::Worker& w, const dp::SessionRecord& r) {
+            if (r.v6) return true;  // the pools listed are IPv4 ones
+            const dp::Session& s = r.session;
+            Use& u = use[{rte_be_to_cpu_32(s.nat_ip), s.proto, w.index}];
+            u.ports->set(rte_be_to_cpu_16(s.nat_port));
+            ++u.sessions;
+            return true;
+        });
+    if (!error.empty()) return fail("cannot list the sessions: " + error);
     for (const auto& [k, u] : use)
-        if (!users.count(std::get<0>(k)))
-            users[std::get<0>(k)].insert("(no longer configured)");
+        if (!users.count(std::get<0>(k))) users[std::get<0>(k)].insert("(no longer configured)");
 
     Table t({"address", "used-by", "proto", "worker", "ports-in-use", "capacity", "use", "sessions"});
     json rows = json::array();
@@ -180,8 +171,8 @@ Reply show_snat_pools(Context& ctx, const Args&) {
                 uint64_t in_use = it == use.end() ? 0 : it->second.ports->count();
                 uint64_t sessions = it == use.end() ? 0 : it->second.sessions;
                 uint64_t capacity = uint64_t{w->nat_port_hi} - w->nat_port_lo + 1;
-                t.row({config::format_ipv4(addr), used_by, control::session_proto_name(proto), num(w->index), num(in_use), num(capacity),
-                       percent(in_use, capacity), num(sessions)});
+                t.row({config::format_ipv4(addr), used_by, control::session_proto_name(proto), num(w->index),
+                       num(in_use), num(capacity), percent(in_use, capacity), num(sessions)});
                 rows.push_back({{"address", config::format_ipv4(addr)},
                                 {"used_by", by},
                                 {"proto", control::session_proto_name(proto)},
@@ -195,19 +186,21 @@ Reply show_snat_pools(Context& ctx, const Args&) {
         }
     }
     std::string text = t.render();
-    text += "Ports are endpoint-dependent: one NAT port serves many remote address/port pairs, so sessions may\n"
-            "exceed ports in use; capacity is the worker's block of the NAT port range per remote endpoint.\n";
+    text +=
+        "Ports are endpoint-dependent: one NAT port serves many remote address/port pairs, so sessions may\n"
+        "exceed ports in use; capacity is the worker's block of the NAT port range per remote endpoint.\n";
     return ok(text, rows);
 }
 
 Reply clear_sessions_service(Context& ctx, const Args& a) {
     uint32_t id = 0;
     Reply err;
-    if (!service_id(ctx, a.get("SERVICE"), id, err))
-        return err;
+    if (!service_id(ctx, a.get("SERVICE"), id, err)) return err;
     return flush(ctx, id, "of " + a.get("SERVICE"));
 }
 
-Reply clear_sessions_all(Context& ctx, const Args&) { return flush(ctx, dp::kFlushAll, ""); }
+Reply clear_sessions_all(Context& ctx, const Args&) {
+    return flush(ctx, dp::kFlushAll, "");
+}
 
 }  // namespace egw::cli

@@ -31,8 +31,7 @@ const auto kStarted = std::chrono::steady_clock::now();
 // One row per leaf: "ports[1].addresses" -> "10.0.0.1/24, 10.0.0.2/24".
 void flatten(const json& j, const std::string& path, Table& t) {
     if (j.is_object()) {
-        if (j.empty())
-            t.row({path, "{}"});
+        if (j.empty()) t.row({path, "{}"});
         for (const auto& [k, v] : j.items())
             flatten(v, path.empty() ? k : path + "." + k, t);
     } else if (j.is_array()) {
@@ -58,7 +57,8 @@ void flatten(const json& j, const std::string& path, Table& t) {
 
 Reply show_lcores(Context& ctx, const Args&) {
     const auto& cfg = ctx.host.config;
-    Table t({"lcore", "role", "worker", "rx-queues", "rx-packets", "tx-packets", "busy-cycles", "total-cycles", "busy"});
+    Table t(
+        {"lcore", "role", "worker", "rx-queues", "rx-packets", "tx-packets", "busy-cycles", "total-cycles", "busy"});
     json rows = json::array();
     unsigned main = rte_get_main_lcore();
     t.row({num(main), "control", "-", "-", "-", "-", "-", "-", "-"});
@@ -73,23 +73,22 @@ Reply show_lcores(Context& ctx, const Args&) {
             const dp::Worker& w = *workers[index];
             for (unsigned q = 0; q < w.n_rxq; ++q) {
                 std::string name = std::to_string(w.rxq[q].port);
-                if (const auto* p = ctx.find_port(name))
-                    name = p->name;
+                if (const auto* p = ctx.find_port(name)) name = p->name;
                 qlist.push_back(name + ":" + std::to_string(w.rxq[q].queue));
                 queues += (queues.empty() ? "" : ",") + qlist.back();
             }
         }
         uint64_t busy = s["busy_cycles"].get<uint64_t>(), total = s["total_cycles"].get<uint64_t>();
-        t.row({num(lcore), "worker", num(index), or_dash(queues), jnum(s["rx_packets"]), jnum(s["tx_packets"]), num(busy),
-               num(total), percent(busy, total)});
+        t.row({num(lcore), "worker", num(index), or_dash(queues), jnum(s["rx_packets"]), jnum(s["tx_packets"]),
+               num(busy), num(total), percent(busy, total)});
         json j = s;
         j["lcore"] = lcore;
         j["role"] = "worker";
         j["rx_queues"] = qlist;
         rows.push_back(std::move(j));
     }
-    std::string text = t.render() +
-                       "busy: the share of poll-loop cycles spent on iterations that moved a packet, since start.\n";
+    std::string text =
+        t.render() + "busy: the share of poll-loop cycles spent on iterations that moved a packet, since start.\n";
     return ok(text, rows);
 }
 
@@ -104,20 +103,20 @@ Reply show_k8s(Context& ctx, const Args&) {
                     "): egwd has no Kubernetes connection");
     json j = ctx.host.kubernetes();
     // Why watches ended: closed by the server (routine), 410 Gone (a relist), error (backoff).
-    Table t({"resource", "synced", "watching", "resource-version", "lists", "watch-ends closed/410/error",
-             "events", "failures", "last-error"});
+    Table t({"resource", "synced", "watching", "resource-version", "lists", "watch-ends closed/410/error", "events",
+             "failures", "last-error"});
     for (const auto& r : j["resources"])
         t.row({r["name"].get<std::string>(), r["synced"].get<bool>() ? "yes" : "no",
                r["watching"].get<bool>() ? "yes" : (r["failing"].get<bool>() ? "failing" : "no"),
                or_dash(r["resource_version"].get<std::string>()), jnum(r["lists"]),
-               jnum(r["watch_closed"]) + "/" + jnum(r["expired"]) + "/" + jnum(r["watch_failures"]),
-               jnum(r["events"]), jnum(r["failures"]), or_dash(r["last_error"].get<std::string>())});
+               jnum(r["watch_closed"]) + "/" + jnum(r["expired"]) + "/" + jnum(r["watch_failures"]), jnum(r["events"]),
+               jnum(r["failures"]), or_dash(r["last_error"].get<std::string>())});
     std::string leader = j["leader"].get<bool>() ? "this gateway" : or_dash(j["leader_identity"].get<std::string>());
-    std::string text = t.render() + "synced: " + (j["synced"].get<bool>() ? "yes" : "no") + "   election: " +
-                       j["election"].get<std::string>() + "   leader: " + leader + "   live gateways: " +
-                       jnum(j["live_nodes"]) + "   status writes: " + jnum(j["status_writes"]) +
-                       "   label writes: " + jnum(j["label_writes"]) + "   write failures: " + jnum(j["write_failures"]) +
-                       "\n";
+    std::string text = t.render() + "synced: " + (j["synced"].get<bool>() ? "yes" : "no") +
+                       "   election: " + j["election"].get<std::string>() + "   leader: " + leader +
+                       "   live gateways: " + jnum(j["live_nodes"]) + "   status writes: " + jnum(j["status_writes"]) +
+                       "   label writes: " + jnum(j["label_writes"]) +
+                       "   write failures: " + jnum(j["write_failures"]) + "\n";
     return ok(text, j);
 }
 
@@ -157,14 +156,12 @@ Reply set_log_level(Context&, const Args& a) {
     const std::string& level = a.get("LEVEL");
     auto before = spdlog::default_logger()->level();
     spdlog::set_level(spdlog::level::from_str(level));
-    spdlog::info("log level {} (was {}), set from the CLI", level,
-                 spdlog::level::to_string_view(before));
+    spdlog::info("log level {} (was {}), set from the CLI", level, spdlog::level::to_string_view(before));
     return ok("log level is now " + level);
 }
 
 Reply reload_config(Context& ctx, const Args&) {
-    if (!ctx.host.reload)
-        return fail("reload config: this egwd has no configuration file to re-read");
+    if (!ctx.host.reload) return fail("reload config: this egwd has no configuration file to re-read");
     return ctx.host.reload();
 }
 

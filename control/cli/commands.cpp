@@ -23,16 +23,18 @@ bool is_uint(std::string_view s, uint64_t max) {
 bool check_count(std::string_view s) {
     return is_uint(s, 1000000000) && s.find_first_not_of('0') != std::string_view::npos;
 }
-bool check_l4port(std::string_view s) { return is_uint(s, 65535); }
-bool check_ipv4(std::string_view s) { return config::parse_ipv4(std::string(s)).has_value(); }
+bool check_l4port(std::string_view s) {
+    return is_uint(s, 65535);
+}
+bool check_ipv4(std::string_view s) {
+    return config::parse_ipv4(std::string(s)).has_value();
+}
 
 // RFC 1123 label, as Kubernetes namespaces and names are.
 bool dns_label(std::string_view s) {
-    if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-')
-        return false;
+    if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
     for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-            return false;
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
     return true;
 }
 
@@ -52,8 +54,11 @@ const ArgKind kKinds[] = {
     {"PROTO", "tcp, udp or icmp", {"tcp", "udp", "icmp"}, NameSet::none, true},
     {"N", "a number from 1 to 1000000000", {}, NameSet::none, false, check_count},
     {"VRF", "a VRF name or routing table number", {}, NameSet::vrfs, true},
-    {"LEVEL", "trace, debug, info, warn, error, critical or off",
-     {"trace", "debug", "info", "warn", "error", "critical", "off"}, NameSet::none, true},
+    {"LEVEL",
+     "trace, debug, info, warn, error, critical or off",
+     {"trace", "debug", "info", "warn", "error", "critical", "off"},
+     NameSet::none,
+     true},
     {"SECTION", "a help section, or all", {}, NameSet::sections, true},
 };
 
@@ -66,8 +71,8 @@ const Section kSections[] = {
 };
 
 const Command kCommands[] = {
-    {"show port stats PORTS", "ports",
-     "packets and bytes received and sent, missed and errors, of one port or all", show_port_stats},
+    {"show port stats PORTS", "ports", "packets and bytes received and sent, missed and errors, of one port or all",
+     show_port_stats},
     {"show port xstats PORT", "ports", "the driver's extended statistics of one port", show_port_xstats},
     {"show port info PORTS", "ports", "driver, MAC address, link state and speed, MTU, queues of one port or all",
      show_port_info},
@@ -106,7 +111,8 @@ const Command kCommands[] = {
     {"show lcores", "system", "the lcores and their busy and total TSC cycles", show_lcores},
     {"show k8s", "system", "the Kubernetes connection: per-kind sync state, last resourceVersion, leader", show_k8s},
     {"show drops", "system", "dropped packets by reason, summed over the workers", show_drops},
-    {"show icmp", "system", "ICMP errors the gateway sent itself, by type, and those the rate limit held back", show_icmp},
+    {"show icmp", "system", "ICMP errors the gateway sent itself, by type, and those the rate limit held back",
+     show_icmp},
     {"show config", "system", "the configuration egwd runs with", show_config},
     {"show version", "system", "egwd's and DPDK's versions, and how long egwd has run", show_version},
     {"set log level LEVEL", "system", "change the level of egwd's log", set_log_level},

@@ -16,10 +16,8 @@ namespace {
 void write_all(int fd, std::string_view s) {
     while (!s.empty()) {
         ssize_t n = write(fd, s.data(), s.size());
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (n <= 0)
-            return;
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n <= 0) return;
         s.remove_prefix(static_cast<size_t>(n));
     }
 }
@@ -61,8 +59,7 @@ private:
 
 Console::Console(Cli& cli) : cli_(cli) {
     terminal_ = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
-    if (!terminal_)
-        return;
+    if (!terminal_) return;
     raw_ = std::make_unique<RawTerminal>(STDIN_FILENO);
     editor_ = std::make_unique<LineEditor>(
         "egw> ", [this](std::string_view s) { out(s); },
@@ -77,61 +74,51 @@ Console::Console(Cli& cli) : cli_(cli) {
 }
 
 Console::~Console() {
-    if (!terminal_)
-        return;
+    if (!terminal_) return;
     spdlog::default_logger()->sinks() = saved_sinks_;
     std::lock_guard lock(mu_);
     editor_->hide();
     raw_->restore();
 }
 
-void Console::out(std::string_view s) { write_all(STDOUT_FILENO, s); }
+void Console::out(std::string_view s) {
+    write_all(STDOUT_FILENO, s);
+}
 
 // Each step takes the lock on its own: holding it across the log line would deadlock with a
 // command that logs while the console runs it.
 void Console::hide_prompt() {
     std::lock_guard lock(mu_);
-    if (editor_)
-        editor_->hide();
+    if (editor_) editor_->hide();
 }
 
 void Console::show_prompt() {
     std::lock_guard lock(mu_);
-    if (editor_)
-        editor_->show();
+    if (editor_) editor_->show();
 }
 
 bool Console::run_line(const std::string& line) {
     Cli::Outcome o = cli_.run(line, Origin::console);
     std::lock_guard lock(mu_);
-    if (terminal_ && o.status == Status::error)
-        out("\x1b[1m");
+    if (terminal_ && o.status == Status::error) out("\x1b[1m");
     out(o.text);
-    if (terminal_ && o.status == Status::error)
-        out("\x1b[0m");
-    if (o.status == Status::bye)
-        return false;
-    if (editor_)
-        editor_->begin();
+    if (terminal_ && o.status == Status::error) out("\x1b[0m");
+    if (o.status == Status::bye) return false;
+    if (editor_) editor_->begin();
     return true;
 }
 
 bool Console::poll() {
-    if (!open_)
-        return true;
+    if (!open_) return true;
     pollfd p{STDIN_FILENO, POLLIN, 0};
-    if (::poll(&p, 1, 0) <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR)))
-        return true;
+    if (::poll(&p, 1, 0) <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR))) return true;
     char buf[512];
     ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN))
-        return true;
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
     if (n <= 0) {
         open_ = false;
-        if (terminal_)
-            return false;  // the terminal went away
-        if (!pending_.empty())
-            return run_line(std::exchange(pending_, {}));
+        if (terminal_) return false;  // the terminal went away
+        if (!pending_.empty()) return run_line(std::exchange(pending_, {}));
         spdlog::info("console input ended; egwd keeps running (stop it with a signal)");
         return true;
     }
@@ -142,10 +129,8 @@ bool Console::poll() {
                 pending_ += c;
                 continue;
             }
-            if (!pending_.empty() && pending_.back() == '\r')
-                pending_.pop_back();
-            if (!run_line(std::exchange(pending_, {})))
-                return false;
+            if (!pending_.empty() && pending_.back() == '\r') pending_.pop_back();
+            if (!run_line(std::exchange(pending_, {}))) return false;
             continue;
         }
         LineEditor::Event ev;
@@ -153,15 +138,13 @@ bool Console::poll() {
         {
             std::lock_guard lock(mu_);
             ev = editor_->feed(c);
-            if (ev == LineEditor::Event::line)
-                line = editor_->take_line();
+            if (ev == LineEditor::Event::line) line = editor_->take_line();
         }
         if (ev == LineEditor::Event::eof) {
             out("stopping egwd\r\n");
             return false;
         }
-        if (ev == LineEditor::Event::line && !run_line(line))
-            return false;
+        if (ev == LineEditor::Event::line && !run_line(line)) return false;
     }
     return true;
 }

@@ -31,7 +31,7 @@ namespace {
 using namespace egw::cli;
 
 constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;   // a command failed
+constexpr int kExitFailed = 1;  // a command failed
 constexpr int kExitUsage = 2;
 constexpr int kExitNoDaemon = 3;
 
@@ -63,10 +63,11 @@ std::optional<Options> parse_args(int argc, char** argv) {
     app.add_flag("-e,--stop-on-error", o.stop_on_error, "with -f: stop at the first command that fails");
     app.add_flag("-x,--echo", o.echo, "with -f: print each command before its output");
     app.prefix_command();  // the first word that is no option starts the COMMAND
-    app.footer("With a COMMAND, runs it and exits (egwctl show services). With neither a COMMAND nor -f,\n"
-               "opens the egw> prompt, or reads commands from stdin when it is not a terminal.\n"
-               "`egwctl help` lists the commands. Exit status: 0 ok, 1 a command failed, 2 usage,\n"
-               "3 egwd unreachable.\n");
+    app.footer(
+        "With a COMMAND, runs it and exits (egwctl show services). With neither a COMMAND nor -f,\n"
+        "opens the egw> prompt, or reads commands from stdin when it is not a terminal.\n"
+        "`egwctl help` lists the commands. Exit status: 0 ok, 1 a command failed, 2 usage,\n"
+        "3 egwd unreachable.\n");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -90,12 +91,9 @@ std::optional<Options> parse_args(int argc, char** argv) {
 }
 
 std::string socket_path(const Options& o) {
-    if (!o.socket.empty())
-        return o.socket;
-    if (!o.file_prefix.empty())
-        return socket_path_for(o.file_prefix);
-    if (!o.config.empty())
-        return socket_path_for(egw::config::load_file(o.config).eal.file_prefix);
+    if (!o.socket.empty()) return o.socket;
+    if (!o.file_prefix.empty()) return socket_path_for(o.file_prefix);
+    if (!o.config.empty()) return socket_path_for(egw::config::load_file(o.config).eal.file_prefix);
     return socket_path_for(egw::config::EalConfig{}.file_prefix);
 }
 
@@ -106,8 +104,7 @@ public:
     // Runs one line; prints its output. Returns the response status.
     Status run(const std::string& line, const std::string& where = "") {
         std::string l = line;
-        if (json_ && l.find("--json") == std::string::npos)
-            l += " --json";
+        if (json_ && l.find("--json") == std::string::npos) l += " --json";
         Response r = client_.request("run", l);
         if (r.status == Status::error) {
             std::cout.flush();
@@ -141,19 +138,14 @@ int run_stream(Session& s, std::istream& in, const std::string& name, const Opti
     int rc = kExitOk;
     while (std::getline(in, line)) {
         ++lineno;
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
-        if (blank_or_comment(line))
-            continue;
-        if (o.echo)
-            std::cout << "egw> " << line << "\n";
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (blank_or_comment(line)) continue;
+        if (o.echo) std::cout << "egw> " << line << "\n";
         Status st = s.run(line, name + ":" + std::to_string(lineno) + ": ");
-        if (st == Status::bye)
-            break;
+        if (st == Status::bye) break;
         if (st == Status::error) {
             rc = kExitFailed;
-            if (o.stop_on_error)
-                break;
+            if (o.stop_on_error) break;
         }
     }
     return rc;
@@ -169,37 +161,29 @@ int interactive(Session& s) {
     auto write_out = [](std::string_view text) {
         while (!text.empty()) {
             ssize_t n = write(STDOUT_FILENO, text.data(), text.size());
-            if (n <= 0)
-                return;
+            if (n <= 0) return;
             text.remove_prefix(static_cast<size_t>(n));
         }
     };
     LineEditor editor("egw> ", write_out, [&](const std::string& before) { return s.complete(before); });
     editor.set_columns(terminal_columns(STDOUT_FILENO));
     std::string hist = history_file();
-    if (!hist.empty())
-        editor.history().load(hist);
+    if (!hist.empty()) editor.history().load(hist);
     editor.begin();
     int rc = kExitOk;
     for (;;) {
         char c;
         ssize_t n = read(STDIN_FILENO, &c, 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
         LineEditor::Event ev = editor.feed(c);
-        if (ev == LineEditor::Event::eof)
-            break;
-        if (ev != LineEditor::Event::line)
-            continue;
+        if (ev == LineEditor::Event::eof) break;
+        if (ev != LineEditor::Event::line) continue;
         Status st = s.run(editor.take_line());
-        if (st == Status::bye)
-            break;
+        if (st == Status::bye) break;
         editor.begin();
     }
-    if (!hist.empty())
-        editor.history().save(hist);
+    if (!hist.empty()) editor.history().save(hist);
     return rc;
 }
 
@@ -209,8 +193,7 @@ int main(int argc, char** argv) {
     Options o;
     try {
         auto parsed = parse_args(argc, argv);
-        if (!parsed)
-            return kExitOk;
+        if (!parsed) return kExitOk;
         o = *parsed;
     } catch (const std::exception& e) {
         std::cerr << "egwctl: " << e.what() << "\n(egwctl --help lists the options)\n";
@@ -246,8 +229,7 @@ int main(int argc, char** argv) {
             }
             return run_stream(s, f, o.file, o);
         }
-        if (!o.file.empty() || !isatty(STDIN_FILENO))
-            return run_stream(s, std::cin, "stdin", o);
+        if (!o.file.empty() || !isatty(STDIN_FILENO)) return run_stream(s, std::cin, "stdin", o);
         return interactive(s);
     } catch (const std::exception& e) {
         std::cerr << "egwctl: " << e.what() << "\n";

@@ -17,18 +17,18 @@ Frontends::Frontends(CliHost host, bool interactive) : cli_(host) {
     } catch (const std::exception& e) {
         spdlog::error("{}; egwctl will not reach this egwd", e.what());
     }
-    if (interactive)
-        console_ = std::make_unique<Console>(cli_);
+    if (interactive) console_ = std::make_unique<Console>(cli_);
 }
 
 Frontends::~Frontends() = default;
 
 bool Frontends::poll() {
-    if (server_)
-        server_->poll();
+    if (server_) server_->poll();
     return !console_ || console_->poll();
 }
 
-std::string Frontends::socket_path() const { return server_ ? server_->path() : ""; }
+std::string Frontends::socket_path() const {
+    return server_ ? server_->path() : "";
+}
 
 }  // namespace egw::cli

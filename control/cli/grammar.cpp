@@ -9,15 +9,18 @@ namespace egw::cli {
 
 namespace {
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view s, std::string_view prefix) {
+    return s.substr(0, prefix.size()) == prefix;
+}
 
-bool is_placeholder(std::string_view w) { return !w.empty() && w[0] >= 'A' && w[0] <= 'Z'; }
+bool is_placeholder(std::string_view w) {
+    return !w.empty() && w[0] >= 'A' && w[0] <= 'Z';
+}
 
 std::string join(const std::vector<std::string>& words, size_t n, std::string_view sep = " ") {
     std::string out;
     for (size_t i = 0; i < n && i < words.size(); ++i) {
-        if (i)
-            out += sep;
+        if (i) out += sep;
         out += words[i];
     }
     return out;
@@ -26,8 +29,7 @@ std::string join(const std::vector<std::string>& words, size_t n, std::string_vi
 std::string join_set(const std::set<std::string>& words) {
     std::string out;
     for (const auto& w : words) {
-        if (!out.empty())
-            out += ", ";
+        if (!out.empty()) out += ", ";
         out += w;
     }
     return out;
@@ -45,8 +47,7 @@ std::string wrap(std::string_view text, std::string_view indent, size_t width) {
             out += line + "\n";
             line = indent;
         }
-        if (line.size() > indent.size())
-            line += ' ';
+        if (line.size() > indent.size()) line += ' ';
         line += w;
     }
     return out + line + "\n";
@@ -69,15 +70,13 @@ std::vector<std::string> split_words(std::string_view line) {
         size_t start = i;
         while (i < line.size() && line[i] != ' ' && line[i] != '\t')
             ++i;
-        if (i > start)
-            out.emplace_back(line.substr(start, i - start));
+        if (i > start) out.emplace_back(line.substr(start, i - start));
     }
     return out;
 }
 
 std::string common_prefix(const std::vector<std::string>& words) {
-    if (words.empty())
-        return "";
+    if (words.empty()) return "";
     std::string p = words[0];
     for (const auto& w : words) {
         size_t n = 0;
@@ -95,8 +94,7 @@ Grammar::Grammar(std::span<const Command> commands, std::span<const ArgKind> kin
         auto fail = [&](const std::string& why) {
             throw std::logic_error("command \"" + std::string(cmd.pattern) + "\": " + why);
         };
-        if (!patterns.insert(cmd.pattern).second)
-            fail("declared twice");
+        if (!patterns.insert(cmd.pattern).second) fail("declared twice");
         if (std::none_of(sections_.begin(), sections_.end(), [&](const Section& s) { return s.name == cmd.section; }))
             fail("unknown section \"" + std::string(cmd.section) + "\"");
         Compiled c;
@@ -105,47 +103,39 @@ Grammar::Grammar(std::span<const Command> commands, std::span<const ArgKind> kin
         for (std::string w : split_words(cmd.pattern)) {
             bool opens = !w.empty() && w.front() == '[';
             if (opens) {
-                if (in_group)
-                    fail("nested [");
+                if (in_group) fail("nested [");
                 w.erase(0, 1);
                 c.groups.emplace_back();
                 in_group = true;
             }
             bool closes = !w.empty() && w.back() == ']';
             if (closes) {
-                if (!in_group)
-                    fail("] without [");
+                if (!in_group) fail("] without [");
                 w.pop_back();
             }
-            if (w.empty() || w.find_first_of("[]") != std::string::npos)
-                fail("bad word \"" + w + "\"");
-            if (!in_group && !c.groups.empty())
-                fail("required word \"" + w + "\" after an optional group");
+            if (w.empty() || w.find_first_of("[]") != std::string::npos) fail("bad word \"" + w + "\"");
+            if (!in_group && !c.groups.empty()) fail("required word \"" + w + "\" after an optional group");
             Element e;
             e.word = w;
             if (is_placeholder(w)) {
                 e.kind = find_kind(w);
-                if (!e.kind)
-                    fail("unknown argument kind " + w);
-                e.key = in_group && !c.groups.back().empty() && !c.groups.back().front().kind ? c.groups.back().front().word
-                                                                                             : w;
+                if (!e.kind) fail("unknown argument kind " + w);
+                e.key = in_group && !c.groups.back().empty() && !c.groups.back().front().kind
+                            ? c.groups.back().front().word
+                            : w;
             }
             (in_group ? c.groups.back() : c.required).push_back(std::move(e));
-            if (closes)
-                in_group = false;
+            if (closes) in_group = false;
         }
-        if (in_group)
-            fail("[ without ]");
-        if (c.required.empty() || c.required.front().kind)
-            fail("must start with a keyword");
+        if (in_group) fail("[ without ]");
+        if (c.required.empty() || c.required.front().kind) fail("must start with a keyword");
         compiled_.push_back(std::move(c));
     }
 }
 
 const ArgKind* Grammar::find_kind(std::string_view placeholder) const {
     for (const ArgKind& k : kinds_)
-        if (k.placeholder == placeholder)
-            return &k;
+        if (k.placeholder == placeholder) return &k;
     return nullptr;
 }
 
@@ -163,15 +153,12 @@ std::vector<std::string> Grammar::values_of(const ArgKind& k, const NameSource& 
 }
 
 bool Grammar::accepts(const ArgKind& k, std::string_view value, const NameSource& names) const {
-    if (value == kJson)
-        return false;
+    if (value == kJson) return false;
     if (k.names != NameSet::none || !k.words.empty()) {
         auto values = values_of(k, names);
-        if (std::find(values.begin(), values.end(), value) != values.end())
-            return true;
+        if (std::find(values.begin(), values.end(), value) != values.end()) return true;
     }
-    if (k.check)
-        return k.check(value);
+    if (k.check) return k.check(value);
     return !k.closed;
 }
 
@@ -179,8 +166,7 @@ bool Grammar::accepts(const ArgKind& k, std::string_view value, const NameSource
 int Grammar::find_group(const Compiled& c, const std::vector<bool>& used, const std::string& word,
                         const NameSource& names) const {
     for (size_t k = 0; k < c.groups.size(); ++k)
-        if (!used[k] && !c.groups[k].front().kind && c.groups[k].front().word == word)
-            return static_cast<int>(k);
+        if (!used[k] && !c.groups[k].front().kind && c.groups[k].front().word == word) return static_cast<int>(k);
     for (size_t k = 0; k < c.groups.size(); ++k)
         if (!used[k] && c.groups[k].front().kind && accepts(*c.groups[k].front().kind, word, names))
             return static_cast<int>(k);
@@ -214,23 +200,20 @@ Grammar::Attempt Grammar::match(const Compiled& c, const std::vector<std::string
                 a.expected = &e;
                 return false;
             }
-            if (args)
-                args->values[e.key] = words[i];
+            if (args) args->values[e.key] = words[i];
         }
         ++i;
         return true;
     };
     for (const Element& e : c.required)
-        if (!take(e))
-            return a;
+        if (!take(e)) return a;
     std::vector<bool> used(c.groups.size(), false);
     while (i < words.size()) {
         int g = find_group(c, used, words[i], names);
         if (g < 0) {
             a.depth = i;
             for (size_t k = 0; k < c.groups.size(); ++k) {
-                if (used[k])
-                    continue;
+                if (used[k]) continue;
                 const Element& head = c.groups[k].front();
                 if (head.kind && a.fail != Fail::arg) {
                     a.fail = Fail::arg;  // a value where an optional argument may stand: say what it takes
@@ -238,14 +221,12 @@ Grammar::Attempt Grammar::match(const Compiled& c, const std::vector<std::string
                 }
                 a.heads.push_back(&head);
             }
-            if (a.fail != Fail::arg)
-                a.fail = Fail::extra;
+            if (a.fail != Fail::arg) a.fail = Fail::extra;
             return a;
         }
         used[static_cast<size_t>(g)] = true;
         for (const Element& e : c.groups[static_cast<size_t>(g)])
-            if (!take(e))
-                return a;
+            if (!take(e)) return a;
     }
     a.depth = i;
     return a;
@@ -260,29 +241,25 @@ bool Grammar::next_elements(const Compiled& c, const std::vector<std::string>& w
             out.push_back(&e);
             return true;
         }
-        if (!fits(e))
-            return false;
+        if (!fits(e)) return false;
         ++i;
     }
     std::vector<bool> used(c.groups.size(), false);
     while (i < words.size()) {
         int g = find_group(c, used, words[i], names);
-        if (g < 0)
-            return false;
+        if (g < 0) return false;
         used[static_cast<size_t>(g)] = true;
         for (const Element& e : c.groups[static_cast<size_t>(g)]) {
             if (i == words.size()) {
                 out.push_back(&e);
                 return true;
             }
-            if (!fits(e))
-                return false;
+            if (!fits(e)) return false;
             ++i;
         }
     }
     for (size_t k = 0; k < c.groups.size(); ++k)
-        if (!used[k])
-            out.push_back(&c.groups[k].front());
+        if (!used[k]) out.push_back(&c.groups[k].front());
     return true;
 }
 
@@ -293,8 +270,7 @@ bool Grammar::expand_prefixes(std::vector<std::string>& words, const NameSource&
         bool fits = false;
         for (const Compiled& c : compiled_) {
             std::vector<const Element*> next;
-            if (!next_elements(c, before, names, next))
-                continue;
+            if (!next_elements(c, before, names, next)) continue;
             for (const Element* e : next) {
                 // A keyword typed whole, or a value of a closed set (a port name, "all"), stays.
                 if (e->kind ? e->kind->closed && accepts(*e->kind, words[i], names) : e->word == words[i])
@@ -303,8 +279,7 @@ bool Grammar::expand_prefixes(std::vector<std::string>& words, const NameSource&
                     keywords.insert(e->word);
             }
         }
-        if (fits || keywords.empty())
-            continue;  // as typed: the parser says what is wrong, if anything
+        if (fits || keywords.empty()) continue;  // as typed: the parser says what is wrong, if anything
         if (keywords.size() > 1) {
             // Several keywords begin so: take the one with which the whole line makes a command
             // ("sh serv": only "services" can end there), if exactly one does.
@@ -313,8 +288,7 @@ bool Grammar::expand_prefixes(std::vector<std::string>& words, const NameSource&
                 std::vector<std::string> trial = words;
                 trial[i] = k;
                 std::string ignored;
-                if (!expand_prefixes(trial, names, ignored))
-                    continue;
+                if (!expand_prefixes(trial, names, ignored)) continue;
                 bool matches = std::any_of(compiled_.begin(), compiled_.end(), [&](const Compiled& c) {
                     return match(c, trial, names, nullptr).fail == Fail::none;
                 });
@@ -368,15 +342,12 @@ ParseResult Grammar::parse(std::string_view line, const NameSource& names) const
     // As typed first; then with keyword prefixes expanded, so a value that happens to begin a
     // keyword ("show things co" with a thing named "co") keeps meaning what was typed.
     std::vector<Attempt> attempts;
-    if (try_all(words, attempts))
-        return r;
+    if (try_all(words, attempts)) return r;
     std::vector<std::string> expanded = words;
-    if (!expand_prefixes(expanded, names, r.error))
-        return r;
+    if (!expand_prefixes(expanded, names, r.error)) return r;
     if (expanded != words) {
         attempts.clear();
-        if (try_all(expanded, attempts))
-            return r;
+        if (try_all(expanded, attempts)) return r;
         words = std::move(expanded);
     }
     r.error = describe_failure(attempts, words, names);
@@ -390,8 +361,7 @@ std::string Grammar::describe_failure(const std::vector<Attempt>& all, const std
         depth = std::max(depth, a.depth);
     std::vector<const Attempt*> best;
     for (const Attempt& a : all)
-        if (a.depth == depth)
-            best.push_back(&a);
+        if (a.depth == depth) best.push_back(&a);
     std::string typed = join(words, depth);
     auto usage = [](const Attempt& a) { return "; usage: " + std::string(a.c->command->pattern); };
     auto quoted = [](std::string_view s) {
@@ -402,8 +372,7 @@ std::string Grammar::describe_failure(const std::vector<Attempt>& all, const std
     };
 
     for (const Attempt* a : best) {
-        if (a->fail != Fail::arg)
-            continue;
+        if (a->fail != Fail::arg) continue;
         const ArgKind& k = *a->expected->kind;
         std::string msg = "bad " + std::string(k.placeholder) + " " + quoted(words[depth]) + " after " + quoted(typed) +
                           ": expected " + std::string(k.help);
@@ -412,8 +381,9 @@ std::string Grammar::describe_failure(const std::vector<Attempt>& all, const std
             std::set<std::string> listed;
             for (size_t n = 0; n < values.size() && n < kMaxListedValues; ++n)
                 listed.insert(values[n]);
-            msg += listed.empty() ? " (there are none now)" : " (one of: " + join_set(listed) +
-                                                                 (values.size() > kMaxListedValues ? ", ..." : "") + ")";
+            msg += listed.empty()
+                       ? " (there are none now)"
+                       : " (one of: " + join_set(listed) + (values.size() > kMaxListedValues ? ", ..." : "") + ")";
         }
         return msg + usage(*a);
     }
@@ -424,10 +394,8 @@ std::string Grammar::describe_failure(const std::vector<Attempt>& all, const std
     for (const Attempt* a : best) {
         if ((a->fail == Fail::word || a->fail == Fail::missing) && !a->expected->kind)
             expected.insert(a->expected->word);
-        if (a->fail == Fail::missing && a->expected->kind && !arg_missing)
-            arg_missing = a;
-        if (a->fail == Fail::extra && !extra)
-            extra = a;
+        if (a->fail == Fail::missing && a->expected->kind && !arg_missing) arg_missing = a;
+        if (a->fail == Fail::extra && !extra) extra = a;
     }
     if (depth < words.size()) {
         if (!expected.empty()) {
@@ -451,10 +419,8 @@ std::string Grammar::describe_failure(const std::vector<Attempt>& all, const std
             return "missing " + std::string(k.placeholder) + " (" + std::string(k.help) + ") after " + quoted(typed) +
                    usage(*arg_missing);
         }
-        if (arg_missing)
-            expected.insert(std::string(arg_missing->expected->kind->placeholder));
-        if (!expected.empty())
-            return "incomplete command " + quoted(typed) + ": expected one of " + join_set(expected);
+        if (arg_missing) expected.insert(std::string(arg_missing->expected->kind->placeholder));
+        if (!expected.empty()) return "incomplete command " + quoted(typed) + ": expected one of " + join_set(expected);
     }
     return "cannot parse " + quoted(join(words, words.size())) + " (help lists the commands)";
 }
@@ -476,12 +442,10 @@ Completion Grammar::complete(std::string_view line, const NameSource& names) con
     } else {
         for (const Compiled& c : compiled_) {
             std::vector<const Element*> next;
-            if (!next_elements(c, words, names, next))
-                continue;
+            if (!next_elements(c, words, names, next)) continue;
             for (const Element* e : next) {
                 if (!e->kind) {
-                    if (starts_with(e->word, out.partial))
-                        candidates.insert(e->word);
+                    if (starts_with(e->word, out.partial)) candidates.insert(e->word);
                     continue;
                 }
                 bool offered = false;
@@ -490,8 +454,7 @@ Completion Grammar::complete(std::string_view line, const NameSource& names) con
                         candidates.insert(v);
                         offered = true;
                     }
-                if (!offered)
-                    hints.insert(std::string(e->kind->placeholder) + ": " + std::string(e->kind->help));
+                if (!offered) hints.insert(std::string(e->kind->placeholder) + ": " + std::string(e->kind->help));
             }
         }
     }
@@ -504,12 +467,10 @@ std::string Grammar::section_help(const Section& s) const {
     std::string out = std::string(s.name) + ": " + std::string(s.title) + "\n\n";
     std::vector<const ArgKind*> legend;
     for (const Compiled& c : compiled_) {
-        if (c.command->section != s.name)
-            continue;
+        if (c.command->section != s.name) continue;
         out += "  " + std::string(c.command->pattern) + "\n" + wrap(c.command->help, "      ", kHelpWidth);
         auto note = [&](const Element& e) {
-            if (e.kind && std::find(legend.begin(), legend.end(), e.kind) == legend.end())
-                legend.push_back(e.kind);
+            if (e.kind && std::find(legend.begin(), legend.end(), e.kind) == legend.end()) legend.push_back(e.kind);
         };
         for (const Element& e : c.required)
             note(e);
@@ -536,9 +497,11 @@ std::string Grammar::help(std::string_view section) const {
             width = std::max(width, s.name.size());
         std::string out = "Commands by section; `help SECTION` lists one, `help all` lists everything.\n\n";
         for (const Section& s : sections_)
-            out += "  " + std::string(s.name) + std::string(width - s.name.size() + 2, ' ') + std::string(s.title) + "\n";
-        out += "\nEvery show command takes --json. TAB completes commands and live names (Services, ports,\n"
-               "VRFs); show commands never change anything, set and clear do.\n";
+            out +=
+                "  " + std::string(s.name) + std::string(width - s.name.size() + 2, ' ') + std::string(s.title) + "\n";
+        out +=
+            "\nEvery show command takes --json. TAB completes commands and live names (Services, ports,\n"
+            "VRFs); show commands never change anything, set and clear do.\n";
         return out;
     }
     if (section == "all") {
@@ -548,8 +511,7 @@ std::string Grammar::help(std::string_view section) const {
         return out;
     }
     for (const Section& s : sections_)
-        if (s.name == section)
-            return section_help(s);
+        if (s.name == section) return section_help(s);
     return "";
 }
 

@@ -52,17 +52,17 @@ public:
 };
 
 struct ArgKind {
-    std::string_view placeholder;           // as written in patterns: "PORTS"
-    std::string_view help;                  // "a port name or id, or all"
-    std::vector<std::string_view> words;    // fixed values ("all", "tcp", ...)
-    NameSet names = NameSet::none;          // live values, also offered by TAB
-    bool closed = false;                    // the value must be one of words/names (or pass check)
+    std::string_view placeholder;               // as written in patterns: "PORTS"
+    std::string_view help;                      // "a port name or id, or all"
+    std::vector<std::string_view> words;        // fixed values ("all", "tcp", ...)
+    NameSet names = NameSet::none;              // live values, also offered by TAB
+    bool closed = false;                        // the value must be one of words/names (or pass check)
     bool (*check)(std::string_view) = nullptr;  // syntax of other values; nullptr: any word
 };
 
 struct Section {
-    std::string_view name;                  // "ports"
-    std::string_view title;                 // one line for the `help` overview
+    std::string_view name;   // "ports"
+    std::string_view title;  // one line for the `help` overview
 };
 
 class Context;
@@ -92,17 +92,17 @@ private:
 };
 
 struct ParseResult {
-    const Command* command = nullptr;       // nullptr: see `error` (or a blank line)
+    const Command* command = nullptr;  // nullptr: see `error` (or a blank line)
     Args args;
-    bool json = false;                      // `--json` was given
-    bool blank = false;                     // empty line or a `#` comment: nothing to do
-    std::string error;                      // names the offending word and the expected form
+    bool json = false;   // `--json` was given
+    bool blank = false;  // empty line or a `#` comment: nothing to do
+    std::string error;   // names the offending word and the expected form
 };
 
 struct Completion {
-    std::string partial;                    // the word being completed ("" after a space)
-    std::vector<std::string> candidates;    // sorted, unique: words that may replace `partial`
-    std::vector<std::string> hints;         // "IP: an IPv4 address" for free-form arguments
+    std::string partial;                  // the word being completed ("" after a space)
+    std::vector<std::string> candidates;  // sorted, unique: words that may replace `partial`
+    std::vector<std::string> hints;       // "IP: an IPv4 address" for free-form arguments
 };
 
 // Splits a line into words at spaces and tabs.
@@ -137,9 +137,9 @@ public:
 
 private:
     struct Element {
-        std::string word;                   // keyword, or placeholder
-        const ArgKind* kind = nullptr;      // nullptr for a keyword
-        std::string key;                    // Args key of an argument
+        std::string word;               // keyword, or placeholder
+        const ArgKind* kind = nullptr;  // nullptr for a keyword
+        std::string key;                // Args key of an argument
     };
     struct Compiled {
         const Command* command = nullptr;

@@ -11,17 +11,17 @@ namespace egw::cli {
 
 namespace {
 
-constexpr char ctrl(char c) { return static_cast<char>(c & 0x1f); }
+constexpr char ctrl(char c) {
+    return static_cast<char>(c & 0x1f);
+}
 constexpr char kDel = 0x7f;
 constexpr char kEsc = 0x1b;
 
 }  // namespace
 
 void History::add(const std::string& line) {
-    if (line.find_first_not_of(" \t") == std::string::npos)
-        return;
-    if (!lines_.empty() && lines_.back() == line)
-        return;
+    if (line.find_first_not_of(" \t") == std::string::npos) return;
+    if (!lines_.empty() && lines_.back() == line) return;
     lines_.push_back(line);
     while (lines_.size() > max_)
         lines_.pop_front();
@@ -29,8 +29,7 @@ void History::add(const std::string& line) {
 
 bool History::load(const std::string& path) {
     std::ifstream f(path);
-    if (!f)
-        return false;
+    if (!f) return false;
     std::string line;
     while (std::getline(f, line))
         add(line);
@@ -56,22 +55,21 @@ void LineEditor::begin() {
     write_(prompt_);
 }
 
-std::string LineEditor::take_line() { return std::move(line_); }
+std::string LineEditor::take_line() {
+    return std::move(line_);
+}
 
 void LineEditor::hide() {
-    if (editing_)
-        write_("\r\x1b[K");
+    if (editing_) write_("\r\x1b[K");
 }
 
 void LineEditor::show() {
-    if (editing_)
-        redraw();
+    if (editing_) redraw();
 }
 
 void LineEditor::redraw() {
     std::string out = "\r" + prompt_ + buf_ + "\x1b[K";
-    if (cursor_ < buf_.size())
-        out += "\x1b[" + std::to_string(buf_.size() - cursor_) + "D";
+    if (cursor_ < buf_.size()) out += "\x1b[" + std::to_string(buf_.size() - cursor_) + "D";
     write_(out);
 }
 
@@ -85,16 +83,14 @@ void LineEditor::insert(std::string_view s) {
 }
 
 void LineEditor::erase(size_t from, size_t to) {
-    if (from >= to)
-        return;
+    if (from >= to) return;
     buf_.erase(from, to - from);
     cursor_ = from;
     redraw();
 }
 
 void LineEditor::recall(size_t pos) {
-    if (hist_pos_ == history_.size())
-        saved_ = buf_;
+    if (hist_pos_ == history_.size()) saved_ = buf_;
     hist_pos_ = pos;
     buf_ = pos == history_.size() ? saved_ : history_.at(pos);
     cursor_ = buf_.size();
@@ -122,8 +118,7 @@ void LineEditor::list(const Completion& c) {
 }
 
 void LineEditor::complete() {
-    if (!complete_)
-        return;
+    if (!complete_) return;
     Completion c = complete_(buf_.substr(0, cursor_));
     const std::string& partial = c.partial;
     size_t start = cursor_ - std::min(partial.size(), cursor_);
@@ -154,12 +149,10 @@ void LineEditor::complete() {
 void LineEditor::key_csi(const std::string& params, char final) {
     switch (final) {
     case 'A':
-        if (hist_pos_ > 0)
-            recall(hist_pos_ - 1);
+        if (hist_pos_ > 0) recall(hist_pos_ - 1);
         break;
     case 'B':
-        if (hist_pos_ < history_.size())
-            recall(hist_pos_ + 1);
+        if (hist_pos_ < history_.size()) recall(hist_pos_ + 1);
         break;
     case 'C':
         if (cursor_ < buf_.size()) {
@@ -202,28 +195,23 @@ LineEditor::Event LineEditor::feed(char c) {
         return Event::none;
     case State::csi:
         if (c >= 0x30 && c <= 0x3f) {
-            if (params_.size() < 16)
-                params_ += c;
+            if (params_.size() < 16) params_ += c;
             return Event::none;
         }
         state_ = State::normal;
-        if (editing_)
-            key_csi(params_, c);
+        if (editing_) key_csi(params_, c);
         return Event::none;
     case State::ss3:
         state_ = State::normal;
-        if (editing_)
-            key_csi("", c);
+        if (editing_) key_csi("", c);
         return Event::none;
     case State::normal:
         break;
     }
     bool was_cr = after_cr_;
     after_cr_ = c == '\r';
-    if (c == '\n' && was_cr)
-        return Event::none;  // CR LF from a paste or a pipe: one line
-    if (!editing_)
-        return Event::none;  // between lines (a command is running): drop typeahead control keys
+    if (c == '\n' && was_cr) return Event::none;  // CR LF from a paste or a pipe: one line
+    if (!editing_) return Event::none;            // between lines (a command is running): drop typeahead control keys
     switch (c) {
     case '\r':
     case '\n':
@@ -240,8 +228,7 @@ LineEditor::Event LineEditor::feed(char c) {
             editing_ = false;
             return Event::eof;
         }
-        if (cursor_ < buf_.size())
-            erase(cursor_, cursor_ + 1);
+        if (cursor_ < buf_.size()) erase(cursor_, cursor_ + 1);
         return Event::none;
     case ctrl('C'):
         write_("^C\r\n");
@@ -252,8 +239,7 @@ LineEditor::Event LineEditor::feed(char c) {
         return Event::none;
     case kDel:
     case ctrl('H'):
-        if (cursor_ > 0)
-            erase(cursor_ - 1, cursor_);
+        if (cursor_ > 0) erase(cursor_ - 1, cursor_);
         return Event::none;
     case ctrl('A'):
         key_csi("", 'H');
@@ -297,37 +283,34 @@ LineEditor::Event LineEditor::feed(char c) {
         state_ = State::esc;
         return Event::none;
     default:
-        if (static_cast<unsigned char>(c) >= 0x20)
-            insert(std::string_view(&c, 1));
+        if (static_cast<unsigned char>(c) >= 0x20) insert(std::string_view(&c, 1));
         return Event::none;
     }
 }
 
 RawTerminal::RawTerminal(int fd, bool keep_signals) : fd_(fd) {
-    if (!isatty(fd) || tcgetattr(fd, &saved_) != 0)
-        return;
+    if (!isatty(fd) || tcgetattr(fd, &saved_) != 0) return;
     struct termios raw = saved_;
     raw.c_iflag &= ~static_cast<tcflag_t>(ICRNL | INLCR | IGNCR | IXON | ISTRIP | BRKINT);
     raw.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON | IEXTEN);
-    if (!keep_signals)
-        raw.c_lflag &= ~static_cast<tcflag_t>(ISIG);
+    if (!keep_signals) raw.c_lflag &= ~static_cast<tcflag_t>(ISIG);
     raw.c_cc[VMIN] = 1;
     raw.c_cc[VTIME] = 0;
     active_ = tcsetattr(fd, TCSANOW, &raw) == 0;
 }
 
-RawTerminal::~RawTerminal() { restore(); }
+RawTerminal::~RawTerminal() {
+    restore();
+}
 
 void RawTerminal::restore() {
-    if (active_)
-        tcsetattr(fd_, TCSADRAIN, &saved_);
+    if (active_) tcsetattr(fd_, TCSADRAIN, &saved_);
     active_ = false;
 }
 
 unsigned terminal_columns(int fd) {
     struct winsize ws {};
-    if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-        return ws.ws_col;
+    if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
     return 80;
 }
 

@@ -15,9 +15,12 @@ namespace {
 
 const char* status_word(Status s) {
     switch (s) {
-    case Status::ok: return "ok";
-    case Status::error: return "error";
-    case Status::bye: return "bye";
+    case Status::ok:
+        return "ok";
+    case Status::error:
+        return "error";
+    case Status::bye:
+        return "bye";
     }
     return "error";
 }
@@ -39,14 +42,12 @@ std::string encode_response(Status status, std::string_view body) {
 bool decode_response(std::string& buf, Response& out) {
     size_t nl = buf.find('\n');
     if (nl == std::string::npos) {
-        if (buf.size() > kMaxHeader)
-            throw ProtocolError("malformed response header");
+        if (buf.size() > kMaxHeader) throw ProtocolError("malformed response header");
         return false;
     }
     std::string header = buf.substr(0, nl);
     size_t sp = header.find(' ');
-    if (sp == std::string::npos)
-        throw ProtocolError("malformed response header \"" + header + "\"");
+    if (sp == std::string::npos) throw ProtocolError("malformed response header \"" + header + "\"");
     std::string word = header.substr(0, sp);
     if (word == "ok")
         out.status = Status::ok;
@@ -60,8 +61,7 @@ bool decode_response(std::string& buf, Response& out) {
     if (len_text.empty() || len_text.find_first_not_of("0123456789") != std::string::npos || len_text.size() > 12)
         throw ProtocolError("malformed response length \"" + len_text + "\"");
     size_t len = std::stoull(len_text);
-    if (buf.size() - nl - 1 < len)
-        return false;
+    if (buf.size() - nl - 1 < len) return false;
     out.body = buf.substr(nl + 1, len);
     buf.erase(0, nl + 1 + len);
     return true;
@@ -84,8 +84,7 @@ Completion decode_completion(std::string_view body, std::string_view before_curs
         size_t nl = body.find('\n', pos);
         std::string_view line = body.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
         pos = nl == std::string_view::npos ? body.size() : nl + 1;
-        if (line.size() < 2 || line[1] != ' ')
-            continue;
+        if (line.size() < 2 || line[1] != ' ') continue;
         if (line[0] == 'c')
             c.candidates.emplace_back(line.substr(2));
         else if (line[0] == 'h')
@@ -115,52 +114,44 @@ std::string socket_path_for(const std::string& file_prefix) {
 Client::Client(const std::string& path) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path)
-        throw std::runtime_error(path + ": socket path too long");
+    if (path.size() >= sizeof addr.sun_path) throw std::runtime_error(path + ": socket path too long");
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0)
-        throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+    if (fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
     if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
         int e = errno;
         close(fd_);
         fd_ = -1;
-        std::string hint = e == ENOENT || e == ECONNREFUSED ? " (is egwd running with this file prefix? see --socket)" : "";
+        std::string hint =
+            e == ENOENT || e == ECONNREFUSED ? " (is egwd running with this file prefix? see --socket)" : "";
         throw std::runtime_error(path + ": " + std::strerror(e) + hint);
     }
 }
 
 Client::~Client() {
-    if (fd_ >= 0)
-        close(fd_);
+    if (fd_ >= 0) close(fd_);
 }
 
 Response Client::request(std::string_view kind, std::string_view line) {
     std::string req(kind);
     req += ' ';
     for (char c : line)
-        if (c != '\n' && c != '\r')
-            req += c;
+        if (c != '\n' && c != '\r') req += c;
     req += '\n';
     size_t off = 0;
     while (off < req.size()) {
         ssize_t n = send(fd_, req.data() + off, req.size() - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            throw std::runtime_error(std::string("egwd connection lost: ") + std::strerror(errno));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw std::runtime_error(std::string("egwd connection lost: ") + std::strerror(errno));
         off += static_cast<size_t>(n);
     }
     Response r;
     char chunk[65536];
     while (!decode_response(buf_, r)) {
         ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            throw std::runtime_error(std::string("egwd connection lost: ") + std::strerror(errno));
-        if (n == 0)
-            throw std::runtime_error("egwd closed the connection");
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw std::runtime_error(std::string("egwd connection lost: ") + std::strerror(errno));
+        if (n == 0) throw std::runtime_error("egwd closed the connection");
         buf_.append(chunk, static_cast<size_t>(n));
     }
     return r;

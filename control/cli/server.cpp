@@ -18,13 +18,14 @@ namespace egw::cli {
 
 namespace {
 
-std::string err(const std::string& what) { return what + ": " + std::strerror(errno); }
+std::string err(const std::string& what) {
+    return what + ": " + std::strerror(errno);
+}
 
 sockaddr_un address_of(const std::string& path) {
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
-    if (path.size() >= sizeof a.sun_path)
-        throw std::runtime_error("CLI socket " + path + ": path too long");
+    if (path.size() >= sizeof a.sun_path) throw std::runtime_error("CLI socket " + path + ": path too long");
     std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
     return a;
 }
@@ -32,8 +33,7 @@ sockaddr_un address_of(const std::string& path) {
 // Whether something answers on the socket at `a`.
 bool alive(const sockaddr_un& a) {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return false;
+    if (fd < 0) return false;
     bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
     close(fd);
     return ok;
@@ -45,15 +45,12 @@ Server::Server(std::string path, Cli& cli) : path_(std::move(path)), cli_(cli) {
     sockaddr_un a = address_of(path_);
     struct stat st {};
     if (lstat(path_.c_str(), &st) == 0) {
-        if (!S_ISSOCK(st.st_mode))
-            throw std::runtime_error("CLI socket " + path_ + ": exists and is not a socket");
-        if (alive(a))
-            throw std::runtime_error("CLI socket " + path_ + ": another egwd answers there");
+        if (!S_ISSOCK(st.st_mode)) throw std::runtime_error("CLI socket " + path_ + ": exists and is not a socket");
+        if (alive(a)) throw std::runtime_error("CLI socket " + path_ + ": another egwd answers there");
         unlink(path_.c_str());
     }
     listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0)
-        throw std::runtime_error(err("CLI socket " + path_));
+    if (listen_fd_ < 0) throw std::runtime_error(err("CLI socket " + path_));
     // Owner-only from the first instant: bind() creates the file with the umask applied.
     mode_t old = umask(0177);
     int rc = bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
@@ -62,8 +59,7 @@ Server::Server(std::string path, Cli& cli) : path_(std::move(path)), cli_(cli) {
         std::string why = err("CLI socket " + path_);
         close(listen_fd_);
         listen_fd_ = -1;
-        if (rc == 0)
-            unlink(path_.c_str());
+        if (rc == 0) unlink(path_.c_str());
         throw std::runtime_error(why);
     }
 }
@@ -80,11 +76,10 @@ Server::~Server() {
 void Server::accept_clients() {
     for (;;) {
         int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return;  // EAGAIN, or a client that gave up meanwhile
+        if (fd < 0) return;  // EAGAIN, or a client that gave up meanwhile
         if (conns_.size() >= kMaxClients) {
-            std::string msg = encode_response(Status::error, "too many CLI clients (at most " +
-                                                                 std::to_string(kMaxClients) + ")\n");
+            std::string msg =
+                encode_response(Status::error, "too many CLI clients (at most " + std::to_string(kMaxClients) + ")\n");
             (void)!send(fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
             close(fd);
             continue;
@@ -111,12 +106,10 @@ void Server::serve(Conn& c) {
     size_t start = 0;
     for (;;) {
         size_t nl = c.in.find('\n', start);
-        if (nl == std::string::npos)
-            break;
+        if (nl == std::string::npos) break;
         std::string_view line(c.in.data() + start, nl - start);
         start = nl + 1;
-        if (!line.empty() && line.back() == '\r')
-            line.remove_suffix(1);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (line.size() > kMaxRequest) {
             c.out += encode_response(Status::error, "request longer than " + std::to_string(kMaxRequest) + " bytes\n");
             c.closing = true;
@@ -152,8 +145,7 @@ void Server::serve(Conn& c) {
         c.in.clear();
         c.closing = true;
     }
-    if (c.closing)
-        c.in.clear();
+    if (c.closing) c.in.clear();
 }
 
 void Server::write_to(Conn& c) {
@@ -163,8 +155,7 @@ void Server::write_to(Conn& c) {
             c.out.erase(0, static_cast<size_t>(n));
             continue;
         }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-            return;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
         c.out.clear();  // the client went away
         c.closing = true;
         return;
@@ -172,35 +163,29 @@ void Server::write_to(Conn& c) {
 }
 
 void Server::poll() {
-    if (listen_fd_ < 0)
-        return;
+    if (listen_fd_ < 0) return;
     std::vector<pollfd> fds;
     fds.reserve(conns_.size() + 1);
     fds.push_back({listen_fd_, POLLIN, 0});
     for (const auto& c : conns_)
         fds.push_back({c.fd, static_cast<short>((c.closing ? 0 : POLLIN) | (c.out.empty() ? 0 : POLLOUT)), 0});
-    if (::poll(fds.data(), fds.size(), 0) <= 0)
-        return;
+    if (::poll(fds.data(), fds.size(), 0) <= 0) return;
     size_t n = conns_.size();
     for (size_t i = 0; i < n; ++i) {
         Conn& c = conns_[i];
         short ev = fds[i + 1].revents;
         if (ev & (POLLIN | POLLHUP | POLLERR)) {
-            if (!c.closing)
-                read_from(c);
+            if (!c.closing) read_from(c);
             serve(c);
         }
-        if (!c.out.empty())
-            write_to(c);
+        if (!c.out.empty()) write_to(c);
     }
     std::erase_if(conns_, [](const Conn& c) {
         bool done = c.closing && c.out.empty();
-        if (done)
-            close(c.fd);
+        if (done) close(c.fd);
         return done;
     });
-    if (fds[0].revents & POLLIN)
-        accept_clients();
+    if (fds[0].revents & POLLIN) accept_clients();
 }
 
 }  // namespace egw::cli

@@ -11,8 +11,7 @@ namespace {
 
 // A count, a decimal or a percentage: "12", "0.5", "12.5%". Addresses ("10.0.0.1") are text.
 bool numeric(const std::string& s) {
-    if (s.empty() || s == "-")
-        return true;  // a placeholder does not make a column textual
+    if (s.empty() || s == "-") return true;  // a placeholder does not make a column textual
     size_t i = 0, digits = 0, dots = 0;
     for (; i < s.size(); ++i) {
         if (std::isdigit(static_cast<unsigned char>(s[i])))
@@ -22,8 +21,7 @@ bool numeric(const std::string& s) {
         else
             break;
     }
-    if (i < s.size() && s[i] == '%')
-        ++i;
+    if (i < s.size() && s[i] == '%') ++i;
     return digits > 0 && i == s.size();
 }
 
@@ -48,8 +46,7 @@ std::string Table::render() const {
         width[c] = headers_[c].size();
         for (const auto& r : rows_) {
             width[c] = std::max(width[c], r[c].size());
-            if (!numeric(r[c]))
-                right[c] = false;
+            if (!numeric(r[c])) right[c] = false;
         }
     }
     std::string out;
@@ -57,8 +54,7 @@ std::string Table::render() const {
         std::string l;
         for (size_t c = 0; c < n; ++c) {
             std::string pad(width[c] - cells[c].size(), ' ');
-            if (c)
-                l += "  ";
+            if (c) l += "  ";
             l += right[c] ? pad + cells[c] : cells[c] + (c + 1 < n ? pad : "");
         }
         while (!l.empty() && l.back() == ' ')
@@ -71,11 +67,12 @@ std::string Table::render() const {
     return out;
 }
 
-std::string num(uint64_t v) { return std::to_string(v); }
+std::string num(uint64_t v) {
+    return std::to_string(v);
+}
 
 std::string percent(uint64_t part, uint64_t whole) {
-    if (whole == 0)
-        return "-";
+    if (whole == 0) return "-";
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
     return buf;

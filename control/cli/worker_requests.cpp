@@ -15,14 +15,15 @@ using Clock = std::chrono::steady_clock;
 // so what it wrote before answering is visible afterwards.
 bool wait_for(const std::atomic<uint32_t>& done, uint32_t want, Clock::time_point deadline) {
     while (done.load(std::memory_order_acquire) != want) {
-        if (Clock::now() >= deadline)
-            return false;
+        if (Clock::now() >= deadline) return false;
         rte_pause();
     }
     return true;
 }
 
-std::string silent(const dp::Worker& w) { return "worker " + std::to_string(w.index) + " did not answer"; }
+std::string silent(const dp::Worker& w) {
+    return "worker " + std::to_string(w.index) + " did not answer";
+}
 
 }  // namespace
 
@@ -33,8 +34,7 @@ std::string for_each_session(const std::vector<dp::Worker*>& workers,
     for (dp::Worker* w : workers) {
         // A listing asked for earlier (the status file's) may still be pending: let it finish
         // before the paging fields change under the worker.
-        if (!wait_for(w->dump_done, w->dump_request.load(std::memory_order_relaxed), deadline))
-            return silent(*w);
+        if (!wait_for(w->dump_done, w->dump_request.load(std::memory_order_relaxed), deadline)) return silent(*w);
         uint32_t capacity = dp::dump_slots(*w);
         uint32_t start = 0;
         bool more = true;
@@ -58,10 +58,8 @@ std::string for_each_session(const std::vector<dp::Worker*>& workers,
             w->dump_start = 0;
             w->dump_scan = 0;
         }
-        if (!error.empty())
-            return error;
-        if (!more)
-            break;
+        if (!error.empty()) return error;
+        if (!more) break;
     }
     return "";
 }
@@ -87,11 +85,9 @@ FlushResult flush_sessions(const std::vector<dp::Worker*>& workers, uint32_t ser
     }
     // All workers flush in parallel; collect them in turn.
     for (size_t i = 0; i < workers.size(); ++i) {
-        if (!posted[i])
-            continue;
+        if (!posted[i]) continue;
         if (!wait_for(workers[i]->flush_done, want[i], deadline)) {
-            if (r.error.empty())
-                r.error = silent(*workers[i]);
+            if (r.error.empty()) r.error = silent(*workers[i]);
             continue;
         }
         r.closed[i] = workers[i]->flush_closed;

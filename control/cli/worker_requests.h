@@ -25,8 +25,8 @@ std::string for_each_session(const std::vector<dp::Worker*>& workers,
                              unsigned timeout_ms = 2000);
 
 struct FlushResult {
-    std::string error;               // "" when every worker answered
-    std::vector<uint32_t> closed;    // per worker
+    std::string error;             // "" when every worker answered
+    std::vector<uint32_t> closed;  // per worker
 };
 
 // Asks every worker to close the sessions of `service_id` (dp::kFlushAll: every session) and

@@ -7,8 +7,8 @@ namespace {
 
 // --- build and process ------------------------------------------------------------------------
 
-constexpr Family kBuildInfo{"build_info", Type::gauge, "Always 1; the labels say which egw and DPDK this is",
-                            {"version", "dpdk_version"}};
+constexpr Family kBuildInfo{
+    "build_info", Type::gauge, "Always 1; the labels say which egw and DPDK this is", {"version", "dpdk_version"}};
 constexpr Family kStartTime{"start_time_seconds", Type::gauge, "When egwd started, in seconds since the Unix epoch"};
 constexpr Family kTscHz{"tsc_hertz", Type::gauge,
                         "Frequency of the time-stamp counter the lcore cycle counters are measured in, in hertz"};
@@ -38,46 +38,54 @@ void write_config(Writer& w, const ControlView& v) {
     w.family(kPublishDuration);
     w.histogram(kPublishDuration, {}, v.publish_duration);
     w.family(kLastPublish);
-    if (v.generation > 0)
-        w.sample(kLastPublish, {}, v.last_publish_unix);
+    if (v.generation > 0) w.sample(kLastPublish, {}, v.last_publish_unix);
 }
 
 // --- per Service ------------------------------------------------------------------------------
 
-constexpr Family kServiceInfo{"service_info", Type::gauge,
+constexpr Family kServiceInfo{"service_info",
+                              Type::gauge,
                               "Always 1 for every EgressService this gateway programs or should program; the labels "
                               "give its mode, VRF and host",
                               {"namespace", "service", "source_ip_by", "vrf", "status_host"}};
-constexpr Family kServiceProgrammed{"service_programmed", Type::gauge,
+constexpr Family kServiceProgrammed{"service_programmed",
+                                    Type::gauge,
                                     "1 when this gateway translates the Service's traffic now, 0 otherwise",
                                     {"namespace", "service"}};
-constexpr Family kServiceEndpoints{"service_endpoints", Type::gauge,
-                                   "Cluster-networked IPv4 endpoints (pods) of the Service", {"namespace", "service"}};
-constexpr Family kServiceFamilyEndpoints{"service_family_endpoints", Type::gauge,
+constexpr Family kServiceEndpoints{"service_endpoints",
+                                   Type::gauge,
+                                   "Cluster-networked IPv4 endpoints (pods) of the Service",
+                                   {"namespace", "service"}};
+constexpr Family kServiceFamilyEndpoints{"service_family_endpoints",
+                                         Type::gauge,
                                          "Cluster-networked endpoints (pods) of the Service by address family",
                                          {"namespace", "service", "family"}};
-constexpr Family kServiceFamilyTranslated{"service_family_translated", Type::gauge,
+constexpr Family kServiceFamilyTranslated{"service_family_translated",
+                                          Type::gauge,
                                           "1 when this gateway translates the Service's endpoints of that address "
                                           "family now",
                                           {"namespace", "service", "family"}};
-constexpr Family kServicePackets{"service_packets_total", Type::counter,
+constexpr Family kServicePackets{"service_packets_total",
+                                 Type::counter,
                                  "Packets translated for the Service; direction egress is pod to outside, reply is "
                                  "outside to pod",
                                  {"namespace", "service", "direction"}};
-constexpr Family kServiceBytes{"service_bytes_total", Type::counter,
+constexpr Family kServiceBytes{"service_bytes_total",
+                               Type::counter,
                                "Bytes (whole Ethernet frames) translated for the Service, by direction",
                                {"namespace", "service", "direction"}};
-constexpr Family kServiceSessions{"service_sessions_active", Type::gauge, "NAT sessions of the Service open now",
-                                  {"namespace", "service"}};
-constexpr Family kServiceSessionsCreated{"service_sessions_created_total", Type::counter,
-                                         "NAT sessions created for the Service", {"namespace", "service"}};
-constexpr Family kServiceAllocFailures{"service_snat_allocation_failures_total", Type::counter,
+constexpr Family kServiceSessions{
+    "service_sessions_active", Type::gauge, "NAT sessions of the Service open now", {"namespace", "service"}};
+constexpr Family kServiceSessionsCreated{
+    "service_sessions_created_total", Type::counter, "NAT sessions created for the Service", {"namespace", "service"}};
+constexpr Family kServiceAllocFailures{"service_snat_allocation_failures_total",
+                                       Type::counter,
                                        "New connections of the Service dropped because no NAT port was free toward "
                                        "their destination",
                                        {"namespace", "service"}};
 
 constexpr Family kServicesKnown{"services_known", Type::gauge,
-                                 "EgressServices egwd knows, served by this gateway or not"};
+                                "EgressServices egwd knows, served by this gateway or not"};
 constexpr Family kServicesServed{"services_served", Type::gauge,
                                  "EgressServices this gateway programs or should program (status.host is this node "
                                  "or ALL): the Services with per-Service series"};
@@ -85,7 +93,9 @@ constexpr Family kServicesServed{"services_served", Type::gauge,
 // Per-Service series only for the Services this gateway programs, or should program and does not
 // (a problem worth seeing): with 10,000 EgressServices spread over a fleet, every gateway
 // exporting every Service made each scrape 120,000 series (docs/metrics.md).
-bool exported(const ServiceEntry& s) { return s.programmed || s.serve_here; }
+bool exported(const ServiceEntry& s) {
+    return s.programmed || s.serve_here;
+}
 
 void write_services(Writer& w, const ControlView& v, const Readings& r) {
     size_t served = 0;
@@ -97,16 +107,13 @@ void write_services(Writer& w, const ControlView& v, const Readings& r) {
     w.sample(kServicesServed, {}, uint64_t{served});
     w.family(kServiceInfo);
     for (const ServiceEntry& s : v.services)
-        if (exported(s))
-            w.sample(kServiceInfo, {s.ns, s.name, s.source_ip_by, s.vrf, s.status_host}, uint64_t{1});
+        if (exported(s)) w.sample(kServiceInfo, {s.ns, s.name, s.source_ip_by, s.vrf, s.status_host}, uint64_t{1});
     w.family(kServiceProgrammed);
     for (const ServiceEntry& s : v.services)
-        if (exported(s))
-            w.sample(kServiceProgrammed, {s.ns, s.name}, uint64_t{s.programmed});
+        if (exported(s)) w.sample(kServiceProgrammed, {s.ns, s.name}, uint64_t{s.programmed});
     w.family(kServiceEndpoints);
     for (const ServiceEntry& s : v.services)
-        if (exported(s))
-            w.sample(kServiceEndpoints, {s.ns, s.name}, uint64_t{s.endpoints});
+        if (exported(s)) w.sample(kServiceEndpoints, {s.ns, s.name}, uint64_t{s.endpoints});
     w.family(kServiceFamilyEndpoints);
     for (const ServiceEntry& s : v.services)
         if (exported(s)) {
@@ -121,15 +128,13 @@ void write_services(Writer& w, const ControlView& v, const Readings& r) {
         }
     w.family(kServicePackets);
     for (size_t i = 0; i < v.services.size(); ++i) {
-        if (!exported(v.services[i]))
-            continue;
+        if (!exported(v.services[i])) continue;
         w.sample(kServicePackets, {v.services[i].ns, v.services[i].name, "egress"}, r.services[i].packets_out);
         w.sample(kServicePackets, {v.services[i].ns, v.services[i].name, "reply"}, r.services[i].packets_in);
     }
     w.family(kServiceBytes);
     for (size_t i = 0; i < v.services.size(); ++i) {
-        if (!exported(v.services[i]))
-            continue;
+        if (!exported(v.services[i])) continue;
         w.sample(kServiceBytes, {v.services[i].ns, v.services[i].name, "egress"}, r.services[i].bytes_out);
         w.sample(kServiceBytes, {v.services[i].ns, v.services[i].name, "reply"}, r.services[i].bytes_in);
     }
@@ -149,11 +154,13 @@ void write_services(Writer& w, const ControlView& v, const Readings& r) {
 
 // --- traffic of no EgressService (the default action) ------------------------------------------
 
-constexpr Family kDefaultPackets{"default_action_packets_total", Type::counter,
+constexpr Family kDefaultPackets{"default_action_packets_total",
+                                 Type::counter,
                                  "Packets of pods that are endpoints of no served EgressService and were masqueraded "
                                  "by the default action, by direction",
                                  {"direction"}};
-constexpr Family kDefaultBytes{"default_action_bytes_total", Type::counter,
+constexpr Family kDefaultBytes{"default_action_bytes_total",
+                               Type::counter,
                                "Bytes (whole Ethernet frames) masqueraded by the default action, by direction",
                                {"direction"}};
 constexpr Family kDefaultSessions{"default_action_sessions_active", Type::gauge,
@@ -181,12 +188,14 @@ void write_default_action(Writer& w, const Readings& r) {
 
 // --- NAT addresses ----------------------------------------------------------------------------
 
-constexpr Family kSnatSessions{"snat_sessions", Type::gauge,
+constexpr Family kSnatSessions{"snat_sessions",
+                               Type::gauge,
                                "NAT sessions translated to the address, each holding one port toward its destination "
                                "(the SESSIONS column of egwctl show snat pools, summed); absent when masquerading "
                                "traffic could leave through several addresses (see docs/metrics.md)",
                                {"address", "kind"}};
-constexpr Family kSnatCapacity{"snat_ports_capacity", Type::gauge,
+constexpr Family kSnatCapacity{"snat_ports_capacity",
+                               Type::gauge,
                                "NAT ports of the address available toward one destination (sessions.port_min.."
                                "port_max)",
                                {"address", "kind"}};
@@ -194,8 +203,7 @@ constexpr Family kSnatCapacity{"snat_ports_capacity", Type::gauge,
 void write_nat_addresses(Writer& w, const ControlView& v, const Readings& r) {
     w.family(kSnatSessions);
     for (const NatAddressEntry& a : v.nat_addresses)
-        if (a.exact)
-            w.sample(kSnatSessions, {format_ipv4(a.ip), a.kind}, sessions_on(a, v, r));
+        if (a.exact) w.sample(kSnatSessions, {format_ipv4(a.ip), a.kind}, sessions_on(a, v, r));
     w.family(kSnatCapacity);
     for (const NatAddressEntry& a : v.nat_addresses)
         w.sample(kSnatCapacity, {format_ipv4(a.ip), a.kind}, uint64_t{v.nat_ports});
@@ -204,8 +212,8 @@ void write_nat_addresses(Writer& w, const ControlView& v, const Readings& r) {
 // --- drops ------------------------------------------------------------------------------------
 
 #define EGW_DROP_HELP(name, help) " " #name ": " help ";"
-constexpr Family kDrops{"drops_total", Type::counter,
-                        "Packets dropped, by reason:" EGW_DROP_REASONS(EGW_DROP_HELP), {"reason"}};
+constexpr Family kDrops{
+    "drops_total", Type::counter, "Packets dropped, by reason:" EGW_DROP_REASONS(EGW_DROP_HELP), {"reason"}};
 #undef EGW_DROP_HELP
 
 void write_drops(Writer& w, const Readings& r) {
@@ -217,7 +225,8 @@ void write_drops(Writer& w, const Readings& r) {
 // --- the gateway's own ICMP errors ------------------------------------------------------------
 
 #define EGW_ICMP_HELP(name, type, code, help) " " #name ": " help ";"
-constexpr Family kIcmpSent{"icmp_errors_sent_total", Type::counter,
+constexpr Family kIcmpSent{"icmp_errors_sent_total",
+                           Type::counter,
                            "ICMP errors the gateway sent itself, by type (each in place of the packet it "
                            "answers, which is then not a drop):" EGW_ICMP_ERRORS(EGW_ICMP_HELP),
                            {"type"}};
@@ -236,18 +245,14 @@ void write_icmp(Writer& w, const Readings& r) {
 consteval Family worker_family(const dp::WorkerCounterInfo& c) {
     std::string_view name = *c.metric ? c.metric : "unexported_total";
     bool lcore = c.scope == dp::CounterScope::lcore, direction = *c.direction;
-    if (lcore && direction)
-        return Family{name, Type::counter, c.help, {"lcore", "direction"}};
-    if (lcore)
-        return Family{name, Type::counter, c.help, {"lcore"}};
-    if (direction)
-        return Family{name, Type::counter, c.help, {"direction"}};
+    if (lcore && direction) return Family{name, Type::counter, c.help, {"lcore", "direction"}};
+    if (lcore) return Family{name, Type::counter, c.help, {"lcore"}};
+    if (direction) return Family{name, Type::counter, c.help, {"direction"}};
     return Family{name, Type::counter, c.help};
 }
 
 constexpr Family kWorkerFamilies[dp::kWorkerCounterCount] = {
-#define EGW_X(name, scope, group, key, metric, direction, help) \
-    worker_family(dp::info(dp::WorkerCounter::name)),
+#define EGW_X(name, scope, group, key, metric, direction, help) worker_family(dp::info(dp::WorkerCounter::name)),
     EGW_WORKER_COUNTERS(EGW_X)
 #undef EGW_X
 };
@@ -257,19 +262,16 @@ constexpr Family kWorkerFamilies[dp::kWorkerCounterCount] = {
 void write_worker_counters(Writer& w, const Readings& r, dp::CounterScope scope) {
     for (unsigned i = 0; i < dp::kWorkerCounterCount; ++i) {
         const dp::WorkerCounterInfo& c = dp::kWorkerCounterInfo[i];
-        if (c.scope != scope || !*c.metric)
-            continue;
+        if (c.scope != scope || !*c.metric) continue;
         bool first = true;
         for (unsigned j = 0; j < i && first; ++j)
             first = std::string_view(dp::kWorkerCounterInfo[j].metric) != c.metric;
-        if (!first)
-            continue;
+        if (!first) continue;
         const Family& f = kWorkerFamilies[i];
         w.family(f);
         for (unsigned j = i; j < dp::kWorkerCounterCount; ++j) {
             const dp::WorkerCounterInfo& d = dp::kWorkerCounterInfo[j];
-            if (std::string_view(d.metric) != c.metric)
-                continue;
+            if (std::string_view(d.metric) != c.metric) continue;
             if (scope == dp::CounterScope::total) {
                 if (*d.direction)
                     w.sample(f, {d.direction}, r.totals[j]);
@@ -290,8 +292,7 @@ void write_worker_counters(Writer& w, const Readings& r, dp::CounterScope scope)
 
 // --- sessions ---------------------------------------------------------------------------------
 
-constexpr Family kSessionsActive{"sessions_active", Type::gauge, "NAT sessions open now, per worker lcore",
-                                 {"lcore"}};
+constexpr Family kSessionsActive{"sessions_active", Type::gauge, "NAT sessions open now, per worker lcore", {"lcore"}};
 constexpr Family kSessionsCapacity{"sessions_capacity", Type::gauge,
                                    "Most NAT sessions the gateway holds (sessions.max, all workers together)"};
 void write_sessions(Writer& w, const ControlView& v, const Readings& r) {
@@ -304,42 +305,45 @@ void write_sessions(Writer& w, const ControlView& v, const Readings& r) {
 
 // --- ports ------------------------------------------------------------------------------------
 
-constexpr Family kPortInfo{"port_info", Type::gauge, "Always 1 for every configured port; labels give its device, "
-                                                     "role and VRF",
+constexpr Family kPortInfo{"port_info",
+                           Type::gauge,
+                           "Always 1 for every configured port; labels give its device, "
+                           "role and VRF",
                            {"port", "device", "role", "vrf"}};
 constexpr Family kPortUp{"port_up", Type::gauge, "1 when the port's link is up", {"port"}};
 constexpr Family kPortRxPackets{"port_rx_packets_total", Type::counter, "Packets the port received", {"port"}};
 constexpr Family kPortTxPackets{"port_tx_packets_total", Type::counter, "Packets the port transmitted", {"port"}};
 constexpr Family kPortRxBytes{"port_rx_bytes_total", Type::counter, "Bytes the port received", {"port"}};
 constexpr Family kPortTxBytes{"port_tx_bytes_total", Type::counter, "Bytes the port transmitted", {"port"}};
-constexpr Family kPortRxMissed{"port_rx_missed_total", Type::counter,
+constexpr Family kPortRxMissed{"port_rx_missed_total",
+                               Type::counter,
                                "Packets the NIC dropped because the receive queue was full (workers too slow)",
                                {"port"}};
-constexpr Family kPortRxErrors{"port_rx_errors_total", Type::counter, "Erroneous packets the port received",
-                               {"port"}};
-constexpr Family kPortTxErrors{"port_tx_errors_total", Type::counter, "Packets the port failed to transmit",
-                               {"port"}};
-constexpr Family kPortTxRefused{"port_tx_refused_total", Type::counter,
+constexpr Family kPortRxErrors{"port_rx_errors_total", Type::counter, "Erroneous packets the port received", {"port"}};
+constexpr Family kPortTxErrors{"port_tx_errors_total", Type::counter, "Packets the port failed to transmit", {"port"}};
+constexpr Family kPortTxRefused{"port_tx_refused_total",
+                                Type::counter,
                                 "Frames the port's transmit queues refused (queue full); each is also a tx_full drop",
                                 {"port"}};
 static_assert(dp::kTxStallMs == 200, "the help of port_tx_stalls_total names the time");
-constexpr Family kPortTxStalls{"port_tx_stalls_total", Type::counter,
+constexpr Family kPortTxStalls{"port_tx_stalls_total",
+                               Type::counter,
                                "Times a transmit queue of the port accepted no frame for 200 ms while frames waited "
                                "(the driver or the kernel behind it stopped taking them)",
                                {"port"}};
-constexpr Family kPortTxStalled{"port_tx_stalled_queues", Type::gauge,
+constexpr Family kPortTxStalled{"port_tx_stalled_queues",
+                                Type::gauge,
                                 "Transmit queues of the port (one per worker) stalled now: refusing every frame "
                                 "since their stall was counted",
                                 {"port"}};
-constexpr Family kPortRxNombuf{"port_rx_nombuf_total", Type::counter,
-                               "Receive failures for want of an mbuf (raise mempool.mbufs)", {"port"}};
+constexpr Family kPortRxNombuf{
+    "port_rx_nombuf_total", Type::counter, "Receive failures for want of an mbuf (raise mempool.mbufs)", {"port"}};
 
 void write_ports(Writer& w, const ControlView& v, const std::vector<PortReading>& ports) {
     auto each = [&](const Family& f, auto field) {
         w.family(f);
         for (size_t i = 0; i < v.ports.size() && i < ports.size(); ++i)
-            if (ports[i].ok)
-                w.sample(f, {v.ports[i].name}, field(ports[i]));
+            if (ports[i].ok) w.sample(f, {v.ports[i].name}, field(ports[i]));
     };
     w.family(kPortInfo);
     for (const PortEntry& p : v.ports)

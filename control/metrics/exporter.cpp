@@ -45,7 +45,10 @@ std::string dpdk_version() {
 }  // namespace
 
 Exporter::Exporter(const config::Config& cfg, control::Runtime& rt)
-    : cfg_(cfg), workers_(rt.workers()), publish_duration_(publish_buckets()), stall_(kStallSeconds),
+    : cfg_(cfg),
+      workers_(rt.workers()),
+      publish_duration_(publish_buckets()),
+      stall_(kStallSeconds),
       serving_stall_(kServingStallSeconds) {
     for (const auto& p : rt.ports()) {
         const config::PortConfig* pc = cfg.find_port(p.name);
@@ -66,7 +69,9 @@ Exporter::Exporter(const config::Config& cfg, control::Runtime& rt)
     box_.publish(std::move(v));
 }
 
-Exporter::~Exporter() { stop(); }
+Exporter::~Exporter() {
+    stop();
+}
 
 void Exporter::published(const control::PolicyBuilder& builder, double seconds) {
     publish_duration_.observe(seconds);
@@ -104,8 +109,7 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
         e.ipv6_translated = sv.programmed6;
         e.serve_here = s.serve_here;
         e.programmed = sv.programmed;
-        if (sv.programmed && s.mode == model::Mode::load_balancer_ip && s.ingress_ipv4)
-            e.nat_address = *s.ingress_ipv4;
+        if (sv.programmed && s.mode == model::Mode::load_balancer_ip && s.ingress_ipv4) e.nat_address = *s.ingress_ipv4;
         if (e.id != 0) {
             live.insert(e.id);
             auto it = owners_.find(e.id);
@@ -127,15 +131,13 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
         if (e.nat_address) {
             auto& a = nat[e.nat_address];
             a.ip = e.nat_address;
-            if (a.kind.empty())
-                a.kind = "ingress_ip";
+            if (a.kind.empty()) a.kind = "ingress_ip";
             a.service_ids.push_back(e.id);
         }
     // The first IPv4 address (IPv6 has no data plane yet); 0 when the port has none.
     auto masquerade_address = [&](const config::PortConfig& p) {
         for (const auto& a : p.addresses)
-            if (a.is_v4())
-                return a.addr.v4();
+            if (a.is_v4()) return a.addr.v4();
         return uint32_t{0};
     };
     for (const auto& p : cfg_.ports)
@@ -158,8 +160,7 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
         bool has_default_route = std::any_of(cfg_.routes.begin(), cfg_.routes.end(), [&](const config::RouteConfig& r) {
             return r.vrf == vrf && r.prefix.len == 0;
         });
-        if (vrf != cfg_.vrfs.front().name && !has_default_route)
-            add(cfg_.vrfs.front().name);
+        if (vrf != cfg_.vrfs.front().name && !has_default_route) add(cfg_.vrfs.front().name);
         return out;
     };
     auto attribute = [&](uint32_t id, const std::string& vrf) {
@@ -173,8 +174,7 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
     if (cfg_.default_action == config::DefaultAction::masquerade)
         attribute(dp::kDefaultPolicyId, cfg_.vrfs.front().name);
     for (const ServiceEntry& e : v->services)
-        if (e.programmed && !e.nat_address && e.id != 0)
-            attribute(e.id, e.vrf);
+        if (e.programmed && !e.nat_address && e.id != 0) attribute(e.id, e.vrf);
     for (auto& [ip, a] : nat)
         v->nat_addresses.push_back(std::move(a));
 
@@ -218,8 +218,7 @@ std::vector<PortReading> Exporter::read_ports(const ControlView& v) const {
             r.rx_nombuf = st.rx_nombuf;
         }
         rte_eth_link link{};
-        if (rte_eth_link_get_nowait(p.id, &link) == 0)
-            r.link_up = link.link_status == RTE_ETH_LINK_UP;
+        if (rte_eth_link_get_nowait(p.id, &link) == 0) r.link_up = link.link_status == RTE_ETH_LINK_UP;
         control::PortTx tx = control::read_port_tx(workers_, p.id);
         r.tx_refused = tx.refused;
         r.tx_stalls = tx.stalls;
@@ -287,8 +286,7 @@ std::string Exporter::serving_problems() const {
         iterations.push_back(load_counter(w->counters.iterations));
     std::string out;
     for (size_t i = 0; i < iterations.size(); ++i)
-        if (iterations[i] == 0)
-            out += "worker " + std::to_string(i) + " has not started\n";
+        if (iterations[i] == 0) out += "worker " + std::to_string(i) + " has not started\n";
     {
         const double t = now();
         std::lock_guard lock(health_mu_);
@@ -297,8 +295,7 @@ std::string Exporter::serving_problems() const {
     }
     std::lock_guard lock(ethdev_mu_);
     for (const PortEntry& p : ports_) {
-        if (p.role != "outside")
-            continue;
+        if (p.role != "outside") continue;
         rte_eth_link link{};
         if (rte_eth_link_get_nowait(p.id, &link) != 0 || link.link_status != RTE_ETH_LINK_UP)
             out += "port " + p.name + ": link down\n";
@@ -314,8 +311,7 @@ void Exporter::sample_health() const {
     std::lock_guard lock(health_mu_);
     stall_.sample_workers(t, iterations);
     double tick = last_tick_.load(std::memory_order_relaxed);
-    if (tick >= 0)
-        stall_.control_tick(tick);
+    if (tick >= 0) stall_.control_tick(tick);
 }
 
 std::string Exporter::startup() const {
@@ -343,8 +339,7 @@ HttpResponse Exporter::handle(const std::string& path) const {
     }
     if (path == "/livez" || path == "/readyz" || path == "/startz") {
         std::string problems = path == "/livez" ? liveness() : path == "/readyz" ? readiness() : startup();
-        if (problems.empty())
-            return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
+        if (problems.empty()) return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
         return HttpResponse{503, "text/plain; charset=utf-8", problems};
     }
     if (path == "/")
@@ -354,8 +349,7 @@ HttpResponse Exporter::handle(const std::string& path) const {
 }
 
 void Exporter::start() {
-    if (!cfg_.metrics.enabled || server_)
-        return;
+    if (!cfg_.metrics.enabled || server_) return;
     // The probes are answered on the server's event loop; /metrics, which takes long with many
     // Services, on its scrape thread, so a scrape never delays a probe.
     server_ = std::make_unique<HttpServer>([this](const std::string& path) { return handle(path); },

@@ -39,7 +39,7 @@ namespace egw::metrics {
 struct ServiceCounters {
     uint64_t packets_out = 0;  // egress: pod to outside
     uint64_t bytes_out = 0;
-    uint64_t packets_in = 0;   // reply: outside to pod
+    uint64_t packets_in = 0;  // reply: outside to pod
     uint64_t bytes_in = 0;
     uint64_t sessions_created = 0;
     uint64_t sessions_closed = 0;
@@ -51,37 +51,37 @@ struct ServiceCounters {
 };
 
 struct ServiceEntry {
-    uint32_t id = 0;               // dense id, indexes Worker::service_counters
-    std::string key;               // "namespace/name"
+    uint32_t id = 0;  // dense id, indexes Worker::service_counters
+    std::string key;  // "namespace/name"
     std::string ns;
     std::string name;
-    std::string source_ip_by;      // "LoadBalancerIP" or "Network"
+    std::string source_ip_by;  // "LoadBalancerIP" or "Network"
     std::string status_host;
-    std::string reason;            // why not programmed here ("" when it is)
-    std::string network;           // spec.network as written
-    std::string vrf;               // resolved VRF name, "" when unknown
-    std::string ingress_ip;        // dotted quad or ""
+    std::string reason;      // why not programmed here ("" when it is)
+    std::string network;     // spec.network as written
+    std::string vrf;         // resolved VRF name, "" when unknown
+    std::string ingress_ip;  // dotted quad or ""
     size_t endpoints = 0;
     size_t endpoints_ipv6 = 0;     // cluster-networked IPv6 endpoints
     bool ipv6_translated = false;  // its IPv6 endpoints are translated here now (ServiceView::programmed6)
     bool serve_here = false;
     bool programmed = false;
-    uint32_t nat_address = 0;      // host order: the ingress IP it translates to; 0 when masquerading or idle
-    ServiceCounters baseline;      // counters of the id's previous owner, see above
+    uint32_t nat_address = 0;  // host order: the ingress IP it translates to; 0 when masquerading or idle
+    ServiceCounters baseline;  // counters of the id's previous owner, see above
 };
 
 struct PortEntry {
-    std::string name;              // egw's name (config)
+    std::string name;  // egw's name (config)
     std::string device;
-    std::string role;              // "inside" / "outside"
+    std::string role;  // "inside" / "outside"
     std::string vrf;
-    uint16_t id = 0;               // DPDK port id
+    uint16_t id = 0;  // DPDK port id
 };
 
 // An address the gateway translates to, with the Services whose sessions use it.
 struct NatAddressEntry {
-    uint32_t ip = 0;               // host order
-    std::string kind;              // "ingress_ip" (a Service's load-balancer IP) or "port" (masquerade)
+    uint32_t ip = 0;                    // host order
+    std::string kind;                   // "ingress_ip" (a Service's load-balancer IP) or "port" (masquerade)
     std::vector<uint32_t> service_ids;  // Services (0 = the default action) translating only to it
     // False when some masquerading traffic may or may not leave through this address (a VRF with
     // several outside ports, or one that falls through to the default table): then egwd cannot
@@ -95,18 +95,18 @@ struct WorkerEntry {
 };
 
 struct ControlView {
-    uint64_t generation = 0;             // last published configuration generation; 0 = none yet
-    double last_publish_seconds = 0;     // how long the last publication took
-    double last_publish_unix = 0;        // when it finished (seconds since the epoch)
+    uint64_t generation = 0;          // last published configuration generation; 0 = none yet
+    double last_publish_seconds = 0;  // how long the last publication took
+    double last_publish_unix = 0;     // when it finished (seconds since the epoch)
     Histogram publish_duration{{}};
-    std::vector<ServiceEntry> services;  // sorted by key
-    std::vector<PortEntry> ports;        // config order
+    std::vector<ServiceEntry> services;          // sorted by key
+    std::vector<PortEntry> ports;                // config order
     std::vector<NatAddressEntry> nat_addresses;  // sorted by address
-    std::vector<WorkerEntry> workers;    // by worker index
-    uint32_t nat_ports = 0;              // size of sessions.port_min..port_max
+    std::vector<WorkerEntry> workers;            // by worker index
+    uint32_t nat_ports = 0;                      // size of sessions.port_min..port_max
     uint64_t max_sessions = 0;
     std::string node;
-    std::string default_action;          // "route", "masquerade" or "drop"
+    std::string default_action;  // "route", "masquerade" or "drop"
 
     const ServiceEntry* find_service(std::string_view key) const;
 };
@@ -153,7 +153,9 @@ struct Readings {
 };
 
 // Relaxed atomic load of a counter another thread increments with plain stores.
-inline uint64_t load_counter(const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); }
+inline uint64_t load_counter(const uint64_t& v) {
+    return __atomic_load_n(&v, __ATOMIC_RELAXED);
+}
 
 ServiceCounters sum_service(std::span<dp::Worker* const> workers, uint32_t id);
 

@@ -6,37 +6,31 @@
 namespace egw::control {
 
 void Announcer::update(const dp::PolicySnapshot& p, uint64_t now) {
-    if (seen_ && p.generation == generation_)
-        return;
+    if (seen_ && p.generation == generation_) return;
     seen_ = true;
     generation_ = p.generation;
     std::unordered_set<uint64_t> next;
     std::vector<Pending> fresh;
     auto add = [&](uint16_t port, uint32_t ip, What what) {
-        if (!next.insert(key(port, ip)).second || answered_.count(key(port, ip)))
-            return;
+        if (!next.insert(key(port, ip)).second || answered_.count(key(port, ip))) return;
         fresh.push_back(Pending{port, ip, what, cfg_.announce_count, now});
     };
     for (uint16_t port = 0; port < dp::kMaxPorts; ++port) {
         const dp::PortPolicy& pp = p.ports[port];
-        if (pp.role == dp::PortRole::none)
-            continue;
+        if (pp.role == dp::PortRole::none) continue;
         for (unsigned i = 0; i < pp.n_addrs; ++i)
             add(port, pp.addrs[i], What::port_address);
     }
     p.nat_addresses.for_each([&](uint64_t ip, uint32_t flags) {
-        if (!(flags & dp::kNatIngressIp))
-            return;
+        if (!(flags & dp::kNatIngressIp)) return;
         for (uint16_t port = 0; port < dp::kMaxPorts; ++port)
-            if ((flags >> dp::kNatArpPortsShift) & (1u << port))
-                add(port, static_cast<uint32_t>(ip), What::ingress_ip);
+            if ((flags >> dp::kNatArpPortsShift) & (1u << port)) add(port, static_cast<uint32_t>(ip), What::ingress_ip);
     });
     // Gone: no more announcements for what the gateway no longer answers.
     for (auto it = pending_.begin(); it != pending_.end();)
         it = next.count(it->first) ? std::next(it) : pending_.erase(it);
     answered_ = std::move(next);
-    if (cfg_.announce_count == 0)
-        return;
+    if (cfg_.announce_count == 0) return;
     for (const Pending& f : fresh) {
         pending_[key(f.port, f.ip)] = f;
         ++stats_.started;

@@ -32,16 +32,16 @@ public:
 
     struct Pending {
         uint16_t port = 0;
-        uint32_t ip = 0;          // host order
+        uint32_t ip = 0;  // host order
         What what = What::port_address;
-        unsigned left = 0;        // announcements still to send
-        uint64_t due_tsc = 0;     // when the next one is due
+        unsigned left = 0;     // announcements still to send
+        uint64_t due_tsc = 0;  // when the next one is due
     };
 
     struct Stats {
-        uint64_t sent = 0;        // announcements handed to a worker
-        uint64_t failed = 0;      // attempts that found no mbuf or a full ring (retried)
-        uint64_t started = 0;     // (port, address) pairs that began to be announced
+        uint64_t sent = 0;     // announcements handed to a worker
+        uint64_t failed = 0;   // attempts that found no mbuf or a full ring (retried)
+        uint64_t started = 0;  // (port, address) pairs that began to be announced
     };
 
     // Sends one announcement for `ip` on `port`; false when it could not be handed over.
@@ -68,7 +68,7 @@ private:
     uint64_t tsc_hz_;
     uint64_t generation_ = 0;
     bool seen_ = false;
-    std::unordered_set<uint64_t> answered_;   // the pairs of the last snapshot
+    std::unordered_set<uint64_t> answered_;  // the pairs of the last snapshot
     std::map<uint64_t, Pending> pending_;
     Stats stats_;
 };

@@ -34,8 +34,7 @@ uint16_t icmp6_checksum(const uint8_t* src, const uint8_t* dst, const uint8_t* l
     auto add = [&](const uint8_t* d, uint32_t n) {
         for (uint32_t i = 0; i + 1 < n; i += 2)
             sum += uint32_t{d[i]} << 8 | d[i + 1];
-        if (n & 1)
-            sum += uint32_t{d[n - 1]} << 8;
+        if (n & 1) sum += uint32_t{d[n - 1]} << 8;
     };
     add(src, 16);
     add(dst, 16);
@@ -122,15 +121,13 @@ std::string NeighborResolver::address(const NeighborKey& k) {
 
 std::string NeighborResolver::port_name(uint16_t id) const {
     for (const auto& p : rt_.ports())
-        if (p.id == id)
-            return p.name;
+        if (p.id == id) return p.name;
     return std::to_string(id);
 }
 
 uint16_t NeighborResolver::port_id(const std::string& name) const {
     for (const auto& p : rt_.ports())
-        if (p.name == name)
-            return p.id;
+        if (p.name == name) return p.id;
     return 0;  // the loader checked every neighbour's port name
 }
 
@@ -141,8 +138,8 @@ void NeighborResolver::install_static() {
         NeighborKey key = n.ip.is_v4() ? NeighborKey::of4(id, n.ip.v4()) : NeighborKey::of6(id, n.ip.bytes().data());
         uint32_t slot = table_insert(key);
         if (slot == kNone)
-            throw RuntimeError(std::string("arp.max_neighbors is smaller than the static ") + (key.v6 ? "IPv6" : "IPv4") +
-                               " neighbours");
+            throw RuntimeError(std::string("arp.max_neighbors is smaller than the static ") +
+                               (key.v6 ? "IPv6" : "IPv4") + " neighbours");
         table_set_mac(key.v6, slot, n.mac.bytes);
         Entry& e = entries_[key];
         e.is_static = true;
@@ -161,25 +158,21 @@ std::string NeighborResolver::reload_static(const std::vector<config::NeighborCo
         uint16_t id = port_id(n.port);
         NeighborKey key = n.ip.is_v4() ? NeighborKey::of4(id, n.ip.v4()) : NeighborKey::of6(id, n.ip.bytes().data());
         wanted[key] = &n;
-        if (table_find(key) == kNone)
-            ++new_slots[key.v6];
+        if (table_find(key) == kNone) ++new_slots[key.v6];
     }
     // Learned entries give way to static ones (least recently used first); static ones do not,
     // so room is checked before anything moves, in each family's table.
     uint32_t learned[2] = {0, 0};  // slots of entries that are not static after the reload
     for (const auto& [key, e] : entries_)
-        if (e.slot != kNone && !wanted.count(key))
-            ++learned[key.v6];
+        if (e.slot != kNone && !wanted.count(key)) ++learned[key.v6];
     for (bool v6 : {false, true})
         if (table_used(v6) + new_slots[v6] > table_capacity(v6) + learned[v6])
             return std::string("the ") + (v6 ? "IPv6 " : "") + "neighbour table (arp.max_neighbors " +
                    std::to_string(table_capacity(v6)) + ") has no room for " + std::to_string(new_slots[v6]) +
                    " more static neighbour(s)";
     for (auto& [key, e] : entries_) {
-        if (!e.is_static || wanted.count(key))
-            continue;
-        if (e.slot != kNone)
-            table_invalidate(key.v6, e.slot);
+        if (!e.is_static || wanted.count(key)) continue;
+        if (e.slot != kNone) table_invalidate(key.v6, e.slot);
         e.is_static = false;
         e.resolved = false;
         e.probing = false;
@@ -188,12 +181,10 @@ std::string NeighborResolver::reload_static(const std::vector<config::NeighborCo
     }
     // Learned entries about to become static are not recycled for the others.
     for (const auto& [key, n] : wanted)
-        if (auto it = entries_.find(key); it != entries_.end())
-            it->second.is_static = true;
+        if (auto it = entries_.find(key); it != entries_.end()) it->second.is_static = true;
     for (const auto& [key, n] : wanted) {
         uint32_t slot = take_slot(key);
-        if (slot == kNone)
-            continue;  // not reached: room was checked above
+        if (slot == kNone) continue;  // not reached: room was checked above
         table_set_mac(key.v6, slot, n->mac.bytes);
         Entry& e = entries_[key];
         e.is_static = true;
@@ -218,13 +209,11 @@ void NeighborResolver::free_held(Entry& e) {
 }
 
 void NeighborResolver::inject(rte_mbuf* m) {
-    if (!inject_or_free(m))
-        ++held_dropped_;
+    if (!inject_or_free(m)) ++held_dropped_;
 }
 
 bool NeighborResolver::inject_or_free(rte_mbuf* m) {
-    if (rte_ring_sp_enqueue(rt_.workers()[0]->inject, m) == 0)
-        return true;
+    if (rte_ring_sp_enqueue(rt_.workers()[0]->inject, m) == 0) return true;
     rte_pktmbuf_free(m);
     return false;
 }
@@ -258,8 +247,7 @@ void NeighborResolver::release_cooled() {
 
 NeighborResolver::Entries::iterator NeighborResolver::free_entry(Entries::iterator it) {
     Entry& e = it->second;
-    if (e.slot != kNone)
-        erase_slot(it->first.v6, e.slot);
+    if (e.slot != kNone) erase_slot(it->first.v6, e.slot);
     held_dropped_ += e.held.size();
     free_held(e);
     return entries_.erase(it);
@@ -269,13 +257,10 @@ bool NeighborResolver::recycle_lru(const NeighborKey& keep) {
     auto lru = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
         const Entry& e = it->second;
-        if (e.is_static || e.slot == kNone || it->first.v6 != keep.v6 || it->first == keep)
-            continue;
-        if (lru == entries_.end() || e.used_tsc < lru->second.used_tsc)
-            lru = it;
+        if (e.is_static || e.slot == kNone || it->first.v6 != keep.v6 || it->first == keep) continue;
+        if (lru == entries_.end() || e.used_tsc < lru->second.used_tsc) lru = it;
     }
-    if (lru == entries_.end())
-        return false;
+    if (lru == entries_.end()) return false;
     if (!recycle_logged_)
         spdlog::info("neighbour table full ({} entries): recycling the least recently used ones, first {} on {}",
                      table_capacity(keep.v6), address(lru->first), port_name(lru->first.port));
@@ -288,12 +273,10 @@ bool NeighborResolver::recycle_lru(const NeighborKey& keep) {
 uint32_t NeighborResolver::take_slot(const NeighborKey& key) {
     uint32_t slot = table_insert(key);
     if (slot != kNone) {
-        if (table_used(key.v6) < table_capacity(key.v6))
-            recycle_logged_ = false;
+        if (table_used(key.v6) < table_capacity(key.v6)) recycle_logged_ = false;
         return slot;
     }
-    if (!recycle_lru(key))
-        return kNone;
+    if (!recycle_lru(key)) return kNone;
     return table_insert(key);
 }
 
@@ -301,16 +284,14 @@ void NeighborResolver::send_request(const NeighborKey& key, const dp::PolicySnap
     if (key.v6) {
         if (send_ns(key.port, key.ip6.data(), p, dst)) {
             ++solicitations_sent_;
-            if (dst)
-                ++probes_sent_;
+            if (dst) ++probes_sent_;
         }
         return;
     }
     const uint16_t port = key.port;
     const uint32_t ip = key.ip4;
     const dp::PortPolicy& pp = p.ports[port];
-    if (pp.n_addrs == 0)
-        return;
+    if (pp.n_addrs == 0) return;
     uint32_t sip = pp.addrs[0];
     for (unsigned i = 0; i < pp.n_addrs; ++i) {
         uint32_t mask = pp.prefix_len[i] ? ~uint32_t{0} << (32 - pp.prefix_len[i]) : 0;
@@ -321,8 +302,7 @@ void NeighborResolver::send_request(const NeighborKey& key, const dp::PolicySnap
     }
     if (send_arp(port, sip, ip, p, dst)) {
         ++requests_sent_;
-        if (dst)
-            ++probes_sent_;
+        if (dst) ++probes_sent_;
     }
 }
 
@@ -330,8 +310,7 @@ bool NeighborResolver::send_arp(uint16_t port, uint32_t sip, uint32_t tip, const
                                 const uint8_t* dst) {
     const dp::PortPolicy& pp = p.ports[port];
     rte_mbuf* m = rte_pktmbuf_alloc(rt_.pool());
-    if (!m)
-        return false;
+    if (!m) return false;
     char* frame = rte_pktmbuf_append(m, sizeof(rte_ether_hdr) + sizeof(rte_arp_hdr));
     if (!frame) {
         rte_pktmbuf_free(m);
@@ -390,8 +369,7 @@ bool NeighborResolver::send_ns(uint16_t port, const uint8_t* target, const dp::P
     constexpr uint16_t kNsLen = 24 + 8;  // the message and the source link-layer address option
     constexpr uint16_t kFrame = sizeof(rte_ether_hdr) + 40 + kNsLen;
     rte_mbuf* m = rte_pktmbuf_alloc(rt_.pool());
-    if (!m)
-        return false;
+    if (!m) return false;
     auto* f = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kFrame));
     if (!f) {
         rte_pktmbuf_free(m);
@@ -428,33 +406,27 @@ void NeighborResolver::advertisement(rte_mbuf* m, const dp::PolicySnapshot& p, u
     // no extension headers is read here.
     const uint8_t* f = rte_pktmbuf_mtod(m, const uint8_t*);
     const uint32_t len = m->data_len;
-    if (len < 14 + 40 + 24 || f[14 + 6] != dp::kIp6Icmp)
-        return;
+    if (len < 14 + 40 + 24 || f[14 + 6] != dp::kIp6Icmp) return;
     const uint8_t* na = f + 14 + 40;
     const uint32_t na_len = std::min<uint32_t>(len - 14 - 40, uint32_t{f[14 + 4]} << 8 | f[14 + 5]);
     const bool solicited = na[4] & 0x40, override_flag = na[4] & 0x20;
     const uint8_t* mac = nullptr;
     for (uint32_t off = 24; off + 8 <= na_len && na[off + 1] != 0; off += na[off + 1] * 8u)
-        if (na[off] == 2 && na[off + 1] == 1)
-            mac = na + off + 2;
+        if (na[off] == 2 && na[off + 1] == 1) mac = na + off + 2;
     NeighborKey key = NeighborKey::of6(m->port, na + 8);
     auto it = entries_.find(key);
-    if (it == entries_.end() || it->second.is_static)
-        return;
+    if (it == entries_.end() || it->second.is_static) return;
     const Entry& e = it->second;
     if (!mac) {
         // No target link-layer address (allowed in an answer to a unicast probe): it confirms the
         // MAC the entry has, and says nothing to an entry that has none.
-        if (!e.resolved || !solicited)
-            return;
+        if (!e.resolved || !solicited) return;
         mac = e.mac;
     }
     // Without Override an advertisement does not replace a known MAC (RFC 4861 7.2.5); an
     // unsolicited one with Override updates it.
-    if (e.resolved && std::memcmp(e.mac, mac, 6) != 0 && !override_flag)
-        return;
-    if (!solicited && !e.resolved)
-        return;
+    if (e.resolved && std::memcmp(e.mac, mac, 6) != 0 && !override_flag) return;
+    if (!solicited && !e.resolved) return;
     uint8_t copy[6];
     std::memcpy(copy, mac, 6);
     learn(key, copy, p, now);
@@ -464,8 +436,7 @@ void NeighborResolver::learn(const NeighborKey& key, const uint8_t* mac, const d
     const uint16_t port = key.port;
     auto it = entries_.find(key);
     // Only answers to our own questions are learned, so a chatty segment cannot fill the table.
-    if (it == entries_.end() || it->second.is_static)
-        return;
+    if (it == entries_.end() || it->second.is_static) return;
     Entry& e = it->second;
     if (e.slot == kNone) {
         e.slot = take_slot(key);
@@ -490,8 +461,8 @@ void NeighborResolver::learn(const NeighborKey& key, const uint8_t* mac, const d
     } else if (std::memcmp(e.mac, mac, 6) != 0) {
         config::MacAddr old;
         std::memcpy(old.bytes, e.mac, 6);
-        spdlog::info("neighbour {} on {} moved from {} to {}", address(key), port_name(port),
-                     config::format_mac(old), config::format_mac(ma));
+        spdlog::info("neighbour {} on {} moved from {} to {}", address(key), port_name(port), config::format_mac(old),
+                     config::format_mac(ma));
     }
     table_set_mac(key.v6, e.slot, mac);
     std::memcpy(e.mac, mac, 6);
@@ -531,8 +502,7 @@ void NeighborResolver::hold(rte_mbuf* m, const dp::PolicySnapshot& p, uint64_t n
         ++held_dropped_;
         rte_pktmbuf_free(m);
     } else {
-        if (e.held.empty())
-            e.held_since_tsc = now;
+        if (e.held.empty()) e.held_since_tsc = now;
         e.held.push_back(m);
         ++held_total_;
     }
@@ -543,7 +513,9 @@ void NeighborResolver::hold(rte_mbuf* m, const dp::PolicySnapshot& p, uint64_t n
     }
 }
 
-void NeighborResolver::poll(const dp::PolicySnapshot& p) { poll(p, rte_rdtsc()); }
+void NeighborResolver::poll(const dp::PolicySnapshot& p) {
+    poll(p, rte_rdtsc());
+}
 
 void NeighborResolver::poll(const dp::PolicySnapshot& p, uint64_t now) {
     now_ = now;
@@ -559,8 +531,8 @@ void NeighborResolver::poll(const dp::PolicySnapshot& p, uint64_t now) {
             auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
             if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
                 auto* arp = reinterpret_cast<rte_arp_hdr*>(eth + 1);
-                learn(NeighborKey::of4(m->port, rte_be_to_cpu_32(arp->arp_data.arp_sip)), arp->arp_data.arp_sha.addr_bytes,
-                      p, now);
+                learn(NeighborKey::of4(m->port, rte_be_to_cpu_32(arp->arp_data.arp_sip)),
+                      arp->arp_data.arp_sha.addr_bytes, p, now);
                 rte_pktmbuf_free(m);
             } else if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6) &&
                        dp::held_of(m, rt_.shared().next_hop_field).what == dp::kHeldAdvertisement) {
@@ -573,7 +545,9 @@ void NeighborResolver::poll(const dp::PolicySnapshot& p, uint64_t now) {
     }
 }
 
-void NeighborResolver::tick(const dp::PolicySnapshot& p) { tick(p, rte_rdtsc()); }
+void NeighborResolver::tick(const dp::PolicySnapshot& p) {
+    tick(p, rte_rdtsc());
+}
 
 void NeighborResolver::tick(const dp::PolicySnapshot& p, uint64_t now) {
     now_ = now;
@@ -586,8 +560,7 @@ void NeighborResolver::tick(const dp::PolicySnapshot& p, uint64_t now) {
     for (auto it = entries_.begin(); it != entries_.end();) {
         Entry& e = it->second;
         const NeighborKey& key = it->first;
-        if (e.slot != kNone && table_take_used(key.v6, e.slot))
-            e.used_tsc = now;
+        if (e.slot != kNone && table_take_used(key.v6, e.slot)) e.used_tsc = now;
         if (e.is_static) {
             ++it;
             continue;
@@ -645,9 +618,13 @@ void NeighborResolver::tick(const dp::PolicySnapshot& p, uint64_t now) {
     }
 }
 
-uint32_t NeighborResolver::entries_in_table() const { return rt_.shared().neighbors->used(); }
+uint32_t NeighborResolver::entries_in_table() const {
+    return rt_.shared().neighbors->used();
+}
 
-uint32_t NeighborResolver::entries_in_table6() const { return rt_.shared().neighbors6->used(); }
+uint32_t NeighborResolver::entries_in_table6() const {
+    return rt_.shared().neighbors6->used();
+}
 
 std::vector<NeighborView> NeighborResolver::list() const {
     std::vector<NeighborView> out;
@@ -663,9 +640,9 @@ std::vector<NeighborView> NeighborResolver::list() const {
             std::memcpy(ma.bytes, mac, 6);
             v.mac = config::format_mac(ma);
         }
-        v.state = e.is_static  ? "static"
-                  : !e.resolved ? "incomplete"
-                  : e.probing   ? "probing"
+        v.state = e.is_static                         ? "static"
+                  : !e.resolved                       ? "incomplete"
+                  : e.probing                         ? "probing"
                   : now - e.confirmed_tsc > reachable ? "stale"
                                                       : "reachable";
         v.held = static_cast<unsigned>(e.held.size());

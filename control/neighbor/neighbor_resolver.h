@@ -48,25 +48,25 @@ class Runtime;
 struct NeighborView {
     std::string port;
     net::IpAddr ip;
-    std::string mac;      // "" while unresolved
-    std::string state;    // "static", "reachable", "stale", "probing", "incomplete"
+    std::string mac;    // "" while unresolved
+    std::string state;  // "static", "reachable", "stale", "probing", "incomplete"
     unsigned held = 0;
 };
 
 struct AnnouncementView {
     std::string port;
     uint32_t ip = 0;
-    std::string what;     // "port address", "ingress IP"
-    unsigned left = 0;    // gratuitous ARPs still to send
-    uint64_t next_ms = 0; // until the next one
+    std::string what;      // "port address", "ingress IP"
+    unsigned left = 0;     // gratuitous ARPs still to send
+    uint64_t next_ms = 0;  // until the next one
 };
 
 // An entry's key: a port and a next hop of either family.
 struct NeighborKey {
     uint16_t port = 0;
     bool v6 = false;
-    uint32_t ip4 = 0;                // host order
-    std::array<uint8_t, 16> ip6{};   // network order
+    uint32_t ip4 = 0;               // host order
+    std::array<uint8_t, 16> ip6{};  // network order
     static NeighborKey of4(uint16_t port, uint32_t ip) {
         NeighborKey k;
         k.port = port;
@@ -119,28 +119,28 @@ public:
     std::vector<AnnouncementView> announcing() const;
     // Counters of both families but where one is named.
     uint64_t held_dropped() const { return held_dropped_; }
-    uint64_t requests_sent() const { return requests_sent_; }  // ARP requests (IPv4)
+    uint64_t requests_sent() const { return requests_sent_; }            // ARP requests (IPv4)
     uint64_t solicitations_sent() const { return solicitations_sent_; }  // Neighbor Solicitations (IPv6)
-    uint64_t probes_sent() const { return probes_sent_; }      // unicast probes of stale entries (in the two above)
-    uint64_t invalidated() const { return invalidated_; }      // MACs dropped after unanswered probes
-    uint64_t freed() const { return freed_; }                  // entries freed: unused, or never answered
-    uint64_t recycled() const { return recycled_; }            // least recently used entries given to a new next hop
-    uint32_t entries_in_table() const;                          // IPv4 slots holding a next hop (static ones too)
-    uint32_t entries_in_table6() const;                         // IPv6 slots holding a next hop (static ones too)
+    uint64_t probes_sent() const { return probes_sent_; }  // unicast probes of stale entries (in the two above)
+    uint64_t invalidated() const { return invalidated_; }  // MACs dropped after unanswered probes
+    uint64_t freed() const { return freed_; }              // entries freed: unused, or never answered
+    uint64_t recycled() const { return recycled_; }        // least recently used entries given to a new next hop
+    uint32_t entries_in_table() const;                     // IPv4 slots holding a next hop (static ones too)
+    uint32_t entries_in_table6() const;                    // IPv6 slots holding a next hop (static ones too)
     const Announcer& announcer() const { return announcer_; }
 
 private:
     struct Entry {
         bool is_static = false;
-        bool resolved = false;             // the table has its MAC
-        bool probing = false;              // stale and in use: unicast probes under way
-        uint32_t slot = ~uint32_t{0};      // in the table; none until the first reply
+        bool resolved = false;         // the table has its MAC
+        bool probing = false;          // stale and in use: unicast probes under way
+        uint32_t slot = ~uint32_t{0};  // in the table; none until the first reply
         uint8_t mac[6] = {};
-        uint64_t confirmed_tsc = 0;        // the last reply
-        uint64_t used_tsc = 0;             // the last time packets were seen using it
+        uint64_t confirmed_tsc = 0;  // the last reply
+        uint64_t used_tsc = 0;       // the last time packets were seen using it
         uint64_t last_request_tsc = 0;
-        uint64_t held_since_tsc = 0;       // the oldest packet of `held`
-        unsigned requests = 0;             // of the current round (resolution or probes)
+        uint64_t held_since_tsc = 0;  // the oldest packet of `held`
+        unsigned requests = 0;        // of the current round (resolution or probes)
         std::deque<rte_mbuf*> held;
     };
     using Entries = std::unordered_map<NeighborKey, Entry, NeighborKeyHash>;
@@ -154,8 +154,7 @@ private:
     // or to `dst` (a probe) when given.
     void send_request(const NeighborKey& key, const dp::PolicySnapshot& p, const uint8_t* dst = nullptr);
     // An ARP request on `port` from (port MAC, sip) for `tip`; false when it could not be sent.
-    bool send_arp(uint16_t port, uint32_t sip, uint32_t tip, const dp::PolicySnapshot& p,
-                  const uint8_t* dst = nullptr);
+    bool send_arp(uint16_t port, uint32_t sip, uint32_t tip, const dp::PolicySnapshot& p, const uint8_t* dst = nullptr);
     // A Neighbor Solicitation on `port` for `target`; false when it could not be sent.
     bool send_ns(uint16_t port, const uint8_t* target, const dp::PolicySnapshot& p, const uint8_t* dst = nullptr);
     // A table slot for the key, recycling the least recently used learned entry of its family
@@ -203,7 +202,7 @@ private:
     bool full_logged_ = false;     // "table full" said once per streak of refused learns
     bool recycle_logged_ = false;  // "recycling" said once per streak of recycles
     uint64_t tsc_hz_ = 0;
-    uint64_t now_ = 0;             // the TSC of the last poll or tick
+    uint64_t now_ = 0;  // the TSC of the last poll or tick
     Announcer announcer_;
 };
 

@@ -14,20 +14,26 @@ namespace egw::control {
 namespace {
 
 bool same_vrfs(const std::vector<config::VrfConfig>& a, const std::vector<config::VrfConfig>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                      [](const config::VrfConfig& x, const config::VrfConfig& y) { return x.name == y.name && x.table == y.table; });
+    return std::equal(
+        a.begin(), a.end(), b.begin(), b.end(),
+        [](const config::VrfConfig& x, const config::VrfConfig& y) { return x.name == y.name && x.table == y.table; });
 }
 
-bool by_key(const ServiceView& v, const std::string& key) { return v.state.key < key; }
+bool by_key(const ServiceView& v, const std::string& key) {
+    return v.state.key < key;
+}
 
 }  // namespace
 
 std::string ipv4_translation(const model::ServiceState& s, const dp::ServicePolicy& pol, const std::string& problem) {
     const std::string none = s.endpoint_ipv4s.empty() ? " (no IPv4 endpoints)" : "";
     switch (pol.mode) {
-    case dp::ServiceMode::snat_ingress_ip: return "SNAT to " + config::format_ipv4(pol.nat_ip) + none;
-    case dp::ServiceMode::masquerade: return "masquerade to the egress port's address" + none;
-    case dp::ServiceMode::inactive: break;
+    case dp::ServiceMode::snat_ingress_ip:
+        return "SNAT to " + config::format_ipv4(pol.nat_ip) + none;
+    case dp::ServiceMode::masquerade:
+        return "masquerade to the egress port's address" + none;
+    case dp::ServiceMode::inactive:
+        break;
     }
     return "not translated: " + (!s.serve_here ? s.reason : problem.empty() ? std::string("not programmed") : problem);
 }
@@ -37,8 +43,10 @@ std::string ipv6_translation(const model::ServiceState& s, const dp::ServicePoli
     switch (pol.mode6) {
     case dp::ServiceMode::snat_ingress_ip:
         return "SNAT to " + net::to_string(net::IpAddr::from_v6(pol.nat_ip6.b)) + none;
-    case dp::ServiceMode::masquerade: return "masquerade to the egress port's address" + none;
-    case dp::ServiceMode::inactive: break;
+    case dp::ServiceMode::masquerade:
+        return "masquerade to the egress port's address" + none;
+    case dp::ServiceMode::inactive:
+        break;
     }
     std::string why;
     if (!s.serve_here)
@@ -54,22 +62,22 @@ std::string ipv6_translation(const model::ServiceState& s, const dp::ServicePoli
 
 PolicyBuilder::PolicyBuilder(const config::Config& cfg, std::vector<uint16_t> port_ids,
                              std::vector<std::array<uint8_t, 6>> port_macs)
-    : cfg_(cfg), port_ids_(std::move(port_ids)), port_macs_(std::move(port_macs)), key_of_(dp::kMaxServices),
+    : cfg_(cfg),
+      port_ids_(std::move(port_ids)),
+      port_macs_(std::move(port_macs)),
+      key_of_(dp::kMaxServices),
       vrfs_seen_(cfg.vrfs) {}
 
 int PolicyBuilder::resolve_vrf(const std::string& network) const {
-    if (network.empty())
-        return dp::kDefaultVrf;
+    if (network.empty()) return dp::kDefaultVrf;
     const config::VrfConfig* v = cfg_.find_vrf(network);
-    if (!v)
-        return -1;
+    if (!v) return -1;
     return static_cast<int>(v - cfg_.vrfs.data());
 }
 
 uint32_t PolicyBuilder::id_for(const std::string& key) {
     auto it = ids_.find(key);
-    if (it != ids_.end())
-        return it->second;
+    if (it != ids_.end()) return it->second;
     uint32_t id;
     if (!free_ids_.empty()) {
         id = free_ids_.back();
@@ -99,8 +107,7 @@ void PolicyBuilder::claim(uint32_t ip, uint32_t id) {
         first_claim_.assign(ip, id);
     } else if (first != id) {
         auto& more = more_claims_[ip];
-        if (std::find(more.begin(), more.end(), id) == more.end())
-            more.push_back(id);
+        if (std::find(more.begin(), more.end(), id) == more.end()) more.push_back(id);
     }
 }
 
@@ -118,8 +125,7 @@ void PolicyBuilder::unclaim(uint32_t ip, uint32_t id) {
     } else {
         return;
     }
-    if (more->second.empty())
-        more_claims_.erase(more);
+    if (more->second.empty()) more_claims_.erase(more);
 }
 
 // Two Services may claim the same pod: the first by name keeps it, as a pod's egress can leave
@@ -129,8 +135,7 @@ uint32_t PolicyBuilder::owner_of(uint32_t ip) const {
     auto more = more_claims_.find(ip);
     if (more != more_claims_.end())
         for (uint32_t id : more->second)
-            if (*key_of_[id] < *key_of_[best])
-                best = id;
+            if (*key_of_[id] < *key_of_[best]) best = id;
     return best;
 }
 
@@ -148,46 +153,39 @@ uint32_t PolicyBuilder::nat_flags(uint32_t ip) const {
         for (uint8_t vrf : it->second)
             flags |= arp_ports_[vrf] << dp::kNatArpPortsShift;
     }
-    if (std::binary_search(port_nat_.begin(), port_nat_.end(), ip))
-        flags |= dp::kNatPortAddress;
+    if (std::binary_search(port_nat_.begin(), port_nat_.end(), ip)) flags |= dp::kNatPortAddress;
     return flags;
 }
 
 void PolicyBuilder::claim_ingress_ports(const model::ServiceState& s, const dp::ServicePolicy& pol, uint32_t id) {
-    if (pol.mode != dp::ServiceMode::snat_ingress_ip)
-        return;
+    if (pol.mode != dp::ServiceMode::snat_ingress_ip) return;
     for (uint32_t pp : s.ports) {
-        const uint64_t k = dp::PolicySnapshot::ingress_key(pol.nat_ip, static_cast<uint8_t>(pp >> 16),
-                                                           static_cast<uint16_t>(pp));
+        const uint64_t k =
+            dp::PolicySnapshot::ingress_key(pol.nat_ip, static_cast<uint8_t>(pp >> 16), static_cast<uint16_t>(pp));
         auto& claims = ingress_port_claims_[k];
         claims.push_back(id);
         const uint32_t holder = ingress_ports_.find(k);
-        if (holder == dp::FlatMap::kMissing || *key_of_[id] < *key_of_[holder])
-            ingress_ports_.assign(k, id);
+        if (holder == dp::FlatMap::kMissing || *key_of_[id] < *key_of_[holder]) ingress_ports_.assign(k, id);
     }
 }
 
 void PolicyBuilder::unclaim_ingress_ports(const model::ServiceState& s, const dp::ServicePolicy& pol, uint32_t id) {
-    if (pol.mode != dp::ServiceMode::snat_ingress_ip)
-        return;
+    if (pol.mode != dp::ServiceMode::snat_ingress_ip) return;
     for (uint32_t pp : s.ports) {
-        const uint64_t k = dp::PolicySnapshot::ingress_key(pol.nat_ip, static_cast<uint8_t>(pp >> 16),
-                                                           static_cast<uint16_t>(pp));
+        const uint64_t k =
+            dp::PolicySnapshot::ingress_key(pol.nat_ip, static_cast<uint8_t>(pp >> 16), static_cast<uint16_t>(pp));
         auto it = ingress_port_claims_.find(k);
-        if (it == ingress_port_claims_.end())
-            continue;
+        if (it == ingress_port_claims_.end()) continue;
         std::erase(it->second, id);
         if (it->second.empty()) {
             ingress_port_claims_.erase(it);
             ingress_ports_.erase(k);
             continue;
         }
-        if (ingress_ports_.find(k) != id)
-            continue;
+        if (ingress_ports_.find(k) != id) continue;
         uint32_t best = it->second.front();
         for (uint32_t other : it->second)
-            if (*key_of_[other] < *key_of_[best])
-                best = other;
+            if (*key_of_[other] < *key_of_[best]) best = other;
         ingress_ports_.assign(k, best);
     }
 }
@@ -209,20 +207,17 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::build(const std::vector<model
     for (const auto& s : services)
         in.push_back(&s);
     auto key_less = [](const model::ServiceState* a, const model::ServiceState* b) { return a->key < b->key; };
-    if (!std::is_sorted(in.begin(), in.end(), key_less))
-        std::stable_sort(in.begin(), in.end(), key_less);
+    if (!std::is_sorted(in.begin(), in.end(), key_less)) std::stable_sort(in.begin(), in.end(), key_less);
     // A merge of the two sorted lists: what is new, what differs, what is gone.
     std::vector<Work> work;
     auto v = views_.begin();
     for (size_t i = 0; i < in.size(); ++i) {
         const model::ServiceState* s = in[i];
-        if (i + 1 < in.size() && in[i + 1]->key == s->key)
-            continue;
+        if (i + 1 < in.size() && in[i + 1]->key == s->key) continue;
         for (; v != views_.end() && v->state.key < s->key; ++v)
             work.push_back(Work{&v->state.key, nullptr});
         if (v != views_.end() && v->state.key == s->key) {
-            if (!(v->state == *s))
-                work.push_back(Work{&s->key, s});
+            if (!(v->state == *s)) work.push_back(Work{&s->key, s});
             ++v;
         } else {
             work.push_back(Work{&s->key, s});
@@ -292,8 +287,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
         auto v = find_view(*w.key);
         if (v != views_.end() && v->id != 0)
             touched.insert(touched.end(), v->state.endpoint_ipv4s.begin(), v->state.endpoint_ipv4s.end());
-        if (w.next)
-            touched.insert(touched.end(), w.next->endpoint_ipv4s.begin(), w.next->endpoint_ipv4s.end());
+        if (w.next) touched.insert(touched.end(), w.next->endpoint_ipv4s.begin(), w.next->endpoint_ipv4s.end());
     }
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
@@ -305,12 +299,10 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
 
     std::vector<uint32_t> nat_changed;
     auto drop_nat = [&](const dp::ServicePolicy& pol) {
-        if (pol.mode != dp::ServiceMode::snat_ingress_ip)
-            return;
+        if (pol.mode != dp::ServiceMode::snat_ingress_ip) return;
         auto it = ingress_refs_.find(pol.nat_ip);
         it->second.erase(std::find(it->second.begin(), it->second.end(), pol.vrf));
-        if (it->second.empty())
-            ingress_refs_.erase(it);
+        if (it->second.empty()) ingress_refs_.erase(it);
         nat_changed.push_back(pol.nat_ip);
     };
 
@@ -321,8 +313,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
 
     // Ids of Services that disappeared are released for reuse, in key order, before any is taken.
     for (const Work& w : work) {
-        if (w.next)
-            continue;
+        if (w.next) continue;
         auto v = find_view(*w.key);
         if (v->id != 0) {
             const uint32_t id = v->id;
@@ -340,8 +331,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
     }
 
     for (const Work& w : work) {
-        if (!w.next)
-            continue;
+        if (!w.next) continue;
         const model::ServiceState& s = *w.next;
         auto vit = find_view(s.key);
         ServiceView& v = vit != views_.end() ? *vit : added.emplace_back();
@@ -357,18 +347,15 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
             idless_.insert(s.key);
             continue;
         }
-        if (old_id == 0)
-            idless_.erase(s.key);
+        if (old_id == 0) idless_.erase(s.key);
         dp::ServicePolicy pol;
         int vrf = resolve_vrf(s.network);
-        if (vrf >= 0)
-            next.vrf = cfg_.vrfs[static_cast<size_t>(vrf)].name;
+        if (vrf >= 0) next.vrf = cfg_.vrfs[static_cast<size_t>(vrf)].name;
         if (s.serve_here) {
             if (vrf < 0) {
                 next.problem = "unknown network \"" + s.network + "\": no VRF of that name or table";
             } else if (s.mode == model::Mode::load_balancer_ip) {
-                if (s.ingress_ipv4 || s.ingress_ipv6)
-                    pol.vrf = static_cast<uint8_t>(vrf);
+                if (s.ingress_ipv4 || s.ingress_ipv6) pol.vrf = static_cast<uint8_t>(vrf);
                 if (s.ingress_ipv4) {
                     pol.mode = dp::ServiceMode::snat_ingress_ip;
                     pol.nat_ip = *s.ingress_ipv4;
@@ -428,8 +415,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
                 ++g;
                 continue;
             }
-            if (out != in)
-                views_[out] = std::move(views_[in]);
+            if (out != in) views_[out] = std::move(views_[in]);
             ++out;
         }
         views_.erase(views_.begin() + static_cast<ptrdiff_t>(out), views_.end());
@@ -455,8 +441,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
             endpoints_.assign(ip, owner);
         gained = gained || (!was_served[i] && served(ip));
     }
-    if (gained)
-        ++default_version_;
+    if (gained) ++default_version_;
 
     std::sort(nat_changed.begin(), nat_changed.end());
     nat_changed.erase(std::unique(nat_changed.begin(), nat_changed.end()), nat_changed.end());
@@ -474,12 +459,11 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::commit(std::vector<Work> work
 std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     auto snap = std::make_unique<dp::PolicySnapshot>();
     snap->generation = ++generation_;
-    snap->default_action = cfg_.default_action;   // one enum (dataplane/tables/roles.h)
+    snap->default_action = cfg_.default_action;  // one enum (dataplane/tables/roles.h)
     // A new default action (a configuration reload) must reach the flows it already translates:
     // a new version makes the workers re-check every default session, and only masquerade keeps
     // one (dataplane/nat_session.h, policy_holds).
-    if (last_default_action_ && *last_default_action_ != cfg_.default_action)
-        ++default_version_;
+    if (last_default_action_ && *last_default_action_ != cfg_.default_action) ++default_version_;
     last_default_action_ = cfg_.default_action;
 
     // Ports, connected routes and the outside addresses used for masquerade.
@@ -501,8 +485,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         dp::NextHop6 nh;
         nh.port = port;
         nh.on_link = via == nullptr;
-        if (via)
-            std::copy(via->bytes().begin(), via->bytes().end(), nh.gateway.b);
+        if (via) std::copy(via->bytes().begin(), via->bytes().end(), nh.gateway.b);
         snap->next_hops6.push_back(nh);
         dp::Ip6Map::Item it{};
         dp::PolicySnapshot::mask6(prefix.addr.bytes().data(), prefix.len, it.addr);
@@ -534,24 +517,20 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         ll[15] = mac[5];
         for (const auto& a : pc.addresses) {
             if (a.is_v6()) {
-                if (pp.n_addrs6 == dp::kMaxPortAddresses)
-                    continue;
+                if (pp.n_addrs6 == dp::kMaxPortAddresses) continue;
                 std::copy(a.addr.bytes().begin(), a.addr.bytes().end(), pp.addrs6[pp.n_addrs6].b);
                 pp.prefix_len6[pp.n_addrs6] = a.len;
                 ++pp.n_addrs6;
                 add_route6(pp.vrf, a, id, nullptr);
-                if (pc.role == config::PortRole::outside)
-                    nat6.push_back({a.addr, dp::kNatPortAddress});
+                if (pc.role == config::PortRole::outside) nat6.push_back({a.addr, dp::kNatPortAddress});
                 continue;
             }
-            if (pp.n_addrs == dp::kMaxPortAddresses)
-                break;
+            if (pp.n_addrs == dp::kMaxPortAddresses) break;
             pp.addrs[pp.n_addrs] = a.addr.v4();
             pp.prefix_len[pp.n_addrs] = a.len;
             ++pp.n_addrs;
             add_route(pp.vrf, a, id, 0);
-            if (pc.role == config::PortRole::outside)
-                port_nat.push_back(a.addr.v4());
+            if (pc.role == config::PortRole::outside) port_nat.push_back(a.addr.v4());
         }
     }
     snap->index_ports();
@@ -600,8 +579,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
 
     for (const auto* cidrs : {&cfg_.cluster.pod_cidrs, &cfg_.cluster.service_cidrs})
         for (const auto& c : *cidrs)
-            if (c.is_v4())
-                snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
+            if (c.is_v4()) snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
     std::vector<std::pair<uint64_t, uint32_t>> nodes;
     std::vector<dp::Ip6Map::Item> nodes6;
     for (const net::IpAddr& ip : cfg_.cluster.node_ips) {
@@ -628,11 +606,9 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     // through the default table, so its ingress IPs are answered on the default network's ports.
     std::vector<uint32_t> arp_ports(dp::kMaxVrfs);
     for (unsigned id = 0; id < dp::kMaxPorts; ++id)
-        if (snap->ports[id].role == dp::PortRole::outside)
-            arp_ports[snap->ports[id].vrf] |= 1u << id;
+        if (snap->ports[id].role == dp::PortRole::outside) arp_ports[snap->ports[id].vrf] |= 1u << id;
     for (uint32_t& mask : arp_ports)
-        if (mask == 0)
-            mask = arp_ports[dp::kDefaultVrf];
+        if (mask == 0) mask = arp_ports[dp::kDefaultVrf];
 
     std::sort(port_nat.begin(), port_nat.end());
     port_nat.erase(std::unique(port_nat.begin(), port_nat.end()), port_nat.end());
@@ -647,11 +623,11 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     // from the views at every publication (a walk over the Services).
     for (const ServiceView& v : views_) {
         const model::ServiceState& st = v.state;
-        if (!st.serve_here || st.mode != model::Mode::load_balancer_ip || !st.ingress_ipv6 || v.id == 0)
-            continue;
+        if (!st.serve_here || st.mode != model::Mode::load_balancer_ip || !st.ingress_ipv6 || v.id == 0) continue;
         int vrf = resolve_vrf(st.network);
         if (vrf >= 0)
-            nat6.push_back({*st.ingress_ipv6, dp::kNatIngressIp | arp_ports_[static_cast<size_t>(vrf)] << dp::kNatArpPortsShift});
+            nat6.push_back(
+                {*st.ingress_ipv6, dp::kNatIngressIp | arp_ports_[static_cast<size_t>(vrf)] << dp::kNatArpPortsShift});
     }
     std::sort(nat6.begin(), nat6.end());
     std::vector<dp::Ip6Map::Item> nat6_items;
@@ -676,20 +652,17 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     {
         std::set<std::array<uint8_t, 16>> seen;
         for (const ServiceView& v : views_) {
-            if (v.id == 0)
-                continue;
+            if (v.id == 0) continue;
             const bool translated = services_[v.id].mode6 != dp::ServiceMode::inactive;
             for (const net::IpAddr& ip : v.state.endpoint_ipv6s) {
                 std::array<uint8_t, 16> a;
                 std::copy(ip.bytes().begin(), ip.bytes().end(), a.begin());
-                if (!seen.insert(a).second)
-                    continue;
+                if (!seen.insert(a).second) continue;
                 dp::Ip6Map::Item it{};
                 std::copy(a.begin(), a.end(), it.addr);
                 it.value = v.id;
                 endpoints6.push_back(it);
-                if (translated)
-                    served6.push_back(a);
+                if (translated) served6.push_back(a);
             }
         }
     }
@@ -706,7 +679,8 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     snap->ingress_ports = ingress_ports_;
     if (cfg_.ingress.via) {
         const config::PortConfig* pc = cfg_.find_port(cfg_.ingress.port);
-        snap->ingress_next_hop = dp::NextHop{port_ids_[static_cast<size_t>(pc - cfg_.ports.data())], cfg_.ingress.via->v4()};
+        snap->ingress_next_hop =
+            dp::NextHop{port_ids_[static_cast<size_t>(pc - cfg_.ports.data())], cfg_.ingress.via->v4()};
         snap->has_ingress_next_hop = true;
     }
     snap->default_version = default_version_;

@@ -36,10 +36,10 @@ namespace egw::control {
 struct ServiceView {
     model::ServiceState state;
     uint32_t id = 0;
-    bool programmed = false;       // translating on this gateway now (IPv4)
-    bool programmed6 = false;      // the same for its IPv6 endpoints
-    std::string vrf;               // resolved VRF name ("" when the network is unknown)
-    std::string problem;           // why it is not programmed although served here (unknown network, ...)
+    bool programmed = false;   // translating on this gateway now (IPv4)
+    bool programmed6 = false;  // the same for its IPv6 endpoints
+    std::string vrf;           // resolved VRF name ("" when the network is unknown)
+    std::string problem;       // why it is not programmed although served here (unknown network, ...)
     // Per address family, what this gateway does with the Service's endpoints of that family, in
     // one line for the CLI, the status file and the logs: "SNAT to 192.0.2.50", "masquerade to the
     // egress port's address" or "not translated: <why>".
@@ -55,7 +55,8 @@ class PolicyBuilder {
 public:
     // `port_macs[port id]` are the MACs the ports actually use. `port_ids[i]` is the DPDK port id
     // of config.ports[i]. `cfg` is read again on every build: ports, routes and VRFs may change.
-    PolicyBuilder(const config::Config& cfg, std::vector<uint16_t> port_ids, std::vector<std::array<uint8_t, 6>> port_macs);
+    PolicyBuilder(const config::Config& cfg, std::vector<uint16_t> port_ids,
+                  std::vector<std::array<uint8_t, 6>> port_macs);
 
     // Builds the snapshot for exactly these services (keys unique; a repeated key counts once,
     // the last one). Never fails: what cannot be programmed is left out and said in the views.
@@ -104,31 +105,31 @@ private:
     std::vector<uint16_t> port_ids_;
     std::vector<std::array<uint8_t, 6>> port_macs_;
     std::map<std::string, uint32_t> ids_;
-    std::vector<const std::string*> key_of_;   // by id: the key in ids_, nullptr when free
+    std::vector<const std::string*> key_of_;  // by id: the key in ids_, nullptr when free
     std::vector<uint32_t> free_ids_;
     uint32_t next_id_ = 1;
     uint32_t next_version_ = 1;
-    std::set<std::string> idless_;             // Services that got no id (over the limit)
-    std::vector<ServiceView> views_;           // sorted by key
-    std::vector<config::VrfConfig> vrfs_seen_; // what the Services were resolved against
+    std::set<std::string> idless_;              // Services that got no id (over the limit)
+    std::vector<ServiceView> views_;            // sorted by key
+    std::vector<config::VrfConfig> vrfs_seen_;  // what the Services were resolved against
 
     // The last snapshot's Service-dependent tables, patched by each build and copied into the next.
     std::vector<dp::ServicePolicy> services_ = std::vector<dp::ServicePolicy>(dp::kMaxServices);
-    dp::FlatMap endpoints_;   // pod -> owning Service id
-    dp::FlatMap nat_;         // NAT address -> flags
+    dp::FlatMap endpoints_;  // pod -> owning Service id
+    dp::FlatMap nat_;        // NAT address -> flags
     // Every Service (with an id) that lists a pod; the first by key owns it. One claim per pod
     // is the rule, so it lives in a flat map, and only pods claimed more than once have a list.
-    dp::FlatMap first_claim_;                                           // pod -> one claimant
-    std::unordered_map<uint32_t, std::vector<uint32_t>> more_claims_;   // pod -> the others
+    dp::FlatMap first_claim_;                                          // pod -> one claimant
+    std::unordered_map<uint32_t, std::vector<uint32_t>> more_claims_;  // pod -> the others
     // ingress IP -> the VRF of each Service translating to it (one entry per Service)
     std::unordered_map<uint32_t, std::vector<uint8_t>> ingress_refs_;
     dp::FlatMap ingress_ports_;  // PolicySnapshot::ingress_key -> the Service id it goes to
     std::unordered_map<uint64_t, std::vector<uint32_t>> ingress_port_claims_;  // key -> every claimant
     // Per VRF, the outside ports answering ARP for its Services' ingress IPs (bit n: port id n).
     std::vector<uint32_t> arp_ports_ = std::vector<uint32_t>(dp::kMaxVrfs);
-    std::vector<uint32_t> port_nat_;                        // outside ports' addresses, sorted
+    std::vector<uint32_t> port_nat_;  // outside ports' addresses, sorted
     uint32_t default_version_ = 1;
-    std::vector<std::array<uint8_t, 16>> served6_;  // the IPv6 pods translated by a Service, sorted
+    std::vector<std::array<uint8_t, 16>> served6_;              // the IPv6 pods translated by a Service, sorted
     std::optional<config::DefaultAction> last_default_action_;  // of the last snapshot
     uint64_t generation_ = 0;
     // The routes of the last snapshot, as (key, port << 32 | gateway) pairs, and the generation

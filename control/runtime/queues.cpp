@@ -17,8 +17,7 @@ QueuePlan plan_queues(unsigned configured, unsigned n_workers, unsigned max_rx, 
     p.wanted = configured ? configured : n_workers;
     unsigned n = std::min({p.wanted, n_workers, max_rx});
     p.rx_queues = static_cast<uint16_t>(n < 1 ? 1 : n);
-    if (p.rx_queues > 1)
-        p.rss_hf = wanted_rss_hf() & rss_offloads;
+    if (p.rx_queues > 1) p.rss_hf = wanted_rss_hf() & rss_offloads;
     return p;
 }
 
@@ -35,15 +34,12 @@ std::string describe_rss(uint64_t rss_hf) {
     };
     std::string out;
     auto add = [&](const char* name) {
-        if (!out.empty())
-            out.push_back(' ');
+        if (!out.empty()) out.push_back(' ');
         out.append(name);
     };
     for (const auto& n : names)
-        if (rss_hf & n.bit)
-            add(n.name);
-    if (rss_hf & ~wanted_rss_hf())
-        add("other");
+        if (rss_hf & n.bit) add(n.name);
+    if (rss_hf & ~wanted_rss_hf()) add("other");
     return out.empty() ? "none" : out;
 }
 

@@ -15,9 +15,9 @@ namespace egw::control {
 uint64_t wanted_rss_hf();
 
 struct QueuePlan {
-    unsigned wanted = 1;      // from the config: `queues`, or one per worker
-    uint16_t rx_queues = 1;   // what the port gets: at most the workers and the device's maximum
-    uint64_t rss_hf = 0;      // wanted_rss_hf() masked by the device's RSS types; 0 with one queue
+    unsigned wanted = 1;     // from the config: `queues`, or one per worker
+    uint16_t rx_queues = 1;  // what the port gets: at most the workers and the device's maximum
+    uint64_t rss_hf = 0;     // wanted_rss_hf() masked by the device's RSS types; 0 with one queue
 };
 
 // `configured` is the port's `queues` (0: one per worker); `max_rx` and `rss_offloads` are the

@@ -26,7 +26,9 @@ static_assert(config::kMaxReassemblyFragments == RTE_LIBRTE_IP_FRAG_MAX_FRAG,
 
 namespace {
 
-std::string errstr(int e) { return rte_strerror(e < 0 ? -e : e); }
+std::string errstr(int e) {
+    return rte_strerror(e < 0 ? -e : e);
+}
 
 unsigned main_socket() {
     unsigned s = rte_socket_id();
@@ -54,8 +56,7 @@ void Runtime::configure_mtu(const config::PortConfig& pc, const std::string& fie
                                " cannot chain mbufs on receive), got " + std::to_string(cfg_.mempool.data_room));
         conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
     }
-    if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
-        conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 }
 
 // The device's own MTU (net_af_packet sets it on the kernel interface). A device without an MTU
@@ -84,8 +85,7 @@ std::vector<std::string> Runtime::eal_arguments(const config::Config& cfg, const
     a.push_back(e.lcores);
     a.push_back("--main-lcore");
     a.push_back(std::to_string(e.main_lcore));
-    if (e.no_huge)
-        a.push_back("--no-huge");
+    if (e.no_huge) a.push_back("--no-huge");
     a.push_back("-m");
     a.push_back(std::to_string(e.memory_mb));
     a.push_back("--file-prefix");
@@ -141,8 +141,7 @@ unsigned Runtime::worker_socket(unsigned index) const {
 
 rte_mempool* Runtime::pool_on(unsigned socket) {
     for (const auto& [s, p] : pools_)
-        if (s == socket)
-            return p;
+        if (s == socket) return p;
     // The first pool keeps the plain name; one per further socket that has a port.
     std::string name = pools_.empty() ? "egw_mbufs" : "egw_mbufs_s" + std::to_string(socket);
     rte_mempool* p = rte_pktmbuf_pool_create(name.c_str(), n_mbufs_, cfg_.mempool.cache, 0,
@@ -162,20 +161,21 @@ void Runtime::setup(unsigned mbufs) {
         throw RuntimeError("at most " + std::to_string(dp::kMaxWorkers) + " workers are supported");
     for (unsigned lc : cfg_.workers)
         if (!rte_lcore_is_enabled(lc) || lc == rte_get_main_lcore())
-            throw RuntimeError("worker lcore " + std::to_string(lc) + " is not an enabled non-main EAL lcore (check eal.lcores)");
+            throw RuntimeError("worker lcore " + std::to_string(lc) +
+                               " is not an enabled non-main EAL lcore (check eal.lcores)");
 
     shared_.next_hop_field = rte_mbuf_dynfield_register(&dp::next_hop_dynfield());
-    if (shared_.next_hop_field < 0)
-        throw RuntimeError("cannot register the mbuf next-hop field: " + errstr(rte_errno));
+    if (shared_.next_hop_field < 0) throw RuntimeError("cannot register the mbuf next-hop field: " + errstr(rte_errno));
 
     n_mbufs_ = mbufs ? mbufs : cfg_.mempool.mbufs;
     pool_ = pool_on(main_socket());
     // Fragments for the egress MTU: their headers come from the main pool, their payload stays
     // where it is, referred to by mbufs without data of their own.
-    indirect_ = rte_pktmbuf_pool_create("egw_indirect", n_mbufs_, cfg_.mempool.cache, 0, 0, static_cast<int>(main_socket()));
+    indirect_ =
+        rte_pktmbuf_pool_create("egw_indirect", n_mbufs_, cfg_.mempool.cache, 0, 0, static_cast<int>(main_socket()));
     if (!indirect_)
-        throw RuntimeError("cannot create a pool of " + std::to_string(n_mbufs_) + " indirect mbufs: " + errstr(rte_errno) +
-                           " (raise eal.memory_mb or lower mempool.mbufs)");
+        throw RuntimeError("cannot create a pool of " + std::to_string(n_mbufs_) +
+                           " indirect mbufs: " + errstr(rte_errno) + " (raise eal.memory_mb or lower mempool.mbufs)");
     shared_.frag_direct = pool_;
     shared_.frag_indirect = indirect_;
 
@@ -195,12 +195,10 @@ void Runtime::setup(unsigned mbufs) {
     shared_.neighbors = new dp::NeighborTable(cfg_.arp.max_neighbors);
     shared_.neighbors6 = new dp::NeighborTable6(cfg_.arp.max_neighbors);
     shared_.to_control = rte_ring_create("egw_to_ctrl", 4096, static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
-    if (!shared_.to_control)
-        throw RuntimeError("cannot create the control ring: " + errstr(rte_errno));
+    if (!shared_.to_control) throw RuntimeError("cannot create the control ring: " + errstr(rte_errno));
     size_t qsz = rte_rcu_qsbr_get_memsize(n_workers);
     shared_.qsbr = static_cast<rte_rcu_qsbr*>(rte_zmalloc("egw_qsbr", qsz, RTE_CACHE_LINE_SIZE));
-    if (!shared_.qsbr || rte_rcu_qsbr_init(shared_.qsbr, n_workers) != 0)
-        throw RuntimeError("cannot set up RCU");
+    if (!shared_.qsbr || rte_rcu_qsbr_init(shared_.qsbr, n_workers) != 0) throw RuntimeError("cannot set up RCU");
 
     // Ports.
     if (cfg_.ports.size() > dp::kMaxPorts)
@@ -236,8 +234,7 @@ void Runtime::setup(unsigned mbufs) {
             }
             spdlog::info("port {}: RSS over {} across {} queues", pc.name, describe_rss(plan.rss_hf), plan.rx_queues);
         }
-        if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM)
-            conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
+        if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
         configure_mtu(pc, "$.ports[" + std::to_string(port_index) + "].mtu", info, conf);
         if (int rc = rte_eth_dev_configure(pi.id, pi.rx_queues, static_cast<uint16_t>(n_workers), &conf); rc != 0)
             throw RuntimeError("port " + pc.name + ": configure: " + errstr(rc));
@@ -260,7 +257,8 @@ void Runtime::setup(unsigned mbufs) {
             std::copy(std::begin(pc.mac->bytes), std::end(pc.mac->bytes), a.addr_bytes);
             if (rte_eth_dev_default_mac_addr_set(pi.id, &a) != 0) {
                 // Keep the configured MAC in software and see every frame instead.
-                spdlog::warn("port {}: device refused MAC {}, using promiscuous mode", pc.name, config::format_mac(*pc.mac));
+                spdlog::warn("port {}: device refused MAC {}, using promiscuous mode", pc.name,
+                             config::format_mac(*pc.mac));
                 rte_eth_promiscuous_enable(pi.id);
             }
             std::copy(std::begin(pc.mac->bytes), std::end(pc.mac->bytes), pi.mac.begin());
@@ -282,16 +280,14 @@ void Runtime::setup(unsigned mbufs) {
         // Everything the worker writes per packet lives on its lcore's socket.
         int wsocket = static_cast<int>(worker_socket(i));
         void* mem = rte_zmalloc_socket("egw_worker", sizeof(dp::Worker), RTE_CACHE_LINE_SIZE, wsocket);
-        if (!mem)
-            throw RuntimeError("out of memory for worker state");
+        if (!mem) throw RuntimeError("out of memory for worker state");
         auto* w = new (mem) dp::Worker();
         w->index = i;
         w->shared = &shared_;
         w->n_ports = n_ports;
         dp::worker_assign_port_block(*w);
-        w->service_counters = static_cast<dp::ServiceCounters*>(
-            rte_zmalloc_socket("egw_svc_counters", sizeof(dp::ServiceCounters) * dp::kMaxServices, RTE_CACHE_LINE_SIZE,
-                               wsocket));
+        w->service_counters = static_cast<dp::ServiceCounters*>(rte_zmalloc_socket(
+            "egw_svc_counters", sizeof(dp::ServiceCounters) * dp::kMaxServices, RTE_CACHE_LINE_SIZE, wsocket));
         w->dump_capacity = 1024;
         w->dump_buffer = static_cast<dp::SessionRecord*>(
             rte_zmalloc_socket("egw_dump", sizeof(dp::SessionRecord) * w->dump_capacity, RTE_CACHE_LINE_SIZE, wsocket));
@@ -300,29 +296,28 @@ void Runtime::setup(unsigned mbufs) {
         // The IPv6 table holds as many sessions as the IPv4 one (sessions.max is per family).
         if (!w->service_counters || !w->dump_buffer || !w->sessions.init(name.c_str(), per_worker, wsocket) ||
             !w->sessions6.init(name6.c_str(), per_worker, wsocket))
-            throw RuntimeError("cannot allocate " + std::to_string(per_worker) +
-                               " sessions for worker " + std::to_string(i) + " (raise eal.memory_mb or lower sessions.max)");
+            throw RuntimeError("cannot allocate " + std::to_string(per_worker) + " sessions for worker " +
+                               std::to_string(i) + " (raise eal.memory_mb or lower sessions.max)");
         const config::ReassemblyConfig& ra = cfg_.reassembly;
-        w->reassembly = dp::reassembly_create(ra.max_datagrams, ra.max_fragments, ra.timeout_ms * tsc_hz_ / 1000, wsocket);
+        w->reassembly =
+            dp::reassembly_create(ra.max_datagrams, ra.max_fragments, ra.timeout_ms * tsc_hz_ / 1000, wsocket);
         if (!w->reassembly)
-            throw RuntimeError("cannot allocate the fragment reassembly table of worker " + std::to_string(i) + " for " +
-                               std::to_string(ra.max_datagrams) +
+            throw RuntimeError("cannot allocate the fragment reassembly table of worker " + std::to_string(i) +
+                               " for " + std::to_string(ra.max_datagrams) +
                                " datagrams (raise eal.memory_mb or lower reassembly.max_datagrams)");
         std::string rn = "egw_inj" + std::to_string(i);
         w->inject = rte_ring_create(rn.c_str(), 1024, wsocket, RING_F_SP_ENQ | RING_F_SC_DEQ);
-        if (!w->inject)
-            throw RuntimeError("cannot create ring " + rn + ": " + errstr(rte_errno));
+        if (!w->inject) throw RuntimeError("cannot create ring " + rn + ": " + errstr(rte_errno));
         workers_.push_back(w);
     }
     for (unsigned a = 0; a < n_workers && n_workers > 1; ++a)
         for (unsigned b = 0; b < n_workers; ++b) {
-            if (a == b)
-                continue;
+            if (a == b) continue;
             std::string rn = "egw_ho" + std::to_string(a) + "_" + std::to_string(b);
             // A hand-off ring is read by its consumer in every iteration: on the consumer's socket.
-            rte_ring* r = rte_ring_create(rn.c_str(), 2048, static_cast<int>(worker_socket(b)), RING_F_SP_ENQ | RING_F_SC_DEQ);
-            if (!r)
-                throw RuntimeError("cannot create ring " + rn + ": " + errstr(rte_errno));
+            rte_ring* r =
+                rte_ring_create(rn.c_str(), 2048, static_cast<int>(worker_socket(b)), RING_F_SP_ENQ | RING_F_SC_DEQ);
+            if (!r) throw RuntimeError("cannot create ring " + rn + ": " + errstr(rte_errno));
             workers_[a]->handoff_out[b] = r;
             workers_[b]->handoff_in[a] = r;
         }
@@ -335,21 +330,23 @@ void Runtime::setup(unsigned mbufs) {
             dp::Worker* w = workers_[wi];
             w->rxq[w->n_rxq++] = dp::RxQueue{p.id, q};
             if (p.socket != worker_socket(wi))
-                spdlog::warn("port {}: queue {} is polled by worker {} (lcore {}) on socket {}, the port is on socket {}: "
-                             "every packet crosses sockets", p.name, q, wi, cfg_.workers[wi], worker_socket(wi), p.socket);
+                spdlog::warn(
+                    "port {}: queue {} is polled by worker {} (lcore {}) on socket {}, the port is on socket {}: "
+                    "every packet crosses sockets",
+                    p.name, q, wi, cfg_.workers[wi], worker_socket(wi), p.socket);
         }
     }
     size_t session_bytes = 0;
     for (auto* w : workers_)
         session_bytes += w->sessions.memory_bytes() + w->sessions6.memory_bytes();
-    spdlog::info("data plane: {} worker(s), {} port(s), {} mbufs, {} sessions of each family ({:.1f} MiB of session tables)", n_workers,
-                 ports_.size(), n_mbufs_ * pools_.size(), per_worker * n_workers, session_bytes / 1048576.0);
+    spdlog::info(
+        "data plane: {} worker(s), {} port(s), {} mbufs, {} sessions of each family ({:.1f} MiB of session tables)",
+        n_workers, ports_.size(), n_mbufs_ * pools_.size(), per_worker * n_workers, session_bytes / 1048576.0);
 }
 
 void Runtime::start_ports() {
     for (const auto& p : ports_) {
-        if (int rc = rte_eth_dev_start(p.id); rc != 0)
-            throw RuntimeError("port " + p.name + ": start: " + errstr(rc));
+        if (int rc = rte_eth_dev_start(p.id); rc != 0) throw RuntimeError("port " + p.name + ": start: " + errstr(rc));
         ports_started_ = true;
     }
     std::vector<Steering::OutsidePort> outside;

@@ -26,13 +26,13 @@ public:
 };
 
 struct PortInfo {
-    std::string name;          // egw's name from the config
+    std::string name;  // egw's name from the config
     std::string device;
-    uint16_t id = 0;           // DPDK port id
+    uint16_t id = 0;  // DPDK port id
     std::array<uint8_t, 6> mac{};
     uint16_t rx_queues = 1;
-    uint64_t rss_hf = 0;       // RSS hash types in use (0: none, or a single queue)
-    unsigned socket = 0;       // NUMA socket of the device (the main lcore's for virtual devices)
+    uint64_t rss_hf = 0;  // RSS hash types in use (0: none, or a single queue)
+    unsigned socket = 0;  // NUMA socket of the device (the main lcore's for virtual devices)
 };
 
 class Runtime {
@@ -48,18 +48,18 @@ public:
     // EAL must be initialised. Creates the pool (`mbufs` overrides the config when non-zero), the
     // ports, rings, RCU and the workers' state. Throws RuntimeError naming what failed.
     void setup(unsigned mbufs);
-    void start_ports();        // also sets up steering (no rule until the first NAT address)
+    void start_ports();  // also sets up steering (no rule until the first NAT address)
     void launch_workers();
-    void stop_workers();       // asks the workers to stop and waits for them
-    void stop();               // stops workers, then ports
+    void stop_workers();  // asks the workers to stop and waits for them
+    void stop();          // stops workers, then ports
 
     dp::DataplaneShared& shared() { return shared_; }
     std::vector<dp::Worker*>& workers() { return workers_; }
     const std::vector<PortInfo>& ports() const { return ports_; }
-    rte_mempool* pool() const { return pool_; }   // the main lcore's socket's pool
-    unsigned worker_socket(unsigned index) const; // NUMA socket of worker `index`'s lcore
+    rte_mempool* pool() const { return pool_; }    // the main lcore's socket's pool
+    unsigned worker_socket(unsigned index) const;  // NUMA socket of worker `index`'s lcore
     std::vector<uint16_t> port_ids() const;
-    std::vector<std::array<uint8_t, 6>> port_macs() const;   // indexed by DPDK port id
+    std::vector<std::array<uint8_t, 6>> port_macs() const;  // indexed by DPDK port id
     uint64_t tsc_hz() const { return tsc_hz_; }
     Steering& steering() { return steering_; }
     const Steering& steering() const { return steering_; }
@@ -73,13 +73,13 @@ private:
     dp::DataplaneShared shared_;
     std::vector<dp::Worker*> workers_;
     std::vector<PortInfo> ports_;
-    rte_mempool* pool_on(unsigned socket);      // the pool of a socket, made on first use
+    rte_mempool* pool_on(unsigned socket);  // the pool of a socket, made on first use
 
     Steering steering_;
     rte_mempool* pool_ = nullptr;
     std::vector<std::pair<unsigned, rte_mempool*>> pools_;  // one per socket with a port (and the main one)
     unsigned n_mbufs_ = 0;                                  // per pool
-    rte_mempool* indirect_ = nullptr;   // fragments' payload references
+    rte_mempool* indirect_ = nullptr;                       // fragments' payload references
     uint64_t tsc_hz_ = 0;
     bool launched_ = false;
     bool ports_started_ = false;

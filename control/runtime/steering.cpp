@@ -39,7 +39,9 @@ const char* to_string(SteeredProto p) {
     return "?";
 }
 
-const char* to_string(Steering::Mode m) { return m == Steering::Mode::rte_flow ? "rte_flow" : "software"; }
+const char* to_string(Steering::Mode m) {
+    return m == Steering::Mode::rte_flow ? "rte_flow" : "software";
+}
 
 std::vector<SteeringRule> steering_rules(uint32_t nat_ip, const std::vector<PortBlock>& blocks) {
     std::vector<SteeringRule> out;
@@ -117,7 +119,9 @@ std::string flow_error(int rc, const rte_flow_error& e) {
 
 }  // namespace
 
-Steering::~Steering() { clear(); }
+Steering::~Steering() {
+    clear();
+}
 
 void Steering::init(const std::vector<OutsidePort>& ports, const std::vector<PortBlock>& blocks) {
     clear();
@@ -150,8 +154,7 @@ void Steering::fall_back(Port& p, const std::string& why) {
 
 void Steering::destroy(Port& p, uint32_t nat_ip) {
     auto it = p.flows.find(nat_ip);
-    if (it == p.flows.end())
-        return;
+    if (it == p.flows.end()) return;
     for (rte_flow* f : it->second) {
         rte_flow_error err{};
         if (int rc = rte_flow_destroy(p.id, f, &err); rc != 0)
@@ -164,14 +167,12 @@ void Steering::destroy(Port& p, uint32_t nat_ip) {
 bool Steering::install(Port& p, uint32_t nat_ip) {
     std::vector<rte_flow*>& made = p.flows[nat_ip];
     for (const SteeringRule& r : steering_rules(nat_ip, blocks_)) {
-        if (r.proto == SteeredProto::icmp && !p.icmp)
-            continue;
+        if (r.proto == SteeredProto::icmp && !p.icmp) continue;
         FlowSpec spec(r);
         rte_flow_error err{};
         int rc = rte_flow_validate(p.id, &spec.attr, spec.pattern, spec.actions, &err);
         rte_flow* f = nullptr;
-        if (rc == 0)
-            f = rte_flow_create(p.id, &spec.attr, spec.pattern, spec.actions, &err);
+        if (rc == 0) f = rte_flow_create(p.id, &spec.attr, spec.pattern, spec.actions, &err);
         if (f) {
             made.push_back(f);
             continue;
@@ -195,16 +196,13 @@ void Steering::update(const std::vector<uint32_t>& nat_ips) {
     std::sort(want.begin(), want.end());
     want.erase(std::unique(want.begin(), want.end()), want.end());
     for (Port& p : ports_) {
-        if (p.mode != Mode::rte_flow)
-            continue;
+        if (p.mode != Mode::rte_flow) continue;
         for (auto it = p.flows.begin(); it != p.flows.end();) {
             uint32_t ip = (it++)->first;
-            if (!std::binary_search(want.begin(), want.end(), ip))
-                destroy(p, ip);
+            if (!std::binary_search(want.begin(), want.end(), ip)) destroy(p, ip);
         }
         for (uint32_t ip : want)
-            if (!p.flows.count(ip) && !install(p, ip))
-                break;
+            if (!p.flows.count(ip) && !install(p, ip)) break;
     }
     nat_ips_ = std::move(want);
 }

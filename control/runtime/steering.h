@@ -41,8 +41,8 @@ struct PortBlock {
 struct SteeringRule {
     uint32_t nat_ip = 0;  // host order
     SteeredProto proto = SteeredProto::tcp;
-    PortMatch port;       // TCP/UDP destination port; ICMP echo-reply identifier
-    uint16_t queue = 0;   // the owning worker's receive queue (= its index)
+    PortMatch port;      // TCP/UDP destination port; ICMP echo-reply identifier
+    uint16_t queue = 0;  // the owning worker's receive queue (= its index)
     bool operator==(const SteeringRule&) const = default;
 };
 
@@ -65,9 +65,9 @@ public:
         uint16_t id = 0;
         std::string name;
         Mode mode = Mode::software;
-        std::string reason;                                 // why software; empty under rte_flow
-        bool icmp = true;                                   // ICMP echo replies steered too
-        std::map<uint32_t, std::vector<rte_flow*>> flows;   // per NAT address (host order)
+        std::string reason;                                // why software; empty under rte_flow
+        bool icmp = true;                                  // ICMP echo replies steered too
+        std::map<uint32_t, std::vector<rte_flow*>> flows;  // per NAT address (host order)
     };
 
     Steering() = default;

@@ -10,14 +10,15 @@ namespace egw::control {
 
 namespace {
 
-uint64_t load(const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); }
+uint64_t load(const uint64_t& v) {
+    return __atomic_load_n(&v, __ATOMIC_RELAXED);
+}
 
 }  // namespace
 
 PortTx read_port_tx(std::span<dp::Worker* const> workers, uint16_t port) {
     PortTx t;
-    if (port >= dp::kMaxPorts)
-        return t;
+    if (port >= dp::kMaxPorts) return t;
     for (const dp::Worker* w : workers) {
         t.refused += load(w->counters.tx_refused[port]);
         t.stalls += load(w->counters.tx_stalls[port]);
@@ -29,8 +30,7 @@ PortTx read_port_tx(std::span<dp::Worker* const> workers, uint16_t port) {
 std::vector<std::string> TxStallLog::check(std::span<dp::Worker* const> workers, const std::vector<PortInfo>& ports) {
     std::vector<std::string> lines;
     for (const PortInfo& p : ports) {
-        if (p.id >= dp::kMaxPorts)
-            continue;
+        if (p.id >= dp::kMaxPorts) continue;
         for (const dp::Worker* w : workers) {
             Queue& q = queues_[{p.id, w->index}];
             uint64_t stalls = load(w->counters.tx_stalls[p.id]);

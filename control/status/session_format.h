@@ -18,11 +18,16 @@ namespace egw::control {
 
 inline const char* session_proto_name(uint8_t proto) {
     switch (proto) {
-    case 6: return "tcp";
-    case 17: return "udp";
-    case 1: return "icmp";
-    case 58: return "icmpv6";
-    default: return "other";
+    case 6:
+        return "tcp";
+    case 17:
+        return "udp";
+    case 1:
+        return "icmp";
+    case 58:
+        return "icmpv6";
+    default:
+        return "other";
     }
 }
 
@@ -39,10 +44,8 @@ inline std::string session_endpoint(const dp::Ip6& ip, uint16_t port_be) {
 // "" for non-TCP; otherwise opening, established, half-closed or closing (dataplane/tcp_track.h).
 template <class S>
 inline std::string session_tcp_state(const S& s) {
-    if (s.proto != 6)
-        return "";
-    if (s.tcp_seen & dp::kTcpClosing)
-        return "closing";
+    if (s.proto != 6) return "";
+    if (s.tcp_seen & dp::kTcpClosing) return "closing";
     if ((s.tcp_seen & (dp::kTcpSeenInside | dp::kTcpSeenOutside)) == (dp::kTcpSeenInside | dp::kTcpSeenOutside))
         return s.tcp_seen & (dp::kTcpFinInside | dp::kTcpFinOutside) ? "half-closed" : "established";
     return "opening";

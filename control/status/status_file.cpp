@@ -21,7 +21,9 @@ namespace {
 
 // Worker counters are plain per-lcore increments; an atomic load on this side is enough to read
 // them whole on every platform DPDK runs on.
-inline uint64_t rd(const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); }
+inline uint64_t rd(const uint64_t& v) {
+    return __atomic_load_n(&v, __ATOMIC_RELAXED);
+}
 
 }  // namespace
 
@@ -84,10 +86,18 @@ nlohmann::json collect_status(const StatusInputs& in) {
         rte_eth_stats st{};
         rte_eth_stats_get(p.id, &st);
         PortTx tx = read_port_tx(workers, p.id);
-        ports.push_back({{"name", p.name}, {"device", p.device}, {"rx_packets", st.ipackets}, {"tx_packets", st.opackets},
-                         {"rx_bytes", st.ibytes}, {"tx_bytes", st.obytes}, {"rx_missed", st.imissed},
-                         {"rx_errors", st.ierrors}, {"tx_errors", st.oerrors}, {"tx_refused", tx.refused},
-                         {"tx_stalls", tx.stalls}, {"tx_stalled_queues", tx.stalled_queues}});
+        ports.push_back({{"name", p.name},
+                         {"device", p.device},
+                         {"rx_packets", st.ipackets},
+                         {"tx_packets", st.opackets},
+                         {"rx_bytes", st.ibytes},
+                         {"tx_bytes", st.obytes},
+                         {"rx_missed", st.imissed},
+                         {"rx_errors", st.ierrors},
+                         {"tx_errors", st.oerrors},
+                         {"tx_refused", tx.refused},
+                         {"tx_stalls", tx.stalls},
+                         {"tx_stalled_queues", tx.stalled_queues}});
     }
     doc["ports"] = ports;
 
@@ -121,11 +131,9 @@ nlohmann::json collect_status(const StatusInputs& in) {
         for (size_t k = 0; k < workers.size(); ++k) {
             uint64_t v = rd(workers[k]->counters.*dp::kWorkerCounterField[i]);
             sum += v;
-            if (c.scope == dp::CounterScope::lcore)
-                wjs[k][c.key] = v;
+            if (c.scope == dp::CounterScope::lcore) wjs[k][c.key] = v;
         }
-        if (c.scope == dp::CounterScope::total)
-            doc[c.group][c.key] = sum;
+        if (c.scope == dp::CounterScope::total) doc[c.group][c.key] = sum;
     }
     doc["workers"] = wjs;
 
@@ -136,34 +144,39 @@ nlohmann::json collect_status(const StatusInputs& in) {
         doc["sessions"] = json::array();
     } else {
         uint64_t hz = rte_get_tsc_hz();
-        json listing = list_sessions(
-            workers, in.max_sessions, in.listing_timeout_ms, in.workers_stopped,
-            [&](const dp::Worker& w, const dp::SessionRecord& r) {
-                const SessionRow s = session_row(r);
-                auto it = id_to_key.find(s.service_id);
-                return json{{"worker", w.index}, {"proto", s.proto},
-                            {"inside", s.inside},
-                            {"outside", s.outside},
-                            {"remote", s.remote},
-                            {"service", s.service_id && it != id_to_key.end() ? it->second : ""},
-                            {"port", port_names.count(s.out_port) ? port_names[s.out_port] : ""},
-                            {"vrf", in.policy.vrf_name(s.vrf)}, {"state", s.state},
-                            {"idle_ms", r.idle_ticks * 1000 / hz}};
-            });
+        json listing =
+            list_sessions(workers, in.max_sessions, in.listing_timeout_ms, in.workers_stopped,
+                          [&](const dp::Worker& w, const dp::SessionRecord& r) {
+                              const SessionRow s = session_row(r);
+                              auto it = id_to_key.find(s.service_id);
+                              return json{{"worker", w.index},
+                                          {"proto", s.proto},
+                                          {"inside", s.inside},
+                                          {"outside", s.outside},
+                                          {"remote", s.remote},
+                                          {"service", s.service_id && it != id_to_key.end() ? it->second : ""},
+                                          {"port", port_names.count(s.out_port) ? port_names[s.out_port] : ""},
+                                          {"vrf", in.policy.vrf_name(s.vrf)},
+                                          {"state", s.state},
+                                          {"idle_ms", r.idle_ticks * 1000 / hz}};
+                          });
         doc["sessions"] = std::move(listing["sessions"]);
         doc["session_listing"] = std::move(listing["session_listing"]);
     }
 
     json neighbors = json::array();
     for (const auto& n : in.neighbors.list())
-        neighbors.push_back({{"port", n.port}, {"ip", net::to_string(n.ip)}, {"mac", n.mac}, {"state", n.state},
-                             {"held", n.held}});
+        neighbors.push_back(
+            {{"port", n.port}, {"ip", net::to_string(n.ip)}, {"mac", n.mac}, {"state", n.state}, {"held", n.held}});
     doc["neighbors"] = neighbors;
 
     const auto& garp = in.neighbors.announcer().stats();
     json announcing = json::array();
     for (const auto& a : in.neighbors.announcing())
-        announcing.push_back({{"port", a.port}, {"ip", config::format_ipv4(a.ip)}, {"what", a.what}, {"left", a.left},
+        announcing.push_back({{"port", a.port},
+                              {"ip", config::format_ipv4(a.ip)},
+                              {"what", a.what},
+                              {"left", a.left},
                               {"next_ms", a.next_ms}});
     doc["arp"] = {{"requests_sent", in.neighbors.requests_sent()},
                   {"solicitations_sent", in.neighbors.solicitations_sent()},
@@ -204,19 +217,15 @@ nlohmann::json list_sessions(const std::vector<dp::Worker*>& workers, unsigned m
         w.dump_scan = 0;
         want[i] = w.dump_request.fetch_add(1, std::memory_order_release) + 1;
         asked[i] = true;
-        if (workers_stopped)
-            dp::worker_finish_dump(w);
+        if (workers_stopped) dp::worker_finish_dump(w);
     };
     for (size_t i = 0; i < workers.size(); ++i) {
         dp::Worker& w = *workers[i];
-        if (workers_stopped)
-            dp::worker_finish_dump(w);
-        if (answered(w, w.dump_request.load(std::memory_order_relaxed)))
-            ask(i);
+        if (workers_stopped) dp::worker_finish_dump(w);
+        if (answered(w, w.dump_request.load(std::memory_order_relaxed))) ask(i);
     }
     for (size_t i = 0; i < workers.size(); ++i)
-        if (!asked[i] && wait(*workers[i], workers[i]->dump_request.load(std::memory_order_relaxed)))
-            ask(i);
+        if (!asked[i] && wait(*workers[i], workers[i]->dump_request.load(std::memory_order_relaxed))) ask(i);
 
     json sessions = json::array();
     json missing = json::array();
@@ -246,16 +255,18 @@ nlohmann::json list_sessions(const std::vector<dp::Worker*>& workers, unsigned m
         for (uint32_t k = 0; k < n; ++k) {
             if (sessions.size() >= max_sessions) {
                 complete = false;
-                if (reason.empty())
-                    reason = "the listing stops at " + std::to_string(max_sessions) + " sessions";
+                if (reason.empty()) reason = "the listing stops at " + std::to_string(max_sessions) + " sessions";
                 break;
             }
             sessions.push_back(row(w, w.dump_buffer[k]));
         }
     }
     json out;
-    out["session_listing"] = {{"complete", complete}, {"active", active}, {"listed", sessions.size()},
-                              {"missing_workers", missing}, {"reason", reason}};
+    out["session_listing"] = {{"complete", complete},
+                              {"active", active},
+                              {"listed", sessions.size()},
+                              {"missing_workers", missing},
+                              {"reason", reason}};
     out["sessions"] = std::move(sessions);
     return out;
 }
@@ -264,11 +275,9 @@ bool write_status_file(const std::string& path, const nlohmann::json& doc) {
     std::string tmp = path + ".tmp";
     {
         std::ofstream f(tmp, std::ios::trunc);
-        if (!f)
-            return false;
+        if (!f) return false;
         f << doc.dump(1) << '\n';
-        if (!f)
-            return false;
+        if (!f) return false;
     }
     return std::rename(tmp.c_str(), path.c_str()) == 0;
 }

@@ -38,8 +38,7 @@ public:
         reset(capacity_for(items.size()));
         for (auto& [k, v] : items) {
             size_t i = probe(k);
-            if (slots_[i].key == kEmpty)
-                ++size_;
+            if (slots_[i].key == kEmpty) ++size_;
             slots_[i] = Slot{k, v};
         }
     }
@@ -61,8 +60,7 @@ public:
     // Makes room for `n` keys in all, so that a large batch of assign() grows the map once.
     // Control thread, never on a published map.
     void reserve(size_t n) {
-        if (capacity_for(n) > slots_.size())
-            rehash(capacity_for(n));
+        if (capacity_for(n) > slots_.size()) rehash(capacity_for(n));
     }
 
     // Removes a key; false when it was not there. Control thread, never on a published map.
@@ -71,8 +69,7 @@ public:
     // keeps a key that comes and goes at the boundary from rehashing every time.
     bool erase(uint64_t key) {
         size_t hole = probe(key);
-        if (slots_[hole].key == kEmpty)
-            return false;
+        if (slots_[hole].key == kEmpty) return false;
         // Backward-shift deletion instead of tombstones: later members of the probe run move
         // into the hole unless their home slot lies after it, so a lookup can still stop at the
         // first empty slot.
@@ -86,8 +83,7 @@ public:
         }
         slots_[hole] = Slot{kEmpty, 0};
         --size_;
-        if (slots_.size() > 16 && size_ * 8 < slots_.size())
-            rehash(capacity_for(size_));
+        if (slots_.size() > 16 && size_ * 8 < slots_.size()) rehash(capacity_for(size_));
         return true;
     }
 
@@ -95,10 +91,8 @@ public:
         size_t i = slot_of(key);
         for (;;) {
             const Slot& s = slots_[i];
-            if (s.key == key)
-                return s.value;
-            if (s.key == kEmpty)
-                return kMissing;
+            if (s.key == key) return s.value;
+            if (s.key == kEmpty) return kMissing;
             i = (i + 1) & mask_;
         }
     }
@@ -115,8 +109,7 @@ public:
     template <class F>
     void for_each(F&& f) const {
         for (auto& s : slots_)
-            if (s.key != kEmpty)
-                f(s.key, s.value);
+            if (s.key != kEmpty) f(s.key, s.value);
     }
 
 private:

@@ -44,8 +44,7 @@ public:
             std::memcpy(&hi, it.addr, 8);
             std::memcpy(&lo, it.addr + 8, 8);
             size_t i = probe(hi, lo, it.scope);
-            if (!slots_[i].used)
-                ++size_;
+            if (!slots_[i].used) ++size_;
             slots_[i] = Slot{hi, lo, it.value, it.scope, 1};
         }
     }
@@ -64,8 +63,7 @@ public:
     template <class F>
     void for_each(F&& f) const {
         for (const Slot& s : slots_) {
-            if (!s.used)
-                continue;
+            if (!s.used) continue;
             uint8_t a[16];
             std::memcpy(a, &s.hi, 8);
             std::memcpy(a + 8, &s.lo, 8);
@@ -84,12 +82,12 @@ private:
     static_assert(sizeof(Slot) == 24);
 
     size_t probe(uint64_t hi, uint64_t lo, uint16_t scope) const {
-        uint64_t h = (hi * 0x9E3779B97F4A7C15ull) ^ (lo * 0xC2B2AE3D27D4EB4Full) ^ (uint64_t{scope} * 0x165667B19E3779F9ull);
+        uint64_t h =
+            (hi * 0x9E3779B97F4A7C15ull) ^ (lo * 0xC2B2AE3D27D4EB4Full) ^ (uint64_t{scope} * 0x165667B19E3779F9ull);
         size_t i = static_cast<size_t>(h >> 32) & mask_;
         for (;;) {
             const Slot& s = slots_[i];
-            if (!s.used || (s.hi == hi && s.lo == lo && s.scope == scope))
-                return i;
+            if (!s.used || (s.hi == hi && s.lo == lo && s.scope == scope)) return i;
             i = (i + 1) & mask_;
         }
     }

@@ -57,10 +57,8 @@ public:
         uint32_t i = slot_of(key);
         for (uint32_t n = 0; n < cap_; ++n) {
             uint64_t k = slots_[i].key.load(std::memory_order_acquire);
-            if (k == key)
-                return i;
-            if (k == 0)
-                return kNone;
+            if (k == key) return i;
+            if (k == 0) return kNone;
             i = (i + 1) & (cap_ - 1);
         }
         return kNone;
@@ -72,10 +70,8 @@ public:
     bool resolve(uint32_t slot, uint64_t key, uint8_t* out) {
         Slot& s = slots_[slot];
         uint64_t m = s.mac.load(std::memory_order_acquire);
-        if (!(m & kValid) || s.key.load(std::memory_order_relaxed) != key)
-            return false;
-        if (!s.used.load(std::memory_order_relaxed))
-            s.used.store(1, std::memory_order_relaxed);
+        if (!(m & kValid) || s.key.load(std::memory_order_relaxed) != key) return false;
+        if (!s.used.load(std::memory_order_relaxed)) s.used.store(1, std::memory_order_relaxed);
         unpack(m, out);
         return true;
     }
@@ -83,8 +79,7 @@ public:
     // Reader side: copies the MAC into `out` (6 bytes) when resolved, whatever the key.
     bool mac(uint32_t slot, uint8_t* out) const {
         uint64_t m = slots_[slot].mac.load(std::memory_order_acquire);
-        if (!(m & kValid))
-            return false;
+        if (!(m & kValid)) return false;
         unpack(m, out);
         return true;
     }
@@ -97,16 +92,12 @@ public:
         uint32_t n = 0;
         for (; n < cap_; ++n) {
             uint64_t k = slots_[i].key.load(std::memory_order_relaxed);
-            if (k == key)
-                return i;
-            if (k == 0)
-                break;
-            if (k == kTombstone && state_[i] == kFree && reuse == kNone)
-                reuse = i;
+            if (k == key) return i;
+            if (k == 0) break;
+            if (k == kTombstone && state_[i] == kFree && reuse == kNone) reuse = i;
             i = (i + 1) & (cap_ - 1);
         }
-        if (used_ >= limit_)
-            return kNone;
+        if (used_ >= limit_) return kNone;
         if (reuse != kNone)
             i = reuse;
         else if (n == cap_)
@@ -131,8 +122,7 @@ public:
     // Writer side: takes the entry out. The slot cools until release(slot), which the writer
     // calls once every worker has passed a quiescent state since.
     void erase(uint32_t slot) {
-        if (state_[slot] != kKeyed)
-            return;
+        if (state_[slot] != kKeyed) return;
         slots_[slot].mac.store(0, std::memory_order_release);
         slots_[slot].key.store(kTombstone, std::memory_order_release);
         state_[slot] = kCooling;
@@ -142,8 +132,7 @@ public:
     // Writer side: a cooled slot may take a key again. Tombstones that end a run of slots become
     // empty again, so that lookups of absent keys keep stopping early.
     void release(uint32_t slot) {
-        if (state_[slot] != kCooling)
-            return;
+        if (state_[slot] != kCooling) return;
         state_[slot] = kFree;
         uint32_t i = slot;
         while (slots_[(i + 1) & (cap_ - 1)].key.load(std::memory_order_relaxed) == 0 &&
@@ -152,15 +141,13 @@ public:
             // this tombstone.
             slots_[i].key.store(0, std::memory_order_release);
             i = (i - 1) & (cap_ - 1);
-            if (i == slot)
-                break;
+            if (i == slot) break;
         }
     }
 
     // Writer side: whether a worker sent through the slot since the last call; clears the mark.
     bool take_used(uint32_t slot) {
-        if (!slots_[slot].used.load(std::memory_order_relaxed))
-            return false;
+        if (!slots_[slot].used.load(std::memory_order_relaxed)) return false;
         slots_[slot].used.store(0, std::memory_order_relaxed);
         return true;
     }
@@ -171,8 +158,7 @@ public:
     // For listings on the control thread.
     bool slot_key(uint32_t slot, uint16_t* port, uint32_t* ip) const {
         uint64_t k = slots_[slot].key.load(std::memory_order_acquire);
-        if (k == 0 || k == kTombstone)
-            return false;
+        if (k == 0 || k == kTombstone) return false;
         *port = static_cast<uint16_t>((k >> 32) - 1);
         *ip = static_cast<uint32_t>(k);
         return true;
@@ -183,7 +169,7 @@ private:
     // Never a make_key() value (ports are 16 bits).
     static constexpr uint64_t kTombstone = ~uint64_t{0};
     // The writer's view of a slot (state_).
-    static constexpr uint8_t kFree = 0;     // empty or a tombstone that may take a key
+    static constexpr uint8_t kFree = 0;  // empty or a tombstone that may take a key
     static constexpr uint8_t kKeyed = 1;
     static constexpr uint8_t kCooling = 2;  // erased; workers may still be reading its old key
 

@@ -69,8 +69,7 @@ public:
             uint64_t t = s.tag.load(std::memory_order_acquire);
             if (t == tag && s.hi.load(std::memory_order_relaxed) == hi && s.lo.load(std::memory_order_relaxed) == lo)
                 return i;
-            if (t == 0)
-                return kNone;
+            if (t == 0) return kNone;
             i = (i + 1) & (cap_ - 1);
         }
         return kNone;
@@ -82,15 +81,13 @@ public:
     bool resolve(uint32_t slot, uint16_t port, const uint8_t* addr, uint8_t* out) {
         Slot& s = slots_[slot];
         uint64_t m = s.mac.load(std::memory_order_acquire);
-        if (!(m & kValid))
-            return false;
+        if (!(m & kValid)) return false;
         uint64_t hi, lo;
         split(addr, hi, lo);
         if (((s.tag.load(std::memory_order_relaxed) ^ tag_of(port)) | (s.hi.load(std::memory_order_relaxed) ^ hi) |
              (s.lo.load(std::memory_order_relaxed) ^ lo)) != 0)
             return false;
-        if (!s.used.load(std::memory_order_relaxed))
-            s.used.store(1, std::memory_order_relaxed);
+        if (!s.used.load(std::memory_order_relaxed)) s.used.store(1, std::memory_order_relaxed);
         unpack(m, out);
         return true;
     }
@@ -98,8 +95,7 @@ public:
     // Reader side: copies the MAC into `out` (6 bytes) when resolved, whatever the key.
     bool mac(uint32_t slot, uint8_t* out) const {
         uint64_t m = slots_[slot].mac.load(std::memory_order_acquire);
-        if (!(m & kValid))
-            return false;
+        if (!(m & kValid)) return false;
         unpack(m, out);
         return true;
     }
@@ -117,14 +113,11 @@ public:
             uint64_t t = s.tag.load(std::memory_order_relaxed);
             if (t == tag && s.hi.load(std::memory_order_relaxed) == hi && s.lo.load(std::memory_order_relaxed) == lo)
                 return i;
-            if (t == 0)
-                break;
-            if (t == kTombstone && state_[i] == kFree && reuse == kNone)
-                reuse = i;
+            if (t == 0) break;
+            if (t == kTombstone && state_[i] == kFree && reuse == kNone) reuse = i;
             i = (i + 1) & (cap_ - 1);
         }
-        if (used_ >= limit_)
-            return kNone;
+        if (used_ >= limit_) return kNone;
         if (reuse != kNone)
             i = reuse;
         else if (n == cap_)
@@ -152,8 +145,7 @@ public:
     // Writer side: takes the entry out. The slot cools until release(slot), which the writer
     // calls once every worker has passed a quiescent state since.
     void erase(uint32_t slot) {
-        if (state_[slot] != kKeyed)
-            return;
+        if (state_[slot] != kKeyed) return;
         slots_[slot].mac.store(0, std::memory_order_release);
         slots_[slot].tag.store(kTombstone, std::memory_order_release);
         state_[slot] = kCooling;
@@ -163,23 +155,20 @@ public:
     // Writer side: a cooled slot may take a key again. Tombstones that end a run of slots become
     // empty again, so that lookups of absent keys keep stopping early.
     void release(uint32_t slot) {
-        if (state_[slot] != kCooling)
-            return;
+        if (state_[slot] != kCooling) return;
         state_[slot] = kFree;
         uint32_t i = slot;
         while (slots_[(i + 1) & (cap_ - 1)].tag.load(std::memory_order_relaxed) == 0 &&
                slots_[i].tag.load(std::memory_order_relaxed) == kTombstone && state_[i] == kFree) {
             slots_[i].tag.store(0, std::memory_order_release);
             i = (i - 1) & (cap_ - 1);
-            if (i == slot)
-                break;
+            if (i == slot) break;
         }
     }
 
     // Writer side: whether a worker sent through the slot since the last call; clears the mark.
     bool take_used(uint32_t slot) {
-        if (!slots_[slot].used.load(std::memory_order_relaxed))
-            return false;
+        if (!slots_[slot].used.load(std::memory_order_relaxed)) return false;
         slots_[slot].used.store(0, std::memory_order_relaxed);
         return true;
     }
@@ -190,10 +179,10 @@ public:
     // For listings on the control thread: the key of a keyed slot.
     bool slot_key(uint32_t slot, uint16_t* port, uint8_t* addr) const {
         uint64_t t = slots_[slot].tag.load(std::memory_order_acquire);
-        if (t == 0 || t == kTombstone)
-            return false;
+        if (t == 0 || t == kTombstone) return false;
         *port = static_cast<uint16_t>(t - 1);
-        uint64_t hi = slots_[slot].hi.load(std::memory_order_relaxed), lo = slots_[slot].lo.load(std::memory_order_relaxed);
+        uint64_t hi = slots_[slot].hi.load(std::memory_order_relaxed),
+                 lo = slots_[slot].lo.load(std::memory_order_relaxed);
         std::memcpy(addr, &hi, 8);
         std::memcpy(addr + 8, &lo, 8);
         return true;
@@ -203,7 +192,7 @@ private:
     static constexpr uint64_t kValid = uint64_t{1} << 63;
     // Never a tag_of() value (ports are 16 bits).
     static constexpr uint64_t kTombstone = ~uint64_t{0};
-    static constexpr uint8_t kFree = 0;     // empty or a tombstone that may take a key
+    static constexpr uint8_t kFree = 0;  // empty or a tombstone that may take a key
     static constexpr uint8_t kKeyed = 1;
     static constexpr uint8_t kCooling = 2;  // erased; workers may still be reading its old key
 

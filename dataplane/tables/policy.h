@@ -68,12 +68,12 @@ struct ServicePolicy {
     uint32_t version = 0;  // 0: no such service
     ServiceMode mode = ServiceMode::inactive;
     uint8_t vrf = kDefaultVrf;
-    uint32_t nat_ip = 0;   // host order, snat_ingress_ip only
+    uint32_t nat_ip = 0;  // host order, snat_ingress_ip only
     // IPv6: what the Service's IPv6 endpoints get. A LoadBalancerIP Service with no IPv6 ingress
     // IP has inactive here (its IPv6 endpoints take the default action, as IPv4 endpoints do
     // without an IPv4 ingress IP); `version` covers both families.
     ServiceMode mode6 = ServiceMode::inactive;
-    Ip6 nat_ip6 = {};      // snat_ingress_ip only
+    Ip6 nat_ip6 = {};  // snat_ingress_ip only
 };
 
 struct NextHop {
@@ -92,8 +92,8 @@ struct NextHop6 {
 // port n): the outside ports of its Services' networks, so that a network that is not the
 // Service's never learns the address through this gateway.
 enum NatAddressFlags : uint32_t {
-    kNatIngressIp = 1u << 0,     // a served Service's ingress IP
-    kNatPortAddress = 1u << 1,   // an outside port's own address (masquerade)
+    kNatIngressIp = 1u << 0,    // a served Service's ingress IP
+    kNatPortAddress = 1u << 1,  // an outside port's own address (masquerade)
 };
 inline constexpr unsigned kNatArpPortsShift = 16;
 static_assert(kMaxPorts <= 32 - kNatArpPortsShift, "the ARP port mask shares the flags word");
@@ -123,24 +123,23 @@ struct PolicySnapshot {
         for (unsigned port = 0; port < kMaxPorts; ++port)
             for (unsigned k = 0; k < ports[port].n_addrs; ++k) {
                 uint8_t len = ports[port].prefix_len[k];
-                if (len == 0 || len > 30)
-                    continue;
+                if (len == 0 || len > 30) continue;
                 uint32_t host = ~uint32_t{0} >> len;
                 port_broadcasts[n_port_broadcasts++] = {ports[port].addrs[k] | host, static_cast<uint16_t>(port)};
             }
     }
     std::vector<ServicePolicy> services = std::vector<ServicePolicy>(kMaxServices);
 
-    FlatMap endpoints;       // pod IPv4 -> service id (served or not)
-    FlatMap nat_addresses;   // IPv4 -> NatAddressFlags
-    FlatMap node_ips;        // IPv4 -> 1
+    FlatMap endpoints;      // pod IPv4 -> service id (served or not)
+    FlatMap nat_addresses;  // IPv4 -> NatAddressFlags
+    FlatMap node_ips;       // IPv4 -> 1
     // Ingress to served ingress IPs (docs/architecture.md): ingress_key(ingress IP, protocol, port)
     // of every spec.ports entry of a Service translated to that ingress IP -> the Service's id.
     // Connections from outside to such a port are routed into the cluster toward
     // `ingress_next_hop`; what comes back with that address and port as its source leaves
     // untranslated through the Service's network.
     FlatMap ingress_ports;
-    NextHop ingress_next_hop{};      // an inside port and the next hop there
+    NextHop ingress_next_hop{};  // an inside port and the next hop there
     bool has_ingress_next_hop = false;
     std::vector<std::pair<uint32_t, uint32_t>> cluster_cidrs;  // (network, mask), pod + service CIDRs
 
@@ -159,8 +158,7 @@ struct PolicySnapshot {
         for (uint8_t len : vrf_prefix_lengths[vrf]) {
             uint32_t mask = len == 0 ? 0 : ~uint32_t{0} << (32 - len);
             uint32_t nh = routes.find(route_key(vrf, len, dst & mask));
-            if (nh != FlatMap::kMissing)
-                return &next_hops[nh];
+            if (nh != FlatMap::kMissing) return &next_hops[nh];
         }
         return nullptr;
     }
@@ -169,8 +167,7 @@ struct PolicySnapshot {
     // has no route.
     const NextHop* lookup_route(uint8_t vrf, uint32_t dst) const {
         const NextHop* nh = lookup_route_in(vrf, dst);
-        if (!nh && vrf != kDefaultVrf)
-            nh = lookup_route_in(kDefaultVrf, dst);
+        if (!nh && vrf != kDefaultVrf) nh = lookup_route_in(kDefaultVrf, dst);
         return nh;
     }
 
@@ -207,16 +204,14 @@ struct PolicySnapshot {
         for (uint8_t len : vrf_prefix_lengths6[vrf]) {
             mask6(dst, len, net);
             uint32_t nh = routes6.find(net, route_scope6(vrf, len));
-            if (nh != Ip6Map::kMissing)
-                return &next_hops6[nh];
+            if (nh != Ip6Map::kMissing) return &next_hops6[nh];
         }
         return nullptr;
     }
 
     const NextHop6* lookup_route6(uint8_t vrf, const uint8_t* dst) const {
         const NextHop6* nh = lookup_route6_in(vrf, dst);
-        if (!nh && vrf != kDefaultVrf)
-            nh = lookup_route6_in(kDefaultVrf, dst);
+        if (!nh && vrf != kDefaultVrf) nh = lookup_route6_in(kDefaultVrf, dst);
         return nh;
     }
 
@@ -230,8 +225,7 @@ struct PolicySnapshot {
         uint8_t net[16];
         for (const auto& [prefix, len] : cluster_cidrs6) {
             mask6(dst, len, net);
-            if (ip6_equal(net, prefix.b))
-                return true;
+            if (ip6_equal(net, prefix.b)) return true;
         }
         return node_ips6.contains(dst);
     }
@@ -239,11 +233,9 @@ struct PolicySnapshot {
     // Whether `ip` is one of the port's IPv6 addresses, its link-local one included.
     bool is_port_address6(uint16_t port, const uint8_t* ip) const {
         const PortPolicy& p = ports[port];
-        if (ip6_equal(p.link_local.b, ip))
-            return true;
+        if (ip6_equal(p.link_local.b, ip)) return true;
         for (unsigned i = 0; i < p.n_addrs6; ++i)
-            if (ip6_equal(p.addrs6[i].b, ip))
-                return true;
+            if (ip6_equal(p.addrs6[i].b, ip)) return true;
         return false;
     }
 
@@ -256,23 +248,20 @@ struct PolicySnapshot {
     // Pod CIDRs, service CIDRs and node IPs: destinations that are never translated.
     bool inside_cluster(uint32_t dst) const {
         for (auto& [net, mask] : cluster_cidrs)
-            if ((dst & mask) == net)
-                return true;
+            if ((dst & mask) == net) return true;
         return node_ips.contains(dst);
     }
 
     // Whether ARP for `ip` is answered on `port` as a served ingress IP.
     bool answers_arp_for_ingress(uint16_t port, uint32_t ip) const {
         uint32_t flags = nat_addresses.find(ip);
-        return flags != FlatMap::kMissing && (flags & kNatIngressIp) &&
-               (flags >> kNatArpPortsShift) & (1u << port);
+        return flags != FlatMap::kMissing && (flags & kNatIngressIp) && (flags >> kNatArpPortsShift) & (1u << port);
     }
 
     bool is_port_address(uint16_t port, uint32_t ip) const {
         const PortPolicy& p = ports[port];
         for (unsigned i = 0; i < p.n_addrs; ++i)
-            if (p.addrs[i] == ip)
-                return true;
+            if (p.addrs[i] == ip) return true;
         return false;
     }
 };

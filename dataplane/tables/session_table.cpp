@@ -81,13 +81,11 @@ bool BasicSessionTable<F>::allocate(const char* name, size_t bytes, int socket) 
     }
     size_t len = (bytes + kHuge - 1) & ~(kHuge - 1);
     void* p = mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return false;
+    if (p == MAP_FAILED) return false;
     // Keep the 2 MiB-aligned part and give back the rest.
     auto start = reinterpret_cast<uintptr_t>(p);
     uintptr_t aligned = (start + kHuge - 1) & ~uintptr_t{kHuge - 1};
-    if (aligned > start)
-        munmap(p, aligned - start);
+    if (aligned > start) munmap(p, aligned - start);
     if (aligned + len < start + len + kHuge)
         munmap(reinterpret_cast<void*>(aligned + len), start + len + kHuge - (aligned + len));
     memory_ = reinterpret_cast<void*>(aligned);
@@ -128,8 +126,7 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
     pods_mask_ = static_cast<uint32_t>(pod_slots - 1);
     size_t pod_bytes = sizeof(PodCount) * pod_slots;
     size_t free_bytes = (sizeof(uint32_t) * size_t{capacity} + 63) & ~size_t{63};
-    if (!allocate(name, 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes + free_bytes, socket))
-        return false;
+    if (!allocate(name, 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes + free_bytes, socket)) return false;
     auto* base = static_cast<uint8_t*>(memory_);
     inside_ = reinterpret_cast<Bucket*>(base);
     outside_ = reinterpret_cast<Bucket*>(base + table_bytes);
@@ -156,14 +153,11 @@ uint32_t BasicSessionTable<F>::find(const Bucket* table, const Key& k, uint32_t 
         const Bucket& bk = table[b];
         for (unsigned m = sig_matches(bk, h); m; m &= m - 1) {
             unsigned j = static_cast<unsigned>(__builtin_ctz(m));
-            if (bk.idx[j] == kEmpty)
-                continue;
+            if (bk.idx[j] == kEmpty) continue;
             const Entry& s = pool_[bk.idx[j]];
-            if (Inside ? F::inside_match(s, k) : F::outside_match(s, k))
-                return bk.idx[j];
+            if (Inside ? F::inside_match(s, k) : F::outside_match(s, k)) return bk.idx[j];
         }
-        if (!bk.overflowed)
-            return kNone;
+        if (!bk.overflowed) return kNone;
         b = (b + 1) & mask_;
     }
 }
@@ -193,8 +187,7 @@ void BasicSessionTable<F>::lookup_bulk(const Bucket* table, const Key* const* ke
         if (cand != kNone) {
             rte_prefetch0(&pool_[cand]);
             // An IPv6 session's second line: what its rewrite and output read.
-            if constexpr (sizeof(Entry) > 64)
-                rte_prefetch0(reinterpret_cast<const uint8_t*>(&pool_[cand]) + 64);
+            if constexpr (sizeof(Entry) > 64) rte_prefetch0(reinterpret_cast<const uint8_t*>(&pool_[cand]) + 64);
         }
     }
     for (unsigned i = 0; i < n; ++i) {
@@ -231,13 +224,19 @@ void BasicSessionTable<F>::prefetch_outside_match(uint32_t h) const {
 }
 
 template <class F>
-uint32_t BasicSessionTable<F>::find_inside(const Key& k) const { return find<true>(inside_, k, hash(k)); }
+uint32_t BasicSessionTable<F>::find_inside(const Key& k) const {
+    return find<true>(inside_, k, hash(k));
+}
 
 template <class F>
-uint32_t BasicSessionTable<F>::find_outside(const Key& k) const { return find<false>(outside_, k, hash(k)); }
+uint32_t BasicSessionTable<F>::find_outside(const Key& k) const {
+    return find<false>(outside_, k, hash(k));
+}
 
 template <class F>
-uint32_t BasicSessionTable<F>::find_outside(const Key& k, uint32_t h) const { return find<false>(outside_, k, h); }
+uint32_t BasicSessionTable<F>::find_outside(const Key& k, uint32_t h) const {
+    return find<false>(outside_, k, h);
+}
 
 template <class F>
 void BasicSessionTable<F>::insert(Bucket* table, uint32_t h, uint32_t idx) {
@@ -270,8 +269,7 @@ void BasicSessionTable<F>::erase(Bucket* table, uint32_t h, uint32_t idx) {
                     --table[c].overflowed;
                 return;
             }
-        if (!bk.overflowed)
-            return;
+        if (!bk.overflowed) return;
         b = (b + 1) & mask_;
     }
 }
@@ -283,8 +281,7 @@ uint32_t BasicSessionTable<F>::create(const Entry& s) {
 
 template <class F>
 uint32_t BasicSessionTable<F>::create(const Entry& s, uint32_t h_inside, uint32_t h_outside) {
-    if (n_free_ == 0)
-        return kNone;
+    if (n_free_ == 0) return kNone;
     uint32_t idx = free_[--n_free_];
     pool_[idx] = s;
     pool_[idx].in_use = static_cast<uint8_t>(s.in_use | kSessionInUse);
@@ -299,8 +296,7 @@ uint32_t BasicSessionTable<F>::create(const Entry& s, uint32_t h_inside, uint32_
 template <class F>
 void BasicSessionTable<F>::destroy(uint32_t idx) {
     Entry& s = pool_[idx];
-    if (!(s.in_use & kSessionInUse))
-        return;
+    if (!(s.in_use & kSessionInUse)) return;
     erase(inside_, hash(F::inside_key(s)), idx);
     erase(outside_, hash(F::outside_key(s)), idx);
     pod_remove(F::pod_of(s));
@@ -311,13 +307,10 @@ void BasicSessionTable<F>::destroy(uint32_t idx) {
 
 template <class F>
 uint32_t BasicSessionTable<F>::pod_sessions(const Pod& pod) const {
-    if (F::pod_free(pod))
-        return 0;
+    if (F::pod_free(pod)) return 0;
     for (uint32_t i = pod_home(pod);; i = (i + 1) & pods_mask_) {
-        if (F::pod_equal(pods_[i].pod, pod))
-            return pods_[i].count;
-        if (F::pod_free(pods_[i].pod))
-            return 0;
+        if (F::pod_equal(pods_[i].pod, pod)) return pods_[i].count;
+        if (F::pod_free(pods_[i].pod)) return 0;
     }
 }
 
@@ -326,8 +319,7 @@ void BasicSessionTable<F>::pod_add(const Pod& pod) {
     // Never full: a pod has a slot only while it has a session, and there are twice as many
     // slots as sessions. The free marker (0.0.0.0, ::) is never a pod, so a session of it (only
     // ever made by a test of the table itself) is not counted.
-    if (F::pod_free(pod))
-        return;
+    if (F::pod_free(pod)) return;
     uint32_t i = pod_home(pod);
     while (!F::pod_equal(pods_[i].pod, pod) && !F::pod_free(pods_[i].pod))
         i = (i + 1) & pods_mask_;
@@ -337,16 +329,13 @@ void BasicSessionTable<F>::pod_add(const Pod& pod) {
 
 template <class F>
 void BasicSessionTable<F>::pod_remove(const Pod& pod) {
-    if (F::pod_free(pod))
-        return;
+    if (F::pod_free(pod)) return;
     uint32_t i = pod_home(pod);
     while (!F::pod_equal(pods_[i].pod, pod)) {
-        if (F::pod_free(pods_[i].pod))
-            return;
+        if (F::pod_free(pods_[i].pod)) return;
         i = (i + 1) & pods_mask_;
     }
-    if (--pods_[i].count)
-        return;
+    if (--pods_[i].count) return;
     // Backward-shift deletion: later entries of the run that may live in the freed slot move
     // into it, so a lookup never stops early at a hole.
     for (uint32_t j = (i + 1) & pods_mask_; !F::pod_free(pods_[j].pod); j = (j + 1) & pods_mask_) {

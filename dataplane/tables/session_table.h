@@ -68,10 +68,10 @@ enum TcpSeen : uint8_t {
 // is the pod, side 1 the remote. Written by tracked TCP segments only.
 struct TcpWindow {
     static constexpr uint8_t kScaleUnknown = 0xff;
-    uint32_t end[2] = {};        // the sequence number just past what the side has sent
-    uint16_t max_win[2] = {};    // the largest window field the side sent outside a SYN (0: none)
+    uint32_t end[2] = {};      // the sequence number just past what the side has sent
+    uint16_t max_win[2] = {};  // the largest window field the side sent outside a SYN (0: none)
     uint8_t wscale[2] = {kScaleUnknown, kScaleUnknown};  // the window scale its SYN offered
-    uint8_t known = 0;           // bit side: end[side] is set
+    uint8_t known = 0;                                   // bit side: end[side] is set
     uint8_t unused = 0;
 };
 static_assert(sizeof(TcpWindow) == 16);
@@ -90,20 +90,20 @@ struct alignas(64) Session {
     uint32_t service_version;  // the policy version this translation was made under
     uint16_t service_id;       // 0: default-action masquerade
     uint8_t vrf;
-    uint8_t in_use;            // SessionFlags
+    uint8_t in_use;  // SessionFlags
 
-    uint32_t epoch;             // low bits of the snapshot generation this session was last checked under
-    uint64_t last_seen;         // TSC
+    uint32_t epoch;      // low bits of the snapshot generation this session was last checked under
+    uint64_t last_seen;  // TSC
 
-    uint16_t out_port;          // egress port toward the remote side
-    uint16_t in_port;           // egress port toward the pod; kPortUnset until the first reply
-    uint32_t out_neighbor;      // NeighborTable slot or NeighborTable::kNone
+    uint16_t out_port;      // egress port toward the remote side
+    uint16_t in_port;       // egress port toward the pod; kPortUnset until the first reply
+    uint32_t out_neighbor;  // NeighborTable slot or NeighborTable::kNone
     uint32_t in_neighbor;
-    uint32_t out_next_hop;      // host order: gateway, or the remote itself when on-link
-    uint32_t in_next_hop;       // host order
+    uint32_t out_next_hop;  // host order: gateway, or the remote itself when on-link
+    uint32_t in_next_hop;   // host order
 
-    uint16_t l3_delta;          // RFC 1624 delta pod_ip -> nat_ip (folded)
-    uint16_t l4_delta;          // + pod_port -> nat_port, and the pseudo-header for TCP/UDP
+    uint16_t l3_delta;  // RFC 1624 delta pod_ip -> nat_ip (folded)
+    uint16_t l4_delta;  // + pod_port -> nat_port, and the pseudo-header for TCP/UDP
 };
 static_assert(sizeof(Session) == 64, "a session must stay one cache line");
 
@@ -111,7 +111,7 @@ inline constexpr uint16_t kPortUnset = 0xffff;
 
 enum SessionFlags : uint8_t {
     kSessionInUse = 1,
-    kSessionMasquerade = 2,    // translated to the egress port's address, so bound to that port
+    kSessionMasquerade = 2,  // translated to the egress port's address, so bound to that port
 };
 
 // An IPv6 session: two cache lines, so that IPv4 keeps its one-line Session. The first line holds
@@ -125,23 +125,23 @@ struct alignas(64) Session6 {
     uint16_t pod_port;
     uint16_t remote_port;
     uint16_t nat_port;
-    uint8_t proto;              // IPPROTO_TCP, IPPROTO_UDP or 58 (ICMPv6 echo)
+    uint8_t proto;  // IPPROTO_TCP, IPPROTO_UDP or 58 (ICMPv6 echo)
     uint8_t tcp_seen;
     uint32_t service_version;
     uint16_t service_id;
     uint8_t vrf;
-    uint8_t in_use;             // SessionFlags
+    uint8_t in_use;  // SessionFlags
 
     uint32_t epoch;
     uint16_t out_port;
-    uint16_t in_port;           // kPortUnset until the first reply
-    uint64_t last_seen;         // TSC
-    uint32_t out_neighbor;      // NeighborTable6 slot or NeighborTable6::kNone
+    uint16_t in_port;       // kPortUnset until the first reply
+    uint64_t last_seen;     // TSC
+    uint32_t out_neighbor;  // NeighborTable6 slot or NeighborTable6::kNone
     uint32_t in_neighbor;
-    uint16_t l4_delta;          // RFC 1624 delta of pod_ip, pod_port -> nat_ip, nat_port (folded): every
-                                // IPv6 transport checksum, ICMPv6's too, covers the pseudo-header
+    uint16_t l4_delta;  // RFC 1624 delta of pod_ip, pod_port -> nat_ip, nat_port (folded): every
+                        // IPv6 transport checksum, ICMPv6's too, covers the pseudo-header
     uint8_t unused[6];
-    Ip6 out_next_hop;           // the gateway, or the remote itself when on-link
+    Ip6 out_next_hop;  // the gateway, or the remote itself when on-link
     Ip6 in_next_hop;
 };
 static_assert(sizeof(Session6) == 128, "an IPv6 session is two cache lines");
@@ -154,7 +154,9 @@ struct SessionFamily4 {
     using Pod = uint32_t;  // network order; 0 marks a free slot of the pod counts
     static constexpr unsigned kHashWords = sizeof(Key) / 4;
     static Key inside_key(const Entry& s) { return Key{s.pod_ip, s.remote_ip, s.pod_port, s.remote_port, s.proto, {}}; }
-    static Key outside_key(const Entry& s) { return Key{s.remote_ip, s.nat_ip, s.remote_port, s.nat_port, s.proto, {}}; }
+    static Key outside_key(const Entry& s) {
+        return Key{s.remote_ip, s.nat_ip, s.remote_port, s.nat_port, s.proto, {}};
+    }
     static bool inside_match(const Entry& s, const Key& k) {
         return s.pod_ip == k.src && s.remote_ip == k.dst && s.pod_port == k.sport && s.remote_port == k.dport &&
                s.proto == k.proto;
@@ -265,8 +267,7 @@ public:
     void prefetch_outside_match(uint32_t h) const;
     // The session line the create `ahead` creates from now will fill (if no destroy comes first).
     void prefetch_free_slot(unsigned ahead) const {
-        if (ahead < n_free_)
-            __builtin_prefetch(&pool_[free_[n_free_ - 1 - ahead]], 1, 3);
+        if (ahead < n_free_) __builtin_prefetch(&pool_[free_[n_free_ - 1 - ahead]], 1, 3);
     }
 
     Entry& at(uint32_t idx) { return pool_[idx]; }

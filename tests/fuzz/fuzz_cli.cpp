@@ -28,11 +28,16 @@ class Names : public NameSource {
 public:
     std::vector<std::string> names(NameSet set) const override {
         switch (set) {
-        case NameSet::ports: return {"0", "pods", "1", "ext1", "2", "ext2"};
-        case NameSet::services: return {"default/db", "default/web", "shop/cart"};
-        case NameSet::namespaces: return {"default", "shop"};
-        case NameSet::vrfs: return {"default", "254", "blue", "100"};
-        default: return {};
+        case NameSet::ports:
+            return {"0", "pods", "1", "ext1", "2", "ext2"};
+        case NameSet::services:
+            return {"default/db", "default/web", "shop/cart"};
+        case NameSet::namespaces:
+            return {"default", "shop"};
+        case NameSet::vrfs:
+            return {"default", "254", "blue", "100"};
+        default:
+            return {};
         }
     }
 };
@@ -75,10 +80,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         size_t start = 0;
         for (size_t nl; (nl = rest.find('\n', start)) != std::string::npos; start = nl + 1) {
             std::string_view line(rest.data() + start, nl - start);
-            if (!line.empty() && line.back() == '\r')
-                line.remove_suffix(1);
-            if (line.size() > kMaxRequest)
-                break;
+            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+            if (line.size() > kMaxRequest) break;
             size_t sp = line.find(' ');
             std::string_view kind = line.substr(0, sp);
             std::string_view arg = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
@@ -103,13 +106,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 2: {
         std::string screen;
-        LineEditor ed("egw> ", [&](std::string_view s) { screen.append(s); },
-                      [](const std::string& before) { return egw_grammar().complete(before, g_names); });
+        LineEditor ed(
+            "egw> ", [&](std::string_view s) { screen.append(s); },
+            [](const std::string& before) { return egw_grammar().complete(before, g_names); });
         ed.begin();
         for (char c : rest) {
             LineEditor::Event e = ed.feed(c);
-            if (ed.cursor() > ed.text().size())
-                egw::fuzz::fail("the editor's cursor is past the end of its line");
+            if (ed.cursor() > ed.text().size()) egw::fuzz::fail("the editor's cursor is past the end of its line");
             if (e == LineEditor::Event::line) {
                 std::string line = ed.take_line();
                 check_parse(line);
@@ -118,8 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             } else if (e == LineEditor::Event::eof) {
                 ed.begin();
             }
-            if (screen.size() > (1u << 20))
-                screen.clear();
+            if (screen.size() > (1u << 20)) screen.clear();
         }
         break;
     }

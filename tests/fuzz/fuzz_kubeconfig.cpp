@@ -26,10 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::write_file(path, text);
     try {
         k8s::Credentials c = k8s::from_kubeconfig(path, context);
-        if (c.server.empty())
-            fuzz::fail("a kubeconfig was accepted without a server");
-        if (!c.server.empty() && c.server.back() == '/')
-            fuzz::fail("the server keeps a trailing '/': " + c.server);
+        if (c.server.empty()) fuzz::fail("a kubeconfig was accepted without a server");
+        if (!c.server.empty() && c.server.back() == '/') fuzz::fail("the server keeps a trailing '/': " + c.server);
     } catch (const k8s::CredentialError&) {
     }
     return 0;

@@ -71,7 +71,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<std::array<uint8_t, 6>> macs(3);
     control::PolicyBuilder builder(cfg, ids, macs);
     std::unique_ptr<dp::PolicySnapshot> snap = builder.build(states);
-    if (!snap)
-        fuzz::fail("the policy builder gave no snapshot");
+    if (!snap) fuzz::fail("the policy builder gave no snapshot");
     return 0;
 }

@@ -76,8 +76,8 @@ using namespace egw::test::std_rig;
 
 constexpr uint32_t kPod30 = ip4(10, 244, 1, 30);  // in no Service: default action
 const std::string kBlue = "default/blue";
-constexpr size_t kMaxFrame = 1900;                // fits one mbuf of the rig's pool
-constexpr uint64_t kClock = uint64_t{1} << 40;    // every input starts at this TSC value
+constexpr size_t kMaxFrame = 1900;              // fits one mbuf of the rig's pool
+constexpr uint64_t kClock = uint64_t{1} << 40;  // every input starts at this TSC value
 
 std::unique_ptr<Rig> g_rig;
 std::string g_runtime_dir;
@@ -90,13 +90,16 @@ std::string hex(const Bytes& b) {
         std::snprintf(x, sizeof x, "%02x", b[i]);
         s += x;
     }
-    if (b.size() > 96)
-        s += "...";
+    if (b.size() > 96) s += "...";
     return s;
 }
 
-bool in_pods(uint32_t a) { return (a & 0xffff0000) == ip4(10, 244, 0, 0); }
-bool is_nat_address(uint32_t a) { return a == kIngress || a == kExt1Addr || a == kExt2Addr; }
+bool in_pods(uint32_t a) {
+    return (a & 0xffff0000) == ip4(10, 244, 0, 0);
+}
+bool is_nat_address(uint32_t a) {
+    return a == kIngress || a == kExt1Addr || a == kExt2Addr;
+}
 
 // IPv6 of the rig (init()).
 const Ip6Addr kPodsV6 = ip6("fd00:10:244:1::1");
@@ -117,7 +120,9 @@ bool in_pods6(const Ip6Addr& a) {
     static const Ip6Addr kPods = ip6("fd00:10:244::");
     return std::equal(a.begin(), a.begin() + 6, kPods.begin());
 }
-bool is_nat_address6(const Ip6Addr& a) { return a == kIngressV6 || a == kExt1V6 || a == kExt2V6; }
+bool is_nat_address6(const Ip6Addr& a) {
+    return a == kIngressV6 || a == kExt1V6 || a == kExt2V6;
+}
 
 [[noreturn]] void broken(const std::string& what, const std::string& port, const Bytes& frame) {
     fuzz::fail(what + " (frame out of " + port + ": " + hex(frame) + ")");
@@ -136,16 +141,18 @@ bool quote_only(const Parsed& p) {
 // as the kernel's conntrack does (Linux's UDP trims the payload to the UDP length in both
 // families); the parser stops there with the IP header filled in.
 bool short_udp(const Parsed& p) {
-    return !p.ok &&
-           (p.error == "UDP length disagrees with the IPv4 length" || p.error == "UDP length disagrees with the IPv6 length");
+    return !p.ok && (p.error == "UDP length disagrees with the IPv4 length" ||
+                     p.error == "UDP length disagrees with the IPv6 length");
 }
 
-bool usable(const Parsed& p) { return p.ok || quote_only(p) || short_udp(p); }
+bool usable(const Parsed& p) {
+    return p.ok || quote_only(p) || short_udp(p);
+}
 
 // What was right about the frame received.
 struct Received {
-    std::string port;            // where it arrived
-    bool valid = false;          // it parsed as IPv4 (`p` is also kept for IPv6)
+    std::string port;    // where it arrived
+    bool valid = false;  // it parsed as IPv4 (`p` is also kept for IPv6)
     Parsed p;
     bool ip_flagged_good = false;
 };
@@ -153,11 +160,9 @@ struct Received {
 // `held`: given to the control thread to wait for ARP (its Ethernet header is not written yet).
 void check_frame(const Received& in, const std::string& port, const Bytes& f, bool held) {
     Parsed p = parse_frame(f);
-    if (!usable(p) || (short_udp(p) && !short_udp(in.p)))
-        broken("a frame that does not parse: " + p.error, port, f);
+    if (!usable(p) || (short_udp(p) && !short_udp(in.p))) broken("a frame that does not parse: " + p.error, port, f);
     const Mac& mac = port == "pods" ? kPodsMac : port == "ext1" ? kExt1Mac : kExt2Mac;
-    if (!held && p.eth_src != mac)
-        broken("the source MAC is not the port's", port, f);
+    if (!held && p.eth_src != mac) broken("the source MAC is not the port's", port, f);
     if (p.ether_type == kEtherArp) {
         if (p.arp_op == 2 && !held) {
             uint32_t mine = port == "pods" ? kPodsAddr : port == "ext1" ? kExt1Addr : kExt2Addr;
@@ -169,21 +174,22 @@ void check_frame(const Received& in, const std::string& port, const Bytes& f, bo
         return;
     }
     if (p.ether_type == kEtherIpv6) {
-        if (p.hop_limit == 0)
-            broken("hop limit 0", port, f);
+        if (p.hop_limit == 0) broken("hop limit 0", port, f);
         const bool sum_was_ok = in.p.ether_type == kEtherIpv6 && in.p.ok && in.p.l4_csum_ok;
         // The gateway's own answer, back out of the port it came in on, from that port's
         // link-local or global address: a Neighbor Advertisement, an echo reply, whose checksum
         // stays right when the request's was, or an ICMPv6 error (RFC 4443) to the sender,
         // quoting the start of the packet it answers, within 1280 bytes.
         const Ip6Addr& mine6 = port == "pods" ? kPodsV6 : port == "ext1" ? kExt1V6 : kExt2V6;
-        const bool own = !held && port == in.port && p.proto == kProtoIcmp6 &&
-                         (p.src6 == link_local_of(mac) || p.src6 == mine6);
+        const bool own =
+            !held && port == in.port && p.proto == kProtoIcmp6 && (p.src6 == link_local_of(mac) || p.src6 == mine6);
         if (own) {
             const bool error = p.icmp_type >= 1 && p.icmp_type <= 3;
             if (p.icmp_type != 136 && p.icmp_type != 129 && !error)
-                broken("ICMPv6 from the port's own address other than a Neighbor Advertisement, an echo reply or an "
-                       "ICMPv6 error", port, f);
+                broken(
+                    "ICMPv6 from the port's own address other than a Neighbor Advertisement, an echo reply or an "
+                    "ICMPv6 error",
+                    port, f);
             if (error) {
                 if (in.p.ether_type != kEtherIpv6 || in.p.l3.empty() || p.dst6 != in.p.src6)
                     broken("an ICMPv6 error not to the sender of a valid IPv6 packet", port, f);
@@ -194,8 +200,7 @@ void check_frame(const Received& in, const std::string& port, const Bytes& f, bo
                     broken("an ICMPv6 error whose quote is not the start of the packet it answers, within 1280 bytes",
                            port, f);
             }
-            if (!p.l4_csum_ok && (p.icmp_type == 136 || error || sum_was_ok))
-                broken("wrong ICMPv6 checksum", port, f);
+            if (!p.l4_csum_ok && (p.icmp_type == 136 || error || sum_was_ok)) broken("wrong ICMPv6 checksum", port, f);
             return;
         }
         // Otherwise translated (NAPT66; held ones wait for a Neighbor Solicitation's answer).
@@ -229,12 +234,9 @@ void check_frame(const Received& in, const std::string& port, const Bytes& f, bo
         }
         return;
     }
-    if (p.ether_type != kEtherIpv4)
-        broken("a frame that is neither IPv4, IPv6 nor ARP", port, f);
-    if (!p.ip_csum_ok && !in.ip_flagged_good)
-        broken("wrong IPv4 header checksum", port, f);
-    if (p.ttl == 0)
-        broken("TTL 0", port, f);
+    if (p.ether_type != kEtherIpv4) broken("a frame that is neither IPv4, IPv6 nor ARP", port, f);
+    if (!p.ip_csum_ok && !in.ip_flagged_good) broken("wrong IPv4 header checksum", port, f);
+    if (p.ttl == 0) broken("TTL 0", port, f);
     // Checksums stay right when they were right.
     if (in.valid && in.p.l4_csum_ok && !p.l4_csum_ok && p.proto == in.p.proto)
         broken("wrong L4 checksum (it was right on the way in)", port, f);
@@ -263,8 +265,8 @@ void check_frame(const Received& in, const std::string& port, const Bytes& f, bo
             uint32_t want = pod == kPod10 || pod == kPod11 ? kIngress : blue ? kExt2Addr : kExt1Addr;
             std::string want_port = blue ? "ext2" : "ext1";
             if (p.src != want || port != want_port)
-                broken("traffic of " + ip_str(pod) + " left " + port + " from " + ip_str(p.src) + " (policy: " +
-                           want_port + " from " + ip_str(want) + ")",
+                broken("traffic of " + ip_str(pod) + " left " + port + " from " + ip_str(p.src) +
+                           " (policy: " + want_port + " from " + ip_str(want) + ")",
                        port, f);
         }
     }
@@ -277,7 +279,7 @@ void check_frame(const Received& in, const std::string& port, const Bytes& f, bo
 }
 
 struct Outcome {
-    size_t out = 0;                    // frames transmitted or given to the control thread
+    size_t out = 0;  // frames transmitted or given to the control thread
     std::vector<Bytes> pods, ext1, ext2, held;
 };
 
@@ -296,8 +298,7 @@ uint64_t accounted(const Rig& r) {
 std::vector<Bytes> datagrams(const std::vector<Bytes>& frames, const std::string& port) {
     std::vector<Bytes> out, ips;
     for (const Bytes& f : frames) {
-        if (f.size() > 1514)
-            broken("a frame longer than the port's MTU", port, f);
+        if (f.size() > 1514) broken("a frame longer than the port's MTU", port, f);
         if (f.size() >= 34 && get16(&f[12]) == kEtherIpv4 && (get16(&f[20]) & 0x3fff) != 0)
             ips.emplace_back(f.begin() + 14, f.end());
         else
@@ -306,8 +307,7 @@ std::vector<Bytes> datagrams(const std::vector<Bytes>& frames, const std::string
     if (!ips.empty()) {
         std::string why;
         Bytes d = reassemble(ips, &why);
-        if (d.empty())
-            broken("fragments that do not make one datagram: " + why, port, frames.front());
+        if (d.empty()) broken("fragments that do not make one datagram: " + why, port, frames.front());
         Bytes f(frames.front().begin(), frames.front().begin() + 14);
         f.insert(f.end(), d.begin(), d.end());
         out.push_back(std::move(f));
@@ -361,8 +361,8 @@ Outcome send(uint16_t port, const Bytes& frame, uint64_t ol_flags = 0) {
         fuzz::fail("one frame received on " + port_name(r, port) + " gave " + std::to_string(o.out) +
                    " frames out and " + std::to_string(after - before) + " counted outcomes: " + hex(frame));
     if (r.mbufs_in_use() != 0)
-        fuzz::fail(std::to_string(r.mbufs_in_use()) + " mbufs in use after a burst (lost, or freed twice): " +
-                   hex(frame));
+        fuzz::fail(std::to_string(r.mbufs_in_use()) +
+                   " mbufs in use after a burst (lost, or freed twice): " + hex(frame));
     return o;
 }
 
@@ -401,11 +401,13 @@ void prime() {
     auto pod6 = [](const Mac& m, const Bytes& ip) { return ethernet(kPodsMac, m, kEtherIpv6, ip); };
     o = send(r.pods, pod6(kPod10Mac, tcp6_ip(kPod10v6, 40000, kServerV6, 80, kSyn)));
     Parsed syn6 = one(o, o.ext1, "an IPv6 SYN of default/web");
-    o = send(r.ext1, ethernet(kExt1Mac, kServerMac, kEtherIpv6, tcp6_ip(kServerV6, 80, kIngressV6, syn6.sport, kSyn | kAck)));
+    o = send(r.ext1,
+             ethernet(kExt1Mac, kServerMac, kEtherIpv6, tcp6_ip(kServerV6, 80, kIngressV6, syn6.sport, kSyn | kAck)));
     one(o, o.pods, "the IPv6 SYN-ACK to default/web");
     o = send(r.pods, pod6(kPod20Mac, udp6_ip(kPod20v6, 5353, kBlueServerV6, 53, {1, 2, 3})));
     Parsed q6 = one(o, o.ext2, "an IPv6 UDP query of default/blue");
-    o = send(r.ext2, ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6, udp6_ip(kBlueServerV6, 53, kExt2V6, q6.sport, {4, 5, 6})));
+    o = send(r.ext2,
+             ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6, udp6_ip(kBlueServerV6, 53, kExt2V6, q6.sport, {4, 5, 6})));
     one(o, o.pods, "the IPv6 UDP answer to default/blue");
     o = send(r.pods, pod6(kPod20Mac, echo6_ip(true, kPod30v6, kInternetV6, 0x77, 1, {9, 9})));
     one(o, o.ext1, "an ICMPv6 echo request of the default action");
@@ -428,34 +430,30 @@ void reset() {
 }
 
 // RFC 1071 checksum field value over `len` bytes at `p`, plus `sum`.
-uint16_t csum(const uint8_t* p, size_t len, uint32_t sum = 0) { return finish(sum16(p, len, sum)); }
+uint16_t csum(const uint8_t* p, size_t len, uint32_t sum = 0) {
+    return finish(sum16(p, len, sum));
+}
 
 // Makes the IPv4 header checksum of a datagram right, and its TCP/UDP/ICMP checksum when the
 // lengths allow (a UDP checksum of 0, "none", stays).
 Bytes fix_checksums(Bytes ip) {
-    if (ip.size() < 20)
-        return ip;
+    if (ip.size() < 20) return ip;
     size_t hl = (ip[0] & 0x0f) * 4u;
-    if (hl < 20 || hl > ip.size())
-        return ip;
+    if (hl < 20 || hl > ip.size()) return ip;
     ip[10] = ip[11] = 0;
     put16(&ip[10], csum(ip.data(), hl));
     size_t total = get16(&ip[2]);
-    if (total < hl || total > ip.size())
-        return ip;
+    if (total < hl || total > ip.size()) return ip;
     uint8_t* l4 = ip.data() + hl;
     size_t l4_len = total - hl;
     uint32_t src = get32(&ip[12]), dst = get32(&ip[16]);
     size_t off = ip[9] == kProtoTcp ? 16 : ip[9] == kProtoUdp ? 6 : ip[9] == kProtoIcmp ? 2 : 0;
-    if (off == 0 || l4_len < off + 2)
-        return ip;
-    if (ip[9] == kProtoUdp && l4[6] == 0 && l4[7] == 0)
-        return ip;
+    if (off == 0 || l4_len < off + 2) return ip;
+    if (ip[9] == kProtoUdp && l4[6] == 0 && l4[7] == 0) return ip;
     l4[off] = l4[off + 1] = 0;
     uint32_t pseudo = ip[9] == kProtoIcmp ? 0 : pseudo_sum(src, dst, ip[9], static_cast<uint32_t>(l4_len));
     uint16_t c = csum(l4, l4_len, pseudo);
-    if (ip[9] == kProtoUdp && c == 0)
-        c = 0xffff;
+    if (ip[9] == kProtoUdp && c == 0) c = 0xffff;
     put16(l4 + off, c);
     return ip;
 }
@@ -463,25 +461,21 @@ Bytes fix_checksums(Bytes ip) {
 // Makes an IPv6 packet's version and payload length fit and its TCP/UDP/ICMPv6 checksum right
 // (no extension headers: the transport header right behind the fixed one) when it is long enough.
 Bytes fix_checksums6(Bytes ip) {
-    if (ip.size() < 40)
-        return ip;
+    if (ip.size() < 40) return ip;
     ip[0] = static_cast<uint8_t>(0x60 | (ip[0] & 0x0f));
     put16(&ip[4], static_cast<uint16_t>(ip.size() - 40));
     uint8_t proto = ip[6];
     uint8_t* l4 = ip.data() + 40;
     size_t l4_len = ip.size() - 40;
     size_t off = proto == kProtoTcp ? 16 : proto == kProtoUdp ? 6 : proto == kProtoIcmp6 ? 2 : 0;
-    if (off == 0 || l4_len < off + 2)
-        return ip;
-    if (proto == kProtoUdp && l4_len >= 8)
-        put16(l4 + 4, static_cast<uint16_t>(l4_len));
+    if (off == 0 || l4_len < off + 2) return ip;
+    if (proto == kProtoUdp && l4_len >= 8) put16(l4 + 4, static_cast<uint16_t>(l4_len));
     Ip6Addr src, dst;
     std::copy(ip.begin() + 8, ip.begin() + 24, src.begin());
     std::copy(ip.begin() + 24, ip.begin() + 40, dst.begin());
     l4[off] = l4[off + 1] = 0;
     uint16_t c = csum(l4, l4_len, pseudo_sum6(src, dst, proto, static_cast<uint32_t>(l4_len)));
-    if (proto == kProtoUdp && c == 0)
-        c = 0xffff;
+    if (proto == kProtoUdp && c == 0) c = 0xffff;
     put16(l4 + off, c);
     return ip;
 }
@@ -490,23 +484,16 @@ void cleanup() {
     g_rig.reset();
     rte_eal_cleanup();
     std::error_code ec;
-    if (!g_runtime_dir.empty())
-        std::filesystem::remove_all(g_runtime_dir, ec);
+    if (!g_runtime_dir.empty()) std::filesystem::remove_all(g_runtime_dir, ec);
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     const char* prog = argc && *argc > 0 ? (*argv)[0] : "fuzz_packet";
-    std::vector<std::string> args = {prog,
-                                     "--no-huge",
-                                     "--no-pci",
-                                     "-m",
-                                     "128",
-                                     "--file-prefix=egw-fuzz-" + std::to_string(getpid()),
-                                     "-l",
-                                     "0",
-                                     "--log-level=error"};
+    std::vector<std::string> args = {prog, "--no-huge", "--no-pci",
+                                     "-m", "128",       "--file-prefix=egw-fuzz-" + std::to_string(getpid()),
+                                     "-l", "0",         "--log-level=error"};
     std::vector<char*> eal_argv;
     for (auto& a : args)
         eal_argv.push_back(a.data());
@@ -584,8 +571,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const unsigned sel = (ctl >> 2) & 3;
 
     reset();
-    if (ctl & 0x10)
-        prime();
+    if (ctl & 0x10) prime();
     if (ctl & 0x20) {
         r.advance(r.shared.timeouts.udp + r.shared.timeouts.icmp + 1);
         r.sweep();
@@ -614,7 +600,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             const Ip6Addr dsts[] = {kIngressV6, kExt1V6, kExt2V6, kPod10v6};
             Bytes body(4 + rest.size());
             std::copy(rest.begin(), rest.end(), body.begin() + 4);
-            Bytes ip = icmp6_ip((who & 3) == 2 ? kBlueServerV6 : src, dsts[who & 3], static_cast<uint8_t>(1 + sel), 0, body);
+            Bytes ip =
+                icmp6_ip((who & 3) == 2 ? kBlueServerV6 : src, dsts[who & 3], static_cast<uint8_t>(1 + sel), 0, body);
             if ((who & 3) == 2)
                 send(r.ext2, ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6, ip), flags);
             else
@@ -622,28 +609,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             break;
         }
         {
-        // From outside, to the ingress IP, ext1's or ext2's address, or straight to a pod.
-        uint32_t src = who & 4 ? kExt1Gw : kServer;
-        uint32_t dst = kIngress;
-        switch (who & 3) {
-        case 1: dst = kExt1Addr; break;
-        case 2: dst = kExt2Addr; break;
-        case 3: dst = kPod10; break;
+            // From outside, to the ingress IP, ext1's or ext2's address, or straight to a pod.
+            uint32_t src = who & 4 ? kExt1Gw : kServer;
+            uint32_t dst = kIngress;
+            switch (who & 3) {
+            case 1:
+                dst = kExt1Addr;
+                break;
+            case 2:
+                dst = kExt2Addr;
+                break;
+            case 3:
+                dst = kPod10;
+                break;
+            }
+            Bytes icmp = icmp_error(kErrors[sel][0], kErrors[sel][1], rest);
+            if ((who & 3) == 2)
+                send(r.ext2, r.from_ext2(ipv4(kBlueServer, dst, kProtoIcmp, icmp)), flags);
+            else
+                send(r.ext1, r.from_ext1(ipv4(src, dst, kProtoIcmp, icmp)), flags);
+            break;
         }
-        Bytes icmp = icmp_error(kErrors[sel][0], kErrors[sel][1], rest);
-        if ((who & 3) == 2)
-            send(r.ext2, r.from_ext2(ipv4(kBlueServer, dst, kProtoIcmp, icmp)), flags);
-        else
-            send(r.ext1, r.from_ext1(ipv4(src, dst, kProtoIcmp, icmp)), flags);
-        break;
-    }
     case 3: {
         if (who & 0x80) {
             // An ICMPv6 error from a pod (of each kind of policy) toward a server.
             const Ip6Addr pods6[] = {kPod10v6, kPod20v6, kPod30v6, kPod11v6};
             Bytes body(4 + rest.size());
             std::copy(rest.begin(), rest.end(), body.begin() + 4);
-            Bytes ip = icmp6_ip(pods6[who & 3], who & 4 ? kBlueServerV6 : kServerV6, static_cast<uint8_t>(1 + sel), 0, body);
+            Bytes ip =
+                icmp6_ip(pods6[who & 3], who & 4 ? kBlueServerV6 : kServerV6, static_cast<uint8_t>(1 + sel), 0, body);
             send(r.pods, ethernet(kPodsMac, kPod10Mac, kEtherIpv6, ip), flags);
             break;
         }

@@ -42,12 +42,10 @@ Split split(const std::string& body, const uint8_t* sizes, size_t n_sizes, size_
     try {
         while (at < body.size()) {
             size_t len = n_sizes ? sizes[k++ % n_sizes] : 0;
-            if (len == 0 || len > body.size() - at)
-                len = body.size() - at;
+            if (len == 0 || len > body.size() - at) len = body.size() - at;
             sp.feed(std::string_view(body).substr(at, len), [&](nlohmann::json&& j) {
                 out.objects.push_back(j.dump());
-                if (keep)
-                    keep->push_back(std::move(j));
+                if (keep) keep->push_back(std::move(j));
             });
             at += len;
         }
@@ -101,20 +99,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         } catch (const StreamError&) {
             break;
         }
-        if (ev.type == k8s::EventType::bookmark || ev.type == k8s::EventType::error)
-            continue;
+        if (ev.type == k8s::EventType::bookmark || ev.type == k8s::EventType::error) continue;
         auto m = ev.object.find("metadata");
         if (m == ev.object.end() || !m->is_object() || !m->contains("resourceVersion") ||
             !(*m)["resourceVersion"].is_string())
             break;  // "an event has no resourceVersion": the watch ends
-        if (!ev.object.contains("kind"))
-            ev.object["kind"] = type.kind;
-        if (!ev.object.contains("apiVersion"))
-            ev.object["apiVersion"] = type.api_version();
+        if (!ev.object.contains("kind")) ev.object["kind"] = type.kind;
+        if (!ev.object.contains("apiVersion")) ev.object["apiVersion"] = type.api_version();
         handler.apply(ev.type, std::move(ev.object));
     }
-    if (!cache.synced())
-        fuzz::fail("the cache is not synced after its list");
+    if (!cache.synced()) fuzz::fail("the cache is not synced after its list");
     model::ObjectSet snap = cache.snapshot();
     std::vector<k8s::Change> changes = cache.take_changes();
     (void)snap;

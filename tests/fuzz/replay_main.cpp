@@ -29,8 +29,7 @@ TEST(FuzzCorpus, ReplaysEveryFile) {
     ASSERT_TRUE(fs::is_directory(g_corpus)) << "no corpus directory " << g_corpus;
     std::vector<fs::path> files;
     for (const auto& e : fs::recursive_directory_iterator(g_corpus))
-        if (e.is_regular_file())
-            files.push_back(e.path());
+        if (e.is_regular_file()) files.push_back(e.path());
     std::sort(files.begin(), files.end());
     ASSERT_FALSE(files.empty()) << "the corpus " << g_corpus << " is empty";
     for (const auto& f : files) {
@@ -59,7 +58,6 @@ int main(int argc, char** argv) {
         return 2;
     }
     g_corpus = argv[1];
-    if (LLVMFuzzerInitialize && LLVMFuzzerInitialize(&argc, &argv) != 0)
-        return 1;
+    if (LLVMFuzzerInitialize && LLVMFuzzerInitialize(&argc, &argv) != 0) return 1;
     return RUN_ALL_TESTS();
 }

@@ -15,8 +15,7 @@ inline const std::string& temp_dir() {
     // Never destroyed: the exit handler that removes the directory runs after static destructors.
     static const std::string* dir = [] {
         auto* d = new std::string((std::filesystem::temp_directory_path() / "egw-fuzz-XXXXXX").string());
-        if (!mkdtemp(d->data()))
-            std::abort();
+        if (!mkdtemp(d->data())) std::abort();
         std::atexit([] {
             std::error_code ec;
             std::filesystem::remove_all(temp_dir(), ec);
@@ -31,8 +30,7 @@ inline void write_file(const std::string& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << text;
     out.close();
-    if (!out)
-        std::abort();
+    if (!out) std::abort();
 }
 
 }  // namespace egw::fuzz

@@ -3,4 +3,6 @@
 // main() for the CLI tests that need DPDK memory (session tables).
 #include "tests/unit/eal_main.h"
 
-int main(int argc, char** argv) { return egw::test::run_with_eal(argc, argv, "unit-cli", 128); }
+int main(int argc, char** argv) {
+    return egw::test::run_with_eal(argc, argv, "unit-cli", 128);
+}

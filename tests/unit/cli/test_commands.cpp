@@ -42,7 +42,9 @@ TEST_F(CommandsTest, TableIsWellFormed) {
     for (const auto& c : g.commands()) {
         SCOPED_TRACE(std::string(c.pattern));
         std::string verb(c.pattern.substr(0, c.pattern.find(' ')));
-        EXPECT_TRUE(verb == "show" || verb == "set" || verb == "clear" || verb == "reload" || verb == "help" || verb == "quit") << verb;
+        EXPECT_TRUE(verb == "show" || verb == "set" || verb == "clear" || verb == "reload" || verb == "help" ||
+                    verb == "quit")
+            << verb;
         EXPECT_NE(c.handler, nullptr);
         EXPECT_FALSE(c.help.empty());
         EXPECT_TRUE(sections.count(c.section));
@@ -72,8 +74,9 @@ TEST_F(CommandsTest, EveryCommandParses) {
     EXPECT_EQ(pattern("sh po in all"), "show port info PORTS");
     EXPECT_EQ(pattern("show version"), "show version");
     EXPECT_EQ(pattern("cl co"), "clear counters");
-    EXPECT_EQ(pattern("sh sess pro udp lim 5"),
-              "show sessions [service SERVICE] [saddr IP] [daddr IP] [sport L4PORT] [dport L4PORT] [proto PROTO] [limit N]");
+    EXPECT_EQ(
+        pattern("sh sess pro udp lim 5"),
+        "show sessions [service SERVICE] [saddr IP] [daddr IP] [sport L4PORT] [dport L4PORT] [proto PROTO] [limit N]");
     EXPECT_EQ(pattern("s services"), "show services [namespace NS]");  // "set services" is no command
     EXPECT_EQ(parse("s log level info").error, "");
     EXPECT_EQ(parse("show se").error, "ambiguous \"se\" after \"show\": service, services, sessions");
@@ -106,13 +109,17 @@ TEST_F(CommandsTest, SessionFiltersAreKeyedByKeyword) {
 
 TEST_F(CommandsTest, ArgumentsAreChecked) {
     const char* bad[] = {
-        "show port stats 7",          "show port stats ext9",       "show port xstats all",
-        "show services namespace Bad_NS", "show service web",        "show service a/b/c",
-        "show sessions saddr 10.0.0",  "show sessions saddr 10.0.0.256", "show sessions sport 65536",
-        "show sessions sport -1",      "show sessions proto sctp",   "show sessions limit 0",
-        "show sessions limit 00",      "show sessions limit 1000000001", "show sessions limit ten",
-        "show routes vrf green",       "set log level loud",          "help nope",
-        "clear sessions service web",  "clear sessions",              "show sessions service",
+        "show port stats 7",          "show port stats ext9",
+        "show port xstats all",       "show services namespace Bad_NS",
+        "show service web",           "show service a/b/c",
+        "show sessions saddr 10.0.0", "show sessions saddr 10.0.0.256",
+        "show sessions sport 65536",  "show sessions sport -1",
+        "show sessions proto sctp",   "show sessions limit 0",
+        "show sessions limit 00",     "show sessions limit 1000000001",
+        "show sessions limit ten",    "show routes vrf green",
+        "set log level loud",         "help nope",
+        "clear sessions service web", "clear sessions",
+        "show sessions service",
     };
     for (const char* line : bad) {
         auto r = parse(line);
@@ -137,9 +144,9 @@ TEST_F(CommandsTest, MessagesNameTheOffendingWord) {
 
 TEST_F(CommandsTest, Completion) {
     EXPECT_EQ(candidates(""), (std::vector<std::string>{"clear", "help", "quit", "reload", "set", "show"}));
-    EXPECT_EQ(candidates("show "), (std::vector<std::string>{"arp", "config", "drops", "icmp", "k8s", "lcores", "neighbors", "port",
-                                                             "routes", "service", "services", "sessions", "snat", "steering",
-                                                             "version", "vrfs"}));
+    EXPECT_EQ(candidates("show "), (std::vector<std::string>{"arp", "config", "drops", "icmp", "k8s", "lcores",
+                                                             "neighbors", "port", "routes", "service", "services",
+                                                             "sessions", "snat", "steering", "version", "vrfs"}));
     EXPECT_EQ(candidates("show port "), (std::vector<std::string>{"info", "stats", "xstats"}));
     EXPECT_EQ(candidates("clear "), (std::vector<std::string>{"counters", "port", "sessions"}));
     EXPECT_EQ(candidates("show service "), (std::vector<std::string>{"default/db", "default/web", "shop/cart"}));
@@ -149,7 +156,8 @@ TEST_F(CommandsTest, Completion) {
     EXPECT_EQ(candidates("clear port stats a"), (std::vector<std::string>{"all"}));
     EXPECT_EQ(candidates("set log level "),
               (std::vector<std::string>{"critical", "debug", "error", "info", "off", "trace", "warn"}));
-    EXPECT_EQ(candidates("help "), (std::vector<std::string>{"all", "ports", "routing", "services", "sessions", "system"}));
+    EXPECT_EQ(candidates("help "),
+              (std::vector<std::string>{"all", "ports", "routing", "services", "sessions", "system"}));
     EXPECT_EQ(candidates("show sessions proto udp "),
               (std::vector<std::string>{"daddr", "dport", "limit", "saddr", "service", "sport"}));
     EXPECT_EQ(candidates("clear sessions service default/w"), (std::vector<std::string>{"default/web"}));

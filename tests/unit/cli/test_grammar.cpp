@@ -13,7 +13,9 @@ using egw::test::FakeNames;
 
 namespace {
 
-bool digits(std::string_view s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos; }
+bool digits(std::string_view s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
 
 const ArgKind kKinds[] = {
     {"PORTS", "a port name, or all", {"all"}, NameSet::ports, true},
@@ -147,7 +149,8 @@ TEST_F(GrammarTest, BlankLinesAndComments) {
 }
 
 TEST_F(GrammarTest, KeywordsAreMatchedWholeBeforePrefixes) {
-    EXPECT_EQ(error("shw port stats all"), "unknown command \"shw\": expected one of clear, help, show (help lists them)");
+    EXPECT_EQ(error("shw port stats all"),
+              "unknown command \"shw\": expected one of clear, help, show (help lists them)");
     EXPECT_EQ(parse("show thing default/web").command, &kCommands[3]);
     EXPECT_EQ(parse("show things").command, &kCommands[2]);
 }
@@ -215,8 +218,7 @@ TEST_F(GrammarTest, CompletesLiveNamesAndFixedWords) {
 TEST_F(GrammarTest, CompletesOpenGroupsAndHintsFreeArguments) {
     auto c = complete("show things ");
     // The keywords of the open groups, and the names the keyword-less group takes.
-    EXPECT_EQ(c.candidates,
-              (std::vector<std::string>{"color", "default/db", "default/web", "limit", "shop/cart"}));
+    EXPECT_EQ(c.candidates, (std::vector<std::string>{"color", "default/db", "default/web", "limit", "shop/cart"}));
     c = complete("show things color red ");
     EXPECT_EQ(c.candidates, (std::vector<std::string>{"default/db", "default/web", "limit", "shop/cart"}));
     c = complete("show things limit ");

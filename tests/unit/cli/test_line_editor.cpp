@@ -17,14 +17,15 @@ namespace {
 class EditorTest : public ::testing::Test {
 protected:
     EditorTest()
-        : ed("egw> ", [this](std::string_view s) { out += s; },
-             [this](const std::string& before) {
-                 asked.push_back(before);
-                 Completion c = completion;
-                 size_t sp = before.find_last_of(' ');
-                 c.partial = sp == std::string::npos ? before : before.substr(sp + 1);
-                 return c;
-             }) {
+        : ed(
+              "egw> ", [this](std::string_view s) { out += s; },
+              [this](const std::string& before) {
+                  asked.push_back(before);
+                  Completion c = completion;
+                  size_t sp = before.find_last_of(' ');
+                  c.partial = sp == std::string::npos ? before : before.substr(sp + 1);
+                  return c;
+              }) {
         ed.begin();
     }
 
@@ -37,8 +38,7 @@ protected:
                 lines.push_back(ed.take_line());
                 ed.begin();
             }
-            if (ev == LineEditor::Event::eof)
-                eof = true;
+            if (ev == LineEditor::Event::eof) eof = true;
         }
         return lines;
     }
@@ -61,38 +61,38 @@ TEST_F(EditorTest, TypesAndEntersLines) {
 
 TEST_F(EditorTest, EditingKeys) {
     type("show dorps");
-    type("\x7f\x7f\x7f");                 // Backspace x3
+    type("\x7f\x7f\x7f");  // Backspace x3
     EXPECT_EQ(ed.text(), "show do");
     type("rops");
     EXPECT_EQ(ed.text(), "show dorops");
-    type("\x01");                         // Ctrl-A
+    type("\x01");  // Ctrl-A
     EXPECT_EQ(ed.cursor(), 0u);
-    type("\x05");                         // Ctrl-E
+    type("\x05");  // Ctrl-E
     EXPECT_EQ(ed.cursor(), ed.text().size());
-    type("\x1b[D\x1b[D\x1b[D\x1b[D");      // Left x4
+    type("\x1b[D\x1b[D\x1b[D\x1b[D");  // Left x4
     EXPECT_EQ(ed.cursor(), 7u);
-    type("\x1b[3~");                      // Delete
+    type("\x1b[3~");  // Delete
     EXPECT_EQ(ed.text(), "show doops");
-    type("\x08");                         // Ctrl-H
+    type("\x08");  // Ctrl-H
     EXPECT_EQ(ed.text(), "show dops");
     type("r");
     EXPECT_EQ(ed.text(), "show drops");
     EXPECT_EQ(ed.cursor(), 7u);
     EXPECT_NE(out.find("\regw> show drops\x1b[K\x1b[3D"), std::string::npos) << "redraw puts the cursor back";
-    type("\x0b");                         // Ctrl-K
+    type("\x0b");  // Ctrl-K
     EXPECT_EQ(ed.text(), "show dr");
-    type("\x1b[H");                       // Home
+    type("\x1b[H");  // Home
     EXPECT_EQ(ed.cursor(), 0u);
-    type("\x1bOF");                       // End (SS3 form)
+    type("\x1bOF");  // End (SS3 form)
     EXPECT_EQ(ed.cursor(), 7u);
-    type("\x17");                         // Ctrl-W: the word before
+    type("\x17");  // Ctrl-W: the word before
     EXPECT_EQ(ed.text(), "show ");
-    type("x\x02\x02\x06");                // Ctrl-B x2, Ctrl-F
+    type("x\x02\x02\x06");  // Ctrl-B x2, Ctrl-F
     EXPECT_EQ(ed.cursor(), 5u);
-    type("\x15");                         // Ctrl-U: to the start
+    type("\x15");  // Ctrl-U: to the start
     EXPECT_EQ(ed.text(), "x");
     EXPECT_EQ(ed.cursor(), 0u);
-    type("\x04");                         // Ctrl-D on a non-empty line: delete
+    type("\x04");  // Ctrl-D on a non-empty line: delete
     EXPECT_EQ(ed.text(), "");
     EXPECT_FALSE(eof);
     type("\x04");
@@ -107,8 +107,9 @@ TEST_F(EditorTest, CtrlCDropsTheLine) {
 }
 
 TEST_F(EditorTest, UnknownEscapesAndControlsAreIgnored) {
-    type("a\x1b[1;5C\x1b[Zb\x1b"
-         "x\x07");
+    type(
+        "a\x1b[1;5C\x1b[Zb\x1b"
+        "x\x07");
     EXPECT_EQ(ed.text(), "ab");
 }
 
@@ -118,11 +119,11 @@ TEST_F(EditorTest, History) {
     type("show l");
     type("\x1b[A");
     EXPECT_EQ(ed.text(), "show drops");
-    type("\x10");                         // Ctrl-P
+    type("\x10");  // Ctrl-P
     EXPECT_EQ(ed.text(), "show vrfs");
-    type("\x1b[A");                       // nothing older
+    type("\x1b[A");  // nothing older
     EXPECT_EQ(ed.text(), "show vrfs");
-    type("\x1b[B\x0e");                   // Down, Ctrl-N: back to what was being typed
+    type("\x1b[B\x0e");  // Down, Ctrl-N: back to what was being typed
     EXPECT_EQ(ed.text(), "show l");
     EXPECT_EQ(type("\x1b[A\r"), (std::vector<std::string>{"show drops"}));
 }
@@ -156,7 +157,7 @@ TEST_F(EditorTest, TabExtendsTheCommonPrefix) {
     type("show service d\t");
     EXPECT_EQ(ed.text(), "show service default/");
     out.clear();
-    type("\t");                           // no progress possible: list the candidates
+    type("\t");  // no progress possible: list the candidates
     EXPECT_EQ(ed.text(), "show service default/");
     EXPECT_NE(out.find("default/db"), std::string::npos);
     EXPECT_NE(out.find("default/web"), std::string::npos);
@@ -199,7 +200,8 @@ TEST_F(EditorTest, HideAndShowAroundForeignOutput) {
     EXPECT_EQ(out, "\r\x1b[K\regw> show dr\x1b[K");
     type("\r");
     out.clear();
-    LineEditor idle("p> ", [this](std::string_view s) { out += s; }, nullptr);
+    LineEditor idle(
+        "p> ", [this](std::string_view s) { out += s; }, nullptr);
     idle.hide();
     idle.show();
     EXPECT_EQ(out, "") << "nothing to hide before begin()";

@@ -47,8 +47,8 @@ TEST(Protocol, PartialResponsesWait) {
 }
 
 TEST(Protocol, MalformedHeadersThrow) {
-    for (std::string bad : std::vector<std::string>{"maybe 3\nabc", "ok\n", "ok x\n", "ok -1\n",
-                                                    "ok 99999999999999\n", std::string(100, 'o')}) {
+    for (std::string bad : std::vector<std::string>{"maybe 3\nabc", "ok\n", "ok x\n", "ok -1\n", "ok 99999999999999\n",
+                                                    std::string(100, 'o')}) {
         Response r;
         EXPECT_THROW(decode_response(bad, r), ProtocolError) << bad;
     }

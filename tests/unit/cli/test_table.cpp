@@ -23,7 +23,9 @@ TEST(Table, ShortRowsArePaddedAndNoTrailingBlanks) {
     EXPECT_EQ(t.render(), "NAME  NOTE\na\nbbbb  x\n");
 }
 
-TEST(Table, EmptyTableIsItsHeader) { EXPECT_EQ(Table({"a", "bb"}).render(), "A  BB\n"); }
+TEST(Table, EmptyTableIsItsHeader) {
+    EXPECT_EQ(Table({"a", "bb"}).render(), "A  BB\n");
+}
 
 TEST(Table, Numbers) {
     EXPECT_EQ(num(0), "0");

@@ -58,6 +58,7 @@ public:
         stop_ = true;
         thread_.join();
     }
+
 private:
     void run() {
         while (!stop_) {
@@ -87,11 +88,12 @@ TEST(WorkerRequests, ListingPagesThroughEverySession) {
     FakeLcore lcore({a.w.get(), b.w.get()});
     std::map<unsigned, std::set<uint16_t>> seen;
     size_t visits = 0;
-    std::string err = cli::for_each_session({a.w.get(), b.w.get()}, [&](const dp::Worker& w, const dp::SessionRecord& r) {
-        seen[w.index].insert(rte_be_to_cpu_16(r.session.pod_port));
-        ++visits;
-        return true;
-    });
+    std::string err =
+        cli::for_each_session({a.w.get(), b.w.get()}, [&](const dp::Worker& w, const dp::SessionRecord& r) {
+            seen[w.index].insert(rte_be_to_cpu_16(r.session.pod_port));
+            ++visits;
+            return true;
+        });
     EXPECT_EQ(err, "");
     EXPECT_EQ(visits, want_a.size() + want_b.size()) << "each session exactly once";
     EXPECT_EQ(seen[0], want_a);
@@ -120,8 +122,8 @@ TEST(WorkerRequests, ListingStopsWhenTheVisitorSaysSo) {
 TEST(WorkerRequests, ASilentWorkerIsReportedNotWaitedForever) {
     TestWorker a(0, 1024, 16);
     a.add(1, 1);
-    std::string err = cli::for_each_session({a.w.get()}, [](const dp::Worker&, const dp::SessionRecord&) { return true; },
-                                            50);
+    std::string err = cli::for_each_session(
+        {a.w.get()}, [](const dp::Worker&, const dp::SessionRecord&) { return true; }, 50);
     EXPECT_EQ(err, "worker 0 did not answer");
     auto r = cli::flush_sessions({a.w.get()}, 1, 50);
     EXPECT_EQ(r.error, "worker 0 did not answer");

@@ -31,8 +31,12 @@ void put32(uint8_t* p, uint32_t v) {
     put16(p + 2, static_cast<uint16_t>(v));
 }
 
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t get32(const uint8_t* p) { return uint32_t{get16(p)} << 16 | get16(p + 2); }
+uint16_t get16(const uint8_t* p) {
+    return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
+uint32_t get32(const uint8_t* p) {
+    return uint32_t{get16(p)} << 16 | get16(p + 2);
+}
 
 uint32_t sum16(const uint8_t* data, size_t len, uint32_t sum) {
     // 64-bit accumulator: no carry is ever lost, whatever the length.
@@ -40,8 +44,7 @@ uint32_t sum16(const uint8_t* data, size_t len, uint32_t sum) {
     size_t i = 0;
     for (; i + 1 < len; i += 2)
         s += get16(data + i);
-    if (i < len)
-        s += uint32_t{data[i]} << 8;
+    if (i < len) s += uint32_t{data[i]} << 8;
     while (s >> 32)
         s = (s & 0xffffffff) + (s >> 32);
     return static_cast<uint32_t>(s);
@@ -80,7 +83,8 @@ Bytes udp_datagram(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, c
     put16(&b[4], static_cast<uint16_t>(b.size()));
     std::copy(payload.begin(), payload.end(), b.begin() + 8);
     if (!zero_checksum) {
-        uint16_t c = finish(sum16(b.data(), b.size(), pseudo_sum(src, dst, kProtoUdp, static_cast<uint32_t>(b.size()))));
+        uint16_t c =
+            finish(sum16(b.data(), b.size(), pseudo_sum(src, dst, kProtoUdp, static_cast<uint32_t>(b.size()))));
         put16(&b[6], c == 0 ? 0xffff : c);
     }
     return b;
@@ -132,8 +136,7 @@ std::vector<Bytes> fragments(const Bytes& datagram, size_t payload_per_fragment)
 
 Bytes reassemble(const std::vector<Bytes>& frags, std::string* why) {
     auto fail = [&](const std::string& w) {
-        if (why)
-            *why = w;
+        if (why) *why = w;
         return Bytes{};
     };
     std::vector<std::pair<size_t, const Bytes*>> pieces;
@@ -141,41 +144,33 @@ Bytes reassemble(const std::vector<Bytes>& frags, std::string* why) {
     size_t end = 0;
     bool seen_last = false;
     for (const Bytes& f : frags) {
-        if (f.size() < 20)
-            return fail("fragment shorter than a header");
+        if (f.size() < 20) return fail("fragment shorter than a header");
         size_t hl = (f[0] & 0x0f) * 4u;
-        if (finish(sum16(f.data(), hl)) != 0)
-            return fail("a fragment's header checksum is wrong");
-        if (get16(&f[2]) != f.size())
-            return fail("a fragment's total length is not its size");
+        if (finish(sum16(f.data(), hl)) != 0) return fail("a fragment's header checksum is wrong");
+        if (get16(&f[2]) != f.size()) return fail("a fragment's total length is not its size");
         uint16_t word = get16(&f[6]);
         size_t off = (word & 0x1fffu) * 8u;
         bool more = word & 0x2000;
         if (more && (f.size() - hl) % 8 != 0)
             return fail("a fragment other than the last is not a multiple of 8 bytes");
-        if (off == 0)
-            first = &f;
+        if (off == 0) first = &f;
         if (!more) {
-            if (seen_last)
-                return fail("two last fragments");
+            if (seen_last) return fail("two last fragments");
             seen_last = true;
             end = off + f.size() - hl;
         }
         pieces.emplace_back(off, &f);
     }
-    if (!first || !seen_last)
-        return fail("no first or no last fragment");
+    if (!first || !seen_last) return fail("no first or no last fragment");
     std::sort(pieces.begin(), pieces.end());
     size_t hl = ((*first)[0] & 0x0f) * 4u;
     Bytes d(first->begin(), first->begin() + static_cast<long>(hl));
     for (auto& [off, f] : pieces) {
         size_t fhl = ((*f)[0] & 0x0f) * 4u;
-        if (off != d.size() - hl)
-            return fail("fragments overlap or leave a hole at " + std::to_string(d.size() - hl));
+        if (off != d.size() - hl) return fail("fragments overlap or leave a hole at " + std::to_string(d.size() - hl));
         d.insert(d.end(), f->begin() + static_cast<long>(fhl), f->end());
     }
-    if (d.size() - hl != end)
-        return fail("the last fragment does not end the datagram");
+    if (d.size() - hl != end) return fail("the last fragment does not end the datagram");
     put16(&d[2], static_cast<uint16_t>(d.size()));
     put16(&d[6], static_cast<uint16_t>(get16(&d[6]) & 0x4000));
     put16(&d[10], 0);
@@ -227,8 +222,7 @@ Bytes echo_ip(bool request, uint32_t src, uint32_t dst, uint16_t ident, uint16_t
 
 Ip6Addr ip6(const char* text) {
     Ip6Addr a{};
-    if (inet_pton(AF_INET6, text, a.data()) != 1)
-        ADD_FAILURE() << "not an IPv6 address: " << text;
+    if (inet_pton(AF_INET6, text, a.data()) != 1) ADD_FAILURE() << "not an IPv6 address: " << text;
     return a;
 }
 
@@ -278,24 +272,25 @@ Bytes udp6_ip(const Ip6Addr& src, uint16_t sport, const Ip6Addr& dst, uint16_t d
               const Ip6Opt& o, bool zero_checksum) {
     Bytes u = udp_datagram(0, 0, sport, dport, payload, true);
     if (!zero_checksum) {
-        uint16_t c = finish(sum16(u.data(), u.size(), pseudo_sum6(src, dst, kProtoUdp, static_cast<uint32_t>(u.size()))));
+        uint16_t c =
+            finish(sum16(u.data(), u.size(), pseudo_sum6(src, dst, kProtoUdp, static_cast<uint32_t>(u.size()))));
         put16(&u[6], c == 0 ? 0xffff : c);
     }
     return ipv6(src, dst, kProtoUdp, u, o);
 }
 
-Bytes icmp6_ip(const Ip6Addr& src, const Ip6Addr& dst, uint8_t type, uint8_t code, const Bytes& body,
-               const Ip6Opt& o) {
+Bytes icmp6_ip(const Ip6Addr& src, const Ip6Addr& dst, uint8_t type, uint8_t code, const Bytes& body, const Ip6Opt& o) {
     Bytes m(4 + body.size());
     m[0] = type;
     m[1] = code;
     std::copy(body.begin(), body.end(), m.begin() + 4);
-    put16(&m[2], finish(sum16(m.data(), m.size(), pseudo_sum6(src, dst, kProtoIcmp6, static_cast<uint32_t>(m.size())))));
+    put16(&m[2],
+          finish(sum16(m.data(), m.size(), pseudo_sum6(src, dst, kProtoIcmp6, static_cast<uint32_t>(m.size())))));
     return ipv6(src, dst, kProtoIcmp6, m, o);
 }
 
-Bytes echo6_ip(bool request, const Ip6Addr& src, const Ip6Addr& dst, uint16_t ident, uint16_t seq,
-               const Bytes& payload, const Ip6Opt& o) {
+Bytes echo6_ip(bool request, const Ip6Addr& src, const Ip6Addr& dst, uint16_t ident, uint16_t seq, const Bytes& payload,
+               const Ip6Opt& o) {
     Bytes body(4 + payload.size());
     put16(&body[0], ident);
     put16(&body[2], seq);
@@ -320,7 +315,9 @@ Ip6Addr solicited_node(const Ip6Addr& a) {
     return g;
 }
 
-Mac multicast_mac(const Ip6Addr& group) { return Mac{0x33, 0x33, group[12], group[13], group[14], group[15]}; }
+Mac multicast_mac(const Ip6Addr& group) {
+    return Mac{0x33, 0x33, group[12], group[13], group[14], group[15]};
+}
 
 Ip6Addr link_local_of(const Mac& m) {
     Ip6Addr a{};
@@ -353,7 +350,9 @@ Bytes arp_body(uint16_t op, const Mac& sha, uint32_t spa, const Mac& tha, uint32
 
 namespace {
 
-bool is_icmp_error_type(uint8_t t) { return t == 3 || t == 4 || t == 11 || t == 12; }
+bool is_icmp_error_type(uint8_t t) {
+    return t == 3 || t == 4 || t == 11 || t == 12;
+}
 
 }  // namespace
 
@@ -365,23 +364,19 @@ void parse_l4(Parsed& p, const uint8_t* l4, size_t l4_len, size_t l4_full, bool 
               const std::function<uint32_t(uint8_t, uint32_t)>& pseudo) {
     p.l4_complete = l4_len == l4_full;
     auto l4_sum_ok = [&](uint8_t proto, size_t csum_off) {
-        if (!p.l4_complete)
-            return false;
+        if (!p.l4_complete) return false;
         Bytes m(l4, l4 + l4_len);
         m[csum_off] = m[csum_off + 1] = 0;
         uint32_t s = pseudo(proto, static_cast<uint32_t>(l4_len));
         uint16_t want = finish(sum16(m.data(), m.size(), s));
         if (proto == kProtoUdp) {
-            if (p.l4_csum == 0)
-                return p.ether_type != kEtherIpv6;  // no checksum (IPv6 has none of that)
-            if (want == 0)
-                want = 0xffff;
+            if (p.l4_csum == 0) return p.ether_type != kEtherIpv6;  // no checksum (IPv6 has none of that)
+            if (want == 0) want = 0xffff;
         }
         // An ICMP message whose words sum to -0 (0xFFFF) verifies with 0x0000 and with 0xFFFF
         // alike. An incremental update (RFC 1624 eqn. 3) cannot tell it from an all-zero message,
         // which only 0xFFFF verifies, so the gateway sends 0xFFFF for both.
-        if (proto == kProtoIcmp && want == 0 && p.l4_csum == 0xffff)
-            return true;
+        if (proto == kProtoIcmp && want == 0 && p.l4_csum == 0xffff) return true;
         return want == p.l4_csum;
     };
     switch (p.proto) {
@@ -444,7 +439,7 @@ void parse_l4(Parsed& p, const uint8_t* l4, size_t l4_len, size_t l4_full, bool 
         if (p.ether_type == kEtherIpv6 ? (p.icmp_type >= 1 && p.icmp_type <= 4) && !quoted
                                        : is_icmp_error_type(p.icmp_type) && !quoted) {
             p.inner = std::make_shared<Parsed>(p.ether_type == kEtherIpv6 ? parse_ipv6(l4 + 8, l4_len - 8, true)
-                                                                         : parse_ipv4(l4 + 8, l4_len - 8, true));
+                                                                          : parse_ipv4(l4 + 8, l4_len - 8, true));
             if (!p.inner->ok) {
                 p.error = "quoted datagram: " + p.inner->error;
                 return;
@@ -506,8 +501,9 @@ Parsed parse_ipv4(const uint8_t* d, size_t len, bool quoted) {
         end = len;  // a quote may stop anywhere after the header
     }
     p.l3.assign(d, d + end);
-    parse_l4(p, d + hl, end - hl, p.total_length - hl, quoted,
-             [&](uint8_t proto, uint32_t len) { return proto == kProtoIcmp ? 0u : pseudo_sum(p.src, p.dst, proto, len); });
+    parse_l4(p, d + hl, end - hl, p.total_length - hl, quoted, [&](uint8_t proto, uint32_t len) {
+        return proto == kProtoIcmp ? 0u : pseudo_sum(p.src, p.dst, proto, len);
+    });
     return p;
 }
 
@@ -614,22 +610,19 @@ std::string hex16(uint16_t v) {
 }  // namespace
 
 ::testing::AssertionResult checksums_valid(const Parsed& p) {
-    if (!p.ok)
-        return ::testing::AssertionFailure() << "frame does not parse: " << p.error;
-    if (p.ether_type != kEtherIpv4 && p.ether_type != kEtherIpv6)
-        return ::testing::AssertionSuccess();
+    if (!p.ok) return ::testing::AssertionFailure() << "frame does not parse: " << p.error;
+    if (p.ether_type != kEtherIpv4 && p.ether_type != kEtherIpv6) return ::testing::AssertionSuccess();
     if (p.ether_type == kEtherIpv4 && !p.ip_csum_ok)
         return ::testing::AssertionFailure() << "IPv4 header checksum " << hex16(p.ip_csum) << " is wrong";
     if (!p.l4_csum_ok)
-        return ::testing::AssertionFailure() << "L4 (protocol " << int{p.proto} << ") checksum " << hex16(p.l4_csum)
-                                             << " is wrong";
+        return ::testing::AssertionFailure()
+               << "L4 (protocol " << int{p.proto} << ") checksum " << hex16(p.l4_csum) << " is wrong";
     if (p.inner) {
         if (p.ether_type == kEtherIpv4 && !p.inner->ip_csum_ok)
-            return ::testing::AssertionFailure() << "quoted IPv4 header checksum " << hex16(p.inner->ip_csum)
-                                                 << " is wrong";
+            return ::testing::AssertionFailure()
+                   << "quoted IPv4 header checksum " << hex16(p.inner->ip_csum) << " is wrong";
         if (p.inner->l4_complete && !p.inner->l4_csum_ok)
-            return ::testing::AssertionFailure() << "quoted L4 checksum " << hex16(p.inner->l4_csum)
-                                                 << " is wrong";
+            return ::testing::AssertionFailure() << "quoted L4 checksum " << hex16(p.inner->l4_csum) << " is wrong";
     }
     return ::testing::AssertionSuccess();
 }

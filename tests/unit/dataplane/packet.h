@@ -22,7 +22,9 @@ namespace egw::test {
 using Bytes = std::vector<uint8_t>;
 using Mac = std::array<uint8_t, 6>;
 
-constexpr uint32_t ip4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) { return a << 24 | b << 16 | c << 8 | d; }
+constexpr uint32_t ip4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    return a << 24 | b << 16 | c << 8 | d;
+}
 std::string ip_str(uint32_t host_order);
 std::string mac_str(const Mac& m);
 
@@ -50,14 +52,14 @@ uint32_t pseudo_sum(uint32_t src, uint32_t dst, uint8_t proto, uint32_t l4_len);
 struct IpOpt {
     uint8_t ttl = 64;
     uint16_t id = 0x4242;
-    uint16_t frag = 0;      // flags and fragment offset word, host order (0x2000: MF, 0x4000: DF)
+    uint16_t frag = 0;  // flags and fragment offset word, host order (0x2000: MF, 0x4000: DF)
     uint8_t tos = 0;
-    Bytes options;          // IPv4 options, a multiple of 4 bytes
+    Bytes options;  // IPv4 options, a multiple of 4 bytes
 };
 
 // L4 messages. TCP and UDP checksums are computed over the pseudo-header of (src, dst).
-Bytes tcp_segment(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint8_t flags,
-                  const Bytes& payload = {}, uint32_t seq = 1000, uint32_t ack = 0);
+Bytes tcp_segment(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint8_t flags, const Bytes& payload = {},
+                  uint32_t seq = 1000, uint32_t ack = 0);
 // `zero_checksum`: send "no checksum" (0). A computed 0 is sent as 0xFFFF (RFC 768).
 Bytes udp_datagram(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, const Bytes& payload = {},
                    bool zero_checksum = false);
@@ -72,8 +74,8 @@ Bytes ethernet(const Mac& dst, const Mac& src, uint16_t ether_type, const Bytes&
 // Shorthands: whole IPv4 datagrams.
 Bytes tcp_ip(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, uint8_t flags, const Bytes& payload = {},
              const IpOpt& o = {});
-Bytes udp_ip(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, const Bytes& payload = {},
-             const IpOpt& o = {}, bool zero_checksum = false);
+Bytes udp_ip(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, const Bytes& payload = {}, const IpOpt& o = {},
+             bool zero_checksum = false);
 Bytes echo_ip(bool request, uint32_t src, uint32_t dst, uint16_t ident, uint16_t seq = 1, const Bytes& payload = {},
               const IpOpt& o = {});
 
@@ -131,7 +133,7 @@ Bytes arp_body(uint16_t op, const Mac& sha, uint32_t spa, const Mac& tha, uint32
 // A parsed frame. Every *_ok flag is the result of a full recomputation: the stored checksum must
 // equal exactly the value a sender computes (UDP: 0 means "none"; a computed 0 must be 0xFFFF).
 struct Parsed {
-    bool ok = false;                // the frame parsed as far as its headers claim
+    bool ok = false;  // the frame parsed as far as its headers claim
     std::string error;
 
     Mac eth_dst{}, eth_src{};
@@ -142,7 +144,7 @@ struct Parsed {
     uint16_t total_length = 0, id = 0, frag = 0, ip_csum = 0;
     uint32_t src = 0, dst = 0;
     bool ip_csum_ok = false;
-    Bytes l3;                       // the IPv4 datagram as it is in the frame
+    Bytes l3;  // the IPv4 datagram as it is in the frame
 
     // L4
     bool l4_complete = false;       // the whole L4 message is present (always true outside quotes)
@@ -151,9 +153,9 @@ struct Parsed {
     uint32_t seq = 0, ack = 0;
     uint8_t icmp_type = 0, icmp_code = 0;
     uint16_t icmp_ident = 0, icmp_seq = 0;
-    uint16_t l4_csum = 0;           // TCP, UDP or ICMP checksum field
-    bool l4_csum_ok = false;        // false when not complete
-    Bytes payload;                  // after the TCP/UDP/ICMP header (ICMP errors: the quote)
+    uint16_t l4_csum = 0;     // TCP, UDP or ICMP checksum field
+    bool l4_csum_ok = false;  // false when not complete
+    Bytes payload;            // after the TCP/UDP/ICMP header (ICMP errors: the quote)
 
     std::shared_ptr<Parsed> inner;  // ICMP errors: the quoted datagram
 

@@ -32,7 +32,9 @@ unsigned g_instances = 0;
 constexpr unsigned kPoolSize = 4095;
 constexpr unsigned kRingSize = 1024;
 
-net::IpPrefix prefix(uint32_t addr, uint8_t len) { return net::IpPrefix::from_v4(addr, len); }
+net::IpPrefix prefix(uint32_t addr, uint8_t len) {
+    return net::IpPrefix::from_v4(addr, len);
+}
 
 config::MacAddr cmac(const Mac& m) {
     config::MacAddr a;
@@ -52,7 +54,9 @@ config::PortConfig port_config(const std::string& name, config::PortRole role, c
     return p;
 }
 
-void fail(const std::string& what) { throw std::runtime_error("test rig: " + what + ": " + rte_strerror(rte_errno)); }
+void fail(const std::string& what) {
+    throw std::runtime_error("test rig: " + what + ": " + rte_strerror(rte_errno));
+}
 
 // The rig's ports are net_ring ethdevs: the worker's rte_eth_rx_burst and rte_eth_tx_burst move
 // mbufs through the port's rings inside librte_net_ring, which ThreadSanitizer does not see
@@ -69,12 +73,15 @@ void fail(const std::string& what) { throw std::runtime_error("test rig: " + wha
 #if defined(__SANITIZE_THREAD__)
 extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
-inline void tsan_acquire(void* ring) { __tsan_acquire(ring); }
-inline void tsan_release(void* ring) { __tsan_release(ring); }
+inline void tsan_acquire(void* ring) {
+    __tsan_acquire(ring);
+}
+inline void tsan_release(void* ring) {
+    __tsan_release(ring);
+}
 
 uint16_t tsan_after_rx(uint16_t, uint16_t, rte_mbuf**, uint16_t n, uint16_t, void* ring) {
-    if (n > 0)
-        __tsan_acquire(ring);
+    if (n > 0) __tsan_acquire(ring);
     return n;
 }
 
@@ -89,7 +96,9 @@ inline void tsan_release(void*) {}
 
 }  // namespace
 
-void set_next_hop_field(int offset) { g_next_hop_field = offset; }
+void set_next_hop_field(int offset) {
+    g_next_hop_field = offset;
+}
 
 model::ServiceState lb_service(const std::string& key, uint32_t ingress, std::vector<uint32_t> endpoints,
                                const std::string& network) {
@@ -137,8 +146,7 @@ config::Config standard_config() {
         config::RouteConfig r;
         r.vrf = vrf;
         r.prefix = p;
-        if (via)
-            r.via = net::IpAddr::from_v4(*via);
+        if (via) r.via = net::IpAddr::from_v4(*via);
         r.port = port;
         return r;
     };
@@ -148,12 +156,14 @@ config::Config standard_config() {
         route("default", prefix(ip4(172, 18, 0, 0), 16), kPodsRouter, "pods"),
         route("default", prefix(0, 0), kExt1Gw, "ext1"),
     };
-    auto neigh = [](const std::string& port, uint32_t ip, const Mac& m) { return config::NeighborConfig{port, net::IpAddr::from_v4(ip), cmac(m)}; };
+    auto neigh = [](const std::string& port, uint32_t ip, const Mac& m) {
+        return config::NeighborConfig{port, net::IpAddr::from_v4(ip), cmac(m)};
+    };
     c.neighbors = {
-        neigh("pods", kPod10, kPod10Mac),       neigh("pods", kPod11, kPod11Mac),
-        neigh("pods", kPod20, kPod20Mac),       neigh("pods", kPodsRouter, kPodsRouterMac),
-        neigh("ext1", kServer, kServerMac),     neigh("ext1", kServerB, kServerBMac),
-        neigh("ext1", kExt1Gw, kExt1GwMac),     neigh("ext2", kBlueServer, kBlueServerMac),
+        neigh("pods", kPod10, kPod10Mac),   neigh("pods", kPod11, kPod11Mac),
+        neigh("pods", kPod20, kPod20Mac),   neigh("pods", kPodsRouter, kPodsRouterMac),
+        neigh("ext1", kServer, kServerMac), neigh("ext1", kServerB, kServerBMac),
+        neigh("ext1", kExt1Gw, kExt1GwMac), neigh("ext2", kBlueServer, kBlueServerMac),
         neigh("ext2", kBlueGw, kBlueGwMac),
     };
     c.cluster.pod_cidrs = {prefix(ip4(10, 244, 0, 0), 16)};
@@ -166,7 +176,9 @@ config::Config standard_config() {
     return c;
 }
 
-std::string Rig::name(const std::string& what) const { return "u" + std::to_string(instance_) + what; }
+std::string Rig::name(const std::string& what) const {
+    return "u" + std::to_string(instance_) + what;
+}
 
 Rig::Rig(const RigOptions& o) : instance_(g_instances++) {
     if (g_next_hop_field < 0)
@@ -184,18 +196,15 @@ Rig::Rig(const RigOptions& o) : instance_(g_instances++) {
 void Rig::setup(const RigOptions& o) {
     queue_per_worker_ = o.queue_per_worker;
     cfg = standard_config();
-    if (o.configure)
-        o.configure(cfg);
+    if (o.configure) o.configure(cfg);
     int socket = static_cast<int>(rte_socket_id());
 
     pool_size_ = kPoolSize;
     // No per-lcore cache, so the pool's count is exact and leaks show.
     pool_ = rte_pktmbuf_pool_create(name("_pool").c_str(), pool_size_, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
-    if (!pool_)
-        fail("mbuf pool");
+    if (!pool_) fail("mbuf pool");
     indirect_ = rte_pktmbuf_pool_create(name("_ind").c_str(), pool_size_, 0, 0, 0, socket);
-    if (!indirect_)
-        fail("indirect mbuf pool");
+    if (!indirect_) fail("indirect mbuf pool");
     shared.frag_direct = pool_;
     shared.frag_indirect = indirect_;
 
@@ -205,8 +214,8 @@ void Rig::setup(const RigOptions& o) {
     shared.nat_port_max = cfg.sessions.port_max;
     uint64_t hz = rte_get_tsc_hz();
     const auto& t = cfg.sessions.timeouts;
-    shared.timeouts =
-        dp::Timeouts{t.tcp_established_s * hz, t.tcp_transitory_s * hz, t.udp_s * hz, t.icmp_s * hz, t.tcp_half_closed_s * hz};
+    shared.timeouts = dp::Timeouts{t.tcp_established_s * hz, t.tcp_transitory_s * hz, t.udp_s * hz, t.icmp_s * hz,
+                                   t.tcp_half_closed_s * hz};
     shared.icmp_limit = dp::make_icmp_limit(cfg.icmp.errors_per_second, cfg.icmp.burst, hz);
     shared.tx_stall_ticks = hz * dp::kTxStallMs / 1000;
     shared.neighbors = new dp::NeighborTable(cfg.arp.max_neighbors);
@@ -216,12 +225,10 @@ void Rig::setup(const RigOptions& o) {
     if (o.qsbr) {
         size_t size = rte_rcu_qsbr_get_memsize(n_workers);
         shared.qsbr = static_cast<rte_rcu_qsbr*>(rte_zmalloc(name("_qsbr").c_str(), size, RTE_CACHE_LINE_SIZE));
-        if (!shared.qsbr || rte_rcu_qsbr_init(shared.qsbr, n_workers) != 0)
-            fail("qsbr");
+        if (!shared.qsbr || rte_rcu_qsbr_init(shared.qsbr, n_workers) != 0) fail("qsbr");
     }
     shared.to_control = rte_ring_create(name("_ctl").c_str(), kRingSize, socket, RING_F_SC_DEQ);
-    if (!shared.to_control)
-        fail("control ring");
+    if (!shared.to_control) fail("control ring");
     rings_.push_back(shared.to_control);
 
     // One net_ring port per configured port, in order.
@@ -241,14 +248,12 @@ void Rig::setup(const RigOptions& o) {
     for (const auto& n : cfg.neighbors) {
         if (!n.ip.is_v4()) {
             uint32_t slot = shared.neighbors6->insert(id_of(n.port), n.ip.bytes().data());
-            if (slot == dp::NeighborTable6::kNone)
-                throw std::runtime_error("test rig: IPv6 neighbour table full");
+            if (slot == dp::NeighborTable6::kNone) throw std::runtime_error("test rig: IPv6 neighbour table full");
             shared.neighbors6->set_mac(slot, n.mac.bytes);
             continue;
         }
         uint32_t slot = shared.neighbors->insert(id_of(n.port), n.ip.v4());
-        if (slot == dp::NeighborTable::kNone)
-            throw std::runtime_error("test rig: neighbour table full");
+        if (slot == dp::NeighborTable::kNone) throw std::runtime_error("test rig: neighbour table full");
         shared.neighbors->set_mac(slot, n.mac.bytes);
     }
 
@@ -258,8 +263,7 @@ void Rig::setup(const RigOptions& o) {
         n_ports = std::max<uint16_t>(n_ports, static_cast<uint16_t>(p.id + 1));
     for (unsigned i = 0; i < n_workers; ++i) {
         void* mem = rte_zmalloc(name("_worker").c_str(), sizeof(dp::Worker), RTE_CACHE_LINE_SIZE);
-        if (!mem)
-            fail("worker");
+        if (!mem) fail("worker");
         auto* w = new (mem) dp::Worker();
         workers.push_back(w);
         w->index = i;
@@ -271,32 +275,27 @@ void Rig::setup(const RigOptions& o) {
         w->dump_capacity = 256;
         w->dump_buffer = static_cast<dp::SessionRecord*>(
             rte_zmalloc(name("_dump").c_str(), sizeof(dp::SessionRecord) * w->dump_capacity, RTE_CACHE_LINE_SIZE));
-        if (!w->service_counters || !w->dump_buffer)
-            fail("worker counters");
+        if (!w->service_counters || !w->dump_buffer) fail("worker counters");
         if (!w->sessions.init(name("s" + std::to_string(i)).c_str(), o.sessions_per_worker, socket) ||
             !w->sessions6.init(name("s6_" + std::to_string(i)).c_str(), o.sessions_per_worker, socket))
             fail("session table");
         if (o.inject) {
             w->inject = rte_ring_create(name("_inj" + std::to_string(i)).c_str(), kRingSize, socket,
                                         RING_F_SP_ENQ | RING_F_SC_DEQ);
-            if (!w->inject)
-                fail("inject ring");
+            if (!w->inject) fail("inject ring");
             rings_.push_back(w->inject);
         }
         w->reassembly = dp::reassembly_create(cfg.reassembly.max_datagrams, cfg.reassembly.max_fragments,
                                               uint64_t{cfg.reassembly.timeout_ms} * hz / 1000, socket);
-        if (!w->reassembly)
-            fail("reassembly table");
+        if (!w->reassembly) fail("reassembly table");
         w->now = rte_rdtsc();
     }
     for (unsigned a = 0; a < n_workers && n_workers > 1; ++a)
         for (unsigned b = 0; b < n_workers; ++b) {
-            if (a == b)
-                continue;
-            rte_ring* r = rte_ring_create(name("_ho" + std::to_string(a) + "_" + std::to_string(b)).c_str(), 2048, socket,
-                                          RING_F_SP_ENQ | RING_F_SC_DEQ);
-            if (!r)
-                fail("hand-off ring");
+            if (a == b) continue;
+            rte_ring* r = rte_ring_create(name("_ho" + std::to_string(a) + "_" + std::to_string(b)).c_str(), 2048,
+                                          socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+            if (!r) fail("hand-off ring");
             rings_.push_back(r);
             workers[a]->handoff_out[b] = r;
             workers[b]->handoff_in[a] = r;
@@ -313,8 +312,7 @@ void Rig::setup(const RigOptions& o) {
 
 uint16_t Rig::port_id(const std::string& port) const {
     const config::PortConfig* pc = cfg.find_port(port);
-    if (!pc)
-        throw std::runtime_error("test rig: no port " + port);
+    if (!pc) throw std::runtime_error("test rig: no port " + port);
     return ids_.at(static_cast<size_t>(pc - cfg.ports.data()));
 }
 
@@ -356,13 +354,13 @@ uint16_t Rig::make_port(const std::string& device) {
     if (rte_eth_dev_configure(p.id, static_cast<uint16_t>(n_rxq), static_cast<uint16_t>(n_txq), &conf) != 0)
         fail("configure " + device);
     for (unsigned q = 0; q < n_rxq; ++q)
-        if (rte_eth_rx_queue_setup(p.id, static_cast<uint16_t>(q), 512, static_cast<unsigned>(socket), nullptr, pool_) != 0)
+        if (rte_eth_rx_queue_setup(p.id, static_cast<uint16_t>(q), 512, static_cast<unsigned>(socket), nullptr,
+                                   pool_) != 0)
             fail("rx queue " + device);
     for (unsigned q = 0; q < n_txq; ++q)
         if (rte_eth_tx_queue_setup(p.id, static_cast<uint16_t>(q), 512, static_cast<unsigned>(socket), nullptr) != 0)
             fail("tx queue " + device);
-    if (rte_eth_dev_start(p.id) != 0)
-        fail("start " + device);
+    if (rte_eth_dev_start(p.id) != 0) fail("start " + device);
 #if defined(__SANITIZE_THREAD__)
     for (unsigned q = 0; q < n_rxq; ++q)
         if (!rte_eth_add_rx_callback(p.id, static_cast<uint16_t>(q), tsan_after_rx, p.rxs[q]))
@@ -375,14 +373,15 @@ uint16_t Rig::make_port(const std::string& device) {
     return p.id;
 }
 
-Rig::~Rig() { release(); }
+Rig::~Rig() {
+    release();
+}
 
 void Rig::release() {
     drain_all();
     shared.policy.current.store(nullptr);
     for (auto& p : ports_) {
-        if (p.started)
-            rte_eth_dev_stop(p.id);
+        if (p.started) rte_eth_dev_stop(p.id);
         rte_vdev_uninit(p.device.c_str());
         for (auto* r : p.rxs)
             rte_ring_free(r);
@@ -427,8 +426,7 @@ void Rig::publish(const std::vector<model::ServiceState>& services) {
         snapshots_.push_back(std::move(snap));
         return;
     }
-    if (old != snapshots_.back().get())
-        throw std::runtime_error("test rig: the published snapshot was not the rig's");
+    if (old != snapshots_.back().get()) throw std::runtime_error("test rig: the published snapshot was not the rig's");
     snapshots_.back() = std::move(snap);
 }
 
@@ -438,15 +436,18 @@ Bytes Rig::from_pod(uint32_t pod, const Bytes& ip) const {
     return ethernet(kPodsMac, src, kEtherIpv4, ip);
 }
 
-Bytes Rig::from_ext1(const Bytes& ip, const Mac& src) const { return ethernet(std_rig::kExt1Mac, src, kEtherIpv4, ip); }
-Bytes Rig::from_ext2(const Bytes& ip, const Mac& src) const { return ethernet(std_rig::kExt2Mac, src, kEtherIpv4, ip); }
+Bytes Rig::from_ext1(const Bytes& ip, const Mac& src) const {
+    return ethernet(std_rig::kExt1Mac, src, kEtherIpv4, ip);
+}
+Bytes Rig::from_ext2(const Bytes& ip, const Mac& src) const {
+    return ethernet(std_rig::kExt2Mac, src, kEtherIpv4, ip);
+}
 
 rte_mbuf* Rig::mbuf_of(uint16_t port, const Bytes& frame, unsigned segment) {
     // A frame longer than one mbuf (or than `segment`) arrives as a chain, as from a NIC that
     // scatters.
     size_t room = RTE_MBUF_DEFAULT_DATAROOM;
-    if (segment && segment < room)
-        room = segment;
+    if (segment && segment < room) room = segment;
     rte_mbuf* head = nullptr;
     size_t off = 0;
     do {
@@ -457,8 +458,7 @@ rte_mbuf* Rig::mbuf_of(uint16_t port, const Bytes& frame, unsigned segment) {
         }
         size_t len = std::min(room, frame.size() - off);
         char* d = rte_pktmbuf_append(m, static_cast<uint16_t>(len));
-        if (len)
-            std::memcpy(d, frame.data() + off, len);
+        if (len) std::memcpy(d, frame.data() + off, len);
         off += len;
         if (!head)
             head = m;
@@ -472,8 +472,7 @@ rte_mbuf* Rig::mbuf_of(uint16_t port, const Bytes& frame, unsigned segment) {
 static Bytes frame_of(const rte_mbuf* m) {
     Bytes out(m->pkt_len);
     const void* d = rte_pktmbuf_read(m, 0, m->pkt_len, out.data());
-    if (d != out.data())
-        std::memcpy(out.data(), d, m->pkt_len);
+    if (d != out.data()) std::memcpy(out.data(), d, m->pkt_len);
     return out;
 }
 
@@ -482,32 +481,33 @@ void Rig::rx(uint16_t port, const Bytes& frame) {
         if (p.id == port) {
             rte_mbuf* m = mbuf_of(port, frame);
             tsan_release(p.rx);
-            if (rte_ring_enqueue(p.rx, m) != 0)
-                throw std::runtime_error("test rig: rx ring full");
+            if (rte_ring_enqueue(p.rx, m) != 0) throw std::runtime_error("test rig: rx ring full");
             return;
         }
     throw std::runtime_error("test rig: no port " + std::to_string(port));
 }
 
-bool Rig::try_rx(uint16_t port, const Bytes& frame) { return try_rx_queue(port, 0, frame); }
+bool Rig::try_rx(uint16_t port, const Bytes& frame) {
+    return try_rx_queue(port, 0, frame);
+}
 
 bool Rig::try_rx_queue(uint16_t port, unsigned queue, const Bytes& frame) {
     for (auto& p : ports_)
         if (p.id == port) {
             rte_ring* r = p.rxs.at(queue);
-            if (rte_ring_free_count(r) == 0)
-                return false;
+            if (rte_ring_free_count(r) == 0) return false;
             // Only this thread enqueues (single producer): the room seen is still there.
             rte_mbuf* m = mbuf_of(port, frame);
             tsan_release(r);
-            if (rte_ring_enqueue(r, m) != 0)
-                throw std::runtime_error("test rig: rx ring full");
+            if (rte_ring_enqueue(r, m) != 0) throw std::runtime_error("test rig: rx ring full");
             return true;
         }
     throw std::runtime_error("test rig: no port " + std::to_string(port));
 }
 
-unsigned Rig::poll(unsigned worker) { return dp::worker_poll_once(w(worker)); }
+unsigned Rig::poll(unsigned worker) {
+    return dp::worker_poll_once(w(worker));
+}
 
 void Rig::process(unsigned worker, const std::vector<In>& burst) {
     std::vector<rte_mbuf*> pkts;
@@ -527,8 +527,7 @@ void Rig::advance(uint64_t ticks) {
 
 void Rig::sweep(unsigned worker, unsigned calls) {
     dp::Worker& wk = w(worker);
-    if (calls == 0)
-        calls = (wk.sessions.capacity() + dp::kSweepPerIteration - 1) / dp::kSweepPerIteration;
+    if (calls == 0) calls = (wk.sessions.capacity() + dp::kSweepPerIteration - 1) / dp::kSweepPerIteration;
     for (unsigned i = 0; i < calls; ++i)
         dp::worker_expire_step(wk, policy());
 }
@@ -536,8 +535,7 @@ void Rig::sweep(unsigned worker, unsigned calls) {
 std::vector<Bytes> Rig::tx(uint16_t port) {
     std::vector<Bytes> out;
     for (auto& p : ports_) {
-        if (p.id != port)
-            continue;
+        if (p.id != port) continue;
         void* obj;
         while (rte_ring_dequeue(p.tx, &obj) == 0) {
             tsan_acquire(p.tx);
@@ -587,8 +585,7 @@ uint64_t Rig::total_drops(unsigned worker) const {
 
 uint32_t Rig::service_id(const std::string& key) const {
     auto it = builder_->ids().find(key);
-    if (it == builder_->ids().end())
-        throw std::runtime_error("test rig: no Service id for " + key);
+    if (it == builder_->ids().end()) throw std::runtime_error("test rig: no Service id for " + key);
     return it->second;
 }
 
@@ -604,8 +601,7 @@ std::vector<dp::Session> Rig::sessions(unsigned worker) const {
     std::vector<dp::Session> out;
     const dp::SessionTable& st = workers.at(worker)->sessions;
     for (uint32_t i = 0; i < st.capacity(); ++i)
-        if (st.at(i).in_use & dp::kSessionInUse)
-            out.push_back(st.at(i));
+        if (st.at(i).in_use & dp::kSessionInUse) out.push_back(st.at(i));
     return out;
 }
 
@@ -613,8 +609,7 @@ std::vector<dp::Session6> Rig::sessions6(unsigned worker) const {
     std::vector<dp::Session6> out;
     const dp::SessionTable6& st = workers.at(worker)->sessions6;
     for (uint32_t i = 0; i < st.capacity(); ++i)
-        if (st.at(i).in_use & dp::kSessionInUse)
-            out.push_back(st.at(i));
+        if (st.at(i).in_use & dp::kSessionInUse) out.push_back(st.at(i));
     return out;
 }
 
@@ -655,8 +650,7 @@ std::vector<uint16_t> Rig::tx_segments() {
 
 Parsed single(const std::vector<Bytes>& frames) {
     EXPECT_EQ(frames.size(), 1u) << "expected exactly one frame";
-    if (frames.size() != 1)
-        return Parsed{};
+    if (frames.size() != 1) return Parsed{};
     return parse_frame(frames[0]);
 }
 
@@ -666,8 +660,7 @@ Rig& DataplaneTest::start(const RigOptions& o) {
 }
 
 void DataplaneTest::TearDown() {
-    if (!rig_)
-        return;
+    if (!rig_) return;
     rig_->drain_all();
     EXPECT_EQ(rig_->mbufs_in_use(), 0) << "the data plane leaked mbufs (or freed some twice)";
     rig_.reset();

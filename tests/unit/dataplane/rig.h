@@ -39,8 +39,12 @@ struct rte_ring;
 namespace egw::test {
 
 // Network byte order, as sessions store addresses and ports.
-inline uint32_t nbo32(uint32_t v) { return rte_cpu_to_be_32(v); }
-inline uint16_t nbo16(uint16_t v) { return rte_cpu_to_be_16(v); }
+inline uint32_t nbo32(uint32_t v) {
+    return rte_cpu_to_be_32(v);
+}
+inline uint16_t nbo16(uint16_t v) {
+    return rte_cpu_to_be_16(v);
+}
 
 // Set by main() once the EAL is up: the offset of the "egw_next_hop" mbuf dynfield.
 void set_next_hop_field(int offset);
@@ -51,16 +55,16 @@ inline constexpr uint32_t kPod10 = ip4(10, 244, 1, 10);
 inline constexpr uint32_t kPod11 = ip4(10, 244, 1, 11);
 inline constexpr uint32_t kPod20 = ip4(10, 244, 1, 20);
 inline constexpr uint32_t kPodsRouter = ip4(10, 244, 1, 254);
-inline constexpr uint32_t kRemotePod = ip4(10, 244, 2, 10);      // pod CIDR, another node
-inline constexpr uint32_t kClusterIp = ip4(10, 96, 0, 10);       // service CIDR
+inline constexpr uint32_t kRemotePod = ip4(10, 244, 2, 10);  // pod CIDR, another node
+inline constexpr uint32_t kClusterIp = ip4(10, 96, 0, 10);   // service CIDR
 inline constexpr uint32_t kNodeIp = ip4(172, 18, 0, 2);
 inline constexpr uint32_t kExt1Addr = ip4(192, 0, 2, 1);
 inline constexpr uint32_t kIngress = ip4(192, 0, 2, 50);
 inline constexpr uint32_t kServer = ip4(192, 0, 2, 100);
 inline constexpr uint32_t kServerB = ip4(192, 0, 2, 101);
-inline constexpr uint32_t kUnresolved = ip4(192, 0, 2, 200);     // on-link, no neighbour entry
+inline constexpr uint32_t kUnresolved = ip4(192, 0, 2, 200);  // on-link, no neighbour entry
 inline constexpr uint32_t kExt1Gw = ip4(192, 0, 2, 254);
-inline constexpr uint32_t kInternet = ip4(203, 0, 113, 9);       // behind ext1's gateway
+inline constexpr uint32_t kInternet = ip4(203, 0, 113, 9);  // behind ext1's gateway
 inline constexpr uint32_t kExt2Addr = ip4(198, 51, 100, 1);
 inline constexpr uint32_t kBlueServer = ip4(198, 51, 100, 100);
 inline constexpr uint32_t kBlueGw = ip4(198, 51, 100, 254);
@@ -93,8 +97,8 @@ config::Config standard_config();
 
 struct RigOptions {
     unsigned workers = 1;
-    uint32_t sessions_per_worker = 1024;      // SessionTable (and SessionTable6) capacity of each worker
-    bool inject = false;                      // give each worker an inject ring
+    uint32_t sessions_per_worker = 1024;  // SessionTable (and SessionTable6) capacity of each worker
+    bool inject = false;                  // give each worker an inject ring
     // Each port gets a receive queue per worker, worker w polling queue w of every port (as egwd
     // sets them up); otherwise each port has one, polled by worker 0.
     bool queue_per_worker = false;
@@ -111,8 +115,8 @@ struct RigOptions {
 struct ToControl {
     Bytes frame;
     uint16_t port = 0;
-    uint32_t next_hop = 0;  // the dynfield (host order)
-    Ip6Addr next_hop6{};    // the dynfield's IPv6 next hop (an IPv6 frame held for NS)
+    uint32_t next_hop = 0;       // the dynfield (host order)
+    Ip6Addr next_hop6{};         // the dynfield's IPv6 next hop (an IPv6 frame held for NS)
     bool advertisement = false;  // a Neighbor Advertisement passed on (held.h)
 };
 
@@ -132,7 +136,7 @@ public:
     Rig& operator=(const Rig&) = delete;
 
     config::Config cfg;
-    uint16_t pods = 0, ext1 = 0, ext2 = 0;   // DPDK port ids
+    uint16_t pods = 0, ext1 = 0, ext2 = 0;  // DPDK port ids
     dp::DataplaneShared shared;
     std::vector<dp::Worker*> workers;
 
@@ -145,7 +149,7 @@ public:
     void publish(const std::vector<model::ServiceState>& services);
 
     // Frames toward the ports: Ethernet to the port's MAC from the sender's MAC.
-    Bytes from_pod(uint32_t pod, const Bytes& ip) const;          // on `pods`, sender = that pod
+    Bytes from_pod(uint32_t pod, const Bytes& ip) const;  // on `pods`, sender = that pod
     Bytes from_ext1(const Bytes& ip, const Mac& src = std_rig::kServerMac) const;
     Bytes from_ext2(const Bytes& ip, const Mac& src = std_rig::kBlueServerMac) const;
 
@@ -193,8 +197,8 @@ private:
     struct Port {
         std::string device;
         uint16_t id = 0;
-        rte_ring* rx = nullptr;          // queue 0's
-        std::vector<rte_ring*> rxs;      // every receive queue's
+        rte_ring* rx = nullptr;      // queue 0's
+        std::vector<rte_ring*> rxs;  // every receive queue's
         rte_ring* tx = nullptr;
         bool started = false;
     };
@@ -207,12 +211,12 @@ private:
     unsigned instance_;
     bool queue_per_worker_ = false;
     rte_mempool* pool_ = nullptr;
-    rte_mempool* indirect_ = nullptr;    // fragments' payload references (output)
+    rte_mempool* indirect_ = nullptr;  // fragments' payload references (output)
     unsigned pool_size_ = 0;
     std::vector<uint16_t> tx_segments_;
     std::vector<Port> ports_;
-    std::vector<uint16_t> ids_;          // DPDK port id of cfg.ports[i]
-    std::vector<rte_ring*> rings_;       // control, inject, hand-off rings
+    std::vector<uint16_t> ids_;     // DPDK port id of cfg.ports[i]
+    std::vector<rte_ring*> rings_;  // control, inject, hand-off rings
     std::unique_ptr<control::PolicyBuilder> builder_;
     std::vector<std::unique_ptr<dp::PolicySnapshot>> snapshots_;
 };

@@ -16,7 +16,9 @@ namespace {
 using namespace std_rig;
 using dp::DropReason;
 
-Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes text(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
 
 TEST_F(DataplaneTest, PacketsOfANewFlowInOneBurstShareOneSession) {
     Rig& r = start();
@@ -52,8 +54,10 @@ TEST_F(DataplaneTest, PacketsOfANewFlowInOneBurstShareOneSession) {
                   {r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, out[3].sport, kAck))}});
     frames = r.tx(r.pods);
     ASSERT_EQ(frames.size(), 2u);
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, udp_ip(kServer, 53, kPod10, 40000, text("a"), IpOpt{.ttl = 63})));
-    EXPECT_EQ(frames[1], ethernet(kPod11Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod11, 500, kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                                  udp_ip(kServer, 53, kPod10, 40000, text("a"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[1],
+              ethernet(kPod11Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod11, 500, kAck, {}, IpOpt{.ttl = 63})));
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
@@ -70,7 +74,8 @@ TEST_F(DataplaneTest, ReplyToOldTranslationInTheBurstThatReplacesIt) {
                   {r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 40000, text("old")))}});
     auto frames = r.tx(r.ext1);
     ASSERT_EQ(frames.size(), 1u);
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kNewIngress, 40000, kServer, 53, text("q2"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  udp_ip(kNewIngress, 40000, kServer, 53, text("q2"), IpOpt{.ttl = 63})));
     EXPECT_TRUE(r.tx(r.pods).empty()) << "a reply to the old address was translated";
     EXPECT_EQ(r.drops(DropReason::stale_session) + r.drops(DropReason::no_session), 1u);
     auto ss = r.sessions();

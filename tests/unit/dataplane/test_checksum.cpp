@@ -26,8 +26,12 @@ uint32_t raw32(const Bytes& b, size_t off) {
     std::memcpy(&v, &b[off], 4);
     return v;
 }
-void set_raw16(Bytes& b, size_t off, uint16_t v) { std::memcpy(&b[off], &v, 2); }
-void set_raw32(Bytes& b, size_t off, uint32_t v) { std::memcpy(&b[off], &v, 4); }
+void set_raw16(Bytes& b, size_t off, uint16_t v) {
+    std::memcpy(&b[off], &v, 2);
+}
+void set_raw32(Bytes& b, size_t off, uint32_t v) {
+    std::memcpy(&b[off], &v, 4);
+}
 
 Bytes random_bytes(std::mt19937& rng, size_t n) {
     Bytes b(n);
@@ -37,8 +41,8 @@ Bytes random_bytes(std::mt19937& rng, size_t n) {
 }
 
 struct Translation {
-    uint16_t ip_delta;   // folded: address change + TTL decrement
-    uint16_t l4_delta;   // folded: address (pseudo-header) + port change
+    uint16_t ip_delta;  // folded: address change + TTL decrement
+    uint16_t l4_delta;  // folded: address (pseudo-header) + port change
 };
 
 // Replaces the source address and port of an IPv4 TCP/UDP datagram the way the worker does for
@@ -68,11 +72,14 @@ Translation snat(Bytes& ip, uint32_t new_src, uint16_t new_sport) {
     set_raw16(ip, 10, csum_apply(raw16(ip, 10), t.ip_delta));
     set_raw16(ip, l4, new_port_raw);
     size_t c = l4 + (proto == kProtoTcp ? 16 : 6);
-    set_raw16(ip, c, proto == kProtoTcp ? csum_apply(raw16(ip, c), t.l4_delta) : csum_apply_udp(raw16(ip, c), t.l4_delta));
+    set_raw16(ip, c,
+              proto == kProtoTcp ? csum_apply(raw16(ip, c), t.l4_delta) : csum_apply_udp(raw16(ip, c), t.l4_delta));
     return t;
 }
 
-Parsed parsed(const Bytes& ip) { return parse_ipv4(ip.data(), ip.size()); }
+Parsed parsed(const Bytes& ip) {
+    return parse_ipv4(ip.data(), ip.size());
+}
 
 TEST(Checksum, PartialSumMatchesIndependentSum) {
     std::mt19937 rng(7);
@@ -185,8 +192,7 @@ Bytes payload_for_zero_checksum(uint8_t proto, uint32_t nat, uint32_t dst, uint1
         s = (s & 0xffff) + (s >> 16);
     // Folded sum 0xFFFF makes the checksum 0: add the one's complement distance with payload[0..1].
     uint32_t word = 0xffff - s + 0x5a5a;
-    if (word > 0xffff)
-        word -= 0xffff;
+    if (word > 0xffff) word -= 0xffff;
     put16(payload.data(), static_cast<uint16_t>(word));
     return payload;
 }
@@ -196,7 +202,8 @@ TEST(Checksum, TranslatedChecksumThatComputesToZero) {
     for (uint8_t proto : {kProtoTcp, kProtoUdp}) {
         SCOPED_TRACE(proto == kProtoTcp ? "TCP" : "UDP");
         Bytes payload = payload_for_zero_checksum(proto, nat, dst, 40001, 80);
-        Bytes ip = proto == kProtoTcp ? tcp_ip(pod, 40000, dst, 80, kAck, payload) : udp_ip(pod, 40000, dst, 80, payload);
+        Bytes ip =
+            proto == kProtoTcp ? tcp_ip(pod, 40000, dst, 80, kAck, payload) : udp_ip(pod, 40000, dst, 80, payload);
         snat(ip, nat, 40001);
         Parsed p = parsed(ip);
         ASSERT_TRUE(checksums_valid(p));
@@ -209,8 +216,7 @@ TEST(Checksum, CombinedDeltaEqualsSuccessiveUpdates) {
     std::mt19937 rng(11);
     for (int i = 0; i < 20000; ++i) {
         uint16_t c = static_cast<uint16_t>(rng());
-        if (c == 0xffff)
-            continue;  // never produced by a sender
+        if (c == 0xffff) continue;  // never produced by a sender
         uint16_t a0 = static_cast<uint16_t>(rng()), a1 = static_cast<uint16_t>(rng());
         uint32_t b0 = rng(), b1 = rng();
         uint32_t da = csum_delta16(a0, a1), db = csum_delta32(b0, b1);
@@ -226,9 +232,9 @@ TEST(Checksum, InvertedDeltaRoundTrip) {
     std::mt19937 rng(5);
     for (int i = 0; i < 50000; ++i) {
         uint16_t c = static_cast<uint16_t>(rng());
-        if (c == 0xffff)
-            continue;
-        uint16_t d = csum_delta_fold(csum_delta32(rng(), rng()) + csum_delta16(static_cast<uint16_t>(rng()), static_cast<uint16_t>(rng())));
+        if (c == 0xffff) continue;
+        uint16_t d = csum_delta_fold(csum_delta32(rng(), rng()) +
+                                     csum_delta16(static_cast<uint16_t>(rng()), static_cast<uint16_t>(rng())));
         ASSERT_EQ(csum_apply(csum_apply(c, d), csum_delta_invert(d)), c) << "c=" << c << " d=" << d;
         uint16_t u = c == 0 ? 1 : c;
         ASSERT_EQ(csum_apply_udp(csum_apply_udp(u, d), csum_delta_invert(d)), u);

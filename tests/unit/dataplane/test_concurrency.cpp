@@ -54,8 +54,7 @@ public:
     void stop() {
         rig_.shared.stop.store(true);
         for (auto& t : threads_)
-            if (t.joinable())
-                t.join();
+            if (t.joinable()) t.join();
     }
 
 private:
@@ -72,8 +71,7 @@ Bytes seq_payload(uint32_t seq) {
 
 uint32_t seq_of(const Bytes& payload) {
     uint32_t seq = ~0u;
-    if (payload.size() == 8 && std::memcmp(payload.data() + 4, "egw!", 4) == 0)
-        std::memcpy(&seq, payload.data(), 4);
+    if (payload.size() == 8 && std::memcmp(payload.data() + 4, "egw!", 4) == 0) std::memcpy(&seq, payload.data(), 4);
     return seq;
 }
 
@@ -127,19 +125,18 @@ struct Traffic {
                     break;
                 ++sent;
             }
-            if (between)
-                between(rounds);
+            if (between) between(rounds);
             ++rounds;
             auto frames = r.tx(r.ext1);
             for (const auto& f : frames) {
                 check(f);
-                if (::testing::Test::HasFatalFailure())
-                    return;
+                if (::testing::Test::HasFatalFailure()) return;
             }
             if (!frames.empty()) {
                 received += static_cast<uint32_t>(frames.size());
                 last_progress = std::chrono::steady_clock::now();
-            } else if (received < total && std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(10)) {
+            } else if (received < total &&
+                       std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(10)) {
                 FAIL() << "no frame came out for 10 s: " << sent - received << " of " << sent << " sent are lost";
             }
         }
@@ -394,34 +391,29 @@ void RssSpreadFlowsOverWorkerThreads(Rig& r, unsigned n) {
             EXPECT_EQ(p.dst, kServer);
             EXPECT_EQ(p.dport, kDport);
             uint32_t seq = seq_of(p.payload);
-            if (seq >= out.size())
-                return seq;
+            if (seq >= out.size()) return seq;
             Flow& f = flows[seq % kFlows];
-            if (!f.nat)
-                f.nat = p.sport;
+            if (!f.nat) f.nat = p.sport;
             EXPECT_EQ(p.sport, f.nat) << "flow " << f.sport << " changed its translated port";
             // The worker that received the flow took a port of its own block.
             EXPECT_GE(p.sport, r.w(f.out_queue).nat_port_lo) << f.sport;
             EXPECT_LE(p.sport, r.w(f.out_queue).nat_port_hi) << f.sport;
             return seq;
         });
-        if (::testing::Test::HasFatalFailure())
-            return;
+        if (::testing::Test::HasFatalFailure()) return;
         for (Flow& f : flows)
             f.in_queue = rss_queue(kServer, kIngress, kDport, f.nat, n);
         for (uint32_t seq = 0; seq < kFlows * kRounds; ++seq) {
             const Flow& f = flows[seq % kFlows];
             back.push_back({f.in_queue, r.from_ext1(udp_ip(kServer, kDport, kIngress, f.nat, seq_payload(seq)))});
             ++to_queue[f.in_queue];
-            if (f.in_queue != f.out_queue)
-                ++handoffs[f.in_queue];
+            if (f.in_queue != f.out_queue) ++handoffs[f.in_queue];
         }
         pump(r, r.ext1, r.pods, back, [&](const Bytes& frame) {
             Parsed p = parse_frame(frame);
             EXPECT_TRUE(checksums_valid(p));
             uint32_t seq = seq_of(p.payload);
-            if (seq >= back.size())
-                return seq;
+            if (seq >= back.size()) return seq;
             const Flow& f = flows[seq % kFlows];
             EXPECT_EQ(p.src, kServer);
             EXPECT_EQ(p.sport, kDport);
@@ -431,8 +423,7 @@ void RssSpreadFlowsOverWorkerThreads(Rig& r, unsigned n) {
             return seq;
         });
     }
-    if (::testing::Test::HasFatalFailure())
-        return;
+    if (::testing::Test::HasFatalFailure()) return;
     // The workers have stopped: their tables and counters may be read.
     uint64_t total_handoffs = 0;
     std::map<std::pair<uint32_t, uint16_t>, unsigned> owner_of_flow;

@@ -16,15 +16,17 @@ namespace {
 using namespace std_rig;
 using dp::DropReason;
 
-Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes text(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
 
 const Mac kAllHostsMac{0x01, 0x00, 0x5e, 0x00, 0x00, 0x01};
 const Mac kMdnsMac{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb};
 
 struct Filtered {
     const char* what;
-    bool from_pod;               // else from ext1
-    Mac eth_dst;                 // the port's MAC unless a broadcast or multicast one
+    bool from_pod;  // else from ext1
+    Mac eth_dst;    // the port's MAC unless a broadcast or multicast one
     uint32_t src, dst;
     DropReason reason;
 };

@@ -26,7 +26,9 @@ Bytes pattern(size_t n, unsigned seed = 0) {
     return b;
 }
 
-Bytes ip_of(const Bytes& frame) { return Bytes(frame.begin() + 14, frame.end()); }
+Bytes ip_of(const Bytes& frame) {
+    return Bytes(frame.begin() + 14, frame.end());
+}
 
 // The frames that left a port, each within 1500 bytes, put together (one datagram).
 Bytes whole(const std::vector<Bytes>& frames) {
@@ -157,7 +159,8 @@ TEST_F(DataplaneTest, DatagramInMoreFragmentsThanTheLimitIsDroppedAndCounted) {
         in.push_back(r.from_pod(kPod10, x));
     r.process(0, burst(r.pods, in));
     EXPECT_TRUE(r.tx(r.ext1).empty());
-    EXPECT_GE(r.drops(DropReason::fragment), dp::kMaxFragmentsPerDatagram) << "the fragment past the limit and those held with it";
+    EXPECT_GE(r.drops(DropReason::fragment), dp::kMaxFragmentsPerDatagram)
+        << "the fragment past the limit and those held with it";
     r.drain_all();
     EXPECT_EQ(r.drops(DropReason::fragment) + r.drops(DropReason::fragment_timeout), f.size())
         << "every fragment dropped, once";
@@ -180,7 +183,9 @@ TEST_F(DataplaneTest, ReassemblyTableHoldsAtMostItsDatagramsAndCountsTheRest) {
 
 // The `reassembly` section of the configuration sets the three bounds.
 TEST_F(DataplaneTest, ConfiguredReassemblyLimitsHold) {
-    Rig& r = start({.configure = [](config::Config& c) { c.reassembly = {.max_datagrams = 16, .max_fragments = 3, .timeout_ms = 50}; }});
+    Rig& r = start({.configure = [](config::Config& c) {
+        c.reassembly = {.max_datagrams = 16, .max_fragments = 3, .timeout_ms = 50};
+    }});
     const uint64_t ms = rte_get_tsc_hz() / 1000;
     auto from_pod = [&](const std::vector<Bytes>& f) {
         std::vector<Bytes> in;

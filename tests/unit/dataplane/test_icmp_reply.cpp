@@ -25,7 +25,9 @@ using namespace std_rig;
 using dp::DropReason;
 using dp::IcmpError;
 
-Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes text(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
 
 uint64_t sent(const Rig& r, IcmpError e, unsigned worker = 0) {
     return r.workers.at(worker)->counters.icmp_sent[static_cast<unsigned>(e)];
@@ -35,8 +37,9 @@ uint64_t sent(const Rig& r, IcmpError e, unsigned worker = 0) {
 // TTL 64, TOS 0xc0, ID 0, quoting `quote`.
 Bytes error_frame(const Mac& to_mac, const Mac& port_mac, uint32_t from, uint32_t to, uint8_t type, uint8_t code,
                   const Bytes& quote, uint32_t aux = 0) {
-    return ethernet(to_mac, port_mac, kEtherIpv4,
-                    ipv4(from, to, kProtoIcmp, icmp_error(type, code, quote, aux), IpOpt{.ttl = 64, .id = 0, .tos = 0xc0}));
+    return ethernet(
+        to_mac, port_mac, kEtherIpv4,
+        ipv4(from, to, kProtoIcmp, icmp_error(type, code, quote, aux), IpOpt{.ttl = 64, .id = 0, .tos = 0xc0}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -115,7 +118,8 @@ TEST_F(DataplaneTest, TtlExpiredPacketOfASessionIsAnsweredUntranslatedBothWays) 
     r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kAck, {}, IpOpt{.ttl = 2})));
     frames = r.tx(r.pods);
     ASSERT_EQ(frames.size(), 1u);
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kAck, {}, IpOpt{.ttl = 1})));
+    EXPECT_EQ(frames[0],
+              ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kAck, {}, IpOpt{.ttl = 1})));
 }
 
 // Untranslated forwarding (a cluster destination) applies the same rule.
@@ -141,7 +145,8 @@ TEST_F(DataplaneTest, TimeExceededQuotesAtMost548Bytes) {
     ASSERT_TRUE(checksums_valid(p));
     EXPECT_EQ(p.total_length, 576);
     EXPECT_EQ(frames[0].size(), 14u + 576u);
-    EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, Bytes(big.begin(), big.begin() + 548)));
+    EXPECT_EQ(frames[0],
+              error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, Bytes(big.begin(), big.begin() + 548)));
 
     IpOpt o{.ttl = 1, .options = {0x01, 0x01, 0x01, 0x00}};
     Bytes with_options = udp_ip(kPod10, 5001, kServer, 53, text("opt"), o);
@@ -183,7 +188,7 @@ TEST_F(DataplaneTest, IcmpErrorsAreRateLimitedPerWorker) {
         std::vector<In> burst;
         for (unsigned k = 0; k < n; ++k)
             burst.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(33434 + k), kServer, 33435,
-                                                              {}, IpOpt{.ttl = 1}))});
+                                                               {}, IpOpt{.ttl = 1}))});
         r.process(0, burst);
         return r.tx(r.pods).size();
     };
@@ -223,11 +228,14 @@ TEST_F(DataplaneTest, NoIcmpErrorForAnIcmpErrorOrALinkLayerBroadcast) {
     Rig& r = start();
     // An ICMP error routed toward the cluster, its TTL expiring; and one from outside.
     Bytes quoted = udp_ip(kRemotePod, 53, kPod10, 5000, text("q"));
-    r.process(r.pods, r.from_pod(kPod10, ipv4(kPod10, kRemotePod, kProtoIcmp, icmp_error(3, 3, quoted), IpOpt{.ttl = 1})));
-    r.process(r.pods, r.from_pod(kPod10, ipv4(kPod10, kRemotePod, kProtoIcmp, icmp_error(11, 0, quoted), IpOpt{.ttl = 0})));
+    r.process(r.pods,
+              r.from_pod(kPod10, ipv4(kPod10, kRemotePod, kProtoIcmp, icmp_error(3, 3, quoted), IpOpt{.ttl = 1})));
+    r.process(r.pods,
+              r.from_pod(kPod10, ipv4(kPod10, kRemotePod, kProtoIcmp, icmp_error(11, 0, quoted), IpOpt{.ttl = 0})));
     // A unicast datagram sent to the Ethernet broadcast address, and to a multicast MAC: input
     // drops them before any stage could ask (RFC 1812 5.3.4).
-    r.process(r.pods, ethernet(kBroadcast, kPod10Mac, kEtherIpv4, udp_ip(kPod10, 5000, kServer, 53, {}, IpOpt{.ttl = 1})));
+    r.process(r.pods,
+              ethernet(kBroadcast, kPod10Mac, kEtherIpv4, udp_ip(kPod10, 5000, kServer, 53, {}, IpOpt{.ttl = 1})));
     Mac mcast{0x01, 0x00, 0x5e, 0x00, 0x00, 0x01};
     r.process(r.pods, ethernet(mcast, kPod10Mac, kEtherIpv4, udp_ip(kPod10, 5000, kServer, 53, {}, IpOpt{.ttl = 1})));
     EXPECT_TRUE(r.tx(r.pods).empty());
@@ -243,7 +251,6 @@ TEST_F(DataplaneTest, NoIcmpErrorForAnIcmpErrorOrALinkLayerBroadcast) {
     ASSERT_EQ(frames.size(), 1u);
     EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, ping));
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // Destination Unreachable

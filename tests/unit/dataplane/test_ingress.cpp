@@ -25,7 +25,9 @@ constexpr uint32_t kUdp53 = uint32_t{kProtoUdp} << 16 | 53;
 constexpr uint32_t kBlueIngress = ip4(198, 51, 100, 50);
 const std::string kShop = "default/shop";
 
-Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes text(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
 
 // web (ingress 192.0.2.50, default network) listening on TCP 80 and UDP 53; shop (ingress
 // 198.51.100.50, network blue) on TCP 80.
@@ -60,7 +62,9 @@ Bytes from_cluster(const Rig& r, const Bytes& ip) {
     return ethernet(kPodsMac, kPodsRouterMac, kEtherIpv4, ip);
 }
 
-uint64_t sent(const Rig& r, IcmpError e) { return r.workers.at(0)->counters.icmp_sent[static_cast<unsigned>(e)]; }
+uint64_t sent(const Rig& r, IcmpError e) {
+    return r.workers.at(0)->counters.icmp_sent[static_cast<unsigned>(e)];
+}
 
 // A client's connection to web's ingress IP goes into the cluster as it came (TTL one lower),
 // to the ingress next hop's MAC; the cluster's answers go back out of ext1 untranslated. No
@@ -93,11 +97,13 @@ TEST_F(DataplaneTest, AConnectionToAServedIngressIpGoesIntoTheClusterAndItsAnswe
     r.process(r.ext1, r.from_ext1(query, kServerBMac));
     in = r.tx(r.pods);
     ASSERT_EQ(in.size(), 1u);
-    EXPECT_EQ(in[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4, udp_ip(kServerB, 5353, kIngress, 53, text("query"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(in[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4,
+                              udp_ip(kServerB, 5353, kIngress, 53, text("query"), IpOpt{.ttl = 63})));
     r.process(r.pods, from_cluster(r, udp_ip(kIngress, 53, kServerB, 5353, text("answer"))));
     out = r.tx(r.ext1);
     ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(out[0], ethernet(kServerBMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 53, kServerB, 5353, text("answer"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(out[0], ethernet(kServerBMac, kExt1Mac, kEtherIpv4,
+                               udp_ip(kIngress, 53, kServerB, 5353, text("answer"), IpOpt{.ttl = 63})));
 
     EXPECT_TRUE(r.sessions().empty());
     EXPECT_EQ(r.w().counters.ingress_in, 3u);
@@ -115,7 +121,8 @@ TEST_F(DataplaneTest, TheClustersAnswerIsRoutedInTheServicesNetwork) {
     r.process(r.ext2, r.from_ext2(tcp_ip(kBlueServer, 52000, kBlueIngress, 80, kSyn)));
     auto in = r.tx(r.pods);
     ASSERT_EQ(in.size(), 1u);
-    EXPECT_EQ(in[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4, tcp_ip(kBlueServer, 52000, kBlueIngress, 80, kSyn, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(in[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4,
+                              tcp_ip(kBlueServer, 52000, kBlueIngress, 80, kSyn, {}, IpOpt{.ttl = 63})));
 
     r.process(r.pods, from_cluster(r, tcp_ip(kBlueIngress, 80, kBlueServer, 52000, kSyn | kAck)));
     auto out = r.tx(r.ext2);
@@ -145,11 +152,11 @@ TEST_F(DataplaneTest, TheClustersAnswerIsRoutedInTheServicesNetwork) {
 // what it was, a packet with no session.
 TEST_F(DataplaneTest, OnlyTheServicesPortsFromItsNetworkAreIngress) {
     Rig& r = start(ingress_rig());
-    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 51000, kIngress, 81, kSyn)));        // not a Service port
-    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 51000, kIngress, 80)));              // TCP 80, not UDP
-    r.process(r.ext2, r.from_ext2(tcp_ip(kBlueServer, 51000, kIngress, 80, kSyn)));    // web's address on blue's port
-    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 51000, kBlueIngress, 80, kSyn)));    // shop's on ext1
-    r.process(r.ext1, r.from_ext1(echo_ip(true, kServer, kIngress, 7)));               // ping
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 51000, kIngress, 81, kSyn)));      // not a Service port
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 51000, kIngress, 80)));            // TCP 80, not UDP
+    r.process(r.ext2, r.from_ext2(tcp_ip(kBlueServer, 51000, kIngress, 80, kSyn)));  // web's address on blue's port
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 51000, kBlueIngress, 80, kSyn)));  // shop's on ext1
+    r.process(r.ext1, r.from_ext1(echo_ip(true, kServer, kIngress, 7)));             // ping
     EXPECT_TRUE(r.tx(r.pods).empty());
     EXPECT_EQ(r.drops(DropReason::no_session), 5u);
     EXPECT_EQ(r.w().counters.ingress_in, 0u);
@@ -183,7 +190,8 @@ TEST_F(DataplaneTest, RepliesToTranslatedSessionsAreNotIngress) {
     r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, out.sport, kSyn | kAck)));
     auto back = r.tx(r.pods);
     ASSERT_EQ(back.size(), 1u);
-    EXPECT_EQ(back[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(back[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                                tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
     EXPECT_EQ(r.w().counters.ingress_in, 0u);
 }
 
@@ -245,7 +253,8 @@ TEST_F(DataplaneTest, HairpinToAServedIngressIpIsRefusedWithAdministrativelyProh
     Parsed p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
     EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
-                                  ipv4(kPodsAddr, kPod10, kProtoIcmp, icmp_error(3, 13, syn), IpOpt{.ttl = 64, .id = 0, .tos = 0xc0})));
+                                  ipv4(kPodsAddr, kPod10, kProtoIcmp, icmp_error(3, 13, syn),
+                                       IpOpt{.ttl = 64, .id = 0, .tos = 0xc0})));
     // Another pod to another Service's address (shop's, in blue), UDP to web's.
     r.process(r.pods, r.from_pod(kPod20, tcp_ip(kPod20, 40001, kBlueIngress, 80, kSyn)));
     r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 40002, kIngress, 53)));

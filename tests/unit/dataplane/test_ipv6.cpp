@@ -14,14 +14,20 @@ namespace {
 using namespace std_rig;
 using dp::DropReason;
 
-Bytes text6(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes text6(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
 
 const Ip6Addr kPod10v6 = ip6("fd00:10:244:1::10");
 const Ip6Addr kServerV6 = ip6("2001:db8:2::100");
 const Ip6Addr kIngressV6 = ip6("2001:db8:2::50");
 
-Bytes pod6(const Bytes& ip, const Mac& dst = kPodsMac) { return ethernet(dst, kPod10Mac, kEtherIpv6, ip); }
-Bytes ext6(const Bytes& ip, const Mac& dst = kExt1Mac) { return ethernet(dst, kServerMac, kEtherIpv6, ip); }
+Bytes pod6(const Bytes& ip, const Mac& dst = kPodsMac) {
+    return ethernet(dst, kPod10Mac, kEtherIpv6, ip);
+}
+Bytes ext6(const Bytes& ip, const Mac& dst = kExt1Mac) {
+    return ethernet(dst, kServerMac, kEtherIpv6, ip);
+}
 
 // Padding options (PadN) making an extension header of `len` bytes (a multiple of 8, at least 8).
 Bytes pad_options(size_t len) {
@@ -29,9 +35,8 @@ Bytes pad_options(size_t len) {
     size_t left = len - 2;
     while (left) {
         size_t n = std::min<size_t>(left, 257);
-        if (left - n == 1)
-            --n;  // leave room for a PadN (2 bytes) rather than a lone byte
-        b.push_back(1);  // PadN
+        if (left - n == 1) --n;  // leave room for a PadN (2 bytes) rather than a lone byte
+        b.push_back(1);          // PadN
         b.push_back(static_cast<uint8_t>(n - 2));
         b.resize(b.size() + n - 2, 0);
         left -= n;
@@ -65,11 +70,13 @@ std::vector<Case> input_cases() {
     c.push_back({"extension header cut by the payload length", false,
                  pod6(ipv6(kPod10v6, kServerV6, 60, Bytes{17, 0, 1, 2})), DropReason::malformed});
     c.push_back({"Hop-by-Hop options not first", false,
-                 pod6(udp6_ip(kPod10v6, 40000, kServerV6, 53, text6("q"), Ip6Opt{64, {{60, pad_options(8)}, {0, pad_options(8)}}})),
+                 pod6(udp6_ip(kPod10v6, 40000, kServerV6, 53, text6("q"),
+                              Ip6Opt{64, {{60, pad_options(8)}, {0, pad_options(8)}}})),
                  DropReason::malformed});
     c.push_back({"UDP with checksum 0", false, pod6(udp6_ip(kPod10v6, 40000, kServerV6, 53, text6("q"), {}, true)),
                  DropReason::malformed});
-    c.push_back({"truncated TCP header", false, pod6(ipv6(kPod10v6, kServerV6, kProtoTcp, Bytes(tcp.begin() + 40, tcp.begin() + 52))),
+    c.push_back({"truncated TCP header", false,
+                 pod6(ipv6(kPod10v6, kServerV6, kProtoTcp, Bytes(tcp.begin() + 40, tcp.begin() + 52))),
                  DropReason::malformed});
     c.push_back({"truncated ICMPv6 header", false, pod6(ipv6(kPod10v6, kServerV6, kProtoIcmp6, Bytes{128, 0})),
                  DropReason::malformed});
@@ -105,14 +112,16 @@ std::vector<Case> input_cases() {
                  DropReason::martian_source});
     c.push_back({"loopback destination", false, pod6(udp6_ip(kPod10v6, 40000, ip6("::1"), 53, text6("q"))),
                  DropReason::martian_destination});
-    c.push_back({"IPv4-mapped destination", false, pod6(udp6_ip(kPod10v6, 40000, ip6("::ffff:192.0.2.100"), 53, text6("q"))),
+    c.push_back({"IPv4-mapped destination", false,
+                 pod6(udp6_ip(kPod10v6, 40000, ip6("::ffff:192.0.2.100"), 53, text6("q"))),
                  DropReason::martian_destination});
     c.push_back({"link-local source", false, pod6(udp6_ip(ip6("fe80::10"), 40000, kServerV6, 53, text6("q"))),
                  DropReason::link_local});
-    c.push_back({"link-local destination", true, ext6(echo6_ip(true, kServerV6, ip6("fe80::1"), 7)),
-                 DropReason::link_local});
+    c.push_back(
+        {"link-local destination", true, ext6(echo6_ip(true, kServerV6, ip6("fe80::1"), 7)), DropReason::link_local});
     c.push_back({"unicast in a broadcast frame", false, pod6(udp, kBroadcast), DropReason::link_broadcast});
-    c.push_back({"VLAN tag", false, ethernet(kPodsMac, kPod10Mac, 0x8100, Bytes(46, 0)), DropReason::unknown_ethertype});
+    c.push_back(
+        {"VLAN tag", false, ethernet(kPodsMac, kPod10Mac, 0x8100, Bytes(46, 0)), DropReason::unknown_ethertype});
     return c;
 }
 
@@ -142,8 +151,7 @@ TEST_F(DataplaneTest, ValidIpv6PassesInputBesideIpv4) {
     Ip6Opt chain{64, {{0, pad_options(8)}, {60, pad_options(16)}, {43, rh}, {60, pad_options(8)}}};
     std::vector<Bytes> valid = {
         pod6(tcp6_ip(kPod10v6, 40000, kServerV6, 80, kSyn)),
-        pod6(udp6_ip(kPod10v6, 40000, kServerV6, 53, text6("q"), chain)),
-        pod6(echo6_ip(true, kPod10v6, kServerV6, 7)),
+        pod6(udp6_ip(kPod10v6, 40000, kServerV6, 53, text6("q"), chain)), pod6(echo6_ip(true, kPod10v6, kServerV6, 7)),
         pod6(ipv6(kPod10v6, kServerV6, 59, {})),  // no next header
     };
     std::vector<In> burst;
@@ -154,7 +162,8 @@ TEST_F(DataplaneTest, ValidIpv6PassesInputBesideIpv4) {
     r.process(0, burst);
     auto frames = r.tx(r.ext1);
     ASSERT_EQ(frames.size(), 1u);
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 40000, kServer, 53, text6("v4"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  udp_ip(kIngress, 40000, kServer, 53, text6("v4"), IpOpt{.ttl = 63})));
     // No IPv6 route: each answered with Destination Unreachable, no route, back to the pod.
     EXPECT_EQ(r.w().counters.icmp_sent[static_cast<unsigned>(dp::IcmpError::no_route6)], 3u);
     auto answers = r.tx(r.pods);
@@ -171,14 +180,15 @@ TEST_F(DataplaneTest, ValidIpv6PassesInputBesideIpv4) {
     EXPECT_EQ(r.total_drops(), 2u);
 }
 
-
 // The rig with IPv6 on its ports and routes, and the web Service's IPv6 ingress IP.
 const Ip6Addr kPodsV6 = ip6("fd00:10:244:1::1");
 const Ip6Addr kExt1V6 = ip6("2001:db8:2::1");
 const Ip6Addr kExt2V6 = ip6("2001:db8:3::1");
 const Ip6Addr kExt1GwV6 = ip6("2001:db8:2::fe");
 
-net::IpAddr addr6(const Ip6Addr& a) { return net::IpAddr::from_v6(a.data()); }
+net::IpAddr addr6(const Ip6Addr& a) {
+    return net::IpAddr::from_v6(a.data());
+}
 
 RigOptions dual_stack() {
     RigOptions o;
@@ -255,7 +265,8 @@ TEST_F(DataplaneTest, ServedIpv6IngressIpIsAnsweredOnlyOnItsNetworksOutsidePorts
     ASSERT_TRUE(checksums_valid(single(frames)));
     EXPECT_EQ(frames[0], advert(kServerMac, kExt1Mac, kIngressV6, kServerV6, true));
     // Not on another network's port, nor inside, nor for another port's address.
-    r.process(r.ext2, ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6, ns6_ip(ip6("2001:db8:3::100"), kIngressV6, kIngressV6, kBlueServerMac)));
+    r.process(r.ext2, ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6,
+                               ns6_ip(ip6("2001:db8:3::100"), kIngressV6, kIngressV6, kBlueServerMac)));
     r.process(r.pods, solicit(kPod10v6, kIngressV6, kPod10Mac));
     r.process(r.ext1, solicit(kServerV6, kExt2V6, kServerMac));
     EXPECT_TRUE(r.tx(r.ext2).empty());
@@ -291,17 +302,19 @@ TEST_F(DataplaneTest, NeighborDiscoveryFailingItsChecksIsDropped) {
         f[14 + 40 + 2] ^= 0x10;
         cases.push_back({"bad ICMPv6 checksum", f, DropReason::malformed});
     }
-    cases.push_back({"DAD to a unicast address", ethernet(kExt1Mac, kServerMac, kEtherIpv6,
-                                                          ns6_ip(ip6("::"), kExt1V6, kExt1V6, kServerMac)),
+    cases.push_back({"DAD to a unicast address",
+                     ethernet(kExt1Mac, kServerMac, kEtherIpv6, ns6_ip(ip6("::"), kExt1V6, kExt1V6, kServerMac)),
                      DropReason::malformed});
     {
         Bytes body(4 + 16 + 8, 0);
         std::copy(kExt1V6.begin(), kExt1V6.end(), body.begin() + 4);
         body[20] = 1;  // source link-layer address option of length 0
-        cases.push_back({"option of length 0", ethernet(gmac, kServerMac, kEtherIpv6, icmp6_ip(kServerV6, group, 135, 0, body, Ip6Opt{255})),
+        cases.push_back({"option of length 0",
+                         ethernet(gmac, kServerMac, kEtherIpv6, icmp6_ip(kServerV6, group, 135, 0, body, Ip6Opt{255})),
                          DropReason::malformed});
     }
-    cases.push_back({"solicitation for an address not ours", solicit(kServerV6, ip6("2001:db8:2::77"), kServerMac), DropReason::local});
+    cases.push_back({"solicitation for an address not ours", solicit(kServerV6, ip6("2001:db8:2::77"), kServerMac),
+                     DropReason::local});
     {
         Bytes body(4 + 16, 0);
         body[0] = 0x60;
@@ -313,8 +326,9 @@ TEST_F(DataplaneTest, NeighborDiscoveryFailingItsChecksIsDropped) {
                                   icmp6_ip(kServerV6, ip6("ff02::1"), 136, 0, body, Ip6Opt{255})),
                          DropReason::malformed});
     }
-    cases.push_back({"router solicitation", ethernet(Mac{0x33, 0x33, 0, 0, 0, 2}, kServerMac, kEtherIpv6,
-                                                      icmp6_ip(link_local_of(kServerMac), ip6("ff02::2"), 133, 0, Bytes(4, 0), Ip6Opt{255})),
+    cases.push_back({"router solicitation",
+                     ethernet(Mac{0x33, 0x33, 0, 0, 0, 2}, kServerMac, kEtherIpv6,
+                              icmp6_ip(link_local_of(kServerMac), ip6("ff02::2"), 133, 0, Bytes(4, 0), Ip6Opt{255})),
                      DropReason::local});
     for (const NdCase& c : cases) {
         SCOPED_TRACE(c.name);
@@ -331,11 +345,13 @@ TEST_F(DataplaneTest, EchoRequestsToThePortsIpv6AddressesAreAnswered) {
     r.process(r.ext1, ext6(echo6_ip(true, kServerV6, kExt1V6, 0x77, 3, text6("ping"))));
     auto frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv6, echo6_ip(false, kExt1V6, kServerV6, 0x77, 3, text6("ping"))));
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherIpv6, echo6_ip(false, kExt1V6, kServerV6, 0x77, 3, text6("ping"))));
     r.process(r.pods, pod6(echo6_ip(true, kPod10v6, kPodsV6, 0x78, 1, text6("in"))));
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv6, echo6_ip(false, kPodsV6, kPod10v6, 0x78, 1, text6("in"))));
+    EXPECT_EQ(frames[0],
+              ethernet(kPod10Mac, kPodsMac, kEtherIpv6, echo6_ip(false, kPodsV6, kPod10v6, 0x78, 1, text6("in"))));
     // Another port's address is not the receiving port's: not answered; it is a NAT address
     // (ext2's masquerade address) with no session for this.
     r.process(r.ext1, ext6(echo6_ip(true, kServerV6, kExt2V6, 0x79)));
@@ -352,11 +368,13 @@ TEST_F(DataplaneTest, EchoFromALinkLocalNeighborToThePortIsAnsweredAndNeverForwa
     r.process(r.pods, pod6(echo6_ip(true, pod_ll, port_ll, 0x31, 1, text6("ll"))));
     auto frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv6, echo6_ip(false, port_ll, pod_ll, 0x31, 1, text6("ll"))));
+    EXPECT_EQ(frames[0],
+              ethernet(kPod10Mac, kPodsMac, kEtherIpv6, echo6_ip(false, port_ll, pod_ll, 0x31, 1, text6("ll"))));
     r.process(r.pods, pod6(echo6_ip(true, pod_ll, kPodsV6, 0x32, 1, text6("gl"))));
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv6, echo6_ip(false, kPodsV6, pod_ll, 0x32, 1, text6("gl"))));
+    EXPECT_EQ(frames[0],
+              ethernet(kPod10Mac, kPodsMac, kEtherIpv6, echo6_ip(false, kPodsV6, pod_ll, 0x32, 1, text6("gl"))));
     // Another port's link-local address, and a link-local source toward the outside: dropped.
     uint64_t before = r.drops(DropReason::link_local);
     r.process(r.pods, pod6(echo6_ip(true, pod_ll, link_local_of(kExt1Mac), 0x33)));

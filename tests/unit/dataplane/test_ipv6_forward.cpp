@@ -25,10 +25,12 @@ const Ip6Addr kExt1GwV6 = ip6("2001:db8:2::fe");
 const Ip6Addr kPod10v6 = ip6("fd00:10:244:1::10");
 
 const Ip6Addr kPod11v6 = ip6("fd00:10:244:1::11");
-const Ip6Addr kInternetV6 = ip6("2001:db8:99::9");       // behind ext1's router
-const Ip6Addr kUnresolvedV6 = ip6("2001:db8:2::200");    // on ext1's link, no neighbour entry
+const Ip6Addr kInternetV6 = ip6("2001:db8:99::9");     // behind ext1's router
+const Ip6Addr kUnresolvedV6 = ip6("2001:db8:2::200");  // on ext1's link, no neighbour entry
 
-net::IpAddr addr6(const Ip6Addr& a) { return net::IpAddr::from_v6(a.data()); }
+net::IpAddr addr6(const Ip6Addr& a) {
+    return net::IpAddr::from_v6(a.data());
+}
 
 struct Neighbour6 {
     std::string port;
@@ -53,23 +55,29 @@ RigOptions dual_stack(bool default_route = true, std::function<void(config::Conf
             r.port = "ext1";
             c.routes.push_back(r);
         }
-        for (const Neighbour6& n : {Neighbour6{"ext1", kExt1GwV6, kExt1GwMac}, Neighbour6{"ext1", kServerV6, kServerMac},
-                                    Neighbour6{"pods", kPod10v6, kPod10Mac}}) {
+        for (const Neighbour6& n :
+             {Neighbour6{"ext1", kExt1GwV6, kExt1GwMac}, Neighbour6{"ext1", kServerV6, kServerMac},
+              Neighbour6{"pods", kPod10v6, kPod10Mac}}) {
             config::MacAddr m;
             std::copy(n.mac.begin(), n.mac.end(), m.bytes);
             c.neighbors.push_back(config::NeighborConfig{n.port, addr6(n.ip), m});
         }
         c.default_action = config::DefaultAction::route;
-        if (more)
-            more(c);
+        if (more) more(c);
     };
     return o;
 }
 
-Bytes pod6(const Bytes& ip, const Mac& from = kPod10Mac) { return ethernet(kPodsMac, from, kEtherIpv6, ip); }
-Bytes ext6(const Bytes& ip, const Mac& from = kServerMac) { return ethernet(kExt1Mac, from, kEtherIpv6, ip); }
+Bytes pod6(const Bytes& ip, const Mac& from = kPod10Mac) {
+    return ethernet(kPodsMac, from, kEtherIpv6, ip);
+}
+Bytes ext6(const Bytes& ip, const Mac& from = kServerMac) {
+    return ethernet(kExt1Mac, from, kEtherIpv6, ip);
+}
 
-uint64_t sent(const Rig& r, dp::IcmpError e) { return r.workers.at(0)->counters.icmp_sent[static_cast<unsigned>(e)]; }
+uint64_t sent(const Rig& r, dp::IcmpError e) {
+    return r.workers.at(0)->counters.icmp_sent[static_cast<unsigned>(e)];
+}
 
 // The ICMPv6 error the gateway must send: from `from` to `to`, hop limit 64, traffic class 0xc0,
 // bytes 4-7 `aux`, quoting `quote` (the offending packet, already cut where it must be).
@@ -286,7 +294,8 @@ TEST_F(DataplaneTest, UnresolvedIpv6NextHopHoldsThePacketUntilTheTableHasItsMac)
 TEST_F(DataplaneTest, LinkLocalAndMulticastIpv6AreNeverForwarded) {
     Rig& r = start(dual_stack());
     r.process(r.pods, pod6(udp6_ip(kPod10v6, 40000, ip6("fe80::5054:ff:fe00:64"), 53, {1})));
-    r.process(r.pods, ethernet(Mac{0x33, 0x33, 0, 0, 0, 9}, kPod10Mac, kEtherIpv6, udp6_ip(kPod10v6, 40000, ip6("ff0e::9"), 53, {1})));
+    r.process(r.pods, ethernet(Mac{0x33, 0x33, 0, 0, 0, 9}, kPod10Mac, kEtherIpv6,
+                               udp6_ip(kPod10v6, 40000, ip6("ff0e::9"), 53, {1})));
     r.process(r.ext1, ext6(udp6_ip(ip6("fe80::5054:ff:fe00:64"), 53, kPod10v6, 40000, {1})));
     EXPECT_TRUE(r.tx(r.ext1).empty());
     EXPECT_TRUE(r.tx(r.pods).empty());
@@ -345,7 +354,8 @@ TEST_F(DataplaneTest, Ipv6LargerThanTheEgressMtuGetsPacketTooBig) {
     Parsed p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
     EXPECT_EQ(frames[0].size(), 14u + 1280u);
-    EXPECT_EQ(frames[0], error6(kPod10Mac, kPodsMac, kPodsV6, kPod10v6, 2, 0, Bytes(big.begin(), big.begin() + 1232), 1400));
+    EXPECT_EQ(frames[0],
+              error6(kPod10Mac, kPodsMac, kPodsV6, kPod10v6, 2, 0, Bytes(big.begin(), big.begin() + 1232), 1400));
     EXPECT_EQ(p.icmp_ident << 16 | p.icmp_seq, 1400u);
     EXPECT_EQ(sent(r, dp::IcmpError::packet_too_big), 1u);
     EXPECT_EQ(r.total_drops(), 0u);
@@ -365,7 +375,8 @@ TEST_F(DataplaneTest, PacketTooBigQuotesASmallPacketWhole) {
     r.process(r.pods, pod6(pkt));
     auto frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], error6(kPod10Mac, kPodsMac, kPodsV6, kPod10v6, 2, 0, Bytes(pkt.begin(), pkt.begin() + 1232), 1280));
+    EXPECT_EQ(frames[0],
+              error6(kPod10Mac, kPodsMac, kPodsV6, kPod10v6, 2, 0, Bytes(pkt.begin(), pkt.begin() + 1232), 1280));
     Bytes small = udp6_ip(kPod10v6, 40000, kInternetV6, 9, Bytes(1000, 3));
     r.process(r.pods, pod6(small));
     EXPECT_EQ(r.tx(r.ext1).size(), 1u);
@@ -410,8 +421,9 @@ TEST_F(DataplaneTest, UdpToTheGatewaysIpv6AddressesGetsPortUnreachable) {
     EXPECT_EQ(frames[1], error6(kPod10Mac, kPodsMac, kExt1V6, kPod10v6, 1, 4, to_ext1));
     EXPECT_TRUE(checksums_valid(parse_frame(frames[1])));
     EXPECT_EQ(sent(r, dp::IcmpError::port_unreachable6), 2u);
-    r.process(0, {{r.pods, pod6(tcp6_ip(kPod10v6, 40000, kExt1V6, 22, kSyn))},
-                  {r.pods, pod6(icmp6_ip(kPod10v6, kPodsV6, 1, 4, quote_of(udp6_ip(kPodsV6, 53, kPod10v6, 40000, {1}))))}});
+    r.process(
+        0, {{r.pods, pod6(tcp6_ip(kPod10v6, 40000, kExt1V6, 22, kSyn))},
+            {r.pods, pod6(icmp6_ip(kPod10v6, kPodsV6, 1, 4, quote_of(udp6_ip(kPodsV6, 53, kPod10v6, 40000, {1}))))}});
     EXPECT_TRUE(r.tx(r.pods).empty());
     EXPECT_EQ(r.drops(DropReason::local), 2u);
     r.process(r.pods, pod6(echo6_ip(true, kPod10v6, kExt1V6, 9)));
@@ -440,11 +452,14 @@ TEST_F(DataplaneTest, UdpToThePortsLinkLocalAddressGetsPortUnreachableFromIt) {
 TEST_F(DataplaneTest, NoIcmpv6ErrorAnswersAnIcmpv6Error) {
     Rig& r = start(dual_stack());
     Bytes quoted = udp6_ip(kInternetV6, 53, kPod10v6, 40000, {1});
-    Bytes error = icmp6_ip(kPod10v6, kInternetV6, 1, 4, [&] {
-        Bytes b(4 + quoted.size(), 0);
-        std::copy(quoted.begin(), quoted.end(), b.begin() + 4);
-        return b;
-    }(), Ip6Opt{1});
+    Bytes error = icmp6_ip(
+        kPod10v6, kInternetV6, 1, 4,
+        [&] {
+            Bytes b(4 + quoted.size(), 0);
+            std::copy(quoted.begin(), quoted.end(), b.begin() + 4);
+            return b;
+        }(),
+        Ip6Opt{1});
     r.process(r.pods, pod6(error));
     Bytes too_big = icmp6_ip(kPod10v6, kInternetV6, 2, 0, quote_of(quoted), Ip6Opt{1});
     r.process(r.pods, pod6(too_big));

@@ -16,7 +16,9 @@ namespace {
 using namespace std_rig;
 using dp::DropReason;
 
-Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes text(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Port pool
@@ -383,7 +385,8 @@ TEST_F(DataplaneTest, DeletedServiceStopsTranslatingAtOnce) {
     r.process(r.pods, r.from_pod(kPod11, tcp_ip(kPod11, 40001, kServer, 80, kAck)));
     auto frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kExt1Addr, 40001, kServer, 80, kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  tcp_ip(kExt1Addr, 40001, kServer, 80, kAck, {}, IpOpt{.ttl = 63})));
     auto ss = r.sessions();
     ASSERT_EQ(ss.size(), 1u);
     EXPECT_EQ(ss[0].service_id, dp::kDefaultPolicyId);
@@ -412,7 +415,8 @@ TEST_F(DataplaneTest, ChangedIngressIpMovesFlowsToTheNewAddress) {
     r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q2"))));
     auto frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kNewIngress, 40000, kServer, 53, text("q2"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  udp_ip(kNewIngress, 40000, kServer, 53, text("q2"), IpOpt{.ttl = 63})));
     auto ss = r.sessions();
     ASSERT_EQ(ss.size(), 1u);
     EXPECT_EQ(ss[0].nat_ip, nbo32(kNewIngress));
@@ -425,7 +429,8 @@ TEST_F(DataplaneTest, ChangedIngressIpMovesFlowsToTheNewAddress) {
     r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kNewIngress, 40000, text("new"))));
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, udp_ip(kServer, 53, kPod10, 40000, text("new"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                                  udp_ip(kServer, 53, kPod10, 40000, text("new"), IpOpt{.ttl = 63})));
 }
 
 TEST_F(DataplaneTest, ReplyBeforeAnyOutgoingPacketAfterChangeIsStale) {
@@ -507,7 +512,8 @@ TEST_F(DataplaneTest, ServiceMovedToAnotherGatewayStopsTranslating) {
 
 TEST_F(DataplaneTest, PodClaimedByTwoServicesLeavesWithTheFirstByName) {
     RigOptions o;
-    o.services = {lb_service("a/first", kIngress, {kPod10}), lb_service("b/second", ip4(192, 0, 2, 51), {kPod10, kPod11})};
+    o.services = {lb_service("a/first", kIngress, {kPod10}),
+                  lb_service("b/second", ip4(192, 0, 2, 51), {kPod10, kPod11})};
     Rig& r = start(o);
     r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
     EXPECT_EQ(single(r.tx(r.ext1)).src, kIngress);
@@ -536,12 +542,14 @@ TEST_F(DataplaneTest, RouteChangeMovesSessionsOrReplacesMasqueradedOnes) {
     r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kInternet, 53, text("q2"))));
     frames = r.tx(r.ext2);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kBlueGwMac, kExt2Mac, kEtherIpv4, udp_ip(kIngress, 40000, kInternet, 53, text("q2"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kBlueGwMac, kExt2Mac, kEtherIpv4,
+                                  udp_ip(kIngress, 40000, kInternet, 53, text("q2"), IpOpt{.ttl = 63})));
     // The masqueraded one was bound to ext1's address: replaced by one on ext2's.
     r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 40000, kInternet, 53, text("q2"))));
     frames = r.tx(r.ext2);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kBlueGwMac, kExt2Mac, kEtherIpv4, udp_ip(kExt2Addr, 40000, kInternet, 53, text("q2"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kBlueGwMac, kExt2Mac, kEtherIpv4,
+                                  udp_ip(kExt2Addr, 40000, kInternet, 53, text("q2"), IpOpt{.ttl = 63})));
     EXPECT_TRUE(r.tx(r.ext1).empty());
     EXPECT_EQ(r.sessions().size(), 2u);
     EXPECT_EQ(r.default_counters().sessions_closed, 1u);

@@ -15,13 +15,14 @@ namespace {
 using namespace std_rig;
 using dp::DropReason;
 
-Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes text(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
 
 // Rewrites the IPv4 header checksum of a datagram after a deliberate change to its header.
 Bytes fix_ip_checksum(Bytes ip) {
     size_t hl = std::min<size_t>((ip[0] & 0x0f) * 4u, ip.size());
-    if (hl < 12)
-        return ip;
+    if (hl < 12) return ip;
     ip[10] = ip[11] = 0;
     put16(&ip[10], finish(sum16(ip.data(), hl)));
     return ip;
@@ -71,7 +72,8 @@ std::vector<Case> malformed_cases(const Rig& r) {
                  DropReason::unsupported_protocol});
     c.push_back({"GRE for a masqueraded flow", false, r.from_pod(kPod20, ipv4(kPod20, kServer, 47, Bytes(8, 0))),
                  DropReason::unsupported_protocol});
-    c.push_back({"truncated TCP header", false, pod(ipv4(kPod10, kServer, kProtoTcp, Bytes(tcp.begin() + 20, tcp.begin() + 32))),
+    c.push_back({"truncated TCP header", false,
+                 pod(ipv4(kPod10, kServer, kProtoTcp, Bytes(tcp.begin() + 20, tcp.begin() + 32))),
                  DropReason::malformed});
     {
         Bytes ip = tcp;
@@ -93,12 +95,14 @@ std::vector<Case> malformed_cases(const Rig& r) {
         put16(&ip[20 + 4], 4);
         c.push_back({"UDP length below its header", false, pod(ip), DropReason::malformed});
     }
-    c.push_back({"truncated UDP header", false, pod(ipv4(kPod10, kServer, kProtoUdp, Bytes(6, 0))), DropReason::malformed});
+    c.push_back(
+        {"truncated UDP header", false, pod(ipv4(kPod10, kServer, kProtoUdp, Bytes(6, 0))), DropReason::malformed});
     c.push_back({"truncated ICMP header", false, pod(ipv4(kPod10, kServer, kProtoIcmp, Bytes{8, 0, 0xf7, 0xff})),
                  DropReason::malformed});
-    c.push_back({"ICMP error with a quote too short", true,
-                 r.from_ext1(ipv4(kServer, kIngress, kProtoIcmp, icmp_error(3, 3, Bytes(udp.begin(), udp.begin() + 24)))),
-                 DropReason::malformed});
+    c.push_back(
+        {"ICMP error with a quote too short", true,
+         r.from_ext1(ipv4(kServer, kIngress, kProtoIcmp, icmp_error(3, 3, Bytes(udp.begin(), udp.begin() + 24)))),
+         DropReason::malformed});
     {
         Bytes quote = udp;
         quote[0] = 0x43;
@@ -106,16 +110,21 @@ std::vector<Case> malformed_cases(const Rig& r) {
                      r.from_ext1(ipv4(kServer, kIngress, kProtoIcmp, icmp_error(3, 3, quote))), DropReason::malformed});
     }
     c.push_back({"ICMP timestamp request from an endpoint", false,
-                 pod(ipv4(kPod10, kServer, kProtoIcmp, icmp_error(13, 0, Bytes(12, 0)))), DropReason::icmp_unsupported});
-    c.push_back({"zeros under the IPv6 EtherType", false, ethernet(kPodsMac, kPod10Mac, kEtherIpv6, Bytes(60, 0)), DropReason::malformed});
-    c.push_back({"VLAN tag", false, ethernet(kPodsMac, kPod10Mac, 0x8100, Bytes(46, 0)), DropReason::unknown_ethertype});
+                 pod(ipv4(kPod10, kServer, kProtoIcmp, icmp_error(13, 0, Bytes(12, 0)))),
+                 DropReason::icmp_unsupported});
+    c.push_back({"zeros under the IPv6 EtherType", false, ethernet(kPodsMac, kPod10Mac, kEtherIpv6, Bytes(60, 0)),
+                 DropReason::malformed});
+    c.push_back(
+        {"VLAN tag", false, ethernet(kPodsMac, kPod10Mac, 0x8100, Bytes(46, 0)), DropReason::unknown_ethertype});
     c.push_back({"unicast for another MAC", false, ethernet(Mac{0x02, 0, 0, 0, 0x99, 0x99}, kPod10Mac, kEtherIpv4, udp),
                  DropReason::foreign_mac});
-    c.push_back({"truncated ARP", true, ethernet(kBroadcast, kServerMac, kEtherArp, Bytes(10, 0)), DropReason::malformed});
+    c.push_back(
+        {"truncated ARP", true, ethernet(kBroadcast, kServerMac, kEtherArp, Bytes(10, 0)), DropReason::malformed});
     {
         Bytes arp = arp_body(1, kServerMac, kServer, Mac{}, kIngress);
         arp[5] = 16;  // protocol address length of IPv6
-        c.push_back({"ARP for another protocol size", true, ethernet(kBroadcast, kServerMac, kEtherArp, arp), DropReason::malformed});
+        c.push_back({"ARP for another protocol size", true, ethernet(kBroadcast, kServerMac, kEtherArp, arp),
+                     DropReason::malformed});
     }
     return c;
 }
@@ -155,8 +164,10 @@ TEST_F(DataplaneTest, ValidPacketsInAMalformedBurstAreForwarded) {
     ASSERT_EQ(frames.size(), 2u);
     ASSERT_TRUE(checksums_valid(parse_frame(frames[0])));
     ASSERT_TRUE(checksums_valid(parse_frame(frames[1])));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 40000, kServer, 53, text("first"), IpOpt{.ttl = 63})));
-    EXPECT_EQ(frames[1], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kIngress, 40001, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  udp_ip(kIngress, 40000, kServer, 53, text("first"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[1], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  tcp_ip(kIngress, 40001, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
     EXPECT_TRUE(r.tx(r.pods).empty());
     EXPECT_EQ(r.total_drops(), cases.size());
     for (unsigned reason = 0; reason < dp::kDropReasonCount; ++reason) {
@@ -185,13 +196,15 @@ TEST_F(DataplaneTest, Ipv4OptionsAreKeptAndTranslated) {
     auto frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
     o.ttl = 29;
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kIngress, 40000, kServer, 80, kSyn, text("opt"), o)));
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kIngress, 40000, kServer, 80, kSyn, text("opt"), o)));
     o.ttl = 50;
     r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck, {}, o)));
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
     o.ttl = 49;
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, o)));
+    EXPECT_EQ(frames[0],
+              ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, o)));
 }
 
 TEST_F(DataplaneTest, OtherProtocolsToClusterDestinationsAreRouted) {
@@ -200,7 +213,8 @@ TEST_F(DataplaneTest, OtherProtocolsToClusterDestinationsAreRouted) {
     r.process(r.pods, r.from_pod(kPod10, ip));
     auto frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4, ipv4(kPod10, kRemotePod, 253, text("experimental"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4,
+                                  ipv4(kPod10, kRemotePod, 253, text("experimental"), IpOpt{.ttl = 63})));
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
@@ -209,7 +223,8 @@ TEST_F(DataplaneTest, ReceiveChecksumFlagsAreHonouredExactly) {
     Bytes good = udp_ip(kPod10, 40000, kServer, 53, text("q"));
     Bytes wrong = good;
     put16(&wrong[10], static_cast<uint16_t>(get16(&wrong[10]) + 1));
-    Bytes want = ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 40000, kServer, 53, text("q"), IpOpt{.ttl = 63}));
+    Bytes want =
+        ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 40000, kServer, 53, text("q"), IpOpt{.ttl = 63}));
 
     // The NIC checked the header and found it good: no software check needed.
     r.process(0, {{r.pods, r.from_pod(kPod10, good), RTE_MBUF_F_RX_IP_CKSUM_GOOD}});

@@ -2,8 +2,8 @@
 //
 // Each port's MTU on the way out: no frame longer than the MTU leaves; a datagram that may be
 // fragmented leaves in fragments whose bytes and checksums are checked here, one that may not
-// (DF) is answered with Fragmentation Needed; frames that arrive as chains of mbufs (jumbo frames, scattered receive) are
-// translated like any other.
+// (DF) is answered with Fragmentation Needed; frames that arrive as chains of mbufs (jumbo frames, scattered receive)
+// are translated like any other.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,15 +30,16 @@ Bytes pattern(size_t n) {
     return b;
 }
 
-Bytes ip_of(const Bytes& frame) { return Bytes(frame.begin() + 14, frame.end()); }
+Bytes ip_of(const Bytes& frame) {
+    return Bytes(frame.begin() + 14, frame.end());
+}
 
 // Sets the MTU of the named ports.
 std::function<void(config::Config&)> mtus(std::vector<std::pair<std::string, unsigned>> m) {
     return [m](config::Config& c) {
         for (auto& [name, mtu] : m)
             for (auto& p : c.ports)
-                if (p.name == name)
-                    p.mtu = mtu;
+                if (p.name == name) p.mtu = mtu;
     };
 }
 
@@ -181,7 +182,8 @@ TEST_F(DataplaneTest, ChainedFrameThatFitsLeavesAsItsBytesWithValidChecksums) {
     Rig& r = start({.configure = mtus({{"pods", 9000}, {"ext1", 9000}})});
     Bytes payload = pattern(6000);
     // Received as three mbufs (2,048 + 2,048 + the rest), as a scattering NIC delivers a jumbo frame.
-    r.process(0, {{.port = r.pods, .frame = r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 443, kPsh | kAck, payload))}});
+    r.process(
+        0, {{.port = r.pods, .frame = r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 443, kPsh | kAck, payload))}});
     auto frames = r.tx(r.ext1);
     ASSERT_EQ(frames.size(), 1u);
     auto segs = r.tx_segments();

@@ -15,7 +15,9 @@ namespace {
 using namespace std_rig;
 using dp::DropReason;
 
-Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes text(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
 
 TEST_F(DataplaneTest, TcpOutAndBackThroughLoadBalancerIp) {
     Rig& r = start();
@@ -119,8 +121,8 @@ TEST_F(DataplaneTest, TcpSessionStateFollowsHandshakeAndClose) {
     out(kFin | kAck);
     EXPECT_EQ(state(), dp::kTcpSeenInside | dp::kTcpSeenOutside | dp::kTcpFinInside);
     in(kFin | kAck);
-    EXPECT_EQ(state(), dp::kTcpSeenInside | dp::kTcpSeenOutside | dp::kTcpFinInside | dp::kTcpFinOutside |
-                           dp::kTcpClosing);
+    EXPECT_EQ(state(),
+              dp::kTcpSeenInside | dp::kTcpSeenOutside | dp::kTcpFinInside | dp::kTcpFinOutside | dp::kTcpClosing);
     r.advance(kTransitory / 2);
     r.sweep();
     EXPECT_EQ(r.sessions().size(), 1u) << "expired before its timeout";
@@ -153,7 +155,8 @@ TEST_F(DataplaneTest, UdpBothDirections) {
     Parsed p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
     EXPECT_NE(p.l4_csum, 0);
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 5353, kServer, 53, q, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 5353, kServer, 53, q, IpOpt{.ttl = 63})));
 
     Bytes a = text("answer");
     r.rx(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 5353, a)));
@@ -161,7 +164,8 @@ TEST_F(DataplaneTest, UdpBothDirections) {
     frames = r.tx(r.pods);
     p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
-    EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4, udp_ip(kServer, 53, kPod11, 5353, a, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0],
+              ethernet(kPod11Mac, kPodsMac, kEtherIpv4, udp_ip(kServer, 53, kPod11, 5353, a, IpOpt{.ttl = 63})));
 
     ASSERT_EQ(r.sessions().size(), 1u);
     EXPECT_EQ(r.sessions()[0].proto, kProtoUdp);
@@ -178,15 +182,16 @@ TEST_F(DataplaneTest, UdpWithoutChecksumStaysWithoutChecksum) {
     Parsed p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
     EXPECT_EQ(p.l4_csum, 0);
-    EXPECT_EQ(frames[0],
-              ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 7000, kServer, 9000, q, IpOpt{.ttl = 63}, true)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  udp_ip(kIngress, 7000, kServer, 9000, q, IpOpt{.ttl = 63}, true)));
 
     r.process(r.ext1, r.from_ext1(udp_ip(kServer, 9000, kIngress, 7000, q, {}, true)));
     frames = r.tx(r.pods);
     p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
     EXPECT_EQ(p.l4_csum, 0);
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, udp_ip(kServer, 9000, kPod10, 7000, q, IpOpt{.ttl = 63}, true)));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                                  udp_ip(kServer, 9000, kPod10, 7000, q, IpOpt{.ttl = 63}, true)));
 }
 
 TEST_F(DataplaneTest, EthernetPaddingIsNotForwarded) {
@@ -198,7 +203,8 @@ TEST_F(DataplaneTest, EthernetPaddingIsNotForwarded) {
     auto frames = r.tx(r.ext1);
     Parsed p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 7000, kServer, 9000, text("hi"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  udp_ip(kIngress, 7000, kServer, 9000, text("hi"), IpOpt{.ttl = 63})));
 }
 
 TEST_F(DataplaneTest, IcmpEchoIdentifierTranslatedAndRestored) {
@@ -216,7 +222,8 @@ TEST_F(DataplaneTest, IcmpEchoIdentifierTranslatedAndRestored) {
     uint16_t ident = p.icmp_ident;
     EXPECT_GE(ident, r.cfg.sessions.port_min);
     EXPECT_LE(ident, r.cfg.sessions.port_max);
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, echo_ip(true, kIngress, kServer, ident, 1, data, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  echo_ip(true, kIngress, kServer, ident, 1, data, IpOpt{.ttl = 63})));
     auto ss = r.sessions();
     ASSERT_EQ(ss.size(), 1u);
     EXPECT_EQ(ss[0].proto, kProtoIcmp);
@@ -227,7 +234,8 @@ TEST_F(DataplaneTest, IcmpEchoIdentifierTranslatedAndRestored) {
     frames = r.tx(r.pods);
     p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, echo_ip(false, kServer, kPod10, 7, 1, data, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0],
+              ethernet(kPod10Mac, kPodsMac, kEtherIpv4, echo_ip(false, kServer, kPod10, 7, 1, data, IpOpt{.ttl = 63})));
     EXPECT_EQ(r.svc(kWeb).packets_in, 1u);
 
     // An echo reply with another identifier has no session.
@@ -249,7 +257,8 @@ TEST_F(DataplaneTest, AllZeroEchoReplyRestoredToThePodKeepsAValidChecksum) {
     auto frames = r.tx(r.pods);
     Parsed back = single(frames);
     ASSERT_TRUE(checksums_valid(back));
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, echo_ip(false, kServer, kPod10, 0, 0, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0],
+              ethernet(kPod10Mac, kPodsMac, kEtherIpv4, echo_ip(false, kServer, kPod10, 0, 0, {}, IpOpt{.ttl = 63})));
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
@@ -320,10 +329,11 @@ TEST_F(DataplaneTest, IcmpErrorFromOutsideQuotingFullTcpSegment) {
     Parsed p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
     ASSERT_TRUE(p.inner && p.inner->l4_complete);
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
-                                  ipv4(kServer, kPod10, kProtoIcmp,
-                                       icmp_error(3, 13, tcp_ip(kPod10, 999, kServer, 22, kPsh | kAck, data, IpOpt{.ttl = 63})),
-                                       IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0],
+              ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                       ipv4(kServer, kPod10, kProtoIcmp,
+                            icmp_error(3, 13, tcp_ip(kPod10, 999, kServer, 22, kPsh | kAck, data, IpOpt{.ttl = 63})),
+                            IpOpt{.ttl = 63})));
 }
 
 TEST_F(DataplaneTest, IcmpErrorAboutEchoIsTranslatedBack) {
@@ -355,8 +365,7 @@ Delivered udp_exchange(Rig& r, uint32_t pod, uint16_t pod_port, const Bytes& ans
     r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, sent.sport, answer)));
     auto in = r.tx(r.pods);
     EXPECT_EQ(in.size(), 1u);
-    if (in.empty())
-        return {};
+    if (in.empty()) return {};
     return {Bytes(in[0].begin() + 14, in[0].end()), sent.sport};
 }
 
@@ -392,8 +401,9 @@ TEST_F(DataplaneTest, IcmpErrorFromClusterRouterAboutAReplyIsTranslated) {
     Parsed p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
     Bytes quoted = udp_ip(kServer, 53, kIngress, d.nat_port, answer, IpOpt{.ttl = 63});
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
-                                  ipv4(kIngress, kServer, kProtoIcmp, icmp_error(3, 4, quoted, 1400), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                       ipv4(kIngress, kServer, kProtoIcmp, icmp_error(3, 4, quoted, 1400), IpOpt{.ttl = 63})));
 }
 
 TEST_F(DataplaneTest, IcmpErrorToAnotherGatewayAddressIsStillTranslatedCorrectly) {
@@ -448,8 +458,10 @@ TEST_F(DataplaneTest, SameSourcePortFromTwoPodsToOneServer) {
     r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, 40000, kSyn | kAck)));
     frames = r.tx(r.pods);
     ASSERT_EQ(frames.size(), 2u);
-    EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod11, 40000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
-    EXPECT_EQ(frames[1], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4,
+                                  tcp_ip(kServer, 80, kPod11, 40000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[1], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                                  tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
@@ -459,7 +471,9 @@ TEST_F(DataplaneTest, BurstOfManyFlowsIsTranslatedInOrder) {
     Rig& r = start();
     std::vector<In> burst;
     for (uint16_t i = 0; i < 48; ++i)
-        burst.push_back({r.pods, r.from_pod(i % 2 ? kPod11 : kPod10, udp_ip(i % 2 ? kPod11 : kPod10, static_cast<uint16_t>(20000 + i), kServer, 53, Bytes(i, 0x42)))});
+        burst.push_back({r.pods, r.from_pod(i % 2 ? kPod11 : kPod10,
+                                            udp_ip(i % 2 ? kPod11 : kPod10, static_cast<uint16_t>(20000 + i), kServer,
+                                                   53, Bytes(i, 0x42)))});
     r.process(0, burst);
     auto frames = r.tx(r.ext1);
     ASSERT_EQ(frames.size(), 48u);

@@ -17,7 +17,9 @@ namespace {
 using namespace std_rig;
 using dp::DropReason;
 
-Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes text(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
 
 // Tests that try several rigs in turn: each is checked for leaks before the next starts.
 class Nat66Test : public DataplaneTest {
@@ -48,8 +50,12 @@ const Ip6Addr kInternetV6 = ip6("2001:db8:99::9");
 const Ip6Addr kExt2V6 = ip6("2001:db8:3::1");
 const Ip6Addr kBlueServerV6 = ip6("2001:db8:3::100");
 
-net::IpAddr addr6(const Ip6Addr& a) { return net::IpAddr::from_v6(a.data()); }
-Ip6Addr bytes_of(const dp::Ip6& a) { return std::to_array(a.b); }
+net::IpAddr addr6(const Ip6Addr& a) {
+    return net::IpAddr::from_v6(a.data());
+}
+Ip6Addr bytes_of(const dp::Ip6& a) {
+    return std::to_array(a.b);
+}
 
 model::ServiceState web6() {
     model::ServiceState web = lb_service(kWeb, kIngress, {kPod10, kPod11});
@@ -100,11 +106,21 @@ RigOptions dual_stack() {
     return o;
 }
 
-Mac pod_mac(const Ip6Addr& pod) { return pod == kPod11v6 ? kPod11Mac : pod == kPod20v6 ? kPod20Mac : kPod10Mac; }
-Bytes from_pod6(const Ip6Addr& pod, const Bytes& ip) { return ethernet(kPodsMac, pod_mac(pod), kEtherIpv6, ip); }
-Bytes from_ext1_6(const Bytes& ip, const Mac& src = kServerMac) { return ethernet(kExt1Mac, src, kEtherIpv6, ip); }
-Bytes to_pod6(const Ip6Addr& pod, const Bytes& ip) { return ethernet(pod_mac(pod), kPodsMac, kEtherIpv6, ip); }
-Bytes bytes_after_ethernet(const Bytes& frame) { return Bytes(frame.begin() + 14, frame.end()); }
+Mac pod_mac(const Ip6Addr& pod) {
+    return pod == kPod11v6 ? kPod11Mac : pod == kPod20v6 ? kPod20Mac : kPod10Mac;
+}
+Bytes from_pod6(const Ip6Addr& pod, const Bytes& ip) {
+    return ethernet(kPodsMac, pod_mac(pod), kEtherIpv6, ip);
+}
+Bytes from_ext1_6(const Bytes& ip, const Mac& src = kServerMac) {
+    return ethernet(kExt1Mac, src, kEtherIpv6, ip);
+}
+Bytes to_pod6(const Ip6Addr& pod, const Bytes& ip) {
+    return ethernet(pod_mac(pod), kPodsMac, kEtherIpv6, ip);
+}
+Bytes bytes_after_ethernet(const Bytes& frame) {
+    return Bytes(frame.begin() + 14, frame.end());
+}
 
 // The body of an ICMPv6 error from byte 4: `rest` (MTU, pointer or unused) and the quote.
 Bytes error_body(uint32_t rest, const Bytes& quote) {
@@ -158,7 +174,7 @@ TEST_F(Nat66Test, Napt66OutAndBackForEachProtocolAndPolicy) {
         Ip6Addr pod, remote, nat;
         uint16_t out_port_name;  // 1: ext1, 2: ext2
         Mac remote_mac;
-        std::string service;     // "" for the default action
+        std::string service;  // "" for the default action
         bool masquerade;
     };
     std::vector<Policy> policies = {
@@ -245,7 +261,8 @@ TEST_F(Nat66Test, Napt66ChangesAPortThatIsTakenOrOutsideTheRange) {
         r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, ports[k], text("r"), Ip6Opt{60})));
         auto back = r.tx(r.pods);
         ASSERT_EQ(back.size(), 1u);
-        EXPECT_EQ(back[0], to_pod6(kPod11v6, udp6_ip(kServerV6, 53, kPod11v6, k == 1 ? 5353 : 500, text("r"), Ip6Opt{59})));
+        EXPECT_EQ(back[0],
+                  to_pod6(kPod11v6, udp6_ip(kServerV6, 53, kPod11v6, k == 1 ? 5353 : 500, text("r"), Ip6Opt{59})));
     }
     EXPECT_EQ(r.sessions6().size(), 3u);
     EXPECT_EQ(r.total_drops(), 0u);
@@ -320,16 +337,14 @@ TEST_F(Nat66Test, Icmpv6ErrorsFromOutsideAreTranslatedBackToThePod) {
     struct Case {
         std::string name;
         uint8_t type, code;
-        uint32_t rest;       // bytes 4-7 of the ICMPv6 header
-        bool from_router;    // else from the server itself
-        size_t quote_len;    // 0: all of it
+        uint32_t rest;     // bytes 4-7 of the ICMPv6 header
+        bool from_router;  // else from the server itself
+        size_t quote_len;  // 0: all of it
         bool tcp;
     };
     std::vector<Case> cases = {
-        {"port unreachable", 1, 4, 0, false, 0, false},
-        {"administratively prohibited", 1, 1, 0, true, 0, true},
-        {"packet too big", 2, 0, 1280, true, 0, true},
-        {"time exceeded, header and 8 bytes", 3, 0, 0, true, 48, true},
+        {"port unreachable", 1, 4, 0, false, 0, false},  {"administratively prohibited", 1, 1, 0, true, 0, true},
+        {"packet too big", 2, 0, 1280, true, 0, true},   {"time exceeded, header and 8 bytes", 3, 0, 0, true, 48, true},
         {"parameter problem", 4, 0, 6, false, 0, false},
     };
     Rig& r = start(dual_stack());
@@ -413,7 +428,8 @@ TEST_F(Nat66Test, Icmpv6ErrorFromThePodIsTranslatedToTheNatAddress) {
     ASSERT_EQ(frames.size(), 1u);
     ASSERT_TRUE(checksums_valid(parse_frame(frames[0])));
     Bytes want_body = error_body(0, udp6_ip(kServerV6, 53, kIngressV6, nat_port, text("answer"), Ip6Opt{63}));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv6, icmp6_ip(kIngressV6, kServerV6, 1, 4, want_body, Ip6Opt{63})));
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherIpv6, icmp6_ip(kIngressV6, kServerV6, 1, 4, want_body, Ip6Opt{63})));
     EXPECT_EQ(r.total_drops(), 0u);
 }
 

@@ -18,8 +18,12 @@ namespace {
 using namespace std_rig;
 using dp::DropReason;
 
-Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
-Bytes ip_of(const Bytes& frame) { return Bytes(frame.begin() + 14, frame.end()); }
+Bytes text(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
+Bytes ip_of(const Bytes& frame) {
+    return Bytes(frame.begin() + 14, frame.end());
+}
 
 // ---------------------------------------------------------------------------------------------
 // Cluster destinations
@@ -75,7 +79,8 @@ TEST_F(DataplaneTest, PodCidrThroughSecondInsidePort) {
     auto frames = r.tx(pods2);
     Parsed p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
-    EXPECT_EQ(frames[0], ethernet(kRemotePodMac, kPods2Mac, kEtherIpv4, udp_ip(kPod10, 5000, kRemotePod, 53, text("x"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kRemotePodMac, kPods2Mac, kEtherIpv4,
+                                  udp_ip(kPod10, 5000, kRemotePod, 53, text("x"), IpOpt{.ttl = 63})));
     EXPECT_TRUE(r.sessions().empty());
     EXPECT_EQ(r.w().counters.routed, 1u);
 }
@@ -107,18 +112,21 @@ TEST_F(DataplaneTest, NetworkModeServiceLeavesThroughItsVrf) {
     r.process(r.ext2, r.from_ext2(udp_ip(kBlueServer, 53, kExt2Addr, 6000, text("ok"))));
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4, udp_ip(kBlueServer, 53, kPod11, 6000, text("ok"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4,
+                                  udp_ip(kBlueServer, 53, kPod11, 6000, text("ok"), IpOpt{.ttl = 63})));
 
     // A destination only the default table routes: falls through to ext1, masqueraded to ext1.
     r.process(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 6001, kServer, 53, text("main"))));
     frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kExt1Addr, 6001, kServer, 53, text("main"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  udp_ip(kExt1Addr, 6001, kServer, 53, text("main"), IpOpt{.ttl = 63})));
     EXPECT_TRUE(r.tx(r.ext2).empty());
     r.process(r.ext1, r.from_ext1(udp_ip(kServer, 53, kExt1Addr, 6001, text("ok"))));
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4, udp_ip(kServer, 53, kPod11, 6001, text("ok"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4,
+                                  udp_ip(kServer, 53, kPod11, 6001, text("ok"), IpOpt{.ttl = 63})));
 
     EXPECT_EQ(r.svc("default/blue-net").packets_out, 2u);
     EXPECT_EQ(r.svc("default/blue-net").packets_in, 2u);
@@ -152,13 +160,15 @@ TEST_F(DataplaneTest, LoadBalancerIpServiceInBlueNetwork) {
     r.process(r.ext2, r.from_ext2(tcp_ip(kBlueServer, 443, kBlueIngress, 41000, kSyn | kAck)));
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod20Mac, kPodsMac, kEtherIpv4, tcp_ip(kBlueServer, 443, kPod20, 41000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kPod20Mac, kPodsMac, kEtherIpv4,
+                                  tcp_ip(kBlueServer, 443, kPod20, 41000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
 
     // Toward a destination of the default table it keeps its ingress IP and leaves on ext1.
     r.process(r.pods, r.from_pod(kPod20, tcp_ip(kPod20, 41001, kServer, 443, kSyn)));
     frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kBlueIngress, 41001, kServer, 443, kSyn, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  tcp_ip(kBlueIngress, 41001, kServer, 443, kSyn, {}, IpOpt{.ttl = 63})));
 }
 
 TEST_F(DataplaneTest, RepliesReachThePodWhenTheVrfHasADefaultRoute) {
@@ -177,29 +187,32 @@ TEST_F(DataplaneTest, RepliesReachThePodWhenTheVrfHasADefaultRoute) {
     o.services = {network_service("default/blue-net", {kPod11}, "blue"),
                   lb_service("default/blue-lb", ip4(198, 51, 100, 50), {kPod10}, "blue")};
     Rig& r = start(o);
-    for (auto [pod, pod_mac, nat] : {std::tuple{kPod11, kPod11Mac, kExt2Addr}, std::tuple{kPod10, kPod10Mac, ip4(198, 51, 100, 50)}}) {
+    for (auto [pod, pod_mac, nat] :
+         {std::tuple{kPod11, kPod11Mac, kExt2Addr}, std::tuple{kPod10, kPod10Mac, ip4(198, 51, 100, 50)}}) {
         SCOPED_TRACE(ip_str(pod));
         r.process(r.pods, r.from_pod(pod, udp_ip(pod, 6000, kInternet, 53, text("q"))));
         auto frames = r.tx(r.ext2);
         ASSERT_TRUE(checksums_valid(single(frames)));
-        EXPECT_EQ(frames[0], ethernet(kBlueGwMac, kExt2Mac, kEtherIpv4, udp_ip(nat, 6000, kInternet, 53, text("q"), IpOpt{.ttl = 63})));
+        EXPECT_EQ(frames[0], ethernet(kBlueGwMac, kExt2Mac, kEtherIpv4,
+                                      udp_ip(nat, 6000, kInternet, 53, text("q"), IpOpt{.ttl = 63})));
 
         r.process(r.ext2, r.from_ext2(udp_ip(kInternet, 53, nat, 6000, text("a")), kBlueGwMac));
         EXPECT_TRUE(r.tx(r.ext2).empty()) << "the reply was sent back out of the VRF";
         frames = r.tx(r.pods);
         ASSERT_TRUE(checksums_valid(single(frames)));
-        EXPECT_EQ(frames[0], ethernet(pod_mac, kPodsMac, kEtherIpv4, udp_ip(kInternet, 53, pod, 6000, text("a"), IpOpt{.ttl = 63})));
+        EXPECT_EQ(frames[0], ethernet(pod_mac, kPodsMac, kEtherIpv4,
+                                      udp_ip(kInternet, 53, pod, 6000, text("a"), IpOpt{.ttl = 63})));
     }
 }
 
 TEST_F(DataplaneTest, UnknownNetworkLeavesServiceUnprogrammed) {
     RigOptions o;
-    o.services = {lb_service(kWeb, kIngress, {kPod10}), lb_service("default/nowhere", ip4(192, 0, 2, 88), {kPod20}, "purple")};
+    o.services = {lb_service(kWeb, kIngress, {kPod10}),
+                  lb_service("default/nowhere", ip4(192, 0, 2, 88), {kPod20}, "purple")};
     Rig& r = start(o);
     const control::ServiceView* view = nullptr;
     for (const auto& v : r.builder().views())
-        if (v.state.key == "default/nowhere")
-            view = &v;
+        if (v.state.key == "default/nowhere") view = &v;
     ASSERT_NE(view, nullptr);
     EXPECT_FALSE(view->programmed);
     EXPECT_NE(view->problem.find("unknown network"), std::string::npos) << view->problem;
@@ -210,7 +223,8 @@ TEST_F(DataplaneTest, UnknownNetworkLeavesServiceUnprogrammed) {
     r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 7000, kServer, 53, text("x"))));
     auto frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kExt1Addr, 7000, kServer, 53, text("x"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  udp_ip(kExt1Addr, 7000, kServer, 53, text("x"), IpOpt{.ttl = 63})));
     auto ss = r.sessions();
     ASSERT_EQ(ss.size(), 1u);
     EXPECT_EQ(ss[0].service_id, dp::kDefaultPolicyId);
@@ -218,7 +232,8 @@ TEST_F(DataplaneTest, UnknownNetworkLeavesServiceUnprogrammed) {
     EXPECT_EQ(r.svc("default/nowhere").packets_out, 0u);
 
     // Its ingress IP is not served: no ARP answer for it.
-    r.process(r.ext1, ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, ip4(192, 0, 2, 88))));
+    r.process(r.ext1,
+              ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, ip4(192, 0, 2, 88))));
     EXPECT_TRUE(r.tx(r.ext1).empty());
 }
 
@@ -230,7 +245,8 @@ TEST_F(DataplaneTest, DefaultActionMasquerade) {
     r.process(r.pods, r.from_pod(kPod20, tcp_ip(kPod20, 50000, kServer, 80, kSyn)));
     auto frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kExt1Addr, 50000, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  tcp_ip(kExt1Addr, 50000, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
     auto ss = r.sessions();
     ASSERT_EQ(ss.size(), 1u);
     EXPECT_EQ(ss[0].service_id, dp::kDefaultPolicyId);
@@ -241,7 +257,8 @@ TEST_F(DataplaneTest, DefaultActionMasquerade) {
     r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 80, kExt1Addr, 50000, kSyn | kAck)));
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod20Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod20, 50000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kPod20Mac, kPodsMac, kEtherIpv4,
+                                  tcp_ip(kServer, 80, kPod20, 50000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
     EXPECT_EQ(r.default_counters().packets_in, 1u);
 }
 
@@ -253,7 +270,8 @@ TEST_F(DataplaneTest, DefaultActionRoute) {
     r.process(r.pods, r.from_pod(kPod20, udp_ip(kPod20, 50000, kServer, 80, payload)));
     auto frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kPod20, 50000, kServer, 80, payload, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  udp_ip(kPod20, 50000, kServer, 80, payload, IpOpt{.ttl = 63})));
     EXPECT_TRUE(r.sessions().empty());
     EXPECT_EQ(r.w().counters.routed, 1u);
 
@@ -261,7 +279,8 @@ TEST_F(DataplaneTest, DefaultActionRoute) {
     r.process(r.ext1, r.from_ext1(udp_ip(kServer, 80, kPod20, 50000, payload)));
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod20Mac, kPodsMac, kEtherIpv4, udp_ip(kServer, 80, kPod20, 50000, payload, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0],
+              ethernet(kPod20Mac, kPodsMac, kEtherIpv4, udp_ip(kServer, 80, kPod20, 50000, payload, IpOpt{.ttl = 63})));
     EXPECT_EQ(r.w().counters.routed, 2u);
 
     // An endpoint of the Service is still translated.
@@ -392,7 +411,8 @@ TEST_F(DataplaneTest, ArpRequestForServedIngressIpIsAnswered) {
     EXPECT_EQ(p.arp_spa, kIngress);
     EXPECT_EQ(p.arp_tha, kServerMac);
     EXPECT_EQ(p.arp_tpa, kServer);
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kIngress, kServerMac, kServer)));
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kIngress, kServerMac, kServer)));
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
@@ -401,7 +421,8 @@ TEST_F(DataplaneTest, ArpRequestForPortAddressesIsAnswered) {
     r.process(r.ext1, ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, kExt1Addr)));
     auto frames = r.tx(r.ext1);
     ASSERT_EQ(frames.size(), 1u);
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kExt1Addr, kServerMac, kServer)));
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kExt1Addr, kServerMac, kServer)));
 
     // Unicast request (a neighbour refreshing its entry) on the inside port.
     r.process(r.pods, ethernet(kPodsMac, kPod10Mac, kEtherArp, arp_body(1, kPod10Mac, kPod10, Mac{}, kPodsAddr)));
@@ -409,16 +430,19 @@ TEST_F(DataplaneTest, ArpRequestForPortAddressesIsAnswered) {
     ASSERT_EQ(frames.size(), 1u);
     EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherArp, arp_body(2, kPodsMac, kPodsAddr, kPod10Mac, kPod10)));
 
-    r.process(r.ext2, ethernet(kBroadcast, kBlueServerMac, kEtherArp, arp_body(1, kBlueServerMac, kBlueServer, Mac{}, kExt2Addr)));
+    r.process(r.ext2, ethernet(kBroadcast, kBlueServerMac, kEtherArp,
+                               arp_body(1, kBlueServerMac, kBlueServer, Mac{}, kExt2Addr)));
     frames = r.tx(r.ext2);
     ASSERT_EQ(frames.size(), 1u);
-    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherArp, arp_body(2, kExt2Mac, kExt2Addr, kBlueServerMac, kBlueServer)));
+    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherArp,
+                                  arp_body(2, kExt2Mac, kExt2Addr, kBlueServerMac, kBlueServer)));
 }
 
 TEST_F(DataplaneTest, ArpRequestsForOtherAddressesAreNotAnswered) {
     Rig& r = start();
     // An unknown address; another port's address; the ingress IP asked on the inside.
-    r.process(r.ext1, ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, ip4(192, 0, 2, 77))));
+    r.process(r.ext1,
+              ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, ip4(192, 0, 2, 77))));
     r.process(r.ext1, ethernet(kBroadcast, kServerMac, kEtherArp, arp_body(1, kServerMac, kServer, Mac{}, kExt2Addr)));
     r.process(r.pods, ethernet(kBroadcast, kPod10Mac, kEtherArp, arp_body(1, kPod10Mac, kPod10, Mac{}, kIngress)));
     EXPECT_TRUE(r.tx(r.ext1).empty());
@@ -446,14 +470,16 @@ TEST_F(DataplaneTest, ArpForAnIngressIpOnlyOnItsNetworksPorts) {
     // Answered where the network is the Service's.
     auto frames = ask(r.ext1, kServerMac, kServer, kIngress);
     ASSERT_EQ(frames.size(), 1u);
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kIngress, kServerMac, kServer)));
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kIngress, kServerMac, kServer)));
     frames = ask(r.ext2, kBlueServerMac, kBlueServer, kBlueIngress);
     ASSERT_EQ(frames.size(), 1u);
     EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherArp,
                                   arp_body(2, kExt2Mac, kBlueIngress, kBlueServerMac, kBlueServer)));
     frames = ask(r.ext1, kServerMac, kServer, kRedIngress);
     ASSERT_EQ(frames.size(), 1u);
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kRedIngress, kServerMac, kServer)));
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kRedIngress, kServerMac, kServer)));
     EXPECT_EQ(r.drops(DropReason::local), 0u);
     // Refused on the other network's port, counted as addressed to no address of that port.
     EXPECT_TRUE(ask(r.ext2, kBlueServerMac, kBlueServer, kIngress).empty());
@@ -466,7 +492,8 @@ TEST_F(DataplaneTest, ArpForAnIngressIpOnlyOnItsNetworksPorts) {
     EXPECT_TRUE(ask(r.ext1, kServerMac, kServer, kIngress).empty());
     frames = ask(r.ext2, kBlueServerMac, kBlueServer, kIngress);
     ASSERT_EQ(frames.size(), 1u);
-    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherArp, arp_body(2, kExt2Mac, kIngress, kBlueServerMac, kBlueServer)));
+    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherArp,
+                                  arp_body(2, kExt2Mac, kIngress, kBlueServerMac, kBlueServer)));
     // Two Services sharing one ingress IP in two networks: both networks' ports answer.
     r.publish({lb_service(kWeb, kIngress, {kPod10}, "blue"), lb_service("default/web2", kIngress, {kPod11})});
     EXPECT_EQ(ask(r.ext1, kServerMac, kServer, kIngress).size(), 1u);
@@ -524,7 +551,8 @@ TEST_F(DataplaneTest, UnresolvedNextHopHoldsTheTranslatedPacket) {
 TEST_F(DataplaneTest, IncompleteNeighbourHoldsAndGatewayIsTheNextHop) {
     RigOptions o;
     o.configure = [](config::Config& c) {
-        std::erase_if(c.neighbors, [](const config::NeighborConfig& n) { return n.ip == net::IpAddr::from_v4(kExt1Gw); });
+        std::erase_if(c.neighbors,
+                      [](const config::NeighborConfig& n) { return n.ip == net::IpAddr::from_v4(kExt1Gw); });
     };
     Rig& r = start(o);
     // The gateway's entry exists but has no MAC yet (ARP in progress).
@@ -624,14 +652,16 @@ TEST_F(DataplaneTest, EchoRequestToPortAddressIsAnswered) {
     Parsed p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
     EXPECT_EQ(p.icmp_type, 0);
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, echo_ip(false, kPodsAddr, kPod10, 0x77, 5, data, IpOpt{.ttl = 64})));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                                  echo_ip(false, kPodsAddr, kPod10, 0x77, 5, data, IpOpt{.ttl = 64})));
     EXPECT_TRUE(r.sessions().empty());
 
     // From outside, to ext1's address.
     r.process(r.ext1, r.from_ext1(echo_ip(true, kServer, kExt1Addr, 0x78, 1, data)));
     frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, echo_ip(false, kExt1Addr, kServer, 0x78, 1, data, IpOpt{.ttl = 64})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  echo_ip(false, kExt1Addr, kServer, 0x78, 1, data, IpOpt{.ttl = 64})));
     EXPECT_TRUE(r.sessions().empty());
     EXPECT_EQ(r.total_drops(), 0u);
 }
@@ -645,7 +675,8 @@ TEST_F(DataplaneTest, AllZeroEchoIsAnsweredWithChecksumFFFF) {
     auto frames = r.tx(r.pods);
     Parsed p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, echo_ip(false, kPodsAddr, kPod10, 0, 0, {}, IpOpt{.ttl = 64})));
+    EXPECT_EQ(frames[0],
+              ethernet(kPod10Mac, kPodsMac, kEtherIpv4, echo_ip(false, kPodsAddr, kPod10, 0, 0, {}, IpOpt{.ttl = 64})));
     EXPECT_EQ(frames[0].size(), 14u + 20u + 8u);
     EXPECT_EQ((std::pair{frames[0][14 + 20 + 2], frames[0][14 + 20 + 3]}), (std::pair<uint8_t, uint8_t>{0xff, 0xff}));
 }

@@ -168,26 +168,25 @@ TYPED_TEST(SessionTables, LookupsStayCorrectAndFiniteUnderChurn) {
         ASSERT_EQ(t.active(), kCapacity);
         if (cycle % 500 == 0) {
             must_finish("session lookups after " + std::to_string(cycle) + " cycles", [&] {
-            for (auto& [idx, s] : live) {
-                ASSERT_EQ(t.find_inside(Table::inside_key(s)), idx);
-                ASSERT_EQ(t.find_outside(Table::outside_key(s)), idx);
-            }
-            // Bulk lookups agree, hits and misses mixed, and give the keys' hashes.
-            Key keys[Table::kBulk];
-            const Key* kp[Table::kBulk];
-            uint32_t got[Table::kBulk], hashes[Table::kBulk];
-            for (unsigned i = 0; i < Table::kBulk; ++i) {
-                keys[i] = i % 2 ? Table::outside_key(live[i].second) : Table::outside_key(random_session(rng));
-                kp[i] = &keys[i];
-            }
-            t.lookup_outside(kp, Table::kBulk, got, hashes);
-            for (unsigned i = 0; i < Table::kBulk; ++i) {
-                ASSERT_EQ(got[i], i % 2 ? live[i].first : Table::kNone) << "cycle " << cycle << " key " << i;
-                ASSERT_EQ(hashes[i], t.key_hash(keys[i]));
-            }
+                for (auto& [idx, s] : live) {
+                    ASSERT_EQ(t.find_inside(Table::inside_key(s)), idx);
+                    ASSERT_EQ(t.find_outside(Table::outside_key(s)), idx);
+                }
+                // Bulk lookups agree, hits and misses mixed, and give the keys' hashes.
+                Key keys[Table::kBulk];
+                const Key* kp[Table::kBulk];
+                uint32_t got[Table::kBulk], hashes[Table::kBulk];
+                for (unsigned i = 0; i < Table::kBulk; ++i) {
+                    keys[i] = i % 2 ? Table::outside_key(live[i].second) : Table::outside_key(random_session(rng));
+                    kp[i] = &keys[i];
+                }
+                t.lookup_outside(kp, Table::kBulk, got, hashes);
+                for (unsigned i = 0; i < Table::kBulk; ++i) {
+                    ASSERT_EQ(got[i], i % 2 ? live[i].first : Table::kNone) << "cycle " << cycle << " key " << i;
+                    ASSERT_EQ(hashes[i], t.key_hash(keys[i]));
+                }
             });
-            if (this->HasFatalFailure())
-                return;
+            if (this->HasFatalFailure()) return;
         }
         std::shuffle(live.begin(), live.end(), rng);
         for (auto& [idx, s] : live)
@@ -251,7 +250,7 @@ TYPED_TEST(SessionTables, PodCountsFollowCreatesAndDestroys) {
     Table t;
     ASSERT_TRUE(t.init("st_pods", kCapacity, SOCKET_ID_ANY, 7));
     std::mt19937 rng(12345);
-    std::map<uint32_t, uint32_t> want;     // pod number -> count
+    std::map<uint32_t, uint32_t> want;                // pod number -> count
     std::vector<std::pair<uint32_t, uint32_t>> live;  // (index, pod number)
     uint16_t port = 1;
     for (int step = 0; step < 20000; ++step) {
@@ -267,14 +266,14 @@ TYPED_TEST(SessionTables, PodCountsFollowCreatesAndDestroys) {
         } else {
             size_t k = rng() % live.size();
             t.destroy(live[k].first);
-            if (--want[live[k].second] == 0)
-                want.erase(live[k].second);
+            if (--want[live[k].second] == 0) want.erase(live[k].second);
             live[k] = live.back();
             live.pop_back();
         }
         for (uint32_t p = 0; p < 40; ++p) {
             auto it = want.find(p);
-            ASSERT_EQ(t.pod_sessions(Family<Table>::pod(p)), it == want.end() ? 0u : it->second) << "step " << step << " pod " << p;
+            ASSERT_EQ(t.pod_sessions(Family<Table>::pod(p)), it == want.end() ? 0u : it->second)
+                << "step " << step << " pod " << p;
         }
     }
 }
@@ -298,11 +297,11 @@ TEST(SessionTable, HashIsKeyedSoChosenCollisionsDoNotCarryOver) {
     // Every source port, sorted by the bucket it starts in under the known key.
     std::map<uint32_t, std::vector<uint16_t>> by_bucket;
     for (uint32_t port = 1; port <= 65535; ++port)
-        by_bucket[known.key_hash(key(static_cast<uint16_t>(port))) & (buckets - 1)].push_back(static_cast<uint16_t>(port));
+        by_bucket[known.key_hash(key(static_cast<uint16_t>(port))) & (buckets - 1)].push_back(
+            static_cast<uint16_t>(port));
     std::vector<uint16_t> chosen;
     for (auto& [b, ports] : by_bucket)
-        if (ports.size() > chosen.size())
-            chosen = ports;
+        if (ports.size() > chosen.size()) chosen = ports;
     // 65535 flows over the buckets: the fullest bucket has well over 32 of them.
     ASSERT_GE(chosen.size(), 32u);
     chosen.resize(32);
@@ -377,12 +376,12 @@ TEST(SessionTable6, HashIsKeyedSoChosenCollisionsDoNotCarryOver) {
     std::map<uint32_t, std::vector<uint16_t>> by_bucket;
     for (uint32_t port = 1; port <= 65535; ++port) {
         auto s = session(static_cast<uint16_t>(port));
-        by_bucket[known.key_hash(dp::SessionTable6::inside_key(s)) & (buckets - 1)].push_back(static_cast<uint16_t>(port));
+        by_bucket[known.key_hash(dp::SessionTable6::inside_key(s)) & (buckets - 1)].push_back(
+            static_cast<uint16_t>(port));
     }
     std::vector<uint16_t> chosen;
     for (auto& [b, ports] : by_bucket)
-        if (ports.size() > chosen.size())
-            chosen = ports;
+        if (ports.size() > chosen.size()) chosen = ports;
     ASSERT_GE(chosen.size(), 32u);
     chosen.resize(32);
     for (uint64_t seed = 2; seed <= 17; ++seed) {

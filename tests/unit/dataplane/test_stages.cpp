@@ -19,7 +19,9 @@ namespace {
 using namespace std_rig;
 using dp::DropReason;
 
-Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes text(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
 
 TEST_F(DataplaneTest, EveryNextStepInOneBurstMatchesPacketAtATime) {
     RigOptions o;

@@ -91,8 +91,8 @@ TEST_F(DataplaneTest, TcpHalfClosedUntilBothFinsThenClosing) {
     ASSERT_NE(c.session(), nullptr) << "a half-closed session used the transitory timeout";
 
     EXPECT_EQ(c.in(kFin | kAck, 5501, 1002), 1u);
-    EXPECT_EQ(c.state(), dp::kTcpSeenInside | dp::kTcpSeenOutside | dp::kTcpFinInside | dp::kTcpFinOutside |
-                             dp::kTcpClosing);
+    EXPECT_EQ(c.state(),
+              dp::kTcpSeenInside | dp::kTcpSeenOutside | dp::kTcpFinInside | dp::kTcpFinOutside | dp::kTcpClosing);
     EXPECT_EQ(c.out(kAck, 1002, 5502), 1u);
     r.advance(kTransitory / 2);
     r.sweep();

@@ -18,7 +18,9 @@ namespace {
 using namespace std_rig;
 using dp::DropReason;
 
-Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
+Bytes text(const char* s) {
+    return Bytes(s, s + std::strlen(s));
+}
 
 RigOptions two_workers() {
     RigOptions o;
@@ -76,7 +78,8 @@ TEST_F(DataplaneTest, FlowIsOwnedByTheWorkerThatReceivesIt) {
     EXPECT_LE(nat, r.w(0).nat_port_hi);
     auto frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, tcp_ip(kIngress, nat, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  tcp_ip(kIngress, nat, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
     EXPECT_EQ(r.svc(kWeb, 0).packets_out, 1u);
     EXPECT_EQ(r.svc(kWeb, 1).packets_out, 0u);
 
@@ -88,7 +91,8 @@ TEST_F(DataplaneTest, FlowIsOwnedByTheWorkerThatReceivesIt) {
     EXPECT_EQ(r.poll(0), 1u);
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                                  tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
     EXPECT_EQ(r.svc(kWeb, 0).packets_in, 1u);
     EXPECT_EQ(r.svc(kWeb, 1).packets_in, 0u);
     EXPECT_EQ(r.w(0).counters.handed_off, 0u);
@@ -130,7 +134,8 @@ TEST_F(DataplaneTest, PortBelowTheRangeGetsANatPortInTheReceiversBlock) {
         EXPECT_EQ(p.src, kIngress);
         EXPECT_GE(p.sport, r.w(owner).nat_port_lo);
         EXPECT_LE(p.sport, r.w(owner).nat_port_hi);
-        EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, p.sport, kServer, 53, text("q"), IpOpt{.ttl = 63})));
+        EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                      udp_ip(kIngress, p.sport, kServer, 53, text("q"), IpOpt{.ttl = 63})));
         EXPECT_EQ(r.sessions(owner).size(), 1u);
 
         // Its reply, received by the other worker, is handed to the owner and reaches port 53.
@@ -180,10 +185,11 @@ TEST_F(DataplaneTest, IcmpRepliesAreHandedOffByIdentifierAndQuotedPort) {
     r.poll(1);
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
-    EXPECT_EQ(frames[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4,
-                                  ipv4(kServer, kPod11, kProtoIcmp,
-                                       icmp_error(3, 3, udp_ip(kPod11, 60000, kServer, 53, text("q"), IpOpt{.ttl = 63})),
-                                       IpOpt{.ttl = 63})))
+    EXPECT_EQ(frames[0],
+              ethernet(kPod11Mac, kPodsMac, kEtherIpv4,
+                       ipv4(kServer, kPod11, kProtoIcmp,
+                            icmp_error(3, 3, udp_ip(kPod11, 60000, kServer, 53, text("q"), IpOpt{.ttl = 63})),
+                            IpOpt{.ttl = 63})))
         << "NAT port " << nat;
     EXPECT_EQ(r.w(0).counters.handed_off, 1u);
     EXPECT_EQ(r.w(1).counters.handed_off, 1u);
@@ -200,12 +206,14 @@ TEST_F(DataplaneTest, LargeBurstOfRepliesForAnotherWorkerIsHandedOffWhole) {
     unsigned n = 2 * dp::kBurst + 5;
     std::vector<In> out;
     for (uint16_t i = 0; i < n; ++i)
-        out.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(r.w(last).nat_port_lo + i), kServer, 53, text("q")))});
+        out.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(r.w(last).nat_port_lo + i),
+                                                         kServer, 53, text("q")))});
     r.process(last, out);
     EXPECT_EQ(r.tx(r.ext1).size(), n) << "the pod ports lie in the receiver's block: kept";
     std::vector<In> replies;
     for (uint16_t i = 0; i < n; ++i)
-        replies.push_back({r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, static_cast<uint16_t>(r.w(last).nat_port_lo + i), text("a")))});
+        replies.push_back({r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress,
+                                                      static_cast<uint16_t>(r.w(last).nat_port_lo + i), text("a")))});
     r.process(0, replies);
     EXPECT_EQ(r.w(0).counters.handed_off, n);
     EXPECT_EQ(r.handoff_pending(0, last), n);
@@ -361,8 +369,7 @@ TEST_F(DataplaneTest, SessionListingOfASparseTableIsSpreadOverIterations) {
     }
     const uint32_t middle = st.capacity() / 2, last = st.capacity() - 1;
     for (uint32_t idx : made)
-        if (idx != middle && idx != last)
-            st.destroy(idx);
+        if (idx != middle && idx != last) st.destroy(idx);
     ASSERT_EQ(st.active(), 2u);
 
     r.w().dump_request.store(1, std::memory_order_release);

@@ -34,7 +34,9 @@ namespace {
 
 using namespace egw;
 
-constexpr uint32_t ip4(unsigned a, unsigned b, unsigned c, unsigned d) { return a << 24 | b << 16 | c << 8 | d; }
+constexpr uint32_t ip4(unsigned a, unsigned b, unsigned c, unsigned d) {
+    return a << 24 | b << 16 | c << 8 | d;
+}
 
 constexpr uint32_t kPodsAddr = ip4(10, 244, 1, 1);
 constexpr uint32_t kExt1Addr = ip4(192, 0, 2, 1);
@@ -153,7 +155,8 @@ std::vector<uint8_t> announcement(const Mac& mac, uint32_t ip) {
     f.insert(f.end(), mac.begin(), mac.end());
     f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x01});
     auto addr = [&](uint32_t a) {
-        for (int s = 24; s >= 0; s -= 8) f.push_back(static_cast<uint8_t>(a >> s));
+        for (int s = 24; s >= 0; s -= 8)
+            f.push_back(static_cast<uint8_t>(a >> s));
     };
     f.insert(f.end(), mac.begin(), mac.end());
     addr(ip);
@@ -167,7 +170,8 @@ std::vector<std::pair<uint16_t, uint32_t>> announced(const std::vector<Sent>& fr
     for (const auto& s : frames) {
         EXPECT_EQ(s.bytes.size(), 42u);
         if (s.bytes.size() < 42) continue;
-        uint32_t ip = uint32_t{s.bytes[28]} << 24 | uint32_t{s.bytes[29]} << 16 | uint32_t{s.bytes[30]} << 8 | s.bytes[31];
+        uint32_t ip =
+            uint32_t{s.bytes[28]} << 24 | uint32_t{s.bytes[29]} << 16 | uint32_t{s.bytes[30]} << 8 | s.bytes[31];
         out.emplace_back(s.port, ip);
     }
     std::sort(out.begin(), out.end());
@@ -341,7 +345,8 @@ protected:
         f.insert(f.end(), mac.begin(), mac.end());
         f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x02});
         auto addr = [&](uint32_t a) {
-            for (int s = 24; s >= 0; s -= 8) f.push_back(static_cast<uint8_t>(a >> s));
+            for (int s = 24; s >= 0; s -= 8)
+                f.push_back(static_cast<uint8_t>(a >> s));
         };
         f.insert(f.end(), mac.begin(), mac.end());
         addr(from);
@@ -355,7 +360,8 @@ protected:
         f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
         f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x01});
         auto addr = [&](uint32_t a) {
-            for (int s = 24; s >= 0; s -= 8) f.push_back(static_cast<uint8_t>(a >> s));
+            for (int s = 24; s >= 0; s -= 8)
+                f.push_back(static_cast<uint8_t>(a >> s));
         };
         f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
         addr(kExt1Addr);
@@ -367,7 +373,8 @@ protected:
     std::optional<Mac> use(uint32_t ip) {
         uint32_t slot = table().find(ext1_, ip);
         Mac m;
-        if (slot == dp::NeighborTable::kNone || !table().resolve(slot, dp::NeighborTable::make_key(ext1_, ip), m.data()))
+        if (slot == dp::NeighborTable::kNone ||
+            !table().resolve(slot, dp::NeighborTable::make_key(ext1_, ip), m.data()))
             return std::nullopt;
         return m;
     }
@@ -548,8 +555,8 @@ TEST_F(Aging, FullTableRecyclesTheLeastRecentlyUsedEntry) {
 // Advertisements (marked as such, as the local stage does) into the control ring.
 
 using Ip6 = std::array<uint8_t, 16>;
-const Ip6 kExt1V6{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01};   // 2001:db8:2::1/64 on ext1
-const Ip6 kHop6{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0xbc, 0xfe};  // 2001:db8:2::abc:fe
+const Ip6 kExt1V6{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01};        // 2001:db8:2::1/64 on ext1
+const Ip6 kHop6{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0xbc, 0xfe};    // 2001:db8:2::abc:fe
 const Ip6 kHop6Ll{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0, 0, 0x64};  // fe80::5054:ff:fe00:64
 
 // fe80::/64 and the modified EUI-64 of `m` (RFC 4291 2.5.1).

@@ -37,9 +37,10 @@ public:
     std::unique_ptr<dp::PolicySnapshot> build(const std::vector<ServiceState>& services) {
         auto snap = std::make_unique<dp::PolicySnapshot>();
         snap->generation = ++generation_;
-        snap->default_action = cfg_.default_action == config::DefaultAction::route        ? dp::DefaultAction::route
-                               : cfg_.default_action == config::DefaultAction::masquerade ? dp::DefaultAction::masquerade
-                                                                                          : dp::DefaultAction::drop;
+        snap->default_action = cfg_.default_action == config::DefaultAction::route ? dp::DefaultAction::route
+                               : cfg_.default_action == config::DefaultAction::masquerade
+                                   ? dp::DefaultAction::masquerade
+                                   : dp::DefaultAction::drop;
         if (last_action_ && *last_action_ != cfg_.default_action) ++default_version_;
         last_action_ = cfg_.default_action;
         std::vector<std::pair<uint64_t, uint32_t>> routes, nat;
@@ -69,17 +70,23 @@ public:
         for (const auto& r : cfg_.routes)
             if (r.prefix.is_v4())
                 route(static_cast<uint8_t>(vrf_of(r.vrf)), r.prefix,
-                      port_ids_[static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data())], r.via ? r.via->v4() : 0);
+                      port_ids_[static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data())],
+                      r.via ? r.via->v4() : 0);
         snap->routes.build(routes);
-        for (auto& [vrf, lens] : lengths) snap->vrf_prefix_lengths[vrf].assign(lens.begin(), lens.end());
-        for (const auto& c : cfg_.cluster.pod_cidrs) if (c.is_v4()) snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
-        for (const auto& c : cfg_.cluster.service_cidrs) if (c.is_v4()) snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
+        for (auto& [vrf, lens] : lengths)
+            snap->vrf_prefix_lengths[vrf].assign(lens.begin(), lens.end());
+        for (const auto& c : cfg_.cluster.pod_cidrs)
+            if (c.is_v4()) snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
+        for (const auto& c : cfg_.cluster.service_cidrs)
+            if (c.is_v4()) snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
         std::vector<std::pair<uint64_t, uint32_t>> nodes;
-        for (const auto& ip : cfg_.cluster.node_ips) if (ip.is_v4()) nodes.emplace_back(ip.v4(), 1);
+        for (const auto& ip : cfg_.cluster.node_ips)
+            if (ip.is_v4()) nodes.emplace_back(ip.v4(), 1);
         snap->node_ips.build(nodes);
 
         std::set<std::string> present;
-        for (const auto& s : services) present.insert(s.key);
+        for (const auto& s : services)
+            present.insert(s.key);
         for (auto it = ids_.begin(); it != ids_.end();) {
             if (present.count(it->first)) {
                 ++it;
@@ -89,8 +96,8 @@ public:
             free_.push_back(it->second);
             it = ids_.erase(it);
         }
-        std::map<uint32_t, uint32_t> owner;   // pod -> id of the first claim
-        std::map<uint64_t, uint32_t> ingress; // (ingress IP, protocol, port) -> id of the first claim
+        std::map<uint32_t, uint32_t> owner;    // pod -> id of the first claim
+        std::map<uint64_t, uint32_t> ingress;  // (ingress IP, protocol, port) -> id of the first claim
         std::map<uint32_t, std::pair<dp::ServicePolicy, std::vector<uint32_t>>> programmed;
         views.clear();
         for (const auto& s : services) {
@@ -131,7 +138,8 @@ public:
                     nat.emplace_back(pol.nat_ip, dp::kNatIngressIp | ports << dp::kNatArpPortsShift);
                     for (uint32_t pp : s.ports)
                         ingress.emplace(dp::PolicySnapshot::ingress_key(pol.nat_ip, static_cast<uint8_t>(pp >> 16),
-                                                                        static_cast<uint16_t>(pp)), v.id);
+                                                                        static_cast<uint16_t>(pp)),
+                                        v.id);
                 }
             }
             v.programmed = pol.mode != dp::ServiceMode::inactive;
@@ -146,7 +154,8 @@ public:
             pol.version = same ? prev->second.first.version : next_version_++;
             snap->services[v.id] = pol;
             programmed[v.id] = {pol, s.endpoint_ipv4s};
-            for (uint32_t ip : s.endpoint_ipv4s) owner.emplace(ip, v.id);
+            for (uint32_t ip : s.endpoint_ipv4s)
+                owner.emplace(ip, v.id);
             views.push_back(v);
         }
         last_ = std::move(programmed);
@@ -159,12 +168,14 @@ public:
         served_ = served;
         snap->default_version = default_version_;
         std::map<uint32_t, uint32_t> merged;
-        for (auto [ip, f] : nat) merged[static_cast<uint32_t>(ip)] |= f;
+        for (auto [ip, f] : nat)
+            merged[static_cast<uint32_t>(ip)] |= f;
         snap->nat_addresses.build({merged.begin(), merged.end()});
         snap->ingress_ports.build({ingress.begin(), ingress.end()});
         if (cfg_.ingress.via) {
-            snap->ingress_next_hop = dp::NextHop{port_ids_[static_cast<size_t>(cfg_.find_port(cfg_.ingress.port) - cfg_.ports.data())],
-                                                 cfg_.ingress.via->v4()};
+            snap->ingress_next_hop =
+                dp::NextHop{port_ids_[static_cast<size_t>(cfg_.find_port(cfg_.ingress.port) - cfg_.ports.data())],
+                            cfg_.ingress.via->v4()};
             snap->has_ingress_next_hop = true;
         }
         return snap;
@@ -203,7 +214,9 @@ private:
     std::set<uint32_t> served_;
 };
 
-std::string ip(uint64_t v) { return config::format_ipv4(static_cast<uint32_t>(v)); }
+std::string ip(uint64_t v) {
+    return config::format_ipv4(static_cast<uint32_t>(v));
+}
 
 std::vector<std::pair<uint64_t, uint32_t>> entries(const dp::FlatMap& m) {
     std::vector<std::pair<uint64_t, uint32_t>> out;
@@ -220,8 +233,10 @@ std::string dump(const dp::PolicySnapshot& s) {
     for (size_t p = 0; p < s.ports.size(); ++p) {
         const auto& pp = s.ports[p];
         o << "port " << p << " role " << int(pp.role) << " vrf " << int(pp.vrf) << " mac";
-        for (uint8_t b : pp.mac) o << " " << int(b);
-        for (unsigned i = 0; i < pp.n_addrs; ++i) o << " " << ip(pp.addrs[i]) << "/" << int(pp.prefix_len[i]);
+        for (uint8_t b : pp.mac)
+            o << " " << int(b);
+        for (unsigned i = 0; i < pp.n_addrs; ++i)
+            o << " " << ip(pp.addrs[i]) << "/" << int(pp.prefix_len[i]);
         o << "\n";
     }
     EXPECT_EQ(s.services.size(), dp::kMaxServices);
@@ -231,25 +246,32 @@ std::string dump(const dp::PolicySnapshot& s) {
             o << "service " << id << " v" << sp.version << " mode " << int(sp.mode) << " vrf " << int(sp.vrf) << " nat "
               << ip(sp.nat_ip) << "\n";
     }
-    for (auto [k, v] : entries(s.endpoints)) o << "endpoint " << ip(k) << " -> " << v << "\n";
-    for (auto [k, v] : entries(s.nat_addresses)) o << "nat " << ip(k) << " flags " << v << "\n";
-    for (auto [k, v] : entries(s.node_ips)) o << "node " << ip(k) << " " << v << "\n";
+    for (auto [k, v] : entries(s.endpoints))
+        o << "endpoint " << ip(k) << " -> " << v << "\n";
+    for (auto [k, v] : entries(s.nat_addresses))
+        o << "nat " << ip(k) << " flags " << v << "\n";
+    for (auto [k, v] : entries(s.node_ips))
+        o << "node " << ip(k) << " " << v << "\n";
     for (auto [k, v] : entries(s.ingress_ports))
-        o << "ingress " << ip(k >> 32) << " proto " << ((k >> 16) & 0xff) << " port " << (k & 0xffff) << " -> " << v << "\n";
+        o << "ingress " << ip(k >> 32) << " proto " << ((k >> 16) & 0xff) << " port " << (k & 0xffff) << " -> " << v
+          << "\n";
     o << "ingress next hop " << s.has_ingress_next_hop << " port " << s.ingress_next_hop.port << " via "
       << ip(s.ingress_next_hop.gateway) << "\n";
-    for (auto [n, m] : s.cluster_cidrs) o << "cluster " << ip(n) << " " << ip(m) << "\n";
+    for (auto [n, m] : s.cluster_cidrs)
+        o << "cluster " << ip(n) << " " << ip(m) << "\n";
     for (auto [k, v] : entries(s.routes))
         o << "route " << (k >> 40) << " " << ip(k & 0xffffffff) << "/" << ((k >> 32) & 0xff) << " -> port "
           << s.next_hops.at(v).port << " via " << ip(s.next_hops.at(v).gateway) << "\n";
     for (size_t vrf = 0; vrf < s.vrf_prefix_lengths.size(); ++vrf)
         if (!s.vrf_prefix_lengths[vrf].empty()) {
             o << "lengths " << vrf;
-            for (uint8_t l : s.vrf_prefix_lengths[vrf]) o << " " << int(l);
+            for (uint8_t l : s.vrf_prefix_lengths[vrf])
+                o << " " << int(l);
             o << "\n";
         }
     // Every key the workers may look up lands where find() reaches it.
-    for (auto [k, v] : entries(s.endpoints)) EXPECT_EQ(s.endpoints.find(k), v);
+    for (auto [k, v] : entries(s.endpoints))
+        EXPECT_EQ(s.endpoints.find(k), v);
     EXPECT_LE(s.endpoints.size() * 2, s.endpoints.capacity());
     EXPECT_LE(s.nat_addresses.size() * 2, s.nat_addresses.capacity());
     return o.str();
@@ -259,12 +281,15 @@ std::string dump(const std::vector<ServiceView>& views) {
     std::ostringstream o;
     for (const auto& v : views) {
         const auto& s = v.state;
-        o << s.key << " id " << v.id << " programmed " << v.programmed << " vrf " << v.vrf << " problem " << v.problem << " ipv4 " << v.ipv4 << " ipv6 " << v.ipv6
-          << " | mode " << int(s.mode) << " host " << s.status_host << " reason " << s.reason << " serve " << s.serve_here
-          << " net " << s.network << " ingress " << (s.ingress_ipv4 ? ip(*s.ingress_ipv4) : "-") << " eps";
-        for (uint32_t e : s.endpoint_ipv4s) o << " " << ip(e);
+        o << s.key << " id " << v.id << " programmed " << v.programmed << " vrf " << v.vrf << " problem " << v.problem
+          << " ipv4 " << v.ipv4 << " ipv6 " << v.ipv6 << " | mode " << int(s.mode) << " host " << s.status_host
+          << " reason " << s.reason << " serve " << s.serve_here << " net " << s.network << " ingress "
+          << (s.ingress_ipv4 ? ip(*s.ingress_ipv4) : "-") << " eps";
+        for (uint32_t e : s.endpoint_ipv4s)
+            o << " " << ip(e);
         o << " ports";
-        for (uint32_t p : s.ports) o << " " << p;
+        for (uint32_t p : s.ports)
+            o << " " << p;
         o << "\n";
     }
     return o.str();
@@ -305,12 +330,14 @@ const std::vector<std::array<uint8_t, 6>> kMacs = {{2, 0, 0, 0, 0, 1}, {2, 0, 0,
 // Three builders fed the same history: the reference, build() with every state, apply() with
 // the changes only.
 struct Trio {
-    explicit Trio(const config::Config& cfg) : ref(cfg, {0, 1, 2}, kMacs), full(cfg, {0, 1, 2}, kMacs), incr(cfg, {0, 1, 2}, kMacs) {}
+    explicit Trio(const config::Config& cfg)
+        : ref(cfg, {0, 1, 2}, kMacs), full(cfg, {0, 1, 2}, kMacs), incr(cfg, {0, 1, 2}, kMacs) {}
 
     // `states` after the change; `delta` the change.
     void step(const std::map<std::string, ServiceState>& states, const ServiceDelta& delta, const std::string& what) {
         std::vector<ServiceState> all;
-        for (const auto& [k, s] : states) all.push_back(s);
+        for (const auto& [k, s] : states)
+            all.push_back(s);
         const std::string want = dump(*ref.build(all));
         const std::string want_views = dump(ref.views);
         EXPECT_SAME(dump(*full.build(all)), want, what);
@@ -344,7 +371,8 @@ public:
         ServiceDelta d;
         std::map<std::string, ServiceState> before = states;
         unsigned n = pick(8) == 0 ? 6 : 1 + pick(3);
-        for (unsigned i = 0; i < n; ++i) change(what);
+        for (unsigned i = 0; i < n; ++i)
+            change(what);
         for (const auto& [k, s] : states)
             if (auto it = before.find(k); it == before.end() || !(it->second == s)) d.changed.push_back(s);
         for (const auto& [k, s] : before)
@@ -398,7 +426,8 @@ private:
         s.ingress_ipv4 = ingress();
         s.ports = ports();
         std::vector<uint32_t> eps;
-        for (unsigned i = pick(6); i > 0; --i) eps.push_back(pod());
+        for (unsigned i = pick(6); i > 0; --i)
+            eps.push_back(pod());
         set_endpoints(s, eps);
         return s;
     }
@@ -406,7 +435,8 @@ private:
     void change(std::string& what) {
         const unsigned op = states.empty() ? 0 : pick(12);
         switch (op) {
-        case 0: case 1: {  // a Service appears (or comes back under a key used before)
+        case 0:
+        case 1: {  // a Service appears (or comes back under a key used before)
             std::string k = key(pick(30));
             what += " add " + k;
             states[k] = fresh(k);
@@ -466,8 +496,10 @@ private:
         case 8: {
             auto& s = random_state();
             what += " ingress " + s.key;
-            if (pick(2) == 0) s.ingress_ipv4 = ingress();
-            else s.ports = ports();
+            if (pick(2) == 0)
+                s.ingress_ipv4 = ingress();
+            else
+                s.ports = ports();
             break;
         }
         case 9: {  // another gateway takes it, or it comes back
@@ -488,8 +520,10 @@ private:
             auto& s = random_state();
             what += " endpoints " + s.key;
             auto eps = s.endpoint_ipv4s;
-            if (pick(3) == 0) eps.clear();
-            else eps.push_back(pod());
+            if (pick(3) == 0)
+                eps.clear();
+            else
+                eps.push_back(pod());
             set_endpoints(s, eps);
             break;
         }
@@ -524,10 +558,17 @@ TEST(PolicyBuilder, ConfigurationChangesGiveWhatABuildFromScratchGives) {
         ServiceDelta d;
         if (i % 10 == 5) {
             switch ((i / 10) % 5) {
-            case 0: cfg.vrfs[0].table = cfg.vrfs[0].table == 100 ? 101 : 100; what += " blue renumbered"; break;
-            case 1: cfg.vrfs[1].name = cfg.vrfs[1].name == "red" ? "green" : "red"; what += " red renamed"; break;
+            case 0:
+                cfg.vrfs[0].table = cfg.vrfs[0].table == 100 ? 101 : 100;
+                what += " blue renumbered";
+                break;
+            case 1:
+                cfg.vrfs[1].name = cfg.vrfs[1].name == "red" ? "green" : "red";
+                what += " red renamed";
+                break;
             case 2:
-                cfg.routes[0].via = net::IpAddr::from_v4(cfg.routes[0].via->v4() == 0xc00002feu ? 0xc00002fdu : 0xc00002feu);
+                cfg.routes[0].via =
+                    net::IpAddr::from_v4(cfg.routes[0].via->v4() == 0xc00002feu ? 0xc00002fdu : 0xc00002feu);
                 what += " default route moved";
                 break;
             case 3: {
@@ -539,8 +580,11 @@ TEST(PolicyBuilder, ConfigurationChangesGiveWhatABuildFromScratchGives) {
             }
             default:
                 // An outside address that is also some Services' ingress IP comes and goes.
-                if (cfg.ports[1].addresses.size() == 2) cfg.ports[1].addresses.pop_back();
-                else cfg.ports[1].addresses.push_back(cfg.ports[1].addresses[0]), cfg.ports[1].addresses[1].addr = net::IpAddr::from_v4(0xc0000202u);
+                if (cfg.ports[1].addresses.size() == 2)
+                    cfg.ports[1].addresses.pop_back();
+                else
+                    cfg.ports[1].addresses.push_back(cfg.ports[1].addresses[0]),
+                        cfg.ports[1].addresses[1].addr = net::IpAddr::from_v4(0xc0000202u);
                 what += " outside address";
                 break;
             }
@@ -577,7 +621,8 @@ TEST(PolicyBuilder, ServicesOverTheIdLimitGetIdsAsOthersGo) {
     t.step(states, d, "over the limit");
     ASSERT_FALSE(HasFatalFailure());
     unsigned idless = 0;
-    for (const auto& v : t.incr.views()) idless += v.id == 0;
+    for (const auto& v : t.incr.views())
+        idless += v.id == 0;
     EXPECT_EQ(idless, 5u);
 
     std::mt19937 rng(3);
@@ -604,7 +649,8 @@ TEST(PolicyBuilder, ServicesOverTheIdLimitGetIdsAsOthersGo) {
         ASSERT_FALSE(HasFatalFailure());
     }
     idless = 0;
-    for (const auto& v : t.incr.views()) idless += v.id == 0;
+    for (const auto& v : t.incr.views())
+        idless += v.id == 0;
     EXPECT_EQ(idless, 0u);
 }
 

@@ -13,7 +13,9 @@
 namespace egw::control {
 namespace {
 
-bool matches(PortMatch m, uint32_t port) { return (port & m.mask) == m.value; }
+bool matches(PortMatch m, uint32_t port) {
+    return (port & m.mask) == m.value;
+}
 
 // Every port 0..65535 is matched exactly once when inside lo..hi and never outside it.
 void expect_exact_cover(uint16_t lo, uint16_t hi) {
@@ -41,17 +43,20 @@ TEST(SplitPortRange, KnownSplits) {
     EXPECT_EQ(split_port_range(40000, 40000), (std::vector<PortMatch>{{40000, 0xffff}}));
     EXPECT_EQ(split_port_range(32768, 65535), (std::vector<PortMatch>{{32768, 0x8000}}));
     // Two workers over 1024-65535: worker 0 has 1024-33279.
-    EXPECT_EQ(split_port_range(1024, 33279), (std::vector<PortMatch>{{1024, 0xfc00},
-                                                                      {2048, 0xf800},
-                                                                      {4096, 0xf000},
-                                                                      {8192, 0xe000},
-                                                                      {16384, 0xc000},
-                                                                      {32768, 0xfe00}}));
+    EXPECT_EQ(split_port_range(1024, 33279),
+              (std::vector<PortMatch>{
+                  {1024, 0xfc00}, {2048, 0xf800}, {4096, 0xf000}, {8192, 0xe000}, {16384, 0xc000}, {32768, 0xfe00}}));
 }
 
 TEST(SplitPortRange, EveryPortMatchedExactlyOnceForAwkwardRanges) {
-    for (auto [lo, hi] : std::vector<std::pair<uint16_t, uint16_t>>{
-             {0, 65535}, {1, 65534}, {1024, 65535}, {1000, 1009}, {65535, 65535}, {0, 0}, {12345, 54321}, {32767, 32768}})
+    for (auto [lo, hi] : std::vector<std::pair<uint16_t, uint16_t>>{{0, 65535},
+                                                                    {1, 65534},
+                                                                    {1024, 65535},
+                                                                    {1000, 1009},
+                                                                    {65535, 65535},
+                                                                    {0, 0},
+                                                                    {12345, 54321},
+                                                                    {32767, 32768}})
         expect_exact_cover(lo, hi);
 }
 
@@ -78,16 +83,14 @@ TEST(SteeringRules, EveryNatPortSteeredToTheWorkerTheDataPlaneHandsItTo) {
     // the queue of the worker owner_of_port names, and match no port outside the range.
     for (auto [min, max] : std::vector<std::pair<uint16_t, uint16_t>>{{1024, 65535}, {1000, 1009}, {20000, 29999}})
         for (unsigned n = 1; n <= dp::kMaxWorkers; ++n) {
-            if (uint32_t{max} - min + 1 < n)
-                continue;
+            if (uint32_t{max} - min + 1 < n) continue;
             SCOPED_TRACE(testing::Message() << n << " workers, " << min << "-" << max);
             Workers ws(n, min, max);
             auto rules = steering_rules(0xc0000232, ws.blocks);
             for (SteeredProto proto : {SteeredProto::tcp, SteeredProto::udp, SteeredProto::icmp}) {
                 std::vector<int> queue_of(65536, -1);
                 for (const auto& r : rules) {
-                    if (r.proto != proto)
-                        continue;
+                    if (r.proto != proto) continue;
                     EXPECT_EQ(r.nat_ip, 0xc0000232u);
                     // A prefix mask matches value..value|~mask.
                     uint32_t inv = ~uint32_t{r.port.mask} & 0xffff;
