@@ -69,7 +69,7 @@ if ! bash scripts/deps.sh; then
 fi
 
 # Lint (scripts/lint.sh): SPDX lines everywhere, a data plane that never includes control/,
-# counters bumped with count() and the C++ files of its formatted paths as clang-format leaves them.
+# counters bumped with count() and every C++ file as clang-format leaves it.
 next_result lint
 echo "== lint"
 if bash scripts/lint.sh 2>&1 | tee "$logs/lint.txt"; then
