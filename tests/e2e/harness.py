@@ -33,6 +33,7 @@ APISERVER = REPO / "tests" / "apiserver" / "apiserver.py"
 NETNS_SH = REPO / "scripts" / "netns.sh"
 
 STOP_TIMEOUT = 10.0
+READY_TIMEOUT = 30.0   # egwd from start to `ready: true` in its status file (EAL, ports, first publication)
 _PR_SET_PDEATHSIG = 1
 
 sys.path.insert(0, str(APISERVER.parent))
@@ -324,6 +325,23 @@ class NamespaceRig:
         self.egwds[name] = spawn([str(egwd_binary()), "-c", str(config), "--status-file", str(status_file), *args],
                                  cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         return self.egwds[name]
+
+    def wait_egwd_ready(self, status_file, name="egwd", timeout=READY_TIMEOUT):
+        """Waits until egwd `name` writes `ready: true` into `status_file`; raises with its exit
+        status and log tail if it exits first or is not ready within `timeout` seconds."""
+        proc = self.egwds[name]
+        log = self.log_path(name)
+        wait_for(lambda: (read_status(status_file) or {}).get("ready") is True or proc.poll() is not None, timeout,
+                 lambda: f"{name} not ready within {timeout:g}s (status file "
+                 f"{'present' if Path(status_file).exists() else 'absent'}):\n{tail(log)}")
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {describe_exit(proc.returncode)} before it was ready:\n{tail(log)}")
+        return proc
+
+    def start_ready_egwd(self, config, status_file, file_prefix, name="egwd", timeout=READY_TIMEOUT, **kw):
+        """`start_egwd`, then `wait_egwd_ready`: the set-up every file-source suite repeats."""
+        self.start_egwd(config, status_file, file_prefix, name=name, **kw)
+        return self.wait_egwd_ready(status_file, name=name, timeout=timeout)
 
     def spawn_in(self, netns, name, script, *args, wait_ready=True, timeout=10.0):
         """A Python helper (peer.py, stream.py) in namespace `netns`, logging to <workdir>/<name>.log;

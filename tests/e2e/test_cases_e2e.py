@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 sys.dont_write_bytecode = True
 import harness  # noqa: E402
 import peer  # noqa: E402  (stage_config)
-from harness import describe_exit, run, run_bounded, tail  # noqa: E402
+from harness import run, run_bounded, tail  # noqa: E402
 
 PEER = HERE / "peer.py"
 STREAM = HERE / "stream.py"
@@ -55,7 +55,6 @@ MAX_SESSIONS = 12
 PORT_MIN, PORT_MAX = 30000, 30007
 TIMEOUTS = {"tcp_established": 3, "tcp_transitory": 2, "udp": 3, "icmp": 2}
 EXPIRY_BOUND = 3.0             # the sweep visits every slot well within a second on an idle worker
-READY_TIMEOUT = 30.0
 CONVERGE_TIMEOUT = 3.0
 HOLD = 1.0
 
@@ -100,11 +99,7 @@ class EdgeCasesE2E(unittest.TestCase):
             r = run(["ip", "-n", ns(role), "addr", "add", f"{SHARED}/32", "dev", "lo"], 10)
             if r.returncode != 0:
                 raise RuntimeError(r.stderr)
-        rig.start_egwd(cls.config, cls.status_file, FILE_PREFIX)
-        harness.wait_for(lambda: (cls.status() or {}).get("ready") is True or rig.egwd.poll() is not None,
-                         READY_TIMEOUT, lambda: f"egwd not ready\n{tail(cls.log_path)}")
-        if rig.egwd.poll() is not None:
-            raise RuntimeError(f"egwd exited with {describe_exit(rig.egwd.returncode)}\n{tail(cls.log_path)}")
+        rig.start_ready_egwd(cls.config, cls.status_file, FILE_PREFIX)
         for role in ("ext1", "ext2"):
             cls.spawn(role, f"serve-{role}", PEER, "serve", "--tcp", SERVE_PORT, "--udp", SERVE_PORT, "--lifetime", 900)
             cls.spawn(role, f"shared-{role}", PEER, "serve", "--tcp", SHARED_PORT, "--udp", SHARED_PORT,

@@ -167,18 +167,7 @@ class EgressGatewayE2E(unittest.TestCase):
 
     @classmethod
     def wait_ready(cls):
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if cls.topo.egwd.poll() is not None:
-                raise RuntimeError(f"egwd exited with {describe_exit(cls.topo.egwd.returncode)} before it "
-                                   f"was ready:\n{tail(cls.egwd_log_path)}")
-            status = cls.read_status()
-            if status and status.get("ready") is True:
-                return
-            time.sleep(0.1)
-        state = "present" if cls.status_file.exists() else "absent"
-        raise RuntimeError(f"egwd not ready within {READY_TIMEOUT:g}s (status file {state}):\n"
-                           f"{tail(cls.egwd_log_path)}")
+        cls.topo.wait_egwd_ready(cls.status_file, timeout=READY_TIMEOUT)
 
     # --- helpers ---------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 sys.dont_write_bytecode = True
 import harness  # noqa: E402
 import peer  # noqa: E402  (stage_config)
-from harness import describe_exit, run, run_bounded, tail  # noqa: E402
+from harness import run, run_bounded, tail  # noqa: E402
 
 PEER = HERE / "peer.py"
 STREAM = HERE / "stream.py"
@@ -57,7 +57,6 @@ EXT2 = "2001:db8:100::100"
 SERVICE_PORT = 8080
 CLOSED_PORT = 8099
 PODS2_MTU = 1300
-READY_TIMEOUT = 30.0
 HOLD = 1.0
 
 PORT_ADDRESSES6 = {"pods": "fd00:10:244:1::1/64", "pods2": "fd00:10:244:2::1/64",
@@ -145,12 +144,7 @@ class Ipv6E2E(unittest.TestCase):
         r = run(["ip", "-n", ns("pods2"), "link", "set", "eth0", "mtu", str(PODS2_MTU)], 10)
         if r.returncode != 0:
             raise RuntimeError(r.stderr)
-        rig.start_egwd(cls.config, cls.status_file, FILE_PREFIX)
-        harness.wait_for(lambda: (harness.read_status(cls.status_file) or {}).get("ready") is True
-                         or rig.egwd.poll() is not None,
-                         READY_TIMEOUT, lambda: f"egwd not ready\n{tail(cls.log_path)}")
-        if rig.egwd.poll() is not None:
-            raise RuntimeError(f"egwd exited with {describe_exit(rig.egwd.returncode)}\n{tail(cls.log_path)}")
+        rig.start_ready_egwd(cls.config, cls.status_file, FILE_PREFIX)
         for role in ("ext1", "ext2", "pods2"):
             rig.spawn_in(ns(role), f"server-{role}", PEER, "serve", "--tcp", SERVICE_PORT, "--udp", SERVICE_PORT,
                          "--icmp", "--ipv6", "--lifetime", 1800)

@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE))
 sys.dont_write_bytecode = True
 import harness  # noqa: E402
 import peer  # noqa: E402  (stage_config)
-from harness import describe_exit, run, tail  # noqa: E402
+from harness import run, tail  # noqa: E402
 
 DEMO_CONFIG = REPO / "config" / "demo.json"
 PREFIX = f"egwmtu{os.getpid()}"
@@ -49,7 +49,6 @@ INSIDE_MTU = 1500
 # UDP payload: more than either MTU, less than a net_af_packet ring frame (2,048 bytes by default,
 # which is what the root namespace's kernel hands egwd, reassembled).
 SIZE = 1600
-READY_TIMEOUT = 30.0
 
 # The server in ext1: answers each datagram with a JSON line (the source it saw, the size and
 # SHA-256 of what arrived), a newline and the payload echoed back.
@@ -120,12 +119,7 @@ class MtuE2E(unittest.TestCase):
         r = run(["ip", "-n", ns("ext1"), "link", "set", "eth0", "mtu", str(OUTSIDE_MTU)], 10)
         if r.returncode != 0:
             raise RuntimeError(r.stderr)
-        rig.start_egwd(cls.config, cls.status_file, FILE_PREFIX)
-        harness.wait_for(lambda: (harness.read_status(cls.status_file) or {}).get("ready") is True
-                         or rig.egwd.poll() is not None,
-                         READY_TIMEOUT, lambda: f"egwd not ready\n{tail(cls.log_path)}")
-        if rig.egwd.poll() is not None:
-            raise RuntimeError(f"egwd exited with {describe_exit(rig.egwd.returncode)}\n{tail(cls.log_path)}")
+        rig.start_ready_egwd(cls.config, cls.status_file, FILE_PREFIX)
         rig.spawn_in(ns("ext1"), "server", rig.workdir / "server.py", PORT)
 
     def client(self, size, df=False):
@@ -224,12 +218,7 @@ class FragmentsE2E(unittest.TestCase):
         (rig.workdir / "client.py").write_text(CLIENT)
 
         rig.netns.up()
-        rig.start_egwd(cls.config, cls.status_file, FRAG_FILE_PREFIX)
-        harness.wait_for(lambda: (harness.read_status(cls.status_file) or {}).get("ready") is True
-                         or rig.egwd.poll() is not None,
-                         READY_TIMEOUT, lambda: f"egwd not ready\n{tail(cls.log_path)}")
-        if rig.egwd.poll() is not None:
-            raise RuntimeError(f"egwd exited with {describe_exit(rig.egwd.returncode)}\n{tail(cls.log_path)}")
+        rig.start_ready_egwd(cls.config, cls.status_file, FRAG_FILE_PREFIX)
         rig.spawn_in(frag_ns("ext1"), "server", rig.workdir / "server.py", PORT)
 
     def client(self, size):
