@@ -62,7 +62,6 @@ import os
 import signal
 import socket
 import struct
-import sys
 import threading
 import time
 

@@ -14,7 +14,6 @@ SYS_NICE pins that, so that the capability can be dropped again the day it is no
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
