@@ -184,9 +184,14 @@ Reply show_steering(Context& ctx, const Args&) {
         workers.row({num(index), block, jnum(s["handed_off"])});
         jworkers.push_back({{"index", index}, {"nat_ports", block}, {"handed_off", s["handed_off"]}});
     }
-    std::string text = ports.render() + "\n" + workers.render() +
-                       "handed-off: replies this worker received and passed to their owner's ring.\n" + rules_text;
-    return ok(text, json{{"ports", jports}, {"workers", jworkers}});
+    // Rules are made for IPv4 NAT addresses only: an IPv6 reply (NAPT66) reaches its owner by the
+    // software hand-off whatever the port's mode (dataplane/handoff.cpp: the same port blocks).
+    std::string text =
+        ports.render() + "\n" + workers.render() +
+        "handed-off: replies this worker received and passed to their owner's ring.\n"
+        "IPv6 replies (NAPT66) are always handed off in software: rules cover IPv4 NAT addresses only.\n" +
+        rules_text;
+    return ok(text, json{{"ports", jports}, {"workers", jworkers}, {"ipv6_replies", "software"}});
 }
 
 }  // namespace egw::cli

@@ -58,8 +58,13 @@ Reply show_services(Context& ctx, const Args& a) {
         std::string key = jstr(s["key"]);
         if (!ns.empty() && namespace_of(key) != ns) continue;
         std::string host = jstr(s["status_host"]);
-        t.row({key, host.empty() ? "\"\"" : host, s["programmed"].get<bool>() ? "yes" : "no", jstr(s["mode"]),
-               or_dash(jstr(s["ingress_ip"])), or_dash(jstr(s["ingress_ipv6"])), or_dash(jstr(s["vrf"])),
+        // PROGRAMMED is the IPv4 data plane's answer; a Service that translates only its IPv6
+        // endpoints (no IPv4 ingress IP) says so instead of "no".
+        std::string programmed = s["programmed"].get<bool>()         ? "yes"
+                                 : s.value("programmed_ipv6", false) ? "IPv6 only"
+                                                                     : "no";
+        t.row({key, host.empty() ? "\"\"" : host, programmed, jstr(s["mode"]), or_dash(jstr(s["ingress_ip"])),
+               or_dash(jstr(s["ingress_ipv6"])), or_dash(jstr(s["vrf"])),
                jnum(s["endpoints"]) + (s.value("endpoints_ipv6", 0) ? "+" + jnum(s["endpoints_ipv6"]) + " IPv6" : ""),
                jnum(s["sessions_active"]), jnum(s["packets_out"]), jnum(s["packets_in"]), or_dash(jstr(s["reason"]))});
         rows.push_back(s);
@@ -114,10 +119,14 @@ Reply show_service(Context& ctx, const Args& a) {
     else
         why = "this gateway (" + ctx.host.config.node.name + ") is the chosen host";
     std::string programmed;
-    if (view->programmed)
-        programmed = st.mode == model::Mode::network
-                         ? "yes: masquerade to the egress port's address, VRF " + view->vrf
-                         : "yes: SNAT to " + config::format_ipv4(st.ingress_ipv4.value_or(0)) + ", VRF " + view->vrf;
+    const std::string ipv6_nat = st.ingress_ipv6 ? net::to_string(*st.ingress_ipv6) : "";
+    if (view->programmed && st.mode == model::Mode::network)
+        programmed = "yes: masquerade to the egress port's address, VRF " + view->vrf;
+    else if (view->programmed)
+        programmed = "yes: SNAT to " + config::format_ipv4(st.ingress_ipv4.value_or(0)) +
+                     (view->programmed6 ? " and " + ipv6_nat : "") + ", VRF " + view->vrf;
+    else if (view->programmed6)
+        programmed = "IPv6 only: SNAT to " + ipv6_nat + ", VRF " + view->vrf + "; IPv4 not: " + view->problem;
     else
         programmed = "no: " + (view->problem.empty() ? st.reason : view->problem);
 
@@ -168,6 +177,7 @@ Reply show_service(Context& ctx, const Args& a) {
               {"reason", why},
               {"serve_here", st.serve_here},
               {"programmed", view->programmed},
+              {"programmed_ipv6", view->programmed6},
               {"problem", view->problem},
               {"mode", model::to_string(st.mode)},
               {"vrf", view->vrf},

@@ -9,6 +9,7 @@
 #include <charconv>
 
 #include "config/config.h"
+#include "config/ip.h"
 
 namespace egw::cli {
 
@@ -26,8 +27,8 @@ bool check_count(std::string_view s) {
 bool check_l4port(std::string_view s) {
     return is_uint(s, 65535);
 }
-bool check_ipv4(std::string_view s) {
-    return config::parse_ipv4(std::string(s)).has_value();
+bool check_ip(std::string_view s) {
+    return net::parse_ip(s).has_value();
 }
 
 // RFC 1123 label, as Kubernetes namespaces and names are.
@@ -49,9 +50,13 @@ const ArgKind kKinds[] = {
     {"PORT", "a port name or DPDK port id", {}, NameSet::ports, true},
     {"NS", "a Kubernetes namespace", {}, NameSet::namespaces, false, dns_label},
     {"SERVICE", "an EgressService as namespace/name", {}, NameSet::services, false, check_service},
-    {"IP", "an IPv4 address", {}, NameSet::none, false, check_ipv4},
+    {"IP", "an IPv4 or IPv6 address", {}, NameSet::none, false, check_ip},
     {"L4PORT", "a TCP/UDP port or ICMP echo identifier, 0-65535", {}, NameSet::none, false, check_l4port},
-    {"PROTO", "tcp, udp or icmp", {"tcp", "udp", "icmp"}, NameSet::none, true},
+    {"PROTO",
+     "tcp, udp, icmp (echo of both families) or icmpv6",
+     {"tcp", "udp", "icmp", "icmpv6"},
+     NameSet::none,
+     true},
     {"N", "a number from 1 to 1000000000", {}, NameSet::none, false, check_count},
     {"VRF", "a VRF name or routing table number", {}, NameSet::vrfs, true},
     {"LEVEL",
@@ -94,11 +99,12 @@ const Command kCommands[] = {
 
     {"show sessions [service SERVICE] [saddr IP] [daddr IP] [sport L4PORT] [dport L4PORT] [proto PROTO] [limit N]",
      "sessions",
-     "NAPT sessions, filtered: saddr/sport are the pod's side, daddr/dport the remote's; at most 100 rows "
-     "unless limit says otherwise",
+     "NAPT sessions of both families, filtered: saddr/sport are the pod's side, daddr/dport the remote's "
+     "(an address matches sessions of its family); at most 100 rows unless limit says otherwise",
      show_sessions},
     {"show snat pools", "sessions",
-     "per NAT address, protocol and worker: NAT ports in use against the worker's port block", show_snat_pools},
+     "per NAT address (IPv4 and IPv6), protocol and worker: NAT ports in use against the worker's port block",
+     show_snat_pools},
     {"clear sessions service SERVICE", "sessions",
      "close every session of one EgressService (done by the workers that own them)", clear_sessions_service},
     {"clear sessions all", "sessions", "close every session", clear_sessions_all},

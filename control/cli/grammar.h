@@ -102,7 +102,7 @@ struct ParseResult {
 struct Completion {
     std::string partial;                  // the word being completed ("" after a space)
     std::vector<std::string> candidates;  // sorted, unique: words that may replace `partial`
-    std::vector<std::string> hints;       // "IP: an IPv4 address" for free-form arguments
+    std::vector<std::string> hints;       // "IP: an IPv4 or IPv6 address" for free-form arguments
 };
 
 // Splits a line into words at spaces and tabs.

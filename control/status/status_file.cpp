@@ -59,6 +59,7 @@ nlohmann::json collect_status(const StatusInputs& in) {
         j["vrf"] = v.vrf;
         j["endpoints"] = s.endpoint_ipv4s.size();
         j["programmed"] = v.programmed;
+        j["programmed_ipv6"] = v.programmed6;
         uint64_t po = 0, bo = 0, pi = 0, bi = 0, sc = 0, sx = 0, pf = 0;
         for (auto* w : workers) {
             const dp::ServiceCounters& c = w->service_counters[v.id];

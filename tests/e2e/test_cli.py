@@ -750,7 +750,7 @@ class CliThroughEgwctl(unittest.TestCase):
             status, body = ask("complete show service ")
             self.assertEqual(body.splitlines(), ["c default/db", "c default/ghost", "c default/web", "c shop/cart"])
             status, body = ask("complete show sessions saddr ")
-            self.assertEqual(body, "h IP: an IPv4 address\n")
+            self.assertEqual(body, "h IP: an IPv4 or IPv6 address\n")
             self.assertEqual(ask("run show drops --json")[0], "ok")
             self.assertEqual(ask("frob x"), ("error", 'unknown request "frob": expected run or complete\n'))
             self.assertEqual(ask("run quit"), ("bye", "bye\n"))
@@ -988,7 +988,7 @@ class ConsoleOnPty(unittest.TestCase):
         self.expect_cls("203.0.113.0/24")
         self.expect_cls("egw> ")
         self.send("show sessions saddr \t")                  # a free-form argument: its hint
-        self.expect_cls("<IP: an IPv4 address>")
+        self.expect_cls("<IP: an IPv4 or IPv6 address>")
         self.clear_line()
 
     def test_help_and_errors(self):

@@ -53,6 +53,9 @@ OTHER_POD = "fd00:10:244:1::30"       # endpoint of no EgressService
 POD2 = "fd00:10:244:2::10"            # a pod in the other pod subnet
 WEB_INGRESS6 = "2001:db8:2::50"
 EXT1 = "2001:db8:2::100"
+EXT1_V4 = "192.0.2.100"               # ext1's IPv4 address (the namespaces are dual-stack)
+WEB_POD_V4 = "10.244.1.10"            # the same pod's IPv4 address
+WEB_INGRESS_V4 = "192.0.2.50"
 EXT2 = "2001:db8:100::100"
 SERVICE_PORT = 8080
 CLOSED_PORT = 8099
@@ -97,6 +100,32 @@ endpoints:
 ports:
 - {name: pg, port: 5432, protocol: TCP}
 """
+# A LoadBalancerIP Service with an IPv6 ingress IP and no IPv4 one: only its IPv6 endpoints are
+# translated (show services says "IPv6 only"). Its endpoint sends no traffic here.
+V6ONLY_INGRESS6 = "2001:db8:2::60"
+V6ONLY = """apiVersion: v1
+kind: Service
+metadata: {name: v6only, namespace: default}
+spec: {type: LoadBalancer, clusterIP: "fd00:10:96::60", ipFamilies: [IPv6], ipFamilyPolicy: SingleStack}
+status: {loadBalancer: {ingress: [{ip: "2001:db8:2::60"}]}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: v6only-1
+  namespace: default
+  labels: {kubernetes.io/service-name: v6only}
+addressType: IPv6
+endpoints:
+- {addresses: ["fd00:10:244:1::40"], nodeName: worker-1, conditions: {ready: true}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: EgressService
+metadata: {name: v6only, namespace: default}
+spec:
+  sourceIPBy: LoadBalancerIP
+  nodeSelector: {matchLabels: {egw.example.com/gateway: "true"}}
+"""
 
 
 def ns(role):
@@ -137,6 +166,7 @@ class Ipv6E2E(unittest.TestCase):
             raise RuntimeError(f"{web}: the demo manifest changed shape; cannot make it dual-stack")
         web.write_text(text + WEB6)
         (manifests / "db-v6.yaml").write_text(DB6)
+        (manifests / "v6only.yaml").write_text(V6ONLY)
         cls.status_file = rig.workdir / "status.json"
         cls.log_path = rig.log_path("egwd")
 
@@ -291,6 +321,109 @@ class Ipv6E2E(unittest.TestCase):
         self.assertIn(f"[{WEB_INGRESS6}]:", text)
         self.assertIn(f"[{EXT1}]:{SERVICE_PORT}", text)
         self.assertIn("default/web", text)
+
+    def egwctl_json(self, *args):
+        r = run([str(harness.egwctl_binary()), "-p", FILE_PREFIX, "--json", *args], 10)
+        self.assertEqual(r.returncode, 0, f"egwctl {' '.join(args)}: {r.stderr}")
+        return json.loads(r.stdout)
+
+    def test_26_show_sessions_filters_and_snat_pools_take_ipv6(self):
+        # Three UDP flows of known ports: web's pod over IPv6 (to web's IPv6 ingress IP), a pod of
+        # no Service over IPv6 (masqueraded to ext1's IPv6 address), web's pod over IPv4.
+        flows = [(f"[{WEB_POD}]:41060", EXT1, WEB_INGRESS6), (f"[{OTHER_POD}]:41061", EXT1, EXT1_GW),
+                 (f"{WEB_POD_V4}:41062", EXT1_V4, WEB_INGRESS_V4)]
+        for bind, dst, expected in flows:
+            out, r = self.in_ns("pods", PEER, "udp", dst, SERVICE_PORT, "--bind", bind, "--timeout", 5, timeout=15)
+            self.assertEqual(r.returncode, 0, f"{bind} -> {dst}: {r.stderr}\n{self.diag()}")
+            self.assertIn(expected, out.splitlines()[-1])
+
+        def listed(*filters):
+            doc = self.egwctl_json("show", "sessions", "limit", "1000", *filters)
+            self.assertFalse(doc["truncated"])
+            return {s["inside"] for s in doc["sessions"]}
+        ours = {f"[{WEB_POD}]:41060", f"[{OTHER_POD}]:41061", f"{WEB_POD_V4}:41062"}
+        self.assertLessEqual(ours, listed(), "every flow has its session")
+        # An IPv6 address matches that pod's IPv6 sessions only, whatever the form it is written in.
+        for form in (WEB_POD, "fd00:10:244:1:0:0:0:10", "FD00:10:244:1::0010"):
+            got = listed("saddr", form, "sport", "41060")
+            self.assertEqual(got, {f"[{WEB_POD}]:41060"}, form)
+        self.assertEqual(listed("saddr", WEB_POD, "sport", "41062"), set(), "an IPv6 address is no IPv4 session")
+        self.assertEqual(listed("saddr", WEB_POD_V4, "sport", "41062"), {f"{WEB_POD_V4}:41062"})
+        self.assertEqual(listed("saddr", WEB_POD_V4, "sport", "41060"), set(), "an IPv4 address is no IPv6 session")
+        self.assertEqual(listed("daddr", EXT1, "dport", str(SERVICE_PORT)) & ours,
+                         {f"[{WEB_POD}]:41060", f"[{OTHER_POD}]:41061"})
+        self.assertEqual(listed("daddr", EXT1_V4, "dport", str(SERVICE_PORT)) & ours, {f"{WEB_POD_V4}:41062"})
+        self.assertEqual(listed("saddr", OTHER_POD, "daddr", EXT1, "proto", "udp", "service", "default/web"), set())
+        one = self.egwctl_json("show", "sessions", "saddr", OTHER_POD, "sport", "41061")["sessions"]
+        self.assertEqual([(s["proto"], s["service"], split_endpoint(s["outside"])[0]) for s in one],
+                         [("udp", "", EXT1_GW)], one)
+        # A prefix is not an address: refused with the argument named, egwd unharmed.
+        r = run([str(harness.egwctl_binary()), "-p", FILE_PREFIX, "show", "sessions", "saddr", "fd00::/64"], 10)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn('bad IP "fd00::/64"', r.stderr)
+
+        # show snat pools: web's IPv6 ingress IP and ext1's IPv6 address beside the IPv4 pools,
+        # their UDP ports in use counted from the sessions (at least ours: earlier tests add some).
+        pools = self.egwctl_json("show", "snat", "pools")
+        rows_of = {}
+        for p in pools:
+            rows_of.setdefault((p["address"], p["proto"]), []).append(p)
+        for address, used_by in ((WEB_INGRESS6, "default/web"), (EXT1_GW, "masquerade on ext1"),
+                                 (EXT2_GW, "masquerade on ext2")):
+            self.assertEqual({proto for (a, proto) in rows_of if a == address}, {"tcp", "udp", "icmpv6"}, address)
+            for p in rows_of[(address, "udp")]:
+                self.assertIn(used_by, p["used_by"])
+                self.assertEqual(p["family"], "IPv6")
+                self.assertEqual(p["capacity"], p["port_max"] - p["port_min"] + 1)
+        for p in rows_of[(WEB_INGRESS_V4, "udp")]:
+            self.assertEqual(p["family"], "IPv4")
+        # Ours (and what earlier tests left) hold UDP ports of web's and ext1's IPv6 addresses.
+        for address in (WEB_INGRESS6, EXT1_GW):
+            udp = rows_of[(address, "udp")]
+            self.assertGreaterEqual(sum(p["ports_in_use"] for p in udp), 1, udp)
+            self.assertGreaterEqual(sum(p["sessions"] for p in udp), sum(p["ports_in_use"] for p in udp), udp)
+        addresses = [p["address"] for p in pools]
+        first_v6 = next(i for i, a in enumerate(addresses) if ":" in a)
+        self.assertTrue(all(":" in a for a in addresses[first_v6:]), "IPv4 pools first, then IPv6")
+
+    def test_27_show_services_routes_and_neighbors_show_ipv6(self):
+        ctl = [str(harness.egwctl_binary()), "-p", FILE_PREFIX]
+        services = {s["key"]: s for s in self.egwctl_json("show", "services")}
+        web, db, v6only = services["default/web"], services["default/db"], services["default/v6only"]
+        self.assertEqual((web["ingress_ipv6"], web["endpoints_ipv6"], web["programmed"], web["programmed_ipv6"]),
+                         (WEB_INGRESS6, 2, True, True), web)
+        self.assertEqual((db["programmed"], db["programmed_ipv6"]), (True, True), db)
+        self.assertEqual((v6only["ingress_ip"], v6only["ingress_ipv6"], v6only["programmed"],
+                          v6only["programmed_ipv6"]), ("", V6ONLY_INGRESS6, False, True), v6only)
+        text = run(ctl + ["show", "services"], 10).stdout
+        row = next(l.split() for l in text.splitlines() if l.startswith("default/v6only "))
+        self.assertEqual(row[2:4], ["IPv6", "only"], text)
+        self.assertIn(V6ONLY_INGRESS6, row, text)
+        web_row = next(l.split() for l in text.splitlines() if l.startswith("default/web "))
+        self.assertEqual((web_row[2], web_row[5], web_row[7]), ("yes", WEB_INGRESS6, "2+2"), text)
+        one = run(ctl + ["show", "service", "default/web"], 10).stdout
+        self.assertIn(f"programmed      yes: SNAT to {WEB_INGRESS_V4} and {WEB_INGRESS6}, VRF default", one)
+        one = run(ctl + ["show", "service", "default/v6only"], 10).stdout
+        self.assertIn(f"programmed      IPv6 only: SNAT to {V6ONLY_INGRESS6}, VRF default; IPv4 not: no IPv4 ingress IP",
+                      one)
+        # The pool of the IPv6-only Service's ingress IP is listed, unused.
+        pools = [p for p in self.egwctl_json("show", "snat", "pools") if p["address"] == V6ONLY_INGRESS6]
+        self.assertEqual({(p["proto"], p["ports_in_use"]) for p in pools},
+                         {("tcp", 0), ("udp", 0), ("icmpv6", 0)}, pools)
+        self.assertTrue(all(p["used_by"] == ["default/v6only"] for p in pools), pools)
+
+        # Routes: the connected IPv6 prefixes of the VRF's ports beside the IPv4 ones.
+        routes = self.egwctl_json("show", "routes", "vrf", "blue")["routes"]
+        self.assertIn({"prefix": "2001:db8:100::/64", "via": None, "port": "ext2", "type": "connected"}, routes)
+        default = {r["prefix"] for r in self.egwctl_json("show", "routes", "vrf", "default")["routes"]}
+        self.assertLessEqual({"fd00:10:244:1::/64", "fd00:10:244:2::/64", "2001:db8:2::/64", "192.0.2.0/24"},
+                             default)
+        # Neighbours: ext1's host, learned by Neighbor Discovery for the translated flows above.
+        self.in_ns("pods", PEER, "udp", EXT1, SERVICE_PORT, "--bind", WEB_POD, "--timeout", 5, timeout=15)
+        neighbors = self.egwctl_json("show", "neighbors")
+        learned = [n for n in neighbors if n["ip"] == EXT1]
+        self.assertEqual([n["port"] for n in learned], ["ext1"], neighbors)
+        self.assertRegex(run(ctl + ["show", "neighbors"], 10).stdout, rf"(?m)^ext1 +{re.escape(EXT1)} +")
 
 
 if __name__ == "__main__":

@@ -132,6 +132,10 @@ def cli_seeds():
     resp = b"ok 5\nhello" + b"error 12\nno such port" + b"bye 0\n"
     put("cli", b"\x01" + resp)
     put("cli", b"\x01" + b"c ports\nc port\nh PORT: a port name or id\n")
+    # The address filters of both families, and what they refuse (a prefix, a zone, brackets).
+    put("cli", b"\x03show sessions saddr ::ffff:10.0.0.1 daddr 2001:DB8:0:0::1 proto icmpv6 sport 0")
+    put("cli", b"\x00run show sessions daddr fd00::/64\nrun show sessions saddr fe80::1%eth0\n"
+        b"run show sessions saddr [2001:db8::1]:80\ncomplete show sessions saddr fd00:\n")
     put("cli", b"\x02" + b"show po\tst\t\r" + b"\x1b[A\x1b[D\x1b[C\x7f\x01\x05\x0b\x15\x17\r" + b"\x04")
 
 

@@ -107,6 +107,32 @@ TEST_F(CommandsTest, SessionFiltersAreKeyedByKeyword) {
     EXPECT_FALSE(r.args.has("sport"));
 }
 
+TEST_F(CommandsTest, SessionAddressFiltersTakeBothFamilies) {
+    auto r = parse("show sessions saddr fd00:10:244:1::10 daddr 2001:db8:2::100 proto icmpv6");
+    ASSERT_NE(r.command, nullptr) << r.error;
+    EXPECT_EQ(r.args.get("saddr"), "fd00:10:244:1::10");
+    EXPECT_EQ(r.args.get("daddr"), "2001:db8:2::100");
+    EXPECT_EQ(r.args.get("proto"), "icmpv6");
+    // Every RFC 4291 form, an IPv4 tail too; an IPv4 address beside an IPv6 one parses (it
+    // matches nothing, which is the handler's answer, not a syntax error).
+    for (const char* line : {"show sessions saddr ::", "show sessions daddr 2001:DB8:0:0:0:0:0:1",
+                             "show sessions saddr ::ffff:192.0.2.1", "show sessions saddr 10.0.0.1 daddr 2001:db8::1"})
+        EXPECT_NE(parse(line).command, nullptr) << line << ": " << parse(line).error;
+    EXPECT_EQ(pattern("sh sess pro icmpv6"), pattern("show sessions"));
+    EXPECT_EQ(parse("show sessions proto icmp").args.get("proto"), "icmp") << "typed in full, not a prefix";
+    // Prefixes, zones, brackets and ports are not addresses.
+    for (const char* line :
+         {"show sessions saddr fd00::/64", "show sessions saddr fe80::1%eth0", "show sessions saddr [2001:db8::1]",
+          "show sessions daddr [2001:db8::1]:80", "show sessions saddr 2001:db8:::1",
+          "show sessions saddr 1:2:3:4:5:6:7:8:9", "show sessions daddr 10.0.0.1/32"}) {
+        auto bad = parse(line);
+        EXPECT_EQ(bad.command, nullptr) << line;
+        EXPECT_NE(bad.error.find("bad IP"), std::string::npos) << line << ": " << bad.error;
+    }
+    EXPECT_EQ(g.complete("show sessions daddr ", names).hints,
+              (std::vector<std::string>{"IP: an IPv4 or IPv6 address"}));
+}
+
 TEST_F(CommandsTest, ArgumentsAreChecked) {
     const char* bad[] = {
         "show port stats 7",          "show port stats ext9",

@@ -174,9 +174,9 @@ TEST_F(EditorTest, TabInTheMiddleCompletesTheWordBeforeTheCursor) {
 }
 
 TEST_F(EditorTest, HintsAndBell) {
-    completion.hints = {"IP: an IPv4 address"};
+    completion.hints = {"IP: an IPv4 or IPv6 address"};
     type("show sessions saddr \t");
-    EXPECT_NE(out.find("  <IP: an IPv4 address>\r\n"), std::string::npos);
+    EXPECT_NE(out.find("  <IP: an IPv4 or IPv6 address>\r\n"), std::string::npos);
     EXPECT_EQ(ed.text(), "show sessions saddr ");
     completion.hints.clear();
     out.clear();
