@@ -153,11 +153,13 @@ struct ReassemblyConfig {
 
 // Connections from outside to the ingress IPs this gateway serves (docs/architecture.md,
 // "Ingress to served ingress IPs"): routed untranslated into the cluster through an inside port
-// toward `via`, a node or router there that load-balances the Service (its proxy accepts the
-// ingress IP). Absent: they are dropped and counted (ingress_no_next_hop).
+// toward `via` (IPv4) and `via6` (IPv6), a node or router there that load-balances the Service
+// (its proxy accepts the ingress IP). Absent (or a family's next hop absent): they are dropped
+// and counted (ingress_no_next_hop).
 struct IngressConfig {
-    std::optional<IpAddr> via;  // IPv4, on-link on `port`
-    std::string port;           // an inside port
+    std::optional<IpAddr> via;   // IPv4, on-link on `port`
+    std::optional<IpAddr> via6;  // IPv6, on-link on `port` (or link-local)
+    std::string port;            // an inside port
     bool operator==(const IngressConfig&) const = default;
 };
 

@@ -161,7 +161,12 @@ json to_json(const Config& c) {
               {"state", state(c.state)},
               {"metrics", metrics(c.metrics)}};
     // Only when set: an absent section is how the loader takes "no ingress next hop".
-    if (c.ingress.via) j["ingress"] = {{"via", net::to_string(*c.ingress.via)}, {"port", c.ingress.port}};
+    if (c.ingress.via || c.ingress.via6) {
+        json in = {{"port", c.ingress.port}};
+        if (c.ingress.via) in["via"] = net::to_string(*c.ingress.via);
+        if (c.ingress.via6) in["via6"] = net::to_string(*c.ingress.via6);
+        j["ingress"] = in;
+    }
     return j;
 }
 

@@ -1119,18 +1119,34 @@ private:
         const json* j = top.get("ingress");
         if (!j) return;
         static const std::string what = "an object like {\"via\": \"10.244.1.2\", \"port\": \"pods\"}";
-        Obj o(*this, *j, top.at("ingress"), {"via", "port"}, what);
+        Obj o(*this, *j, top.at("ingress"), {"via", "via6", "port"}, what);
         const PortConfig& p = port_ref(c, o, o.require("port", "the name of the inside port toward the cluster"));
         if (p.role != PortRole::inside)
             fail(o.at("port"), "expected an inside port (ingress goes into the cluster), got " + quote(p.name) +
                                    " which is an outside port");
-        IpAddr via = ip(o.require("via", "an IPv4 address like 10.244.1.2"), o.at("via"));
-        if (!via.is_v4())
-            fail(o.at("via"),
-                 "expected an IPv4 address (the IPv4 data plane routes ingress), got " + net::to_string(via));
-        check_on_link(p, via, o.at("via"), "a next hop");
+        const json* v4 = o.get("via");
+        const json* v6 = o.get("via6");
+        if (!v4 && !v6)
+            fail(top.at("ingress"), "expected a next hop: \"via\" (IPv4), \"via6\" (IPv6) or both, got neither");
+        if (v4) {
+            IpAddr via = ip(*v4, o.at("via"));
+            if (!via.is_v4())
+                fail(o.at("via"),
+                     "expected an IPv4 address (an IPv6 next hop goes in \"via6\"), got " + net::to_string(via));
+            check_on_link(p, via, o.at("via"), "a next hop");
+            c.ingress.via = via;
+        }
+        if (v6) {
+            IpAddr via6 = ip(*v6, o.at("via6"));
+            if (!via6.is_v6())
+                fail(o.at("via6"),
+                     "expected an IPv6 address like fd00:10:244:1::2 (an IPv4 next hop goes in "
+                     "\"via\"), got " +
+                         net::to_string(via6));
+            check_on_link(p, via6, o.at("via6"), "a next hop");
+            c.ingress.via6 = via6;
+        }
         c.ingress.port = p.name;
-        c.ingress.via = via;
     }
 
     void read_node(const Obj& top, NodeConfig& n) const {

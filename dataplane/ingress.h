@@ -24,6 +24,12 @@
 // through the gateway; making it work needs both addresses translated. Cluster proxies
 // (kube-proxy, OVN's load balancers) answer a pod's traffic to a load-balancer IP on the node
 // before it leaves, so it reaches the gateway only where the proxy does not.
+//
+// Both families: IPv6 the same way, with Neighbor Solicitations in place of ARP, the hop limit
+// in place of the TTL (and Packet Too Big where IPv4 would fragment), `ingress.via6`, and
+// ICMPv6's administratively prohibited (1/1) for the hairpin. The lookup and the decision are
+// one template over the family (Ingress4, Ingress6 below); only the last step, the hop rule and
+// the hand-over to output, is the family's own.
 #pragma once
 
 #include <rte_branch_prediction.h>
@@ -33,36 +39,84 @@
 #include "dataplane/checksum.h"
 #include "dataplane/icmp_reply.h"
 #include "dataplane/ip_forward.h"
+#include "dataplane/mtu.h"
 
 namespace egw::dp {
 
+// What ingress reads of IPv4: the flow key, the ingress and NAT address tables, the next hop.
+struct Ingress4 {
+    static constexpr uint32_t kMissing = FlatMap::kMissing;
+    static const FlowKey& key(const PacketMeta& pk) { return pk.key; }
+    // `ip` and `port` in network order, as in the key.
+    static uint32_t service(const PolicySnapshot& p, uint32_t ip, uint8_t proto, uint16_t port) {
+        return p.ingress_service(rte_be_to_cpu_32(ip), proto, rte_be_to_cpu_16(port));
+    }
+    static bool has_next_hop(const PolicySnapshot& p) { return p.has_ingress_next_hop; }
+    // The TTL rule, then toward the next hop (output fragments what is too big and may be).
+    static void forward(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+        PacketMeta& pk = b.pkt[i];
+        if (unlikely(ttl_expires(pk.ip))) {
+            reply_icmp_error(b, i, IcmpError::time_exceeded, DropReason::ttl_exceeded);
+            return;
+        }
+        pk.ip->hdr_checksum = csum_apply(pk.ip->hdr_checksum, ttl_decrement(pk.ip));
+        count(w.counters.ingress_in);
+        pk.neighbor_slot = NeighborTable::kNone;
+        b.to_output(i, p.ingress_next_hop.port, p.ingress_next_hop.gateway, &pk.neighbor_slot);
+    }
+};
+
+// The same of IPv6.
+struct Ingress6 {
+    static constexpr uint32_t kMissing = Ip6Map::kMissing;
+    static const FlowKey6& key(const PacketMeta& pk) { return pk.key6; }
+    static uint32_t service(const PolicySnapshot& p, const uint8_t* ip, uint8_t proto, uint16_t port) {
+        return p.ingress_service6(ip, proto, rte_be_to_cpu_16(port));
+    }
+    static bool has_next_hop(const PolicySnapshot& p) { return p.has_ingress_next_hop6; }
+    // The hop limit, then the next hop's MTU (a router never fragments IPv6: Packet Too Big).
+    static void forward(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+        PacketMeta& pk = b.pkt[i];
+        const NextHop6& nh = p.ingress_next_hop6;
+        if (unlikely(hop_limit_expires(pk.ip6))) {
+            reply_icmp_error(b, i, IcmpError::time_exceeded6, DropReason::ttl_exceeded);
+            return;
+        }
+        if (too_big_for6(p, nh.port, pk.ip6)) {
+            refuse_too_big6(p, b, i, nh.port);
+            return;
+        }
+        --pk.ip6->hop_limits;
+        count(w.counters.ingress_in);
+        pk.neighbor_slot = NeighborTable6::kNone;
+        b.to_output6(i, nh.port, nh.gateway.b, &pk.neighbor_slot);
+    }
+};
+
 // The Service a packet's pod-side address and port belong to as an ingress IP and Service port:
 // `ip` and `port` are the packet key's (network order), the destination of one from outside,
-// the source of one from inside. kMissing when it is none.
-inline uint32_t ingress_service_of(const PolicySnapshot& p, const PacketMeta& pk, uint32_t ip, uint16_t port) {
-    if (pk.kind != Kind::tcp && pk.kind != Kind::udp && pk.kind != Kind::icmp_error) return FlatMap::kMissing;
-    return p.ingress_service(rte_be_to_cpu_32(ip), pk.key.proto, rte_be_to_cpu_16(port));
+// the source of one from inside. F::kMissing when it is none. TCP, UDP and the ICMP errors
+// quoting them (an error's key is the quoted packet's, turned around).
+template <class F, class Addr>
+inline uint32_t ingress_service_of(const PolicySnapshot& p, const PacketMeta& pk, Addr ip, uint16_t port) {
+    if (pk.kind != Kind::tcp && pk.kind != Kind::udp && pk.kind != Kind::icmp_error) return F::kMissing;
+    return F::service(p, ip, F::key(pk).proto, port);
 }
 
 // From outside, with no session: whether the packet is ingress to a served ingress IP (then it
 // is routed into the cluster, or dropped when no next hop is configured). The caller has found
-// `dst_flags` (the NAT address entry of the destination).
+// `dst_flags` (the NAT address entry of the destination, with the ports answering ARP or
+// Neighbor Solicitations for it).
+template <class F>
 inline bool forward_ingress(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, uint32_t dst_flags) {
-    PacketMeta& pk = b.pkt[i];
+    const PacketMeta& pk = b.pkt[i];
     if (!(dst_flags & kNatIngressIp) || !((dst_flags >> kNatArpPortsShift) & (1u << b.m[i]->port))) return false;
-    if (ingress_service_of(p, pk, pk.key.dst, pk.key.dport) == FlatMap::kMissing) return false;
-    if (unlikely(!p.has_ingress_next_hop)) {
+    if (ingress_service_of<F>(p, pk, F::key(pk).dst, F::key(pk).dport) == F::kMissing) return false;
+    if (unlikely(!F::has_next_hop(p))) {
         b.drop(i, DropReason::ingress_no_next_hop);
         return true;
     }
-    if (unlikely(ttl_expires(pk.ip))) {
-        reply_icmp_error(b, i, IcmpError::time_exceeded, DropReason::ttl_exceeded);
-        return true;
-    }
-    pk.ip->hdr_checksum = csum_apply(pk.ip->hdr_checksum, ttl_decrement(pk.ip));
-    count(w.counters.ingress_in);
-    pk.neighbor_slot = NeighborTable::kNone;
-    b.to_output(i, p.ingress_next_hop.port, p.ingress_next_hop.gateway, &pk.neighbor_slot);
+    F::forward(w, p, b, i);
     return true;
 }
 

@@ -388,7 +388,7 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
         }
         // IPv6: the gateway's own and what is routed untranslated take their step here
         // (ip_forward.cpp); the rest goes through the NAT stages (NAPT66) as IPv4 does.
-        if (pk.v6 && ipv6_first_step(p, b, i)) {
+        if (pk.v6 && ipv6_first_step(w, p, b, i)) {
             continue;
         }
         if (multi) {

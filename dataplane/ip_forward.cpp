@@ -13,6 +13,7 @@
 #include <rte_ip.h>
 
 #include "dataplane/icmp_reply.h"
+#include "dataplane/ingress.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/mtu.h"
@@ -80,9 +81,13 @@ Route6 classify_untranslated6(const PolicySnapshot& p, uint16_t rx_port, const P
         if (p.default_action == DefaultAction::route) return route6(p.ports[rx_port].vrf);
         return action6(Route6::Action::translate);
     }
-    // From inside to the gateway's own addresses: echo answered, UDP port unreachable (it serves
-    // none), anything else dropped (TCP would be answered with a reset, which it does not send).
+    // From inside to the gateway's own addresses: a served ingress IP on a port of its Service
+    // refused (hairpin, ingress.h), echo answered, UDP port unreachable (it serves none),
+    // anything else dropped (TCP would be answered with a reset, which it does not send).
     if (p.is_port_address6(rx_port, dst) || p.nat_addresses6.contains(dst)) {
+        if ((pk.kind == Kind::tcp || pk.kind == Kind::udp) &&
+            unlikely(ingress_service_of<Ingress6>(p, pk, pk.key6.dst, pk.key6.dport) != Ip6Map::kMissing))
+            return Route6{Route6::Action::reject, DropReason::hairpin, IcmpError::admin_prohibited6, 0};
         if (echo_request) return action6(Route6::Action::local);
         if (pk.l4_proto == IPPROTO_UDP)
             return Route6{Route6::Action::reject, DropReason::local, IcmpError::port_unreachable6, 0};
@@ -90,6 +95,13 @@ Route6 classify_untranslated6(const PolicySnapshot& p, uint16_t rx_port, const P
     }
     // Destinations inside the cluster are never translated.
     if (p.inside_cluster6(dst)) return route6(kDefaultVrf);
+    // From a served ingress IP and a port of its Service: the cluster's answer to a connection
+    // that came in through the Service, routed untranslated in the Service's network (ingress.h).
+    if (uint32_t isid = ingress_service_of<Ingress6>(p, pk, pk.key6.src, pk.key6.sport); isid != Ip6Map::kMissing) {
+        Route6 r = route6(p.services[isid].vrf);
+        r.ingress = true;
+        return r;
+    }
     // A pod of a Service that translates its IPv6: the NAT's, whatever the default action.
     if (uint32_t sid = p.endpoints6.find(pk.ip6->src_addr);
         sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive)
@@ -105,7 +117,7 @@ Route6 classify_untranslated6(const PolicySnapshot& p, uint16_t rx_port, const P
     return action6(Route6::Action::translate);
 }
 
-bool ipv6_first_step(const PolicySnapshot& p, Burst& b, unsigned i) {
+bool ipv6_first_step(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
     Route6 r = classify_untranslated6(p, b.m[i]->port, pk);
     switch (r.action) {
@@ -113,6 +125,7 @@ bool ipv6_first_step(const PolicySnapshot& p, Burst& b, unsigned i) {
         b.set_next(i, Next::local);
         return true;
     case Route6::Action::route:
+        if (r.ingress) count(w.counters.ingress_out);
         pk.vrf = r.vrf;
         b.set_next(i, Next::ip_forward);
         return true;

@@ -42,9 +42,10 @@ inline uint32_t ttl_decrement(rte_ipv4_hdr* ip) {
 struct Route6 {
     enum class Action : uint8_t { translate, local, route, reject, drop };
     Action action;
-    DropReason reason;  // drop, reject
-    IcmpError icmp;     // reject
-    uint8_t vrf;        // route
+    DropReason reason;     // drop, reject
+    IcmpError icmp;        // reject
+    uint8_t vrf;           // route
+    bool ingress = false;  // route: the cluster's answer from a served ingress IP (ingress.h)
 };
 
 }  // namespace egw::dp

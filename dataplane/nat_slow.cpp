@@ -5,7 +5,8 @@
 //     or default action, TTL, route, NAT address) once, with classify_outgoing(); then allocate a
 //     port and create the session, and rewrite as a hit.
 //   - Back from outside with no session: echo requests to the gateway, ingress to a served
-//     ingress IP (ingress.h), routing untouched when that is the default action, else no_session.
+//     ingress IP of either family (ingress.h), routing untouched when that is the default
+//     action, else no_session.
 //   - Hits the fast path found stale: the session is closed here, so that closes and creates
 //     happen in packet order, as if the burst were handled one packet at a time.
 //
@@ -65,7 +66,7 @@ NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const Packe
     if (addressed_to_gateway(p, rx_port, dst, Dir::in2out)) {
         // A served ingress IP on a port of its Service: hairpin, refused (ingress.h).
         if ((pk.kind == Kind::tcp || pk.kind == Kind::udp) &&
-            unlikely(ingress_service_of(p, pk, pk.key.dst, pk.key.dport) != FlatMap::kMissing))
+            unlikely(ingress_service_of<Ingress4>(p, pk, pk.key.dst, pk.key.dport) != FlatMap::kMissing))
             return reject_flow(IcmpError::admin_prohibited, DropReason::hairpin);
         // The gateway serves nothing on UDP and only ICMP otherwise (RFC 1812 4.3.3.1 via RFC 1122
         // 3.2.2.1). TCP would be answered with a reset, which it does not send: dropped.
@@ -87,7 +88,7 @@ NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const Packe
     if (p.inside_cluster(dst)) return route_flow(kDefaultVrf);
     // From a served ingress IP and a port of its Service: the cluster's answer to a connection
     // that came in through the Service, routed untranslated in the Service's network (ingress.h).
-    if (uint32_t isid = ingress_service_of(p, pk, pk.key.src, pk.key.sport); isid != FlatMap::kMissing) {
+    if (uint32_t isid = ingress_service_of<Ingress4>(p, pk, pk.key.src, pk.key.sport); isid != FlatMap::kMissing) {
         NewFlow f = route_flow(p.services[isid].vrf);
         f.service_id = static_cast<uint16_t>(isid);
         return f;
@@ -136,7 +137,9 @@ NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const Packe
 // pod's Service (its IPv6 side: a LoadBalancerIP Service without an IPv6 ingress IP leaves its
 // IPv6 endpoints to the default action), the default action, what can be translated, hop limit,
 // route, NAT address (the Service's IPv6 ingress IP, or the egress port's first IPv6 address).
-// Not yet for IPv6: ingress to served ingress IPs and hairpin (ingress.h is IPv4).
+// Hairpin and the cluster's answers from a served IPv6 ingress IP (ingress.h) are decided before
+// this, at input, by classify_untranslated6 (ip_forward.cpp): no packet it sends here is
+// addressed to the gateway or is such an answer.
 NewFlow classify_outgoing6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
     const uint8_t* dst = pk.ip6->dst_addr;
     if (p.is_port_address6(rx_port, dst) || p.nat_addresses6.contains(dst)) {
@@ -399,12 +402,16 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     nat_translate(w, p, b, i, w.sessions.at(idx));
 }
 
-// Back from outside with no session, IPv6: a NAT address has no session for it (no ingress to
-// IPv6 ingress IPs yet); elsewhere untouched routing when that is the default action.
+// Back from outside with no session, IPv6: ingress to a served IPv6 ingress IP (ingress.h), else
+// a NAT address has no session for it; elsewhere untouched routing when that is the default
+// action.
 void miss_incoming6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
-    (void)w;
     PacketMeta& pk = b.pkt[i];
-    if (!p.nat_addresses6.contains(pk.ip6->dst_addr) && p.default_action == DefaultAction::route) {
+    if (uint32_t flags = p.nat_addresses6.find(pk.ip6->dst_addr); flags != Ip6Map::kMissing) {
+        if (!forward_ingress<Ingress6>(w, p, b, i, flags)) b.drop(i, DropReason::no_session);
+        return;
+    }
+    if (p.default_action == DefaultAction::route) {
         pk.vrf = p.ports[b.m[i]->port].vrf;
         b.set_next(i, Next::ip_forward);
         return;
@@ -427,7 +434,7 @@ void miss_incoming(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         return;
     }
     if (uint32_t flags = p.nat_addresses.find(dst); flags != FlatMap::kMissing) {
-        if (!forward_ingress(w, p, b, i, flags)) b.drop(i, DropReason::no_session);
+        if (!forward_ingress<Ingress4>(w, p, b, i, flags)) b.drop(i, DropReason::no_session);
         return;
     }
     // Not addressed to a NAT address: traffic of flows that were routed untouched goes back

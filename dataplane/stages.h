@@ -85,7 +85,7 @@ void output_frames(Worker& w, const PolicySnapshot& p, rte_mbuf* const* pkts, un
 // icmp_reply, or a drop (true); false when it is left to the NAT stages (NAPT66).
 struct Route6;
 Route6 classify_untranslated6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk);
-bool ipv6_first_step(const PolicySnapshot& p, Burst& b, unsigned i);
+bool ipv6_first_step(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i);
 
 // Where the gateway's own addresses are decided for IPv4: an address of the receiving port, or
 // (on the way out) one of the NAT addresses.

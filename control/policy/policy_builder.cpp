@@ -643,6 +643,27 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     }
     snap->nat_addresses6.build(nat6_items);
 
+    // Ingress to served IPv6 ingress IPs: (ingress IP, Service port) of every spec.ports entry of
+    // a Service translating its IPv6 to its ingress IP, per protocol. Two Services claiming one:
+    // the first by key, as for IPv4 (views_ is sorted by key, and a later duplicate overwrites an
+    // earlier one in an Ip6Map, so they are listed from the last).
+    std::array<std::vector<dp::Ip6Map::Item>, 2> ingress6;
+    for (auto v = views_.rbegin(); v != views_.rend(); ++v) {
+        const dp::ServicePolicy& pol = services_[v->id];
+        if (v->id == 0 || pol.mode6 != dp::ServiceMode::snat_ingress_ip) continue;
+        for (uint32_t pp : v->state.ports) {
+            const auto proto = static_cast<uint8_t>(pp >> 16);
+            if (proto != dp::PolicySnapshot::kProtoTcp && proto != dp::PolicySnapshot::kProtoUdp) continue;
+            dp::Ip6Map::Item it{};
+            std::copy(std::begin(pol.nat_ip6.b), std::end(pol.nat_ip6.b), it.addr);
+            it.scope = static_cast<uint16_t>(pp);
+            it.value = v->id;
+            ingress6[proto == dp::PolicySnapshot::kProtoUdp].push_back(it);
+        }
+    }
+    for (size_t k = 0; k < ingress6.size(); ++k)
+        snap->ingress_ports6[k].build(ingress6[k]);
+
     // IPv6 endpoints -> Service id, the first Service by key owning a pod claimed twice (as for
     // IPv4), made afresh from the views at every publication. Pods a Service now translates may
     // hold sessions the default action made: as for IPv4, the default policy gets a new version
@@ -682,6 +703,15 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
         snap->ingress_next_hop =
             dp::NextHop{port_ids_[static_cast<size_t>(pc - cfg_.ports.data())], cfg_.ingress.via->v4()};
         snap->has_ingress_next_hop = true;
+    }
+    if (cfg_.ingress.via6) {
+        const config::PortConfig* pc = cfg_.find_port(cfg_.ingress.port);
+        dp::NextHop6 nh;
+        nh.port = port_ids_[static_cast<size_t>(pc - cfg_.ports.data())];
+        nh.on_link = false;
+        std::copy(cfg_.ingress.via6->bytes().begin(), cfg_.ingress.via6->bytes().end(), nh.gateway.b);
+        snap->ingress_next_hop6 = nh;
+        snap->has_ingress_next_hop6 = true;
     }
     snap->default_version = default_version_;
     return snap;

@@ -188,6 +188,22 @@ struct PolicySnapshot {
     // The served IPv6 ingress IPs and the outside ports' IPv6 addresses -> NatAddressFlags, as
     // nat_addresses for IPv4 (the upper bits: the ports answering Neighbor Solicitations for it).
     Ip6Map nat_addresses6;
+    // Ingress to served IPv6 ingress IPs, as `ingress_ports` for IPv4: one map per protocol
+    // (TCP, UDP), keyed by the ingress IP with the Service port (host order) as scope -> the
+    // Service's id; toward `ingress_next_hop6` (the configuration's ingress.via6).
+    std::array<Ip6Map, 2> ingress_ports6;
+    NextHop6 ingress_next_hop6{};
+    bool has_ingress_next_hop6 = false;
+
+    // The Service whose IPv6 ingress IP and port these are (`port` host order), Ip6Map::kMissing
+    // if none.
+    uint32_t ingress_service6(const uint8_t* ip, uint8_t proto, uint16_t port) const {
+        if (proto != kProtoTcp && proto != kProtoUdp) return Ip6Map::kMissing;
+        const Ip6Map& m = ingress_ports6[proto == kProtoUdp];
+        return m.size() == 0 ? Ip6Map::kMissing : m.find(ip, port);
+    }
+    static constexpr uint8_t kProtoTcp = 6;
+    static constexpr uint8_t kProtoUdp = 17;
 
     static uint16_t route_scope6(uint8_t vrf, uint8_t len) { return static_cast<uint16_t>(vrf << 8 | len); }
 

@@ -371,6 +371,7 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_EQ(c.reassembly.max_fragments, 8u);
     EXPECT_EQ(c.reassembly.timeout_ms, 2000u);
     EXPECT_FALSE(c.ingress.via) << "no ingress next hop unless configured";
+    EXPECT_FALSE(c.ingress.via6);
     EXPECT_EQ(c.arp.announce_count, 3u);
     EXPECT_EQ(c.arp.announce_interval_ms, 1000u);
     EXPECT_TRUE(c.node.labels.empty());
@@ -537,6 +538,25 @@ TEST(Load, CommentsAreAccepted) {
     // trailing comment)",
                          kFile);
     EXPECT_EQ(c.ports.size(), 2u);
+}
+
+// Ingress next hops of either family, or both: each of its own family, on-link on the port (an
+// IPv6 link-local one always is).
+TEST(Load, IngressTakesAnIpv6NextHopBesideOrInsteadOfTheIpv4One) {
+    json j = base();
+    j["ports"][0]["addresses"].push_back("fd00:10:244:1::1/64");
+    j["ingress"] = json::parse(R"({"via6": "fd00:10:244:1::fe", "port": "in"})");
+    Config c = load_text(j.dump(), kFile);
+    EXPECT_FALSE(c.ingress.via);
+    ASSERT_TRUE(c.ingress.via6);
+    EXPECT_EQ(net::to_string(*c.ingress.via6), "fd00:10:244:1::fe");
+    EXPECT_EQ(c.ingress.port, "in");
+    j["ingress"] = json::parse(R"({"via": "10.244.1.254", "via6": "fe80::1", "port": "in"})");
+    c = load_text(j.dump(), kFile);
+    ASSERT_TRUE(c.ingress.via);
+    ASSERT_TRUE(c.ingress.via6);
+    EXPECT_EQ(net::to_string(*c.ingress.via), "10.244.1.254");
+    EXPECT_EQ(net::to_string(*c.ingress.via6), "fe80::1");
 }
 
 TEST(Load, DefaultVrfIsInsertedFirst) {
@@ -1040,7 +1060,7 @@ const ErrorCase kCases[] = {
     {"ReassemblyTimeoutTooLong", [](json& j) { j["reassembly"] = {{"timeout_ms", 120001}}; }, "$.reassembly.timeout_ms",
      "expected an integer from 10 to 120000, got 120001"},
     {"UnknownIngress", [](json& j) { j["ingress"] = J(R"({"via": "10.244.1.2", "port": "in", "vrf": "blue"})"); },
-     "$.ingress.vrf", "unknown key \"vrf\", expected one of: via, port"},
+     "$.ingress.vrf", "unknown key \"vrf\", expected one of: via, via6, port"},
     {"IngressNotAnObject", [](json& j) { j["ingress"] = "10.244.1.2"; }, "$.ingress",
      "expected an object like {\"via\": \"10.244.1.2\", \"port\": \"pods\"}, got \"10.244.1.2\""},
     {"IngressWithoutPort", [](json& j) { j["ingress"] = J(R"({"via": "10.244.1.2"})"); }, "$.ingress.port",
@@ -1053,7 +1073,18 @@ const ErrorCase kCases[] = {
     {"IngressViaNotOnLink", [](json& j) { j["ingress"] = J(R"({"via": "10.244.2.2", "port": "in"})"); },
      "$.ingress.via", "expected a next hop on-link on port \"in\" (its addresses are 10.244.1.1/24), got 10.244.2.2"},
     {"IngressViaIpv6", [](json& j) { j["ingress"] = J(R"({"via": "fe80::2", "port": "in"})"); }, "$.ingress.via",
-     "expected an IPv4 address (the IPv4 data plane routes ingress), got fe80::2"},
+     "expected an IPv4 address (an IPv6 next hop goes in \"via6\"), got fe80::2"},
+    {"IngressWithoutNextHop", [](json& j) { j["ingress"] = J(R"({"port": "in"})"); }, "$.ingress",
+     "expected a next hop: \"via\" (IPv4), \"via6\" (IPv6) or both, got neither"},
+    {"IngressVia6Ipv4", [](json& j) { j["ingress"] = J(R"({"via6": "10.244.1.2", "port": "in"})"); }, "$.ingress.via6",
+     "expected an IPv6 address like fd00:10:244:1::2 (an IPv4 next hop goes in \"via\"), got 10.244.1.2"},
+    {"IngressVia6NotOnLink", [](json& j) { j["ingress"] = J(R"({"via6": "fd00:10:244:1::2", "port": "in"})"); },
+     "$.ingress.via6",
+     "expected a next hop on-link on port \"in\" (its addresses are 10.244.1.1/24), got fd00:10:244:1::2"},
+    {"IngressVia6Multicast", [](json& j) { j["ingress"] = J(R"({"via6": "ff02::1", "port": "in"})"); },
+     "$.ingress.via6", "expected a next hop that is a unicast address, got ff02::1"},
+    {"IngressVia6Bad", [](json& j) { j["ingress"] = J(R"({"via6": "fd00::g", "port": "in"})"); }, "$.ingress.via6",
+     "expected an IPv4 or IPv6 address like 192.0.2.1 or 2001:db8::1, got \"fd00::g\""},
     {"IngressViaIsThePort", [](json& j) { j["ingress"] = J(R"({"via": "10.244.1.1", "port": "in"})"); },
      "$.ingress.via", "expected a next hop other than port \"in\"'s own address, got 10.244.1.1"},
     {"ArpAnnounceCountTooLarge", [](json& j) { j["arp"] = {{"announce_count", 101}}; }, "$.arp.announce_count",
@@ -1685,7 +1716,7 @@ json full_files_document() {
                    "tcp_open": "strict", "max_per_pod": 7},
       "icmp": {"errors_per_second": 20, "burst": 5},
       "reassembly": {"max_datagrams": 1024, "max_fragments": 3, "timeout_ms": 30000},
-      "ingress": {"via": "10.244.1.254", "port": "pods"},
+      "ingress": {"via": "10.244.1.254", "via6": "fe80::fe", "port": "pods"},
       "arp": {"max_neighbors": 10, "hold_packets": 0, "retry_ms": 100, "reachable_s": 45, "probes": 4,
               "unused_s": 120, "announce_count": 2, "announce_interval_ms": 100},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},

@@ -764,5 +764,59 @@ TEST(PolicyBuilderFamilies, EachFamilySaysWhatIsDone) {
     EXPECT_EQ(b.view("default/net")->ipv6, "masquerade to the egress port's address (no IPv6 endpoints)");
 }
 
+// Ingress to served IPv6 ingress IPs: every TCP and UDP port of a Service translating its IPv6 to
+// its ingress IP, the first claimant by key where two Services share an address and port (as for
+// IPv4), none for a Service served elsewhere or without an IPv6 ingress IP; the next hop from
+// ingress.via6, on ingress.port.
+TEST(PolicyBuilderFamilies, Ipv6IngressPortsAndNextHop) {
+    config::Config cfg = test_config();
+    const net::IpAddr ingress = *net::parse_ip("2001:db8::50");
+    const net::IpAddr other = *net::parse_ip("2001:db8::60");
+    const uint32_t tcp80 = 6u << 16 | 80, udp53 = 17u << 16 | 53, sctp9 = 132u << 16 | 9;
+    auto lb = [&](const char* key, const net::IpAddr& ip6, std::vector<uint32_t> ports) {
+        ServiceState s;
+        s.key = key;
+        s.serve_here = true;
+        s.status_host = "gw-1";
+        s.ingress_ipv4 = 0xc0000232u;
+        s.ingress_ipv6 = ip6;
+        s.ports = std::move(ports);
+        return s;
+    };
+    ServiceState a = lb("default/a", ingress, {tcp80, udp53, sctp9});
+    ServiceState b2 = lb("default/b", ingress, {tcp80});  // shares TCP 80 with a, which comes first
+    ServiceState c = lb("default/c", other, {tcp80});
+    c.serve_here = false;
+    c.status_host = "gw-2";
+    ServiceState d = lb("default/d", other, {udp53});
+    d.ingress_ipv6.reset();
+    {
+        PolicyBuilder b(cfg, {0, 1, 2}, kMacs);
+        auto snap = b.build({b2, c, d, a});
+        const uint32_t ida = b.view("default/a")->id;
+        EXPECT_EQ(snap->ingress_service6(ingress.bytes().data(), 6, 80), ida);
+        EXPECT_EQ(snap->ingress_service6(ingress.bytes().data(), 17, 53), ida);
+        EXPECT_EQ(snap->ingress_service6(ingress.bytes().data(), 17, 80), dp::Ip6Map::kMissing);
+        EXPECT_EQ(snap->ingress_service6(ingress.bytes().data(), 132, 9), dp::Ip6Map::kMissing);
+        EXPECT_EQ(snap->ingress_service6(ingress.bytes().data(), 6, 81), dp::Ip6Map::kMissing);
+        EXPECT_EQ(snap->ingress_service6(other.bytes().data(), 6, 80), dp::Ip6Map::kMissing) << "served elsewhere";
+        EXPECT_EQ(snap->ingress_service6(other.bytes().data(), 17, 53), dp::Ip6Map::kMissing) << "no IPv6 ingress IP";
+        EXPECT_EQ(snap->ingress_ports6[0].size() + snap->ingress_ports6[1].size(), 2u);
+        EXPECT_FALSE(snap->has_ingress_next_hop6) << "ingress.via6 is not configured";
+        // a gone: b has TCP 80.
+        snap = b.build({b2, c, d});
+        EXPECT_EQ(snap->ingress_service6(ingress.bytes().data(), 6, 80), b.view("default/b")->id);
+        EXPECT_EQ(snap->ingress_service6(ingress.bytes().data(), 17, 53), dp::Ip6Map::kMissing);
+    }
+    cfg.ingress.via6 = net::parse_ip("fe80::2");
+    PolicyBuilder b(cfg, {0, 1, 2}, kMacs);
+    auto snap = b.build({a});
+    ASSERT_TRUE(snap->has_ingress_next_hop6);
+    EXPECT_EQ(snap->ingress_next_hop6.port, 0u);
+    EXPECT_FALSE(snap->ingress_next_hop6.on_link);
+    EXPECT_EQ(net::IpAddr::from_v6(snap->ingress_next_hop6.gateway.b), *net::parse_ip("fe80::2"));
+    EXPECT_TRUE(snap->has_ingress_next_hop) << "ingress.via is still IPv4's";
+}
+
 }  // namespace
 }  // namespace egw::control
