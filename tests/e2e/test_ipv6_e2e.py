@@ -12,8 +12,10 @@ MTU (1300), so that a routed datagram larger than it gets Packet Too Big from th
 The kernels find egwd's ports by Neighbor Solicitation and egwd finds theirs the same way; what
 arrives on the far side (the source address a server saw, the ICMPv6 error a socket was given) is
 what the tests check: routed between pod subnets with the hop limit and Packet Too Big of a
-router (test_1x), and NAPT66 for both Service modes and the default masquerade, echo and ICMPv6
-errors translated back (test_2x).
+router (test_1x), NAPT66 for both Service modes and the default masquerade, echo and ICMPv6
+errors translated back (test_2x), and ingress to web's IPv6 ingress IP, routed untranslated to the
+host in pods2 (`ingress.via6`, playing a cluster node) and back, with a pod's connect to it refused
+at once (test_3x).
 
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_ipv6_e2e.py
 """
@@ -58,6 +60,7 @@ WEB_POD_V4 = "10.244.1.10"            # the same pod's IPv4 address
 WEB_INGRESS_V4 = "192.0.2.50"
 EXT2 = "2001:db8:100::100"
 SERVICE_PORT = 8080
+WEB_LB_PORT = 80                      # web's spec.ports (config/demo-manifests/web.yaml)
 CLOSED_PORT = 8099
 PODS2_MTU = 1300
 HOLD = 1.0
@@ -155,6 +158,9 @@ class Ipv6E2E(unittest.TestCase):
                 p["mtu"] = PODS2_MTU
         cfg["cluster"]["pod_cidrs"].append("fd00:10:244::/48")
         cfg["cluster"]["service_cidrs"].append("fd00:10:96::/112")
+        # Ingress to web's IPv6 ingress IP goes to the host in pods2, which plays a cluster node
+        # (test_3x).
+        cfg["ingress"] = {"via6": POD2, "port": "pods2"}
         cls.config.write_text(json.dumps(cfg, indent=2) + "\n")
         web = manifests / "web.yaml"
         text = web.read_text()
@@ -424,6 +430,75 @@ class Ipv6E2E(unittest.TestCase):
         learned = [n for n in neighbors if n["ip"] == EXT1]
         self.assertEqual([n["port"] for n in learned], ["ext1"], neighbors)
         self.assertRegex(run(ctl + ["show", "neighbors"], 10).stdout, rf"(?m)^ext1 +{re.escape(EXT1)} +")
+
+    # --- ingress to the served IPv6 ingress IP (dataplane/ingress.h) --------------------------
+
+    def node_serving(self, address):
+        """pods2's kernel plays a cluster node: the load-balancer IP on its loopback (as
+        kube-proxy's IPVS mode puts it on a dummy device) and a server on web's port that answers
+        with the client address it saw. Undone at cleanup."""
+        r = run(["ip", "-n", ns("pods2"), "addr", "add", f"{address}/128", "dev", "lo"], 10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(run, ["ip", "-n", ns("pods2"), "addr", "del", f"{address}/128", "dev", "lo"], 10)
+        name = f"node-{time.monotonic_ns()}"
+        proc = self.rig.spawn_in(ns("pods2"), name, PEER, "serve", "--tcp", WEB_LB_PORT, "--ipv6", "--lifetime", 300)
+        self.addCleanup(lambda: (proc.terminate(), proc.wait(5)))
+
+    def status_counter(self, *keys):
+        doc = harness.read_status(self.status_file) or {}
+        for k in keys:
+            doc = doc.get(k, {}) if isinstance(doc, dict) else {}
+        return doc if isinstance(doc, int) else 0
+
+    def wait_counter(self, keys, at_least, what):
+        """Polls the status file (rewritten about once a second) until counter `keys` reaches
+        `at_least`."""
+        return harness.wait_for(lambda: self.status_counter(*keys) >= at_least and self.status_counter(*keys),
+                                10, lambda: f"{what}: {'.'.join(keys)} is {self.status_counter(*keys)}, "
+                                f"expected at least {at_least}\n{self.diag()}")
+
+    def test_30_a_client_reaches_the_service_through_its_ipv6_ingress_ip_and_gets_the_answer_back(self):
+        self.node_serving(WEB_INGRESS6)
+        forwarded_in = self.status_counter("ingress", "forwarded_in")
+        replies_out = self.status_counter("ingress", "replies_out")
+        # The node saw the client's own address (nothing translated on the way in), and the client
+        # got the answer from the ingress IP it connected to (nothing translated on the way out:
+        # the TCP handshake takes no other source). Checked over a period.
+        def connected():
+            out, r = self.in_ns("ext1", PEER, "tcp", WEB_INGRESS6, WEB_LB_PORT, "--bind", EXT1, "--timeout", 5,
+                                timeout=15)
+            self.assertEqual(r.returncode, 0, f"TCP [{EXT1}] -> [{WEB_INGRESS6}]:{WEB_LB_PORT}: "
+                             f"{(r.stderr or out).strip()}\n{self.diag()}")
+            return split_endpoint(out.splitlines()[-1])[0] == EXT1
+        harness.hold(connected, HOLD, lambda: f"the node did not see {EXT1}\n{self.diag()}", interval=0.2)
+        # At least SYN, ACK and FIN's ACK in; SYN+ACK, data and FIN out, for each of the
+        # connections (two at least).
+        self.wait_counter(("ingress", "forwarded_in"), forwarded_in + 6, "ingress in")
+        self.wait_counter(("ingress", "replies_out"), replies_out + 6, "ingress out")
+        # Stateless: no session holds the ingress IP and the Service port on either side.
+        status = harness.read_status(self.status_file) or {}
+        service_side = f"[{WEB_INGRESS6}]:{WEB_LB_PORT}"
+        self.assertFalse([s for s in status.get("sessions", []) if service_side in s.values()],
+                         "ingress made sessions")
+        # Another port of the ingress IP is not the Service's: no answer.
+        out, r = self.in_ns("ext1", PEER, "tcp", WEB_INGRESS6, WEB_LB_PORT + 1, "--bind", EXT1, "--timeout", 1.5,
+                            timeout=10)
+        self.assertNotEqual(r.returncode, 0, out)
+
+    def test_31_a_pod_connecting_to_the_ipv6_ingress_ip_is_refused_at_once(self):
+        # Hairpin: refused with ICMPv6 administratively prohibited (1/1), which the pod's kernel
+        # turns into "Permission denied" at once instead of a connect that times out.
+        self.node_serving(WEB_INGRESS6)
+        before = self.status_counter("icmp", "sent", "admin_prohibited6")
+        started = time.monotonic()
+        out, r = self.in_ns("pods", PEER, "tcp", WEB_INGRESS6, WEB_LB_PORT, "--bind", WEB_POD, "--timeout", 5,
+                            timeout=15)
+        elapsed = time.monotonic() - started
+        self.assertNotEqual(r.returncode, 0, out)
+        self.assertIn("Permission denied", r.stderr + out)
+        self.assertLess(elapsed, 4.0, f"the refusal took {elapsed:.1f}s: {r.stderr}")
+        self.wait_counter(("icmp", "sent", "admin_prohibited6"), before + 1, "hairpin refusal")
+        self.assert_source("tcp", WEB_POD, EXT1, WEB_INGRESS6)   # its egress is untouched
 
 
 if __name__ == "__main__":
