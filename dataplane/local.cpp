@@ -20,6 +20,7 @@
 #include "dataplane/checksum.h"
 #include "dataplane/held.h"
 #include "dataplane/ipv6.h"
+#include "dataplane/ndp.h"
 #include "dataplane/stages.h"
 
 namespace egw::dp {
@@ -187,45 +188,20 @@ void handle_ndp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         b.drop(i, DropReason::local);
         return;
     }
-    // The advertisement: the fixed IPv6 header (any extension headers of the solicitation are
-    // overwritten), 24 bytes of message and the target link-layer address option.
-    constexpr uint32_t kNaLen = 24 + 8;
-    constexpr uint32_t kFrame = sizeof(rte_ether_hdr) + sizeof(rte_ipv6_hdr) + kNaLen;
-    if (m->nb_segs != 1 || m->buf_len < m->data_off + kFrame) {
+    // The advertisement (ndp.h): the fixed IPv6 header (any extension headers of the solicitation
+    // are overwritten), 24 bytes of message and the target link-layer address option.
+    if (m->nb_segs != 1 || m->buf_len < m->data_off + kNaFrameLen) {
         b.drop(i, DropReason::malformed);
         return;
     }
-    m->data_len = kFrame;
-    m->pkt_len = kFrame;
-    const uint8_t* mac = p.ports[port].mac;
-    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    if (dad) {
-        static constexpr uint8_t kAllNodes[16] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-        std::memcpy(peer, kAllNodes, 16);
-        static constexpr uint8_t kAllNodesMac[6] = {0x33, 0x33, 0, 0, 0, 1};
-        std::memcpy(eth->dst_addr.addr_bytes, kAllNodesMac, 6);
-    } else {
-        eth->dst_addr = eth->src_addr;
-    }
-    std::memcpy(eth->src_addr.addr_bytes, mac, 6);
-    ip6 = reinterpret_cast<rte_ipv6_hdr*>(eth + 1);
-    ip6->vtc_flow = be32(0x60000000);
-    ip6->payload_len = be16(kNaLen);
-    ip6->proto = kIp6Icmp;
-    ip6->hop_limits = 255;
-    std::memcpy(ip6->src_addr, target, 16);
-    std::memcpy(ip6->dst_addr, peer, 16);
-    uint8_t* na = reinterpret_cast<uint8_t*>(ip6 + 1);
-    std::memset(na, 0, kNaLen);
-    na[0] = kNdpNeighborAdvert;
-    // Router (a gateway forwards), Solicited (unless DAD), Override.
-    na[4] = static_cast<uint8_t>(0x80 | (dad ? 0 : 0x40) | 0x20);
-    std::memcpy(na + 8, target, 16);
-    na[24] = 2;  // target link-layer address, 8 bytes
-    na[25] = 1;
-    std::memcpy(na + 26, mac, 6);
-    uint16_t cksum = csum_finish(icmp6_sum(ip6, na, kNaLen));
-    std::memcpy(na + 2, &cksum, 2);
+    m->data_len = kNaFrameLen;
+    m->pkt_len = kNaFrameLen;
+    auto* f = rte_pktmbuf_mtod(m, uint8_t*);
+    // Router (a gateway forwards), Solicited (unless DAD: then to all nodes), Override.
+    if (dad)
+        write_neighbor_advert(f, kAllNodesMac, p.ports[port].mac, target, kAllNodes, kNaRouter | kNaOverride);
+    else
+        write_neighbor_advert(f, f + 6, p.ports[port].mac, target, peer, kNaRouter | kNaSolicited | kNaOverride);
     pk.out_port = port;
     b.set_next(i, Next::transmit);
 }

@@ -102,7 +102,8 @@ Reply show_arp(Context& ctx, const Args&) {
     Table counters({"counter", "value"});
     for (const char* k :
          {"requests_sent", "solicitations_sent", "probes_sent", "invalidated", "freed", "recycled", "neighbors",
-          "neighbors6", "announcements_sent", "announcements_failed", "addresses_announced"})
+          "neighbors6", "announcements_sent", "announcements_failed", "addresses_announced", "ndp_announcements_sent",
+          "ndp_announcements_failed", "ndp_addresses_announced"})
         counters.row({k, jnum(arp[k])});
     Table t({"port", "ip", "what", "left", "next-ms"});
     json list = arp["announcing"];

@@ -29,6 +29,16 @@ constexpr Family kArpNeighbors{"arp_neighbors", Type::gauge,
                                "Neighbour table entries in use (static and learned), of arp.max_neighbors"};
 constexpr Family kNdpSolicitations{"ndp_solicitations_total", Type::counter,
                                    "Neighbor Solicitations the control thread sent to resolve or probe IPv6 next hops"};
+constexpr Family kNdpAnnouncements{"ndp_announcements_total", Type::counter,
+                                   "Unsolicited Neighbor Advertisements sent for IPv6 addresses the gateway began to "
+                                   "answer for (port addresses at start, ingress IPs when their Service began to be "
+                                   "served here)"};
+constexpr Family kNdpAnnouncementFailures{
+    "ndp_announcement_failures_total", Type::counter,
+    "Unsolicited Neighbor Advertisements that found no mbuf or a full inject ring (retried)"};
+constexpr Family kNdpAnnouncementsPending{
+    "ndp_announcements_pending", Type::gauge,
+    "IPv6 addresses whose unsolicited Neighbor Advertisements are not all sent yet"};
 constexpr Family kNdpNeighbors{"ndp_neighbors", Type::gauge,
                                "IPv6 neighbour table entries in use (static and learned), of arp.max_neighbors"};
 
@@ -47,6 +57,10 @@ void ArpCounters::store(const control::NeighborResolver& resolver) {
     v_[8].store(resolver.entries_in_table(), std::memory_order_relaxed);
     v_[9].store(resolver.solicitations_sent(), std::memory_order_relaxed);
     v_[10].store(resolver.entries_in_table6(), std::memory_order_relaxed);
+    const auto& s6 = resolver.announcer().stats6();
+    v_[11].store(s6.sent, std::memory_order_relaxed);
+    v_[12].store(s6.failed, std::memory_order_relaxed);
+    v_[13].store(resolver.announcer().pending_count6(), std::memory_order_relaxed);
 }
 
 ArpReading ArpCounters::load() const {
@@ -62,6 +76,9 @@ ArpReading ArpCounters::load() const {
     r.neighbors = v_[8].load(std::memory_order_relaxed);
     r.solicitations = v_[9].load(std::memory_order_relaxed);
     r.neighbors6 = v_[10].load(std::memory_order_relaxed);
+    r.ndp_announcements = v_[11].load(std::memory_order_relaxed);
+    r.ndp_announcement_failures = v_[12].load(std::memory_order_relaxed);
+    r.ndp_announcements_pending = v_[13].load(std::memory_order_relaxed);
     return r;
 }
 
@@ -88,6 +105,12 @@ void write_arp(Writer& w, const ArpReading& r) {
     w.sample(kNdpSolicitations, {}, r.solicitations);
     w.family(kNdpNeighbors);
     w.sample(kNdpNeighbors, {}, r.neighbors6);
+    w.family(kNdpAnnouncements);
+    w.sample(kNdpAnnouncements, {}, r.ndp_announcements);
+    w.family(kNdpAnnouncementFailures);
+    w.sample(kNdpAnnouncementFailures, {}, r.ndp_announcement_failures);
+    w.family(kNdpAnnouncementsPending);
+    w.sample(kNdpAnnouncementsPending, {}, r.ndp_announcements_pending);
 }
 
 }  // namespace egw::metrics

@@ -15,6 +15,7 @@
 #include "control/runtime/runtime.h"
 #include "dataplane/held.h"
 #include "dataplane/ipv6.h"
+#include "dataplane/ndp.h"
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
 
@@ -337,6 +338,24 @@ bool NeighborResolver::send_arp(uint16_t port, uint32_t sip, uint32_t tip, const
     return inject_or_free(m);
 }
 
+bool NeighborResolver::send_unsolicited_na(uint16_t port, const uint8_t* target, const dp::PolicySnapshot& p) {
+    rte_mbuf* m = rte_pktmbuf_alloc(rt_.pool());
+    if (!m) return false;
+    auto* f = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, dp::kNaFrameLen));
+    if (!f) {
+        rte_pktmbuf_free(m);
+        return false;
+    }
+    uint8_t ip[16];
+    std::memcpy(ip, target, 16);
+    // Override: hosts that hold another MAC for the address take this one; not Solicited (RFC
+    // 4861 7.2.6); Router, as in the answers to solicitations (dataplane/ndp.h).
+    dp::write_neighbor_advert(f, dp::kAllNodesMac, p.ports[port].mac, ip, dp::kAllNodes,
+                              dp::kNaRouter | dp::kNaOverride);
+    m->port = port;
+    return inject_or_free(m);
+}
+
 bool NeighborResolver::send_ns(uint16_t port, const uint8_t* target, const dp::PolicySnapshot& p, const uint8_t* dst) {
     const dp::PortPolicy& pp = p.ports[port];
     // From the port's global address on the target's prefix, else its link-local one (which
@@ -520,8 +539,11 @@ void NeighborResolver::poll(const dp::PolicySnapshot& p) {
 void NeighborResolver::poll(const dp::PolicySnapshot& p, uint64_t now) {
     now_ = now;
     announcer_.update(p, now);
-    // An announcement is an ARP request for the address itself, from it (RFC 5227 section 2.3).
-    announcer_.run(now, [&](uint16_t port, uint32_t ip) { return send_arp(port, ip, ip, p); });
+    // An announcement is an ARP request for the address itself, from it (RFC 5227 section 2.3);
+    // in IPv6 an unsolicited Neighbor Advertisement to all nodes (RFC 4861 7.2.6).
+    announcer_.run(
+        now, [&](uint16_t port, uint32_t ip) { return send_arp(port, ip, ip, p); },
+        [&](uint16_t port, const uint8_t* ip) { return send_unsolicited_na(port, ip, p); });
     rte_mbuf* burst[64];
     rte_ring* ring = rt_.shared().to_control;
     unsigned n;
@@ -657,7 +679,7 @@ std::vector<AnnouncementView> NeighborResolver::announcing() const {
     for (const auto& a : announcer_.pending()) {
         AnnouncementView v;
         v.port = port_name(a.port);
-        v.ip = a.ip;
+        v.ip = a.v6 ? net::IpAddr::from_v6(a.ip6.data()) : net::IpAddr::from_v4(a.ip);
         v.what = a.what == Announcer::What::ingress_ip ? "ingress IP" : "port address";
         v.left = a.left;
         v.next_ms = a.due_tsc > now ? (a.due_tsc - now) * 1000 / tsc_hz_ : 0;

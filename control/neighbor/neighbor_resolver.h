@@ -12,8 +12,9 @@
 // else its link-local one, with a source link-layer address option; a probe of a stale entry is a
 // unicast solicitation to the address and the MAC it has. Both families share the entry map, the
 // hold queue and its bound, the timers and the aging below; each table is full on its own (both
-// have arp.max_neighbors slots) and recycles its own family's entries. The gratuitous ARPs the
-// Announcer decides (announcer.h) are made here too and leave the same way.
+// have arp.max_neighbors slots) and recycles its own family's entries. The gratuitous ARPs and
+// unsolicited Neighbor Advertisements the Announcer decides (announcer.h) are made here too and
+// leave the same way.
 //
 // Learned entries age, much as Linux's do: a MAC is reachable for arp.reachable_s after its last
 // reply, then stale. A stale entry that packets still use is probed (unicast requests to the MAC
@@ -55,9 +56,9 @@ struct NeighborView {
 
 struct AnnouncementView {
     std::string port;
-    uint32_t ip = 0;
+    net::IpAddr ip;        // either family
     std::string what;      // "port address", "ingress IP"
-    unsigned left = 0;     // gratuitous ARPs still to send
+    unsigned left = 0;     // gratuitous ARPs (IPv6: unsolicited Neighbor Advertisements) still to send
     uint64_t next_ms = 0;  // until the next one
 };
 
@@ -155,6 +156,9 @@ private:
     void send_request(const NeighborKey& key, const dp::PolicySnapshot& p, const uint8_t* dst = nullptr);
     // An ARP request on `port` from (port MAC, sip) for `tip`; false when it could not be sent.
     bool send_arp(uint16_t port, uint32_t sip, uint32_t tip, const dp::PolicySnapshot& p, const uint8_t* dst = nullptr);
+    // An unsolicited Neighbor Advertisement of `target` on `port` to all nodes (the announcer's
+    // IPv6 frames); false when it could not be sent.
+    bool send_unsolicited_na(uint16_t port, const uint8_t* target, const dp::PolicySnapshot& p);
     // A Neighbor Solicitation on `port` for `target`; false when it could not be sent.
     bool send_ns(uint16_t port, const uint8_t* target, const dp::PolicySnapshot& p, const uint8_t* dst = nullptr);
     // A table slot for the key, recycling the least recently used learned entry of its family

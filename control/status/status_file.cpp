@@ -172,10 +172,11 @@ nlohmann::json collect_status(const StatusInputs& in) {
     doc["neighbors"] = neighbors;
 
     const auto& garp = in.neighbors.announcer().stats();
+    const auto& una = in.neighbors.announcer().stats6();
     json announcing = json::array();
     for (const auto& a : in.neighbors.announcing())
         announcing.push_back({{"port", a.port},
-                              {"ip", config::format_ipv4(a.ip)},
+                              {"ip", net::to_string(a.ip)},
                               {"what", a.what},
                               {"left", a.left},
                               {"next_ms", a.next_ms}});
@@ -190,6 +191,9 @@ nlohmann::json collect_status(const StatusInputs& in) {
                   {"announcements_sent", garp.sent},
                   {"announcements_failed", garp.failed},
                   {"addresses_announced", garp.started},
+                  {"ndp_announcements_sent", una.sent},
+                  {"ndp_announcements_failed", una.failed},
+                  {"ndp_addresses_announced", una.started},
                   {"announcing", announcing}};
     return doc;
 }

@@ -130,6 +130,41 @@ spec:
   nodeSelector: {matchLabels: {egw.example.com/gateway: "true"}}
 """
 
+# default/shop6 (test_40): an IPv6-only LoadBalancerIP Service whose EgressService selects gateways
+# by label, so that the test moves it here by changing the label it asks for.
+SHOP6_INGRESS = "2001:db8:2::70"
+SHOP6 = """apiVersion: v1
+kind: Service
+metadata: {{name: shop6, namespace: default}}
+spec:
+  type: LoadBalancer
+  clusterIP: "fd00:10:96::70"
+  ipFamilies: [IPv6]
+  ipFamilyPolicy: SingleStack
+  ports: [{{name: http, port: 80, protocol: TCP, targetPort: 8080}}]
+status: {{loadBalancer: {{ingress: [{{ip: "{ingress}"}}]}}}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: shop6-1
+  namespace: default
+  labels: {{kubernetes.io/service-name: shop6}}
+addressType: IPv6
+endpoints:
+- {{addresses: ["fd00:10:244:1::41"], nodeName: worker-1, conditions: {{ready: true}}}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: EgressService
+metadata: {{name: shop6, namespace: default}}
+spec:
+  sourceIPBy: LoadBalancerIP
+  nodeSelector: {{matchLabels: {{egw.example.com/gateway: "{label}"}}}}
+"""
+EXT1_MAC = "02:e9:00:00:00:03"        # egwd's port ext1
+OLD_GW_MAC = "02:00:5e:00:00:99"      # the MAC a previous gateway had
+CONVERGE_TIMEOUT = 10.0
+
 
 def ns(role):
     return f"{PREFIX}-{role}"
@@ -173,6 +208,7 @@ class Ipv6E2E(unittest.TestCase):
         web.write_text(text + WEB6)
         (manifests / "db-v6.yaml").write_text(DB6)
         (manifests / "v6only.yaml").write_text(V6ONLY)
+        cls.manifests = manifests
         cls.status_file = rig.workdir / "status.json"
         cls.log_path = rig.log_path("egwd")
 
@@ -499,6 +535,74 @@ class Ipv6E2E(unittest.TestCase):
         self.assertLess(elapsed, 4.0, f"the refusal took {elapsed:.1f}s: {r.stderr}")
         self.wait_counter(("icmp", "sent", "admin_prohibited6"), before + 1, "hairpin refusal")
         self.assert_source("tcp", WEB_POD, EXT1, WEB_INGRESS6)   # its egress is untouched
+
+    # --- taking an IPv6 ingress IP over: unsolicited Neighbor Advertisements -----------------
+
+    def neighbor_mac(self, role, ip):
+        """The MAC a namespace's kernel holds for `ip` on eth0, None when it holds none."""
+        r = run(["ip", "-n", ns(role), "-j", "-6", "neigh", "show", ip, "dev", "eth0"], 10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        entries = json.loads(r.stdout or "[]")
+        return entries[0].get("lladdr") if entries else None
+
+    def service_status(self, key):
+        for s in (harness.read_status(self.status_file) or {}).get("services", []):
+            if s.get("key") == key:
+                return s
+        return None
+
+    def test_40_taking_an_ipv6_ingress_ip_over_replaces_the_previous_gateways_mac_on_the_external_host(self):
+        # default/shop6's IPv6 ingress IP is served elsewhere at first (no node has the label its
+        # selector asks for), and the external host holds the other gateway's MAC for it (a stale
+        # entry, kept until something updates it). When the selector is changed to match this
+        # gateway, egwd begins to answer for the address and must advertise it (unsolicited, with
+        # Override), so that the host takes ext1's MAC without asking: no traffic is sent.
+        path = self.manifests / "zz-e2e-shop6.yaml"
+
+        def write(label):
+            path.write_text(SHOP6.format(ingress=SHOP6_INGRESS, label=label))
+
+        def cleanup():
+            path.unlink(missing_ok=True)
+            run(["ip", "-n", ns("ext1"), "-6", "neigh", "del", SHOP6_INGRESS, "dev", "eth0"], 10)
+        self.addCleanup(cleanup)
+        write("elsewhere")
+        r = run(["ip", "-n", ns("ext1"), "-6", "neigh", "replace", SHOP6_INGRESS, "lladdr", OLD_GW_MAC, "dev", "eth0",
+                 "nud", "stale"], 10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+        def shop6(serve_here):
+            svc = self.service_status("default/shop6")
+            return svc if svc is not None and svc.get("serve_here") == serve_here else None
+        harness.wait_for(lambda: shop6(False), CONVERGE_TIMEOUT, lambda: f"default/shop6 not seen\n{self.diag()}")
+        harness.hold(lambda: self.neighbor_mac("ext1", SHOP6_INGRESS) == OLD_GW_MAC, HOLD,
+                     lambda: f"{SHOP6_INGRESS} changed in {ns('ext1')} while served elsewhere: "
+                     f"{self.neighbor_mac('ext1', SHOP6_INGRESS)}\n{self.diag()}")
+        # Nothing else being announced (the port addresses' announcements after start), so that
+        # the counts below are this takeover's alone.
+        before = harness.wait_for(
+            lambda: (lambda arp: arp if "announcing" in arp and not arp["announcing"] else None)(
+                (harness.read_status(self.status_file) or {}).get("arp", {})),
+            10, lambda: f"announcements still under way\n{self.diag()}")
+
+        write("true")
+        changed = time.monotonic()
+        harness.wait_for(lambda: self.neighbor_mac("ext1", SHOP6_INGRESS) == EXT1_MAC, CONVERGE_TIMEOUT,
+                         lambda: f"{ns('ext1')} still holds {self.neighbor_mac('ext1', SHOP6_INGRESS)} for "
+                         f"{SHOP6_INGRESS} {CONVERGE_TIMEOUT:g}s after default/shop6 moved here\n{self.diag()}")
+        elapsed = time.monotonic() - changed
+        harness.wait_for(lambda: shop6(True), CONVERGE_TIMEOUT, lambda: f"default/shop6 not served here\n{self.diag()}")
+        # One address began to be advertised (the ingress IP on ext1, its network's only outside
+        # port), and every advertisement of it goes out: 3, a second apart.
+        def all_sent():
+            arp = (harness.read_status(self.status_file) or {}).get("arp", {})
+            return arp if arp.get("ndp_announcements_sent", 0) - before.get("ndp_announcements_sent", 0) >= 3 else None
+        arp = harness.wait_for(all_sent, 10, lambda: f"3 advertisements not sent\n{self.diag()}")
+        self.assertEqual(arp["ndp_addresses_announced"] - before["ndp_addresses_announced"], 1, (before, arp))
+        self.assertEqual(arp["ndp_announcements_sent"] - before["ndp_announcements_sent"], 3, (before, arp))
+        self.assertEqual(arp["ndp_announcements_failed"], 0, arp)
+        self.assertEqual(arp["announcements_sent"], before["announcements_sent"], "no gratuitous ARP for IPv6")
+        print(f"\n  {SHOP6_INGRESS}: external host took egwd's MAC {elapsed:.2f}s after the takeover", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -804,6 +804,129 @@ TEST_F(Ipv6Resolution, FullIpv6TableRecyclesAnIpv6Entry) {
     EXPECT_EQ(use(kHop), kHopMac) << "the IPv4 entry stays";
 }
 
+// ---------------------------------------------------------------------------------------------
+// Unsolicited Neighbor Advertisements: the IPv6 twin of gratuitous ARP.
+
+const Ip6 kIngress6{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x50};  // 2001:db8:2::50
+const Ip6 kAllNodes6{0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+const Mac kAllNodesMac{0x33, 0x33, 0, 0, 0, 1};
+
+// RFC 4861 7.2.6, byte by byte: from the address to all nodes (33:33:00:00:00:01), hop limit 255,
+// Router and Override set, Solicited clear, the target and its link-layer address option.
+std::vector<uint8_t> unsolicited_na(const Mac& mac, const Ip6& target) {
+    std::vector<uint8_t> msg = {136, 0, 0, 0, 0xa0, 0, 0, 0};
+    msg.insert(msg.end(), target.begin(), target.end());
+    msg.insert(msg.end(), {2, 1});
+    msg.insert(msg.end(), mac.begin(), mac.end());
+    return icmp6_frame(kAllNodesMac, mac, target, kAllNodes6, msg);
+}
+
+class Announcements6 : public Neighbors {
+protected:
+    void SetUp() override {
+        g_cfg->ports[1].addresses.push_back(net::IpPrefix{net::IpAddr::from_v6(kExt1V6.data()), 64});
+        Neighbors::SetUp();
+    }
+    void TearDown() override {
+        Neighbors::TearDown();
+        g_cfg->ports[1].addresses.pop_back();
+    }
+    static model::ServiceState web6(const std::string& network = "") {
+        model::ServiceState s = lb_service("default/web", kIngress, network);
+        s.ingress_ipv6 = net::IpAddr::from_v6(kIngress6.data());
+        return s;
+    }
+    // The IPv6 frames among `frames`, as (port, target).
+    static std::vector<std::pair<uint16_t, Ip6>> advertised(const std::vector<Sent>& frames) {
+        std::vector<std::pair<uint16_t, Ip6>> out;
+        for (const auto& f : frames)
+            if (f.bytes.size() >= 14 + 40 + 24 && f.bytes[12] == 0x86 && f.bytes[13] == 0xdd) {
+                Ip6 t;
+                std::copy(f.bytes.begin() + 62, f.bytes.begin() + 78, t.begin());
+                out.emplace_back(f.port, t);
+            }
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+};
+
+// At start: ext1's IPv6 address and the served IPv6 ingress IP on ext1 (its network's outside
+// port), each an unsolicited advertisement, byte for byte; no link-local address, nothing on a
+// port without IPv6 addresses; the IPv4 announcements as before, each family counted on its own.
+TEST_F(Announcements6, StartAdvertisesIpv6PortAddressesAndServedIngressIps) {
+    publish({web6()});
+    auto frames = poll_at(0);
+    ASSERT_EQ(frames.size(), 6u);
+    const uint16_t ext1 = port_id("ext1");
+    EXPECT_EQ(advertised(frames), (std::vector<std::pair<uint16_t, Ip6>>{{ext1, kExt1V6}, {ext1, kIngress6}}));
+    for (const auto& f : frames) {
+        if (f.bytes[12] != 0x86) continue;
+        Ip6 target;
+        std::copy(f.bytes.begin() + 62, f.bytes.begin() + 78, target.begin());
+        EXPECT_EQ(f.bytes, unsolicited_na(kExt1Mac, target));
+    }
+    const auto& st6 = resolver_->announcer().stats6();
+    EXPECT_EQ(st6.sent, 2u);
+    EXPECT_EQ(st6.started, 2u);
+    EXPECT_EQ(st6.failed, 0u);
+    EXPECT_EQ(resolver_->announcer().stats().sent, 4u) << "the gratuitous ARPs of the IPv4 addresses";
+    EXPECT_EQ(resolver_->announcer().pending_count6(), 2u);
+    EXPECT_EQ(resolver_->announcer().pending_count(), 4u);
+    std::vector<std::string> views;
+    for (const auto& v : resolver_->announcing())
+        if (v.ip.is_v6()) views.push_back(v.port + " " + net::to_string(v.ip) + " " + v.what);
+    std::sort(views.begin(), views.end());
+    EXPECT_EQ(views, (std::vector<std::string>{"ext1 2001:db8:2::1 port address", "ext1 2001:db8:2::50 ingress IP"}));
+    // announce_count of each, announce_interval_ms apart, then nothing.
+    EXPECT_EQ(advertised(poll_at(1000)).size(), 2u);
+    EXPECT_EQ(advertised(poll_at(2000)).size(), 2u);
+    EXPECT_TRUE(poll_at(5000).empty());
+    EXPECT_EQ(resolver_->announcer().stats6().sent, 6u);
+    EXPECT_EQ(resolver_->announcer().pending_count6(), 0u);
+}
+
+// Taking the IPv6 ingress IP over: a Service that begins to be served here (an election, a
+// failover) has its IPv6 ingress IP advertised again; one that moves to another network is
+// advertised there only if that network answers for it (blue's port has no IPv6 address, but the
+// ingress IP is answered on the network's outside ports whatever their addresses); one served
+// elsewhere stops being advertised.
+TEST_F(Announcements6, TakingAnIpv6IngressIpOverAdvertisesIt) {
+    g_cfg->arp.announce_count = 2;
+    publish({});
+    EXPECT_EQ(advertised(poll_at(0)).size(), 1u);  // ext1's address
+    model::ServiceState away = web6();
+    away.serve_here = false;
+    away.status_host = "gw-2";
+    publish({away});
+    EXPECT_TRUE(advertised(poll_at(10)).empty()) << "served elsewhere: not this gateway's to advertise";
+    publish({web6()});
+    auto frames = poll_at(20);
+    EXPECT_EQ(advertised(frames), (std::vector<std::pair<uint16_t, Ip6>>{{port_id("ext1"), kIngress6}}));
+    // Served elsewhere again before its second advertisement: that one is not sent; ext1's
+    // address has its second one.
+    publish({away});
+    EXPECT_EQ(advertised(poll_at(1000)), (std::vector<std::pair<uint16_t, Ip6>>{{port_id("ext1"), kExt1V6}}));
+    EXPECT_TRUE(poll_at(2000).empty());
+    // Back, in network blue: advertised on blue's port.
+    publish({web6("blue")});
+    frames = poll_at(3000);
+    EXPECT_EQ(advertised(frames), (std::vector<std::pair<uint16_t, Ip6>>{{port_id("blue"), kIngress6}}));
+    for (const auto& f : frames)
+        if (f.bytes[12] == 0x86) {
+            EXPECT_EQ(f.bytes, unsolicited_na(kBlueMac, kIngress6));
+        }
+    EXPECT_EQ(resolver_->announcer().stats6().started, 1u + 1 + 1);
+    EXPECT_EQ(resolver_->announcer().stats6().sent, 2u + 1 + 1);
+}
+
+// announce_count 0 turns unsolicited advertisements off too.
+TEST_F(Announcements6, ZeroAnnouncementsAdvertiseNothing) {
+    g_cfg->arp.announce_count = 0;
+    publish({web6()});
+    EXPECT_TRUE(poll_at(0).empty());
+    EXPECT_EQ(resolver_->announcer().stats6().sent, 0u);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
