@@ -58,6 +58,19 @@ inline bool is_single_host(const PolicySnapshot& p, unsigned n_ports, uint32_t a
            !is_directed_broadcast(p, n_ports, a);
 }
 
+// First octets filter_addresses() may drop for, whatever the rest of the address: 0, 127, 169
+// (169.254.0.0/16 link-local; the rest of 169/8 is not filtered), 224 and above. Two table reads
+// clear the common packet of every test but the directed broadcasts (input's common path).
+struct FirstOctetTable {
+    bool filtered[256];
+    constexpr FirstOctetTable() : filtered{} {
+        filtered[0] = filtered[127] = filtered[169] = true;
+        for (unsigned o = 224; o < 256; ++o)
+            filtered[o] = true;
+    }
+};
+inline constexpr FirstOctetTable kFirstOctet{};
+
 // What input drops before any stage may translate, forward or answer a packet, by reason: its
 // destination first (a DHCP discover from 0.0.0.0 is a broadcast), then its source, then a
 // unicast datagram that came in a link-layer broadcast or multicast frame (RFC 1812 5.3.4).
