@@ -418,6 +418,12 @@ __attribute__((always_inline)) inline bool parse_common(const Worker& w, const P
     return true;
 }
 
+// An IPv4 packet bound for nat_lookup: its key's hash, and its session bucket on the way to the
+// cache while input goes on with the rest of the burst (stage_nat_lookup takes the hash).
+inline void begin_lookup(const Worker& w, PacketMeta& pk) {
+    pk.key_hash = pk.dir == Dir::in2out ? w.sessions.begin_inside(pk.key) : w.sessions.begin_outside(pk.key);
+}
+
 }  // namespace
 
 void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* pkts, unsigned n) {
@@ -425,25 +431,30 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
     for (uint32_t& mask : b.waiting)
         mask = 0;
     bool multi = w.shared->n_workers > 1;
+    // The common packets bound for nat_lookup (their next step is set once, after the loop).
+    uint32_t to_lookup = 0;
     for (unsigned i = 0; i < n; ++i) {
         if (i + 3 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void*));
         rte_mbuf* m = pkts[i];
         PacketMeta& pk = b.pkt[i];
         b.m[i] = m;
         pk.session = SessionTable::kNone;
-        pk.next = Next::drop;
         if (likely(parse_common(w, p, m, pk))) {
             if (multi) {
                 unsigned owner = owner_of(w, pk);
                 if (owner != w.index) {
                     pk.owner = static_cast<uint8_t>(owner);
-                    b.set_next(i, Next::handoff);
+                    pk.next = Next::handoff;
+                    b.waiting[static_cast<unsigned>(Next::handoff)] |= 1u << i;
                     continue;
                 }
             }
-            b.set_next(i, Next::nat_lookup);
+            begin_lookup(w, pk);
+            pk.next = Next::nat_lookup;
+            to_lookup |= 1u << i;
             continue;
         }
+        pk.next = Next::drop;
         DropReason r = parse(w, p, m, pk);
         if (unlikely(r == DropReason::fragment) && w.reassembly) {
             // Held until its datagram is complete; the whole datagram then goes on in its place.
@@ -476,8 +487,14 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
                 continue;
             }
         }
-        b.set_next(i, pk.kind == Kind::other ? Next::nat_slow : Next::nat_lookup);
+        if (pk.kind == Kind::other) {
+            b.set_next(i, Next::nat_slow);
+            continue;
+        }
+        if (!pk.v6) begin_lookup(w, pk);
+        b.set_next(i, Next::nat_lookup);
     }
+    b.waiting[static_cast<unsigned>(Next::nat_lookup)] |= to_lookup;
 }
 
 }  // namespace egw::dp

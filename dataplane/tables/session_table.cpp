@@ -29,15 +29,7 @@ namespace egw::dp {
 // not help: CRC is affine in it, so keys that collide under one value collide under all. Four
 // independent multiplications cost about what the two dependent CRC32 instructions did.
 // An IPv6 key is ten words (ten multiplications), an IPv4 key four.
-template <class F>
-uint32_t BasicSessionTable<F>::hash(const Key& k) const {
-    uint32_t w[F::kHashWords];
-    std::memcpy(w, &k, sizeof(w));
-    uint64_t h = hash_key_[0];
-    for (unsigned i = 0; i < F::kHashWords; ++i)
-        h += hash_key_[i + 1] * w[i];
-    return static_cast<uint32_t>(h >> 32);
-}
+// (hash() itself is in the header: the input stage hashes its keys as it builds them.)
 
 // Bit j set when signature j of the bucket is h: the seven signatures are compared at once (two
 // SSE2 compares of four; the eighth lane is idx[0] and is masked off).
@@ -173,6 +165,15 @@ void BasicSessionTable<F>::lookup_bulk(const Bucket* table, const Key* const* ke
         h[i] = hash(*keys[i]);
         rte_prefetch0(&table[h[i] & mask_]);
     }
+    probe_bulk<Inside>(table, keys, n, idx, h);
+}
+
+// The rest of a bulk lookup once every key's hash is known and its bucket prefetched: signatures,
+// then the sessions they point to (prefetched for the whole burst before the first key check).
+template <class F>
+template <bool Inside>
+void BasicSessionTable<F>::probe_bulk(const Bucket* table, const Key* const* keys, unsigned n, uint32_t* idx,
+                                      const uint32_t* h) const {
     for (unsigned i = 0; i < n; ++i) {
         const Bucket& bk = table[h[i] & mask_];
         uint32_t cand = kNone;
@@ -209,6 +210,18 @@ template <class F>
 void BasicSessionTable<F>::lookup_outside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes) const {
     uint32_t h[kBulk];
     lookup_bulk<false>(outside_, keys, n, idx, hashes ? hashes : h);
+}
+
+template <class F>
+void BasicSessionTable<F>::lookup_inside_hashed(const Key* const* keys, unsigned n, uint32_t* idx,
+                                                const uint32_t* hashes) const {
+    probe_bulk<true>(inside_, keys, n, idx, hashes);
+}
+
+template <class F>
+void BasicSessionTable<F>::lookup_outside_hashed(const Key* const* keys, unsigned n, uint32_t* idx,
+                                                 const uint32_t* hashes) const {
+    probe_bulk<false>(outside_, keys, n, idx, hashes);
 }
 
 template <class F>

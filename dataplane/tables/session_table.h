@@ -241,6 +241,22 @@ public:
     // hashes[i] = key_hash(*keys[i]), which a create of that key may reuse.
     void lookup_inside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes = nullptr) const;
     void lookup_outside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes = nullptr) const;
+    // A lookup begun early, as soon as the key is known (the input stage, while it goes on with
+    // the rest of the burst): returns key_hash(k) with the key's bucket in the inside or outside
+    // index prefetched. The *_hashed lookups then take those hashes (hashes[i] = key_hash(*keys[i]))
+    // and the buckets have had the rest of the input stage to arrive.
+    uint32_t begin_inside(const Key& k) const {
+        uint32_t h = hash(k);
+        __builtin_prefetch(&inside_[h & mask_], 0, 3);
+        return h;
+    }
+    uint32_t begin_outside(const Key& k) const {
+        uint32_t h = hash(k);
+        __builtin_prefetch(&outside_[h & mask_], 0, 3);
+        return h;
+    }
+    void lookup_inside_hashed(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes) const;
+    void lookup_outside_hashed(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes) const;
     uint32_t find_inside(const Key& k) const;
     uint32_t find_outside(const Key& k) const;
     // The same when h = key_hash(k) is already known.
@@ -297,12 +313,22 @@ private:
     };
     static_assert(sizeof(Bucket) == 64);
 
-    uint32_t hash(const Key& k) const;
+    // Keyed multiply-add over the key's 32-bit words (session_table.cpp says why).
+    uint32_t hash(const Key& k) const {
+        uint32_t w[F::kHashWords];
+        __builtin_memcpy(w, &k, sizeof(w));
+        uint64_t h = hash_key_[0];
+        for (unsigned i = 0; i < F::kHashWords; ++i)
+            h += hash_key_[i + 1] * w[i];
+        return static_cast<uint32_t>(h >> 32);
+    }
     static unsigned sig_matches(const Bucket& bk, uint32_t h);
     template <bool Inside>
     uint32_t find(const Bucket* table, const Key& k, uint32_t h) const;
     template <bool Inside>
     void lookup_bulk(const Bucket* table, const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const;
+    template <bool Inside>
+    void probe_bulk(const Bucket* table, const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h) const;
     bool allocate(const char* name, size_t bytes, int socket);
     void insert(Bucket* table, uint32_t h, uint32_t idx);
     void erase(Bucket* table, uint32_t h, uint32_t idx);
