@@ -6,10 +6,12 @@
 #   scripts/demo.sh [--no-build]
 #
 # builds egw (scripts/build.sh installs what it needs), puts egwd between a pod network and two
-# external networks made of network namespaces (scripts/netns.sh), sends TCP, UDP and ping from
-# the pods, and prints for each flow the source address the external server saw and the egwd port
-# it left through. Then it deletes the web EgressService and shows the next connection leave with
-# the default action. egwd reads a copy of config/demo-manifests, so the repository is never
+# external networks made of dual-stack network namespaces (scripts/netns.sh, EGW_NETNS_IPV6=1),
+# sends TCP, UDP and ping from the pods over IPv4 and IPv6, and prints for each flow the source
+# address the external server saw and the egwd port it left through: the dual-stack Service
+# default/web leaves with its IPv4 ingress IP over IPv4 and its IPv6 one over IPv6 (NAPT66). Then
+# it deletes the web EgressService and shows the next connection of each family leave with the
+# default action. egwd reads a copy of config/demo-manifests, so the repository is never
 # edited. Everything it starts is stopped and removed on exit, error or Ctrl-C.
 #
 # --no-build skips scripts/build.sh (egw already built). EGW_NETNS_PREFIX (default egw) names the
@@ -25,6 +27,7 @@ fi
 
 export EGW_NETNS_PREFIX=${EGW_NETNS_PREFIX:-egw}
 export EGW_NETNS_TAG=${EGW_NETNS_TAG:-egw}
+export EGW_NETNS_IPV6=1              # the demo is dual-stack (config/demo.json)
 EGWD=${EGWD:-build/control/egwd}
 PEER=tests/e2e/peer.py
 DEMO_TIMEOUT=${DEMO_TIMEOUT:-60}   # seconds after the build; the demo itself needs about 15
@@ -106,7 +109,7 @@ fi
 ) &
 watchdog_pid=$!
 
-say "topology: namespaces $EGW_NETNS_PREFIX-{pods,pods2,ext1,ext2} (scripts/netns.sh up)"
+say "topology: dual-stack namespaces $EGW_NETNS_PREFIX-{pods,pods2,ext1,ext2} (scripts/netns.sh up)"
 topology=yes
 bash scripts/netns.sh up
 bash scripts/netns.sh show
@@ -130,9 +133,9 @@ done
 [ -n "$ready" ] || { echo "demo.sh: egwd not ready within 30 s" >&2; exit 1; }
 echo "egwd is ready (pid $egwd_pid); log: $work/egwd.log"
 
-say "external servers on 192.0.2.100 (ext1), 198.51.100.100 (ext2) and pod 10.244.2.10 (pods2), port 8080"
+say "external servers on 192.0.2.100 and 2001:db8:2::100 (ext1), 198.51.100.100 and 2001:db8:100::100 (ext2), pod 10.244.2.10 and fd00:10:244:2::10 (pods2), port 8080"
 for role in ext1 ext2 pods2; do
-  ip netns exec "$EGW_NETNS_PREFIX-$role" python3 "$PEER" serve --tcp 8080 --udp 8080 --icmp --lifetime "$DEMO_TIMEOUT" \
+  ip netns exec "$EGW_NETNS_PREFIX-$role" python3 "$PEER" serve --tcp 8080 --udp 8080 --icmp --ipv6 --lifetime "$DEMO_TIMEOUT" \
     >"$work/server-$role.log" 2>&1 &
   server_pids+=($!)
 done
@@ -155,7 +158,18 @@ flows=(
   "pod-cidr  icmp 10.244.1.10 -     10.244.2.10    pods2 10.244.1.10"
   "no-egress tcp  10.244.1.30 40001 192.0.2.100    ext1  192.0.2.1"
   "no-egress udp  10.244.1.30 40002 192.0.2.100    ext1  192.0.2.1"
+  "web       tcp  fd00:10:244:1::10 40011 2001:db8:2::100   ext1  2001:db8:2::50"
+  "web       udp  fd00:10:244:1::10 40012 2001:db8:2::100   ext1  2001:db8:2::50"
+  "web       icmp fd00:10:244:1::10 -     2001:db8:2::100   ext1  2001:db8:2::50"
+  "web       tcp  fd00:10:244:1::11 40011 2001:db8:2::100   ext1  2001:db8:2::50"
+  "db        tcp  fd00:10:244:1::20 40011 2001:db8:100::100 ext2  2001:db8:100::1"
+  "db        icmp fd00:10:244:1::20 -     2001:db8:100::100 ext2  2001:db8:100::1"
+  "pod-cidr  tcp  fd00:10:244:1::10 40013 fd00:10:244:2::10 pods2 fd00:10:244:1::10"
+  "no-egress udp  fd00:10:244:1::30 40012 2001:db8:2::100   ext1  2001:db8:2::1"
 )
+
+# "[v6]:port" for an IPv6 address, "v4:port" otherwise.
+endpoint() { case $1 in *:*) echo "[$1]:$2" ;; *) echo "$1:$2" ;; esac; }
 
 # Runs one flow and prints "<seen>" (the address the server saw) or "FAILED: <why>".
 run_flow() {
@@ -172,7 +186,7 @@ run_flow() {
     done
     if [ -n "$line" ]; then echo "$line" | awk '{print $2}'; else echo "FAILED: echo request not seen by the server"; fi
   else
-    if out=$(in_ns pods python3 "$PEER" "$proto" "$dst" 8080 --bind "$pod:$sport" --timeout 5 2>&1); then
+    if out=$(in_ns pods python3 "$PEER" "$proto" "$dst" 8080 --bind "$(endpoint "$pod" "$sport")" --timeout 5 2>&1); then
       echo "$out"
     else
       echo "FAILED: $out"
@@ -186,7 +200,7 @@ for f in "${flows[@]}"; do
   read -r label proto pod sport dst role want <<<"$f"
   seen=$(run_flow "$proto" "$pod" "$sport" "$dst" "$role")
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$proto" "$pod" "$sport" "$dst" "$want" "$seen" >>"$work/flows.tsv"
-  printf '  %-9s %-4s %-11s -> %-14s seen as %s\n' "$label" "$proto" "$pod" "$dst" "$seen"
+  printf '  %-9s %-4s %-17s -> %-17s seen as %s\n' "$label" "$proto" "$pod" "$dst" "$seen"
 done
 
 say "a few malformed frames from the pods (truncated header, IHL < 5, protocol 253)"
@@ -206,23 +220,36 @@ flows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.str
 status = json.load(open(sys.argv[2]))
 sessions = status.get("sessions", [])
 
+def endpoint(addr, port):
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+def host(seen):
+    # "[v6]:port", "v4:port", or a bare address of either family (an echo request's source).
+    if seen.startswith("["):
+        return seen[1:seen.find("]")]
+    return seen.split(":")[0] if seen.count(":") == 1 else seen
+
 def egress_port(proto, pod, sport, dst):
+    v6 = ":" in dst
+    listed = "icmpv6" if v6 and proto == "icmp" else proto
     for s in reversed(sessions):
-        if s.get("proto") != proto or not s.get("remote", "").startswith(dst + ":"):
+        if s.get("proto") != listed or not s.get("remote", "").startswith(endpoint(dst, "")):
             continue
         inside = s.get("inside", "")
-        if inside == f"{pod}:{sport}" or (proto == "icmp" and inside.startswith(pod + ":")):
+        if inside == endpoint(pod, sport) or (proto == "icmp" and inside.startswith(endpoint(pod, ""))):
             return s.get("port", "?")
-    return "- (routed, no NAT)" if dst.startswith("10.244.") else "- (no session)"
+    routed = dst.startswith("10.244.") or dst.startswith("fd00:10:244:")
+    return "- (routed, no NAT)" if routed else "- (no session)"
 
-print("  web = default/web (LoadBalancerIP, ingress 192.0.2.50); db = default/db (Network, VRF blue);\n"
-      "  pod-cidr = to a pod of another pod subnet; no-egress = a pod of no EgressService\n")
+print("  web = default/web (LoadBalancerIP, dual-stack: ingress 192.0.2.50 and 2001:db8:2::50);\n"
+      "  db = default/db (Network, VRF blue); pod-cidr = to a pod of another pod subnet;\n"
+      "  no-egress = a pod of no EgressService (masqueraded to ext1's address of its family)\n")
 rows = [("flow", "proto", "pod", "destination", "server saw", "left via", "check")]
 bad = 0
 for label, proto, pod, sport, dst, want, seen in flows:
-    pod_addr = pod if sport == "-" else f"{pod}:{sport}"
-    dest = dst if proto == "icmp" else f"{dst}:8080"
-    ok = seen.split(":")[0] == want
+    pod_addr = pod if sport == "-" else endpoint(pod, sport)
+    dest = dst if proto == "icmp" else endpoint(dst, 8080)
+    ok = host(seen) == want
     bad += not ok
     rows.append((label, proto, pod_addr, dest, seen, egress_port(proto, pod, sport, dst),
                  "ok" if ok else f"UNEXPECTED (want {want})"))
@@ -234,11 +261,12 @@ for i, r in enumerate(rows):
 
 print("\nservices (EgressService status.host as egwd would write it):")
 for s in status.get("services", []):
-    source = (f"ingress={s.get('ingress_ip') or '-'}" if s.get("mode") == "LoadBalancerIP"
-              else f"network={s.get('network') or '-'}")
+    source = (f"ingress={s.get('ingress_ip') or '-'},{s.get('ingress_ipv6') or '-'}"
+              if s.get("mode") == "LoadBalancerIP" else f"network={s.get('network') or '-'}")
     print(f"  {s.get('key'):<12} status.host={s.get('status_host')!r:<7} mode={s.get('mode'):<15}"
-          f"{source:<19} vrf={s.get('vrf'):<8}"
-          f"  endpoints={s.get('endpoints')}  programmed={s.get('programmed')}"
+          f"{source:<34} vrf={s.get('vrf'):<8}"
+          f"  endpoints={s.get('endpoints')}+{s.get('endpoints_ipv6', 0)} IPv6"
+          f"  programmed={s.get('programmed')}/IPv6 {s.get('programmed_ipv6')}"
           f"  packets out/in={s.get('packets_out')}/{s.get('packets_in')}"
           + (f"  reason={s['reason']}" if s.get("reason") else ""))
 
@@ -255,20 +283,27 @@ EOF
 
 say "deleting the EgressService default/web"
 python3 "$PEER" delete-egress-service "$work/manifests" default/web
-start=$(date +%s.%N)
-deadline=$(( $(date +%s) + 3 ))
-after=""
-while [ "$(date +%s)" -le "$deadline" ]; do
-  after=$(in_ns pods python3 "$PEER" tcp 192.0.2.100 8080 --bind 10.244.1.10 --timeout 1 2>/dev/null || true)
-  case $after in 192.0.2.1:*) break ;; esac
-  sleep 0.1
-done
-took=$(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$start")
-echo "  next connection 10.244.1.10 -> 192.0.2.100:8080 seen as ${after:-nothing} after ${took}s"
-case $after in
-  192.0.2.1:*) echo "  (the default action, masquerade to ext1's address 192.0.2.1)" ;;
-  *) echo "demo.sh: web traffic did not fall back to the default action" >&2; exit 1 ;;
-esac
+# The next connection of each family leaves with the default action: masquerade to ext1's
+# address of that family.
+fallback() { # pod, destination, expected source
+  local start deadline after took
+  start=$(date +%s.%N)
+  deadline=$(( $(date +%s) + 3 ))
+  after=""
+  while [ "$(date +%s)" -le "$deadline" ]; do
+    after=$(in_ns pods python3 "$PEER" tcp "$2" 8080 --bind "$1" --timeout 1 2>/dev/null || true)
+    case $after in "$3":*|"[$3]":*) break ;; esac
+    sleep 0.1
+  done
+  took=$(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$start")
+  echo "  next connection $1 -> $(endpoint "$2" 8080) seen as ${after:-nothing} after ${took}s"
+  case $after in
+    "$3":*|"[$3]":*) echo "  (the default action, masquerade to ext1's address $3)" ;;
+    *) echo "demo.sh: web traffic did not fall back to the default action" >&2; exit 1 ;;
+  esac
+}
+fallback 10.244.1.10 192.0.2.100 192.0.2.1
+fallback fd00:10:244:1::10 2001:db8:2::100 2001:db8:2::1
 
 say "stopping egwd"
 stop_egwd

@@ -4,10 +4,11 @@
 scripts/netns.sh's topology with EGW_NETNS_IPV6=1: every namespace keeps its IPv4 addresses and
 gains IPv6 ones (pods fd00:10:244:1::10, ::11, ::20, ::30; pods2 fd00:10:244:2::10; ext1
 2001:db8:2::100; ext2 2001:db8:100::100), with egwd's ports at the ::1 of each prefix. The suite
-stages config/demo.json with those port addresses and the IPv6 pod and service ranges, and makes
-default/web and default/db dual-stack: web's last IPv6 ingress entry is 2001:db8:2::50 and its
-pods have IPv6 endpoints, db (Network, blue) has an IPv6 endpoint too. pods2's link has a smaller
-MTU (1300), so that a routed datagram larger than it gets Packet Too Big from the gateway.
+stages config/demo.json, which is dual-stack (those port addresses, the IPv6 pod and service
+ranges; default/web's last IPv6 ingress entry is 2001:db8:2::50 and its pods have IPv6
+endpoints, db (Network, blue) has an IPv6 endpoint too), and checks that it still is. It adds
+pods2's smaller MTU (1300), so that a routed datagram larger than it gets Packet Too Big from the
+gateway, and an IPv6-only Service (default/v6only) for the CLI.
 
 The kernels find egwd's ports by Neighbor Solicitation and egwd finds theirs the same way; what
 arrives on the far side (the source address a server saw, the ICMPv6 error a socket was given) is
@@ -68,41 +69,6 @@ HOLD = 1.0
 PORT_ADDRESSES6 = {"pods": "fd00:10:244:1::1/64", "pods2": "fd00:10:244:2::1/64",
                    "ext1": "2001:db8:2::1/64", "ext2": "2001:db8:100::1/64"}
 
-# web's and db's IPv6 halves, added to the staged manifests.
-WEB6 = """---
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: web-v6
-  namespace: default
-  labels:
-    kubernetes.io/service-name: web
-addressType: IPv6
-endpoints:
-- addresses: ["fd00:10:244:1::10"]
-  nodeName: worker-1
-  conditions: {ready: true}
-- addresses: ["fd00:10:244:1::11"]
-  nodeName: worker-1
-  conditions: {ready: true}
-ports:
-- {name: http, port: 8080, protocol: TCP}
-"""
-DB6 = """apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: db-v6
-  namespace: default
-  labels:
-    kubernetes.io/service-name: db
-addressType: IPv6
-endpoints:
-- addresses: ["fd00:10:244:1::20"]
-  nodeName: worker-2
-  conditions: {ready: true}
-ports:
-- {name: pg, port: 5432, protocol: TCP}
-"""
 # A LoadBalancerIP Service with an IPv6 ingress IP and no IPv4 one: only its IPv6 endpoints are
 # translated (show services says "IPv6 only"). Its endpoint sends no traffic here.
 V6ONLY_INGRESS6 = "2001:db8:2::60"
@@ -187,26 +153,23 @@ class Ipv6E2E(unittest.TestCase):
         cls.config, manifests = peer.stage_config(DEMO_CONFIG, rig.workdir, FILE_PREFIX, iface_tag=TAG,
                                                   metrics_listen=f"127.0.0.1:{harness.free_port()}")
         cfg = json.loads(cls.config.read_text())
+        # The demo is dual-stack (config/demo.json, config/demo-manifests); this suite's addresses
+        # are its addresses.
+        have = {p["name"]: p["addresses"] for p in cfg["ports"]}
+        for name, address in PORT_ADDRESSES6.items():
+            if address not in have.get(name, []):
+                raise RuntimeError(f"{DEMO_CONFIG}: port {name} lost its IPv6 address {address}: {have}")
+        if "fd00:10:244::/48" not in cfg["cluster"]["pod_cidrs"]:
+            raise RuntimeError(f"{DEMO_CONFIG}: no IPv6 pod range: {cfg['cluster']}")
+        if WEB_INGRESS6 not in (manifests / "web.yaml").read_text():
+            raise RuntimeError(f"{manifests / 'web.yaml'}: default/web lost its IPv6 ingress IP {WEB_INGRESS6}")
         for p in cfg["ports"]:
-            p["addresses"].append(PORT_ADDRESSES6[p["name"]])
             if p["name"] == "pods2":
                 p["mtu"] = PODS2_MTU
-        cfg["cluster"]["pod_cidrs"].append("fd00:10:244::/48")
-        cfg["cluster"]["service_cidrs"].append("fd00:10:96::/112")
         # Ingress to web's IPv6 ingress IP goes to the host in pods2, which plays a cluster node
         # (test_3x).
         cfg["ingress"] = {"via6": POD2, "port": "pods2"}
         cls.config.write_text(json.dumps(cfg, indent=2) + "\n")
-        web = manifests / "web.yaml"
-        text = web.read_text()
-        text = text.replace("    - ip: 192.0.2.50\n", f"    - ip: 192.0.2.50\n    - ip: \"{WEB_INGRESS6}\"\n")
-        text = text.replace("  clusterIPs:\n  - 10.96.0.50\n",
-                            "  clusterIPs:\n  - 10.96.0.50\n  - \"fd00:10:96::50\"\n"
-                            "  ipFamilies: [IPv4, IPv6]\n  ipFamilyPolicy: RequireDualStack\n")
-        if WEB_INGRESS6 not in text or "RequireDualStack" not in text:
-            raise RuntimeError(f"{web}: the demo manifest changed shape; cannot make it dual-stack")
-        web.write_text(text + WEB6)
-        (manifests / "db-v6.yaml").write_text(DB6)
         (manifests / "v6only.yaml").write_text(V6ONLY)
         cls.manifests = manifests
         cls.status_file = rig.workdir / "status.json"

@@ -1548,13 +1548,19 @@ TEST(ShippedFiles, DemoLoadsWithTheAgreedTopology) {
         PortRole role;
         const char* vrf;
         const char* address;
+        const char* address6;
         const char* mac;
     };
+    // Dual-stack: scripts/netns.sh's IPv4 and IPv6 (EGW_NETNS_IPV6=1) networks, egwd at .1 and ::1.
     const Want want[] = {
-        {"pods", "net_af_packet0", PortRole::inside, "default", "10.244.1.1/24", "02:e9:00:00:00:01"},
-        {"pods2", "net_af_packet1", PortRole::inside, "default", "10.244.2.1/24", "02:e9:00:00:00:02"},
-        {"ext1", "net_af_packet2", PortRole::outside, "default", "192.0.2.1/24", "02:e9:00:00:00:03"},
-        {"ext2", "net_af_packet3", PortRole::outside, "blue", "198.51.100.1/24", "02:e9:00:00:00:04"},
+        {"pods", "net_af_packet0", PortRole::inside, "default", "10.244.1.1/24", "fd00:10:244:1::1/64",
+         "02:e9:00:00:00:01"},
+        {"pods2", "net_af_packet1", PortRole::inside, "default", "10.244.2.1/24", "fd00:10:244:2::1/64",
+         "02:e9:00:00:00:02"},
+        {"ext1", "net_af_packet2", PortRole::outside, "default", "192.0.2.1/24", "2001:db8:2::1/64",
+         "02:e9:00:00:00:03"},
+        {"ext2", "net_af_packet3", PortRole::outside, "blue", "198.51.100.1/24", "2001:db8:100::1/64",
+         "02:e9:00:00:00:04"},
     };
     ASSERT_EQ(c.ports.size(), 4u);
     for (size_t i = 0; i < 4; ++i) {
@@ -1563,7 +1569,7 @@ TEST(ShippedFiles, DemoLoadsWithTheAgreedTopology) {
         EXPECT_EQ(c.ports[i].device, want[i].device);
         EXPECT_EQ(c.ports[i].role, want[i].role);
         EXPECT_EQ(c.ports[i].vrf, want[i].vrf);
-        EXPECT_EQ(c.ports[i].addresses, (std::vector<IpPrefix>{prefix(want[i].address)}));
+        EXPECT_EQ(c.ports[i].addresses, (std::vector<IpPrefix>{prefix(want[i].address), prefix(want[i].address6)}));
         EXPECT_EQ(c.ports[i].mac, mac(want[i].mac));
     }
     ASSERT_EQ(c.vrfs.size(), 2u);
@@ -1574,8 +1580,8 @@ TEST(ShippedFiles, DemoLoadsWithTheAgreedTopology) {
     EXPECT_EQ(c.routes[0].prefix, prefix("203.0.113.0/24"));
     EXPECT_EQ(c.routes[0].via, ip("192.0.2.254"));
     EXPECT_EQ(c.routes[0].port, "ext1");
-    EXPECT_EQ(c.cluster.pod_cidrs, (std::vector<IpPrefix>{prefix("10.244.0.0/16")}));
-    EXPECT_EQ(c.cluster.service_cidrs, (std::vector<IpPrefix>{prefix("10.96.0.0/12")}));
+    EXPECT_EQ(c.cluster.pod_cidrs, (std::vector<IpPrefix>{prefix("10.244.0.0/16"), prefix("fd00:10:244::/48")}));
+    EXPECT_EQ(c.cluster.service_cidrs, (std::vector<IpPrefix>{prefix("10.96.0.0/12"), prefix("fd00:10:96::/112")}));
     EXPECT_EQ(c.cluster.node_ips, (std::vector<IpAddr>{ip("172.18.0.2"), ip("172.18.0.3")}));
     EXPECT_EQ(c.default_action, DefaultAction::masquerade);
     EXPECT_EQ(c.sessions.max_sessions, 65536u);

@@ -529,11 +529,13 @@ TEST(DemoManifests, ParseAndEvaluate) {
     const auto& o = md.objects();
     EXPECT_EQ(o.egress_services.size(), 2u);
     EXPECT_EQ(o.services.size(), 2u);
-    EXPECT_EQ(o.endpoint_slices.size(), 2u);
+    EXPECT_EQ(o.endpoint_slices.size(), 4u) << "one IPv4 and one IPv6 slice per Service: the demo is dual-stack";
     EXPECT_EQ(o.nodes.size(), 1u);
 
     egw::model::GatewayIdentity self{"gw-1", {{"egw.example.com/gateway", "true"}}};
-    std::vector<egw::net::IpPrefix> pods{egw::net::IpPrefix::from_v4(10u << 24 | 244u << 16, 16)};
+    // config/demo.json's pod ranges.
+    std::vector<egw::net::IpPrefix> pods{egw::net::IpPrefix::from_v4(10u << 24 | 244u << 16, 16),
+                                         *egw::net::parse_prefix("fd00:10:244::/48")};
     auto states = egw::model::evaluate_single_gateway(o, self, pods);
     ASSERT_EQ(states.size(), 2u);
 
@@ -544,6 +546,7 @@ TEST(DemoManifests, ParseAndEvaluate) {
     EXPECT_TRUE(db.serve_here);
     EXPECT_EQ(db.network, "blue");
     EXPECT_EQ(db.endpoint_ipv4s, (std::vector<uint32_t>{10u << 24 | 244u << 16 | 1u << 8 | 20}));
+    EXPECT_EQ(db.endpoint_ipv6s, (std::vector<egw::net::IpAddr>{*egw::net::parse_ip("fd00:10:244:1::20")}));
 
     const auto& web = states[1];
     EXPECT_EQ(web.key, "default/web");
@@ -554,4 +557,9 @@ TEST(DemoManifests, ParseAndEvaluate) {
     EXPECT_EQ(web.endpoint_ipv4s,
               (std::vector<uint32_t>{10u << 24 | 244u << 16 | 1u << 8 | 10, 10u << 24 | 244u << 16 | 1u << 8 | 11}));
     EXPECT_EQ(web.endpoint_nodes, (std::vector<std::string>{"worker-1"}));
+    EXPECT_EQ(web.ingress_ipv6, egw::net::parse_ip("2001:db8:2::50"));
+    EXPECT_EQ(web.endpoint_ipv6s, (std::vector<egw::net::IpAddr>{*egw::net::parse_ip("fd00:10:244:1::10"),
+                                                                 *egw::net::parse_ip("fd00:10:244:1::11")}));
+    EXPECT_EQ(web.ip_families, (std::vector<std::string>{"IPv4", "IPv6"}));
+    EXPECT_EQ(web.ip_family_policy, "RequireDualStack");
 }
