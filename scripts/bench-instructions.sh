@@ -5,8 +5,10 @@
 # two builds compare on a loaded machine (docs/performance.md §1). They are not cycles: cache
 # misses (what dominates at 1,000,000 sessions) and branch mispredictions do not show in them.
 #
-#   scripts/bench-instructions.sh [BUILD_DIR]      # FLOWS=10000 PACKETS=64000 by default
+#   scripts/bench-instructions.sh [BUILD_DIR]      # FLOWS=10000 PACKETS=64000 FAMILY=4 by default
 #
+# FAMILY=6 counts IPv6 traffic (NAPT66), FAMILY=mix half IPv4 and half IPv6 flows (egw-bench
+# --family); a BUILD_DIR whose egw-bench predates --family (IPv4 only) is run without it.
 # Prints, per packet: io-forwarding (make the frame as a pcap replay does, transmit to
 # net_null), SNAT (the same plus egw's pipeline), their difference (egw's own), each stage of
 # the established pass, and the first pass per new session. egw-bench calls phase_boundary()
@@ -17,6 +19,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 flows=${FLOWS:-10000}
 packets=${PACKETS:-64000}
+family=${FAMILY:-4}
 command -v valgrind >/dev/null || { echo "bench-instructions: needs valgrind (scripts/deps.sh installs it)" >&2; exit 1; }
 [ -x "$build/tests/bench/egw-bench" ] || { echo "bench-instructions: build $build/tests/bench/egw-bench first" >&2; exit 1; }
 out=$(mktemp -d)
@@ -26,8 +29,16 @@ if [ "$(id -u)" -eq 0 ]; then rundir=/var/run/dpdk; else rundir=${XDG_RUNTIME_DI
 trap 'rm -rf "$out" "$rundir/$prefix"' EXIT
 eal=(--no-huge -m 1024 -l 0 --no-pci --file-prefix "$prefix" --log-level=error
      --vdev=net_null0,no-rx=1 --vdev=net_null1,no-rx=1)
+family_arg=()
+if grep -q -- '--family' "$build/tests/bench/egw-bench"; then
+  family_arg=(--family "$family")
+elif [ "$family" != 4 ]; then
+  echo "bench-instructions: $build/tests/bench/egw-bench has no --family (IPv4 only)" >&2
+  exit 1
+fi
 if ! valgrind --tool=callgrind --callgrind-out-file="$out/cg" --dump-before='*phase_boundary*' \
-     "$build/tests/bench/egw-bench" "${eal[@]}" -- --flows "$flows" --packets "$packets" >"$out/bench.txt" 2>"$out/valgrind.txt"; then
+     "$build/tests/bench/egw-bench" "${eal[@]}" -- --flows "$flows" --packets "$packets" "${family_arg[@]}" \
+     >"$out/bench.txt" 2>"$out/valgrind.txt"; then
   cat "$out/bench.txt" "$out/valgrind.txt" >&2
   exit 1
 fi
@@ -42,7 +53,8 @@ n=$(( (packets + 31) / 32 * 32 ))
 first=$(total "$out/cg.2")
 io=$(total "$out/cg.4")
 snat=$(total "$out/cg.5")
-echo "egw-bench under callgrind: $flows flows, $n packets per replay; instructions per packet"
+case $family in 4) what="IPv4" ;; 6) what="IPv6 (NAPT66)" ;; *) what="dual-stack mix (half IPv4, half IPv6)" ;; esac
+echo "egw-bench under callgrind: $flows flows, $what, $n packets per replay; instructions per packet"
 echo
 echo "| measure | instructions/packet |"
 echo "|---|---:|"

@@ -9,8 +9,11 @@
 // transmit to net_null). The difference is what egw costs per packet.
 //
 //   egw-bench [--flows N[,N...]] [--services M] [--seconds S] [--destinations D] [--workers N[,N...]]
-//             [--packets P]
+//             [--packets P] [--family 4|6|mix]
 //
+// --family 6 makes the traffic IPv6 (62-byte UDP frames, NAPT66 to the Services' IPv6 ingress
+// IPs, the IPv6 session table); mix makes half of the flows IPv4 and half IPv6, shuffled together
+// (a dual-stack cluster). 4, the default, is the IPv4 rig as it always was.
 // With --workers, it prints instead the cost of replies with N workers (hand-off or not).
 // With --packets, io-forward and SNAT each replay exactly P packets instead of running for
 // --seconds: the same work every run, for instruction counts. scripts/bench-instructions.sh runs
@@ -26,6 +29,8 @@
 #include <rte_mbuf_dyn.h>
 #include <rte_ring.h>
 #include <rte_udp.h>
+
+#include <array>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -47,6 +52,8 @@ namespace {
 using namespace egw;
 
 constexpr uint32_t kFrameLen = 60;
+constexpr uint32_t kFrameLen6 = 62;  // Ethernet + IPv6 + UDP, no payload: the smallest IPv6 UDP frame
+constexpr uint32_t kFrameCopy = 64;  // what generate() copies of every frame, either family
 constexpr uint16_t kMaxBenchWorkers = 4;
 constexpr uint8_t kInsideMac[6] = {0x02, 0, 0, 0, 0, 0x02};
 constexpr uint8_t kOutsideMac[6] = {0x02, 0, 0, 0, 0, 0x03};
@@ -57,6 +64,39 @@ constexpr uint32_t kIngressBase = 0xcb007100 + 10;  // 203.0.113.10..
 constexpr uint32_t kGateway = 0xcb007101;           // 203.0.113.1
 constexpr uint32_t kPodRouter = 0x0a7f00fe;         // 10.127.0.254, inside
 
+// The IPv6 rig (--family 6 or mix): the same shape in IPv6. Pods in fd00:10:128::/48 behind a
+// router on the inside, destinations and Service ingress IPs outside, one gateway.
+using Ip6Bytes = std::array<uint8_t, 16>;
+Ip6Bytes ip6(uint16_t w0, uint16_t w1, uint16_t w2, uint32_t low) {
+    Ip6Bytes a{};
+    a[0] = static_cast<uint8_t>(w0 >> 8), a[1] = static_cast<uint8_t>(w0);
+    a[2] = static_cast<uint8_t>(w1 >> 8), a[3] = static_cast<uint8_t>(w1);
+    a[4] = static_cast<uint8_t>(w2 >> 8), a[5] = static_cast<uint8_t>(w2);
+    for (int i = 0; i < 4; ++i)
+        a[12 + i] = static_cast<uint8_t>(low >> (24 - 8 * i));
+    return a;
+}
+const Ip6Bytes kPodBase6 = ip6(0xfd00, 0x10, 0x128, 0);           // fd00:10:128::/48, pod i at ::(1 + i)
+const Ip6Bytes kDstBase6 = ip6(0x2001, 0xdb8, 0x100, 10);         // 2001:db8:100::a..
+const Ip6Bytes kIngressBase6 = ip6(0x2001, 0xdb8, 0x113, 0x100);  // 2001:db8:113::100..
+const Ip6Bytes kOutsideAddr6 = ip6(0x2001, 0xdb8, 0x113, 10);     // 2001:db8:113::a/64
+const Ip6Bytes kGateway6 = ip6(0x2001, 0xdb8, 0x113, 1);          // 2001:db8:113::1
+const Ip6Bytes kInsideAddr6 = ip6(0xfd00, 0x127, 0, 1);           // fd00:127::1/64
+const Ip6Bytes kPodRouter6 = ip6(0xfd00, 0x127, 0, 0xfe);         // fd00:127::fe, inside
+
+Ip6Bytes plus(Ip6Bytes a, uint32_t n) {
+    uint32_t low = uint32_t{a[12]} << 24 | uint32_t{a[13]} << 16 | uint32_t{a[14]} << 8 | a[15];
+    low += n;
+    for (int i = 0; i < 4; ++i)
+        a[12 + i] = static_cast<uint8_t>(low >> (24 - 8 * i));
+    return a;
+}
+net::IpAddr addr6(const Ip6Bytes& a) {
+    return net::IpAddr::from_v6(a.data());
+}
+
+enum class Family { v4, v6, mix };
+
 struct Args {
     std::vector<uint32_t> flows{10000, 1000000};
     unsigned services = 64;
@@ -64,10 +104,14 @@ struct Args {
     double seconds = 3;
     std::vector<uint32_t> workers;  // --workers: the many-worker table, for these worker counts
     uint64_t packets = 0;           // --packets: replay exactly this many (rounded up to bursts) per mode
+    Family family = Family::v4;     // --family
 };
 
+// A stored frame: IPv4 ones are kFrameLen long, IPv6 ones kFrameLen6; generate() copies
+// kFrameCopy bytes of either and sets the mbuf's length to `len`.
 struct Frame {
-    uint8_t bytes[kFrameLen];
+    uint8_t bytes[kFrameCopy];
+    uint8_t len = kFrameLen;
 };
 
 // Flow i: pod = i mod P (P pods, P = min(N, 16384)), each pod in service pod mod M, source port
@@ -101,6 +145,51 @@ std::vector<Frame> make_frames(uint32_t flows, unsigned dsts, uint32_t pods) {
     return out;
 }
 
+// The same flows in IPv6: pod fd00:10:128::(1 + i mod P), source port 1024 + (i div P),
+// destination 2001:db8:100::a + i mod D, port 53.
+std::vector<Frame> make_frames6(uint32_t flows, unsigned dsts, uint32_t pods) {
+    std::vector<Frame> out(flows);
+    for (uint32_t i = 0; i < flows; ++i) {
+        uint8_t* b = out[i].bytes;
+        out[i].len = kFrameLen6;
+        std::memset(b, 0, kFrameCopy);
+        auto* eth = reinterpret_cast<rte_ether_hdr*>(b);
+        std::memcpy(eth->dst_addr.addr_bytes, kInsideMac, 6);
+        uint8_t src_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
+        std::memcpy(eth->src_addr.addr_bytes, src_mac, 6);
+        eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6);
+        auto* ip = reinterpret_cast<rte_ipv6_hdr*>(eth + 1);
+        ip->vtc_flow = rte_cpu_to_be_32(6u << 28);
+        ip->payload_len = rte_cpu_to_be_16(kFrameLen6 - 14 - 40);
+        ip->proto = IPPROTO_UDP;
+        ip->hop_limits = 64;
+        Ip6Bytes src = plus(kPodBase6, 1 + i % pods), dst = plus(kDstBase6, i % dsts);
+        std::memcpy(ip->src_addr, src.data(), 16);
+        std::memcpy(ip->dst_addr, dst.data(), 16);
+        auto* udp = reinterpret_cast<rte_udp_hdr*>(ip + 1);
+        udp->src_port = rte_cpu_to_be_16(static_cast<uint16_t>(1024 + i / pods));
+        udp->dst_port = rte_cpu_to_be_16(53);
+        udp->dgram_len = rte_cpu_to_be_16(kFrameLen6 - 14 - 40);
+        udp->dgram_cksum = rte_ipv6_udptcp_cksum(ip, udp);
+    }
+    std::mt19937 rng(1);
+    std::shuffle(out.begin(), out.end(), rng);
+    return out;
+}
+
+// The frames of a family: IPv4, IPv6, or half of each (IPv4 the first half of the flows,
+// rounded down), shuffled together.
+std::vector<Frame> make_family_frames(Family family, uint32_t flows, unsigned dsts) {
+    if (family == Family::v4) return make_frames(flows, dsts, std::min<uint32_t>(flows, 16384));
+    if (family == Family::v6) return make_frames6(flows, dsts, std::min<uint32_t>(flows, 16384));
+    uint32_t n4 = flows / 2, n6 = flows - n4;
+    auto out = make_frames(n4, dsts, std::min<uint32_t>(n4, 16384));
+    auto six = make_frames6(n6, dsts, std::min<uint32_t>(n6, 16384));
+    out.insert(out.end(), six.begin(), six.end());
+    std::shuffle(out.begin(), out.end(), std::mt19937(4));
+    return out;
+}
+
 struct Rig {
     rte_mempool* pool = nullptr;
     uint16_t inside = 0, outside = 0;
@@ -112,9 +201,13 @@ struct Rig {
     std::unique_ptr<control::PolicyBuilder> builder;
     const dp::PolicySnapshot* snap = nullptr;
     size_t session_bytes = 0;
+    size_t session_bytes6 = 0;
 };
 
-void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigned n_workers = 1) {
+// `flows` sizes the session table of each family that carries traffic; `pods` and `pods6` are
+// how many pods of each family have a Service (0: none of that family).
+void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigned n_workers = 1, uint32_t pods6 = 0,
+               uint32_t flows6 = 0) {
     static unsigned instance = 0;
     ++instance;
     r.cfg = config::Config{};
@@ -139,6 +232,21 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigne
     pods_route.port = "inside";
     r.cfg.routes = {def, pods_route};
     r.cfg.cluster.pod_cidrs = {net::IpPrefix::from_v4(kPodBase, 14)};
+    if (flows6) {
+        r.cfg.ports[0].addresses.push_back(net::IpPrefix{addr6(kInsideAddr6), 64});
+        r.cfg.ports[1].addresses.push_back(net::IpPrefix{addr6(kOutsideAddr6), 64});
+        config::RouteConfig def6;
+        def6.prefix = net::IpPrefix{net::IpAddr::from_v6(Ip6Bytes{}.data()), 0};
+        def6.via = addr6(kGateway6);
+        def6.port = "outside";
+        config::RouteConfig pods6_route;
+        pods6_route.prefix = net::IpPrefix{addr6(kPodBase6), 48};
+        pods6_route.via = addr6(kPodRouter6);
+        pods6_route.port = "inside";
+        r.cfg.routes.push_back(def6);
+        r.cfg.routes.push_back(pods6_route);
+        r.cfg.cluster.pod_cidrs.push_back(net::IpPrefix{addr6(kPodBase6), 48});
+    }
     r.cfg.default_action = config::DefaultAction::masquerade;
 
     std::vector<std::array<uint8_t, 6>> macs(dp::kMaxPorts);
@@ -152,9 +260,12 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigne
         st.status_host = "bench";
         st.serve_here = true;
         st.ingress_ipv4 = kIngressBase + s;
+        if (flows6) st.ingress_ipv6 = addr6(plus(kIngressBase6, s));
     }
     for (uint32_t p = 0; p < pods; ++p)
         states[p % services].endpoint_ipv4s.push_back(kPodBase + 1 + p);
+    for (uint32_t p = 0; p < pods6; ++p)
+        states[p % services].endpoint_ipv6s.push_back(addr6(plus(kPodBase6, 1 + p)));
     r.snap = r.builder->build(states).release();
     r.shared.policy.current.store(r.snap);
     r.shared.n_workers = n_workers;
@@ -167,6 +278,13 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigne
     r.shared.neighbors->set_mac(slot, kGatewayMac);
     slot = r.shared.neighbors->insert(r.inside, kPodRouter);
     r.shared.neighbors->set_mac(slot, kGatewayMac);
+    if (flows6) {
+        r.shared.neighbors6 = new dp::NeighborTable6(64);
+        slot = r.shared.neighbors6->insert(r.outside, kGateway6.data());
+        r.shared.neighbors6->set_mac(slot, kGatewayMac);
+        slot = r.shared.neighbors6->insert(r.inside, kPodRouter6.data());
+        r.shared.neighbors6->set_mac(slot, kGatewayMac);
+    }
     r.shared.to_control = rte_ring_create(("bench_ctl" + std::to_string(instance)).c_str(), 1024, 0, RING_F_SC_DEQ);
 
     for (unsigned i = 0; i < n_workers; ++i) {
@@ -183,6 +301,10 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigne
             std::fprintf(stderr, "egw-bench: cannot allocate %u sessions (raise -m)\n", flows);
             std::exit(1);
         }
+        if (flows6 && !w->sessions6.init((name + "_6").c_str(), flows6, 0)) {
+            std::fprintf(stderr, "egw-bench: cannot allocate %u IPv6 sessions (raise -m)\n", flows6);
+            std::exit(1);
+        }
         r.workers.push_back(w);
     }
     for (unsigned a = 0; a < n_workers && n_workers > 1; ++a)
@@ -196,6 +318,7 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigne
         }
     r.worker = r.workers[0];
     r.session_bytes = r.worker->sessions.memory_bytes();
+    r.session_bytes6 = flows6 ? r.worker->sessions6.memory_bytes() : 0;
 }
 
 void teardown_rig(Rig& r) {
@@ -208,6 +331,8 @@ void teardown_rig(Rig& r) {
         rte_ring_free(ring);
     rte_ring_free(r.shared.to_control);
     delete r.shared.neighbors;
+    delete r.shared.neighbors6;
+    r.shared.neighbors6 = nullptr;
     r.shared.policy.current.store(nullptr);
     delete r.snap;
 }
@@ -218,8 +343,8 @@ inline bool generate(rte_mempool* pool, const std::vector<Frame>& frames, size_t
     if (rte_pktmbuf_alloc_bulk(pool, pkts, n) != 0) return false;
     for (unsigned i = 0; i < n; ++i) {
         rte_mbuf* m = pkts[i];
-        std::memcpy(rte_pktmbuf_mtod(m, void*), frames[cursor].bytes, kFrameLen);
-        m->data_len = m->pkt_len = kFrameLen;
+        std::memcpy(rte_pktmbuf_mtod(m, void*), frames[cursor].bytes, kFrameCopy);
+        m->data_len = m->pkt_len = frames[cursor].len;
         m->port = port;
         if (++cursor == frames.size()) cursor = 0;
     }
@@ -580,10 +705,12 @@ int main(int argc, char** argv) {
             a.workers = parse_list(v);
         else if (k == "--packets")
             a.packets = std::stoull(v);
+        else if (k == "--family" && (std::string(v) == "4" || std::string(v) == "6" || std::string(v) == "mix"))
+            a.family = std::string(v) == "4" ? Family::v4 : std::string(v) == "6" ? Family::v6 : Family::mix;
         else {
             std::fprintf(stderr,
                          "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds "
-                         "S] [--workers N,...] [--packets P]\n");
+                         "S] [--workers N,...] [--packets P] [--family 4|6|mix]\n");
             return 2;
         }
     }
@@ -614,35 +741,47 @@ int main(int argc, char** argv) {
         }
     }
     if (!a.workers.empty()) {
+        if (a.family != Family::v4) {
+            std::fprintf(stderr, "egw-bench: --workers measures IPv4 replies only (--family 4)\n");
+            return 2;
+        }
         int rc = many_workers(pool, inside, outside, field, a);
         rte_eal_cleanup();
         return rc;
     }
     double ghz = static_cast<double>(rte_get_tsc_hz()) / 1e9;
+    const char* traffic = a.family == Family::v4   ? "60-byte UDP frames (64 on the wire)"
+                          : a.family == Family::v6 ? "IPv6: 62-byte UDP frames (66 on the wire), NAPT66"
+                                                   : "dual-stack mix: half the flows 60-byte IPv4 UDP, half 62-byte "
+                                                     "IPv6 UDP (NAPT66), shuffled together";
     std::printf(
-        "egw-bench: one worker on lcore %u, TSC %.2f GHz, 60-byte UDP frames (64 on the wire), %u Services, %u "
-        "destinations, %.1f s per measurement\n\n",
-        rte_lcore_id(), ghz, a.services, a.destinations, a.seconds);
+        "egw-bench: one worker on lcore %u, TSC %.2f GHz, %s, %u Services, %u destinations, %.1f s per "
+        "measurement\n\n",
+        rte_lcore_id(), ghz, traffic, a.services, a.destinations, a.seconds);
     std::printf(
         "| flows = sessions | io-forward Mpps | SNAT Mpps | SNAT / io-forward | cycles/pkt io | cycles/pkt SNAT | "
         "egw cycles/pkt | new sessions/s | memory/session |\n");
     std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     int rc = 0;
     for (uint32_t flows : a.flows) {
-        uint32_t pods = std::min<uint32_t>(flows, 16384);
-        auto frames = make_frames(flows, a.destinations, pods);
+        // Flows of each family, and the session table of each sized as IPv4's always was. An IPv6
+        // run keeps a small IPv4 table (no IPv4 traffic); an IPv4 run sets no IPv6 table up.
+        uint32_t n4 = a.family == Family::v4 ? flows : a.family == Family::v6 ? 0 : flows / 2, n6 = flows - n4;
+        auto frames = make_family_frames(a.family, flows, a.destinations);
         Rig r;
         r.pool = pool;
         r.inside = inside;
         r.outside = outside;
         r.shared.next_hop_field = field;
-        setup_rig(r, flows + flows / 8, a.services, pods);
+        setup_rig(r, n4 ? n4 + n4 / 8 : 1024, a.services, std::min<uint32_t>(n4, 16384), 1,
+                  std::min<uint32_t>(n6, 16384), n6 ? n6 + n6 / 8 : 0);
+        auto active_sessions = [&] { return r.worker->sessions.active() + r.worker->sessions6.active(); };
 
         // First pass: every packet opens a session.
         phase_boundary();
         double cps = first_pass(r, frames, flows);
         phase_boundary();
-        uint32_t active = r.worker->sessions.active();
+        uint32_t active = active_sessions();
         if (active != flows || total_drops(*r.worker) != 0) {
             std::fprintf(stderr, "egw-bench: first pass made %u sessions of %u (%lu drops:", active, flows,
                          static_cast<unsigned long>(total_drops(*r.worker)));
@@ -666,11 +805,15 @@ int main(int argc, char** argv) {
         Result snat =
             a.packets ? replay_snat(r, frames, a.packets, cursor) : run(r, frames, Mode::snat, a.seconds, cursor);
         phase_boundary();
-        if (r.worker->sessions.active() != flows || total_drops(*r.worker) != 0) {
+        if (active_sessions() != flows || total_drops(*r.worker) != 0) {
             std::fprintf(stderr, "egw-bench: established pass changed the session count or dropped packets\n");
             rc = 1;
         }
-        double per_session = static_cast<double>(r.session_bytes) / static_cast<double>(r.worker->sessions.capacity());
+        // Bytes per session of the tables the traffic uses (both, in the mix).
+        double table_bytes = static_cast<double>((n4 ? r.session_bytes : 0) + r.session_bytes6);
+        double table_capacity =
+            static_cast<double>((n4 ? r.worker->sessions.capacity() : 0) + r.worker->sessions6.capacity());
+        double per_session = table_bytes / table_capacity;
         std::printf("| %u | %.2f | %.2f | %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f B (%.0f MiB for 1M) |\n", flows,
                     io.mpps, snat.mpps, 100.0 * snat.mpps / io.mpps, io.cycles_per_packet, snat.cycles_per_packet,
                     snat.cycles_per_packet - io.cycles_per_packet, cps, per_session, per_session * 1e6 / 1048576.0);
@@ -685,7 +828,9 @@ int main(int argc, char** argv) {
         "SNAT = the same + egw's pipeline (parse, bulk session lookup, translate, route, neighbour).\n"
         "new sessions/s = first pass over the flows, every packet opening a session.\n"
         "io-forward and SNAT replay the flows in another random order than the one they were created in.\n"
-        "memory/session = bytes of the session table (both hash indexes, 64-byte sessions, free list) / capacity.\n");
+        "memory/session = bytes of the session table (both hash indexes, 64-byte sessions, free list) / capacity"
+        "%s.\n",
+        a.family == Family::v4 ? "" : " (IPv6: 128-byte sessions; mix: both tables)");
     rte_eal_cleanup();
     return rc;
 }
