@@ -8,6 +8,8 @@ cluster through tests/apiserver/apiserver.py's /_test/ API: Nodes gw-1 (egwd's o
 second gateway whose liveness Lease the test renews, so that a host can be moved away from egwd),
 the Services and EndpointSlices of the demo, and the EgressServices. egwd is the leader: it elects
 the host, writes status.host and the node label, and programs its data plane from status.host.
+The namespaces are dual-stack (EGW_NETNS_IPV6=1, as config/demo.json is): test_09's dual-stack
+Service sends both families through egwd.
 
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_k8s_e2e.py
 EGWD names the binary (default build/control/egwd); EGW_E2E_KEEP=1 keeps the work directory.
@@ -54,9 +56,12 @@ EXT2 = "198.51.100.100"
 EXT2_GW = "198.51.100.1"                    # masquerade address on ext2 (VRF blue)
 SERVICE_PORT = 8080
 LABEL = "egress-service.k8s.ovn.org/default-web"
-DUAL_POD_CIDR6 = "fd00:10:244::/56"
-DUAL_INGRESS = ("192.0.2.70", "2001:db8::70")
+# default/dual (test_09): its IPv6 ingress IP on ext1's IPv6 network, so that ext1's host finds it
+# on-link by Neighbor Discovery; its first pod of each family is an address the test adds to the
+# pods namespace and sends from.
+DUAL_INGRESS = ("192.0.2.70", "2001:db8:2::70")
 DUAL_PODS = ("10.244.1.40", "fd00:10:244:1::40", "fd00:10:244:1::41")
+EXT1_V6 = "2001:db8:2::100"                 # ext1's host (scripts/netns.sh, EGW_NETNS_IPV6=1)
 
 READY_TIMEOUT = 30.0
 CONVERGE_TIMEOUT = 5.0
@@ -68,6 +73,11 @@ HOLD_STATE = 2.0
 
 def ns(role):
     return f"{PREFIX}-{role}"
+
+
+def seen_from(answer, ip):
+    """Whether a server's answer ('192.0.2.50:40000', '[2001:db8:2::50]:40000') names `ip`."""
+    return answer.startswith(f"[{ip}]:" if ":" in ip else f"{ip}:")
 
 
 def run_peer(role, *args, timeout=20.0):
@@ -83,7 +93,7 @@ class KubernetesSourceE2E(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.h = h = harness.NamespaceRig.for_suite(cls, "k8s-e2e", PREFIX, TAG, binaries=[EGWCTL])
+        cls.h = h = harness.NamespaceRig.for_suite(cls, "k8s-e2e", PREFIX, TAG, binaries=[EGWCTL], ipv6=True)
         api = h.start_api()
 
         kubeconfig = api.write_kubeconfig(h.workdir / "kubeconfig", namespace=LEASE_NS)
@@ -93,7 +103,8 @@ class KubernetesSourceE2E(unittest.TestCase):
                         "lease_duration_s": 3, "renew_deadline_ms": 2000, "retry_period_ms": 250}
         cls.metrics_port = harness.free_port()
         cfg["metrics"] = {"enabled": True, "listen": f"127.0.0.1:{cls.metrics_port}"}
-        cfg["cluster"]["pod_cidrs"].append(DUAL_POD_CIDR6)   # a dual-stack cluster (test_09)
+        if "fd00:10:244::/48" not in cfg["cluster"]["pod_cidrs"]:   # test_09's IPv6 endpoints are pods
+            raise RuntimeError(f"{DEMO_CONFIG}: no IPv6 pod range: {cfg['cluster']}")
         config.write_text(json.dumps(cfg, indent=2))
         cls.status_file = h.workdir / "status.json"
         cls.egwd_log_path = h.log_path("egwd")
@@ -116,7 +127,7 @@ class KubernetesSourceE2E(unittest.TestCase):
 
         for role in ("ext1", "ext2"):
             h.spawn_in(ns(role), f"server-{role}", PEER, "serve", "--tcp", SERVICE_PORT, "--udp", SERVICE_PORT,
-                       "--lifetime", 1800)
+                       "--ipv6", "--lifetime", 1800)
 
     @classmethod
     def start_other_gateway(cls):
@@ -188,7 +199,7 @@ class KubernetesSourceE2E(unittest.TestCase):
                 self.fail(f"TCP {src} -> {dst} not seen from {expected_ip} within {timeout:g}s "
                           f"(last: {last})\n{self.diag()}")
             ok, last = self.client(src, dst, timeout=max(0.5, min(1.5, left)))
-            if ok and last.startswith(expected_ip + ":"):
+            if ok and seen_from(last, expected_ip):
                 took = time.monotonic() - t0
                 break
             time.sleep(0.05)
@@ -196,7 +207,7 @@ class KubernetesSourceE2E(unittest.TestCase):
         def still():
             nonlocal ok, last
             ok, last = self.client(src, dst)
-            return ok and last.startswith(expected_ip + ":")
+            return ok and seen_from(last, expected_ip)
         harness.hold(still, hold, lambda: f"TCP {src} -> {dst} was seen from {expected_ip}, then not "
                      f"within {hold:g}s (got {last})\n{self.diag()}")
         return took
@@ -417,12 +428,20 @@ class KubernetesSourceE2E(unittest.TestCase):
         for name in families:
             self.assertIn(f"| `{name}` |", doc, f"{name} is missing from docs/metrics.md")
 
-    def test_09_a_dual_stack_service_translates_ipv4_and_says_ipv6_is_not_yet(self):
+    def test_09_a_dual_stack_service_translates_both_families_and_says_so_per_family(self):
         """A Service with ipFamilies IPv4+IPv6, an ingress IP and an EndpointSlice of each family:
-        the host is elected and labelled as for any Service, the IPv4 endpoints are translated, and
-        status, CLI and metrics say per family what is done (IPv6: nothing yet). Then without its
-        IPv4 ingress IP the Service keeps its host and says the IPv4 side is not translated."""
+        the host is elected and labelled as for any Service, a pod's TCP of each family reaches
+        ext1's host from the ingress IP of its family (NAPT44 and NAPT66), consistently, and
+        status, CLI and metrics say per family what is done. Then without its IPv4 ingress IP the
+        Service keeps its host, says the IPv4 side is not translated, and its IPv6 pod still leaves
+        with the IPv6 ingress IP while its IPv4 pod takes the default action."""
         api = self.h.api
+        # The Service's first pod of each family, on the pods host beside the demo's.
+        for address in (f"{DUAL_PODS[0]}/24", f"{DUAL_PODS[1]}/64"):
+            r = run(["ip", "-n", ns("pods"), "addr", "add", address, "dev", "eth0"]
+                    + (["nodad"] if ":" in address else []), 10)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.addCleanup(run, ["ip", "-n", ns("pods"), "addr", "del", address, "dev", "eth0"], 10)
         svc = harness.lb_service("dual", DUAL_INGRESS[0], "10.96.0.70")
         svc["spec"]["clusterIPs"] = ["10.96.0.70", "fd00:10:96::70"]
         svc["spec"]["ipFamilies"] = ["IPv4", "IPv6"]
@@ -475,6 +494,10 @@ class KubernetesSourceE2E(unittest.TestCase):
             self.assertEqual(v(f, "egw_service_family_translated", namespace="default", service="dual", family="IPv6"), 1)
             self.assertEqual(v(f, "egw_service_family_endpoints", namespace="default", service="dual", family="IPv6"), 2)
 
+            # Through the data plane: each family's pod leaves with its family's ingress IP.
+            self.wait_seen_from(DUAL_PODS[0], EXT1, DUAL_INGRESS[0])
+            self.wait_seen_from(DUAL_PODS[1], EXT1_V6, DUAL_INGRESS[1])
+
             # Only an IPv6 ingress IP left: the host stays (an ingress IP and pod endpoints remain),
             # the IPv4 side is no longer translated and says why.
             svc["status"]["loadBalancer"]["ingress"] = [{"ip": DUAL_INGRESS[1]}]
@@ -484,6 +507,8 @@ class KubernetesSourceE2E(unittest.TestCase):
                           and entry().get("ingress_ip") == "", CONVERGE_TIMEOUT,
                           lambda: f"status of default/dual: {entry()}\n{self.diag()}")
             self.wait_host("dual", NODE)
+            self.wait_seen_from(DUAL_PODS[1], EXT1_V6, DUAL_INGRESS[1])
+            self.wait_seen_from(DUAL_PODS[0], EXT1, EXT1_GW)   # the default action: masquerade
         finally:
             api.delete("EgressService", "dual")
             api.delete("EndpointSlice", "dual-v6")
