@@ -13,8 +13,8 @@ namespace egw::dp {
     X(unknown_ethertype, "EtherType other than IPv4, IPv6 and ARP")                                                    \
     X(foreign_mac, "unicast frame for another MAC (seen on a promiscuous port)")                                       \
     X(fragment,                                                                                                        \
-      "IPv4 fragment not reassembled (table full, more fragments than reassembly.max_fragments, inconsistent or "      \
-      "overlapping), or IPv6 with a Fragment header")                                                                  \
+      "fragment not reassembled (table full, more fragments than reassembly.max_fragments, inconsistent or "           \
+      "overlapping, past 65535 bytes; IPv6: another extension header before the Fragment header)")                     \
     X(unsupported_protocol, "protocol other than TCP, UDP and ICMP where translation is needed")                       \
     X(ttl_exceeded, "TTL (IPv6: hop limit) would reach zero")                                                          \
     X(no_route, "no route in the VRF nor in the default table")                                                        \
@@ -41,8 +41,8 @@ namespace egw::dp {
     X(tcp_not_opening,                                                                                                 \
       "TCP segment with no session that may not open one: RST, FIN or SYN+ACK, or anything but a SYN in strict mode")  \
     X(frag_needed, "larger than the egress port's MTU with DF set (or not IPv4)")                                      \
-    X(fragment_failed, "larger than the egress MTU and could not be fragmented (no mbuf, more than 48 fragments)")     \
-    X(fragment_timeout, "IPv4 fragment of a datagram not complete within reassembly.timeout_ms")                       \
+    X(fragment_failed, "larger than the egress MTU and could not be fragmented (no mbuf, more than 56 fragments)")     \
+    X(fragment_timeout, "fragment of a datagram not complete within reassembly.timeout_ms")                            \
     X(tcp_rst_out_of_window, "TCP RST whose sequence number is outside the window its session has seen")               \
     X(pod_session_limit, "the pod has as many sessions as sessions.max_per_pod allows")                                \
     X(hairpin,                                                                                                         \

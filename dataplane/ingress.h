@@ -82,7 +82,7 @@ struct Ingress6 {
             reply_icmp_error(b, i, IcmpError::time_exceeded6, DropReason::ttl_exceeded);
             return;
         }
-        if (too_big_for6(p, nh.port, pk.ip6)) {
+        if (too_big_for6(p, nh.port, b.m[i], pk.ip6)) {
             refuse_too_big6(p, b, i, nh.port);
             return;
         }

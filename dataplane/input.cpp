@@ -209,17 +209,28 @@ DropReason parse_icmp6(PacketMeta& pk) {
         return DropReason::count;
     }
     // The quoted packet: its fixed header and at least 8 bytes of a transport header right behind
-    // it (a quote with extension headers is not translated).
+    // it, or behind the Fragment header of a first fragment (output cuts the datagrams it put
+    // together, and an error about one of them quotes it); a quote with other extension headers,
+    // or of a later fragment (no ports), is not translated.
     uint32_t room = pk.l4_len - sizeof(rte_icmp_hdr);
     auto* in = reinterpret_cast<rte_ipv6_hdr*>(pk.l4 + sizeof(rte_icmp_hdr));
     if (unlikely(room < sizeof(rte_ipv6_hdr) + 8 || (in->vtc_flow & be32(0xf0000000)) != be32(0x60000000)))
         return DropReason::malformed;
+    uint8_t in_proto = in->proto;
+    uint32_t in_off = sizeof(rte_ipv6_hdr);
+    if (in_proto == kIp6Fragment && room >= sizeof(rte_ipv6_hdr) + 8 + 8) {
+        auto* fh = reinterpret_cast<const uint8_t*>(in + 1);
+        if ((fh[2] << 8 | fh[3]) >> 3 == 0) {
+            in_proto = fh[0];
+            in_off += 8;
+        }
+    }
     pk.kind = Kind::icmp_error;
     pk.inner_ip6 = in;
-    pk.inner_l4 = reinterpret_cast<uint8_t*>(in + 1);
-    pk.inner_l4_len = room - sizeof(rte_ipv6_hdr);
+    pk.inner_l4 = reinterpret_cast<uint8_t*>(in) + in_off;
+    pk.inner_l4_len = room - in_off;
     uint16_t isport, idport;
-    if (!quoted_ports(pk, in->proto, kIp6Icmp, isport, idport)) {
+    if (!quoted_ports(pk, in_proto, kIp6Icmp, isport, idport)) {
         pk.kind = Kind::other;
         return DropReason::count;
     }
@@ -227,7 +238,7 @@ DropReason parse_icmp6(PacketMeta& pk) {
     std::memcpy(pk.key6.dst, in->src_addr, 16);
     pk.key6.sport = idport;
     pk.key6.dport = isport;
-    pk.key6.proto = in->proto;
+    pk.key6.proto = in_proto;
     return DropReason::count;
 }
 
@@ -264,14 +275,19 @@ DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, 
     const uint8_t* base = reinterpret_cast<const uint8_t*>(ip6);
     uint8_t nh = ip6->proto;
     uint32_t off = sizeof(rte_ipv6_hdr);
-    bool fragment = false;
+    // `fragment`: a Fragment header with an offset or more fragments to come; an atomic one (RFC
+    // 6946: neither) is the whole datagram, taken as it is.
+    bool fragment = false, frag_header = false;
     for (unsigned n = 0;; ++n) {
         if (nh != kIp6HopByHop && nh != kIp6Routing && nh != kIp6Fragment && nh != kIp6DestOpts) break;
         if (unlikely(nh == kIp6HopByHop && n != 0)) return DropReason::malformed;
         if (unlikely(n == kIp6MaxExtHeaders)) return DropReason::ipv6_extension_header;
         if (unlikely(off + 8 > total)) return DropReason::malformed;
         uint32_t hlen = nh == kIp6Fragment ? 8 : (base[off + 1] + 1u) * 8;
-        if (nh == kIp6Fragment) fragment = true;
+        if (nh == kIp6Fragment) {
+            frag_header = true;
+            fragment |= ((base[off + 2] << 8 | base[off + 3]) & 0xfff9) != 0;
+        }
         // A routing header with segments left names further destinations: translating or
         // answering its current destination would be wrong.
         if (unlikely(nh == kIp6Routing && base[off + 3] != 0)) return DropReason::ipv6_extension_header;
@@ -292,7 +308,7 @@ DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, 
     std::memcpy(pk.key6.dst, ip6->dst_addr, 16);
     pk.key6.proto = nh;
     // Neighbor Discovery goes to the local stage, which checks its addresses and hop limit.
-    if (nh == kIp6Icmp && !fragment && pk.l4_len >= sizeof(rte_icmp_hdr) &&
+    if (nh == kIp6Icmp && !frag_header && pk.l4_len >= sizeof(rte_icmp_hdr) &&
         is_ndp(reinterpret_cast<const rte_icmp_hdr*>(pk.l4)->icmp_type)) {
         pk.kind = Kind::ndp;
         return DropReason::count;
@@ -457,8 +473,10 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
         pk.next = Next::drop;
         DropReason r = parse(w, p, m, pk);
         if (unlikely(r == DropReason::fragment) && w.reassembly) {
-            // Held until its datagram is complete; the whole datagram then goes on in its place.
-            m = reassembly_add(w, m, rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, sizeof(rte_ether_hdr)));
+            // Held until its datagram is complete; the whole datagram then goes on in its place
+            // (a fragment inside it is dropped: it is not put together twice).
+            m = pk.v6 ? reassembly_add6(w, m, pk.ip6)
+                      : reassembly_add(w, m, rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, sizeof(rte_ether_hdr)));
             if (!m) {
                 b.set_next(i, Next::gone);
                 continue;

@@ -55,7 +55,7 @@ void forward6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         reply_icmp_error(b, i, IcmpError::no_route6, DropReason::no_route);
         return;
     }
-    if (too_big_for6(p, nh->port, ip6)) {
+    if (too_big_for6(p, nh->port, b.m[i], ip6)) {
         refuse_too_big6(p, b, i, nh->port);
         return;
     }

@@ -13,6 +13,7 @@
 
 #include "dataplane/burst.h"
 #include "dataplane/icmp_reply.h"
+#include "dataplane/reassembly.h"
 
 namespace egw::dp {
 
@@ -22,10 +23,15 @@ inline bool too_big_for(const PolicySnapshot& p, uint16_t port, const rte_ipv4_h
            (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG));
 }
 
-// The IPv6 packet `ip6` may not leave `port` as it is, and IPv6 is never fragmented by a router
-// (RFC 8200 5): answered with Packet Too Big instead.
-inline bool too_big_for6(const PolicySnapshot& p, uint16_t port, const rte_ipv6_hdr* ip6) {
-    return unlikely(sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len) > p.ports[port].mtu);
+// The IPv6 packet `ip6` (of mbuf `m`) may not leave `port` as it is, and IPv6 is never fragmented
+// by a router (RFC 8200 5): answered with Packet Too Big instead. A datagram the gateway put
+// together from fragments (reassembly.h) leaves in fragments again, no larger than the largest it
+// came in: too big only when that fragment would not pass the port, as Linux judges one that
+// nf_defrag_ipv6 put together.
+inline bool too_big_for6(const PolicySnapshot& p, uint16_t port, const rte_mbuf* m, const rte_ipv6_hdr* ip6) {
+    if (likely(sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len) <= p.ports[port].mtu)) return false;
+    uint16_t fragment = reassembled6_fragment_size(m);
+    return fragment == 0 || fragment > p.ports[port].mtu;
 }
 
 // Refuses IPv6 packet i, too big for `port`: answered with Packet Too Big carrying the port's MTU

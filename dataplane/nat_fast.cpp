@@ -161,7 +161,7 @@ void translate6_in2out(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
         reply_icmp_error(b, i, IcmpError::time_exceeded6, DropReason::ttl_exceeded);
         return;
     }
-    if (too_big_for6(p, s.out_port, ip6)) {
+    if (too_big_for6(p, s.out_port, b.m[i], ip6)) {
         refuse_too_big6(p, b, i, s.out_port);
         return;
     }
@@ -186,7 +186,7 @@ void translate6_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
         reply_icmp_error(b, i, IcmpError::no_route6, DropReason::no_route);
         return;
     }
-    if (too_big_for6(p, s.in_port, ip6)) {
+    if (too_big_for6(p, s.in_port, b.m[i], ip6)) {
         refuse_too_big6(p, b, i, s.in_port);
         return;
     }

@@ -10,7 +10,8 @@
 //   - `drop`: counted under its reason and freed.
 // Every frame goes through emit(), which holds it against the port's MTU: an IPv4 datagram
 // larger than the MTU is cut into fragments with rte_ip_frag, one that may not be (DF set, not
-// IPv4: routers never fragment IPv6) is dropped, so no frame longer than the MTU reaches a driver. The stages refuse DF
+// IPv4: routers never fragment IPv6) is dropped, so no frame longer than the MTU reaches a driver;
+// an IPv6 datagram the gateway put together from fragments is cut again (fragment6()). The stages refuse DF
 // packets that are too big before they rewrite them (mtu.h); the check here also covers the
 // frames that went round the stages (held for ARP, injected).
 // The transmit buffers are sent by worker_flush() after the burst (or here when one fills up).
@@ -26,6 +27,7 @@
 #include <cstring>
 
 #include "dataplane/held.h"
+#include "dataplane/reassembly.h"
 #include "dataplane/stages.h"
 
 namespace egw::dp {
@@ -76,8 +78,8 @@ inline void tx_enqueue(Worker& w, rte_mbuf* m, uint16_t port) {
 }
 
 // The most fragments one datagram may be cut into (a 16,128-byte jumbo datagram at the minimum
-// MTU of 576 makes 29).
-constexpr uint16_t kMaxFragmentsOut = 48;
+// MTU of 576 makes 29; a 65,535-byte IPv6 datagram at IPv6's minimum of 1,280 makes 54).
+constexpr uint16_t kMaxFragmentsOut = 56;
 
 // Cuts the IPv4 datagram of frame `m` into fragments of at most `mtu` bytes and queues them on
 // `port`, each behind a copy of the frame's Ethernet header and with its own header checksum.
@@ -112,9 +114,49 @@ void fragment(Worker& w, rte_mbuf* m, uint16_t port, uint16_t mtu) {
     }
 }
 
+// Cuts an IPv6 datagram the gateway put together (reassembly.h) into fragments of at most
+// `size` bytes, each behind the fixed header and a Fragment header of this worker's next
+// identification, and queues them on `port`. rte_ip_frag copies only the fixed header into each
+// fragment, which is all a datagram put together here has in front of its fragmentable part.
+void fragment6(Worker& w, rte_mbuf* m, uint16_t port, uint16_t size) {
+    rte_ether_hdr l2 = *rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    rte_pktmbuf_adj(m, sizeof l2);
+    rte_mbuf* frags[kMaxFragmentsOut];
+    int n = rte_ipv6_fragment_packet(m, frags, kMaxFragmentsOut, size, w.shared->frag_direct, w.shared->frag_indirect);
+    if (unlikely(n <= 0)) {
+        free_drop(w, m, DropReason::fragment_failed);
+        return;
+    }
+    rte_pktmbuf_free(m);
+    count(w.counters.fragmented);
+    count(w.counters.fragments_out, static_cast<unsigned>(n));
+    const rte_be32_t id = rte_cpu_to_be_32(reassembly_fragment_id6(w));
+    for (int k = 0; k < n; ++k) {
+        rte_mbuf* f = frags[k];
+        auto* fe = reinterpret_cast<rte_ether_hdr*>(rte_pktmbuf_prepend(f, sizeof l2));
+        *fe = l2;
+        reinterpret_cast<rte_ipv6_fragment_ext*>(reinterpret_cast<rte_ipv6_hdr*>(fe + 1) + 1)->id = id;
+        f->ol_flags = 0;
+        tx_enqueue(w, f, port);
+    }
+}
+
 // The one way a frame reaches a transmit buffer.
 inline void emit(Worker& w, const PolicySnapshot& p, rte_mbuf* m, uint16_t port) {
     uint16_t mtu = p.ports[port].mtu;
+    // An IPv6 datagram put together here leaves no larger than the largest fragment it came in,
+    // as Linux's nf_defrag_ipv6 does (the sender cut it for its path), never below IPv6's minimum
+    // MTU (which every link carries, and rte_ip_frag's least); the stages refused it with Packet
+    // Too Big when that fragment does not pass the port (mtu.h).
+    if (unlikely(m->ol_flags & reassembled6_flag)) {
+        uint16_t size = RTE_MAX(reassembled6_fragment_size(m), uint16_t{RTE_IPV6_MIN_MTU});
+        size = RTE_MIN(size, mtu);
+        if (m->pkt_len > uint32_t{size} + sizeof(rte_ether_hdr)) {
+            fragment6(w, m, port, size);
+            return;
+        }
+        m->ol_flags = 0;
+    }
     if (unlikely(m->pkt_len > uint32_t{mtu} + sizeof(rte_ether_hdr))) {
         fragment(w, m, port, mtu);
         return;

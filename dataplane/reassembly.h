@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// IPv4 fragments through the NAT: each worker puts the fragments it receives together with
-// DPDK's rte_ip_frag (a table of datagrams being reassembled, bounded in datagrams, fragments per
-// datagram and time), and the whole datagram then takes the path of any other packet: its session
-// is found or made from the ports its first fragment carries, it is translated, and output cuts
-// it again for the egress port's MTU. docs/architecture.md says why reassembly rather than
-// virtual reassembly.
+// IPv4 and IPv6 fragments through the NAT: each worker puts the fragments it receives together
+// with DPDK's rte_ip_frag (one table of datagrams being reassembled for both families, bounded in
+// datagrams, fragments per datagram and time), and the whole datagram then takes the path of any
+// other packet: its session is found or made from the ports its first fragment carries, it is
+// translated, and output cuts it again: IPv4 for the egress port's MTU, IPv6 no larger than the
+// largest fragment it came in (a router never makes IPv6 fragments larger than the sender did).
+// docs/architecture.md says why reassembly rather than virtual reassembly.
 #pragma once
+
+#include <rte_branch_prediction.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 
 #include <cstdint>
 
-struct rte_mbuf;
 struct rte_ipv4_hdr;
+struct rte_ipv6_hdr;
 
 namespace egw::dp {
 
@@ -41,6 +46,34 @@ void reassembly_free(Reassembly* r);
 // overlapping or inconsistent ones; or the datagram it completed came in more than the table's
 // max_fragments, then counted as reassembled and dropped as one `fragment`).
 rte_mbuf* reassembly_add(Worker& w, rte_mbuf* m, rte_ipv4_hdr* ip);
+
+// The same for an IPv6 fragment `m` (its fixed header `ip6` has passed the input checks and its
+// Fragment header says offset or more fragments). rte_ip_frag takes a Fragment header only right
+// behind the fixed header (it removes it from there): a fragment with other extension headers in
+// front of it is dropped as `fragment`, and so is one whose datagram would pass 65,535 bytes of
+// payload. The whole datagram has its Fragment header removed, its payload length set, and is
+// marked as put together here (reassembled6_fragment_size()).
+rte_mbuf* reassembly_add6(Worker& w, rte_mbuf* m, rte_ipv6_hdr* ip6);
+
+// An IPv6 datagram put together by reassembly_add6() carries, until it leaves, the DPDK dynamic
+// flag reassembled6_flag in ol_flags and in the dynamic field at reassembled6_size_field the size
+// of the largest fragment it came in (IPv6 header and Fragment header included). Registered by the
+// first reassembly_create() (0 and -1 before, or when DPDK had no room: IPv6 fragments then make
+// datagrams that are not marked, and are held to the egress MTU as any IPv6 packet is).
+extern uint64_t reassembled6_flag;
+extern int reassembled6_size_field;
+
+// The size of the largest fragment an IPv6 datagram put together here came in; 0 for any other
+// packet.
+inline uint16_t reassembled6_fragment_size(const rte_mbuf* m) {
+    if (likely(!(m->ol_flags & reassembled6_flag))) return 0;
+    return *RTE_MBUF_DYNFIELD(m, reassembled6_size_field, const uint16_t*);
+}
+
+// A Fragment header identification for an IPv6 datagram this worker cuts into fragments: a
+// per-worker sequence from a random start, so that datagrams of several pods translated to one
+// address do not share one (RFC 7739).
+uint32_t reassembly_fragment_id6(Worker& w);
 
 // Drops the datagrams that timed out, counted per fragment as `fragment_timeout` (between
 // bursts; the table also reuses a timed-out entry it meets on its own).

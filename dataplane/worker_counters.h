@@ -56,14 +56,15 @@
       "ICMP errors not sent because the worker's token bucket (icmp.errors_per_second, icmp.burst) was empty; "       \
       "their packets count as drops of their reason")                                                                 \
     X(fragmented, total, "fragments", "fragmented", "ip_datagrams_fragmented_total", "",                              \
-      "IPv4 datagrams cut into fragments because they were larger than the egress port's MTU")                        \
+      "Datagrams cut into fragments: IPv4 larger than the egress port's MTU, IPv6 put together here and larger "      \
+      "than the largest fragment it came in")                                                                         \
     X(fragments_out, total, "fragments", "sent", "ip_fragments_sent_total", "",                                       \
       "Fragments those datagrams were cut into, handed to the ports")                                                 \
     X(fragments_in, total, "fragments", "received", "ip_fragments_received_total", "",                                \
-      "IPv4 fragments received and taken into a worker's reassembly table (one the table refuses at once is "         \
-      "only a drop, reason fragment)")                                                                                \
+      "IPv4 and IPv6 fragments received and taken into a worker's reassembly table (one the table refuses at "        \
+      "once is only a drop, reason fragment)")                                                                        \
     X(reassembled, total, "fragments", "reassembled", "ip_datagrams_reassembled_total", "",                           \
-      "IPv4 datagrams put together from fragments, each then translated as one packet")                               \
+      "IPv4 and IPv6 datagrams put together from fragments, each then translated as one packet")                      \
     X(ingress_in, total, "ingress", "forwarded_in", "ingress_packets_total", "in", EGW_INGRESS_PACKETS_HELP)          \
     X(ingress_out, total, "ingress", "replies_out", "ingress_packets_total", "out", EGW_INGRESS_PACKETS_HELP)
 

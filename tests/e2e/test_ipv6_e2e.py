@@ -16,7 +16,9 @@ what the tests check: routed between pod subnets with the hop limit and Packet T
 router (test_1x), NAPT66 for both Service modes and the default masquerade, echo and ICMPv6
 errors translated back (test_2x), and ingress to web's IPv6 ingress IP, routed untranslated to the
 host in pods2 (`ingress.via6`, playing a cluster node) and back, with a pod's connect to it refused
-at once (test_3x).
+at once (test_3x), and a UDP datagram larger than the links, which the kernels cut into IPv6
+fragments and egwd puts together, translates and cuts again, both ways (test_5x; IPv6 fragments
+reach egwd over net_af_packet, whose fanout group reassembles IPv4 only).
 
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_ipv6_e2e.py
 """
@@ -25,6 +27,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 import time
 import unittest
 from pathlib import Path
@@ -65,6 +68,42 @@ WEB_LB_PORT = 80                      # web's spec.ports (config/demo-manifests/
 CLOSED_PORT = 8099
 PODS2_MTU = 1300
 HOLD = 1.0
+
+FRAG_PORT = 9106
+FRAG_SIZE = 4000    # UDP payload: three IPv6 fragments on a 1500-byte link (1448 + 1448 + 1120 bytes)
+
+# The server in ext1 for the fragments test: answers each datagram with a JSON line (the source it
+# saw, the size and SHA-256 of what arrived), a newline and the payload echoed back.
+FRAG_SERVER = textwrap.dedent("""\
+    import hashlib, json, socket, sys
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.bind(("::", int(sys.argv[1])))
+    print("ready", flush=True)
+    while True:
+        data, addr = s.recvfrom(65535)
+        head = json.dumps({"src": addr[0], "len": len(data), "sha": hashlib.sha256(data).hexdigest()})
+        s.sendto(head.encode() + b"\\n" + data, addr)
+        print("answered", addr[0], len(data), flush=True)
+""")
+
+# The client in the pods namespace: one datagram from `bind`, one answer, printed as JSON.
+FRAG_CLIENT = textwrap.dedent("""\
+    import hashlib, json, os, socket, sys
+    bind, dst, port, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.bind((bind, 0))
+    s.settimeout(3)
+    payload = os.urandom(size)
+    out = {"sha": hashlib.sha256(payload).hexdigest()}
+    try:
+        s.sendto(payload, (dst, port))
+        data = s.recv(65535)
+        head, _, echo = data.partition(b"\\n")
+        out.update(answer=json.loads(head), echo_ok=echo == payload, echo_len=len(echo))
+    except OSError as e:
+        out["error"] = f"{type(e).__name__}: {e}"
+    print(json.dumps(out), flush=True)
+""")
 
 PORT_ADDRESSES6 = {"pods": "fd00:10:244:1::1/64", "pods2": "fd00:10:244:2::1/64",
                    "ext1": "2001:db8:2::1/64", "ext2": "2001:db8:100::1/64"}
@@ -500,6 +539,56 @@ class Ipv6E2E(unittest.TestCase):
         self.assert_source("tcp", WEB_POD, EXT1, WEB_INGRESS6)   # its egress is untouched
 
     # --- taking an IPv6 ingress IP over: unsolicited Neighbor Advertisements -----------------
+
+    # --- fragments ----------------------------------------------------------------------------
+
+    def snmp6(self, role):
+        """The Ip6 counters of a namespace's kernel (/proc/net/snmp6), by name."""
+        r = run(["ip", "netns", "exec", ns(role), "cat", "/proc/net/snmp6"], 10)
+        return {k: int(v) for k, v in (line.split() for line in r.stdout.splitlines() if line.startswith("Ip6"))}
+
+    def fragment_counters(self):
+        status = harness.read_status(self.status_file) or {}
+        return status.get("fragments", {}), status.get("drops", {})
+
+    def test_50_large_udp_datagram_in_fragments_both_ways(self):
+        if not (self.rig.workdir / "frag_server.py").exists():
+            (self.rig.workdir / "frag_server.py").write_text(FRAG_SERVER)
+            (self.rig.workdir / "frag_client.py").write_text(FRAG_CLIENT)
+            self.rig.spawn_in(ns("ext1"), "frag-server", self.rig.workdir / "frag_server.py", FRAG_PORT)
+        before, drops_before = self.fragment_counters()
+        self.assertIn("received", before, "the status file has no fragment counters")
+        ext1_before, pods_before = self.snmp6("ext1"), self.snmp6("pods")
+        out, r = self.in_ns("pods", self.rig.workdir / "frag_client.py", WEB_POD, EXT1, FRAG_PORT, FRAG_SIZE,
+                            timeout=15)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(out.splitlines()[-1])
+        self.assertNotIn("error", out, f"{out}\n{self.diag()}")
+        answer = out["answer"]
+        # ext1's kernel put egwd's fragments together and saw web's IPv6 ingress IP.
+        self.assertEqual(answer["src"], WEB_INGRESS6)
+        self.assertEqual(answer["len"], FRAG_SIZE)
+        self.assertEqual(answer["sha"], out["sha"], "the datagram arrived changed")
+        # The echo, cut by ext1's kernel, reached the pod whole.
+        self.assertTrue(out["echo_ok"], out)
+        ext1_after, pods_after = self.snmp6("ext1"), self.snmp6("pods")
+        self.assertGreaterEqual(pods_after["Ip6FragCreates"] - pods_before["Ip6FragCreates"], 3)
+        self.assertGreaterEqual(ext1_after["Ip6FragCreates"] - ext1_before["Ip6FragCreates"], 3)
+        self.assertGreaterEqual(ext1_after["Ip6ReasmOKs"] - ext1_before["Ip6ReasmOKs"], 1)
+        self.assertGreaterEqual(pods_after["Ip6ReasmOKs"] - pods_before["Ip6ReasmOKs"], 1)
+        self.assertEqual(ext1_after["Ip6ReasmFails"], ext1_before["Ip6ReasmFails"])
+
+        # egwd itself received the fragments, put the two datagrams together and cut them again.
+        def counted():
+            after, _ = self.fragment_counters()
+            return (after.get("received", 0) - before["received"] >= 6
+                    and after.get("reassembled", 0) - before["reassembled"] >= 2
+                    and after.get("fragmented", 0) - before["fragmented"] >= 2)
+        harness.wait_for(counted, 5, lambda: f"egwd did not count the fragments: {self.fragment_counters()}")
+        after, drops_after = self.fragment_counters()
+        self.assertGreaterEqual(after["sent"] - before["sent"], 6)
+        for reason in ("fragment", "fragment_timeout", "fragment_failed", "frag_needed"):
+            self.assertEqual(drops_after.get(reason), drops_before.get(reason), reason)
 
     def neighbor_mac(self, role, ip):
         """The MAC a namespace's kernel holds for `ip` on eth0, None when it holds none."""

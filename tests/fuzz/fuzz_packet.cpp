@@ -19,7 +19,9 @@
 //   bits 6-7  receive offload flags as a NIC sets them (none, checksums good, IP bad, IP none)
 // byte 1: modes 2/3: who sends the error (which address it goes to, which pod sends it); bit 7:
 //   IPv6 (mode 1: the rest is an IPv6 packet whose transport checksum is made right; modes 2/3:
-//   an ICMPv6 error, types 1 to 4, quoting it)
+//   an ICMPv6 error, types 1 to 4, quoting it); mode 1 with IPv6, bit 6: the packet (at most
+//   1,400 bytes) arrives in fragments of 8 × (1 + bits 0-4) bytes in one burst, the first last
+//   when bit 5 is set
 //
 // The rig is dual-stack for NAPT66: the ports have IPv6 addresses, web has the IPv6 ingress IP
 // 2001:db8:2::50 (pods ::10 and ::11 of fd00:10:244:1::/64), blue pod ::20, the IPv6 default route
@@ -45,6 +47,10 @@
 //     address, a quote never from one; hop limit never 0; every transport checksum (ICMPv6 over
 //     the pseudo-header) and quoted one right when it was right on the way in
 //   - each frame received is sent, given to the control thread or counted as a drop: exactly one
+//     (a fragment taken into reassembly counts once, its datagram once more when it is whole)
+//   - IPv6 fragments in: what leaves (fragments put together again, each within 1,280 bytes or
+//     the largest fragment received) is what the same packet sent whole gives, an ICMPv6 error
+//     quoting no more of it; a datagram in more fragments than reassembly takes leaves nothing
 //   - no mbuf is lost or freed twice
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -291,22 +297,27 @@ uint64_t accounted(const Rig& r) {
            c.reassembled;
 }
 
+Bytes reassemble6_any(const std::vector<Bytes>& fragments, std::string* why);
+
 // The frames that left one port, with the fragments of a datagram egw cut for the port's MTU
 // (1500 on every port of the rig) put together again behind the first one's Ethernet header:
 // each fragment within the MTU, with a right header checksum, the set covering the datagram
 // exactly once.
 std::vector<Bytes> datagrams(const std::vector<Bytes>& frames, const std::string& port) {
-    std::vector<Bytes> out, ips;
+    std::vector<Bytes> out, ips, ips6;
     for (const Bytes& f : frames) {
         if (f.size() > 1514) broken("a frame longer than the port's MTU", port, f);
         if (f.size() >= 34 && get16(&f[12]) == kEtherIpv4 && (get16(&f[20]) & 0x3fff) != 0)
             ips.emplace_back(f.begin() + 14, f.end());
+        else if (f.size() >= 62 && get16(&f[12]) == kEtherIpv6 && f[14 + 6] == 44 && (get16(&f[14 + 42]) & 0xfff9) != 0)
+            ips6.emplace_back(f.begin() + 14, f.end());
         else
             out.push_back(f);
     }
-    if (!ips.empty()) {
+    for (auto [list, put_together] : {std::pair{&ips, &reassemble}, std::pair{&ips6, &reassemble6_any}}) {
+        if (list->empty()) continue;
         std::string why;
-        Bytes d = reassemble(ips, &why);
+        Bytes d = put_together(*list, &why);
         if (d.empty()) broken("fragments that do not make one datagram: " + why, port, frames.front());
         Bytes f(frames.front().begin(), frames.front().begin() + 14);
         f.insert(f.end(), d.begin(), d.end());
@@ -315,16 +326,30 @@ std::vector<Bytes> datagrams(const std::vector<Bytes>& frames, const std::string
     return out;
 }
 
+// The IPv6 fragments egw cut leave within the largest fragment it received, and never need to be
+// cut below 1,280 bytes.
+size_t g_largest_fragment6 = 0;
+
+Bytes reassemble6_any(const std::vector<Bytes>& fragments, std::string* why) {
+    for (const Bytes& f : fragments)
+        if (f.size() > std::max<size_t>(g_largest_fragment6, 1280)) {
+            *why = "an IPv6 fragment larger than the largest received and than 1,280 bytes";
+            return {};
+        }
+    return reassemble6(fragments, why);
+}
+
 std::string port_name(const Rig& r, uint16_t port) {
     return port == r.pods ? "pods" : port == r.ext1 ? "ext1" : port == r.ext2 ? "ext2" : "port " + std::to_string(port);
 }
 
-// Sends one frame through a burst and checks what came out.
-Outcome send(uint16_t port, const Bytes& frame, uint64_t ol_flags = 0) {
+// Sends frames through one burst and checks what came out: one frame, or the fragments of
+// `as_received` (what the checks take for the frame received).
+Outcome send_frames(uint16_t port, const std::vector<Bytes>& frames, const Bytes& as_received, uint64_t ol_flags) {
     Rig& r = *g_rig;
     Received in;
     in.port = port_name(r, port);
-    Parsed p = parse_frame(frame);
+    Parsed p = parse_frame(as_received);
     if (usable(p) && p.ether_type == kEtherIpv4) {
         in.valid = true;
         in.p = p;
@@ -333,7 +358,10 @@ Outcome send(uint16_t port, const Bytes& frame, uint64_t ol_flags = 0) {
     }
     in.ip_flagged_good = (ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
     uint64_t before = accounted(r);
-    r.process(0, {In{port, frame, ol_flags}});
+    std::vector<In> burst;
+    for (const Bytes& f : frames)
+        burst.push_back(In{port, f, ol_flags});
+    r.process(0, burst);
     Outcome o;
     o.pods = datagrams(r.tx(r.pods), "pods");
     o.ext1 = datagrams(r.tx(r.ext1), "ext1");
@@ -346,7 +374,7 @@ Outcome send(uint16_t port, const Bytes& frame, uint64_t ol_flags = 0) {
         check_frame(in, "ext2", f, false);
     for (auto& c : r.to_control()) {
         // ARP requests and replies for the control thread come as they were received.
-        if (c.port == port && c.frame == frame)
+        if (c.port == port && std::find(frames.begin(), frames.end(), c.frame) != frames.end())
             ;
         else
             check_frame(in, port_name(r, c.port), c.frame, true);
@@ -357,13 +385,18 @@ Outcome send(uint16_t port, const Bytes& frame, uint64_t ol_flags = 0) {
     // A fragment is held for reassembly (counted once, in fragments_in); dropped now, after the
     // count, so that no mbuf stays in use between inputs.
     dp::reassembly_clear(r.w());
-    if (after - before != 1 || o.out > 1)
-        fuzz::fail("one frame received on " + port_name(r, port) + " gave " + std::to_string(o.out) +
-                   " frames out and " + std::to_string(after - before) + " counted outcomes: " + hex(frame));
+    if (after - before != frames.size() || o.out > 1)
+        fuzz::fail(std::to_string(frames.size()) + " frame(s) received on " + port_name(r, port) + " gave " +
+                   std::to_string(o.out) + " frames out and " + std::to_string(after - before) +
+                   " counted outcomes: " + hex(as_received));
     if (r.mbufs_in_use() != 0)
         fuzz::fail(std::to_string(r.mbufs_in_use()) +
-                   " mbufs in use after a burst (lost, or freed twice): " + hex(frame));
+                   " mbufs in use after a burst (lost, or freed twice): " + hex(as_received));
     return o;
+}
+
+Outcome send(uint16_t port, const Bytes& frame, uint64_t ol_flags = 0) {
+    return send_frames(port, {frame}, frame, ol_flags);
 }
 
 // Priming traffic must come out exactly once, where the policy sends it.
@@ -427,6 +460,81 @@ void reset() {
     w.now = kClock;
     w.sweep_cursor = 0;
     w.sweep_cursor6 = 0;
+    w.icmp_tat = 0;
+}
+
+Bytes fix_checksums6(Bytes ip);
+
+// The state an input starts from: empty, primed (bit 4), then aged (bit 5).
+void start_state(uint8_t ctl) {
+    Rig& r = *g_rig;
+    reset();
+    if (ctl & 0x10) prime();
+    if (ctl & 0x20) {
+        r.advance(r.shared.timeouts.udp + r.shared.timeouts.icmp + 1);
+        r.sweep();
+    }
+}
+
+bool is_icmp6_error(const Bytes& f) {
+    return f.size() >= 62 && get16(&f[12]) == kEtherIpv6 && f[20] == kProtoIcmp6 && f[54] >= 1 && f[54] <= 4;
+}
+
+// What IPv6 fragments gave against what the packet sent whole gave, port by port: the same
+// frames, but that an ICMPv6 error about the datagram put together may quote less of it (only
+// what its first fragment's buffer holds).
+void same_outcome(const Outcome& got, const Outcome& want, const Bytes& whole) {
+    auto same = [&](const std::vector<Bytes>& a, const std::vector<Bytes>& b, const char* where) {
+        if (a.size() != b.size())
+            fuzz::fail(std::string("IPv6 fragments gave ") + std::to_string(a.size()) + " frame(s) out of " + where +
+                       ", the packet whole " + std::to_string(b.size()) + ": " + hex(whole));
+        for (size_t k = 0; k < a.size(); ++k) {
+            if (a[k] == b[k]) continue;
+            const Bytes& x = a[k].size() <= b[k].size() ? a[k] : b[k];
+            const Bytes& y = a[k].size() <= b[k].size() ? b[k] : a[k];
+            bool quote_shorter = is_icmp6_error(x) && is_icmp6_error(y) &&
+                                 std::equal(x.begin(), x.begin() + 18, y.begin()) &&
+                                 std::equal(x.begin() + 20, x.begin() + 56, y.begin() + 20) &&
+                                 std::equal(x.begin() + 58, x.end(), y.begin() + 58);
+            if (!quote_shorter)
+                fuzz::fail(std::string("IPv6 fragments gave another frame out of ") + where +
+                           " than the packet whole: " + hex(a[k]) + " against " + hex(b[k]));
+        }
+    };
+    same(got.pods, want.pods, "pods");
+    same(got.ext1, want.ext1, "ext1");
+    same(got.ext2, want.ext2, "ext2");
+    same(got.held, want.held, "the control thread");
+}
+
+// Mode 1, IPv6, byte 1 bit 6: the packet `ip` (checksums made right) in fragments, then whole from
+// the same state.
+void fragmented6(uint16_t port, const Mac& mine, const Mac& peer, Bytes ip, uint8_t who, uint8_t ctl, uint64_t flags) {
+    if (ip.size() > 1400) {
+        ip.resize(1400);
+        ip = fix_checksums6(ip);
+    }
+    const size_t payload = ip.size() - 40;
+    size_t piece = 8 * (1 + (who & 0x1f));
+    while ((payload + piece - 1) / piece > 32)
+        piece += 8;
+    std::vector<Bytes> f = fragments6(ip, piece, 0x5eed);
+    if (who & 0x20) std::rotate(f.begin(), f.begin() + 1, f.end());
+    std::vector<Bytes> frames;
+    g_largest_fragment6 = 0;
+    for (const Bytes& x : f) {
+        frames.push_back(ethernet(mine, peer, kEtherIpv6, x));
+        g_largest_fragment6 = std::max(g_largest_fragment6, x.size());
+    }
+    const Bytes whole = ethernet(mine, peer, kEtherIpv6, ip);
+    Outcome got = send_frames(port, frames, whole, flags);
+    g_largest_fragment6 = 0;
+    if (f.size() > dp::kMaxFragmentsPerDatagram) {
+        if (got.out != 0) fuzz::fail("a datagram in more fragments than reassembly takes left: " + hex(whole));
+        return;
+    }
+    start_state(ctl);
+    same_outcome(got, send(port, whole, flags), whole);
 }
 
 // RFC 1071 checksum field value over `len` bytes at `p`, plus `sum`.
@@ -570,12 +678,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint64_t flags = kFlags[ctl >> 6];
     const unsigned sel = (ctl >> 2) & 3;
 
-    reset();
-    if (ctl & 0x10) prime();
-    if (ctl & 0x20) {
-        r.advance(r.shared.timeouts.udp + r.shared.timeouts.icmp + 1);
-        r.sweep();
-    }
+    start_state(ctl);
 
     const uint16_t ports[] = {r.pods, r.ext1, r.ext2, r.pods};
     static const uint8_t kErrors[][2] = {{3, 3}, {11, 0}, {12, 0}, {3, 4}};
@@ -587,7 +690,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         uint16_t port = ports[sel];
         Mac peer = port == r.pods ? kPod10Mac : port == r.ext1 ? kServerMac : kBlueServerMac;
         Mac mine = port == r.pods ? kPodsMac : port == r.ext1 ? kExt1Mac : kExt2Mac;
-        if (who & 0x80)
+        if ((who & 0xc0) == 0xc0 && rest.size() > 48)
+            fragmented6(port, mine, peer, fix_checksums6(rest), who, ctl, flags);
+        else if (who & 0x80)
             send(port, ethernet(mine, peer, kEtherIpv6, fix_checksums6(rest)), flags);
         else
             send(port, ethernet(mine, peer, kEtherIpv4, fix_checksums(rest)), flags);

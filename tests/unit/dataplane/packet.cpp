@@ -260,6 +260,70 @@ Bytes ipv6(const Ip6Addr& src, const Ip6Addr& dst, uint8_t proto, const Bytes& l
     return b;
 }
 
+Bytes fragment6_of(const Bytes& packet, size_t offset, size_t len, bool more, uint32_t id) {
+    Bytes f(packet.begin(), packet.begin() + 40);
+    f.resize(48);
+    f[40] = packet[6];
+    put16(&f[42], static_cast<uint16_t>((offset / 8) << 3 | (more ? 1 : 0)));
+    put32(&f[44], id);
+    f[6] = 44;
+    f.insert(f.end(), packet.begin() + static_cast<long>(40 + offset),
+             packet.begin() + static_cast<long>(40 + offset + len));
+    put16(&f[4], static_cast<uint16_t>(f.size() - 40));
+    return f;
+}
+
+std::vector<Bytes> fragments6(const Bytes& packet, size_t payload_per_fragment, uint32_t id) {
+    size_t payload = packet.size() - 40;
+    std::vector<Bytes> out;
+    for (size_t off = 0; off < payload; off += payload_per_fragment) {
+        size_t len = std::min(payload_per_fragment, payload - off);
+        out.push_back(fragment6_of(packet, off, len, off + len < payload, id));
+    }
+    return out;
+}
+
+Bytes reassemble6(const std::vector<Bytes>& frags, std::string* why, uint32_t* id_out) {
+    auto fail = [&](const std::string& w) {
+        if (why) *why = w;
+        return Bytes{};
+    };
+    std::vector<std::pair<size_t, const Bytes*>> pieces;
+    const Bytes* first = nullptr;
+    size_t end = 0;
+    bool seen_last = false;
+    for (const Bytes& f : frags) {
+        if (f.size() < 48 || (f[0] >> 4) != 6) return fail("fragment shorter than the two headers, or not IPv6");
+        if (f[6] != 44) return fail("a fragment's next header is not a Fragment header");
+        if (get16(&f[4]) + 40u != f.size()) return fail("a fragment's payload length is not its size");
+        if (get32(&f[44]) != get32(&frags[0][44])) return fail("fragments of different identifications");
+        if (f[41] != 0 || (get16(&f[42]) & 6) != 0) return fail("a Fragment header's reserved bits are set");
+        size_t off = (get16(&f[42]) >> 3) * 8u;
+        bool more = get16(&f[42]) & 1;
+        if (more && (f.size() - 48) % 8 != 0)
+            return fail("a fragment other than the last is not a multiple of 8 bytes");
+        if (off == 0) first = &f;
+        if (!more) {
+            if (seen_last) return fail("two last fragments");
+            seen_last = true;
+            end = off + f.size() - 48;
+        }
+        pieces.emplace_back(off, &f);
+    }
+    if (!first || !seen_last) return fail("no first or no last fragment");
+    std::sort(pieces.begin(), pieces.end());
+    Bytes d(first->begin(), first->begin() + 40);
+    d[6] = (*first)[40];
+    for (auto& [off, f] : pieces) {
+        if (off != d.size() - 40) return fail("fragments overlap or leave a hole at " + std::to_string(d.size() - 40));
+        d.insert(d.end(), f->begin() + 48, f->end());
+    }
+    if (d.size() - 40 != end) return fail("the last fragment does not end the packet");
+    put16(&d[4], static_cast<uint16_t>(d.size() - 40));
+    if (id_out) *id_out = get32(&(*first)[44]);
+    return d;
+}
+
 Bytes tcp6_ip(const Ip6Addr& src, uint16_t sport, const Ip6Addr& dst, uint16_t dport, uint8_t flags,
               const Bytes& payload, const Ip6Opt& o) {
     Bytes t = tcp_segment(0, 0, sport, dport, flags, payload);
@@ -539,6 +603,10 @@ Parsed parse_ipv6(const uint8_t* d, size_t len, bool quoted) {
             return p;
         }
         size_t hlen = nh == 44 ? 8 : (d[off + 1] + 1u) * 8;
+        if (nh == 44 && (get16(d + off + 2) & 0xfff9) != 0) {
+            p.fragment_offset = static_cast<uint16_t>((get16(d + off + 2) >> 3) * 8);
+            p.fragment = true;
+        }
         nh = d[off];
         off += hlen;
         if (off > end) {
@@ -547,7 +615,19 @@ Parsed parse_ipv6(const uint8_t* d, size_t len, bool quoted) {
         }
     }
     p.proto = nh;
-    parse_l4(p, d + off, end - off, 40 + size_t{p.payload_length} - off, quoted,
+    size_t l4_full = 40 + size_t{p.payload_length} - off;
+    if (p.fragment) {
+        // A later fragment has no transport header; a first one only its start, whose lengths
+        // and checksum are the whole datagram's.
+        if (p.fragment_offset != 0) {
+            p.payload.assign(d + off, d + end);
+            p.ok = true;
+            return p;
+        }
+        quoted = true;
+        l4_full = nh == kProtoUdp && end - off >= 8 ? get16(d + off + 4) : SIZE_MAX;
+    }
+    parse_l4(p, d + off, end - off, l4_full, quoted,
              [&](uint8_t proto, uint32_t l4len) { return pseudo_sum6(p.src6, p.dst6, proto, l4len); });
     return p;
 }

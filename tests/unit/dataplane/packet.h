@@ -127,6 +127,19 @@ Mac multicast_mac(const Ip6Addr& group);
 // The link-local address a port with MAC `m` has: fe80::/64 and the modified EUI-64 of `m`.
 Ip6Addr link_local_of(const Mac& m);
 
+// IPv6 fragments (RFC 8200 4.5), made and put together by hand, independent of rte_ip_frag. The
+// packet's fixed header is its unfragmentable part; everything after it (extension headers
+// included) is cut. fragments6(): cut at `payload_per_fragment` bytes (a multiple of 8, except
+// for the last piece), each fragment the fixed header and a Fragment header of `id`.
+std::vector<Bytes> fragments6(const Bytes& packet, size_t payload_per_fragment, uint32_t id);
+// One fragment of a packet: `len` bytes of its fragmentable part at `offset`, M as given.
+Bytes fragment6_of(const Bytes& packet, size_t offset, size_t len, bool more, uint32_t id);
+// The packet the fragments make (any order): the first fragment's fixed header with the Fragment
+// header's next header and the payload length of the whole; empty when they do not cover it
+// exactly once, are not each a fixed header and a Fragment header, or do not share one
+// identification (`why` says which). `id`, when given, gets that identification.
+Bytes reassemble6(const std::vector<Bytes>& fragments, std::string* why = nullptr, uint32_t* id = nullptr);
+
 // ARP (Ethernet/IPv4) body.
 Bytes arp_body(uint16_t op, const Mac& sha, uint32_t spa, const Mac& tha, uint32_t tpa);
 
@@ -163,6 +176,11 @@ struct Parsed {
     Ip6Addr src6{}, dst6{};
     uint8_t hop_limit = 0;
     uint16_t payload_length = 0;
+    // A Fragment header with an offset or more to come (not an atomic one): a later fragment
+    // (fragment_offset above 0) is parsed no further, its bytes in `payload`; a first one's
+    // transport header as far as it goes (l4_complete false, its checksum not judged).
+    bool fragment = false;
+    uint16_t fragment_offset = 0;
 
     // ARP
     uint16_t arp_htype = 0, arp_ptype = 0, arp_op = 0;

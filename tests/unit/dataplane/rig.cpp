@@ -130,6 +130,79 @@ model::ServiceState network_service(const std::string& key, std::vector<uint32_t
     return s;
 }
 
+namespace std_rig6 {
+
+net::IpAddr addr6(const Ip6Addr& a) {
+    return net::IpAddr::from_v6(a.data());
+}
+
+model::ServiceState web6() {
+    using namespace std_rig;
+    model::ServiceState web = lb_service(kWeb, kIngress, {kPod10, kPod11});
+    web.ingress_ipv6 = addr6(kIngressV6);
+    web.endpoint_ipv6s = {addr6(kPod10v6), addr6(kPod11v6)};
+    std::sort(web.endpoint_ipv6s.begin(), web.endpoint_ipv6s.end());
+    return web;
+}
+
+RigOptions dual_stack() {
+    using namespace std_rig;
+    RigOptions o;
+    o.configure = [](config::Config& c) {
+        c.ports[0].addresses.push_back(net::IpPrefix{addr6(kPodsV6), 64});
+        c.ports[1].addresses.push_back(net::IpPrefix{addr6(kExt1V6), 64});
+        c.ports[2].addresses.push_back(net::IpPrefix{addr6(kExt2V6), 64});
+        auto route = [&](const char* prefix, uint8_t len, const Ip6Addr& via, const char* port) {
+            config::RouteConfig r;
+            r.vrf = "default";
+            r.prefix = net::IpPrefix{addr6(ip6(prefix)), len};
+            r.via = addr6(via);
+            r.port = port;
+            c.routes.push_back(r);
+        };
+        route("::", 0, kExt1GwV6, "ext1");
+        route("fd00:10:244::", 48, kPodsRouterV6, "pods");
+        route("fd00:10:96::", 108, kPodsRouterV6, "pods");
+        route("fd00:18::", 64, kPodsRouterV6, "pods");
+        auto neigh = [&](const char* port, const Ip6Addr& ip, const Mac& mac) {
+            config::MacAddr m;
+            std::copy(mac.begin(), mac.end(), m.bytes);
+            c.neighbors.push_back(config::NeighborConfig{port, addr6(ip), m});
+        };
+        neigh("pods", kPod10v6, kPod10Mac);
+        neigh("pods", kPod11v6, kPod11Mac);
+        neigh("pods", kPod20v6, kPod20Mac);
+        neigh("pods", kPodsRouterV6, kPodsRouterMac);
+        neigh("ext1", kServerV6, kServerMac);
+        neigh("ext1", kExt1GwV6, kExt1GwMac);
+        neigh("ext2", kBlueServerV6, kBlueServerMac);
+        c.cluster.pod_cidrs.push_back(net::IpPrefix{addr6(ip6("fd00:10:244::")), 48});
+        c.cluster.service_cidrs.push_back(net::IpPrefix{addr6(ip6("fd00:10:96::")), 108});
+        c.cluster.node_ips.push_back(addr6(kNodeV6));
+    };
+    o.services = {web6()};
+    return o;
+}
+
+namespace {
+Mac pod_mac(const Ip6Addr& pod) {
+    using namespace std_rig;
+    return pod == kPod11v6 ? kPod11Mac : pod == kPod20v6 ? kPod20Mac : kPod10Mac;
+}
+}  // namespace
+
+Bytes from_pod6(const Ip6Addr& pod, const Bytes& ip) {
+    return ethernet(std_rig::kPodsMac, pod_mac(pod), kEtherIpv6, ip);
+}
+Bytes from_ext1_6(const Bytes& ip, const Mac& src) {
+    return ethernet(std_rig::kExt1Mac, src, kEtherIpv6, ip);
+}
+Bytes to_pod6(const Ip6Addr& pod, const Bytes& ip) {
+    return ethernet(pod_mac(pod), std_rig::kPodsMac, kEtherIpv6, ip);
+}
+
+}  // namespace std_rig6
+
 config::Config standard_config() {
     using namespace std_rig;
     using config::PortRole;

@@ -221,6 +221,39 @@ private:
     std::vector<std::unique_ptr<dp::PolicySnapshot>> snapshots_;
 };
 
+// The dual-stack rig (IPv6 tests: test_nat66.cpp, test_fragments.cpp): the standard rig with a /64
+// on each port (pods fd00:10:244:1::1, ext1 2001:db8:2::1, ext2 2001:db8:3::1), the cluster's
+// IPv6 ranges (pods fd00:10:244::/48, services fd00:10:96::/108, node fd00:18::2) behind the pods'
+// router fd00:10:244:1::fe, the IPv6 default route via ext1's router 2001:db8:2::fe, static IPv6
+// neighbours for every host below; web with the IPv6 ingress IP 2001:db8:2::50 and endpoints ::10
+// and ::11 of the pods' /64.
+namespace std_rig6 {
+inline const Ip6Addr kPodsV6 = ip6("fd00:10:244:1::1");
+inline const Ip6Addr kPodsRouterV6 = ip6("fd00:10:244:1::fe");
+inline const Ip6Addr kPod10v6 = ip6("fd00:10:244:1::10");
+inline const Ip6Addr kPod11v6 = ip6("fd00:10:244:1::11");
+inline const Ip6Addr kPod20v6 = ip6("fd00:10:244:1::20");
+inline const Ip6Addr kRemotePodV6 = ip6("fd00:10:244:2::10");
+inline const Ip6Addr kClusterIpV6 = ip6("fd00:10:96::10");
+inline const Ip6Addr kNodeV6 = ip6("fd00:18::2");
+inline const Ip6Addr kExt1V6 = ip6("2001:db8:2::1");
+inline const Ip6Addr kExt1GwV6 = ip6("2001:db8:2::fe");
+inline const Ip6Addr kServerV6 = ip6("2001:db8:2::100");
+inline const Ip6Addr kIngressV6 = ip6("2001:db8:2::50");
+inline const Ip6Addr kInternetV6 = ip6("2001:db8:99::9");
+inline const Ip6Addr kExt2V6 = ip6("2001:db8:3::1");
+inline const Ip6Addr kBlueServerV6 = ip6("2001:db8:3::100");
+
+net::IpAddr addr6(const Ip6Addr& a);
+model::ServiceState web6();
+RigOptions dual_stack();
+// Frames of the dual-stack rig: from a pod (its MAC) to the pods port, from ext1's server (or
+// `src`) to ext1, from the pods port to a pod.
+Bytes from_pod6(const Ip6Addr& pod, const Bytes& ip);
+Bytes from_ext1_6(const Bytes& ip, const Mac& src = std_rig::kServerMac);
+Bytes to_pod6(const Ip6Addr& pod, const Bytes& ip);
+}  // namespace std_rig6
+
 // The one frame of `frames`, parsed; records a failure (and returns an unparsed result) when
 // there is not exactly one.
 Parsed single(const std::vector<Bytes>& frames);

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// IPv4 fragments through the NAT (reassembly.h): a datagram that arrives in fragments, in any
-// order, is put together, translated like any other (its session made or found from the first
-// fragment's ports) and leaves cut again for the egress port's MTU; fragments that cannot make a
-// datagram (timed out, too many, the table full) are dropped and counted, and nothing is leaked.
+// IPv4 and IPv6 fragments through the NAT (reassembly.h): a datagram that arrives in fragments, in
+// any order, is put together, translated like any other (its session made or found from the first
+// fragment's ports) and leaves cut again: IPv4 for the egress port's MTU, IPv6 no larger than the
+// largest fragment it came in; fragments that cannot make a datagram (timed out, too many,
+// overlapping, the table full) are dropped and counted, and nothing is leaked. The IPv6 tests
+// follow the IPv4 ones, as their twins, and the limits are checked for both families from one
+// table.
 #include <gtest/gtest.h>
 #include <rte_cycles.h>
 
 #include <algorithm>
 #include <string>
 
+#include "dataplane/icmp_errors.h"
 #include "dataplane/reassembly.h"
 #include "tests/unit/dataplane/rig.h"
 
@@ -230,6 +234,416 @@ TEST_F(DataplaneTest, ConfiguredReassemblyLimitsHold) {
     EXPECT_EQ(r.mbufs_in_use(), static_cast<int64_t>(26 - refused));
 
     // Held for 50 ms, not 2 s.
+    r.advance(45 * ms);
+    dp::reassembly_expire(r.w());
+    EXPECT_EQ(r.drops(DropReason::fragment_timeout), 0u) << "not yet";
+    r.advance(10 * ms);
+    dp::reassembly_expire(r.w());
+    EXPECT_EQ(r.drops(DropReason::fragment_timeout), 26 - refused);
+    EXPECT_EQ(r.mbufs_in_use(), 0);
+}
+
+// IPv6 ---------------------------------------------------------------------------------------
+
+using namespace std_rig6;
+
+// The IPv6 frames that left a port, each a fragment of one datagram no larger than `size` bytes
+// (IPv6 header included) behind the port's Ethernet header, put together; `id` gets their
+// identification.
+Bytes whole6(const std::vector<Bytes>& frames, size_t size, uint32_t* id = nullptr) {
+    std::vector<Bytes> ips;
+    for (const Bytes& f : frames) {
+        EXPECT_LE(f.size(), 14 + size);
+        EXPECT_EQ(get16(&f[12]), kEtherIpv6);
+        ips.push_back(ip_of(f));
+    }
+    std::string why;
+    Bytes d = reassemble6(ips, &why, id);
+    EXPECT_FALSE(d.empty()) << why;
+    return d;
+}
+
+std::vector<Bytes> from_pod6_all(const Ip6Addr& pod, const std::vector<Bytes>& ips) {
+    std::vector<Bytes> v;
+    for (const Bytes& ip : ips)
+        v.push_back(from_pod6(pod, ip));
+    return v;
+}
+
+// Through the NAT both ways, as the IPv4 tests above: out in order (1,280-byte fragments), out of
+// order with the first last in bursts of their own, and a reply; each whole datagram leaves
+// translated, in fragments no larger than the largest it came in (and none below 1,280 bytes).
+TEST_F(DataplaneTest, Ipv6DatagramsInFragmentsLeaveTranslatedAndCutNoLargerThanTheyCame) {
+    struct Case {
+        std::string name;
+        bool reply;
+        size_t payload, piece;           // UDP payload, fragmentable bytes per fragment
+        std::vector<unsigned> order;     // the fragments in the order they arrive
+        bool separate_bursts;            // each fragment in a burst of its own
+        size_t fragments_out, size_out;  // what leaves: so many fragments of at most so many bytes
+    };
+    const std::vector<Case> cases = {
+        {"out, in order", false, 3000, 1232, {0, 1, 2}, false, 3, 1280},
+        {"out, first fragment last", false, 2500, 1000, {2, 1, 0}, true, 3, 1280},
+        {"reply, middle first", true, 4000, 1448, {1, 0, 2}, false, 3, 1496},
+        {"out, one large and one small fragment", false, 1700, 1448, {1, 0}, false, 2, 1496},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.name);
+        Rig& r = start(dual_stack());
+        const Bytes payload = pattern(c.payload, static_cast<unsigned>(c.payload));
+        Bytes dgram, want;
+        uint16_t in_port = r.pods, out_port = r.ext1;
+        if (!c.reply) {
+            dgram = udp6_ip(kPod10v6, 40000, kServerV6, 5353, payload);
+            want = udp6_ip(kIngressV6, 40000, kServerV6, 5353, payload, Ip6Opt{63});
+        } else {
+            r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 5353, {1, 2, 3})));
+            ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+            dgram = udp6_ip(kServerV6, 5353, kIngressV6, 40000, payload);
+            want = udp6_ip(kServerV6, 5353, kPod10v6, 40000, payload, Ip6Opt{63});
+            in_port = r.ext1;
+            out_port = r.pods;
+        }
+        std::vector<Bytes> f = fragments6(dgram, c.piece, 0x01020304);
+        ASSERT_EQ(f.size(), c.order.size());
+        std::vector<Bytes> frames;
+        for (unsigned k : c.order)
+            frames.push_back(c.reply ? from_ext1_6(f[k]) : from_pod6(kPod10v6, f[k]));
+        if (c.separate_bursts) {
+            for (size_t k = 0; k + 1 < frames.size(); ++k) {
+                r.process(in_port, frames[k]);
+                EXPECT_TRUE(r.tx(out_port).empty()) << "nothing leaves before the datagram is whole";
+                EXPECT_TRUE(r.sessions6().empty()) << "no session before the first fragment's ports are known";
+            }
+            r.process(in_port, frames.back());
+        } else {
+            r.process(0, burst(in_port, frames));
+        }
+        auto out = r.tx(out_port);
+        EXPECT_EQ(out.size(), c.fragments_out);
+        uint32_t id = 0;
+        Bytes d = whole6(out, c.size_out, &id);
+        EXPECT_EQ(d, want);
+        EXPECT_TRUE(checksums_valid(parse_ipv6(d.data(), d.size())));
+        EXPECT_NE(id, 0x01020304u) << "the gateway's own identification";
+        EXPECT_EQ(r.sessions6().size(), 1u);
+        EXPECT_EQ(r.w().counters.fragments_in, f.size());
+        EXPECT_EQ(r.w().counters.reassembled, 1u);
+        EXPECT_EQ(r.w().counters.fragmented, 1u);
+        EXPECT_EQ(r.w().counters.fragments_out, c.fragments_out);
+        EXPECT_EQ(r.total_drops(), 0u);
+        if (c.reply) {
+            EXPECT_EQ(r.svc(kWeb).packets_in, 1u) << "the datagram counts once";
+        }
+        rig_->drain_all();
+        ASSERT_EQ(rig_->mbufs_in_use(), 0);
+        rig_.reset();
+    }
+}
+
+// A datagram no larger than its largest fragment, or than 1,280 bytes, leaves whole; two
+// datagrams cut by the gateway get different identifications.
+TEST_F(DataplaneTest, Ipv6DatagramWithinItsLargestFragmentLeavesWhole) {
+    Rig& r = start(dual_stack());
+    Bytes small = udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(600));
+    r.process(0, burst(r.pods, from_pod6_all(kPod10v6, fragments6(small, 304, 7))));
+    EXPECT_EQ(single(r.tx(r.ext1)).l3, udp6_ip(kIngressV6, 40000, kServerV6, 53, pattern(600), Ip6Opt{63}))
+        << "648 bytes: within 1,280";
+    uint32_t ids[2] = {};
+    for (uint32_t k = 0; k < 2; ++k) {
+        Bytes big = udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(2000, k));
+        r.process(0, burst(r.pods, from_pod6_all(kPod10v6, fragments6(big, 1232, 7 + k))));
+        whole6(r.tx(r.ext1), 1280, &ids[k]);
+    }
+    EXPECT_NE(ids[0], ids[1]);
+    EXPECT_EQ(r.w().counters.reassembled, 3u);
+    EXPECT_EQ(r.w().counters.fragmented, 2u);
+}
+
+// Routed untranslated (a cluster destination) the same way: put together, hop limit one lower,
+// cut again no larger than it came.
+TEST_F(DataplaneTest, Ipv6FragmentsRoutedUntranslatedArePutTogetherAndCutAgain) {
+    Rig& r = start(dual_stack());
+    Bytes payload = pattern(3000, 5);
+    Bytes dgram = udp6_ip(kPod10v6, 40000, kRemotePodV6, 8080, payload);
+    r.process(0, burst(r.pods, from_pod6_all(kPod10v6, fragments6(dgram, 1232, 99))));
+    auto out = r.tx(r.pods);
+    ASSERT_EQ(out.size(), 3u);
+    for (const Bytes& f : out)
+        EXPECT_EQ(mac_str(Mac{f[0], f[1], f[2], f[3], f[4], f[5]}), mac_str(kPodsRouterMac));
+    EXPECT_EQ(whole6(out, 1280), udp6_ip(kPod10v6, 40000, kRemotePodV6, 8080, payload, Ip6Opt{63}));
+    EXPECT_TRUE(r.sessions6().empty());
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// A datagram whose largest fragment would not pass the egress port is refused with Packet Too
+// Big carrying the port's MTU, quoting the datagram as it was put together (the sender must cut
+// smaller); one whose fragments pass goes through the same port.
+TEST_F(DataplaneTest, Ipv6FragmentLargerThanTheEgressMtuGetsPacketTooBig) {
+    Rig& r = start([] {
+        RigOptions o = dual_stack();
+        auto more = o.configure;
+        o.configure = [more](config::Config& c) {
+            more(c);
+            c.ports[1].mtu = 1400;
+        };
+        return o;
+    }());
+    Bytes payload = pattern(3000, 9);
+    Bytes dgram = udp6_ip(kPod10v6, 40000, kServerV6, 5353, payload);
+    r.process(0, burst(r.pods, from_pod6_all(kPod10v6, fragments6(dgram, 1448, 5))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    Parsed p = single(r.tx(r.pods));
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.icmp_type, 2);
+    EXPECT_EQ(p.icmp_code, 0);
+    EXPECT_EQ(p.src6, kPodsV6);
+    EXPECT_EQ(p.dst6, kPod10v6);
+    EXPECT_EQ(get32(&p.l3[44]), 1400u) << "the egress MTU";
+    ASSERT_TRUE(p.inner);
+    EXPECT_EQ(p.inner->src6, kPod10v6);
+    EXPECT_EQ(p.inner->dst6, kServerV6);
+    EXPECT_EQ(p.inner->sport, 40000);
+    EXPECT_EQ(p.l3.size(), 1280u) << "the quote fills the error to IPv6's minimum MTU";
+    EXPECT_TRUE(std::equal(p.l3.begin() + 48, p.l3.end(), dgram.begin())) << "the datagram as it came";
+    EXPECT_EQ(r.w().counters.icmp_sent[static_cast<unsigned>(dp::IcmpError::packet_too_big)], 1u);
+
+    r.process(0, burst(r.pods, from_pod6_all(kPod10v6, fragments6(dgram, 1344, 6))));
+    EXPECT_EQ(whole6(r.tx(r.ext1), 1392), udp6_ip(kIngressV6, 40000, kServerV6, 5353, payload, Ip6Opt{63}))
+        << "1,392-byte fragments pass a 1,400-byte MTU";
+}
+
+// An atomic fragment (offset 0, no more to come; RFC 6946) is a whole datagram: translated at
+// once, its Fragment header kept, nothing held.
+TEST_F(DataplaneTest, Ipv6AtomicFragmentIsTranslatedAsItIs) {
+    Rig& r = start(dual_stack());
+    Bytes payload = pattern(100);
+    Ip6Opt atomic{64, {{44, Bytes{0, 0, 0, 0, 0, 9}}}};
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, payload, atomic)));
+    atomic.hop_limit = 63;
+    EXPECT_EQ(single(r.tx(r.ext1)).l3, udp6_ip(kIngressV6, 40000, kServerV6, 53, payload, atomic));
+    EXPECT_EQ(r.w().counters.fragments_in, 0u);
+    EXPECT_EQ(r.mbufs_in_use(), 0);
+}
+
+// An ICMPv6 error about a fragment the gateway cut (Packet Too Big from a router behind it)
+// quotes that first fragment: it reaches the pod with the quote's address, port and checksum
+// translated back, its Fragment header as it was; one quoting a later fragment names no ports
+// and is not translated.
+TEST_F(DataplaneTest, Ipv6ErrorQuotingAFirstFragmentIsTranslatedBack) {
+    Rig& r = start(dual_stack());
+    Bytes payload = pattern(3000, 4);
+    r.process(0, burst(r.pods, from_pod6_all(kPod10v6,
+                                             fragments6(udp6_ip(kPod10v6, 40000, kServerV6, 5353, payload), 1232, 3))));
+    auto out = r.tx(r.ext1);
+    ASSERT_EQ(out.size(), 3u);
+    uint32_t id = 0;
+    whole6(out, 1280, &id);
+    // Which frame holds offset 0.
+    Bytes first, later;
+    for (const Bytes& f : out)
+        (get16(&f[14 + 42]) >> 3 == 0 ? first : later) = ip_of(f);
+    ASSERT_FALSE(first.empty());
+    first.resize(1232);  // the quote within 1,280 bytes
+    Bytes body(4 + first.size());
+    put32(&body[0], 1280);
+    std::copy(first.begin(), first.end(), body.begin() + 4);
+    r.process(r.ext1, from_ext1_6(icmp6_ip(kExt1GwV6, kIngressV6, 2, 0, body, Ip6Opt{60}), kExt1GwMac));
+
+    Bytes want_quote = fragment6_of(udp6_ip(kPod10v6, 40000, kServerV6, 5353, payload, Ip6Opt{63}), 0, 1232, true, id);
+    want_quote.resize(1232);
+    Bytes want_body(4 + want_quote.size());
+    put32(&want_body[0], 1280);
+    std::copy(want_quote.begin(), want_quote.end(), want_body.begin() + 4);
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
+    EXPECT_EQ(frames[0], to_pod6(kPod10v6, icmp6_ip(kExt1GwV6, kPod10v6, 2, 0, want_body, Ip6Opt{59})));
+
+    later.resize(1232);
+    std::copy(later.begin(), later.end(), body.begin() + 4);
+    r.process(r.ext1, from_ext1_6(icmp6_ip(kExt1GwV6, kIngressV6, 2, 0, body, Ip6Opt{60}), kExt1GwMac));
+    EXPECT_TRUE(r.tx(r.pods).empty()) << "a later fragment's quote has no ports";
+    EXPECT_EQ(r.total_drops(), 1u);
+}
+
+// Fragments rte_ip_frag cannot take are dropped as `fragment` before the table sees them: one
+// behind another extension header, one that would make the datagram longer than 65,535 bytes of
+// payload (IPv4: total length).
+TEST_F(DataplaneTest, FragmentsThatCannotMakeADatagramAreRefusedAtOnce) {
+    Rig& r = start(dual_stack());
+    Bytes dgram = udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(2000));
+    Bytes behind = fragment6_of(dgram, 0, 1000, true, 1);
+    // Hop-by-Hop options (PadN) in front of the Fragment header.
+    behind.insert(behind.begin() + 40, {44, 0, 1, 4, 0, 0, 0, 0});
+    behind[6] = 0;
+    put16(&behind[4], static_cast<uint16_t>(behind.size() - 40));
+    r.process(r.pods, from_pod6(kPod10v6, behind));
+    EXPECT_EQ(r.drops(DropReason::fragment), 1u);
+
+    Bytes huge(65528 + 8 + 40, 0);
+    std::copy(dgram.begin(), dgram.begin() + 40, huge.begin());
+    Bytes far = fragment6_of(huge, 65528, 16, false, 2);
+    r.process(r.pods, from_pod6(kPod10v6, far));
+    EXPECT_EQ(r.drops(DropReason::fragment), 2u);
+
+    Bytes v4 = ipv4(kPod10, kServer, kProtoUdp, pattern(1000), IpOpt{.frag = 8190});
+    r.process(r.pods, r.from_pod(kPod10, v4));
+    EXPECT_EQ(r.drops(DropReason::fragment), 3u);
+    EXPECT_EQ(r.w().counters.fragments_in, 0u);
+    EXPECT_EQ(r.total_drops(), 3u);
+    EXPECT_EQ(r.mbufs_in_use(), 0);
+}
+
+// The limits and failures of test_fragments' IPv4 tests above, for both families: a lone
+// fragment times out; an empty one is dropped once and not taken in; overlapping ones and a
+// datagram in more fragments than the table holds are dropped, every fragment once; the table
+// holds at most its datagrams.
+struct Family {
+    std::string name;
+    // The frames of datagram `k` (a UDP datagram of `payload` bytes from pod 10) cut at `piece`.
+    std::function<std::vector<Bytes>(size_t payload, size_t piece, unsigned k)> fragments;
+    // A fragment with no payload.
+    std::function<Bytes()> empty;
+    // Two fragments that overlap: the first 1,000 bytes and 992 bytes from offset 504, the last.
+    std::function<std::vector<Bytes>()> overlapping;
+};
+
+std::vector<Family> families() {
+    auto v4 = [](size_t payload, unsigned k) {
+        return udp_ip(kPod10, 40000, kServer, 53, pattern(payload), IpOpt{.id = static_cast<uint16_t>(k)});
+    };
+    auto v6 = [](size_t payload) { return udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(payload)); };
+    auto pod4 = [](const Bytes& ip) { return ethernet(kPodsMac, kPod10Mac, kEtherIpv4, ip); };
+    return {
+        {"IPv4",
+         [=](size_t payload, size_t piece, unsigned k) {
+             std::vector<Bytes> v;
+             for (const Bytes& f : fragments(v4(payload, k), piece))
+                 v.push_back(pod4(f));
+             return v;
+         },
+         [=] { return pod4(ipv4(kPod10, kServer, kProtoUdp, {}, IpOpt{.frag = 500})); },
+         [=] {
+             Bytes d = v4(1488, 0);
+             return std::vector<Bytes>{pod4(fragment_of(d, 0, 1000, true)), pod4(fragment_of(d, 504, 992, false))};
+         }},
+        {"IPv6",
+         [=](size_t payload, size_t piece, unsigned k) {
+             return from_pod6_all(kPod10v6, fragments6(v6(payload), piece, k));
+         },
+         [=] { return from_pod6(kPod10v6, fragment6_of(v6(100), 504, 0, false, 1)); },
+         [=] {
+             Bytes d = v6(1488);
+             return from_pod6_all(kPod10v6, {fragment6_of(d, 0, 1000, true, 1), fragment6_of(d, 504, 992, false, 1)});
+         }},
+    };
+}
+
+TEST_F(DataplaneTest, FragmentLimitsHoldForBothFamilies) {
+    const uint64_t ms = rte_get_tsc_hz() / 1000;
+    for (const Family& fam : families()) {
+        SCOPED_TRACE(fam.name);
+        {
+            SCOPED_TRACE("a lone fragment times out");
+            Rig& r = start(dual_stack());
+            r.process(r.pods, fam.fragments(2000, 1232, 1)[1]);
+            EXPECT_TRUE(r.tx(r.ext1).empty());
+            EXPECT_EQ(r.mbufs_in_use(), 1) << "held";
+            r.advance(r.cfg.reassembly.timeout_ms * ms / 2);
+            dp::reassembly_expire(r.w());
+            EXPECT_EQ(r.drops(DropReason::fragment_timeout), 0u) << "not yet";
+            r.advance(r.cfg.reassembly.timeout_ms * ms);
+            dp::reassembly_expire(r.w());
+            EXPECT_EQ(r.drops(DropReason::fragment_timeout), 1u);
+            EXPECT_EQ(r.mbufs_in_use(), 0);
+            r.process(r.pods, fam.fragments(2000, 1232, 1)[0]);
+            EXPECT_TRUE(r.tx(r.ext1).empty()) << "the first fragment now starts over";
+            EXPECT_TRUE(r.sessions().empty());
+            EXPECT_TRUE(r.sessions6().empty());
+        }
+        {
+            SCOPED_TRACE("an empty fragment");
+            Rig& r = start(dual_stack());
+            r.process(r.pods, fam.empty());
+            EXPECT_EQ(r.drops(DropReason::fragment), 1u);
+            EXPECT_EQ(r.total_drops(), 1u);
+            EXPECT_EQ(r.w().counters.fragments_in, 0u);
+            EXPECT_EQ(r.mbufs_in_use(), 0);
+        }
+        {
+            SCOPED_TRACE("overlapping fragments");
+            Rig& r = start(dual_stack());
+            std::vector<Bytes> f = fam.overlapping();
+            r.process(0, burst(r.pods, f));
+            EXPECT_TRUE(r.tx(r.ext1).empty());
+            EXPECT_EQ(r.drops(DropReason::fragment), f.size()) << "both, at once";
+            EXPECT_EQ(r.w().counters.reassembled, 0u);
+            EXPECT_EQ(r.mbufs_in_use(), 0);
+        }
+        {
+            SCOPED_TRACE("more fragments than the table holds");
+            Rig& r = start(dual_stack());
+            std::vector<Bytes> f = fam.fragments(8 * (dp::kMaxFragmentsPerDatagram + 1) * 8, 64, 1);
+            ASSERT_GT(f.size(), dp::kMaxFragmentsPerDatagram);
+            r.process(0, burst(r.pods, f));
+            EXPECT_TRUE(r.tx(r.ext1).empty());
+            EXPECT_GE(r.drops(DropReason::fragment), dp::kMaxFragmentsPerDatagram);
+            r.drain_all();
+            EXPECT_EQ(r.drops(DropReason::fragment) + r.drops(DropReason::fragment_timeout), f.size())
+                << "every fragment dropped, once";
+        }
+        {
+            SCOPED_TRACE("the table full");
+            Rig& r = start(dual_stack());
+            const unsigned n = r.cfg.reassembly.max_datagrams + 40;
+            for (unsigned k = 0; k < n; ++k)
+                r.process(r.pods, fam.fragments(1600, 1232, k)[0]);
+            EXPECT_TRUE(r.tx(r.ext1).empty());
+            EXPECT_GE(r.drops(DropReason::fragment), 40u);
+            EXPECT_LE(r.mbufs_in_use(), static_cast<int64_t>(r.cfg.reassembly.max_datagrams));
+            r.drain_all();
+            EXPECT_EQ(r.drops(DropReason::fragment) + r.drops(DropReason::fragment_timeout), n);
+        }
+    }
+}
+
+// The configured limits for IPv6, as ConfiguredReassemblyLimitsHold for IPv4: three fragments
+// pass, four are put together and dropped, the table holds 16, the timeout is 50 ms.
+TEST_F(DataplaneTest, ConfiguredReassemblyLimitsHoldForIpv6) {
+    RigOptions o = dual_stack();
+    auto base = o.configure;
+    o.configure = [base](config::Config& c) {
+        base(c);
+        c.reassembly = {.max_datagrams = 16, .max_fragments = 3, .timeout_ms = 50};
+    };
+    Rig& r = start(o);
+    const uint64_t ms = rte_get_tsc_hz() / 1000;
+    Bytes three = udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(2400));
+    std::vector<Bytes> f3 = fragments6(three, 1000, 1);
+    ASSERT_EQ(f3.size(), 3u);
+    r.process(0, burst(r.pods, from_pod6_all(kPod10v6, {f3[2], f3[0], f3[1]})));
+    const Bytes translated = udp6_ip(kIngressV6, 40000, kServerV6, 53, pattern(2400), Ip6Opt{63});
+    EXPECT_EQ(whole6(r.tx(r.ext1), 1280), translated);
+    EXPECT_EQ(r.total_drops(), 0u);
+
+    std::vector<Bytes> f4 = fragments6(udp6_ip(kPod10v6, 40001, kServerV6, 53, pattern(2400)), 800, 2);
+    ASSERT_EQ(f4.size(), 4u);
+    r.process(0, burst(r.pods, from_pod6_all(kPod10v6, f4)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::fragment), 1u);
+    EXPECT_EQ(r.w().counters.reassembled, 2u);
+    EXPECT_EQ(r.mbufs_in_use(), 0);
+    r.process(0, burst(r.pods, from_pod6_all(kPod10v6, {f3[1], f3[2], f3[0]})));
+    EXPECT_EQ(whole6(r.tx(r.ext1), 1280), translated) << "three fragments still pass";
+
+    for (unsigned k = 0; k < 26; ++k)
+        r.process(r.pods, from_pod6(kPod10v6, fragments6(udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(1600)), 1232,
+                                                         100 + k)[0]));
+    EXPECT_LE(r.mbufs_in_use(), 16);
+    uint64_t refused = r.drops(DropReason::fragment) - 1;
+    EXPECT_GE(refused, 10u);
     r.advance(45 * ms);
     dp::reassembly_expire(r.w());
     EXPECT_EQ(r.drops(DropReason::fragment_timeout), 0u) << "not yet";

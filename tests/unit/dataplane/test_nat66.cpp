@@ -15,6 +15,7 @@ namespace egw::test {
 namespace {
 
 using namespace std_rig;
+using namespace std_rig6;
 using dp::DropReason;
 
 Bytes text(const char* s) {
@@ -34,90 +35,10 @@ protected:
     }
 };
 
-const Ip6Addr kPodsV6 = ip6("fd00:10:244:1::1");
-const Ip6Addr kPodsRouterV6 = ip6("fd00:10:244:1::fe");
-const Ip6Addr kPod10v6 = ip6("fd00:10:244:1::10");
-const Ip6Addr kPod11v6 = ip6("fd00:10:244:1::11");
-const Ip6Addr kPod20v6 = ip6("fd00:10:244:1::20");
-const Ip6Addr kRemotePodV6 = ip6("fd00:10:244:2::10");
-const Ip6Addr kClusterIpV6 = ip6("fd00:10:96::10");
-const Ip6Addr kNodeV6 = ip6("fd00:18::2");
-const Ip6Addr kExt1V6 = ip6("2001:db8:2::1");
-const Ip6Addr kExt1GwV6 = ip6("2001:db8:2::fe");
-const Ip6Addr kServerV6 = ip6("2001:db8:2::100");
-const Ip6Addr kIngressV6 = ip6("2001:db8:2::50");
-const Ip6Addr kInternetV6 = ip6("2001:db8:99::9");
-const Ip6Addr kExt2V6 = ip6("2001:db8:3::1");
-const Ip6Addr kBlueServerV6 = ip6("2001:db8:3::100");
-
-net::IpAddr addr6(const Ip6Addr& a) {
-    return net::IpAddr::from_v6(a.data());
-}
 Ip6Addr bytes_of(const dp::Ip6& a) {
     return std::to_array(a.b);
 }
 
-model::ServiceState web6() {
-    model::ServiceState web = lb_service(kWeb, kIngress, {kPod10, kPod11});
-    web.ingress_ipv6 = addr6(kIngressV6);
-    web.endpoint_ipv6s = {addr6(kPod10v6), addr6(kPod11v6)};
-    std::sort(web.endpoint_ipv6s.begin(), web.endpoint_ipv6s.end());
-    return web;
-}
-
-// The standard rig, dual-stack: a /64 on each port, the cluster's IPv6 ranges behind the pods'
-// router, the default route via ext1's router, static IPv6 neighbours for every host; the web
-// Service with its IPv6 ingress IP and two IPv6 endpoints.
-RigOptions dual_stack() {
-    RigOptions o;
-    o.configure = [](config::Config& c) {
-        c.ports[0].addresses.push_back(net::IpPrefix{addr6(kPodsV6), 64});
-        c.ports[1].addresses.push_back(net::IpPrefix{addr6(kExt1V6), 64});
-        c.ports[2].addresses.push_back(net::IpPrefix{addr6(kExt2V6), 64});
-        auto route = [&](const char* prefix, uint8_t len, const Ip6Addr& via, const char* port) {
-            config::RouteConfig r;
-            r.vrf = "default";
-            r.prefix = net::IpPrefix{addr6(ip6(prefix)), len};
-            r.via = addr6(via);
-            r.port = port;
-            c.routes.push_back(r);
-        };
-        route("::", 0, kExt1GwV6, "ext1");
-        route("fd00:10:244::", 48, kPodsRouterV6, "pods");
-        route("fd00:10:96::", 108, kPodsRouterV6, "pods");
-        route("fd00:18::", 64, kPodsRouterV6, "pods");
-        auto neigh = [&](const char* port, const Ip6Addr& ip, const Mac& mac) {
-            config::MacAddr m;
-            std::copy(mac.begin(), mac.end(), m.bytes);
-            c.neighbors.push_back(config::NeighborConfig{port, addr6(ip), m});
-        };
-        neigh("pods", kPod10v6, kPod10Mac);
-        neigh("pods", kPod11v6, kPod11Mac);
-        neigh("pods", kPod20v6, kPod20Mac);
-        neigh("pods", kPodsRouterV6, kPodsRouterMac);
-        neigh("ext1", kServerV6, kServerMac);
-        neigh("ext1", kExt1GwV6, kExt1GwMac);
-        neigh("ext2", kBlueServerV6, kBlueServerMac);
-        c.cluster.pod_cidrs.push_back(net::IpPrefix{addr6(ip6("fd00:10:244::")), 48});
-        c.cluster.service_cidrs.push_back(net::IpPrefix{addr6(ip6("fd00:10:96::")), 108});
-        c.cluster.node_ips.push_back(addr6(kNodeV6));
-    };
-    o.services = {web6()};
-    return o;
-}
-
-Mac pod_mac(const Ip6Addr& pod) {
-    return pod == kPod11v6 ? kPod11Mac : pod == kPod20v6 ? kPod20Mac : kPod10Mac;
-}
-Bytes from_pod6(const Ip6Addr& pod, const Bytes& ip) {
-    return ethernet(kPodsMac, pod_mac(pod), kEtherIpv6, ip);
-}
-Bytes from_ext1_6(const Bytes& ip, const Mac& src = kServerMac) {
-    return ethernet(kExt1Mac, src, kEtherIpv6, ip);
-}
-Bytes to_pod6(const Ip6Addr& pod, const Bytes& ip) {
-    return ethernet(pod_mac(pod), kPodsMac, kEtherIpv6, ip);
-}
 Bytes bytes_after_ethernet(const Bytes& frame) {
     return Bytes(frame.begin() + 14, frame.end());
 }
