@@ -6,14 +6,15 @@
 // way (forward6): the hop limit, the routes of the VRF (Ip6Map, longest prefix), Packet Too Big
 // instead of fragments, a 128-bit next hop; link-local and multicast destinations never leave.
 //
-// Also here, for IPv6, the routing half of the classification nat_slow makes for IPv4
-// (classify_untranslated6) and the first step input gives an IPv6 packet (ipv6_first_step).
+// Also here, the first step input gives an IPv6 packet (ipv6_first_step): from inside the first
+// half of the classification of a new flow (classify.h), which nat_slow asks for IPv4; from
+// outside what is the gateway's own or routed back untranslated (classify_incoming6).
 #include <rte_branch_prediction.h>
 #include <rte_icmp.h>
 #include <rte_ip.h>
 
+#include "dataplane/classify.h"
 #include "dataplane/icmp_reply.h"
-#include "dataplane/ingress.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/mtu.h"
@@ -22,16 +23,6 @@
 namespace egw::dp {
 
 namespace {
-
-Route6 route6(uint8_t vrf) {
-    return Route6{Route6::Action::route, DropReason::count, IcmpError::count, vrf};
-}
-Route6 drop6(DropReason r) {
-    return Route6{Route6::Action::drop, r, IcmpError::count, 0};
-}
-Route6 action6(Route6::Action a) {
-    return Route6{a, DropReason::count, IcmpError::count, 0};
-}
 
 void forward6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
@@ -67,78 +58,58 @@ void forward6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
 
 }  // namespace
 
-Route6 classify_untranslated6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
+namespace {
+
+// From outside, the routing half of what nat_slow decides for IPv4 after the session lookup
+// (miss_incoming): echo requests to the receiving port's addresses answered; replies to
+// translated flows (a NAT address: ingress IPs, outside ports' addresses) the NAT's; the port's
+// own address otherwise has no session; the rest routed untranslated in the receiving port's VRF
+// when that is the default action, and the NAT's otherwise.
+NewFlow classify_incoming6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
+    using namespace classify_detail;
     const uint8_t* dst = pk.ip6->dst_addr;
-    const bool echo_request =
-        pk.l4_proto == kIp6Icmp && pk.l4_len >= sizeof(rte_icmp_hdr) && pk.l4[0] == kIcmp6EchoRequest;
-    if (pk.dir == Dir::out2in) {
-        if (echo_request && p.is_port_address6(rx_port, dst)) return action6(Route6::Action::local);
-        // Replies to translated flows (ingress IPs, outside ports' addresses): the NAT's.
-        if (p.nat_addresses6.contains(dst)) return action6(Route6::Action::translate);
-        if (p.is_port_address6(rx_port, dst)) return drop6(DropReason::no_session);
-        // Traffic of flows that were routed untouched goes back untouched, but only when
-        // untouched routing is the policy.
-        if (p.default_action == DefaultAction::route) return route6(p.ports[rx_port].vrf);
-        return action6(Route6::Action::translate);
-    }
-    // From inside to the gateway's own addresses: a served ingress IP on a port of its Service
-    // refused (hairpin, ingress.h), echo answered, UDP port unreachable (it serves none),
-    // anything else dropped (TCP would be answered with a reset, which it does not send).
-    if (p.is_port_address6(rx_port, dst) || p.nat_addresses6.contains(dst)) {
-        if ((pk.kind == Kind::tcp || pk.kind == Kind::udp) &&
-            unlikely(ingress_service_of<Ingress6>(p, pk, pk.key6.dst, pk.key6.dport) != Ip6Map::kMissing))
-            return Route6{Route6::Action::reject, DropReason::hairpin, IcmpError::admin_prohibited6, 0};
-        if (echo_request) return action6(Route6::Action::local);
-        if (pk.l4_proto == IPPROTO_UDP)
-            return Route6{Route6::Action::reject, DropReason::local, IcmpError::port_unreachable6, 0};
-        return drop6(DropReason::local);
-    }
-    // Destinations inside the cluster are never translated.
-    if (p.inside_cluster6(dst)) return route6(kDefaultVrf);
-    // From a served ingress IP and a port of its Service: the cluster's answer to a connection
-    // that came in through the Service, routed untranslated in the Service's network (ingress.h).
-    if (uint32_t isid = ingress_service_of<Ingress6>(p, pk, pk.key6.src, pk.key6.sport); isid != Ip6Map::kMissing) {
-        Route6 r = route6(p.services[isid].vrf);
-        r.ingress = true;
-        return r;
-    }
-    // A pod of a Service that translates its IPv6: the NAT's, whatever the default action.
-    if (uint32_t sid = p.endpoints6.find(pk.ip6->src_addr);
-        sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive)
-        return action6(Route6::Action::translate);
-    switch (p.default_action) {
-    case DefaultAction::route:
-        return route6(kDefaultVrf);
-    case DefaultAction::drop:
-        return drop6(DropReason::default_action_drop);
-    case DefaultAction::masquerade:
-        break;
-    }
-    return action6(Route6::Action::translate);
+    if (pk.l4_proto == kIp6Icmp && pk.l4_len >= sizeof(rte_icmp_hdr) && pk.l4[0] == kIcmp6EchoRequest &&
+        p.is_port_address6(rx_port, dst))
+        return action_flow(NewFlow::Action::local);
+    if (p.nat_addresses6.contains(dst)) return action_flow(NewFlow::Action::translate);
+    if (p.is_port_address6(rx_port, dst)) return drop_flow(DropReason::no_session);
+    // Traffic of flows that were routed untouched goes back untouched, but only when untouched
+    // routing is the policy.
+    if (p.default_action == DefaultAction::route) return route_flow(p.ports[rx_port].vrf);
+    return action_flow(NewFlow::Action::translate);
 }
+
+}  // namespace
 
 bool ipv6_first_step(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
-    Route6 r = classify_untranslated6(p, b.m[i]->port, pk);
-    switch (r.action) {
-    case Route6::Action::local:
+    const uint16_t rx_port = b.m[i]->port;
+    // From inside, the first half of the classification of a new flow (classify.h): what is
+    // routed untranslated needs no session, so it is asked before the lookup.
+    NewFlow f =
+        pk.dir == Dir::in2out ? classify_untranslated<Family6>(p, rx_port, pk) : classify_incoming6(p, rx_port, pk);
+    switch (f.action) {
+    case NewFlow::Action::local:
         b.set_next(i, Next::local);
         return true;
-    case Route6::Action::route:
-        if (r.ingress) count(w.counters.ingress_out);
-        pk.vrf = r.vrf;
+    case NewFlow::Action::route:
+        // The cluster's answer from a served ingress IP (ingress.h).
+        if (f.service_id != kDefaultPolicyId) count(w.counters.ingress_out);
+        pk.vrf = f.vrf;
         b.set_next(i, Next::ip_forward);
         return true;
-    case Route6::Action::reject:
-        reply_icmp_error(b, i, r.icmp, r.reason);
+    case NewFlow::Action::reject:
+        reply_icmp_error(b, i, f.icmp, f.reason);
         return true;
-    case Route6::Action::drop:
-        b.drop(i, r.reason);
+    case NewFlow::Action::drop:
+        b.drop(i, f.reason);
         return true;
-    case Route6::Action::translate:
+    case NewFlow::Action::translate:
         break;
     }
-    return false;  // the NAT stages' (NAPT66)
+    // The NAT stages' (NAPT66): nat_slow asks the second half for the Service found here.
+    pk.flow.service_id = f.service_id;
+    return false;
 }
 
 void stage_ip_forward(Worker& w, const PolicySnapshot& p, Burst& b) {

@@ -36,16 +36,4 @@ inline uint32_t ttl_decrement(rte_ipv4_hdr* ip) {
     return csum_delta16(old_word, new_word);
 }
 
-// The routing half of what happens to an IPv6 packet (ip_forward.cpp), the IPv4 decisions of
-// nat_slow.cpp (classify_outgoing, miss_incoming) less translation: what is the gateway's own,
-// what is routed untranslated in which table, and what is left to the NAT (`translate`).
-struct Route6 {
-    enum class Action : uint8_t { translate, local, route, reject, drop };
-    Action action;
-    DropReason reason;     // drop, reject
-    IcmpError icmp;        // reject
-    uint8_t vrf;           // route
-    bool ingress = false;  // route: the cluster's answer from a served ingress IP (ingress.h)
-};
-
 }  // namespace egw::dp

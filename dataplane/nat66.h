@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// What the NAT stages share for IPv6 (NAPT66): the gateway's own ICMPv6 errors as the NAT stages
-// ask for them, and the route toward a pod. The hop-limit and MTU rules are forwarding's
-// (ip_forward.h, mtu.h); the rewrite itself is in nat_fast.cpp (packets) and icmp_error.cpp
-// (ICMPv6 errors), sessions are made in nat_slow.cpp.
+// What the NAT stages share for IPv6 (NAPT66): the route toward a pod. The classification of a
+// new flow, with the gateway's own ICMPv6 errors it asks for, is classify.h's; the hop-limit and
+// MTU rules are forwarding's (ip_forward.h, mtu.h); the rewrite itself is in nat_fast.cpp
+// (packets) and icmp_error.cpp (ICMPv6 errors), sessions are made in nat_slow.cpp.
 #pragma once
 
 #include <rte_branch_prediction.h>
@@ -16,26 +16,6 @@
 #include "dataplane/mtu.h"
 
 namespace egw::dp {
-
-// Refuses IPv6 packet i with the ICMPv6 twin of the IPv4 error `e` the NAT stages' shared
-// classification names (icmp_reply builds it, or drops the packet under `why` where none may be
-// sent); an error with no ICMPv6 twin (protocol unreachable) is a drop under `why`.
-inline void refuse6(Burst& b, unsigned i, IcmpError e, DropReason why) {
-    switch (e) {
-    case IcmpError::time_exceeded:
-        reply_icmp_error(b, i, IcmpError::time_exceeded6, why);
-        return;
-    case IcmpError::net_unreachable:
-        reply_icmp_error(b, i, IcmpError::no_route6, why);
-        return;
-    case IcmpError::port_unreachable:
-        reply_icmp_error(b, i, IcmpError::port_unreachable6, why);
-        return;
-    default:
-        b.drop(i, why);
-        return;
-    }
-}
 
 // Fills a session's way back to its pod, on its first reply: in the default table, where the
 // inside routes are (as for IPv4, nat_fast.cpp). False when there is no route.

@@ -2,8 +2,8 @@
 //
 // Stage nat_slow: packets with no usable session, in packet order.
 //   - Outgoing: classify (the gateway's own address, a cluster destination, which EgressService
-//     or default action, TTL, route, NAT address) once, with classify_outgoing(); then allocate a
-//     port and create the session, and rewrite as a hit.
+//     or default action, TTL, route, NAT address) once, with classify.h's two halves (IPv6 had
+//     the first at input); then allocate a port and create the session, and rewrite as a hit.
 //   - Back from outside with no session: echo requests to the gateway, ingress to a served
 //     ingress IP of either family (ingress.h), routing untouched when that is the default
 //     action, else no_session.
@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "dataplane/checksum.h"
+#include "dataplane/classify.h"
 #include "dataplane/icmp_reply.h"
 #include "dataplane/ingress.h"
 #include "dataplane/ip_forward.h"
@@ -35,162 +36,6 @@
 namespace egw::dp {
 
 namespace {
-
-NewFlow drop_flow(DropReason r) {
-    NewFlow f{};
-    f.action = NewFlow::Action::drop;
-    f.reason = r;
-    return f;
-}
-
-// Not forwarded, and answered with an ICMP error (unless icmp_reply holds it back).
-NewFlow reject_flow(IcmpError e, DropReason r) {
-    NewFlow f{};
-    f.action = NewFlow::Action::reject;
-    f.icmp = e;
-    f.reason = r;
-    return f;
-}
-
-NewFlow route_flow(uint8_t vrf) {
-    NewFlow f{};
-    f.action = NewFlow::Action::route;
-    f.vrf = vrf;
-    return f;
-}
-
-// The one classifier of an outgoing packet with no session: a pure function of the snapshot and
-// the packet. The order of the questions fixes which drop reason a packet gets.
-NewFlow classify_outgoing(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
-    uint32_t dst = rte_be_to_cpu_32(pk.ip->dst_addr);
-    if (addressed_to_gateway(p, rx_port, dst, Dir::in2out)) {
-        // A served ingress IP on a port of its Service: hairpin, refused (ingress.h).
-        if ((pk.kind == Kind::tcp || pk.kind == Kind::udp) &&
-            unlikely(ingress_service_of<Ingress4>(p, pk, pk.key.dst, pk.key.dport) != FlatMap::kMissing))
-            return reject_flow(IcmpError::admin_prohibited, DropReason::hairpin);
-        // The gateway serves nothing on UDP and only ICMP otherwise (RFC 1812 4.3.3.1 via RFC 1122
-        // 3.2.2.1). TCP would be answered with a reset, which it does not send: dropped.
-        switch (pk.ip->next_proto_id) {
-        case IPPROTO_ICMP:
-            break;
-        case IPPROTO_UDP:
-            return reject_flow(IcmpError::port_unreachable, DropReason::local);
-        case IPPROTO_TCP:
-            return drop_flow(DropReason::local);
-        default:
-            return reject_flow(IcmpError::protocol_unreachable, DropReason::local);
-        }
-        NewFlow f{};
-        f.action = NewFlow::Action::local;
-        return f;
-    }
-    // Destinations inside the cluster are never translated.
-    if (p.inside_cluster(dst)) return route_flow(kDefaultVrf);
-    // From a served ingress IP and a port of its Service: the cluster's answer to a connection
-    // that came in through the Service, routed untranslated in the Service's network (ingress.h).
-    if (uint32_t isid = ingress_service_of<Ingress4>(p, pk, pk.key.src, pk.key.sport); isid != FlatMap::kMissing) {
-        NewFlow f = route_flow(p.services[isid].vrf);
-        f.service_id = static_cast<uint16_t>(isid);
-        return f;
-    }
-    uint32_t sid = p.endpoints.find(rte_be_to_cpu_32(pk.ip->src_addr));
-    const ServicePolicy* svc = nullptr;
-    if (sid != FlatMap::kMissing && p.services[sid].mode != ServiceMode::inactive) svc = &p.services[sid];
-    if (!svc) {
-        switch (p.default_action) {
-        case DefaultAction::route:
-            return route_flow(kDefaultVrf);
-        case DefaultAction::drop:
-            return drop_flow(DropReason::default_action_drop);
-        case DefaultAction::masquerade:
-            break;
-        }
-    }
-    if (pk.kind == Kind::other)
-        return drop_flow(pk.ip->next_proto_id == IPPROTO_ICMP ? DropReason::icmp_unsupported
-                                                              : DropReason::unsupported_protocol);
-    // An error about a flow we hold no session for: nothing to translate it against.
-    if (pk.kind == Kind::icmp_error) return drop_flow(DropReason::no_session);
-    // Before anything is rewritten, so that the Time Exceeded quotes the pod's own header.
-    if (unlikely(ttl_expires(pk.ip))) return reject_flow(IcmpError::time_exceeded, DropReason::ttl_exceeded);
-    NewFlow f{};
-    f.action = NewFlow::Action::translate;
-    f.vrf = svc ? svc->vrf : kDefaultVrf;
-    f.nh = p.lookup_route(f.vrf, dst);
-    if (unlikely(!f.nh)) return reject_flow(IcmpError::net_unreachable, DropReason::no_route);
-    if (svc && svc->mode == ServiceMode::snat_ingress_ip) {
-        f.nat_ip = be32(svc->nat_ip);
-        f.masquerade = false;
-    } else {
-        const PortPolicy& out = p.ports[f.nh->port];
-        if (out.n_addrs == 0) return drop_flow(DropReason::no_route);
-        f.nat_ip = be32(out.addrs[0]);
-        f.masquerade = true;
-    }
-    f.service_id = svc ? static_cast<uint16_t>(sid) : static_cast<uint16_t>(kDefaultPolicyId);
-    f.version = svc ? svc->version : p.default_version;
-    return f;
-}
-
-// The classifier of an outgoing IPv6 packet with no session (NAPT66), the questions of
-// classify_outgoing() in the same order: the gateway's own addresses, cluster destinations, the
-// pod's Service (its IPv6 side: a LoadBalancerIP Service without an IPv6 ingress IP leaves its
-// IPv6 endpoints to the default action), the default action, what can be translated, hop limit,
-// route, NAT address (the Service's IPv6 ingress IP, or the egress port's first IPv6 address).
-// Hairpin and the cluster's answers from a served IPv6 ingress IP (ingress.h) are decided before
-// this, at input, by classify_untranslated6 (ip_forward.cpp): no packet it sends here is
-// addressed to the gateway or is such an answer.
-NewFlow classify_outgoing6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
-    const uint8_t* dst = pk.ip6->dst_addr;
-    if (p.is_port_address6(rx_port, dst) || p.nat_addresses6.contains(dst)) {
-        // Echo requests to the receiving port's addresses went to the local stage from input;
-        // the gateway serves nothing else on IPv6.
-        switch (pk.l4_proto) {
-        case IPPROTO_UDP:
-            return reject_flow(IcmpError::port_unreachable, DropReason::local);
-        case IPPROTO_TCP:
-        case kIp6Icmp:
-            return drop_flow(DropReason::local);
-        default:
-            return reject_flow(IcmpError::protocol_unreachable, DropReason::local);
-        }
-    }
-    if (p.inside_cluster6(dst)) return route_flow(kDefaultVrf);
-    uint32_t sid = p.endpoints6.find(pk.ip6->src_addr);
-    const ServicePolicy* svc = nullptr;
-    if (sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive) svc = &p.services[sid];
-    if (!svc) {
-        switch (p.default_action) {
-        case DefaultAction::route:
-            return route_flow(kDefaultVrf);
-        case DefaultAction::drop:
-            return drop_flow(DropReason::default_action_drop);
-        case DefaultAction::masquerade:
-            break;
-        }
-    }
-    if (pk.kind == Kind::other)
-        return drop_flow(pk.l4_proto == kIp6Icmp ? DropReason::icmp_unsupported : DropReason::unsupported_protocol);
-    if (pk.kind == Kind::icmp_error) return drop_flow(DropReason::no_session);
-    if (unlikely(hop_limit_expires(pk.ip6))) return reject_flow(IcmpError::time_exceeded, DropReason::ttl_exceeded);
-    NewFlow f{};
-    f.action = NewFlow::Action::translate;
-    f.vrf = svc ? svc->vrf : kDefaultVrf;
-    f.nh6 = p.lookup_route6(f.vrf, dst);
-    if (unlikely(!f.nh6)) return reject_flow(IcmpError::net_unreachable, DropReason::no_route);
-    if (svc && svc->mode6 == ServiceMode::snat_ingress_ip) {
-        f.nat_ip6 = svc->nat_ip6;
-        f.masquerade = false;
-    } else {
-        const PortPolicy& out = p.ports[f.nh6->port];
-        if (out.n_addrs6 == 0) return drop_flow(DropReason::no_route);
-        f.nat_ip6 = out.addrs6[0];
-        f.masquerade = true;
-    }
-    f.service_id = svc ? static_cast<uint16_t>(sid) : static_cast<uint16_t>(kDefaultPolicyId);
-    f.version = svc ? svc->version : p.default_version;
-    return f;
-}
 
 // Classifies the burst's outgoing packets and prefetches what their creates will read. Pure
 // reads and prefetches: which packets open sessions, with which ports, is decided in the ordered
@@ -209,11 +54,14 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
     for_each_packet(outgoing, [&](unsigned i) {
         PacketMeta& pk = b.pkt[i];
         pk.probe_hashed = false;
+        // IPv6: the first half of the classification was asked at input (classify.h).
         if (unlikely(pk.v6)) {
-            pk.flow = classify_outgoing6(p, b.m[i]->port, pk);
+            pk.flow = classify_translation<Family6>(p, pk, pk.flow.service_id);
             return;
         }
-        pk.flow = classify_outgoing(p, b.m[i]->port, pk);
+        pk.flow = classify_untranslated<Family4>(p, b.m[i]->port, pk);
+        if (pk.flow.action == NewFlow::Action::translate)
+            pk.flow = classify_translation<Family4>(p, pk, pk.flow.service_id);
         if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable::kNone) return;
         const FlowKey& key = pk.key;
         FlowKey k{key.dst, pk.flow.nat_ip, key.dport, 0, key.proto, {}};
@@ -377,10 +225,7 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         b.drop(i, pk.flow.reason);
         return;
     case NewFlow::Action::reject:
-        if (pk.v6)
-            refuse6(b, i, pk.flow.icmp, pk.flow.reason);
-        else
-            reply_icmp_error(b, i, pk.flow.icmp, pk.flow.reason);
+        reply_icmp_error(b, i, pk.flow.icmp, pk.flow.reason);
         return;
     case NewFlow::Action::translate:
         break;

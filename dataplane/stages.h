@@ -80,11 +80,10 @@ unsigned owner_of(const Worker& w, const PacketMeta& pk);
 // m->port, dropped when it is not one of egw's ports (output.cpp); held to the port's MTU.
 void output_frames(Worker& w, const PolicySnapshot& p, rte_mbuf* const* pkts, unsigned n);
 
-// IPv6 (ip_forward.cpp): the routing half of a parsed IPv6 packet's classification (Route6,
-// ip_forward.h), and the first step input gives it from that: local, ip_forward (with its VRF),
-// icmp_reply, or a drop (true); false when it is left to the NAT stages (NAPT66).
-struct Route6;
-Route6 classify_untranslated6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk);
+// IPv6 (ip_forward.cpp): the first step input gives a parsed IPv6 packet, from the routing half
+// of its classification (classify.h): local, ip_forward (with its VRF), icmp_reply, or a drop
+// (true); false when it is left to the NAT stages (NAPT66), a packet from inside with its
+// Service in PacketMeta::flow.service_id for nat_slow.
 bool ipv6_first_step(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i);
 
 // Where the gateway's own addresses are decided for IPv4: an address of the receiving port, or
