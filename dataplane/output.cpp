@@ -24,6 +24,7 @@
 #include <rte_mbuf_dyn.h>
 #include <rte_ring.h>
 
+#include <bit>
 #include <cstring>
 
 #include "dataplane/held.h"
@@ -201,6 +202,21 @@ void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketM
     hold(w, m);
 }
 
+// The Ethernet header of an IPv4 frame in two 8-byte stores: the neighbour's MAC word (its first
+// six bytes are the MAC; the other two are overwritten next), then the port's source MAC and
+// EtherType word (PolicySnapshot::eth_src4).
+inline void write_ethernet4(rte_ether_hdr* eth, uint64_t mac_word, uint64_t src_word) {
+    if constexpr (std::endian::native == std::endian::little) {
+        auto* b = reinterpret_cast<uint8_t*>(eth);
+        std::memcpy(b, &mac_word, 8);
+        std::memcpy(b + 6, &src_word, 8);
+    } else {
+        for (int k = 0; k < 6; ++k)
+            eth->dst_addr.addr_bytes[k] = static_cast<uint8_t>(mac_word >> (8 * k));
+        std::memcpy(&eth->src_addr, &src_word, 8);
+    }
+}
+
 inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk) {
     if (pk.v6) {
         to_next_hop6(w, p, m, pk);
@@ -212,14 +228,14 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
     // recycled); resolve() checks the key and a mismatch means a fresh lookup.
     const uint64_t key = NeighborTable::make_key(pk.out_port, pk.next_hop);
     uint32_t slot = *pk.neighbor;
-    if (unlikely(slot == NeighborTable::kNone || !nt.resolve(slot, key, eth->dst_addr.addr_bytes))) {
+    uint64_t mac;
+    if (unlikely(slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac))) {
         slot = nt.find(pk.out_port, pk.next_hop);
         *pk.neighbor = slot;
-        if (slot == NeighborTable::kNone || !nt.resolve(slot, key, eth->dst_addr.addr_bytes))
-            slot = NeighborTable::kNone;
+        if (slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac)) slot = NeighborTable::kNone;
     }
     if (likely(slot != NeighborTable::kNone)) {
-        std::memcpy(eth->src_addr.addr_bytes, p.ports[pk.out_port].mac, 6);
+        write_ethernet4(eth, mac, p.eth_src4[pk.out_port]);
         emit(w, p, m, pk.out_port);
         return;
     }

@@ -76,6 +76,17 @@ public:
         return true;
     }
 
+    // The same, giving the MAC word itself: on little-endian hosts its first six bytes in memory
+    // are the MAC (the other two are the valid bit's: a caller storing the word overwrites them).
+    bool resolve_word(uint32_t slot, uint64_t key, uint64_t& word) {
+        Slot& s = slots_[slot];
+        uint64_t m = s.mac.load(std::memory_order_acquire);
+        if (!(m & kValid) || s.key.load(std::memory_order_relaxed) != key) return false;
+        if (!s.used.load(std::memory_order_relaxed)) s.used.store(1, std::memory_order_relaxed);
+        word = m;
+        return true;
+    }
+
     // Reader side: copies the MAC into `out` (6 bytes) when resolved, whatever the key.
     bool mac(uint32_t slot, uint8_t* out) const {
         uint64_t m = slots_[slot].mac.load(std::memory_order_acquire);
