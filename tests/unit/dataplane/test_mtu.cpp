@@ -205,6 +205,69 @@ TEST_F(DataplaneTest, ChainedFrameThatFitsLeavesAsItsBytesWithValidChecksums) {
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
+// IPv6 twins. A router never fragments IPv6: a translated datagram of exactly the egress MTU
+// leaves whole, one byte more is answered with Packet Too Big carrying the MTU (quoting the
+// packet as the pod sent it), and nothing is cut.
+TEST_F(DataplaneTest, Ipv6DatagramOfExactlyTheMtuLeavesWholeAndOneByteMoreGetsPacketTooBig) {
+    using namespace std_rig6;
+    RigOptions o = dual_stack();
+    auto base = o.configure;
+    o.configure = [base](config::Config& c) {
+        base(c);
+        mtus({{"ext1", 1280}})(c);
+    };
+    Rig& r = start(o);
+    // 40 + 8 + 1232 = 1280 bytes.
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(1232))));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv6,
+                                  udp6_ip(kIngressV6, 40000, kServerV6, 53, pattern(1232), Ip6Opt{63})));
+    Bytes more = udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(1233));
+    r.process(r.pods, from_pod6(kPod10v6, more));
+    EXPECT_TRUE(r.tx(r.ext1).empty()) << "IPv6 is not cut";
+    Parsed e = single(r.tx(r.pods));
+    EXPECT_TRUE(checksums_valid(e));
+    EXPECT_EQ(e.icmp_type, 2);
+    EXPECT_EQ(get32(&e.l3[44]), 1280u) << "the egress MTU";
+    ASSERT_TRUE(e.inner);
+    EXPECT_EQ(e.inner->src6, kPod10v6) << "quoted as the pod sent it";
+    EXPECT_TRUE(std::equal(e.l3.begin() + 48, e.l3.end(), more.begin()));
+    EXPECT_EQ(r.w().counters.fragmented, 0u);
+}
+
+// An IPv6 jumbo frame received as a chain of mbufs leaves translated as the chain it came in,
+// also when the first mbuf ends inside the TCP header.
+TEST_F(DataplaneTest, ChainedIpv6FrameThatFitsLeavesAsItsBytesWithValidChecksums) {
+    using namespace std_rig6;
+    RigOptions o = dual_stack();
+    auto base = o.configure;
+    o.configure = [base](config::Config& c) {
+        base(c);
+        mtus({{"pods", 9000}, {"ext1", 9000}})(c);
+    };
+    Rig& r = start(o);
+    Bytes payload = pattern(6000);
+    r.process(0, {{.port = r.pods,
+                   .frame = from_pod6(kPod10v6, tcp6_ip(kPod10v6, 40000, kServerV6, 443, kPsh | kAck, payload))}});
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    auto segs = r.tx_segments();
+    ASSERT_EQ(segs.size(), 1u);
+    EXPECT_EQ(segs[0], 3) << "sent as the chain it arrived in";
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv6,
+                                  tcp6_ip(kIngressV6, 40000, kServerV6, 443, kPsh | kAck, payload, Ip6Opt{63})));
+    EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
+    r.process(0, {{.port = r.pods,
+                   .frame = from_pod6(kPod10v6, tcp6_ip(kPod10v6, 40000, kServerV6, 443, kAck, payload)),
+                   .segment = 60}});
+    frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv6,
+                                  tcp6_ip(kIngressV6, 40000, kServerV6, 443, kAck, payload, Ip6Opt{63})));
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 // A transmit queue that stops taking frames. ext1's transmit ring (1,023 frames) is never drained
 // here until the test says so: once full it refuses every burst whole. Refusals for less than
 // kTxStallMs are only tx_full drops; past it the worker counts one stall and flags the queue,
