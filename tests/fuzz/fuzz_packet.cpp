@@ -430,19 +430,21 @@ void prime() {
     o = send(r.pods, r.from_pod(kPod11, udp_ip(kPod11, 6000, kServerB, 7000, {7})));
     one(o, o.ext1, "a one-way UDP flow of default/web");
 
-    // IPv6: TCP through web's IPv6 ingress IP, UDP through blue, an echo through the default action.
+    // IPv6, with the flows test_nat66.cpp takes through each policy (packet.h): TCP through web's
+    // IPv6 ingress IP, UDP through blue, an echo through the default action.
     auto pod6 = [](const Mac& m, const Bytes& ip) { return ethernet(kPodsMac, m, kEtherIpv6, ip); };
-    o = send(r.pods, pod6(kPod10Mac, tcp6_ip(kPod10v6, 40000, kServerV6, 80, kSyn)));
+    const std::vector<Flow6> flows = flows6();
+    const Flow6 &tcp = flows[0], &udp = flows[1], &echo6 = flows[2];
+    o = send(r.pods, pod6(kPod10Mac, tcp.out(kPod10v6, 40000, kServerV6, 80, 64)));
     Parsed syn6 = one(o, o.ext1, "an IPv6 SYN of default/web");
-    o = send(r.ext1,
-             ethernet(kExt1Mac, kServerMac, kEtherIpv6, tcp6_ip(kServerV6, 80, kIngressV6, syn6.sport, kSyn | kAck)));
+    o = send(r.ext1, ethernet(kExt1Mac, kServerMac, kEtherIpv6, tcp.back(kServerV6, 80, kIngressV6, syn6.sport, 64)));
     one(o, o.pods, "the IPv6 SYN-ACK to default/web");
-    o = send(r.pods, pod6(kPod20Mac, udp6_ip(kPod20v6, 5353, kBlueServerV6, 53, {1, 2, 3})));
+    o = send(r.pods, pod6(kPod20Mac, udp.out(kPod20v6, 5353, kBlueServerV6, 53, 64)));
     Parsed q6 = one(o, o.ext2, "an IPv6 UDP query of default/blue");
     o = send(r.ext2,
-             ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6, udp6_ip(kBlueServerV6, 53, kExt2V6, q6.sport, {4, 5, 6})));
+             ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6, udp.back(kBlueServerV6, 53, kExt2V6, q6.sport, 64)));
     one(o, o.pods, "the IPv6 UDP answer to default/blue");
-    o = send(r.pods, pod6(kPod20Mac, echo6_ip(true, kPod30v6, kInternetV6, 0x77, 1, {9, 9})));
+    o = send(r.pods, pod6(kPod20Mac, echo6.out(kPod30v6, 0x77, kInternetV6, 0, 64)));
     one(o, o.ext1, "an ICMPv6 echo request of the default action");
 }
 

@@ -260,6 +260,34 @@ Bytes ipv6(const Ip6Addr& src, const Ip6Addr& dst, uint8_t proto, const Bytes& l
     return b;
 }
 
+std::vector<Flow6> flows6() {
+    const std::string q = "GET / HTTP/1.1\r\n\r\n", a = "HTTP/1.1 200 OK\r\n\r\n";
+    const Bytes req(q.begin(), q.end()), resp(a.begin(), a.end());
+    return {
+        {"tcp", kProtoTcp,
+         [=](const Ip6Addr& s, uint16_t sp, const Ip6Addr& d, uint16_t dp, uint8_t hl) {
+             return tcp6_ip(s, sp, d, dp, kSyn, req, Ip6Opt{hl});
+         },
+         [=](const Ip6Addr& s, uint16_t sp, const Ip6Addr& d, uint16_t dp, uint8_t hl) {
+             return tcp6_ip(s, sp, d, dp, kSyn | kAck, resp, Ip6Opt{hl});
+         }},
+        {"udp", kProtoUdp,
+         [=](const Ip6Addr& s, uint16_t sp, const Ip6Addr& d, uint16_t dp, uint8_t hl) {
+             return udp6_ip(s, sp, d, dp, req, Ip6Opt{hl});
+         },
+         [=](const Ip6Addr& s, uint16_t sp, const Ip6Addr& d, uint16_t dp, uint8_t hl) {
+             return udp6_ip(s, sp, d, dp, resp, Ip6Opt{hl});
+         }},
+        {"icmpv6 echo", kProtoIcmp6,
+         [=](const Ip6Addr& s, uint16_t sp, const Ip6Addr& d, uint16_t, uint8_t hl) {
+             return echo6_ip(true, s, d, sp, 7, req, Ip6Opt{hl});
+         },
+         [=](const Ip6Addr& s, uint16_t, const Ip6Addr& d, uint16_t dp, uint8_t hl) {
+             return echo6_ip(false, s, d, dp, 7, req, Ip6Opt{hl});
+         }},
+    };
+}
+
 Bytes fragment6_of(const Bytes& packet, size_t offset, size_t len, bool more, uint32_t id) {
     Bytes f(packet.begin(), packet.begin() + 40);
     f.resize(48);

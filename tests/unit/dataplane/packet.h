@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -118,6 +119,19 @@ Bytes icmp6_ip(const Ip6Addr& src, const Ip6Addr& dst, uint8_t type, uint8_t cod
                const Ip6Opt& o = {});
 Bytes echo6_ip(bool request, const Ip6Addr& src, const Ip6Addr& dst, uint16_t ident, uint16_t seq = 1,
                const Bytes& payload = {}, const Ip6Opt& o = {});
+// One kind of IPv6 flow a pod starts, and the remote's answer, as builders of (source, source
+// port, destination, destination port, hop limit): a TCP SYN answered by a SYN-ACK, a UDP
+// request and its answer (both with `request`/`response` as payload), an ICMPv6 echo request and
+// its reply (the identifier plays the pod's port: "source port" out, "destination port" back;
+// sequence 7, `request` as data). test_nat66.cpp takes every kind through every policy; the
+// packet fuzz target primes its IPv6 sessions with them.
+struct Flow6 {
+    std::string name;
+    uint8_t proto;
+    std::function<Bytes(const Ip6Addr&, uint16_t, const Ip6Addr&, uint16_t, uint8_t)> out, back;
+};
+std::vector<Flow6> flows6();
+
 // Neighbor Solicitation for `target` with a source link-layer address option of `sll` (none when
 // `src` is :: as in duplicate address detection).
 Bytes ns6_ip(const Ip6Addr& src, const Ip6Addr& dst, const Ip6Addr& target, const Mac& sll, const Ip6Opt& o = {255});

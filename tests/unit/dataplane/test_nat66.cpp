@@ -51,42 +51,6 @@ Bytes error_body(uint32_t rest, const Bytes& quote) {
     return b;
 }
 
-// One kind of flow: the packet a pod sends (src, sport as given) and the remote's answer, as
-// builders of (source, source port, destination, destination port, hop limit).
-struct Flow {
-    std::string name;
-    uint8_t proto;
-    std::function<Bytes(const Ip6Addr&, uint16_t, const Ip6Addr&, uint16_t, uint8_t)> out, back;
-};
-
-std::vector<Flow> flows() {
-    Bytes req = text("GET / HTTP/1.1\r\n\r\n"), resp = text("HTTP/1.1 200 OK\r\n\r\n");
-    return {
-        {"tcp", kProtoTcp,
-         [=](const Ip6Addr& s, uint16_t sp, const Ip6Addr& d, uint16_t dp, uint8_t hl) {
-             return tcp6_ip(s, sp, d, dp, kSyn, req, Ip6Opt{hl});
-         },
-         [=](const Ip6Addr& s, uint16_t sp, const Ip6Addr& d, uint16_t dp, uint8_t hl) {
-             return tcp6_ip(s, sp, d, dp, kSyn | kAck, resp, Ip6Opt{hl});
-         }},
-        {"udp", kProtoUdp,
-         [=](const Ip6Addr& s, uint16_t sp, const Ip6Addr& d, uint16_t dp, uint8_t hl) {
-             return udp6_ip(s, sp, d, dp, req, Ip6Opt{hl});
-         },
-         [=](const Ip6Addr& s, uint16_t sp, const Ip6Addr& d, uint16_t dp, uint8_t hl) {
-             return udp6_ip(s, sp, d, dp, resp, Ip6Opt{hl});
-         }},
-        // The echo identifier plays the pod's port: "source port" out, "destination port" back.
-        {"icmpv6 echo", kProtoIcmp6,
-         [=](const Ip6Addr& s, uint16_t sp, const Ip6Addr& d, uint16_t, uint8_t hl) {
-             return echo6_ip(true, s, d, sp, 7, req, Ip6Opt{hl});
-         },
-         [=](const Ip6Addr& s, uint16_t, const Ip6Addr& d, uint16_t dp, uint8_t hl) {
-             return echo6_ip(false, s, d, dp, 7, req, Ip6Opt{hl});
-         }},
-    };
-}
-
 // Each kind of flow, through each kind of translation: out with the NAT address and the pod's
 // own port (free and in the block), back to the pod, bytes, checksums, session and counters.
 TEST_F(Nat66Test, Napt66OutAndBackForEachProtocolAndPolicy) {
@@ -104,7 +68,7 @@ TEST_F(Nat66Test, Napt66OutAndBackForEachProtocolAndPolicy) {
         {"default action masquerade", kPod11v6, kInternetV6, kExt1V6, 1, kExt1GwMac, "", true},
     };
     for (const Policy& pol : policies)
-        for (const Flow& f : flows()) {
+        for (const Flow6& f : flows6()) {
             SCOPED_TRACE(pol.name + ", " + f.name);
             RigOptions o = dual_stack();
             model::ServiceState blue = network_service("default/blue", {kPod20}, "blue");
