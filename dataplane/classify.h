@@ -38,33 +38,24 @@ namespace egw::dp {
 
 namespace classify_detail {
 
-inline NewFlow drop_flow(DropReason r) {
-    NewFlow f{};
+// Each answer sets what its reader takes (nat_slow's new_outgoing, ipv6_first_step) and nothing
+// else: no flow is built whole only to be copied.
+inline void drop_flow(NewFlow& f, DropReason r) {
     f.action = NewFlow::Action::drop;
     f.reason = r;
-    return f;
 }
 
 // Not forwarded, and answered with an ICMP error (unless icmp_reply holds it back).
-inline NewFlow reject_flow(IcmpError e, DropReason r) {
-    NewFlow f{};
+inline void reject_flow(NewFlow& f, IcmpError e, DropReason r) {
     f.action = NewFlow::Action::reject;
     f.icmp = e;
     f.reason = r;
-    return f;
 }
 
-inline NewFlow route_flow(uint8_t vrf) {
-    NewFlow f{};
+inline void route_flow(NewFlow& f, uint8_t vrf, uint32_t service_id = kDefaultPolicyId) {
     f.action = NewFlow::Action::route;
     f.vrf = vrf;
-    return f;
-}
-
-inline NewFlow action_flow(NewFlow::Action a) {
-    NewFlow f{};
-    f.action = a;
-    return f;
+    f.service_id = static_cast<uint16_t>(service_id);
 }
 
 }  // namespace classify_detail
@@ -84,17 +75,18 @@ struct Family4 : Ingress4 {
     // To one of the gateway's addresses, not a hairpin: it serves nothing on UDP and only ICMP
     // otherwise (RFC 1812 4.3.3.1 via RFC 1122 3.2.2.1); TCP would be answered with a reset,
     // which it does not send: dropped.
-    static NewFlow to_gateway_flow(const PacketMeta& pk) {
+    static void to_gateway_flow(const PacketMeta& pk, NewFlow& f) {
         using namespace classify_detail;
         switch (pk.ip->next_proto_id) {
         case IPPROTO_ICMP:
-            return action_flow(NewFlow::Action::local);
+            f.action = NewFlow::Action::local;
+            return;
         case IPPROTO_UDP:
-            return reject_flow(IcmpError::port_unreachable, DropReason::local);
+            return reject_flow(f, IcmpError::port_unreachable, DropReason::local);
         case IPPROTO_TCP:
-            return drop_flow(DropReason::local);
+            return drop_flow(f, DropReason::local);
         default:
-            return reject_flow(IcmpError::protocol_unreachable, DropReason::local);
+            return reject_flow(f, IcmpError::protocol_unreachable, DropReason::local);
         }
     }
     static bool inside_cluster(const PolicySnapshot& p, const PacketMeta& pk) {
@@ -142,12 +134,14 @@ struct Family6 : Ingress6 {
     // To one of the gateway's addresses, not a hairpin: echo requests answered, UDP port
     // unreachable (it serves none), anything else dropped (TCP would be answered with a reset,
     // which it does not send; ICMPv6 has no protocol unreachable of its own).
-    static NewFlow to_gateway_flow(const PacketMeta& pk) {
+    static void to_gateway_flow(const PacketMeta& pk, NewFlow& f) {
         using namespace classify_detail;
-        if (pk.l4_proto == kIp6Icmp && pk.l4_len >= sizeof(rte_icmp_hdr) && pk.l4[0] == kIcmp6EchoRequest)
-            return action_flow(NewFlow::Action::local);
-        if (pk.l4_proto == IPPROTO_UDP) return reject_flow(IcmpError::port_unreachable6, DropReason::local);
-        return drop_flow(DropReason::local);
+        if (pk.l4_proto == kIp6Icmp && pk.l4_len >= sizeof(rte_icmp_hdr) && pk.l4[0] == kIcmp6EchoRequest) {
+            f.action = NewFlow::Action::local;
+            return;
+        }
+        if (pk.l4_proto == IPPROTO_UDP) return reject_flow(f, IcmpError::port_unreachable6, DropReason::local);
+        drop_flow(f, DropReason::local);
     }
     static bool inside_cluster(const PolicySnapshot& p, const PacketMeta& pk) {
         return p.inside_cluster6(pk.ip6->dst_addr);
@@ -176,65 +170,61 @@ struct Family6 : Ingress6 {
 };
 static_assert(FlatMap::kMissing == Ip6Map::kMissing, "the families' tables say \"none\" alike");
 
-// The first half (above): what is not the NAT's, else translate with the packet's Service.
+// The first half (above), into `f`: what is not the NAT's, else translate with the packet's
+// Service in f.service_id. `f` may be the packet's own PacketMeta::flow.
 template <class F>
-inline NewFlow classify_untranslated(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
+inline void classify_untranslated(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk, NewFlow& f) {
     using namespace classify_detail;
     const auto& key = F::key(pk);
     if (F::to_gateway(p, rx_port, pk)) {
         // A served ingress IP on a port of its Service: hairpin, refused (ingress.h).
         if ((pk.kind == Kind::tcp || pk.kind == Kind::udp) &&
             unlikely(ingress_service_of<F>(p, pk, key.dst, key.dport) != F::kMissing))
-            return reject_flow(F::kAdminProhibited, DropReason::hairpin);
-        return F::to_gateway_flow(pk);
+            return reject_flow(f, F::kAdminProhibited, DropReason::hairpin);
+        return F::to_gateway_flow(pk, f);
     }
     // Destinations inside the cluster are never translated.
-    if (F::inside_cluster(p, pk)) return route_flow(kDefaultVrf);
+    if (F::inside_cluster(p, pk)) return route_flow(f, kDefaultVrf);
     // From a served ingress IP and a port of its Service: the cluster's answer to a connection
     // that came in through the Service, routed untranslated in the Service's network (ingress.h).
-    if (uint32_t isid = ingress_service_of<F>(p, pk, key.src, key.sport); isid != F::kMissing) {
-        NewFlow f = route_flow(p.services[isid].vrf);
-        f.service_id = static_cast<uint16_t>(isid);
-        return f;
-    }
+    if (uint32_t isid = ingress_service_of<F>(p, pk, key.src, key.sport); isid != F::kMissing)
+        return route_flow(f, p.services[isid].vrf, isid);
     // The pod's Service, when it translates this family; else the default action.
     uint32_t sid = F::endpoint_service(p, pk);
     if (sid == F::kMissing || F::mode(p.services[sid]) == ServiceMode::inactive) {
         switch (p.default_action) {
         case DefaultAction::route:
-            return route_flow(kDefaultVrf);
+            return route_flow(f, kDefaultVrf);
         case DefaultAction::drop:
-            return drop_flow(DropReason::default_action_drop);
+            return drop_flow(f, DropReason::default_action_drop);
         case DefaultAction::masquerade:
             break;
         }
         sid = kDefaultPolicyId;
     }
-    NewFlow f = action_flow(NewFlow::Action::translate);
+    f.action = NewFlow::Action::translate;
     f.service_id = static_cast<uint16_t>(sid);
-    return f;
 }
 
-// The second half (above), for a packet the first left to the NAT as Service `service_id`
-// (kDefaultPolicyId: the default action's masquerade).
+// The second half (above), into `f`, for a packet the first left to the NAT as Service
+// f.service_id (kDefaultPolicyId: the default action's masquerade).
 template <class F>
-inline NewFlow classify_translation(const PolicySnapshot& p, const PacketMeta& pk, uint16_t service_id) {
+inline void classify_translation(const PolicySnapshot& p, const PacketMeta& pk, NewFlow& f) {
     using namespace classify_detail;
+    const uint16_t service_id = f.service_id;
     const ServicePolicy* svc = service_id != kDefaultPolicyId ? &p.services[service_id] : nullptr;
     if (pk.kind == Kind::other)
-        return drop_flow(F::l4_proto(pk) == F::kIcmpProto ? DropReason::icmp_unsupported
-                                                          : DropReason::unsupported_protocol);
+        return drop_flow(
+            f, F::l4_proto(pk) == F::kIcmpProto ? DropReason::icmp_unsupported : DropReason::unsupported_protocol);
     // An error about a flow we hold no session for: nothing to translate it against.
-    if (pk.kind == Kind::icmp_error) return drop_flow(DropReason::no_session);
+    if (pk.kind == Kind::icmp_error) return drop_flow(f, DropReason::no_session);
     // Before anything is rewritten, so that the Time Exceeded quotes the pod's own header.
-    if (unlikely(F::hop_expires(pk))) return reject_flow(F::kTimeExceeded, DropReason::ttl_exceeded);
-    NewFlow f = action_flow(NewFlow::Action::translate);
+    if (unlikely(F::hop_expires(pk))) return reject_flow(f, F::kTimeExceeded, DropReason::ttl_exceeded);
     f.vrf = svc ? svc->vrf : kDefaultVrf;
-    if (unlikely(!F::route(p, pk, f))) return reject_flow(F::kNoRoute, DropReason::no_route);
-    if (!F::nat_address(p, svc, f)) return drop_flow(DropReason::no_route);
-    f.service_id = service_id;
+    if (unlikely(!F::route(p, pk, f))) return reject_flow(f, F::kNoRoute, DropReason::no_route);
+    if (!F::nat_address(p, svc, f)) return drop_flow(f, DropReason::no_route);
+    f.action = NewFlow::Action::translate;
     f.version = svc ? svc->version : p.default_version;
-    return f;
 }
 
 }  // namespace egw::dp

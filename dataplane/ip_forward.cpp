@@ -65,18 +65,23 @@ namespace {
 // translated flows (a NAT address: ingress IPs, outside ports' addresses) the NAT's; the port's
 // own address otherwise has no session; the rest routed untranslated in the receiving port's VRF
 // when that is the default action, and the NAT's otherwise.
-NewFlow classify_incoming6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
+void classify_incoming6(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk, NewFlow& f) {
     using namespace classify_detail;
     const uint8_t* dst = pk.ip6->dst_addr;
     if (pk.l4_proto == kIp6Icmp && pk.l4_len >= sizeof(rte_icmp_hdr) && pk.l4[0] == kIcmp6EchoRequest &&
-        p.is_port_address6(rx_port, dst))
-        return action_flow(NewFlow::Action::local);
-    if (p.nat_addresses6.contains(dst)) return action_flow(NewFlow::Action::translate);
-    if (p.is_port_address6(rx_port, dst)) return drop_flow(DropReason::no_session);
+        p.is_port_address6(rx_port, dst)) {
+        f.action = NewFlow::Action::local;
+        return;
+    }
+    if (p.nat_addresses6.contains(dst)) {
+        f.action = NewFlow::Action::translate;
+        return;
+    }
+    if (p.is_port_address6(rx_port, dst)) return drop_flow(f, DropReason::no_session);
     // Traffic of flows that were routed untouched goes back untouched, but only when untouched
     // routing is the policy.
-    if (p.default_action == DefaultAction::route) return route_flow(p.ports[rx_port].vrf);
-    return action_flow(NewFlow::Action::translate);
+    if (p.default_action == DefaultAction::route) return route_flow(f, p.ports[rx_port].vrf);
+    f.action = NewFlow::Action::translate;
 }
 
 }  // namespace
@@ -86,8 +91,11 @@ bool ipv6_first_step(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     const uint16_t rx_port = b.m[i]->port;
     // From inside, the first half of the classification of a new flow (classify.h): what is
     // routed untranslated needs no session, so it is asked before the lookup.
-    NewFlow f =
-        pk.dir == Dir::in2out ? classify_untranslated<Family6>(p, rx_port, pk) : classify_incoming6(p, rx_port, pk);
+    NewFlow& f = pk.flow;
+    if (pk.dir == Dir::in2out)
+        classify_untranslated<Family6>(p, rx_port, pk, f);
+    else
+        classify_incoming6(p, rx_port, pk, f);
     switch (f.action) {
     case NewFlow::Action::local:
         b.set_next(i, Next::local);
@@ -107,8 +115,8 @@ bool ipv6_first_step(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     case NewFlow::Action::translate:
         break;
     }
-    // The NAT stages' (NAPT66): nat_slow asks the second half for the Service found here.
-    pk.flow.service_id = f.service_id;
+    // The NAT stages' (NAPT66): nat_slow asks the second half for the Service found here (a
+    // packet from outside leaves it unread).
     return false;
 }
 

@@ -56,12 +56,11 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
         pk.probe_hashed = false;
         // IPv6: the first half of the classification was asked at input (classify.h).
         if (unlikely(pk.v6)) {
-            pk.flow = classify_translation<Family6>(p, pk, pk.flow.service_id);
+            classify_translation<Family6>(p, pk, pk.flow);
             return;
         }
-        pk.flow = classify_untranslated<Family4>(p, b.m[i]->port, pk);
-        if (pk.flow.action == NewFlow::Action::translate)
-            pk.flow = classify_translation<Family4>(p, pk, pk.flow.service_id);
+        classify_untranslated<Family4>(p, b.m[i]->port, pk, pk.flow);
+        if (pk.flow.action == NewFlow::Action::translate) classify_translation<Family4>(p, pk, pk.flow);
         if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable::kNone) return;
         const FlowKey& key = pk.key;
         FlowKey k{key.dst, pk.flow.nat_ip, key.dport, 0, key.proto, {}};
