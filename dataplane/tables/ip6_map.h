@@ -10,10 +10,11 @@
 // snapshot (see policy.h). Reclamation: freed with its snapshot after an RCU grace period.
 //
 // Linear probing over a power-of-two array of 24-byte slots kept at most half full; the whole key
-// is in the slot, so a lookup reads no other memory. Every bit of the key reaches the slot index
-// (a 64-bit finalizer over both halves and the scope): addresses handed out in sequence, which
-// differ only in their last bytes (pods of one /64), spread over the array instead of piling up
-// in one probe run.
+// is in the slot, so a lookup reads no other memory. The slot is the top bits of a multiplicative
+// (Fibonacci) hash of both halves and the scope: every bit of the key reaches the top bits of a
+// product, so addresses handed out in sequence, which differ only in their last bytes (pods of
+// one /64), spread over the array instead of piling up in one probe run (the index was bits 32 and
+// up, which the last bytes of an address never reach).
 #pragma once
 
 #include <algorithm>
@@ -42,6 +43,7 @@ public:
             cap <<= 1;
         slots_.assign(cap, Slot{});
         mask_ = static_cast<uint32_t>(cap - 1);
+        shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
         size_ = 0;
         for (const Item& it : items) {
             uint64_t hi, lo;
@@ -97,17 +99,10 @@ private:
     };
     static_assert(sizeof(Slot) == 24);
 
-    // MurmurHash3's 64-bit finalizer: each input bit flips about half of the output bits.
-    static uint64_t fmix64(uint64_t h) {
-        h ^= h >> 33;
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 33;
-        h *= 0xc4ceb9fe1a85ec53ull;
-        h ^= h >> 33;
-        return h;
-    }
     size_t slot_of(uint64_t hi, uint64_t lo, uint16_t scope) const {
-        return static_cast<size_t>(fmix64(hi ^ fmix64(lo ^ uint64_t{scope} << 48))) & mask_;
+        uint64_t h =
+            (hi * 0x9E3779B97F4A7C15ull) ^ (lo * 0xC2B2AE3D27D4EB4Full) ^ (uint64_t{scope} * 0x165667B19E3779F9ull);
+        return static_cast<size_t>(h >> shift_);
     }
     size_t probe(uint64_t hi, uint64_t lo, uint16_t scope) const {
         size_t i = slot_of(hi, lo, scope);
@@ -120,6 +115,7 @@ private:
 
     std::vector<Slot> slots_;
     uint32_t mask_ = 0;
+    unsigned shift_ = 60;  // 64 - log2(slots): the product's top bits index the slots
     size_t size_ = 0;
 };
 
