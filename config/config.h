@@ -111,8 +111,9 @@ enum class TcpOpen {
 };
 
 struct SessionConfig {
-    unsigned max_sessions = 1u << 20;  // across all workers
-    uint16_t port_min = 1024;          // NAT port range, split into one block per worker
+    unsigned max_sessions = 1u << 20;       // IPv4 sessions, across all workers
+    unsigned max_sessions_ipv6 = 1u << 20;  // IPv6 sessions, across all workers; `max` when not given
+    uint16_t port_min = 1024;               // NAT port range, split into one block per worker
     uint16_t port_max = 65535;
     TimeoutConfig timeouts;
     TcpOpen tcp_open = TcpOpen::loose;

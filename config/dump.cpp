@@ -76,6 +76,7 @@ json cluster(const ClusterConfig& c) {
 json sessions(const SessionConfig& s) {
     const TimeoutConfig& t = s.timeouts;
     return {{"max", s.max_sessions},
+            {"max_ipv6", s.max_sessions_ipv6},
             {"port_min", s.port_min},
             {"port_max", s.port_max},
             {"timeouts",

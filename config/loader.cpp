@@ -1044,8 +1044,8 @@ private:
     void read_sessions(const Obj& top, SessionConfig& s, size_t workers) const {
         const json* j = top.get("sessions");
         if (!j) return;
-        Obj o(*this, *j, top.at("sessions"), {"max", "port_min", "port_max", "timeouts", "tcp_open", "max_per_pod"},
-              "an object");
+        Obj o(*this, *j, top.at("sessions"),
+              {"max", "max_ipv6", "port_min", "port_max", "timeouts", "tcp_open", "max_per_pod"}, "an object");
         if (const json* t = o.get("tcp_open")) {
             static const std::string what = "\"loose\" or \"strict\"";
             const std::string& v = string(*t, o.at("tcp_open"), what);
@@ -1057,6 +1057,9 @@ private:
                 expected(o.at("tcp_open"), what, *t);
         }
         opt_integer(o, "max", s.max_sessions, 1, 1u << 28);
+        // The IPv6 table is sized apart: an IPv4-only gateway sets 0 and saves its memory.
+        s.max_sessions_ipv6 = s.max_sessions;
+        opt_integer(o, "max_ipv6", s.max_sessions_ipv6, 0, 1u << 28);
         opt_integer(o, "max_per_pod", s.max_per_pod, 0, 1u << 28);
         opt_integer(o, "port_min", s.port_min, 1, 65535);
         opt_integer(o, "port_max", s.port_max, 1, 65535);

@@ -5,6 +5,8 @@
 // (expiry sweep, flush).
 #pragma once
 
+#include <type_traits>
+
 #include <rte_branch_prediction.h>
 #include <rte_byteorder.h>
 #include <rte_ip.h>
@@ -141,12 +143,14 @@ inline uint32_t lookup_again(const Worker& w, const PacketMeta& pk) {
     return pk.dir == Dir::in2out ? w.sessions.find_inside(pk.key) : w.sessions.find_outside(pk.key);
 }
 
-// Closes session `idx` of `table` (w.sessions or w.sessions6). The counters count both families.
+// Closes session `idx` of `table` (w.sessions or w.sessions6). sessions_closed counts both
+// families, sessions6_closed the IPv6 ones of them.
 template <class Table>
 inline void close_session(Worker& w, Table& table, uint32_t idx) {
     auto& s = table.at(idx);
     count(w.service_counters[s.service_id].sessions_closed);
     count(w.counters.sessions_closed);
+    if constexpr (std::is_same_v<Table, SessionTable6>) count(w.counters.sessions6_closed);
     table.destroy(idx);
 }
 

@@ -12,7 +12,8 @@
 //   group, key where the status file holds it: doc[group][key] for a total; "workers" and the
 //              name for an lcore counter (in every element of workers[])
 //   metric     the Prometheus family without the egw_ prefix (a counter, so ending in _total);
-//              "" when it has none (sessions_created/closed make egw_sessions_active instead)
+//              "" when it has none (sessions_created/closed and sessions6_created/closed make
+//              egw_sessions_active{family} instead)
 //   direction  the value of the family's `direction` label when several counters share one
 //              family; "" when the family has no such label
 //   help       the family's HELP text (the same on every counter of a shared family), or what the
@@ -42,6 +43,10 @@
     X(to_control, lcore, "workers", "to_control", "", "", "ARP replies the worker gave to the control thread")        \
     X(sessions_created, lcore, "workers", "sessions_created", "", "", "NAT sessions the worker created")              \
     X(sessions_closed, lcore, "workers", "sessions_closed", "", "", "NAT sessions the worker closed, for any reason") \
+    X(sessions6_created, lcore, "workers", "sessions6_created", "", "",                                               \
+      "IPv6 NAT sessions the worker created (also in sessions_created)")                                              \
+    X(sessions6_closed, lcore, "workers", "sessions6_closed", "", "",                                                 \
+      "IPv6 NAT sessions the worker closed, for any reason (also in sessions_closed)")                                \
     X(sessions_expired, lcore, "workers", "sessions_expired", "sessions_expired_total", "",                           \
       "NAT sessions closed because they were idle past their timeout")                                                \
     X(routed, lcore, "workers", "routed", "lcore_routed_total", "",                                                   \

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "control/metrics/collect.h"
 
+#include <algorithm>
+
 namespace egw::metrics {
 
 namespace {
@@ -292,15 +294,23 @@ void write_worker_counters(Writer& w, const Readings& r, dp::CounterScope scope)
 
 // --- sessions ---------------------------------------------------------------------------------
 
-constexpr Family kSessionsActive{"sessions_active", Type::gauge, "NAT sessions open now, per worker lcore", {"lcore"}};
-constexpr Family kSessionsCapacity{"sessions_capacity", Type::gauge,
-                                   "Most NAT sessions the gateway holds (sessions.max, all workers together)"};
+constexpr Family kSessionsActive{
+    "sessions_active", Type::gauge, "NAT sessions open now, per worker lcore and address family", {"lcore", "family"}};
+constexpr Family kSessionsCapacity{
+    "sessions_capacity",
+    Type::gauge,
+    "Most NAT sessions the gateway holds per address family (sessions.max, sessions.max_ipv6; all workers together)",
+    {"family"}};
 void write_sessions(Writer& w, const ControlView& v, const Readings& r) {
     w.family(kSessionsActive);
-    for (const LcoreReading& l : r.lcores)
-        w.sample(kSessionsActive, {std::to_string(l.lcore)}, l.sessions_active());
+    for (const LcoreReading& l : r.lcores) {
+        const uint64_t all = l.sessions_active(), v6 = std::min(l.sessions_active_ipv6(), all);
+        w.sample(kSessionsActive, {std::to_string(l.lcore), "IPv4"}, all - v6);
+        w.sample(kSessionsActive, {std::to_string(l.lcore), "IPv6"}, v6);
+    }
     w.family(kSessionsCapacity);
-    w.sample(kSessionsCapacity, {}, v.max_sessions);
+    w.sample(kSessionsCapacity, {"IPv4"}, v.max_sessions);
+    w.sample(kSessionsCapacity, {"IPv6"}, v.max_sessions_ipv6);
 }
 
 // --- ports ------------------------------------------------------------------------------------

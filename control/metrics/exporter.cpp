@@ -64,6 +64,7 @@ Exporter::Exporter(const config::Config& cfg, control::Runtime& rt)
         v->workers.push_back(WorkerEntry{static_cast<unsigned>(i), cfg.workers[i]});
     v->nat_ports = uint32_t{cfg.sessions.port_max} - cfg.sessions.port_min + 1;
     v->max_sessions = cfg.sessions.max_sessions;
+    v->max_sessions_ipv6 = cfg.sessions.max_sessions_ipv6;
     v->node = cfg.node.name;
     v->default_action = config::to_string(cfg.default_action);
     box_.publish(std::move(v));
@@ -85,6 +86,7 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
     v->workers = base->workers;
     v->nat_ports = base->nat_ports;
     v->max_sessions = base->max_sessions;
+    v->max_sessions_ipv6 = base->max_sessions_ipv6;
     v->node = base->node;
     v->default_action = config::to_string(cfg_.default_action);  // a reload may have changed it
 

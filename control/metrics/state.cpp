@@ -49,6 +49,10 @@ uint64_t LcoreReading::sessions_active() const {
     return minus((*this)[dp::WorkerCounter::sessions_created], (*this)[dp::WorkerCounter::sessions_closed]);
 }
 
+uint64_t LcoreReading::sessions_active_ipv6() const {
+    return minus((*this)[dp::WorkerCounter::sessions6_created], (*this)[dp::WorkerCounter::sessions6_closed]);
+}
+
 Readings read_counters(const ControlView& view, std::span<dp::Worker* const> workers, uint64_t neighbor_held_dropped) {
     Readings r;
     r.services.reserve(view.services.size());

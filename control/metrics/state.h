@@ -104,7 +104,8 @@ struct ControlView {
     std::vector<NatAddressEntry> nat_addresses;  // sorted by address
     std::vector<WorkerEntry> workers;            // by worker index
     uint32_t nat_ports = 0;                      // size of sessions.port_min..port_max
-    uint64_t max_sessions = 0;
+    uint64_t max_sessions = 0;                   // sessions.max: the IPv4 tables, all workers together
+    uint64_t max_sessions_ipv6 = 0;              // sessions.max_ipv6: the IPv6 tables
     std::string node;
     std::string default_action;  // "route", "masquerade" or "drop"
 
@@ -135,7 +136,8 @@ struct LcoreReading {
     std::array<uint64_t, dp::kWorkerCounterCount> counters{};  // every EGW_WORKER_COUNTERS entry
 
     uint64_t operator[](dp::WorkerCounter c) const { return counters[static_cast<unsigned>(c)]; }
-    uint64_t sessions_active() const;
+    uint64_t sessions_active() const;       // both families
+    uint64_t sessions_active_ipv6() const;  // the IPv6 ones of them
 };
 
 struct Readings {

@@ -276,6 +276,7 @@ void Runtime::setup(unsigned mbufs) {
     for (const auto& p : ports_)
         n_ports = std::max<uint16_t>(n_ports, static_cast<uint16_t>(p.id + 1));
     uint32_t per_worker = (cfg_.sessions.max_sessions + n_workers - 1) / n_workers;
+    uint32_t per_worker6 = (cfg_.sessions.max_sessions_ipv6 + n_workers - 1) / n_workers;
     for (unsigned i = 0; i < n_workers; ++i) {
         // Everything the worker writes per packet lives on its lcore's socket.
         int wsocket = static_cast<int>(worker_socket(i));
@@ -293,11 +294,13 @@ void Runtime::setup(unsigned mbufs) {
             rte_zmalloc_socket("egw_dump", sizeof(dp::SessionRecord) * w->dump_capacity, RTE_CACHE_LINE_SIZE, wsocket));
         std::string name = "egw_s" + std::to_string(i);
         std::string name6 = "egw_s6_" + std::to_string(i);
-        // The IPv6 table holds as many sessions as the IPv4 one (sessions.max is per family).
+        // Each family has a table of its own (sessions.max, sessions.max_ipv6). One of capacity 0
+        // is still set up, empty, so lookups need no test: its creates fail as a full table's.
         if (!w->service_counters || !w->dump_buffer || !w->sessions.init(name.c_str(), per_worker, wsocket) ||
-            !w->sessions6.init(name6.c_str(), per_worker, wsocket))
-            throw RuntimeError("cannot allocate " + std::to_string(per_worker) + " sessions for worker " +
-                               std::to_string(i) + " (raise eal.memory_mb or lower sessions.max)");
+            !w->sessions6.init(name6.c_str(), per_worker6, wsocket))
+            throw RuntimeError("cannot allocate " + std::to_string(per_worker) + " IPv4 and " +
+                               std::to_string(per_worker6) + " IPv6 sessions for worker " + std::to_string(i) +
+                               " (raise eal.memory_mb, or lower sessions.max or sessions.max_ipv6)");
         const config::ReassemblyConfig& ra = cfg_.reassembly;
         w->reassembly =
             dp::reassembly_create(ra.max_datagrams, ra.max_fragments, ra.timeout_ms * tsc_hz_ / 1000, wsocket);
@@ -340,8 +343,9 @@ void Runtime::setup(unsigned mbufs) {
     for (auto* w : workers_)
         session_bytes += w->sessions.memory_bytes() + w->sessions6.memory_bytes();
     spdlog::info(
-        "data plane: {} worker(s), {} port(s), {} mbufs, {} sessions of each family ({:.1f} MiB of session tables)",
-        n_workers, ports_.size(), n_mbufs_ * pools_.size(), per_worker * n_workers, session_bytes / 1048576.0);
+        "data plane: {} worker(s), {} port(s), {} mbufs, {} IPv4 and {} IPv6 sessions ({:.1f} MiB of session tables)",
+        n_workers, ports_.size(), n_mbufs_ * pools_.size(), per_worker * n_workers, per_worker6 * n_workers,
+        session_bytes / 1048576.0);
 }
 
 void Runtime::start_ports() {

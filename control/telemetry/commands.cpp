@@ -124,18 +124,21 @@ int cmd_sessions_count(const char*, const char*, rte_tel_data* d) {
     return with_source([&](const metrics::Exporter& x) {
         auto v = x.view();
         metrics::Readings r = x.read(*v);
-        uint64_t created = 0, expired = 0;
+        uint64_t created = 0, expired = 0, active6 = 0;
         rte_tel_data* per = rte_tel_data_alloc();
         if (!per) return -ENOMEM;
         rte_tel_data_start_dict(per);
         for (const auto& l : r.lcores) {
             created += l[dp::WorkerCounter::sessions_created];
             expired += l[dp::WorkerCounter::sessions_expired];
+            active6 += l.sessions_active_ipv6();
             rte_tel_data_add_dict_u64(per, std::to_string(l.lcore).c_str(), l.sessions_active());
         }
         rte_tel_data_start_dict(d);
         rte_tel_data_add_dict_u64(d, "active", r.sessions_active);
         rte_tel_data_add_dict_u64(d, "capacity", v->max_sessions);
+        rte_tel_data_add_dict_u64(d, "active_ipv6", active6);
+        rte_tel_data_add_dict_u64(d, "capacity_ipv6", v->max_sessions_ipv6);
         rte_tel_data_add_dict_u64(d, "created", created);
         rte_tel_data_add_dict_u64(d, "expired", expired);
         rte_tel_data_add_dict_container(d, "active_per_lcore", per, 0);

@@ -188,9 +188,10 @@ def overview():
     ], "percentunit", "Share of each worker's cycles spent in iterations that moved packets: its real load "
                       "(a polling core always shows 100% CPU)."), 12, 8)
     l.add(timeseries("NAT sessions per lcore", [
-        target(f"sum by (node, lcore) (egw_sessions_active{{{INST}}})", "{{node}} lcore {{lcore}}"),
-        target(f"sum by (node) (egw_sessions_capacity{{{INST}}})", "{{node}} capacity", ref="B"),
-    ], "none", "Open NAT sessions per worker, and the gateway's session limit."), 12, 8)
+        target(f"sum by (node, lcore, family) (egw_sessions_active{{{INST}}})", "{{node}} lcore {{lcore}} {{family}}"),
+        target(f"sum by (node, family) (egw_sessions_capacity{{{INST}}})", "{{node}} {{family}} capacity", ref="B"),
+    ], "none", "Open NAT sessions per worker and address family, and the gateway's limit of each family "
+               "(sessions.max, sessions.max_ipv6)."), 12, 8)
     l.add(timeseries("Hand-offs and held packets", [
         target(f"sum by (node, lcore) (rate(egw_lcore_handoffs_total{{{INST}}}{RATE}))",
                "{{node}} lcore {{lcore}} hand-off"),

@@ -259,8 +259,9 @@ class EdgeCasesE2E(unittest.TestCase):
         self.assertEqual(st["drops"]["port_exhausted"], exhausted, self.diag())
         # /metrics counts the same drops and shows the table full.
         self.assertEqual(self.metric('egw_drops_total{reason="session_limit"}'), st["drops"]["session_limit"])
-        self.assertEqual(self.metric("egw_sessions_capacity"), MAX_SESSIONS)
-        self.assertEqual(self.metric('egw_sessions_active{lcore="1"}'), MAX_SESSIONS)
+        self.assertEqual(self.metric('egw_sessions_capacity{family="IPv4"}'), MAX_SESSIONS)
+        self.assertEqual(self.metric('egw_sessions_active{lcore="1",family="IPv4"}'), MAX_SESSIONS)
+        self.assertEqual(self.metric('egw_sessions_active{lcore="1",family="IPv6"}'), 0)
         self.assert_alive()
         # Once they expire, new flows get sessions again.
         self.wait_no_sessions()

@@ -30,6 +30,7 @@ import sys
 import textwrap
 import time
 import unittest
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -189,8 +190,9 @@ class Ipv6E2E(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.rig = rig = harness.NamespaceRig.for_suite(cls, "ipv6", PREFIX, TAG, ipv6=True)
+        cls.metrics_port = harness.free_port()
         cls.config, manifests = peer.stage_config(DEMO_CONFIG, rig.workdir, FILE_PREFIX, iface_tag=TAG,
-                                                  metrics_listen=f"127.0.0.1:{harness.free_port()}")
+                                                  metrics_listen=f"127.0.0.1:{cls.metrics_port}")
         cfg = json.loads(cls.config.read_text())
         # The demo is dual-stack (config/demo.json, config/demo-manifests); this suite's addresses
         # are its addresses.
@@ -655,6 +657,32 @@ class Ipv6E2E(unittest.TestCase):
         self.assertEqual(arp["ndp_announcements_failed"], 0, arp)
         self.assertEqual(arp["announcements_sent"], before["announcements_sent"], "no gratuitous ARP for IPv6")
         print(f"\n  {SHOP6_INGRESS}: external host took egwd's MAC {elapsed:.2f}s after the takeover", file=sys.stderr)
+
+    def test_28_metrics_count_the_ipv6_sessions_apart(self):
+        # A session of each family, open while /metrics is read (UDP sessions idle for 30 s).
+        for src, dst in ((f"[{WEB_POD}]:41060", EXT1), (f"{WEB_POD_V4}:41060", EXT1_V4)):
+            out, r = self.in_ns("pods", PEER, "udp", dst, SERVICE_PORT, "--bind", src, "--timeout", 5)
+            self.assertEqual(r.returncode, 0, f"{r.stderr}\n{self.diag()}")
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+
+        def total(family):
+            values = re.findall(rf'^egw_sessions_active{{lcore="\d+",family="{family}"}} (\S+)$', text, re.M)
+            self.assertTrue(values, f"no egw_sessions_active for {family}:\n{text}")
+            return sum(float(v) for v in values)
+        self.assertGreaterEqual(total("IPv6"), 1)
+        self.assertGreaterEqual(total("IPv4"), 1)
+        cfg = json.loads(self.config.read_text())
+        want = cfg.get("sessions", {}).get("max", 1 << 20)
+        for family in ("IPv4", "IPv6"):
+            self.assertRegex(text, rf'(?m)^egw_sessions_capacity{{family="{family}"}} {want}$')
+        # The status file counts the IPv6 sessions within each worker's sessions (read once it
+        # has been rewritten after both flows).
+        harness.wait_rewritten(self.status_file, 2, 5, "status file not rewritten")
+        workers = (harness.read_status(self.status_file) or {}).get("workers", [])
+        self.assertTrue(workers, self.diag())
+        self.assertGreaterEqual(sum(w["sessions6_created"] for w in workers), 1)
+        self.assertGreater(sum(w["sessions_created"] for w in workers), sum(w["sessions6_created"] for w in workers))
 
 
 if __name__ == "__main__":

@@ -544,8 +544,10 @@ class MetricsE2E(unittest.TestCase):
         self.assertGreater(total, busy)
         self.assertGreater(self.delta("egw_lcore_iterations_total", lcore="1"), 0)
         self.assertGreater(value(t["after"], "egw_tsc_hertz"), 0)
-        self.assertEqual(value(t["after"], "egw_sessions_active", lcore="1"), 2)
-        self.assertEqual(value(t["after"], "egw_sessions_capacity"), 4096)
+        self.assertEqual(value(t["after"], "egw_sessions_active", lcore="1", family="IPv4"), 2)
+        self.assertEqual(value(t["after"], "egw_sessions_active", lcore="1", family="IPv6"), 0)
+        self.assertEqual(value(t["after"], "egw_sessions_capacity", family="IPv4"), 4096)
+        self.assertEqual(value(t["after"], "egw_sessions_capacity", family="IPv6"), 4096)
 
     def test_nat_addresses(self):
         after = self.traffic["after"]

@@ -350,6 +350,7 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_TRUE(c.cluster.node_ips.empty());
     EXPECT_EQ(c.default_action, DefaultAction::masquerade);
     EXPECT_EQ(c.sessions.max_sessions, 1u << 20);
+    EXPECT_EQ(c.sessions.max_sessions_ipv6, 1u << 20);
     EXPECT_EQ(c.sessions.port_min, 1024);
     EXPECT_EQ(c.sessions.port_max, 65535);
     EXPECT_EQ(c.sessions.timeouts.tcp_established_s, 7440u);
@@ -492,6 +493,7 @@ TEST(Load, FullFileEveryFieldLands) {
     EXPECT_EQ(c.cluster.node_ips, (std::vector<IpAddr>{ip("172.18.0.2"), ip("172.18.0.3")}));
     EXPECT_EQ(c.default_action, DefaultAction::drop);
     EXPECT_EQ(c.sessions.max_sessions, 1000u);
+    EXPECT_EQ(c.sessions.max_sessions_ipv6, 1000u);  // not given: as many as max
     EXPECT_EQ(c.sessions.port_min, 2000);
     EXPECT_EQ(c.sessions.port_max, 3000);
     EXPECT_EQ(c.sessions.timeouts.tcp_established_s, 1u);
@@ -878,7 +880,7 @@ const ErrorCase kCases[] = {
     {"UnknownCluster", [](json& j) { j["cluster"]["pod_cidr"] = "10.0.0.0/8"; }, "$.cluster.pod_cidr",
      "unknown key \"pod_cidr\", expected one of: pod_cidrs, service_cidrs, node_ips"},
     {"UnknownSessions", [](json& j) { j["sessions"] = {{"max_sessions", 5}}; }, "$.sessions.max_sessions",
-     "unknown key \"max_sessions\", expected one of: max, port_min, port_max, timeouts, tcp_open, max_per_pod"},
+     "unknown key \"max_sessions\", expected one of: max, max_ipv6, port_min, port_max, timeouts, tcp_open, max_per_pod"},
     {"TcpOpen", [](json& j) { j["sessions"] = {{"tcp_open", "syn"}}; }, "$.sessions.tcp_open",
      "expected \"loose\" or \"strict\", got \"syn\""},
     {"UnknownTimeout", [](json& j) { j["sessions"] = J(R"({"timeouts": {"tcp": 5}})"); }, "$.sessions.timeouts.tcp",
@@ -1003,6 +1005,10 @@ const ErrorCase kCases[] = {
      "expected an integer from 256 to 65535, got 128"},
     {"SessionsMaxZero", [](json& j) { j["sessions"] = {{"max", 0}}; }, "$.sessions.max",
      "expected an integer from 1 to 268435456, got 0"},
+    {"SessionsMaxIpv6Negative", [](json& j) { j["sessions"] = {{"max_ipv6", -1}}; }, "$.sessions.max_ipv6",
+     "expected an integer from 0 to 268435456, got -1"},
+    {"SessionsMaxIpv6NotANumber", [](json& j) { j["sessions"] = {{"max_ipv6", "none"}}; }, "$.sessions.max_ipv6",
+     "expected an integer from 0 to 268435456, got \"none\""},
     {"PortMinZero", [](json& j) { j["sessions"] = {{"port_min", 0}}; }, "$.sessions.port_min",
      "expected an integer from 1 to 65535, got 0"},
     {"PortMaxTooBig", [](json& j) { j["sessions"] = {{"port_max", 65536}}; }, "$.sessions.port_max",
@@ -1717,7 +1723,7 @@ json full_files_document() {
       "cluster": {"pod_cidrs": ["10.244.0.0/16", "10.245.0.0/16"], "service_cidrs": ["10.96.0.0/12"],
                   "node_ips": ["172.18.0.2", "172.18.0.3"]},
       "default_action": "drop",
-      "sessions": {"max": 1000, "port_min": 2000, "port_max": 3000,
+      "sessions": {"max": 1000, "max_ipv6": 0, "port_min": 2000, "port_max": 3000,
                    "timeouts": {"tcp_established": 1, "tcp_transitory": 2, "tcp_half_closed": 5, "udp": 3, "icmp": 4},
                    "tcp_open": "strict", "max_per_pod": 7},
       "icmp": {"errors_per_second": 20, "burst": 5},

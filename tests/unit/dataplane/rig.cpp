@@ -350,7 +350,10 @@ void Rig::setup(const RigOptions& o) {
             rte_zmalloc(name("_dump").c_str(), sizeof(dp::SessionRecord) * w->dump_capacity, RTE_CACHE_LINE_SIZE));
         if (!w->service_counters || !w->dump_buffer) fail("worker counters");
         if (!w->sessions.init(name("s" + std::to_string(i)).c_str(), o.sessions_per_worker, socket) ||
-            !w->sessions6.init(name("s6_" + std::to_string(i)).c_str(), o.sessions_per_worker, socket))
+            !w->sessions6.init(
+                name("s6_" + std::to_string(i)).c_str(),
+                o.sessions6_per_worker < 0 ? o.sessions_per_worker : static_cast<uint32_t>(o.sessions6_per_worker),
+                socket))
             fail("session table");
         if (o.inject) {
             w->inject = rte_ring_create(name("_inj" + std::to_string(i)).c_str(), kRingSize, socket,

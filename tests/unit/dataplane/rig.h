@@ -97,7 +97,8 @@ config::Config standard_config();
 
 struct RigOptions {
     unsigned workers = 1;
-    uint32_t sessions_per_worker = 1024;  // SessionTable (and SessionTable6) capacity of each worker
+    uint32_t sessions_per_worker = 1024;  // SessionTable capacity of each worker
+    int64_t sessions6_per_worker = -1;    // SessionTable6's (sessions.max_ipv6); -1: sessions_per_worker
     bool inject = false;                  // give each worker an inject ring
     // Each port gets a receive queue per worker, worker w polling queue w of every port (as egwd
     // sets them up); otherwise each port has one, polled by worker 0.

@@ -350,6 +350,40 @@ TEST_F(Nat66Test, Napt66SessionLimits) {
     }
 }
 
+// Each family's sessions are counted apart (egw_sessions_active{family}), and sessions.max_ipv6 0
+// leaves an empty IPv6 table: IPv6 flows are refused as a full table's, IPv4 ones are not.
+TEST_F(Nat66Test, Napt66SessionsPerFamilyAndAnIpv6TableOfCapacityZero) {
+    {
+        Rig& r = start(dual_stack());
+        r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q"))));
+        r.process(r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 40000, kServerV6, 53, text("q"))));
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+        EXPECT_EQ(r.tx(r.ext1).size(), 3u);
+        EXPECT_EQ(r.w().counters.sessions_created, 3u);
+        EXPECT_EQ(r.w().counters.sessions6_created, 2u);
+        EXPECT_EQ(r.w().sessions6.active(), 2u);
+        r.advance(r.shared.timeouts.udp + 1);
+        r.sweep();
+        EXPECT_EQ(r.w().counters.sessions_expired, 3u);
+        EXPECT_EQ(r.w().counters.sessions_closed, 3u);
+        EXPECT_EQ(r.w().counters.sessions6_closed, 2u);
+        EXPECT_EQ(r.w().sessions6.active(), 0u);
+    }
+    {
+        RigOptions o = dual_stack();
+        o.sessions6_per_worker = 0;
+        Rig& r = fresh(o);
+        EXPECT_EQ(r.w().sessions6.capacity(), 0u);
+        r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q"))));
+        EXPECT_TRUE(r.tx(r.ext1).empty());
+        EXPECT_EQ(r.drops(DropReason::session_limit), 1u);
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+        EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+        EXPECT_EQ(r.w().counters.sessions_created, 1u);
+        EXPECT_EQ(r.w().counters.sessions6_created, 0u);
+    }
+}
+
 // A new IPv6 ingress IP for the Service ends its sessions at once: the reply to the old address is
 // stale, the pod's next packet leaves with the new one.
 TEST_F(Nat66Test, Napt66PolicyChangeStopsTheOldTranslation) {

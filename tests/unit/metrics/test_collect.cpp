@@ -77,6 +77,7 @@ ControlView make_view() {
     v.workers = {WorkerEntry{0, 1}, WorkerEntry{1, 3}};
     v.nat_ports = 64512;
     v.max_sessions = 65536;
+    v.max_sessions_ipv6 = 4096;
     v.node = "gw-1";
     v.default_action = "masquerade";
     return v;
@@ -440,6 +441,34 @@ TEST(Write, EveryWorkerCounterOfTheListHasItsFamily) {
     EXPECT_GE(exported, 15u);
 }
 
+// Open sessions per lcore and family: the IPv6 ones are counted apart (sessions6_created and
+// _closed), the IPv4 ones are the rest of each worker's sessions.
+TEST(Write, SessionsActivePerFamily) {
+    FakeWorkers w(2);
+    ControlView v = make_view();
+    w[0].counters.sessions_created = 20;  // 12 IPv4 and 8 IPv6 created
+    w[0].counters.sessions_closed = 5;    // 2 IPv4 and 3 IPv6 closed
+    w[0].counters.sessions6_created = 8;
+    w[0].counters.sessions6_closed = 3;
+    w[1].counters.sessions_created = 7;  // IPv4 only
+    w[1].counters.sessions_closed = 1;
+    Readings r = read_counters(v, w.ptrs, 0);
+    EXPECT_EQ(r.lcores[0].sessions_active(), 15u);
+    EXPECT_EQ(r.lcores[0].sessions_active_ipv6(), 5u);
+    std::string text = scrape(v, r);
+    for (const char* want : {
+             "# HELP egw_sessions_active NAT sessions open now, per worker lcore and address family\n",
+             "egw_sessions_active{lcore=\"1\",family=\"IPv4\"} 10\n",
+             "egw_sessions_active{lcore=\"1\",family=\"IPv6\"} 5\n",
+             "egw_sessions_active{lcore=\"3\",family=\"IPv4\"} 6\n",
+             "egw_sessions_active{lcore=\"3\",family=\"IPv6\"} 0\n",
+             "egw_sessions_capacity{family=\"IPv4\"} 65536\n",
+             "egw_sessions_capacity{family=\"IPv6\"} 4096\n",
+         })
+        EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+    EXPECT_EQ(text.find("egw_sessions_active{lcore=\"1\"}"), std::string::npos) << "a series without its family";
+}
+
 TEST(Write, PortsLcoresConfigAndBuild) {
     FakeWorkers w(2);
     ControlView v = make_view();
@@ -463,7 +492,8 @@ TEST(Write, PortsLcoresConfigAndBuild) {
              "egw_port_up{port=\"pods\"} 1\n",
              "egw_port_up{port=\"ext1\"} 0\n",
              "egw_port_info{port=\"ext1\",device=\"net_af_packet1\",role=\"outside\",vrf=\"default\"} 1\n",
-             "egw_sessions_capacity 65536\n",
+             "egw_sessions_capacity{family=\"IPv4\"} 65536\n",
+             "egw_sessions_capacity{family=\"IPv6\"} 4096\n",
              "egw_tsc_hertz 2000000000\n",
          })
         EXPECT_NE(text.find(want), std::string::npos) << want;
