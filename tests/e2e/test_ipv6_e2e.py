@@ -511,10 +511,11 @@ class Ipv6E2E(unittest.TestCase):
                              f"{(r.stderr or out).strip()}\n{self.diag()}")
             return split_endpoint(out.splitlines()[-1])[0] == EXT1
         harness.hold(connected, HOLD, lambda: f"the node did not see {EXT1}\n{self.diag()}", interval=0.2)
-        # At least SYN, ACK and FIN's ACK in; SYN+ACK, data and FIN out, for each of the
-        # connections (two at least).
-        self.wait_counter(("ingress", "forwarded_in"), forwarded_in + 6, "ingress in")
-        self.wait_counter(("ingress", "replies_out"), replies_out + 6, "ingress out")
+        # At least the handshake of each connection (hold() makes two at least): SYN and ACK in,
+        # SYN+ACK and the answer out. The closing segments are not counted on: once, under load,
+        # one connection's last ACK was not among them when the count was read.
+        self.wait_counter(("ingress", "forwarded_in"), forwarded_in + 4, "ingress in")
+        self.wait_counter(("ingress", "replies_out"), replies_out + 4, "ingress out")
         # Stateless: no session holds the ingress IP and the Service port on either side.
         status = harness.read_status(self.status_file) or {}
         service_side = f"[{WEB_INGRESS6}]:{WEB_LB_PORT}"
