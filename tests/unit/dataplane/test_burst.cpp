@@ -61,6 +61,49 @@ TEST_F(DataplaneTest, PacketsOfANewFlowInOneBurstShareOneSession) {
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
+// The IPv6 twin: an IPv6 packet's first step is decided at input and its session made in
+// nat_slow, so the later packets of a new flow in the same burst must find the session the first
+// one made rather than each making one (NAPT66 to the Service's IPv6 ingress IP).
+TEST_F(DataplaneTest, Ipv6PacketsOfANewFlowInOneBurstShareOneSession) {
+    using namespace std_rig6;
+    Rig& r = start(dual_stack());
+    std::vector<In> burst;
+    for (const char* q : {"one", "two", "three"})
+        burst.push_back({r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text(q)))});
+    for (uint8_t flags : {kSyn, kAck, uint8_t(kPsh | kAck)})
+        burst.push_back({r.pods, from_pod6(kPod11v6, tcp6_ip(kPod11v6, 500, kServerV6, 80, flags))});
+    r.process(0, burst);
+
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 6u);
+    std::vector<Parsed> out;
+    for (const auto& f : frames) {
+        out.push_back(parse_frame(f));
+        ASSERT_TRUE(checksums_valid(out.back()));
+        EXPECT_EQ(out.back().src6, kIngressV6);
+    }
+    EXPECT_EQ(out[0].sport, 40000);
+    EXPECT_EQ(out[1].sport, 40000) << "one flow left with two source ports";
+    EXPECT_EQ(out[2].sport, 40000) << "one flow left with two source ports";
+    EXPECT_NE(out[3].sport, 500);
+    EXPECT_EQ(out[4].sport, out[3].sport) << "one flow left with two source ports";
+    EXPECT_EQ(out[5].sport, out[3].sport) << "one flow left with two source ports";
+    EXPECT_EQ(r.sessions6().size(), 2u);
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.svc(kWeb).sessions_created, 2u);
+    EXPECT_EQ(r.svc(kWeb).packets_out, 6u);
+    EXPECT_EQ(r.w().counters.sessions6_created, 2u);
+
+    // Replies reach both pods, in one burst.
+    r.process(0, {{r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, 40000, text("a")))},
+                  {r.ext1, from_ext1_6(tcp6_ip(kServerV6, 80, kIngressV6, out[3].sport, kAck))}});
+    frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(frames[0], to_pod6(kPod10v6, udp6_ip(kServerV6, 53, kPod10v6, 40000, text("a"), Ip6Opt{63})));
+    EXPECT_EQ(frames[1], to_pod6(kPod11v6, tcp6_ip(kServerV6, 80, kPod11v6, 500, kAck, {}, Ip6Opt{63})));
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 TEST_F(DataplaneTest, ReplyToOldTranslationInTheBurstThatReplacesIt) {
     constexpr uint32_t kNewIngress = ip4(192, 0, 2, 51);
     Rig& r = start();

@@ -406,6 +406,52 @@ TEST_F(Nat66Test, Napt66PolicyChangeStopsTheOldTranslation) {
     EXPECT_EQ(single(r.tx(r.ext1)).src, kIngress);
 }
 
+// The IPv6 twin of test_limits.cpp's route change: the IPv6 default route moves from ext1's
+// router to a next hop on ext2. The Service's session keeps its IPv6 ingress IP and follows the
+// route; the masqueraded one was bound to ext1's IPv6 address and is replaced by one on ext2's.
+TEST_F(Nat66Test, Napt66RouteChangeMovesSessionsOrReplacesMasqueradedOnes) {
+    Rig& r = start(dual_stack());
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kInternetV6, 53, text("q"))));
+    r.process(r.pods, from_pod6(kPod20v6, udp6_ip(kPod20v6, 40000, kInternetV6, 53, text("q"))));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(parse_frame(frames[0]).src6, kIngressV6);
+    EXPECT_EQ(parse_frame(frames[1]).src6, kExt1V6);
+
+    bool moved = false;
+    for (auto& rt : r.cfg.routes)
+        if (rt.vrf == "default" && rt.prefix.len == 0 && rt.prefix.addr.is_v6()) {
+            rt.via = addr6(kBlueServerV6);
+            rt.port = "ext2";
+            moved = true;
+        }
+    ASSERT_TRUE(moved);
+    r.publish({web6()});
+
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kInternetV6, 53, text("q2"))));
+    frames = r.tx(r.ext2);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherIpv6,
+                                  udp6_ip(kIngressV6, 40000, kInternetV6, 53, text("q2"), Ip6Opt{63})));
+    r.process(r.pods, from_pod6(kPod20v6, udp6_ip(kPod20v6, 40000, kInternetV6, 53, text("q2"))));
+    frames = r.tx(r.ext2);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherIpv6,
+                                  udp6_ip(kExt2V6, 40000, kInternetV6, 53, text("q2"), Ip6Opt{63})));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.sessions6().size(), 2u);
+    EXPECT_EQ(r.default_counters().sessions_closed, 1u);
+    EXPECT_EQ(r.svc(kWeb).sessions_closed, 0u);
+
+    // Replies: the Service's, arriving now on ext2, reach the pod; one to the old masquerade
+    // address does not.
+    r.process(r.ext2,
+              ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6, udp6_ip(kInternetV6, 53, kIngressV6, 40000, text("a"))));
+    EXPECT_EQ(single(r.tx(r.pods)).dst6, kPod10v6);
+    r.process(r.ext1, from_ext1_6(udp6_ip(kInternetV6, 53, kExt1V6, 40000, text("a")), kExt1GwMac));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+}
+
 // Two workers: the NAT port of a reply names the worker that owns its session, and a reply that
 // arrives on the other one is handed over, as for IPv4.
 TEST_F(Nat66Test, Napt66ReplyIsHandedToTheOwningWorker) {
