@@ -106,6 +106,7 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
         e.network = s.network;
         e.vrf = sv.vrf;
         e.ingress_ip = s.ingress_ipv4 ? format_ipv4(*s.ingress_ipv4) : "";
+        e.ingress_ipv6 = s.ingress_ipv6 ? net::to_string(*s.ingress_ipv6) : "";
         e.endpoints = s.endpoint_ipv4s.size();
         e.endpoints_ipv6 = s.endpoint_ipv6s.size();
         e.ipv6_translated = sv.programmed6;
@@ -136,7 +137,8 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
             if (a.kind.empty()) a.kind = "ingress_ip";
             a.service_ids.push_back(e.id);
         }
-    // The first IPv4 address (IPv6 has no data plane yet); 0 when the port has none.
+    // The first IPv4 address; 0 when the port has none. The IPv6 NAT addresses are not exported
+    // here: a Service's session counts hold both families, so they could not be told apart.
     auto masquerade_address = [&](const config::PortConfig& p) {
         for (const auto& a : p.addresses)
             if (a.is_v4()) return a.addr.v4();

@@ -57,10 +57,11 @@ struct ServiceEntry {
     std::string name;
     std::string source_ip_by;  // "LoadBalancerIP" or "Network"
     std::string status_host;
-    std::string reason;      // why not programmed here ("" when it is)
-    std::string network;     // spec.network as written
-    std::string vrf;         // resolved VRF name, "" when unknown
-    std::string ingress_ip;  // dotted quad or ""
+    std::string reason;        // why not programmed here ("" when it is)
+    std::string network;       // spec.network as written
+    std::string vrf;           // resolved VRF name, "" when unknown
+    std::string ingress_ip;    // dotted quad or ""
+    std::string ingress_ipv6;  // the last IPv6 ingress IP or ""
     size_t endpoints = 0;
     size_t endpoints_ipv6 = 0;     // cluster-networked IPv6 endpoints
     bool ipv6_translated = false;  // its IPv6 endpoints are translated here now (ServiceView::programmed6)

@@ -99,6 +99,11 @@ int cmd_service(const char*, const char* params, rte_tel_data* d) {
         add_string(d, "network", s->network);
         add_string(d, "vrf", s->vrf);
         rte_tel_data_add_dict_u64(d, "endpoints", s->endpoints);
+        // IPv6 beside IPv4: `programmed` is the IPv4 side (as egw_service_programmed), so a
+        // Service translating only one family says which.
+        rte_tel_data_add_dict_int(d, "programmed_ipv6", s->ipv6_translated ? 1 : 0);
+        add_string(d, "ingress_ipv6", s->ingress_ipv6);
+        rte_tel_data_add_dict_u64(d, "endpoints_ipv6", s->endpoints_ipv6);
         rte_tel_data_add_dict_u64(d, "packets_egress", c.packets_out);
         rte_tel_data_add_dict_u64(d, "bytes_egress", c.bytes_out);
         rte_tel_data_add_dict_u64(d, "packets_reply", c.packets_in);

@@ -26,6 +26,7 @@ Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_ip
 import json
 import os
 import re
+import socket
 import sys
 import textwrap
 import time
@@ -684,6 +685,41 @@ class Ipv6E2E(unittest.TestCase):
         self.assertTrue(workers, self.diag())
         self.assertGreaterEqual(sum(w["sessions6_created"] for w in workers), 1)
         self.assertGreater(sum(w["sessions_created"] for w in workers), sum(w["sessions6_created"] for w in workers))
+
+    def test_29_metrics_and_telemetry_say_per_service_which_family_is_translated(self):
+        # The files source's twin of the Kubernetes suite's test_09: web translates both families,
+        # v6only (no IPv4 ingress IP) only IPv6, and says IPv4 is not translated.
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+
+        def sample(name, **labels):
+            want = ",".join(f'{k}="{v}"' for k, v in labels.items())
+            m = re.search(rf"(?m)^{name}{{{re.escape(want)}}} (\S+)$", text)
+            self.assertIsNotNone(m, f"no {name}{{{want}}}")
+            return float(m.group(1))
+        for service, want in (("web", {"IPv4": (1, 2), "IPv6": (1, 2)}), ("v6only", {"IPv4": (0, 0), "IPv6": (1, 1)})):
+            for family, (translated, endpoints) in want.items():
+                labels = {"namespace": "default", "service": service, "family": family}
+                self.assertEqual(sample("egw_service_family_translated", **labels), translated, (service, family))
+                self.assertEqual(sample("egw_service_family_endpoints", **labels), endpoints, (service, family))
+        self.assertEqual(sample("egw_service_programmed", namespace="default", service="v6only"), 0)
+
+        # DPDK telemetry's /egw/service says the same.
+        socket_path = Path("/var/run/dpdk") / FILE_PREFIX / "dpdk_telemetry.v2"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.settimeout(5)
+            s.connect(str(socket_path))
+            hello = json.loads(s.recv(16384))
+            answers = {}
+            for key in ("default/web", "default/v6only"):
+                s.send(f"/egw/service,{key}".encode())
+                answers[key] = json.loads(s.recv(hello["max_output_len"]))["/egw/service"]
+        web, v6only = answers["default/web"], answers["default/v6only"]
+        self.assertEqual((web["programmed"], web["programmed_ipv6"], web["ingress_ipv6"], web["endpoints_ipv6"]),
+                         (1, 1, WEB_INGRESS6, 2), web)
+        self.assertEqual((v6only["programmed"], v6only["programmed_ipv6"], v6only["ingress_ip"],
+                          v6only["ingress_ipv6"], v6only["endpoints"], v6only["endpoints_ipv6"]),
+                         (0, 1, "", V6ONLY_INGRESS6, 0, 1), v6only)
 
 
 if __name__ == "__main__":
