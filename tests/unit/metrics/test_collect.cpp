@@ -276,6 +276,45 @@ TEST(Write, ServiceSeriesCarryNamespaceServiceAndDirection) {
         EXPECT_NE(text.find(want), std::string::npos) << want;
 }
 
+// Per family, a Service says which of its endpoints are translated here (issue 11 §2): a
+// dual-stack one both, one with only an IPv6 ingress IP IPv6 alone (IPv4 0, as
+// egw_service_programmed), one with only an IPv4 ingress IP IPv4 alone, though it has IPv6 pods.
+TEST(Write, ServiceFamilySeriesSayWhichFamilyIsTranslated) {
+    FakeWorkers w(1);
+    ControlView v = make_view();
+    ServiceEntry dual = service(3, "default", "dual", 0xc0000233);
+    dual.endpoints_ipv6 = 2;
+    dual.ipv6_translated = true;
+    ServiceEntry v6only = service(4, "default", "v6only");
+    v6only.source_ip_by = "LoadBalancerIP";
+    v6only.programmed = false;
+    v6only.endpoints = 0;
+    v6only.endpoints_ipv6 = 1;
+    v6only.ipv6_translated = true;
+    ServiceEntry v4only = service(5, "default", "v4only", 0xc0000234);
+    v4only.endpoints_ipv6 = 3;
+    v.services.push_back(dual);
+    v.services.push_back(v6only);
+    v.services.push_back(v4only);
+    std::sort(v.services.begin(), v.services.end(), [](auto& a, auto& b) { return a.key < b.key; });
+    std::string text = scrape(v, read_counters(v, w.ptrs, 0));
+    for (const char* want : {
+             "egw_service_family_translated{namespace=\"default\",service=\"dual\",family=\"IPv4\"} 1\n",
+             "egw_service_family_translated{namespace=\"default\",service=\"dual\",family=\"IPv6\"} 1\n",
+             "egw_service_family_endpoints{namespace=\"default\",service=\"dual\",family=\"IPv6\"} 2\n",
+             "egw_service_family_translated{namespace=\"default\",service=\"v6only\",family=\"IPv4\"} 0\n",
+             "egw_service_family_translated{namespace=\"default\",service=\"v6only\",family=\"IPv6\"} 1\n",
+             "egw_service_family_endpoints{namespace=\"default\",service=\"v6only\",family=\"IPv4\"} 0\n",
+             "egw_service_family_endpoints{namespace=\"default\",service=\"v6only\",family=\"IPv6\"} 1\n",
+             "egw_service_programmed{namespace=\"default\",service=\"v6only\"} 0\n",
+             "egw_service_family_translated{namespace=\"default\",service=\"v4only\",family=\"IPv4\"} 1\n",
+             "egw_service_family_translated{namespace=\"default\",service=\"v4only\",family=\"IPv6\"} 0\n",
+             "egw_service_family_endpoints{namespace=\"default\",service=\"v4only\",family=\"IPv6\"} 3\n",
+         })
+        EXPECT_NE(text.find(want), std::string::npos) << want;
+    EXPECT_EQ(check_exposition(text), "");
+}
+
 // A Service served elsewhere has no per-Service series here; the counts say how many there are.
 TEST(Write, PerServiceSeriesOnlyForServicesThisGatewayServes) {
     FakeWorkers w(1);
