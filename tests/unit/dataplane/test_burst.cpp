@@ -148,6 +148,46 @@ TEST_F(DataplaneTest, StaleSessionClosedOnceWhenReplyAndPacketShareABurst) {
     EXPECT_EQ(r.sessions().size(), 1u);
 }
 
+// The IPv6 twins of the two tests above: web's IPv6 ingress IP changes; in the next burst the
+// pod's datagram replaces the stale IPv6 session and a reply to the old address is not
+// translated with what replaced it, whichever of the two comes first, and the stale session is
+// closed once.
+TEST_F(DataplaneTest, Ipv6ReplyToTheOldTranslationSharingABurstWithWhatReplacesIt) {
+    using namespace std_rig6;
+    const Ip6Addr moved = ip6("2001:db8:2::51");
+    for (bool reply_first : {false, true}) {
+        SCOPED_TRACE(reply_first ? "reply first" : "pod's datagram first");
+        if (rig_) {
+            rig_->drain_all();
+            EXPECT_EQ(rig_->mbufs_in_use(), 0) << "the data plane leaked mbufs (or freed some twice)";
+            rig_.reset();
+        }
+        Rig& r = start(dual_stack());
+        r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q"))));
+        ASSERT_EQ(single(r.tx(r.ext1)).src6, kIngressV6);
+        model::ServiceState web = web6();
+        web.ingress_ipv6 = addr6(moved);
+        r.publish({web});
+
+        In pod{r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q2")))};
+        In reply{r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, 40000, text("old")))};
+        r.process(0, reply_first ? std::vector<In>{reply, pod} : std::vector<In>{pod, reply});
+        auto frames = r.tx(r.ext1);
+        ASSERT_EQ(frames.size(), 1u);
+        ASSERT_TRUE(checksums_valid(parse_frame(frames[0])));
+        EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv6,
+                                      udp6_ip(moved, 40000, kServerV6, 53, text("q2"), Ip6Opt{63})));
+        EXPECT_TRUE(r.tx(r.pods).empty()) << "a reply to the old address was translated";
+        EXPECT_EQ(r.drops(DropReason::stale_session) + r.drops(DropReason::no_session), 1u);
+        auto ss = r.sessions6();
+        ASSERT_EQ(ss.size(), 1u);
+        EXPECT_EQ(std::to_array(ss[0].nat_ip.b), moved);
+        EXPECT_EQ(r.svc(kWeb).sessions_closed, 1u) << "one session closed, counted twice";
+        EXPECT_EQ(r.w().counters.sessions6_closed, 1u);
+        EXPECT_EQ(r.svc(kWeb).sessions_created, 2u);
+    }
+}
+
 // A burst mixing every outcome (hits both ways, new sessions of an SNAT Service and of the default
 // masquerade, a pod-port collision that forces a probe, the second packet of a new flow, a TTL
 // answered with Time Exceeded, a cluster destination routed untouched, a reply with no session, a hand-off) gives the

@@ -318,6 +318,46 @@ TEST_F(Nat66Test, Icmpv6ErrorFromThePodIsTranslatedToTheNatAddress) {
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
+// The twin of test_nat.cpp's error from the cluster's router: the router in front of the pod
+// cannot forward a reply (Packet Too Big) and tells the server. The error's source is not the
+// pod; it leaves with the NAT address, its quote naming the NAT address and port.
+TEST_F(Nat66Test, Icmpv6ErrorFromTheClusterRouterAboutAReplyIsTranslated) {
+    Rig& r = start(dual_stack());
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 500, kServerV6, 53, text("q"))));
+    uint16_t nat_port = single(r.tx(r.ext1)).sport;
+    ASSERT_NE(nat_port, 500);
+    Bytes answer(200, 0x11);
+    r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, nat_port, answer)));
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    Bytes body = error_body(1400, bytes_after_ethernet(frames[0]));
+    r.process(r.pods, ethernet(kPodsMac, kPodsRouterMac, kEtherIpv6, icmp6_ip(kPodsRouterV6, kServerV6, 2, 0, body)));
+    frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    ASSERT_TRUE(checksums_valid(parse_frame(frames[0])));
+    Bytes want_body = error_body(1400, udp6_ip(kServerV6, 53, kIngressV6, nat_port, answer, Ip6Opt{63}));
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherIpv6, icmp6_ip(kIngressV6, kServerV6, 2, 0, want_body, Ip6Opt{63})));
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// The twin of test_nat.cpp's error sent to another of the gateway's addresses: matched by its
+// quote, the outer destination (ext1's own IPv6 address, not the ingress IP) becomes the pod's.
+TEST_F(Nat66Test, Icmpv6ErrorToAnotherGatewayAddressIsStillTranslatedBack) {
+    Rig& r = start(dual_stack());
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 500, kServerV6, 53, text("q"))));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    Bytes body = error_body(0, bytes_after_ethernet(frames[0]));
+    r.process(r.ext1, from_ext1_6(icmp6_ip(kServerV6, kExt1V6, 1, 4, body)));
+    frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    ASSERT_TRUE(checksums_valid(parse_frame(frames[0])));
+    Bytes want_body = error_body(0, udp6_ip(kPod10v6, 500, kServerV6, 53, text("q"), Ip6Opt{63}));
+    EXPECT_EQ(frames[0], to_pod6(kPod10v6, icmp6_ip(kServerV6, kPod10v6, 1, 4, want_body, Ip6Opt{63})));
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 // The limits apply to IPv6 as to IPv4: sessions.max_per_pod per worker's share, and a full table.
 TEST_F(Nat66Test, Napt66SessionLimits) {
     {
