@@ -108,23 +108,18 @@ inline uint32_t quote_length(const rte_mbuf* m, const PacketMeta& pk) {
     return len < kIcmpErrorMaxQuote ? len : kIcmpErrorMaxQuote;
 }
 
-// Whether the headers fit in front of the datagram: in the headroom, or in the buffer with the
-// quote moved back.
-inline bool fits(const rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
+// Whether an error's `headers` fit in front of the `len` bytes of its quote at `quote`: in the
+// headroom, or in the buffer with the quote moved back. For both families.
+inline bool fits(const rte_mbuf* m, const void* quote, uint32_t headers, uint32_t len) {
     auto* buf = static_cast<const uint8_t*>(m->buf_addr);
-    auto* quote = reinterpret_cast<const uint8_t*>(pk.ip);
-    return static_cast<uint32_t>(quote - buf) >= kHeaders || uint32_t{m->data_off} + kHeaders + len <= m->buf_len;
+    return static_cast<uint32_t>(static_cast<const uint8_t*>(quote) - buf) >= headers ||
+           uint32_t{m->data_off} + headers + len <= m->buf_len;
 }
 
-// Rewrites packet i into the error: Ethernet to the sender, IPv4 from the port's address, ICMP
-// with the quote.
-void build(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
-    const PortPolicy& pp = p.ports[m->port];
-    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    rte_ether_addr peer_mac = eth->src_addr;
-    uint32_t peer = pk.ip->src_addr;
-    uint32_t own = be32(source_address(pp, rte_be_to_cpu_32(peer)));
-
+// Makes the mbuf the error's frame, the quote where fits() found room: `headers` bytes in front of
+// the `len` bytes at `quote` and nothing after. Returns where the headers go; the caller has read
+// what it needs of the old Ethernet header, which the quote may have been moved over.
+uint8_t* make_room(rte_mbuf* m, uint8_t* quote, uint32_t headers, uint32_t len) {
     // A chained datagram is quoted from its first segment; the rest of the chain is released.
     if (unlikely(m->nb_segs > 1)) {
         rte_pktmbuf_free(m->next);
@@ -132,25 +127,49 @@ void build(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t 
         m->nb_segs = 1;
     }
     auto* buf = static_cast<uint8_t*>(m->buf_addr);
-    auto* quote = reinterpret_cast<uint8_t*>(pk.ip);
     uint8_t* start;
-    if (likely(static_cast<uint32_t>(quote - buf) >= kHeaders)) {
-        start = quote - kHeaders;
+    if (likely(static_cast<uint32_t>(quote - buf) >= headers)) {
+        start = quote - headers;
     } else {
         start = rte_pktmbuf_mtod(m, uint8_t*);
-        std::memmove(start + kHeaders, quote, len);
+        std::memmove(start + headers, quote, len);
     }
     m->data_off = static_cast<uint16_t>(start - buf);
-    m->data_len = static_cast<uint16_t>(kHeaders + len);
+    m->data_len = static_cast<uint16_t>(headers + len);
     m->pkt_len = m->data_len;
     m->ol_flags = 0;
+    return start;
+}
 
+// The error's Ethernet header at `start`: from the receiving port back to the sender.
+rte_ether_hdr* write_ethernet(uint8_t* start, const rte_ether_addr& peer_mac, const PortPolicy& pp, uint16_t type) {
     auto* e = reinterpret_cast<rte_ether_hdr*>(start);
     e->dst_addr = peer_mac;
     std::memcpy(e->src_addr.addr_bytes, pp.mac, 6);
-    e->ether_type = be16(RTE_ETHER_TYPE_IPV4);
+    e->ether_type = be16(type);
+    return e;
+}
 
-    auto* ip = reinterpret_cast<rte_ipv4_hdr*>(e + 1);
+// The ICMP or ICMPv6 header of the error the packet asks for, its checksum left 0 to be summed.
+void write_icmp(rte_icmp_hdr* icmp, const PacketMeta& pk) {
+    unsigned e_index = static_cast<unsigned>(pk.icmp);
+    icmp->icmp_type = kIcmpErrorType[e_index];
+    icmp->icmp_code = kIcmpErrorCode[e_index];
+    icmp->icmp_cksum = 0;
+    uint32_t aux = be32(pk.icmp_aux);
+    std::memcpy(&icmp->icmp_ident, &aux, 4);
+}
+
+// Rewrites packet i into the error: Ethernet to the sender, IPv4 from the port's address, ICMP
+// with the quote.
+void build(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
+    const PortPolicy& pp = p.ports[m->port];
+    rte_ether_addr peer_mac = rte_pktmbuf_mtod(m, rte_ether_hdr*)->src_addr;
+    uint32_t peer = pk.ip->src_addr;
+    uint32_t own = be32(source_address(pp, rte_be_to_cpu_32(peer)));
+
+    uint8_t* start = make_room(m, reinterpret_cast<uint8_t*>(pk.ip), kHeaders, len);
+    auto* ip = reinterpret_cast<rte_ipv4_hdr*>(write_ethernet(start, peer_mac, pp, RTE_ETHER_TYPE_IPV4) + 1);
     ip->version_ihl = RTE_IPV4_VHL_DEF;
     ip->type_of_service = kTos;
     ip->total_length = be16(static_cast<uint16_t>(sizeof(rte_ipv4_hdr) + sizeof(rte_icmp_hdr) + len));
@@ -164,12 +183,7 @@ void build(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t 
     ip->hdr_checksum = rte_ipv4_cksum(ip);
 
     auto* icmp = reinterpret_cast<rte_icmp_hdr*>(ip + 1);
-    unsigned e_index = static_cast<unsigned>(pk.icmp);
-    icmp->icmp_type = kIcmpErrorType[e_index];
-    icmp->icmp_code = kIcmpErrorCode[e_index];
-    icmp->icmp_cksum = 0;
-    uint32_t aux = be32(pk.icmp_aux);
-    std::memcpy(&icmp->icmp_ident, &aux, 4);
+    write_icmp(icmp, pk);
     icmp->icmp_cksum = csum_finish(csum_partial(icmp, sizeof(rte_icmp_hdr) + len));
 }
 
@@ -215,16 +229,9 @@ inline uint32_t quote_length6(const rte_mbuf* m, const PacketMeta& pk) {
     return len < kIcmp6ErrorMaxQuote ? len : kIcmp6ErrorMaxQuote;
 }
 
-inline bool fits6(const rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
-    auto* buf = static_cast<const uint8_t*>(m->buf_addr);
-    auto* quote = reinterpret_cast<const uint8_t*>(pk.ip6);
-    return static_cast<uint32_t>(quote - buf) >= kHeaders6 || uint32_t{m->data_off} + kHeaders6 + len <= m->buf_len;
-}
-
 void build6(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
     const PortPolicy& pp = p.ports[m->port];
-    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    rte_ether_addr peer_mac = eth->src_addr;
+    rte_ether_addr peer_mac = rte_pktmbuf_mtod(m, rte_ether_hdr*)->src_addr;
     uint8_t peer[16], own[16];
     std::memcpy(peer, pk.ip6->src_addr, 16);
     // RFC 4443 2.2(a): an answer to a packet sent to one of the gateway's own addresses comes
@@ -232,31 +239,8 @@ void build6(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t
     const bool to_us = pk.icmp == IcmpError::port_unreachable6 || pk.icmp == IcmpError::admin_prohibited6;
     std::memcpy(own, to_us ? pk.ip6->dst_addr : source_address6(pp, peer), 16);
 
-    if (unlikely(m->nb_segs > 1)) {
-        rte_pktmbuf_free(m->next);
-        m->next = nullptr;
-        m->nb_segs = 1;
-    }
-    auto* buf = static_cast<uint8_t*>(m->buf_addr);
-    auto* quote = reinterpret_cast<uint8_t*>(pk.ip6);
-    uint8_t* start;
-    if (likely(static_cast<uint32_t>(quote - buf) >= kHeaders6)) {
-        start = quote - kHeaders6;
-    } else {
-        start = rte_pktmbuf_mtod(m, uint8_t*);
-        std::memmove(start + kHeaders6, quote, len);
-    }
-    m->data_off = static_cast<uint16_t>(start - buf);
-    m->data_len = static_cast<uint16_t>(kHeaders6 + len);
-    m->pkt_len = m->data_len;
-    m->ol_flags = 0;
-
-    auto* e = reinterpret_cast<rte_ether_hdr*>(start);
-    e->dst_addr = peer_mac;
-    std::memcpy(e->src_addr.addr_bytes, pp.mac, 6);
-    e->ether_type = be16(RTE_ETHER_TYPE_IPV6);
-
-    auto* ip6 = reinterpret_cast<rte_ipv6_hdr*>(e + 1);
+    uint8_t* start = make_room(m, reinterpret_cast<uint8_t*>(pk.ip6), kHeaders6, len);
+    auto* ip6 = reinterpret_cast<rte_ipv6_hdr*>(write_ethernet(start, peer_mac, pp, RTE_ETHER_TYPE_IPV6) + 1);
     const uint32_t icmp_len = sizeof(rte_icmp_hdr) + len;
     ip6->vtc_flow = be32(0x60000000u | uint32_t{kTos} << 20);
     ip6->payload_len = be16(static_cast<uint16_t>(icmp_len));
@@ -266,12 +250,7 @@ void build6(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t
     std::memcpy(ip6->dst_addr, peer, 16);
 
     auto* icmp = reinterpret_cast<rte_icmp_hdr*>(ip6 + 1);
-    unsigned e_index = static_cast<unsigned>(pk.icmp);
-    icmp->icmp_type = kIcmpErrorType[e_index];
-    icmp->icmp_code = kIcmpErrorCode[e_index];
-    icmp->icmp_cksum = 0;
-    uint32_t aux = be32(pk.icmp_aux);
-    std::memcpy(&icmp->icmp_ident, &aux, 4);
+    write_icmp(icmp, pk);
     const uint32_t pseudo[2] = {be32(icmp_len), be32(kIp6Icmp)};
     uint32_t sum = csum_partial(ip6->src_addr, 32);
     sum = csum_partial(pseudo, sizeof pseudo, sum);
@@ -284,26 +263,17 @@ void stage_icmp_reply(Worker& w, const PolicySnapshot& p, Burst& b) {
     for_each_packet(b.pending(Next::icmp_reply), [&](unsigned i) {
         PacketMeta& pk = b.pkt[i];
         rte_mbuf* m = b.m[i];
+        uint32_t len;
+        bool answer;
         if (pk.v6) {
             pk.icmp = as_icmp6(pk.icmp);
-            uint32_t len = quote_length6(m, pk);
-            if (pk.icmp == IcmpError::count || !may_answer6(m, pk) || unlikely(!fits6(m, pk, len))) {
-                b.drop(i, pk.reason);
-                return;
-            }
-            if (!take_token(w)) {
-                count(w.counters.icmp_rate_limited);
-                b.drop(i, pk.reason);
-                return;
-            }
-            build6(p, m, pk, len);
-            count(w.counters.icmp_sent[static_cast<unsigned>(pk.icmp)]);
-            pk.out_port = m->port;
-            b.set_next(i, Next::transmit);
-            return;
+            len = quote_length6(m, pk);
+            answer = pk.icmp != IcmpError::count && may_answer6(m, pk) && likely(fits(m, pk.ip6, kHeaders6, len));
+        } else {
+            len = quote_length(m, pk);
+            answer = may_answer(w, p, m, pk) && likely(fits(m, pk.ip, kHeaders, len));
         }
-        uint32_t len = quote_length(m, pk);
-        if (!may_answer(w, p, m, pk) || unlikely(!fits(m, pk, len))) {
+        if (!answer) {
             b.drop(i, pk.reason);
             return;
         }
@@ -312,7 +282,10 @@ void stage_icmp_reply(Worker& w, const PolicySnapshot& p, Burst& b) {
             b.drop(i, pk.reason);
             return;
         }
-        build(p, m, pk, len);
+        if (pk.v6)
+            build6(p, m, pk, len);
+        else
+            build(p, m, pk, len);
         count(w.counters.icmp_sent[static_cast<unsigned>(pk.icmp)]);
         pk.out_port = m->port;
         b.set_next(i, Next::transmit);
