@@ -12,25 +12,32 @@ namespace egw::dp {
 
 namespace {
 
-// kSweepPerIteration slots of one table from `cursor` on: idle sessions and sessions whose
-// policy no longer holds are closed.
+// Looks at the slot under `cursor` and moves the cursor on: a session there that has been idle
+// past its timeout, or whose policy no longer holds, is closed. Whether one was. Sessions of a
+// withdrawn or changed policy are reclaimed here too, so their ports return to the pool even when
+// no packet comes to notice.
+template <class Table>
+bool expire_at(Worker& w, const PolicySnapshot& p, const Timeouts& t, Table& st, uint32_t cap, uint32_t& cursor) {
+    uint32_t idx = cursor;
+    cursor = idx + 1 == cap ? 0 : idx + 1;
+    auto& s = st.at(idx);
+    if (!(s.in_use & kSessionInUse)) return false;
+    if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
+        count(w.counters.sessions_expired);
+        close_session(w, st, idx);
+        return true;
+    }
+    return false;
+}
+
+// kSweepPerIteration slots of one table from `cursor` on.
 template <class Table>
 void expire_step(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cursor) {
     uint32_t cap = st.capacity();
     if (cap == 0 || st.active() == 0) return;
     const Timeouts& t = w.shared->timeouts;
-    for (unsigned i = 0; i < kSweepPerIteration; ++i) {
-        uint32_t idx = cursor;
-        cursor = idx + 1 == cap ? 0 : idx + 1;
-        auto& s = st.at(idx);
-        if (!(s.in_use & kSessionInUse)) continue;
-        // Sessions of a withdrawn or changed policy are reclaimed here too, so their ports
-        // return to the pool even when no packet comes to notice.
-        if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
-            count(w.counters.sessions_expired);
-            close_session(w, st, idx);
-        }
-    }
+    for (unsigned i = 0; i < kSweepPerIteration; ++i)
+        expire_at(w, p, t, st, cap, cursor);
 }
 
 template <class Table>
@@ -41,17 +48,8 @@ bool reclaim_expired(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cu
     if (cap == 0 || failed_at == w.now) return false;
     const Timeouts& t = w.shared->timeouts;
     // The slots just ahead of the sweep are the ones it looked at longest ago.
-    for (unsigned i = 0; i < kReclaimScan; ++i) {
-        uint32_t idx = cursor;
-        cursor = idx + 1 == cap ? 0 : idx + 1;
-        auto& s = st.at(idx);
-        if (!(s.in_use & kSessionInUse)) continue;
-        if (w.now - s.last_seen > session_timeout(t, s) || !policy_holds(p, s)) {
-            count(w.counters.sessions_expired);
-            close_session(w, st, idx);
-            return true;
-        }
-    }
+    for (unsigned i = 0; i < kReclaimScan; ++i)
+        if (expire_at(w, p, t, st, cap, cursor)) return true;
     failed_at = w.now;
     return false;
 }
