@@ -12,7 +12,8 @@
 // - two and four workers each polling its own queue of every port, flows spread over the queues
 //   by a hash of the 5-tuple as RSS does: the receiver owns each flow, replies that hash to
 //   another queue are handed to the owner, counted exactly;
-// - the counters read while the workers write them, as the metrics thread reads them.
+// - the counters read while the workers write them, as the metrics thread reads them;
+// - each family's neighbour table alone, a slot handed between next hops under a reader thread.
 // Every frame sent must come out exactly once, translated as the policy says at every moment
 // (the translation of the flows under test never changes), with valid checksums.
 //
@@ -22,15 +23,21 @@
 #include <rte_cycles.h>
 #include <rte_rcu_qsbr.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "dataplane/tables/neighbor_table.h"
+#include "dataplane/tables/neighbor_table6.h"
 #include "tests/unit/dataplane/rig.h"
 
 namespace egw::test {
@@ -503,6 +510,119 @@ TEST_F(DataplaneTest, CountersReadWhileWorkersCountNeverGoBackwards) {
     EXPECT_FALSE(backwards);
     EXPECT_GT(reads, 0u);
     EXPECT_EQ(r.svc(kWeb, 0).packets_out + r.svc(kWeb, 1).packets_out, t.total);
+}
+
+// The neighbour table alone, per family: a reader thread resolves one next hop through the slot it
+// cached and through find(), as output does, and reports a quiescent state after each pass, while
+// this thread hands that slot to another next hop and back, as aging and recycling do (erase, a
+// grace period, release, insert). The reader gets the next hop's own MAC or nothing, never the
+// other's; and at least once per round, while the entry is there, its own.
+struct NeighbourFamily4 {
+    using Table = dp::NeighborTable;
+    uint32_t ip;
+    static NeighbourFamily4 nth(uint32_t n) { return {ip4(192, 0, 2, 0) + n}; }
+    uint32_t addr() const { return ip; }
+};
+
+struct NeighbourFamily6 {
+    using Table = dp::NeighborTable6;
+    std::array<uint8_t, 16> ip;
+    static NeighbourFamily6 nth(uint32_t n) {
+        NeighbourFamily6 f{{0x20, 0x01, 0x0d, 0xb8}};
+        std::memcpy(f.ip.data() + 12, &n, 4);
+        return f;
+    }
+    const uint8_t* addr() const { return ip.data(); }
+};
+
+template <class F>
+class NeighbourTableThreads : public ::testing::Test {};
+using NeighbourFamilies = ::testing::Types<NeighbourFamily4, NeighbourFamily6>;
+TYPED_TEST_SUITE(NeighbourTableThreads, NeighbourFamilies);
+
+TYPED_TEST(NeighbourTableThreads, SlotGivenToAnotherNextHopUnderAReaderNeverLendsItsMac) {
+    using F = TypeParam;
+    using Table = typename F::Table;
+    constexpr uint16_t kPort = 1;
+    constexpr unsigned kRounds = 1000;
+    const Mac own{0x52, 0x54, 0x00, 0x00, 0x00, 0x01};
+    const Mac strangers{0x52, 0x54, 0x00, 0x00, 0x0d, 0x0d};
+    Table nt(8);
+    const F hop = F::nth(1);
+    const uint32_t home = nt.insert(kPort, hop.addr());
+    ASSERT_NE(home, Table::kNone);
+    nt.erase(home);
+    nt.release(home);
+    // A next hop whose key takes the same slot once it is free.
+    std::optional<F> stranger;
+    for (uint32_t n = 2; !stranger && n < 1000000; ++n) {
+        F f = F::nth(n);
+        uint32_t s = nt.insert(kPort, f.addr());
+        ASSERT_NE(s, Table::kNone);
+        if (s == home) stranger = f;
+        nt.erase(s);
+        nt.release(s);
+    }
+    ASSERT_TRUE(stranger);
+    ASSERT_EQ(nt.insert(kPort, hop.addr()), home);
+    nt.set_mac(home, own.data());
+
+    const size_t size = (rte_rcu_qsbr_get_memsize(1) + 63) / 64 * 64;
+    std::unique_ptr<rte_rcu_qsbr, decltype(&std::free)> q(static_cast<rte_rcu_qsbr*>(std::aligned_alloc(64, size)),
+                                                          &std::free);
+    ASSERT_TRUE(q);
+    ASSERT_EQ(rte_rcu_qsbr_init(q.get(), 1), 0);
+    ASSERT_EQ(rte_rcu_qsbr_thread_register(q.get(), 0), 0);
+    rte_rcu_qsbr_thread_online(q.get(), 0);
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> resolved{0}, lent{0};
+    std::thread reader([&] {
+        Mac m{};
+        while (!stop.load(std::memory_order_acquire)) {
+            const uint32_t found = nt.find(kPort, hop.addr());
+            for (uint32_t slot : {home, found}) {
+                if (slot == Table::kNone || !nt.resolve(slot, kPort, hop.addr(), m.data())) continue;
+                resolved.fetch_add(1, std::memory_order_relaxed);
+                if (m != own) lent.fetch_add(1, std::memory_order_relaxed);
+            }
+            rte_rcu_qsbr_quiescent(q.get(), 0);
+        }
+        rte_rcu_qsbr_thread_offline(q.get(), 0);
+    });
+    auto grace = [&] {
+        uint64_t token = rte_rcu_qsbr_start(q.get());
+        while (!rte_rcu_qsbr_check(q.get(), token, false))
+            std::this_thread::yield();
+    };
+    unsigned rounds = 0;
+    for (; rounds < kRounds; ++rounds) {
+        nt.erase(home);
+        grace();
+        nt.release(home);
+        if (nt.insert(kPort, stranger->addr()) != home) {
+            ADD_FAILURE() << "round " << rounds << ": the other next hop did not take the freed slot";
+            break;
+        }
+        nt.set_mac(home, strangers.data());
+        grace();
+        nt.erase(home);
+        grace();
+        nt.release(home);
+        if (nt.insert(kPort, hop.addr()) != home) {
+            ADD_FAILURE() << "round " << rounds << ": the next hop did not come back to its slot";
+            break;
+        }
+        nt.set_mac(home, own.data());
+        // The reader's pass that ends the first grace period may have begun before the MAC was
+        // set; the one that ends the second began after it, with the entry in place.
+        grace();
+        grace();
+    }
+    stop.store(true, std::memory_order_release);
+    reader.join();
+    EXPECT_EQ(rounds, kRounds);
+    EXPECT_EQ(lent.load(), 0u) << "the reader took the other next hop's MAC for its own";
+    EXPECT_GE(resolved.load(), rounds);
 }
 
 }  // namespace
