@@ -8,10 +8,6 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include <cstdint>
 #include <cstring>
 
@@ -30,25 +26,6 @@ namespace egw::dp {
 // independent multiplications cost about what the two dependent CRC32 instructions did.
 // An IPv6 key is ten words (ten multiplications), an IPv4 key four.
 // (hash() itself is in the header: the input stage hashes its keys as it builds them.)
-
-// Bit j set when signature j of the bucket is h: the seven signatures are compared at once (two
-// SSE2 compares of four; the eighth lane is idx[0] and is masked off).
-template <class F>
-unsigned BasicSessionTable<F>::sig_matches(const Bucket& bk, uint32_t h) {
-#if defined(__SSE2__)
-    __m128i key = _mm_set1_epi32(static_cast<int>(h));
-    __m128i lo = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk.sig[0]));
-    __m128i hi = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk.sig[4]));
-    unsigned m = static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, key)))) |
-                 static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, key)))) << 4;
-    return m & ((1u << kWays) - 1);
-#else
-    unsigned m = 0;
-    for (unsigned j = 0; j < kWays; ++j)
-        m |= static_cast<unsigned>(bk.sig[j] == h) << j;
-    return m;
-#endif
-}
 
 template <class F>
 BasicSessionTable<F>::~BasicSessionTable() {
@@ -222,18 +199,6 @@ template <class F>
 void BasicSessionTable<F>::lookup_outside_hashed(const Key* const* keys, unsigned n, uint32_t* idx,
                                                  const uint32_t* hashes) const {
     probe_bulk<false>(outside_, keys, n, idx, hashes);
-}
-
-template <class F>
-void BasicSessionTable<F>::prefetch_outside_match(uint32_t h) const {
-    const Bucket& bk = outside_[h & mask_];
-    for (unsigned m = sig_matches(bk, h); m; m &= m - 1) {
-        unsigned j = static_cast<unsigned>(__builtin_ctz(m));
-        if (bk.idx[j] != kEmpty) {
-            rte_prefetch0(&pool_[bk.idx[j]]);
-            return;
-        }
-    }
 }
 
 template <class F>

@@ -33,9 +33,15 @@
 // runs on hugepages, else anonymous memory on transparent huge pages (session_table.cpp).
 #pragma once
 
+#include <rte_prefetch.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "dataplane/ipv6.h"
 
@@ -280,7 +286,7 @@ public:
     // The outside bucket of hash `h`.
     void prefetch_outside_bucket(uint32_t h) const { __builtin_prefetch(&outside_[h & mask_], 0, 3); }
     // The session of the first signature match in that bucket; call once the bucket has arrived.
-    void prefetch_outside_match(uint32_t h) const;
+    void prefetch_outside_match(uint32_t h) const { prefetch_match(outside_[h & mask_], h); }
     // The session line the create `ahead` creates from now will fill (if no destroy comes first).
     void prefetch_free_slot(unsigned ahead) const {
         if (ahead < n_free_) __builtin_prefetch(&pool_[free_[n_free_ - 1 - ahead]], 1, 3);
@@ -322,7 +328,36 @@ private:
             h += hash_key_[i + 1] * w[i];
         return static_cast<uint32_t>(h >> 32);
     }
-    static unsigned sig_matches(const Bucket& bk, uint32_t h);
+    // Bit j set when signature j of the bucket is h: the seven signatures are compared at once (two
+    // SSE2 compares of four; the eighth lane is idx[0] and is masked off).
+    static unsigned sig_matches(const Bucket& bk, uint32_t h) {
+#if defined(__SSE2__)
+        __m128i key = _mm_set1_epi32(static_cast<int>(h));
+        __m128i lo = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk.sig[0]));
+        __m128i hi = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk.sig[4]));
+        unsigned m = static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, key)))) |
+                     static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, key)))) << 4;
+        return m & ((1u << kWays) - 1);
+#else
+        unsigned m = 0;
+        for (unsigned j = 0; j < kWays; ++j)
+            m |= static_cast<unsigned>(bk.sig[j] == h) << j;
+        return m;
+#endif
+    }
+    void prefetch_match(const Bucket& bk, uint32_t h) const {
+        for (unsigned m = sig_matches(bk, h); m; m &= m - 1) {
+            uint32_t idx = bk.idx[__builtin_ctz(m)];
+            if (idx != kEmpty) {
+                // rte_prefetch0, an asm statement: the compiler drops a loop whose only effect is
+                // __builtin_prefetch.
+                rte_prefetch0(&pool_[idx]);
+                // An IPv6 session's second line, as the bulk lookup does.
+                if constexpr (sizeof(Entry) > 64) rte_prefetch0(reinterpret_cast<const uint8_t*>(&pool_[idx]) + 64);
+                return;
+            }
+        }
+    }
     template <bool Inside>
     uint32_t find(const Bucket* table, const Key& k, uint32_t h) const;
     template <bool Inside>
@@ -338,7 +373,9 @@ private:
         Pod pod;  // F::pod_free() when the slot is free
         uint32_t count;
     };
-    uint32_t pod_home(const Pod& pod) const { return F::pod_mix(pod, hash_key_) & pods_mask_; }
+    uint32_t pod_home(const Pod& pod) const {
+        return F::pod_mix(pod, hash_key_) & pods_mask_;
+    }
     void pod_add(const Pod& pod);
     void pod_remove(const Pod& pod);
 
