@@ -144,13 +144,17 @@ inline uint32_t lookup_again(const Worker& w, const PacketMeta& pk) {
 }
 
 // Closes session `idx` of `table` (w.sessions or w.sessions6). sessions_closed counts both
-// families, sessions6_closed the IPv6 ones of them.
+// families, sessions6_closed the IPv6 ones of them (the worker's and the Service's).
 template <class Table>
 inline void close_session(Worker& w, Table& table, uint32_t idx) {
     auto& s = table.at(idx);
-    count(w.service_counters[s.service_id].sessions_closed);
+    ServiceCounters& sc = w.service_counters[s.service_id];
+    count(sc.sessions_closed);
     count(w.counters.sessions_closed);
-    if constexpr (std::is_same_v<Table, SessionTable6>) count(w.counters.sessions6_closed);
+    if constexpr (std::is_same_v<Table, SessionTable6>) {
+        count(sc.sessions6_closed);
+        count(w.counters.sessions6_closed);
+    }
     table.destroy(idx);
 }
 

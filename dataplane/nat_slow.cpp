@@ -205,6 +205,7 @@ uint32_t create_session6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned 
         return idx;
     }
     count(sc.sessions_created);
+    count(sc.sessions6_created);
     count(w.counters.sessions_created);
     count(w.counters.sessions6_created);
     return idx;

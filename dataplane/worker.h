@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "dataplane/counter.h"
@@ -110,7 +111,11 @@ inline const uint64_t& counter_of(const WorkerCounters& c, WorkerCounter which) 
     return c.*kWorkerCounterField[static_cast<unsigned>(which)];
 }
 
-// Per Service id (0 = traffic of no EgressService), one cache line each.
+// Per Service id (0 = traffic of no EgressService), two cache lines each. The first holds what a
+// translated packet and a session's creation or close bump, so those touch one line whatever the
+// family; the second only the allocation failures, counted on a path that drops the packet.
+// sessions_created/closed count both families, sessions6_created/closed the IPv6 ones of them
+// (as the worker's own counters do), so that each NAT address's sessions can be told per family.
 struct alignas(64) ServiceCounters {
     uint64_t packets_out;
     uint64_t bytes_out;
@@ -118,9 +123,12 @@ struct alignas(64) ServiceCounters {
     uint64_t bytes_in;
     uint64_t sessions_created;
     uint64_t sessions_closed;
+    uint64_t sessions6_created;
+    uint64_t sessions6_closed;
     uint64_t port_alloc_failures;
-    uint64_t unused;
 };
+static_assert(offsetof(ServiceCounters, sessions6_closed) < 64, "a session's counters share the packets' line");
+static_assert(sizeof(ServiceCounters) == 128);
 
 // Cycles per stage of the packet path, filled only by a build configured with
 // -Dstage_profile=true (EGW_STAGE_PROFILE): worker_process_burst() reads the TSC before and after

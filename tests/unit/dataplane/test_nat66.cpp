@@ -106,6 +106,7 @@ TEST_F(Nat66Test, Napt66OutAndBackForEachProtocolAndPolicy) {
             EXPECT_EQ(sc.packets_out, 1u);
             EXPECT_EQ(sc.bytes_out, want.size());
             EXPECT_EQ(sc.sessions_created, 1u);
+            EXPECT_EQ(sc.sessions6_created, 1u);
             EXPECT_EQ(r.w().counters.sessions_created, 1u);
 
             // The answer to the NAT address and port reaches the pod.
@@ -388,6 +389,32 @@ TEST_F(Nat66Test, Napt66SessionLimits) {
         EXPECT_EQ(r.tx(r.ext1).size(), 1u);
         EXPECT_EQ(r.w().counters.sessions_expired, 1u);
     }
+}
+
+// A Service's sessions of each family are counted apart too (egw_snat_sessions of its two ingress
+// IPs): sessions_created/_closed count both, sessions6_created/_closed the IPv6 ones; an IPv4
+// session leaves the IPv6 counters alone.
+TEST_F(Nat66Test, Napt66ServiceCountsItsIpv6SessionsApart) {
+    Rig& r = start(dual_stack());
+    const dp::ServiceCounters& web = r.svc(kWeb);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    EXPECT_EQ(web.sessions_created, 1u);
+    EXPECT_EQ(web.sessions6_created, 0u);
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q"))));
+    r.process(r.pods, from_pod6(kPod10v6, tcp6_ip(kPod10v6, 40001, kServerV6, 443, kSyn)));
+    EXPECT_EQ(r.tx(r.ext1).size(), 2u);
+    EXPECT_EQ(web.sessions_created, 3u);
+    EXPECT_EQ(web.sessions6_created, 2u);
+    EXPECT_EQ(web.sessions_closed, 0u);
+    EXPECT_EQ(web.sessions6_closed, 0u);
+    EXPECT_EQ(r.default_counters().sessions6_created, 0u);
+    // Past both timeouts: the sweep closes all three.
+    r.advance(std::max(r.shared.timeouts.udp, r.shared.timeouts.tcp_transitory) + 1);
+    r.sweep();
+    EXPECT_EQ(web.sessions_closed, 3u);
+    EXPECT_EQ(web.sessions6_closed, 2u);
+    EXPECT_EQ(r.w().counters.sessions6_closed, 2u);
 }
 
 // Each family's sessions are counted apart (egw_sessions_active{family}), and sessions.max_ipv6 0
