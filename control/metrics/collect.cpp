@@ -195,20 +195,22 @@ constexpr Family kSnatSessions{"snat_sessions",
                                "NAT sessions translated to the address, each holding one port toward its destination "
                                "(the SESSIONS column of egwctl show snat pools, summed); absent when masquerading "
                                "traffic could leave through several addresses (see docs/metrics.md)",
-                               {"address", "kind"}};
+                               {"address", "kind", "family"}};
 constexpr Family kSnatCapacity{"snat_ports_capacity",
                                Type::gauge,
                                "NAT ports of the address available toward one destination (sessions.port_min.."
                                "port_max)",
-                               {"address", "kind"}};
+                               {"address", "kind", "family"}};
 
 void write_nat_addresses(Writer& w, const ControlView& v, const Readings& r) {
     w.family(kSnatSessions);
     for (const NatAddressEntry& a : v.nat_addresses)
-        if (a.exact) w.sample(kSnatSessions, {format_ipv4(a.ip), a.kind}, sessions_on(a, v, r));
+        if (a.exact)
+            w.sample(kSnatSessions, {net::to_string(a.ip), a.kind, net::to_string(a.ip.family())},
+                     sessions_on(a, v, r));
     w.family(kSnatCapacity);
     for (const NatAddressEntry& a : v.nat_addresses)
-        w.sample(kSnatCapacity, {format_ipv4(a.ip), a.kind}, uint64_t{v.nat_ports});
+        w.sample(kSnatCapacity, {net::to_string(a.ip), a.kind, net::to_string(a.ip.family())}, uint64_t{v.nat_ports});
 }
 
 // --- drops ------------------------------------------------------------------------------------

@@ -113,6 +113,9 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
         e.serve_here = s.serve_here;
         e.programmed = sv.programmed;
         if (sv.programmed && s.mode == model::Mode::load_balancer_ip && s.ingress_ipv4) e.nat_address = *s.ingress_ipv4;
+        // As the policy's nat_ip6: the IPv6 ingress IP, when its IPv6 endpoints translate to it.
+        if (sv.programmed6 && s.mode == model::Mode::load_balancer_ip && s.ingress_ipv6)
+            e.nat_address6 = *s.ingress_ipv6;
         if (e.id != 0) {
             live.insert(e.id);
             auto it = owners_.find(e.id);
@@ -128,57 +131,68 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
               [](const ServiceEntry& a, const ServiceEntry& b) { return a.key < b.key; });
     // A released id keeps its owner's key until reused: the next owner then gets a baseline.
 
-    // NAT addresses: every programmed ingress IP and every outside port's masquerade address.
-    std::map<uint32_t, NatAddressEntry> nat;
-    for (const ServiceEntry& e : v->services)
-        if (e.nat_address) {
-            auto& a = nat[e.nat_address];
-            a.ip = e.nat_address;
-            if (a.kind.empty()) a.kind = "ingress_ip";
-            a.service_ids.push_back(e.id);
-        }
-    // The first IPv4 address; 0 when the port has none. The IPv6 NAT addresses are not exported
-    // here: a Service's session counts hold both families, so they could not be told apart.
-    auto masquerade_address = [&](const config::PortConfig& p) {
+    // NAT addresses: every programmed ingress IP and every outside port's masquerade address, of
+    // each family; a Service's sessions of one family count on that family's addresses only.
+    std::map<net::IpAddr, NatAddressEntry> nat;
+    auto ingress = [&](const net::IpAddr& ip, uint32_t id) {
+        auto& a = nat[ip];
+        a.ip = ip;
+        if (a.kind.empty()) a.kind = "ingress_ip";
+        a.service_ids.push_back(id);
+    };
+    for (const ServiceEntry& e : v->services) {
+        if (e.nat_address) ingress(net::IpAddr::from_v4(e.nat_address), e.id);
+        if (e.nat_address6) ingress(*e.nat_address6, e.id);
+    }
+    // A port's first address of the family, as the data plane masquerades to (addrs[0], addrs6[0]).
+    auto masquerade_address = [&](const config::PortConfig& p, net::Family f) -> std::optional<net::IpAddr> {
         for (const auto& a : p.addresses)
-            if (a.is_v4()) return a.addr.v4();
-        return uint32_t{0};
+            if (a.addr.family() == f) return a.addr;
+        return std::nullopt;
     };
     for (const auto& p : cfg_.ports)
-        if (p.role == config::PortRole::outside && masquerade_address(p) != 0) {
-            auto& a = nat[masquerade_address(p)];
-            a.ip = masquerade_address(p);
-            a.kind = "port";
-        }
+        if (p.role == config::PortRole::outside)
+            for (net::Family f : {net::Family::v4, net::Family::v6})
+                if (auto ip = masquerade_address(p, f)) {
+                    auto& a = nat[*ip];
+                    a.ip = *ip;
+                    a.kind = "port";
+                }
     // Masquerading traffic leaves through whichever outside port routes its destination: in its
-    // VRF, falling through to the default table when the VRF has no default route. Attribute its
-    // sessions only when that can be a single port.
-    auto candidates = [&](const std::string& vrf) {
-        std::set<uint32_t> out;
+    // VRF, falling through to the default table when the VRF has no default route of the family.
+    // Attribute its sessions only when that can be a single port.
+    auto candidates = [&](const std::string& vrf, net::Family f) {
+        std::set<net::IpAddr> out;
         auto add = [&](const std::string& name) {
             for (const auto& p : cfg_.ports)
-                if (p.role == config::PortRole::outside && p.vrf == name && masquerade_address(p) != 0)
-                    out.insert(masquerade_address(p));
+                if (p.role == config::PortRole::outside && p.vrf == name)
+                    if (auto ip = masquerade_address(p, f)) out.insert(*ip);
         };
         add(vrf);
         bool has_default_route = std::any_of(cfg_.routes.begin(), cfg_.routes.end(), [&](const config::RouteConfig& r) {
-            return r.vrf == vrf && r.prefix.len == 0;
+            return r.vrf == vrf && r.prefix.family() == f && r.prefix.len == 0;
         });
         if (vrf != cfg_.vrfs.front().name && !has_default_route) add(cfg_.vrfs.front().name);
         return out;
     };
-    auto attribute = [&](uint32_t id, const std::string& vrf) {
-        auto c = candidates(vrf);
+    auto attribute = [&](uint32_t id, const std::string& vrf, net::Family f) {
+        auto c = candidates(vrf, f);
         if (c.size() == 1)
             nat[*c.begin()].service_ids.push_back(id);
         else
-            for (uint32_t ip : c)
+            for (const net::IpAddr& ip : c)
                 nat[ip].exact = false;
     };
-    if (cfg_.default_action == config::DefaultAction::masquerade)
-        attribute(dp::kDefaultPolicyId, cfg_.vrfs.front().name);
-    for (const ServiceEntry& e : v->services)
-        if (e.programmed && !e.nat_address && e.id != 0) attribute(e.id, e.vrf);
+    for (net::Family f : {net::Family::v4, net::Family::v6}) {
+        if (cfg_.default_action == config::DefaultAction::masquerade)
+            attribute(dp::kDefaultPolicyId, cfg_.vrfs.front().name, f);
+        for (const ServiceEntry& e : v->services) {
+            if (e.id == 0) continue;
+            const bool masquerading =
+                f == net::Family::v4 ? e.programmed && !e.nat_address : e.ipv6_translated && !e.nat_address6;
+            if (masquerading) attribute(e.id, e.vrf, f);
+        }
+    }
     for (auto& [ip, a] : nat)
         v->nat_addresses.push_back(std::move(a));
 

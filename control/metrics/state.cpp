@@ -23,6 +23,8 @@ ServiceCounters sum_service(std::span<dp::Worker* const> workers, uint32_t id) {
         c.sessions_created += load_counter(s.sessions_created);
         c.sessions_closed += load_counter(s.sessions_closed);
         c.port_alloc_failures += load_counter(s.port_alloc_failures);
+        c.sessions6_created += load_counter(s.sessions6_created);
+        c.sessions6_closed += load_counter(s.sessions6_closed);
     }
     return c;
 }
@@ -40,7 +42,9 @@ ServiceCounters minus(const ServiceCounters& c, const ServiceCounters& b) {
                            minus(c.bytes_in, b.bytes_in),
                            minus(c.sessions_created, b.sessions_created),
                            minus(c.sessions_closed, b.sessions_closed),
-                           minus(c.port_alloc_failures, b.port_alloc_failures)};
+                           minus(c.port_alloc_failures, b.port_alloc_failures),
+                           minus(c.sessions6_created, b.sessions6_created),
+                           minus(c.sessions6_closed, b.sessions6_closed)};
 }
 
 }  // namespace
@@ -57,10 +61,12 @@ Readings read_counters(const ControlView& view, std::span<dp::Worker* const> wor
     Readings r;
     r.services.reserve(view.services.size());
     r.services_active.reserve(view.services.size());
+    r.services_active6.reserve(view.services.size());
     for (const ServiceEntry& s : view.services) {
         // Id 0 is the default action's; a Service without an id (over the limit) has no counters.
         ServiceCounters raw = s.id == dp::kDefaultPolicyId ? ServiceCounters{} : sum_service(workers, s.id);
         r.services_active.push_back(raw.sessions_active());
+        r.services_active6.push_back(raw.sessions_active_ipv6());
         r.services.push_back(minus(raw, s.baseline));
     }
     r.default_action = sum_service(workers, dp::kDefaultPolicyId);
@@ -86,14 +92,18 @@ Readings read_counters(const ControlView& view, std::span<dp::Worker* const> wor
 }
 
 uint64_t sessions_on(const NatAddressEntry& entry, const ControlView& view, const Readings& r) {
+    const bool v6 = entry.ip.is_v6();
     uint64_t n = 0;
     for (uint32_t id : entry.service_ids) {
         if (id == dp::kDefaultPolicyId) {
-            n += r.default_action.sessions_active();
+            n += r.default_action.sessions_active(entry.ip.family());
             continue;
         }
         for (size_t i = 0; i < view.services.size(); ++i)
-            if (view.services[i].id == id) n += r.services_active[i];
+            if (view.services[i].id == id) {
+                const uint64_t all = r.services_active[i], six = std::min(r.services_active6[i], all);
+                n += v6 ? six : all - six;
+            }
     }
     return n;
 }

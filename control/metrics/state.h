@@ -21,14 +21,17 @@
 // that id are real sessions until they are closed.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "config/ip.h"
 #include "control/metrics/exposition.h"
 #include "dataplane/drop_reason.h"
 #include "dataplane/worker.h"
@@ -41,12 +44,22 @@ struct ServiceCounters {
     uint64_t bytes_out = 0;
     uint64_t packets_in = 0;  // reply: outside to pod
     uint64_t bytes_in = 0;
-    uint64_t sessions_created = 0;
+    uint64_t sessions_created = 0;  // both families
     uint64_t sessions_closed = 0;
     uint64_t port_alloc_failures = 0;
+    uint64_t sessions6_created = 0;  // the IPv6 ones of them
+    uint64_t sessions6_closed = 0;
 
     uint64_t sessions_active() const {
         return sessions_created >= sessions_closed ? sessions_created - sessions_closed : 0;
+    }
+    uint64_t sessions_active_ipv6() const {
+        return std::min(sessions6_created >= sessions6_closed ? sessions6_created - sessions6_closed : 0,
+                        sessions_active());
+    }
+    uint64_t sessions_active_ipv4() const { return sessions_active() - sessions_active_ipv6(); }
+    uint64_t sessions_active(net::Family f) const {
+        return f == net::Family::v6 ? sessions_active_ipv6() : sessions_active_ipv4();
     }
 };
 
@@ -68,7 +81,8 @@ struct ServiceEntry {
     bool serve_here = false;
     bool programmed = false;
     uint32_t nat_address = 0;  // host order: the ingress IP it translates to; 0 when masquerading or idle
-    ServiceCounters baseline;  // counters of the id's previous owner, see above
+    std::optional<net::IpAddr> nat_address6;  // the IPv6 ingress IP its IPv6 endpoints translate to
+    ServiceCounters baseline;                 // counters of the id's previous owner, see above
 };
 
 struct PortEntry {
@@ -79,9 +93,9 @@ struct PortEntry {
     uint16_t id = 0;  // DPDK port id
 };
 
-// An address the gateway translates to, with the Services whose sessions use it.
+// An address the gateway translates to, with the Services whose sessions of its family use it.
 struct NatAddressEntry {
-    uint32_t ip = 0;                    // host order
+    net::IpAddr ip;                     // either family
     std::string kind;                   // "ingress_ip" (a Service's load-balancer IP) or "port" (masquerade)
     std::vector<uint32_t> service_ids;  // Services (0 = the default action) translating only to it
     // False when some masquerading traffic may or may not leave through this address (a VRF with
@@ -142,9 +156,10 @@ struct LcoreReading {
 };
 
 struct Readings {
-    std::vector<ServiceCounters> services;  // parallel to ControlView::services, baselines subtracted
-    std::vector<uint64_t> services_active;  // parallel, raw (not baselined)
-    ServiceCounters default_action;         // service id 0: traffic of no EgressService
+    std::vector<ServiceCounters> services;   // parallel to ControlView::services, baselines subtracted
+    std::vector<uint64_t> services_active;   // parallel, raw (not baselined)
+    std::vector<uint64_t> services_active6;  // parallel, raw: the IPv6 ones of services_active
+    ServiceCounters default_action;          // service id 0: traffic of no EgressService
     std::array<uint64_t, dp::kDropReasonCount> drops{};
     std::array<uint64_t, dp::kIcmpErrorCount> icmp_sent{};  // the gateway's own ICMP errors, by kind
     // Every EGW_WORKER_COUNTERS entry summed over the workers (lcore ones too).
@@ -166,7 +181,8 @@ ServiceCounters sum_service(std::span<dp::Worker* const> workers, uint32_t id);
 // neighbor_unresolved drops (packets it held for ARP and gave up on).
 Readings read_counters(const ControlView& view, std::span<dp::Worker* const> workers, uint64_t neighbor_held_dropped);
 
-// Sessions attributed to a NAT address (only meaningful when entry.exact).
+// Sessions attributed to a NAT address: those of its family of the Services translating to it
+// (only meaningful when entry.exact).
 uint64_t sessions_on(const NatAddressEntry& entry, const ControlView& view, const Readings& r);
 
 std::string format_ipv4(uint32_t host_order);

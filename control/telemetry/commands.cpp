@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "control/metrics/exporter.h"
@@ -152,22 +153,26 @@ int cmd_sessions_count(const char*, const char*, rte_tel_data* d) {
 }
 
 int cmd_snat_ports(const char*, const char* params, rte_tel_data* d) {
-    std::string only = params ? params : "";
+    // The parameter is an address of either family in any form it may be written in.
+    std::optional<net::IpAddr> only;
+    if (params && *params && !(only = net::parse_ip(params))) return -EINVAL;
     return with_source([&](const metrics::Exporter& x) {
         auto v = x.view();
         metrics::Readings r = x.read(*v);
-        // Keyed by the address with '_' for '.': dictionary keys may only hold [A-Za-z0-9_/], and
-        // DPDK 22.11 nests dicts in dicts but not in arrays.
+        // Keyed by the address with '_' for '.' and ':': dictionary keys may only hold
+        // [A-Za-z0-9_/], and DPDK 22.11 nests dicts in dicts but not in arrays. The keys of the
+        // two families cannot meet: an IPv6 one has an empty group ("2001_db8_2__50") or eight.
         rte_tel_data_start_dict(d);
         size_t n = 0;
         for (const auto& a : v->nat_addresses) {
-            std::string ip = metrics::format_ipv4(a.ip);
-            if (!only.empty() && ip != only) continue;
+            if (only && a.ip != *only) continue;
             if (++n > RTE_TEL_MAX_DICT_ENTRIES) break;
+            const std::string ip = net::to_string(a.ip);
             rte_tel_data* e = rte_tel_data_alloc();
             if (!e) return -ENOMEM;
             rte_tel_data_start_dict(e);
             add_string(e, "address", ip);
+            add_string(e, "family", net::to_string(a.ip.family()));
             add_string(e, "kind", a.kind);
             rte_tel_data_add_dict_u64(e, "capacity", v->nat_ports);
             // Always a number: the sessions of the traffic that can only use this address; `exact`
@@ -177,9 +182,10 @@ int cmd_snat_ports(const char*, const char* params, rte_tel_data* d) {
             rte_tel_data_add_dict_u64(e, "exact", a.exact ? 1 : 0);
             std::string key = ip;
             std::replace(key.begin(), key.end(), '.', '_');
+            std::replace(key.begin(), key.end(), ':', '_');
             rte_tel_data_add_dict_container(d, key.c_str(), e, 0);
         }
-        if (!only.empty() && n == 0) return -EINVAL;
+        if (only && n == 0) return -EINVAL;
         return 0;
     });
 }
@@ -215,7 +221,8 @@ constexpr Command kCommands[] = {
     {"/egw/drops", cmd_drops, "Packets dropped, by reason. Takes no parameters."},
     {"/egw/sessions/count", cmd_sessions_count,
      "NAT sessions: active, capacity, created, expired, per lcore. Takes no parameters."},
-    {"/egw/snat/ports", cmd_snat_ports, "Per NAT address: ports in use and capacity. Optional parameter: the address."},
+    {"/egw/snat/ports", cmd_snat_ports,
+     "Per NAT address of either family: sessions and capacity. Optional parameter: the address."},
     {"/egw/lcores", cmd_lcores,
      "Per worker lcore: its counters (busy and total TSC cycles, iterations, packets, sessions, ...). Takes no "
      "parameters."},

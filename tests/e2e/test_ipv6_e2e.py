@@ -722,5 +722,70 @@ class Ipv6E2E(unittest.TestCase):
                          (0, 1, "", V6ONLY_INGRESS6, 0, 1), v6only)
 
 
+    def test_29z_snat_sessions_per_address_count_their_own_family_as_snat_pools_does(self):
+        # web has a session of each family open (UDP, idle for 30 s) while the numbers are read.
+        for src, dst in ((f"[{WEB_POD}]:41070", EXT1), (f"{WEB_POD_V4}:41070", EXT1_V4)):
+            out, r = self.in_ns("pods", PEER, "udp", dst, SERVICE_PORT, "--bind", src, "--timeout", 5)
+            self.assertEqual(r.returncode, 0, f"{r.stderr}\n{self.diag()}")
+
+        def scrape():
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as resp:
+                text = resp.read().decode()
+            snat = {}
+            for m in re.finditer(r'(?m)^(egw_snat_\w+)\{address="([^"]+)",kind="(\w+)",family="(\w+)"\} (\S+)$', text):
+                snat[(m.group(1), m.group(2))] = (m.group(3), m.group(4), float(m.group(5)))
+            web = re.search(r'(?m)^egw_service_sessions_active\{namespace="default",service="web"\} (\S+)$', text)
+            self.assertIsNotNone(web, text)
+            return snat, float(web.group(1))
+
+        def telemetry(address):
+            socket_path = Path("/var/run/dpdk") / FILE_PREFIX / "dpdk_telemetry.v2"
+            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+                s.settimeout(5)
+                s.connect(str(socket_path))
+                hello = json.loads(s.recv(16384))
+                s.send(f"/egw/snat/ports,{address}".encode())
+                return json.loads(s.recv(hello["max_output_len"]))["/egw/snat/ports"]
+
+        def pool_sessions(pools, address):
+            return sum(p["sessions"] for p in pools if p["address"] == address)
+
+        # Sessions of earlier tests may expire meanwhile: the numbers are compared from a read of
+        # the CLI and telemetry between two scrapes that agree.
+        for attempt in range(10):
+            before, _ = scrape()
+            pools = self.egwctl_json("show", "snat", "pools")
+            one = telemetry(WEB_INGRESS6)
+            after, web_active = scrape()
+            if before == after:
+                break
+            time.sleep(0.3)
+        else:
+            self.fail(f"the NAT addresses' sessions never held still for two scrapes: {before} / {after}")
+        v6 = after.get(("egw_snat_sessions", WEB_INGRESS6))
+        v4 = after.get(("egw_snat_sessions", WEB_INGRESS_V4))
+        self.assertEqual(v6, ("ingress_ip", "IPv6", pool_sessions(pools, WEB_INGRESS6)), after)
+        self.assertEqual(v4, ("ingress_ip", "IPv4", pool_sessions(pools, WEB_INGRESS_V4)), after)
+        self.assertGreaterEqual(v6[2], 1)
+        self.assertGreaterEqual(v4[2], 1)
+        # Each of web's sessions is on one of its two addresses, counted once: the IPv4 address's
+        # count does not hold the IPv6 sessions (it was the whole of web's before).
+        self.assertEqual(v4[2] + v6[2], web_active)
+        for address, kind, family in ((WEB_INGRESS6, "ingress_ip", "IPv6"), (EXT1_GW, "port", "IPv6"),
+                                      (EXT2_GW, "port", "IPv6"), (WEB_INGRESS_V4, "ingress_ip", "IPv4")):
+            # The whole NAT port range: the workers' blocks of it added up.
+            capacity = sum(p["capacity"] for p in pools if p["address"] == address and p["proto"] == "udp")
+            self.assertEqual(after[("egw_snat_ports_capacity", address)], (kind, family, capacity))
+        # ext1's two addresses are attributed alike: db (VRF blue, no default route of either
+        # family) may leave through ext1 or ext2, so neither family's port address is exact.
+        self.assertEqual(("egw_snat_sessions", EXT1_GW) in after, ("egw_snat_sessions", "192.0.2.1") in after)
+
+        # Telemetry: the IPv6 address keyed with '_' for ':', the same count.
+        self.assertEqual(list(one), ["2001_db8_2__50"], one)
+        self.assertEqual(one["2001_db8_2__50"], {"address": WEB_INGRESS6, "family": "IPv6", "kind": "ingress_ip",
+                                                 "capacity": int(after[("egw_snat_ports_capacity", WEB_INGRESS6)][2]),
+                                                 "sessions": int(v6[2]), "exact": 1})
+
+
 if __name__ == "__main__":
     unittest.main()

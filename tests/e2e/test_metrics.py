@@ -551,10 +551,11 @@ class MetricsE2E(unittest.TestCase):
 
     def test_nat_addresses(self):
         after = self.traffic["after"]
-        self.assertEqual(value(after, "egw_snat_sessions", address=WEB_INGRESS, kind="ingress_ip"), 1)
-        self.assertEqual(value(after, "egw_snat_sessions", address=EXT_GW, kind="port"), 1)
+        self.assertEqual(value(after, "egw_snat_sessions", address=WEB_INGRESS, kind="ingress_ip", family="IPv4"), 1)
+        self.assertEqual(value(after, "egw_snat_sessions", address=EXT_GW, kind="port", family="IPv4"), 1)
         for address, kind in ((WEB_INGRESS, "ingress_ip"), (EXT_GW, "port")):
-            self.assertEqual(value(after, "egw_snat_ports_capacity", address=address, kind=kind), 65535 - 1024 + 1)
+            self.assertEqual(value(after, "egw_snat_ports_capacity", address=address, kind=kind, family="IPv4"),
+                             65535 - 1024 + 1)
 
     def test_config_and_build(self):
         after = self.traffic["after"]
@@ -715,12 +716,12 @@ class MetricsE2E(unittest.TestCase):
         self.assertEqual(sessions["active"], 2)
         self.assertEqual(sessions["capacity"], 4096)
         self.assertEqual(sessions["active_per_lcore"], {"1": 2})
-        self.assertEqual(snat["192_0_2_50"], {"address": WEB_INGRESS, "kind": "ingress_ip",
+        self.assertEqual(snat["192_0_2_50"], {"address": WEB_INGRESS, "family": "IPv4", "kind": "ingress_ip",
                                               "capacity": 64512, "sessions": 1, "exact": 1})
         self.assertEqual(snat["192_0_2_1"]["sessions"], 1)
         # The same number as the metric, and a number for every address.
         self.assertEqual(snat["192_0_2_50"]["sessions"],
-                         value(after, "egw_snat_sessions", address=WEB_INGRESS, kind="ingress_ip"))
+                         value(after, "egw_snat_sessions", address=WEB_INGRESS, kind="ingress_ip", family="IPv4"))
         for entry in snat.values():
             self.assertIsInstance(entry["sessions"], int)
         self.assertEqual(list(one), ["192_0_2_50"])

@@ -71,9 +71,9 @@ ControlView make_view() {
     std::sort(v.services.begin(), v.services.end(), [](auto& a, auto& b) { return a.key < b.key; });
     v.ports = {PortEntry{"pods", "net_af_packet0", "inside", "default", 0},
                PortEntry{"ext1", "net_af_packet1", "outside", "default", 1}};
-    v.nat_addresses = {NatAddressEntry{kPortAddr, "port", {0}, true},
-                       NatAddressEntry{kIngress, "ingress_ip", {1}, true},
-                       NatAddressEntry{kBlueAddr, "port", {}, false}};
+    v.nat_addresses = {NatAddressEntry{egw::net::IpAddr::from_v4(kPortAddr), "port", {0}, true},
+                       NatAddressEntry{egw::net::IpAddr::from_v4(kIngress), "ingress_ip", {1}, true},
+                       NatAddressEntry{egw::net::IpAddr::from_v4(kBlueAddr), "port", {}, false}};
     v.workers = {WorkerEntry{0, 1}, WorkerEntry{1, 3}};
     v.nat_ports = 64512;
     v.max_sessions = 65536;
@@ -440,10 +440,81 @@ TEST(Write, NatAddressesInUseOnlyWhenAttributable) {
     ControlView v = make_view();
     w.counters[0][1].sessions_created = 7;
     std::string text = scrape(v, read_counters(v, w.ptrs, 0));
-    EXPECT_NE(text.find("egw_snat_sessions{address=\"192.0.2.50\",kind=\"ingress_ip\"} 7\n"), std::string::npos);
-    EXPECT_NE(text.find("egw_snat_sessions{address=\"192.0.2.1\",kind=\"port\"} 0\n"), std::string::npos);
+    EXPECT_NE(text.find("egw_snat_sessions{address=\"192.0.2.50\",kind=\"ingress_ip\",family=\"IPv4\"} 7\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("egw_snat_sessions{address=\"192.0.2.1\",kind=\"port\",family=\"IPv4\"} 0\n"),
+              std::string::npos);
     EXPECT_EQ(text.find("egw_snat_sessions{address=\"198.51.100.1\""), std::string::npos);
-    EXPECT_NE(text.find("egw_snat_ports_capacity{address=\"198.51.100.1\",kind=\"port\"} 64512\n"), std::string::npos);
+    EXPECT_NE(text.find("egw_snat_ports_capacity{address=\"198.51.100.1\",kind=\"port\",family=\"IPv4\"} 64512\n"),
+              std::string::npos);
+}
+
+// A dual-stack gateway: web translates both families to its two ingress IPs and the default
+// action masquerades both to ext1's two addresses. Each address counts its own family's sessions
+// only: the per-Service counts of both families are told apart by sessions6_created/_closed.
+TEST(Write, NatAddressesOfBothFamiliesCountTheirOwnSessions) {
+    FakeWorkers w(2);
+    ControlView v = make_view();
+    const egw::net::IpAddr web6 = *egw::net::parse_ip("2001:db8:2::50");
+    const egw::net::IpAddr port6 = *egw::net::parse_ip("2001:db8:1::1");
+    v.nat_addresses.push_back(NatAddressEntry{port6, "port", {0}, true});
+    v.nat_addresses.push_back(NatAddressEntry{web6, "ingress_ip", {1}, true});
+    // web: 9 open on worker 0 (6 IPv4, 3 IPv6) and 4 on worker 1 (1 IPv4, 3 IPv6).
+    w.counters[0][1].sessions_created = 12;
+    w.counters[0][1].sessions_closed = 3;
+    w.counters[0][1].sessions6_created = 5;
+    w.counters[0][1].sessions6_closed = 2;
+    w.counters[1][1].sessions_created = 4;
+    w.counters[1][1].sessions6_created = 3;
+    // The default action: 5 open on worker 0 (all IPv4, its one IPv6 closed), 2 IPv6 on worker 1.
+    w.counters[0][0].sessions_created = 6;
+    w.counters[0][0].sessions_closed = 1;
+    w.counters[0][0].sessions6_created = 1;
+    w.counters[0][0].sessions6_closed = 1;
+    w.counters[1][0].sessions_created = 2;
+    w.counters[1][0].sessions6_created = 2;
+    Readings r = read_counters(v, w.ptrs, 0);
+    ASSERT_EQ(v.services[1].name, "web");
+    EXPECT_EQ(r.services_active[1], 13u);
+    EXPECT_EQ(r.services_active6[1], 6u);
+    EXPECT_EQ(r.default_action.sessions_active(), 7u);
+    EXPECT_EQ(r.default_action.sessions_active_ipv6(), 2u);
+    EXPECT_EQ(sessions_on(v.nat_addresses[1], v, r), 7u) << "192.0.2.50 counts web's IPv4 sessions only";
+    EXPECT_EQ(sessions_on(v.nat_addresses[0], v, r), 5u) << "192.0.2.1 counts the default action's IPv4 ones";
+    EXPECT_EQ(sessions_on(v.nat_addresses[4], v, r), 6u);
+    EXPECT_EQ(sessions_on(v.nat_addresses[3], v, r), 2u);
+    std::string error;
+    std::string text = scrape(v, r, &error);
+    EXPECT_EQ(error, "");
+    EXPECT_EQ(check_exposition(text), "");
+    for (const char* want : {
+             "egw_snat_sessions{address=\"192.0.2.50\",kind=\"ingress_ip\",family=\"IPv4\"} 7\n",
+             "egw_snat_sessions{address=\"2001:db8:2::50\",kind=\"ingress_ip\",family=\"IPv6\"} 6\n",
+             "egw_snat_sessions{address=\"192.0.2.1\",kind=\"port\",family=\"IPv4\"} 5\n",
+             "egw_snat_sessions{address=\"2001:db8:1::1\",kind=\"port\",family=\"IPv6\"} 2\n",
+             "egw_snat_ports_capacity{address=\"2001:db8:2::50\",kind=\"ingress_ip\",family=\"IPv6\"} 64512\n",
+             "egw_snat_ports_capacity{address=\"2001:db8:1::1\",kind=\"port\",family=\"IPv6\"} 64512\n",
+         })
+        EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+}
+
+// A Service's reused id: the IPv6 counts are baselined as the others, and an IPv6 count above the
+// total (read while a worker was between its two stores) never makes the IPv4 count wrap.
+TEST(Read, IpV6SessionCountsBaselinedAndBounded) {
+    FakeWorkers w(1);
+    ControlView v = make_view();
+    v.services[1].baseline.sessions6_created = 4;
+    w.counters[0][1].sessions_created = 10;
+    w.counters[0][1].sessions6_created = 11;
+    Readings r = read_counters(v, w.ptrs, 0);
+    EXPECT_EQ(r.services[1].sessions6_created, 7u);
+    EXPECT_EQ(r.services_active[1], 10u);
+    EXPECT_EQ(sessions_on(v.nat_addresses[1], v, r), 0u);
+    ServiceCounters c;
+    c.sessions_created = 3;
+    c.sessions6_created = 5;
+    EXPECT_EQ(c.sessions_active_ipv6(), 3u);
+    EXPECT_EQ(c.sessions_active_ipv4(), 0u);
 }
 
 TEST(Write, EveryWorkerCounterOfTheListHasItsFamily) {
