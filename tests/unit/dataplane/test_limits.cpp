@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <set>
 
@@ -670,6 +671,353 @@ TEST_F(DataplaneTest, PodClaimedByTwoServicesGoesWithTheFirstByName) {
     EXPECT_EQ(single(r.tx(r.ext1)).src, kIngress);
     EXPECT_EQ(r.svc("default/a").sessions_created, 1u);
     EXPECT_EQ(r.svc(kWeb).sessions_created, 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// IPv6 twins of the tests above, on the dual-stack rig: the same port pool, limits and policy
+// changes over the IPv6 session table (NAPT66 to web's IPv6 ingress IP, the default masquerade to
+// ext1's IPv6 address).
+
+namespace v6 {
+using namespace std_rig6;
+
+// The dual-stack rig with the NAT ports limited to [lo, hi].
+RigOptions ports(uint16_t lo, uint16_t hi) {
+    RigOptions o = dual_stack();
+    auto base = o.configure;
+    o.configure = [base, lo, hi](config::Config& c) {
+        base(c);
+        c.sessions.port_min = lo;
+        c.sessions.port_max = hi;
+    };
+    return o;
+}
+
+// web with `endpoints` as its IPv6 endpoints (its IPv4 side as the standard rig has it).
+model::ServiceState web_with(std::vector<Ip6Addr> endpoints) {
+    model::ServiceState web = web6();
+    web.endpoint_ipv6s.clear();
+    for (const Ip6Addr& e : endpoints)
+        web.endpoint_ipv6s.push_back(addr6(e));
+    std::sort(web.endpoint_ipv6s.begin(), web.endpoint_ipv6s.end());
+    return web;
+}
+
+// An IPv6-translating LoadBalancerIP Service of `endpoints`.
+model::ServiceState lb6(const std::string& key, uint32_t ingress4, const Ip6Addr& ingress6,
+                        std::vector<Ip6Addr> endpoints) {
+    model::ServiceState s = lb_service(key, ingress4, {});
+    s.ingress_ipv6 = addr6(ingress6);
+    for (const Ip6Addr& e : endpoints)
+        s.endpoint_ipv6s.push_back(addr6(e));
+    std::sort(s.endpoint_ipv6s.begin(), s.endpoint_ipv6s.end());
+    return s;
+}
+
+// A Neighbor Solicitation from ext1's server for `target`, to its solicited-node group.
+Bytes solicit(const Ip6Addr& target) {
+    const Ip6Addr group = solicited_node(target);
+    return ethernet(multicast_mac(group), kServerMac, kEtherIpv6, ns6_ip(kServerV6, group, target, kServerMac));
+}
+
+Ip6Addr nat_ip(const dp::Session6& s) {
+    return std::to_array(s.nat_ip.b);
+}
+Ip6Addr pod_ip(const dp::Session6& s) {
+    return std::to_array(s.pod_ip.b);
+}
+}  // namespace v6
+
+TEST_F(DataplaneTest, Ipv6PortExhaustionIsPerDestinationAndCounted) {
+    using namespace v6;
+    Rig& r = start(ports(2000, 2003));
+    std::set<uint16_t> used;
+    for (uint16_t i = 0; i < 4; ++i) {
+        r.process(r.pods,
+                  from_pod6(kPod10v6, udp6_ip(kPod10v6, static_cast<uint16_t>(40000 + i), kServerV6, 53, text("q"))));
+        Parsed p = single(r.tx(r.ext1));
+        ASSERT_TRUE(checksums_valid(p));
+        EXPECT_EQ(p.src6, kIngressV6);
+        EXPECT_GE(p.sport, 2000);
+        EXPECT_LE(p.sport, 2003);
+        used.insert(p.sport);
+    }
+    EXPECT_EQ(used.size(), 4u) << "two flows share a NAT port toward the same destination";
+    EXPECT_EQ(r.svc(kWeb).port_alloc_failures, 0u);
+
+    // A fifth flow toward the same server: no port left.
+    r.process(r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 40004, kServerV6, 53, text("q"))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::port_exhausted), 1u);
+    EXPECT_EQ(r.svc(kWeb).port_alloc_failures, 1u);
+    EXPECT_EQ(r.sessions6().size(), 4u);
+    // The same server on another port is another destination for endpoint-dependent NAT.
+    r.process(r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 40004, kServerV6, 54, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+
+    // Another destination has its own ports.
+    r.process(r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 40004, kInternetV6, 53, text("q"))));
+    Parsed p = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.dst6, kInternetV6);
+    EXPECT_GE(p.sport, 2000);
+    EXPECT_LE(p.sport, 2003);
+    // So has another NAT address (the masquerade of a pod of no Service).
+    r.process(r.pods, from_pod6(kPod20v6, udp6_ip(kPod20v6, 40000, kServerV6, 53, text("q"))));
+    p = single(r.tx(r.ext1));
+    EXPECT_EQ(p.src6, kExt1V6);
+    EXPECT_EQ(r.default_counters().port_alloc_failures, 0u);
+
+    // Existing flows are unaffected by the exhaustion.
+    r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, *used.begin(), text("a"))));
+    EXPECT_EQ(r.tx(r.pods).size(), 1u);
+    EXPECT_EQ(r.drops(DropReason::port_exhausted), 1u);
+    EXPECT_EQ(r.total_drops(), 1u);
+    EXPECT_TRUE(r.sessions().empty());
+}
+
+TEST_F(DataplaneTest, Ipv6FreedPortIsReused) {
+    using namespace v6;
+    Rig& r = start(ports(2000, 2000));
+    r.shared.timeouts.udp = 100;
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q"))));
+    ASSERT_EQ(single(r.tx(r.ext1)).sport, 2000);
+    r.process(r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 40000, kServerV6, 53, text("q"))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::port_exhausted), 1u);
+    r.advance(1000);
+    r.sweep();
+    ASSERT_TRUE(r.sessions6().empty());
+    EXPECT_EQ(r.w().counters.sessions6_closed, 1u);
+    r.process(r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 40000, kServerV6, 53, text("q"))));
+    Parsed p = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.sport, 2000);
+    r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, 2000, text("a"))));
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], to_pod6(kPod11v6, udp6_ip(kServerV6, 53, kPod11v6, 40000, text("a"), Ip6Opt{63})))
+        << "the reply went to the port's previous owner";
+}
+
+TEST_F(DataplaneTest, Ipv6DeletedServiceStopsTranslatingAtOnce) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    r.process(r.ext1, solicit(kIngressV6));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u) << "the ingress IP is not answered for to begin with";
+    r.process(r.pods, from_pod6(kPod10v6, tcp6_ip(kPod10v6, 40000, kServerV6, 80, kSyn)));
+    ASSERT_EQ(single(r.tx(r.ext1)).src6, kIngressV6);
+    r.process(r.pods, from_pod6(kPod11v6, tcp6_ip(kPod11v6, 40001, kServerV6, 80, kSyn)));
+    ASSERT_EQ(single(r.tx(r.ext1)).src6, kIngressV6);
+
+    r.publish({});  // the EgressService is gone
+
+    // A reply to the old translation is not translated with stale addresses.
+    r.process(r.ext1, from_ext1_6(tcp6_ip(kServerV6, 80, kIngressV6, 40000, kSyn | kAck)));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session) + r.drops(DropReason::no_session), 1u);
+
+    // The next packet of the flow gets a new session under the new policy (default action).
+    r.process(r.pods, from_pod6(kPod11v6, tcp6_ip(kPod11v6, 40001, kServerV6, 80, kAck)));
+    auto frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherIpv6, tcp6_ip(kExt1V6, 40001, kServerV6, 80, kAck, {}, Ip6Opt{63})));
+    auto ss = r.sessions6();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(ss[0].service_id, dp::kDefaultPolicyId);
+    EXPECT_EQ(nat_ip(ss[0]), kExt1V6);
+
+    // Replies to the old address and port, for either flow, are dropped.
+    r.process(r.ext1, from_ext1_6(tcp6_ip(kServerV6, 80, kIngressV6, 40000, kAck)));
+    r.process(r.ext1, from_ext1_6(tcp6_ip(kServerV6, 80, kIngressV6, 40001, kAck)));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session) + r.drops(DropReason::no_session), 3u);
+    // The new translation works.
+    r.process(r.ext1, from_ext1_6(tcp6_ip(kServerV6, 80, kExt1V6, 40001, kAck)));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], to_pod6(kPod11v6, tcp6_ip(kServerV6, 80, kPod11v6, 40001, kAck, {}, Ip6Opt{63})));
+    // No Neighbor Advertisement for the old ingress IP any more.
+    r.process(r.ext1, solicit(kIngressV6));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+}
+
+TEST_F(DataplaneTest, Ipv6LosingOneEndpointLeavesTheOthersSessionsAlone) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    r.process(r.pods, from_pod6(kPod10v6, tcp6_ip(kPod10v6, 40000, kServerV6, 443, kSyn)));
+    r.process(r.pods, from_pod6(kPod11v6, tcp6_ip(kPod11v6, 40001, kServerV6, 443, kSyn)));
+    ASSERT_EQ(r.tx(r.ext1).size(), 2u);
+    r.publish({web_with({kPod10v6})});
+
+    r.process(r.ext1, from_ext1_6(tcp6_ip(kServerV6, 443, kIngressV6, 40000, kPsh | kAck, text("push"))));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0],
+              to_pod6(kPod10v6, tcp6_ip(kServerV6, 443, kPod10v6, 40000, kPsh | kAck, text("push"), Ip6Opt{63})));
+    // The pod that left the Service: its translation ends.
+    r.process(r.ext1, from_ext1_6(tcp6_ip(kServerV6, 443, kIngressV6, 40001, kPsh | kAck, text("push"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session), 1u);
+
+    r.sweep();
+    auto ss = r.sessions6();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(pod_ip(ss[0]), kPod10v6);
+    EXPECT_EQ(r.svc(kWeb).sessions_closed, 1u);
+    EXPECT_EQ(r.w().counters.sessions6_closed, 1u);
+    // And it keeps working in both directions.
+    r.process(r.pods, from_pod6(kPod10v6, tcp6_ip(kPod10v6, 40000, kServerV6, 443, kAck)));
+    Parsed p = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.src6, kIngressV6);
+    EXPECT_EQ(r.sessions6().size(), 1u);
+    EXPECT_EQ(r.svc(kWeb).sessions_created, 2u);
+}
+
+TEST_F(DataplaneTest, Ipv6ExpirySweepReclaimsSessionsOfAChangedPolicy) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    for (uint16_t i = 0; i < 5; ++i)
+        r.process(r.pods,
+                  from_pod6(kPod10v6, udp6_ip(kPod10v6, static_cast<uint16_t>(40000 + i), kServerV6, 53, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), 5u);
+    ASSERT_EQ(r.sessions6().size(), 5u);
+    uint32_t id = r.service_id(kWeb);
+    r.publish({});
+    r.sweep();
+    EXPECT_TRUE(r.sessions6().empty()) << "sessions of a deleted Service kept their ports";
+    EXPECT_EQ(r.w().service_counters[id].sessions_closed, 5u);
+    EXPECT_EQ(r.w().counters.sessions6_closed, 5u);
+}
+
+TEST_F(DataplaneTest, Ipv6ServiceMovedToAnotherGatewayStopsTranslating) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q"))));
+    ASSERT_EQ(single(r.tx(r.ext1)).src6, kIngressV6);
+    r.process(r.ext1, solicit(kIngressV6));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u) << "the ingress IP is not answered for to begin with";
+    model::ServiceState moved = web6();
+    moved.serve_here = false;
+    moved.status_host = "gw-2";
+    moved.reason = "served by gw-2";
+    r.publish({moved});
+
+    r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, 40000, text("a"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session) + r.drops(DropReason::no_session), 1u);
+    // Its pods now take the default action here.
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q"))));
+    Parsed p = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.src6, kExt1V6);
+    // And the ingress IP is no longer answered for.
+    r.process(r.ext1, solicit(kIngressV6));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+}
+
+// Both orders the two IPv4 tests above take: the Services as the rig starts with them and as a
+// publication gives them; either way a pod of both leaves with the first by name.
+TEST_F(DataplaneTest, Ipv6PodClaimedByTwoServicesGoesWithTheFirstByName) {
+    using namespace v6;
+    const Ip6Addr first = ip6("2001:db8:2::60"), second = ip6("2001:db8:2::61");
+    for (bool at_start : {true, false}) {
+        SCOPED_TRACE(at_start ? "services at start" : "services published");
+        if (rig_) {
+            rig_->drain_all();
+            EXPECT_EQ(rig_->mbufs_in_use(), 0);
+            rig_.reset();
+        }
+        std::vector<model::ServiceState> services = {lb6("a/first", ip4(192, 0, 2, 60), first, {kPod10v6}),
+                                                     lb6("b/second", ip4(192, 0, 2, 61), second, {kPod10v6, kPod11v6})};
+        RigOptions o = dual_stack();
+        if (at_start) o.services = services;
+        Rig& r = start(o);
+        if (!at_start) r.publish(services);
+        r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q"))));
+        Parsed p = single(r.tx(r.ext1));
+        ASSERT_TRUE(checksums_valid(p));
+        EXPECT_EQ(p.src6, first);
+        r.process(r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 40000, kServerV6, 53, text("q"))));
+        p = single(r.tx(r.ext1));
+        ASSERT_TRUE(checksums_valid(p));
+        EXPECT_EQ(p.src6, second);
+        EXPECT_EQ(r.svc("a/first").sessions_created, 1u);
+        EXPECT_EQ(r.svc("b/second").sessions_created, 1u);
+    }
+}
+
+TEST_F(DataplaneTest, Ipv6PublicationWithTheSameRoutesKeepsTheSessionsCachedRoutes) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q"))));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, 40000, text("a"))));
+    ASSERT_EQ(r.tx(r.pods).size(), 1u);
+    auto before = r.sessions6();
+    ASSERT_EQ(before.size(), 1u);
+    ASSERT_NE(before[0].in_port, dp::kPortUnset);
+
+    // Another Service appears: a new snapshot with the same routes.
+    r.publish({web6(), lb6("other/svc", ip4(192, 0, 2, 52), ip6("2001:db8:2::52"), {kPod20v6})});
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q2"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src6, kIngressV6);
+    auto after = r.sessions6();
+    ASSERT_EQ(after.size(), 1u);
+    EXPECT_EQ(after[0].in_port, before[0].in_port) << "the way back to the pod was forgotten";
+    EXPECT_EQ(after[0].in_neighbor, before[0].in_neighbor);
+    EXPECT_EQ(after[0].out_neighbor, before[0].out_neighbor);
+    EXPECT_EQ(std::to_array(after[0].in_next_hop.b), std::to_array(before[0].in_next_hop.b));
+    EXPECT_EQ(std::to_array(after[0].out_next_hop.b), std::to_array(before[0].out_next_hop.b));
+    EXPECT_EQ(after[0].epoch, static_cast<uint32_t>(r.policy().generation)) << "checked again under the new snapshot";
+    EXPECT_EQ(r.w().counters.sessions6_closed, 0u);
+}
+
+TEST_F(DataplaneTest, Ipv6PodJoiningAServiceLeavesTheDefaultTranslation) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    r.process(r.pods, from_pod6(kPod20v6, udp6_ip(kPod20v6, 40000, kServerV6, 53, text("q"))));
+    ASSERT_EQ(single(r.tx(r.ext1)).src6, kExt1V6);
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40001, kServerV6, 53, text("q"))));
+    ASSERT_EQ(single(r.tx(r.ext1)).src6, kIngressV6);
+
+    r.publish({web_with({kPod10v6, kPod11v6, kPod20v6})});
+
+    // The next packet of the same flow leaves with the Service's ingress IP, not the old address.
+    r.process(r.pods, from_pod6(kPod20v6, udp6_ip(kPod20v6, 40000, kServerV6, 53, text("q"))));
+    auto out = single(r.tx(r.ext1));
+    EXPECT_EQ(out.src6, kIngressV6);
+    EXPECT_TRUE(checksums_valid(out));
+    // The reply to the old masquerade address finds nothing to translate with.
+    r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kExt1V6, 40000, text("a"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    // The reply to the new translation reaches the pod.
+    r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, 40000, text("a"))));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], to_pod6(kPod20v6, udp6_ip(kServerV6, 53, kPod20v6, 40000, text("a"), Ip6Opt{63})));
+    EXPECT_EQ(r.svc(kWeb).sessions_created, 2u);
+    EXPECT_EQ(r.default_counters().sessions_closed, 1u);
+    EXPECT_EQ(r.sessions6().size(), 2u);
+}
+
+TEST_F(DataplaneTest, Ipv6DefaultSessionsOfOtherPodsSurviveAnEndpointAddition) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    r.process(r.pods, from_pod6(kPod20v6, udp6_ip(kPod20v6, 40000, kServerV6, 53, text("q"))));
+    ASSERT_EQ(single(r.tx(r.ext1)).src6, kExt1V6);
+    // Another pod (not kPod20v6) joins the Service.
+    r.publish({web_with({kPod10v6, kPod11v6, ip6("fd00:10:244:1::12")})});
+    r.process(r.pods, from_pod6(kPod20v6, udp6_ip(kPod20v6, 40000, kServerV6, 53, text("q"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src6, kExt1V6);
+    r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kExt1V6, 40000, text("a"))));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], to_pod6(kPod20v6, udp6_ip(kServerV6, 53, kPod20v6, 40000, text("a"), Ip6Opt{63})));
+    EXPECT_EQ(r.default_counters().sessions_created, 1u);
+    EXPECT_EQ(r.default_counters().sessions_closed, 0u);
 }
 
 }  // namespace
