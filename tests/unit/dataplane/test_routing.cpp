@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <tuple>
 
 #include "tests/unit/dataplane/rig.h"
@@ -205,6 +206,92 @@ TEST_F(DataplaneTest, RepliesReachThePodWhenTheVrfHasADefaultRoute) {
     }
 }
 
+namespace v6 {
+using namespace std_rig6;
+const Ip6Addr kBlueIngressV6 = ip6("2001:db8:3::50");
+const Ip6Addr kBlueGwV6 = ip6("2001:db8:3::fe");
+
+// A Service of the dual-stack rig translating IPv6 for `endpoints`.
+model::ServiceState with6(model::ServiceState s, std::optional<Ip6Addr> ingress, std::vector<Ip6Addr> endpoints) {
+    if (ingress) s.ingress_ipv6 = addr6(*ingress);
+    for (const Ip6Addr& e : endpoints)
+        s.endpoint_ipv6s.push_back(addr6(e));
+    std::sort(s.endpoint_ipv6s.begin(), s.endpoint_ipv6s.end());
+    return s;
+}
+Bytes from_ext2_6(const Bytes& ip, const Mac& src = kBlueServerMac) {
+    return ethernet(kExt2Mac, src, kEtherIpv6, ip);
+}
+}  // namespace v6
+
+TEST_F(DataplaneTest, LoadBalancerIpServiceInBlueNetworkForIpv6) {
+    using namespace v6;
+    RigOptions o = dual_stack();
+    o.services = {
+        with6(lb_service("default/blue-lb", ip4(198, 51, 100, 50), {kPod20}, "blue"), kBlueIngressV6, {kPod20v6})};
+    Rig& r = start(o);
+    r.process(r.pods, from_pod6(kPod20v6, tcp6_ip(kPod20v6, 41000, kBlueServerV6, 443, kSyn)));
+    auto frames = r.tx(r.ext2);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kBlueServerMac, kExt2Mac, kEtherIpv6,
+                                  tcp6_ip(kBlueIngressV6, 41000, kBlueServerV6, 443, kSyn, {}, Ip6Opt{63})));
+    auto ss = r.sessions6();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_FALSE(ss[0].in_use & dp::kSessionMasquerade);
+    EXPECT_EQ(ss[0].vrf, r.builder().resolve_vrf("blue"));
+    r.process(r.ext2, from_ext2_6(tcp6_ip(kBlueServerV6, 443, kBlueIngressV6, 41000, kSyn | kAck)));
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], to_pod6(kPod20v6, tcp6_ip(kBlueServerV6, 443, kPod20v6, 41000, kSyn | kAck, {}, Ip6Opt{63})));
+
+    // Toward a destination of the default table it keeps its ingress IP and leaves on ext1.
+    r.process(r.pods, from_pod6(kPod20v6, tcp6_ip(kPod20v6, 41001, kServerV6, 443, kSyn)));
+    frames = r.tx(r.ext1);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv6,
+                                  tcp6_ip(kBlueIngressV6, 41001, kServerV6, 443, kSyn, {}, Ip6Opt{63})));
+    EXPECT_TRUE(r.tx(r.ext2).empty());
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+TEST_F(DataplaneTest, Ipv6RepliesReachThePodWhenTheVrfHasADefaultRoute) {
+    using namespace v6;
+    RigOptions o = dual_stack();
+    auto base = o.configure;
+    o.configure = [base](config::Config& c) {
+        base(c);
+        config::RouteConfig rt;
+        rt.vrf = "blue";
+        rt.prefix = net::IpPrefix{addr6(ip6("::")), 0};
+        rt.via = addr6(kBlueGwV6);
+        rt.port = "ext2";
+        c.routes.push_back(rt);
+        config::MacAddr m;
+        std::copy(kBlueGwMac.begin(), kBlueGwMac.end(), m.bytes);
+        c.neighbors.push_back(config::NeighborConfig{"ext2", addr6(kBlueGwV6), m});
+    };
+    o.services = {
+        with6(network_service("default/blue-net", {kPod11}, "blue"), std::nullopt, {kPod11v6}),
+        with6(lb_service("default/blue-lb", ip4(198, 51, 100, 50), {kPod10}, "blue"), kBlueIngressV6, {kPod10v6})};
+    Rig& r = start(o);
+    for (auto [pod, nat] : {std::pair{kPod11v6, kExt2V6}, std::pair{kPod10v6, kBlueIngressV6}}) {
+        SCOPED_TRACE(ip6_str(pod));
+        r.process(r.pods, from_pod6(pod, udp6_ip(pod, 6000, kInternetV6, 53, text("q"))));
+        auto frames = r.tx(r.ext2);
+        ASSERT_TRUE(checksums_valid(single(frames)));
+        EXPECT_EQ(frames[0], ethernet(kBlueGwMac, kExt2Mac, kEtherIpv6,
+                                      udp6_ip(nat, 6000, kInternetV6, 53, text("q"), Ip6Opt{63})));
+
+        r.process(r.ext2, from_ext2_6(udp6_ip(kInternetV6, 53, nat, 6000, text("a")), kBlueGwMac));
+        EXPECT_TRUE(r.tx(r.ext2).empty()) << "the reply was sent back out of the VRF";
+        frames = r.tx(r.pods);
+        ASSERT_TRUE(checksums_valid(single(frames)));
+        EXPECT_EQ(frames[0], to_pod6(pod, udp6_ip(kInternetV6, 53, pod, 6000, text("a"), Ip6Opt{63})));
+    }
+    EXPECT_EQ(r.sessions6().size(), 2u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 TEST_F(DataplaneTest, UnknownNetworkLeavesServiceUnprogrammed) {
     RigOptions o;
     o.services = {lb_service(kWeb, kIngress, {kPod10}),
@@ -367,6 +454,65 @@ TEST_F(DataplaneTest, RepublishingTheSameDefaultActionKeepsItsSessions) {
     EXPECT_EQ(r.policy().default_version, version);
     r.process(r.ext1, r.from_ext1(udp_ip(kServer, 80, kExt1Addr, 50000, text("b"))));
     EXPECT_EQ(r.tx(r.pods).size(), 1u);
+    EXPECT_EQ(r.default_counters().sessions_created, 1u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// The IPv6 twins of the two tests above: the default action's IPv6 masquerade sessions end with
+// it and survive a publication that keeps it, web's IPv6 session is untouched.
+TEST_F(DataplaneTest, ChangingTheDefaultActionEndsTheIpv6SessionsOfTheOldOne) {
+    using namespace std_rig6;
+    Rig& r = start(dual_stack());
+    r.process(r.pods, from_pod6(kPod20v6, udp6_ip(kPod20v6, 50000, kServerV6, 80, text("a"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src6, kExt1V6);
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 50001, kServerV6, 80, text("w"))));
+    EXPECT_EQ(single(r.tx(r.ext1)).src6, kIngressV6);
+    ASSERT_EQ(r.sessions6().size(), 2u);
+    const uint32_t version = r.policy().default_version;
+
+    r.cfg.default_action = config::DefaultAction::drop;
+    r.publish({web6()});
+    EXPECT_NE(r.policy().default_version, version);
+    // The server's answer to the masquerade session finds it withdrawn.
+    r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 80, kExt1V6, 50000, text("b"))));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::stale_session), 1u);
+    r.process(r.pods, from_pod6(kPod20v6, udp6_ip(kPod20v6, 50000, kServerV6, 80, text("c"))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::default_action_drop), 1u);
+    EXPECT_EQ(r.default_counters().sessions_closed, 1u);
+    EXPECT_EQ(r.w().counters.sessions6_closed, 1u);
+    // The Service's session is untouched.
+    auto ss = r.sessions6();
+    ASSERT_EQ(ss.size(), 1u);
+    EXPECT_EQ(ss[0].service_id, r.service_id("default/web"));
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 50001, kServerV6, 80, text("w"))));
+    Parsed web = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(web));
+    EXPECT_EQ(web.src6, kIngressV6);
+
+    r.cfg.default_action = config::DefaultAction::masquerade;
+    r.publish({web6()});
+    r.process(r.pods, from_pod6(kPod20v6, udp6_ip(kPod20v6, 50000, kServerV6, 80, text("d"))));
+    Parsed back = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(back));
+    EXPECT_EQ(back.src6, kExt1V6);
+    EXPECT_EQ(r.default_counters().sessions_created, 2u);
+    EXPECT_EQ(r.total_drops(), 2u);
+}
+
+TEST_F(DataplaneTest, RepublishingTheSameDefaultActionKeepsItsIpv6Sessions) {
+    using namespace std_rig6;
+    Rig& r = start(dual_stack());
+    r.process(r.pods, from_pod6(kPod20v6, udp6_ip(kPod20v6, 50000, kServerV6, 80, text("a"))));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    const uint32_t version = r.policy().default_version;
+    r.publish({web6()});
+    EXPECT_EQ(r.policy().default_version, version);
+    r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 80, kExt1V6, 50000, text("b"))));
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], to_pod6(kPod20v6, udp6_ip(kServerV6, 80, kPod20v6, 50000, text("b"), Ip6Opt{63})));
     EXPECT_EQ(r.default_counters().sessions_created, 1u);
     EXPECT_EQ(r.total_drops(), 0u);
 }
@@ -631,6 +777,98 @@ TEST_F(DataplaneTest, SessionWhoseCachedNeighbourSlotWasRecycledLooksItsNextHopU
     EXPECT_TRUE(r.to_control().empty());
     EXPECT_EQ(r.total_drops(), 0u);
     // And the worker marked the entry in use, which the control thread reads for aging.
+    EXPECT_TRUE(nt.take_used(again));
+    EXPECT_FALSE(nt.take_used(again));
+}
+
+TEST_F(DataplaneTest, IncompleteIpv6NeighbourHoldsAndGatewayIsTheNextHop) {
+    using namespace v6;
+    RigOptions o = dual_stack();
+    auto base = o.configure;
+    o.configure = [base](config::Config& c) {
+        base(c);
+        std::erase_if(c.neighbors, [](const config::NeighborConfig& n) { return n.ip == addr6(kExt1GwV6); });
+    };
+    Rig& r = start(o);
+    // The router's entry exists but has no MAC yet (NS in progress).
+    ASSERT_NE(r.shared.neighbors6->insert(r.ext1, kExt1GwV6.data()), dp::NeighborTable6::kNone);
+    r.process(r.pods, from_pod6(kPod10v6, tcp6_ip(kPod10v6, 40000, kInternetV6, 443, kSyn)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    auto held = r.to_control();
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_EQ(held[0].port, r.ext1);
+    EXPECT_EQ(held[0].next_hop6, kExt1GwV6) << "the next hop is the router, not the destination";
+    Bytes want = tcp6_ip(kIngressV6, 40000, kInternetV6, 443, kSyn, {}, Ip6Opt{63});
+    EXPECT_EQ(ip_of(held[0].frame), want);
+    EXPECT_TRUE(checksums_valid(parse_ipv6(want.data(), want.size())));
+    EXPECT_EQ(r.w().counters.held, 1u);
+    EXPECT_EQ(r.sessions6().size(), 1u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// The IPv6 twin: a session's cached NeighborTable6 slot freed and given to another next hop; the
+// next packet is held for NDP rather than sent with the stranger's MAC, then goes straight out
+// once the next hop is learned again in a slot of its own.
+TEST_F(DataplaneTest, Ipv6SessionWhoseCachedNeighbourSlotWasRecycledLooksItsNextHopUpAgain) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    dp::NeighborTable6& nt = *r.shared.neighbors6;
+    Bytes payload = text("slot changes hands");
+    Bytes want = udp6_ip(kIngressV6, 7000, kServerV6, 53, payload, Ip6Opt{63});
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 7000, kServerV6, 53, payload)));
+    ASSERT_EQ(r.tx(r.ext1), std::vector<Bytes>{ethernet(kServerMac, kExt1Mac, kEtherIpv6, want)});
+    const uint32_t slot = nt.find(r.ext1, kServerV6.data());
+    ASSERT_NE(slot, dp::NeighborTable6::kNone);
+    ASSERT_EQ(r.sessions6().size(), 1u);
+    ASSERT_EQ(r.sessions6()[0].out_neighbor, slot) << "the session caches the slot";
+
+    nt.erase(slot);
+    nt.release(slot);
+    static const Mac kStranger{0x52, 0x54, 0x00, 0x00, 0x0d, 0x0d};
+    Ip6Addr stranger{};
+    bool found = false;
+    for (uint32_t i = 2; i < 1000000 && !found; ++i) {
+        Ip6Addr ip = ip6("2001:db8:2::");
+        put32(&ip[12], i);
+        if (ip == kServerV6) continue;
+        uint32_t s = nt.insert(r.ext1, ip.data());
+        ASSERT_NE(s, dp::NeighborTable6::kNone);
+        if (s == slot) {
+            stranger = ip;
+            found = true;
+        } else if (nt.find(r.ext1, ip.data()) == s) {
+            bool fresh = true;  // only take back what this loop added
+            for (const auto& n : r.cfg.neighbors)
+                if (n.ip == addr6(ip)) fresh = false;
+            if (fresh) {
+                nt.erase(s);
+                nt.release(s);
+            }
+        }
+    }
+    ASSERT_TRUE(found) << "no next hop landed in the freed slot";
+    nt.set_mac(slot, kStranger.data());
+    EXPECT_EQ(nt.find(r.ext1, kServerV6.data()), dp::NeighborTable6::kNone);
+    EXPECT_EQ(nt.find(r.ext1, stranger.data()), slot);
+
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 7000, kServerV6, 53, payload)));
+    EXPECT_TRUE(r.tx(r.ext1).empty()) << "sent with the MAC of the slot's new owner";
+    auto held = r.to_control();
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_EQ(held[0].port, r.ext1);
+    EXPECT_EQ(held[0].next_hop6, kServerV6);
+    EXPECT_EQ(ip_of(held[0].frame), want);
+    EXPECT_EQ(r.w().counters.held, 1u);
+
+    uint32_t again = nt.insert(r.ext1, kServerV6.data());
+    ASSERT_NE(again, dp::NeighborTable6::kNone);
+    ASSERT_NE(again, slot);
+    nt.set_mac(again, kServerMac.data());
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 7000, kServerV6, 53, payload)));
+    EXPECT_EQ(r.tx(r.ext1), std::vector<Bytes>{ethernet(kServerMac, kExt1Mac, kEtherIpv6, want)});
+    EXPECT_EQ(r.sessions6()[0].out_neighbor, again);
+    EXPECT_TRUE(r.to_control().empty());
+    EXPECT_EQ(r.total_drops(), 0u);
     EXPECT_TRUE(nt.take_used(again));
     EXPECT_FALSE(nt.take_used(again));
 }
