@@ -9,6 +9,7 @@
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <iterator>
@@ -172,6 +173,35 @@ TEST_F(DataplaneTest, TimeExceededIsBuiltWithoutHeadroom) {
     auto frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
     EXPECT_EQ(frames[0], error_frame(kPod10Mac, kPodsMac, kPodsAddr, kPod10, 11, 0, probe));
+}
+
+// The IPv6 twin: an IPv6 probe whose hop limit runs out in an mbuf with no headroom; the ICMPv6
+// Time Exceeded (48 bytes of headers before the quote, against IPv4's 28) is built by moving the
+// quote back all the same.
+TEST_F(DataplaneTest, Ipv6TimeExceededIsBuiltWithoutHeadroom) {
+    using namespace std_rig6;
+    Rig& r = start(dual_stack());
+    Bytes probe = udp6_ip(kPod10v6, 33434, kServerV6, 33435, text("no headroom"), Ip6Opt{1});
+    Bytes frame = from_pod6(kPod10v6, probe);
+    rte_mbuf* m = rte_pktmbuf_alloc(r.pool());
+    ASSERT_NE(m, nullptr);
+    m->data_off = 0;
+    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())), frame.data(), frame.size());
+    m->port = r.pods;
+    ASSERT_EQ(rte_pktmbuf_headroom(m), 0u);
+    dp::worker_process_burst(r.w(), r.policy(), &m, 1);
+    dp::worker_flush(r.w());
+    auto frames = r.tx(r.pods);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    Bytes body(4 + probe.size(), 0);  // the unused word, then the probe as it arrived
+    std::copy(probe.begin(), probe.end(), body.begin() + 4);
+    EXPECT_EQ(frames[0],
+              ethernet(kPod10Mac, kPodsMac, kEtherIpv6, icmp6_ip(kPodsV6, kPod10v6, 3, 0, body, Ip6Opt{64, {}, 0xc0})));
+    EXPECT_EQ(r.w().counters.icmp_sent[static_cast<unsigned>(IcmpError::time_exceeded6)], 1u);
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_TRUE(r.sessions6().empty());
+    EXPECT_EQ(r.total_drops(), 0u);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 // queues are polled by worker 0 here; other workers get their bursts through Rig::process).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -230,6 +231,96 @@ TEST_F(DataplaneTest, LargeBurstOfRepliesForAnotherWorkerIsHandedOffWhole) {
     }
     EXPECT_EQ(r.sessions(last).size(), n);
     EXPECT_EQ(r.svc(kWeb, last).packets_in, n);
+}
+
+// The IPv6 twins of the two tests above: an ICMPv6 echo reply is handed to its owner by its
+// identifier, an ICMPv6 error by the port its quote names; a burst of IPv6 replies bigger than a
+// burst goes to the last worker whole.
+TEST_F(DataplaneTest, Icmpv6RepliesAreHandedOffByIdentifierAndQuotedPort) {
+    using namespace std_rig6;
+    RigOptions o = dual_stack();
+    o.workers = 2;
+    Rig& r = start(o);
+    r.rx(r.pods, from_pod6(kPod10v6, echo6_ip(true, kPod10v6, kServerV6, 50000, 1)));
+    r.poll(0);
+    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
+    Parsed p = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(p));
+    ASSERT_EQ(r.sessions6(0).size(), 1u);
+    EXPECT_EQ(p.src6, kIngressV6);
+    EXPECT_GE(p.icmp_ident, r.w(0).nat_port_lo);
+    EXPECT_LE(p.icmp_ident, r.w(0).nat_port_hi);
+    r.process(1, {{r.ext1, from_ext1_6(echo6_ip(false, kServerV6, kIngressV6, p.icmp_ident, 1))}});
+    EXPECT_EQ(r.handoff_pending(1, 0), 1u);
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    r.poll(0);
+    auto frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], to_pod6(kPod10v6, echo6_ip(false, kServerV6, kPod10v6, 50000, 1, {}, Ip6Opt{63})));
+
+    // A UDP flow of worker 1, then an ICMPv6 port unreachable about it received by worker 0.
+    r.process(1, {{r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 60000, kServerV6, 53, text("q")))}});
+    frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    ASSERT_EQ(r.sessions6(1).size(), 1u);
+    auto error_body = [](const Bytes& quoted) {
+        Bytes b(4 + quoted.size(), 0);  // the unused word, then the quote
+        std::copy(quoted.begin(), quoted.end(), b.begin() + 4);
+        return b;
+    };
+    Bytes sent(frames[0].begin() + 14, frames[0].end());
+    r.rx(r.ext1, from_ext1_6(icmp6_ip(kServerV6, kIngressV6, 1, 4, error_body(sent))));
+    r.poll(0);
+    EXPECT_EQ(r.handoff_pending(0, 1), 1u);
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    r.poll(1);
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0],
+              to_pod6(kPod11v6, icmp6_ip(kServerV6, kPod11v6, 1, 4,
+                                         error_body(udp6_ip(kPod11v6, 60000, kServerV6, 53, text("q"), Ip6Opt{63})),
+                                         Ip6Opt{63})));
+    EXPECT_EQ(r.w(0).counters.handed_off, 1u);
+    EXPECT_EQ(r.w(1).counters.handed_off, 1u);
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
+}
+
+TEST_F(DataplaneTest, LargeBurstOfIpv6RepliesForAnotherWorkerIsHandedOffWhole) {
+    using namespace std_rig6;
+    RigOptions o = dual_stack();
+    o.workers = dp::kMaxWorkers;
+    o.sessions_per_worker = 128;
+    Rig& r = start(o);
+    unsigned last = dp::kMaxWorkers - 1;
+    unsigned n = 2 * dp::kBurst + 5;
+    std::vector<In> out;
+    for (uint16_t i = 0; i < n; ++i)
+        out.push_back({r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, static_cast<uint16_t>(r.w(last).nat_port_lo + i),
+                                                           kServerV6, 53, text("q")))});
+    r.process(last, out);
+    EXPECT_EQ(r.tx(r.ext1).size(), n) << "the pod ports lie in the receiver's block: kept";
+    std::vector<In> replies;
+    for (uint16_t i = 0; i < n; ++i)
+        replies.push_back({r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6,
+                                                       static_cast<uint16_t>(r.w(last).nat_port_lo + i), text("a")))});
+    r.process(0, replies);
+    EXPECT_EQ(r.w(0).counters.handed_off, n);
+    EXPECT_EQ(r.handoff_pending(0, last), n);
+    EXPECT_EQ(r.total_drops(0), 0u);
+    while (r.poll(last)) {
+    }
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), n);
+    for (size_t i = 0; i < frames.size(); ++i) {
+        Parsed p = parse_frame(frames[i]);
+        ASSERT_TRUE(checksums_valid(p));
+        EXPECT_EQ(p.dport, r.w(last).nat_port_lo + i);
+        EXPECT_EQ(p.dst6, kPod10v6);
+        EXPECT_EQ(p.src6, kServerV6);
+    }
+    EXPECT_EQ(r.sessions6(last).size(), n);
+    EXPECT_EQ(r.svc(kWeb, last).packets_in, n);
+    EXPECT_EQ(r.total_drops(last), 0u);
 }
 
 // Steering on a device without rte_flow (net_ring, like every virtual device): the first rule
