@@ -246,5 +246,38 @@ TEST_F(DataplaneTest, ReceiveChecksumFlagsAreHonouredExactly) {
     EXPECT_EQ(frames[0], want);
 }
 
+// The IPv6 twin. IPv6 has no header checksum, so no IP checksum flag a NIC sets on an IPv6 packet
+// (GOOD, NONE, or UNKNOWN, the usual one) may decide anything: each packet is translated as the
+// same packet without flags is. BAD is left out: it is not a state an IPv6 header can be in, and
+// no behaviour for it was chosen. The transport checksums stay end to end: a wrong one is neither
+// mended nor a reason to drop; the incremental update carries the error as it was.
+TEST_F(DataplaneTest, Ipv6IgnoresTheReceiveIpChecksumFlags) {
+    using namespace std_rig6;
+    Rig& r = start(dual_stack());
+    const Bytes want =
+        ethernet(kServerMac, kExt1Mac, kEtherIpv6, udp6_ip(kIngressV6, 40000, kServerV6, 53, text("q"), Ip6Opt{63}));
+    for (uint64_t flags : {uint64_t{0}, uint64_t{RTE_MBUF_F_RX_IP_CKSUM_GOOD}, uint64_t{RTE_MBUF_F_RX_IP_CKSUM_NONE},
+                           uint64_t{RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN}}) {
+        SCOPED_TRACE(flags);
+        r.process(0, {{r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q"))), flags}});
+        auto frames = r.tx(r.ext1);
+        ASSERT_EQ(frames.size(), 1u);
+        EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
+        EXPECT_EQ(frames[0], want);
+    }
+    // A UDP checksum one off leaves one off: translated, not mended.
+    Bytes wrong = udp6_ip(kPod10v6, 40000, kServerV6, 53, text("q"));
+    put16(&wrong[40 + 6], static_cast<uint16_t>(get16(&wrong[40 + 6]) - 1));
+    r.process(0, {{r.pods, from_pod6(kPod10v6, wrong), RTE_MBUF_F_RX_IP_CKSUM_GOOD}});
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_FALSE(checksums_valid(parse_frame(frames[0])));
+    Bytes off = want;
+    put16(&off[14 + 40 + 6], static_cast<uint16_t>(get16(&off[14 + 40 + 6]) - 1));
+    EXPECT_EQ(frames[0], off);
+    EXPECT_EQ(r.total_drops(), 0u);
+    EXPECT_EQ(r.sessions6().size(), 1u);
+}
+
 }  // namespace
 }  // namespace egw::test

@@ -5,6 +5,7 @@
 // packet.cpp), and its checksums are recomputed in full.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "tests/unit/dataplane/rig.h"
@@ -486,6 +487,144 @@ TEST_F(DataplaneTest, BurstOfManyFlowsIsTranslatedInOrder) {
     }
     EXPECT_EQ(r.sessions().size(), 48u);
     EXPECT_EQ(r.svc(kWeb).packets_out, 48u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// IPv6 twins (NAPT66 on the dual-stack rig)
+
+namespace v6 {
+using namespace std_rig6;
+
+// Two payload bytes that make a UDP datagram of (src, sport, dst, dport) and `len` - 2 more
+// payload bytes `rest` sum to -0, so that a sender computes its checksum as 0 and must send
+// 0xFFFF (RFC 8200 8.1: 0 is no checksum, which IPv6 does not have).
+Bytes udp6_zero_sum_payload(const Ip6Addr& src, uint16_t sport, const Ip6Addr& dst, uint16_t dport, const Bytes& rest) {
+    Bytes payload(2 + rest.size(), 0);
+    std::copy(rest.begin(), rest.end(), payload.begin() + 2);
+    Bytes udp = udp6_ip(src, sport, dst, dport, payload);
+    Bytes l4(udp.begin() + 40, udp.end());
+    l4[6] = l4[7] = 0;
+    uint32_t sum = sum16(l4.data(), l4.size(), pseudo_sum6(src, dst, kProtoUdp, static_cast<uint32_t>(l4.size())));
+    put16(payload.data(), finish(sum));
+    return payload;
+}
+
+// The one's complement sum of an IPv6 packet's transport message and pseudo-header, as a
+// receiver checks it: 0xFFFF when it verifies.
+uint16_t received_sum6(const Bytes& frame) {
+    Ip6Addr src, dst;
+    std::copy(frame.begin() + 14 + 8, frame.begin() + 14 + 24, src.begin());
+    std::copy(frame.begin() + 14 + 24, frame.begin() + 14 + 40, dst.begin());
+    uint32_t len = static_cast<uint32_t>(frame.size() - 14 - 40);
+    uint32_t sum = sum16(&frame[14 + 40], len, pseudo_sum6(src, dst, frame[14 + 6], len));
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(sum);
+}
+}  // namespace v6
+
+// A UDP datagram translated either way whose checksum comes out as 0 leaves with 0xFFFF: an
+// incremental update gives 0 there, which is no checksum in IPv4 but invalid in IPv6 (the IPv6
+// meaning of the all-zero echo tests above).
+TEST_F(DataplaneTest, Ipv6UdpChecksumThatComesToZeroIsSentAsFFFF) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    Bytes out_payload = udp6_zero_sum_payload(kIngressV6, 40000, kServerV6, 53, text("out"));
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, out_payload)));
+    auto frames = r.tx(r.ext1);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.l4_csum, 0xffff);
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv6,
+                                  udp6_ip(kIngressV6, 40000, kServerV6, 53, out_payload, Ip6Opt{63})));
+
+    Bytes back_payload = udp6_zero_sum_payload(kServerV6, 53, kPod10v6, 40000, text("back"));
+    r.process(r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, 40000, back_payload)));
+    frames = r.tx(r.pods);
+    p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.l4_csum, 0xffff);
+    EXPECT_EQ(frames[0], to_pod6(kPod10v6, udp6_ip(kServerV6, 53, kPod10v6, 40000, back_payload, Ip6Opt{63})));
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// The ICMPv6 echo twin of AllZeroEchoReplyRestoredToThePodKeepsAValidChecksum: ICMPv6 sums a
+// pseudo-header, so no echo sums to +0; the edge is a reply restored to identifier 0 whose words
+// sum to -0, where a sender computes 0x0000 and an incremental update may give 0xFFFF. Whichever
+// is sent, the reply must verify as a receiver checks it.
+TEST_F(DataplaneTest, Ipv6EchoReplyRestoredToThePodSummingToNegativeZeroVerifies) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    // The sequence number that makes (kServerV6 -> kPod10v6, echo reply, identifier 0) sum to -0.
+    Bytes probe = echo6_ip(false, kServerV6, kPod10v6, 0, 0, {});
+    Bytes l4(probe.begin() + 40, probe.end());
+    l4[2] = l4[3] = 0;
+    const uint16_t seq = finish(sum16(l4.data(), l4.size(), pseudo_sum6(kServerV6, kPod10v6, kProtoIcmp6, 8)));
+    r.process(r.pods, from_pod6(kPod10v6, echo6_ip(true, kPod10v6, kServerV6, 0, seq, {})));
+    Parsed out = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(out));
+    uint16_t ident = out.icmp_ident;
+    ASSERT_NE(ident, 0);
+    r.process(r.ext1, from_ext1_6(echo6_ip(false, kServerV6, kIngressV6, ident, seq, {})));
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    Bytes want = to_pod6(kPod10v6, echo6_ip(false, kServerV6, kPod10v6, 0, seq, {}, Ip6Opt{63}));
+    ASSERT_EQ(get16(&want[14 + 40 + 2]), 0) << "the reply does not sum to -0: the test lost its point";
+    ASSERT_EQ(frames[0].size(), want.size());
+    EXPECT_EQ(received_sum6(frames[0]), 0xffff) << "the reply does not verify";
+    const uint16_t csum = get16(&frames[0][14 + 40 + 2]);
+    EXPECT_TRUE(csum == 0 || csum == 0xffff) << csum;
+    frames[0][14 + 40 + 2] = frames[0][14 + 40 + 3] = 0;
+    EXPECT_EQ(frames[0], want);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// The IPv6 twin of EthernetPaddingIsNotForwarded: no IPv6 packet is short enough to be padded (40
+// bytes of header and 8 of transport make 62 with Ethernet), but bytes past the payload length
+// are a trailer all the same, and do not leave with the packet.
+TEST_F(DataplaneTest, Ipv6BytesPastThePayloadLengthAreNotForwarded) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    Bytes frame = from_pod6(kPod10v6, udp6_ip(kPod10v6, 7000, kServerV6, 9000, text("hi")));
+    frame.resize(frame.size() + 18, 0xee);
+    r.process(r.pods, frame);
+    auto frames = r.tx(r.ext1);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv6,
+                                  udp6_ip(kIngressV6, 7000, kServerV6, 9000, text("hi"), Ip6Opt{63})));
+    // And back: the reply's trailer stays behind too.
+    frame = from_ext1_6(udp6_ip(kServerV6, 9000, kIngressV6, 7000, text("ok")));
+    frame.resize(frame.size() + 7, 0xee);
+    r.process(r.ext1, frame);
+    frames = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0], to_pod6(kPod10v6, udp6_ip(kServerV6, 9000, kPod10v6, 7000, text("ok"), Ip6Opt{63})));
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+TEST_F(DataplaneTest, BurstOfManyIpv6FlowsIsTranslatedInOrder) {
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    std::vector<In> burst;
+    for (uint16_t i = 0; i < 48; ++i) {
+        const Ip6Addr& pod = i % 2 ? kPod11v6 : kPod10v6;
+        burst.push_back(
+            {r.pods, from_pod6(pod, udp6_ip(pod, static_cast<uint16_t>(20000 + i), kServerV6, 53, Bytes(i, 0x42)))});
+    }
+    r.process(0, burst);
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 48u);
+    for (uint16_t i = 0; i < 48; ++i) {
+        Parsed p = parse_frame(frames[i]);
+        ASSERT_TRUE(checksums_valid(p)) << i;
+        EXPECT_EQ(p.src6, kIngressV6);
+        EXPECT_EQ(p.sport, 20000 + i);
+        EXPECT_EQ(p.payload.size(), i);
+    }
+    EXPECT_EQ(r.sessions6().size(), 48u);
+    EXPECT_EQ(r.svc(kWeb).packets_out, 48u);
+    EXPECT_EQ(r.w().counters.sessions6_created, 48u);
 }
 
 }  // namespace
