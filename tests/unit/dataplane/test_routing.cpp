@@ -940,6 +940,36 @@ TEST_F(DataplaneTest, EchoReplySummingToNegativeZeroVerifies) {
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
+// The ICMPv6 twin of the two tests above: ICMPv6 sums a pseudo-header, so no echo sums to +0 and
+// 0xFFFF is never the only valid checksum; the edge is a reply whose words sum to -0, where a
+// sender computes 0x0000 and the incremental update from the request's may give 0xFFFF. The reply
+// must verify as a receiver checks it, and be the reply in every other byte.
+TEST_F(DataplaneTest, Ipv6EchoReplySummingToNegativeZeroVerifies) {
+    using namespace std_rig6;
+    Rig& r = start(dual_stack());
+    // The identifier that makes (kPodsV6 -> kPod10v6, echo reply, sequence 0, no data) sum to -0.
+    Bytes probe = echo6_ip(false, kPodsV6, kPod10v6, 0, 0, {});
+    Bytes l4(probe.begin() + 40, probe.end());
+    l4[2] = l4[3] = 0;
+    const uint16_t ident = finish(sum16(l4.data(), l4.size(), pseudo_sum6(kPodsV6, kPod10v6, kProtoIcmp6, 8)));
+    r.process(r.pods, from_pod6(kPod10v6, echo6_ip(true, kPod10v6, kPodsV6, ident, 0, {})));
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    Bytes want = to_pod6(kPod10v6, echo6_ip(false, kPodsV6, kPod10v6, ident, 0, {}, Ip6Opt{64}));
+    ASSERT_EQ(get16(&want[14 + 40 + 2]), 0) << "the reply does not sum to -0: the test lost its point";
+    ASSERT_EQ(frames[0].size(), want.size());
+    uint32_t sum = sum16(&frames[0][14 + 40], 8, pseudo_sum6(kPodsV6, kPod10v6, kProtoIcmp6, 8));
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    EXPECT_EQ(sum, 0xffffu) << "the reply does not verify";
+    const uint16_t csum = get16(&frames[0][14 + 40 + 2]);
+    EXPECT_TRUE(csum == 0 || csum == 0xffff) << csum;
+    frames[0][14 + 40 + 2] = frames[0][14 + 40 + 3] = 0;
+    EXPECT_EQ(frames[0], want);
+    EXPECT_TRUE(r.sessions6().empty());
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 TEST_F(DataplaneTest, OtherTrafficToTheGatewayIsDropped) {
     Rig& r = start();
     r.process(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kPodsAddr, 22, kSyn)));
