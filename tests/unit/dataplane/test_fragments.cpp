@@ -482,7 +482,7 @@ TEST_F(DataplaneTest, FragmentsThatCannotMakeADatagramAreRefusedAtOnce) {
     r.process(r.pods, from_pod6(kPod10v6, behind));
     EXPECT_EQ(r.drops(DropReason::fragment), 1u);
 
-    Bytes huge(65528 + 8 + 40, 0);
+    Bytes huge(40 + 65528 + 16, 0);
     std::copy(dgram.begin(), dgram.begin() + 40, huge.begin());
     Bytes far = fragment6_of(huge, 65528, 16, false, 2);
     r.process(r.pods, from_pod6(kPod10v6, far));
