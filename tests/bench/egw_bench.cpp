@@ -46,6 +46,7 @@
 #include "control/policy/policy_builder.h"
 #include "dataplane/checksum.h"
 #include "dataplane/worker.h"
+#include "tests/bench/bench_args.h"
 
 namespace {
 
@@ -675,18 +676,7 @@ int many_workers(rte_mempool* pool, uint16_t inside, uint16_t outside, int field
     return rc;
 }
 
-std::vector<uint32_t> parse_list(const char* s) {
-    std::vector<uint32_t> v;
-    std::string str(s);
-    size_t pos = 0;
-    while (pos <= str.size()) {
-        size_t comma = str.find(',', pos);
-        v.push_back(static_cast<uint32_t>(std::stoul(str.substr(pos, comma - pos))));
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
-    }
-    return v;
-}
+using egw::bench::parse_list;
 
 }  // namespace
 

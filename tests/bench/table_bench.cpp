@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "dataplane/tables/session_table.h"
+#include "tests/bench/bench_args.h"
 
 namespace {
 
@@ -203,18 +204,7 @@ bool run(uint32_t n, unsigned reps, size_t lookups) {
     return true;
 }
 
-std::vector<uint32_t> parse_list(const char* s) {
-    std::vector<uint32_t> v;
-    std::string str(s);
-    size_t pos = 0;
-    while (pos <= str.size()) {
-        size_t comma = str.find(',', pos);
-        v.push_back(static_cast<uint32_t>(std::stoul(str.substr(pos, comma - pos))));
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
-    }
-    return v;
-}
+using egw::bench::parse_list;
 
 }  // namespace
 
