@@ -279,5 +279,85 @@ TEST_F(DataplaneTest, DualStackBurstWithEveryNextStepMatchesPacketAtATime) {
     EXPECT_EQ(b->mbufs_in_use(), 0);
 }
 
+// More packets at once than one burst holds (a hand-off ring or a caller may give
+// worker_process_burst() up to 65,535): the stages run over them a burst of dp::kBurst at a time,
+// in order. New flows of both families and a TCP handshake begin at the end of the first burst
+// and go on at the start of the second, with replies to the new sessions: every packet must find
+// what the first burst made, exactly as when each packet is received alone.
+TEST_F(DataplaneTest, TwoBurstsAtOnceMatchPacketAtATime) {
+    using namespace std_rig6;
+    constexpr size_t kPackets = 2 * dp::kBurst;
+    RigOptions o = dual_stack();
+    Rig& a = start(o);
+    auto b = std::make_unique<Rig>(o);
+    for (Rig* r : {&a, b.get()}) {
+        r->process(r->pods, r->from_pod(kPod10, udp_ip(kPod10, 20000, kServer, 53, text("first"))));
+        r->process(r->pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 20000, kServerV6, 53, text("first"))));
+        ASSERT_EQ(r->tx(r->ext1).size(), 2u);
+    }
+    auto input = [&](Rig& r) {
+        std::vector<In> in;
+        auto hits = [&](unsigned n) {
+            for (unsigned k = 0; k < n; ++k) {
+                std::string t = "hit " + std::to_string(in.size());
+                if (k % 4 == 3)
+                    in.push_back(
+                        {r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 20000, kServerV6, 53, text(t.c_str())))});
+                else
+                    in.push_back({r.pods, r.from_pod(kPod10, udp_ip(kPod10, 20000, kServer, 53, text(t.c_str())))});
+            }
+        };
+        hits(dp::kBurst - 3);
+        // The last three packets of the first burst: two new flows and a SYN.
+        in.push_back({r.pods, r.from_pod(kPod11, udp_ip(kPod11, 7000, kServerB, 53, text("new")))});
+        in.push_back({r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 7000, kServerV6, 53, text("new")))});
+        in.push_back({r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 2100, kServerB, 443, kSyn))});
+        // The first packets of the second burst: what follows each of them.
+        in.push_back({r.pods, r.from_pod(kPod11, udp_ip(kPod11, 7000, kServerB, 53, text("again")))});
+        in.push_back({r.ext1, r.from_ext1(udp_ip(kServerB, 53, kIngress, 7000, text("reply")), kServerBMac)});
+        in.push_back({r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 7000, kServerV6, 53, text("again")))});
+        in.push_back({r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, 7000, text("reply")))});
+        in.push_back({r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 2100, kServerB, 443, kAck))});
+        hits(kPackets - in.size());
+        return in;
+    };
+    std::vector<In> receive = input(a);
+    ASSERT_EQ(receive.size(), kPackets);
+    a.process(0, receive);
+    for (const In& in : input(*b))
+        b->process(0, {in});
+
+    auto pods_a = a.tx(a.pods), ext1_a = a.tx(a.ext1);
+    ASSERT_EQ(pods_a.size(), 2u);  // the two replies
+    EXPECT_EQ(pods_a[0], ethernet(kPod11Mac, kPodsMac, kEtherIpv4,
+                                  udp_ip(kServerB, 53, kPod11, 7000, text("reply"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(pods_a[1], to_pod6(kPod11v6, udp6_ip(kServerV6, 53, kPod11v6, 7000, text("reply"), Ip6Opt{63})));
+    EXPECT_EQ(ext1_a.size(), kPackets - 2);
+    for (const Bytes& f : ext1_a)
+        EXPECT_TRUE(checksums_valid(parse_frame(f)));
+    EXPECT_EQ(pods_a, b->tx(b->pods));
+    EXPECT_EQ(ext1_a, b->tx(b->ext1));
+    EXPECT_EQ(a.total_drops(), 0u);
+    EXPECT_EQ(b->total_drops(), 0u);
+    // One session per new flow, made in the first burst and found by the second.
+    EXPECT_EQ(a.w().counters.sessions_created, 2u + 3u);
+    EXPECT_EQ(a.w().counters.sessions_created, b->w().counters.sessions_created);
+    EXPECT_EQ(a.svc(kWeb).packets_out, b->svc(kWeb).packets_out);
+    EXPECT_EQ(a.svc(kWeb).packets_in, 2u);
+    EXPECT_EQ(b->svc(kWeb).packets_in, 2u);
+    auto sa = a.sessions(), sb = b->sessions();
+    ASSERT_EQ(sa.size(), 3u);
+    ASSERT_EQ(sb.size(), 3u);
+    for (size_t i = 0; i < sa.size(); ++i) {
+        EXPECT_EQ(dp::SessionTable::inside_key(sa[i]).src, dp::SessionTable::inside_key(sb[i]).src);
+        EXPECT_EQ(sa[i].nat_port, sb[i].nat_port);
+        EXPECT_EQ(sa[i].tcp_seen, sb[i].tcp_seen);
+    }
+    EXPECT_EQ(a.sessions6().size(), 2u);
+    EXPECT_EQ(b->sessions6().size(), 2u);
+    b->drain_all();
+    EXPECT_EQ(b->mbufs_in_use(), 0);
+}
+
 }  // namespace
 }  // namespace egw::test
