@@ -9,12 +9,15 @@
 // transmit to net_null). The difference is what egw costs per packet.
 //
 //   egw-bench [--flows N[,N...]] [--services M] [--seconds S] [--destinations D] [--workers N[,N...]]
-//             [--packets P] [--family 4|6|mix]
+//             [--packets P] [--family 4|6|mix] [--capacity N]
 //
 // --family 6 makes the traffic IPv6 (62-byte UDP frames, NAPT66 to the Services' IPv6 ingress
 // IPs, the IPv6 session table); mix makes half of the flows IPv4 and half IPv6, shuffled together
 // (a dual-stack cluster). 4, the default, is the IPv4 rig as it always was.
 // With --workers, it prints instead the cost of replies with N workers (hand-off or not).
+// --capacity sizes each family's session table as a gateway's `sessions.max` does; by default it
+// holds the flows and an eighth more, which keeps 10,000 sessions' buckets within a few hundred
+// KiB, where a table for 2,000,000 spreads them over 64 MiB (a line each).
 // With --packets, io-forward and SNAT each replay exactly P packets instead of running for
 // --seconds: the same work every run, for instruction counts. scripts/bench-instructions.sh runs
 // it under callgrind, which dumps a profile part at every call of phase_boundary(): the parts
@@ -106,6 +109,7 @@ struct Args {
     std::vector<uint32_t> workers;  // --workers: the many-worker table, for these worker counts
     uint64_t packets = 0;           // --packets: replay exactly this many (rounded up to bursts) per mode
     Family family = Family::v4;     // --family
+    uint32_t capacity = 0;          // --capacity: session table size per family (0: the flows and an eighth)
 };
 
 // A stored frame: IPv4 ones are kFrameLen long, IPv6 ones kFrameLen6. 64 bytes each, so that
@@ -709,12 +713,14 @@ int main(int argc, char** argv) {
             a.workers = parse_list(v);
         else if (k == "--packets")
             a.packets = std::stoull(v);
+        else if (k == "--capacity")
+            a.capacity = static_cast<uint32_t>(std::stoul(v));
         else if (k == "--family" && (std::string(v) == "4" || std::string(v) == "6" || std::string(v) == "mix"))
             a.family = std::string(v) == "4" ? Family::v4 : std::string(v) == "6" ? Family::v6 : Family::mix;
         else {
             std::fprintf(stderr,
                          "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds "
-                         "S] [--workers N,...] [--packets P] [--family 4|6|mix]\n");
+                         "S] [--workers N,...] [--packets P] [--family 4|6|mix] [--capacity N]\n");
             return 2;
         }
     }
@@ -777,8 +783,10 @@ int main(int argc, char** argv) {
         r.inside = inside;
         r.outside = outside;
         r.shared.next_hop_field = field;
-        setup_rig(r, n4 ? n4 + n4 / 8 : 1024, a.services, std::min<uint32_t>(n4, 16384), 1,
-                  std::min<uint32_t>(n6, 16384), n6 ? n6 + n6 / 8 : 0);
+        // Each family's table holds its flows and an eighth more, or --capacity sessions.
+        auto table_for = [&](uint32_t n) { return a.capacity ? std::max(a.capacity, n) : n + n / 8; };
+        setup_rig(r, n4 ? table_for(n4) : 1024, a.services, std::min<uint32_t>(n4, 16384), 1,
+                  std::min<uint32_t>(n6, 16384), n6 ? table_for(n6) : 0);
         auto active_sessions = [&] { return r.worker->sessions.active() + r.worker->sessions6.active(); };
 
         // First pass: every packet opens a session.
