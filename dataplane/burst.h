@@ -154,6 +154,23 @@ struct Burst {
         set_next(i, Next::output);
     }
 
+    // to_output() for a stage that moves the packets it marked to output in one step at its end
+    // (nat_fast.cpp): the next step is written, the masks are not, so the packet's bit stays in
+    // the stage's own mask until then. It saves each packet set_next()'s read-modify-write of two
+    // mask words, which every packet's waits for the one before it to finish.
+    void mark_output(unsigned i, uint16_t port, uint32_t next_hop, uint32_t* neighbor) {
+        PacketMeta& pk = pkt[i];
+        pk.out_port = port;
+        pk.next_hop = next_hop;
+        pk.neighbor = neighbor;
+        pk.next = Next::output;
+    }
+    // The end of stage `s`, which marked the packets `marked` with mark_output().
+    void settle_marked(Next s, uint32_t marked) {
+        waiting[static_cast<unsigned>(s)] &= ~marked;
+        waiting[static_cast<unsigned>(Next::output)] |= marked;
+    }
+
     // The same for IPv6: toward `next_hop6` (16 bytes, network order) on `port`.
     void to_output6(unsigned i, uint16_t port, const uint8_t* next_hop6, uint32_t* neighbor) {
         PacketMeta& pk = pkt[i];

@@ -93,6 +93,9 @@ void stage_nat_lookup(Worker& w, Burst& b) {
 
 namespace {
 
+// `Marked`: a packet that leaves for output is only marked (Burst::mark_output()), for the fast
+// path's loop, which moves its marked packets at its end.
+template <bool Marked>
 __attribute__((always_inline)) inline void translate_in2out(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
                                                             Session& s) {
     PacketMeta& pk = b.pkt[i];
@@ -112,9 +115,10 @@ __attribute__((always_inline)) inline void translate_in2out(Worker& w, const Pol
     ip->src_addr = s.nat_ip;
     ip->hdr_checksum = csum_apply(ip->hdr_checksum, uint32_t{s.l3_delta} + ttl_decrement(ip));
     set_l4_port<true>(pk, s.nat_port, s.l4_delta);
-    send_translated_out(w, b, i, s);
+    send_translated_out<Marked>(w, b, i, s);
 }
 
+template <bool Marked>
 __attribute__((always_inline)) inline void translate_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
                                                             Session& s) {
     PacketMeta& pk = b.pkt[i];
@@ -148,7 +152,7 @@ __attribute__((always_inline)) inline void translate_out2in(Worker& w, const Pol
     ip->dst_addr = s.pod_ip;
     ip->hdr_checksum = csum_apply(ip->hdr_checksum, uint32_t{csum_delta_invert(s.l3_delta)} + ttl_decrement(ip));
     set_l4_port<false>(pk, s.pod_port, csum_delta_invert(s.l4_delta));
-    send_translated_in(w, b, i, s);
+    send_translated_in<Marked>(w, b, i, s);
 }
 
 // IPv6: no header checksum; the hop limit is the TTL rule's (the same test, one lower on the
@@ -203,15 +207,16 @@ void translate6_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
 // Inlined into the fast path's loop, with the two translations above (a call per packet costs
 // ~15 instructions of register saves, and the compiler stopped inlining them on its own once the
 // IPv6 translations sat beside them); the slow path calls it through nat_translate().
+template <bool Marked>
 __attribute__((always_inline)) inline void translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
                                                      Session& s) {
     PacketMeta& pk = b.pkt[i];
     if (pk.kind == Kind::icmp_error)
         b.set_next(i, Next::icmp_error);
     else if (pk.dir == Dir::in2out)
-        translate_in2out(w, p, b, i, s);
+        translate_in2out<Marked>(w, p, b, i, s);
     else
-        translate_out2in(w, p, b, i, s);
+        translate_out2in<Marked>(w, p, b, i, s);
 }
 
 void translate6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
@@ -227,7 +232,7 @@ void translate6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Sessio
 }  // namespace
 
 void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s) {
-    translate(w, p, b, i, s);
+    translate<false>(w, p, b, i, s);
 }
 
 void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
@@ -235,6 +240,9 @@ void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Ses
 }
 
 void stage_nat_fast(Worker& w, const PolicySnapshot& p, Burst& b) {
+    // The IPv4 hits translated toward output are marked and moved together at the end; every
+    // other outcome moves its packet at once, as elsewhere.
+    uint32_t marked = 0;
     for_each_packet(b.pending(Next::nat_fast), [&](unsigned i) {
         if (unlikely(b.pkt[i].v6)) {
             Session6& s = w.sessions6.at(b.pkt[i].session);
@@ -245,11 +253,14 @@ void stage_nat_fast(Worker& w, const PolicySnapshot& p, Burst& b) {
             return;
         }
         Session& s = w.sessions.at(b.pkt[i].session);
-        if (likely(session_usable(p, s)))
-            translate(w, p, b, i, s);
-        else
+        if (likely(session_usable(p, s))) {
+            translate<true>(w, p, b, i, s);
+            marked |= uint32_t{b.pkt[i].next == Next::output} << i;
+        } else {
             b.set_next(i, Next::nat_slow);
+        }
     });
+    b.settle_marked(Next::nat_fast, marked);
 }
 
 }  // namespace egw::dp

@@ -88,21 +88,30 @@ inline void recompute_icmp_checksum(const PacketMeta& pk) {
 }
 
 // The end every translated packet shares: the session is seen, its Service counts the packet,
-// and the packet goes on toward the side it was translated for.
+// and the packet goes on toward the side it was translated for. `Marked`: only marked for output
+// (Burst::mark_output()), for a stage that settles its masks once at its end.
+template <bool Marked = false>
 inline void send_translated_out(Worker& w, Burst& b, unsigned i, Session& s) {
     s.last_seen = w.now;
     ServiceCounters& sc = w.service_counters[s.service_id];
     count(sc.packets_out);
     count(sc.bytes_out, b.m[i]->pkt_len);
-    b.to_output(i, s.out_port, s.out_next_hop, &s.out_neighbor);
+    if constexpr (Marked)
+        b.mark_output(i, s.out_port, s.out_next_hop, &s.out_neighbor);
+    else
+        b.to_output(i, s.out_port, s.out_next_hop, &s.out_neighbor);
 }
 
+template <bool Marked = false>
 inline void send_translated_in(Worker& w, Burst& b, unsigned i, Session& s) {
     s.last_seen = w.now;
     ServiceCounters& sc = w.service_counters[s.service_id];
     count(sc.packets_in);
     count(sc.bytes_in, b.m[i]->pkt_len);
-    b.to_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
+    if constexpr (Marked)
+        b.mark_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
+    else
+        b.to_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
 }
 
 inline void send_translated_out(Worker& w, Burst& b, unsigned i, Session6& s) {
