@@ -37,6 +37,8 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/burst.h"
+
 namespace {
 
 constexpr unsigned kBurst = 32;      // a burst is one 32-bit mask per step
@@ -100,14 +102,8 @@ struct PlainBurst {
     }
 };
 
-template <class F>
-inline void for_each_packet(uint32_t mask, F&& f) {
-    while (mask) {
-        unsigned i = static_cast<unsigned>(__builtin_ctz(mask));
-        mask &= mask - 1;
-        f(i);
-    }
-}
+// egw's own walk over a step's mask (dataplane/burst.h).
+using egw::dp::for_each_packet;
 
 __attribute__((noinline)) void plain_input(PlainBurst& b) {
     // As egw's input: the common packets' next step is set directly, the mask once at the end.
@@ -199,9 +195,11 @@ uint16_t graph_source(rte_graph* graph, rte_node* node, void** /*objs*/, uint16_
     return kBurst;
 }
 
-uint16_t graph_input(rte_graph* graph, rte_node* node, void** objs, uint16_t n) {
+// input, fast and slow: stage K's work on every packet, the whole stream on to the one next node.
+template <uint32_t K>
+uint16_t graph_pass(rte_graph* graph, rte_node* node, void** objs, uint16_t n) {
     for (uint16_t i = 0; i < n; ++i)
-        work(static_cast<Record*>(objs[i]), 0);
+        work(static_cast<Record*>(objs[i]), K);
     rte_node_next_stream_move(graph, node, 0);
     return n;
 }
@@ -219,20 +217,6 @@ uint16_t graph_lookup(rte_graph* graph, rte_node* node, void** objs, uint16_t n)
     }
     for (uint16_t i = 0; i < n; ++i)
         rte_node_enqueue_x1(graph, node, takes_slow(static_cast<Record*>(objs[i])) ? 1 : 0, objs[i]);
-    return n;
-}
-
-uint16_t graph_fast(rte_graph* graph, rte_node* node, void** objs, uint16_t n) {
-    for (uint16_t i = 0; i < n; ++i)
-        work(static_cast<Record*>(objs[i]), 2);
-    rte_node_next_stream_move(graph, node, 0);
-    return n;
-}
-
-uint16_t graph_slow(rte_graph* graph, rte_node* node, void** objs, uint16_t n) {
-    for (uint16_t i = 0; i < n; ++i)
-        work(static_cast<Record*>(objs[i]), 3);
-    rte_node_next_stream_move(graph, node, 0);
     return n;
 }
 
@@ -264,10 +248,10 @@ bool register_node(const char* name, uint64_t flags, rte_node_process_t process,
 
 rte_graph* make_graph() {
     if (!register_node("bench_source", RTE_NODE_SOURCE_F, graph_source, {"bench_input"}) ||
-        !register_node("bench_input", 0, graph_input, {"bench_lookup"}) ||
+        !register_node("bench_input", 0, graph_pass<0>, {"bench_lookup"}) ||
         !register_node("bench_lookup", 0, graph_lookup, {"bench_fast", "bench_slow"}) ||
-        !register_node("bench_fast", 0, graph_fast, {"bench_output"}) ||
-        !register_node("bench_slow", 0, graph_slow, {"bench_output"}) ||
+        !register_node("bench_fast", 0, graph_pass<2>, {"bench_output"}) ||
+        !register_node("bench_slow", 0, graph_pass<3>, {"bench_output"}) ||
         !register_node("bench_output", 0, graph_output, {}))
         return nullptr;
     const char* patterns[] = {"bench_*"};
