@@ -524,6 +524,10 @@ void fragmented6(uint16_t port, const Mac& mine, const Mac& peer, Bytes ip, uint
     size_t piece = 8 * (1 + (who & 0x1f));
     while ((payload + piece - 1) / piece > 32)
         piece += 8;
+    // A single fragment would be an atomic one (RFC 6946): the whole datagram, forwarded with its
+    // Fragment header, so not what the packet whole gives. Two fragments at least, or no test.
+    if (payload <= 8) return;
+    if (piece >= payload) piece = (payload - 1) / 8 * 8;
     std::vector<Bytes> f = fragments6(ip, piece, 0x5eed);
     if (who & 0x20) std::rotate(f.begin(), f.begin() + 1, f.end());
     std::vector<Bytes> frames;
