@@ -73,6 +73,7 @@ unsigned worker_poll_once(Worker& w) {
         }
         worker_flush(w);
         worker_expire_step(w, *p);
+        worker_grow_step(w);
         reassembly_expire(w);
     }
     worker_serve_dump(w);

@@ -273,6 +273,13 @@ void worker_flush(Worker& w);
 // Frees up to kSweepPerIteration expired sessions' worth of scanning.
 void worker_expire_step(Worker& w, const PolicySnapshot& p);
 
+// One slice of a doubling of the session tables' bucket arrays, when one is under way
+// (dataplane/tables/session_table.h).
+inline void worker_grow_step(Worker& w) {
+    w.sessions.grow_step();
+    w.sessions6.grow_step();
+}
+
 // For a create that found the table full: runs the expiry sweep on over up to kReclaimScan slots,
 // stopping at the first session it frees. Returns whether one was freed.
 bool worker_reclaim_expired(Worker& w, const PolicySnapshot& p);

@@ -8,8 +8,10 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 namespace egw::dp {
 
@@ -80,13 +82,17 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
         return false;
     }
     capacity_ = capacity;
-    // At most half of the slots in use: 2 * capacity / 7 buckets, rounded up to a power of two.
+    // At most half of the slots in use at full size: 2 * capacity / 7 buckets, rounded up to a
+    // power of two. The arrays start at kInitialBuckets (or the full size when that is smaller).
     uint64_t want = (uint64_t{capacity} * 2 + kWays - 1) / kWays;
     uint64_t buckets = 8;
     while (buckets < want)
         buckets <<= 1;
-    mask_ = static_cast<uint32_t>(buckets - 1);
-    size_t table_bytes = sizeof(Bucket) * buckets;
+    max_mask_ = static_cast<uint32_t>(buckets - 1);
+    mask_ = std::min(max_mask_, kInitialBuckets - 1);
+    // Per index: the full size's part, and the half size's when the arrays will ever double.
+    const uint64_t part_buckets = mask_ < max_mask_ ? buckets + buckets / 2 : buckets;
+    size_t table_bytes = sizeof(Bucket) * part_buckets;
     size_t pool_bytes = sizeof(Entry) * size_t{capacity};
     size_t tcp_bytes = (sizeof(TcpWindow) * size_t{capacity} + 63) & ~size_t{63};
     uint64_t pod_slots = 16;
@@ -97,17 +103,24 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
     size_t free_bytes = (sizeof(uint32_t) * size_t{capacity} + 63) & ~size_t{63};
     if (!allocate(name, 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes + free_bytes, socket)) return false;
     auto* base = static_cast<uint8_t*>(memory_);
-    inside_ = reinterpret_cast<Bucket*>(base);
-    outside_ = reinterpret_cast<Bucket*>(base + table_bytes);
+    for (unsigned index = 0; index < 2; ++index) {
+        auto* part = reinterpret_cast<Bucket*>(base + index * table_bytes);
+        parts_[index][0] = part;
+        parts_[index][1] = part + buckets;  // unused when the arrays never double
+    }
     pool_ = reinterpret_cast<Entry*>(base + 2 * table_bytes);
     tcp_ = reinterpret_cast<TcpWindow*>(base + 2 * table_bytes + pool_bytes);
     pods_ = reinterpret_cast<PodCount*>(base + 2 * table_bytes + pool_bytes + tcp_bytes);
     free_ = reinterpret_cast<uint32_t*>(base + 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes);
     std::memset(pods_, 0, pod_bytes);
-    std::memset(inside_, 0xff, table_bytes);
-    std::memset(outside_, 0xff, table_bytes);
-    for (uint64_t b = 0; b < buckets; ++b)
-        inside_[b].overflowed = outside_[b].overflowed = 0;
+    // Every bucket of both parts empty: the arrays of every size start out empty, and a doubling
+    // needs no clearing (and, without hugepages, takes no page faults) when it begins.
+    std::memset(base, 0xff, 2 * table_bytes);
+    for (unsigned index = 0; index < 2; ++index)
+        for (uint64_t b = 0; b < part_buckets; ++b)
+            parts_[index][0][b].overflowed = 0;
+    inside_ = array_for(0, mask_);
+    outside_ = array_for(1, mask_);
     for (uint32_t i = 0; i < capacity; ++i)
         free_[i] = capacity - 1 - i;
     n_free_ = capacity;
@@ -116,10 +129,11 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
 
 template <class F>
 template <bool Inside>
-uint32_t BasicSessionTable<F>::find(const Bucket* table, const Key& k, uint32_t h) const {
-    uint32_t b = h & mask_;
+uint32_t BasicSessionTable<F>::find(const Key& k, uint32_t h) const {
+    const Chain c = chain<Inside>(h);
+    uint32_t b = h & c.mask;
     for (;;) {
-        const Bucket& bk = table[b];
+        const Bucket& bk = c.table[b];
         for (unsigned m = sig_matches(bk, h); m; m &= m - 1) {
             unsigned j = static_cast<unsigned>(__builtin_ctz(m));
             if (bk.idx[j] == kEmpty) continue;
@@ -127,7 +141,7 @@ uint32_t BasicSessionTable<F>::find(const Bucket* table, const Key& k, uint32_t 
             if (Inside ? F::inside_match(s, k) : F::outside_match(s, k)) return bk.idx[j];
         }
         if (!bk.overflowed) return kNone;
-        b = (b + 1) & mask_;
+        b = (b + 1) & c.mask;
     }
 }
 
@@ -136,23 +150,21 @@ uint32_t BasicSessionTable<F>::find(const Bucket* table, const Key& k, uint32_t 
 // the full walk on a signature collision or an overflowed bucket).
 template <class F>
 template <bool Inside>
-void BasicSessionTable<F>::lookup_bulk(const Bucket* table, const Key* const* keys, unsigned n, uint32_t* idx,
-                                       uint32_t* h) const {
+void BasicSessionTable<F>::lookup_bulk(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const {
     for (unsigned i = 0; i < n; ++i) {
         h[i] = hash(*keys[i]);
-        rte_prefetch0(&table[h[i] & mask_]);
+        rte_prefetch0(home<Inside>(h[i]));
     }
-    probe_bulk<Inside>(table, keys, n, idx, h);
+    probe_bulk<Inside>(keys, n, idx, h);
 }
 
 // The rest of a bulk lookup once every key's hash is known and its bucket prefetched: signatures,
 // then the sessions they point to (prefetched for the whole burst before the first key check).
 template <class F>
 template <bool Inside>
-void BasicSessionTable<F>::probe_bulk(const Bucket* table, const Key* const* keys, unsigned n, uint32_t* idx,
-                                      const uint32_t* h) const {
+void BasicSessionTable<F>::probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h) const {
     for (unsigned i = 0; i < n; ++i) {
-        const Bucket& bk = table[h[i] & mask_];
+        const Bucket& bk = *home<Inside>(h[i]);
         uint32_t cand = kNone;
         for (unsigned m = sig_matches(bk, h[i]); m; m &= m - 1) {
             unsigned j = static_cast<unsigned>(__builtin_ctz(m));
@@ -172,56 +184,56 @@ void BasicSessionTable<F>::probe_bulk(const Bucket* table, const Key* const* key
         uint32_t c = idx[i];
         if (c != kNone && (Inside ? F::inside_match(pool_[c], *keys[i]) : F::outside_match(pool_[c], *keys[i])))
             continue;
-        const Bucket& bk = table[h[i] & mask_];
-        idx[i] = (c == kNone && !bk.overflowed) ? kNone : find<Inside>(table, *keys[i], h[i]);
+        const Bucket& bk = *home<Inside>(h[i]);
+        idx[i] = (c == kNone && !bk.overflowed) ? kNone : find<Inside>(*keys[i], h[i]);
     }
 }
 
 template <class F>
 void BasicSessionTable<F>::lookup_inside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes) const {
     uint32_t h[kBulk];
-    lookup_bulk<true>(inside_, keys, n, idx, hashes ? hashes : h);
+    lookup_bulk<true>(keys, n, idx, hashes ? hashes : h);
 }
 
 template <class F>
 void BasicSessionTable<F>::lookup_outside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes) const {
     uint32_t h[kBulk];
-    lookup_bulk<false>(outside_, keys, n, idx, hashes ? hashes : h);
+    lookup_bulk<false>(keys, n, idx, hashes ? hashes : h);
 }
 
 template <class F>
 void BasicSessionTable<F>::lookup_inside_hashed(const Key* const* keys, unsigned n, uint32_t* idx,
                                                 const uint32_t* hashes) const {
-    probe_bulk<true>(inside_, keys, n, idx, hashes);
+    probe_bulk<true>(keys, n, idx, hashes);
 }
 
 template <class F>
 void BasicSessionTable<F>::lookup_outside_hashed(const Key* const* keys, unsigned n, uint32_t* idx,
                                                  const uint32_t* hashes) const {
-    probe_bulk<false>(outside_, keys, n, idx, hashes);
+    probe_bulk<false>(keys, n, idx, hashes);
 }
 
 template <class F>
 uint32_t BasicSessionTable<F>::find_inside(const Key& k) const {
-    return find<true>(inside_, k, hash(k));
+    return find<true>(k, hash(k));
 }
 
 template <class F>
 uint32_t BasicSessionTable<F>::find_outside(const Key& k) const {
-    return find<false>(outside_, k, hash(k));
+    return find<false>(k, hash(k));
 }
 
 template <class F>
 uint32_t BasicSessionTable<F>::find_outside(const Key& k, uint32_t h) const {
-    return find<false>(outside_, k, h);
+    return find<false>(k, h);
 }
 
 template <class F>
-void BasicSessionTable<F>::insert(Bucket* table, uint32_t h, uint32_t idx) {
-    // The table is never more than half full, so an empty slot is always found.
-    uint32_t b = h & mask_;
+void BasicSessionTable<F>::insert(Chain c, uint32_t h, uint32_t idx) {
+    // The arrays are never more than half full, so an empty slot is always found.
+    uint32_t b = h & c.mask;
     for (;;) {
-        Bucket& bk = table[b];
+        Bucket& bk = c.table[b];
         for (unsigned j = 0; j < kWays; ++j)
             if (bk.idx[j] == kEmpty) {
                 bk.sig[j] = h;
@@ -229,26 +241,92 @@ void BasicSessionTable<F>::insert(Bucket* table, uint32_t h, uint32_t idx) {
                 return;
             }
         ++bk.overflowed;
-        b = (b + 1) & mask_;
+        b = (b + 1) & c.mask;
     }
 }
 
 template <class F>
-void BasicSessionTable<F>::erase(Bucket* table, uint32_t h, uint32_t idx) {
-    uint32_t home = h & mask_;
-    uint32_t b = home;
-    for (uint32_t n = 0; n <= mask_; ++n) {
-        Bucket& bk = table[b];
+void BasicSessionTable<F>::erase_slot(Chain c, uint32_t from, uint32_t b, unsigned j) {
+    c.table[b].idx[j] = kEmpty;
+    // The buckets this entry went past no longer overflow on its account.
+    for (uint32_t k = from; k != b; k = (k + 1) & c.mask)
+        --c.table[k].overflowed;
+}
+
+template <class F>
+void BasicSessionTable<F>::erase(Chain c, uint32_t h, uint32_t idx) {
+    const uint32_t from = h & c.mask;
+    uint32_t b = from;
+    for (uint32_t n = 0; n <= c.mask; ++n) {
+        Bucket& bk = c.table[b];
         for (unsigned j = 0; j < kWays; ++j)
             if (bk.idx[j] == idx) {
-                bk.idx[j] = kEmpty;
-                // The buckets this entry went past no longer overflow on its account.
-                for (uint32_t c = home; c != b; c = (c + 1) & mask_)
-                    --table[c].overflowed;
+                erase_slot(c, from, b, j);
                 return;
             }
         if (!bk.overflowed) return;
-        b = (b + 1) & mask_;
+        b = (b + 1) & c.mask;
+    }
+}
+
+// Growth. Each step is bounded; the worker interleaves them with its bursts.
+template <class F>
+void BasicSessionTable<F>::make_room() {
+    if (phase_ == Phase::steady) {
+        // A quarter full: double, so that the arrays are never more than half full. The arrays
+        // to come are empty already: init() emptied both parts, and a doubling leaves the arrays
+        // it moved away from empty again.
+        if (mask_ < max_mask_ && uint64_t{active_ + 1} * 4 > uint64_t{kWays} * (mask_ + 1)) {
+            old_inside_ = inside_;
+            old_outside_ = outside_;
+            old_mask_ = mask_;
+            mask_ = mask_ * 2 + 1;
+            inside_ = array_for(0, mask_);
+            outside_ = array_for(1, mask_);
+            split_ = 0;
+            phase_ = Phase::moving;
+        }
+        return;
+    }
+    // New entries whose old home has not moved still go to the old arrays: they must not become
+    // more than half full.
+    if (uint64_t{active_ + 1} * 2 > uint64_t{kWays} * (old_mask_ + 1)) {
+        finish_growth();
+        make_room();
+    }
+}
+
+template <class F>
+void BasicSessionTable<F>::grow_slice() {
+    const uint32_t end = std::min(split_ + kMovePerStep, old_mask_ + 1);
+    for (uint32_t h = split_; h < end; ++h) {
+        move_home(Chain{old_inside_, old_mask_}, Chain{inside_, mask_}, h);
+        move_home(Chain{old_outside_, old_mask_}, Chain{outside_, mask_}, h);
+    }
+    split_ = end;
+    if (end == old_mask_ + 1) {
+        old_inside_ = old_outside_ = nullptr;
+        old_mask_ = split_ = 0;
+        phase_ = Phase::steady;
+    }
+}
+
+// Moves every entry whose chain starts at `home` in `from` to its chain in `to`. Such entries sit
+// in `home` and in the buckets after it, up to the first one that nothing went past.
+template <class F>
+void BasicSessionTable<F>::move_home(Chain from, Chain to, uint32_t home) {
+    uint32_t b = home;
+    for (;;) {
+        Bucket& bk = from.table[b];
+        for (unsigned j = 0; j < kWays; ++j) {
+            if (bk.idx[j] == kEmpty || (bk.sig[j] & from.mask) != home) continue;
+            insert(to, bk.sig[j], bk.idx[j]);
+            erase_slot(from, home, b, j);
+        }
+        // Erasing only changes the counts of buckets before b: this one's still says whether
+        // anything of `home` lies further on.
+        if (!bk.overflowed) return;
+        b = (b + 1) & from.mask;
     }
 }
 
@@ -260,12 +338,13 @@ uint32_t BasicSessionTable<F>::create(const Entry& s) {
 template <class F>
 uint32_t BasicSessionTable<F>::create(const Entry& s, uint32_t h_inside, uint32_t h_outside) {
     if (n_free_ == 0) return kNone;
+    make_room();
     uint32_t idx = free_[--n_free_];
     pool_[idx] = s;
     pool_[idx].in_use = static_cast<uint8_t>(s.in_use | kSessionInUse);
     tcp_[idx] = TcpWindow{};
-    insert(inside_, h_inside, idx);
-    insert(outside_, h_outside, idx);
+    insert(chain<true>(h_inside), h_inside, idx);
+    insert(chain<false>(h_outside), h_outside, idx);
     pod_add(F::pod_of(s));
     ++active_;
     return idx;
@@ -275,8 +354,9 @@ template <class F>
 void BasicSessionTable<F>::destroy(uint32_t idx) {
     Entry& s = pool_[idx];
     if (!(s.in_use & kSessionInUse)) return;
-    erase(inside_, hash(F::inside_key(s)), idx);
-    erase(outside_, hash(F::outside_key(s)), idx);
+    const uint32_t h_inside = hash(F::inside_key(s)), h_outside = hash(F::outside_key(s));
+    erase(chain<true>(h_inside), h_inside, idx);
+    erase(chain<false>(h_outside), h_outside, idx);
     pod_remove(F::pod_of(s));
     s.in_use = 0;
     free_[n_free_++] = idx;

@@ -24,13 +24,24 @@
 // counts in the full one that an entry went past it; a lookup stops at the first bucket that no
 // live entry went past. Deleting empties the slot and takes the entry's count back off the
 // buckets it went past, so chains shrink again as sessions come and go.
+// Growth: the bucket arrays start at kInitialBuckets and double whenever they are a quarter full,
+// up to the size `capacity` needs. A few thousand sessions then live in a few hundred KiB of
+// buckets instead of being spread over the tens of MiB a million-session table has (every hit
+// reads its bucket: one line per packet that stays in L2, or not). A doubling is done in slices
+// between bursts (grow_step()), never all at once: the old arrays' chains move over home by home
+// into the new (empty) ones; meanwhile a key whose old home has not moved yet is looked up, added
+// and removed in the old arrays, every other key in the new ones. An insert that would make the
+// old arrays more than half full finishes the doubling on the spot, so the half-full bound holds
+// whatever the rate of new sessions.
 // Publication: none; other threads never touch either table. The control thread asks for a copy
 // (Worker::dump_*: the listing walks the IPv4 table's slots, then the IPv6 table's) and the
 // worker fills it between bursts.
 // Reclamation: a session is freed on the spot by its worker (expiry sweep, policy change, TCP
 // close); the pools and hashes are freed at shutdown after the worker has stopped.
 // Memory: one region per table, allocated by the control thread in init(): DPDK's heap when DPDK
-// runs on hugepages, else anonymous memory on transparent huge pages (session_table.cpp).
+// runs on hugepages, else anonymous memory on transparent huge pages (session_table.cpp). The
+// bucket arrays of successive sizes alternate between two parts of it (the full size, and half
+// of it), so a doubling never writes over the arrays it reads.
 #pragma once
 
 #include <rte_prefetch.h>
@@ -253,12 +264,12 @@ public:
     // and the buckets have had the rest of the input stage to arrive.
     uint32_t begin_inside(const Key& k) const {
         uint32_t h = hash(k);
-        __builtin_prefetch(&inside_[h & mask_], 0, 3);
+        __builtin_prefetch(home<true>(h), 0, 3);
         return h;
     }
     uint32_t begin_outside(const Key& k) const {
         uint32_t h = hash(k);
-        __builtin_prefetch(&outside_[h & mask_], 0, 3);
+        __builtin_prefetch(home<false>(h), 0, 3);
         return h;
     }
     void lookup_inside_hashed(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes) const;
@@ -281,12 +292,28 @@ public:
     // write, all cold in a large table: issuing these for a whole burst before the creates run
     // one by one lets the misses overlap instead of queueing behind each other.
     uint32_t key_hash(const Key& k) const { return hash(k); }
-    // Buckets per index: key_hash(k) & (bucket_count() - 1) is the bucket a key starts in.
+    // Buckets per index now: outside a doubling, key_hash(k) & (bucket_count() - 1) is the bucket
+    // a key starts in. It grows with the sessions up to max_bucket_count().
     uint32_t bucket_count() const { return mask_ + 1; }
+    uint32_t max_bucket_count() const { return max_mask_ + 1; }
     // The outside bucket of hash `h`.
-    void prefetch_outside_bucket(uint32_t h) const { __builtin_prefetch(&outside_[h & mask_], 0, 3); }
+    void prefetch_outside_bucket(uint32_t h) const { __builtin_prefetch(home<false>(h), 0, 3); }
     // The session of the first signature match in that bucket; call once the bucket has arrived.
-    void prefetch_outside_match(uint32_t h) const { prefetch_match(outside_[h & mask_], h); }
+    void prefetch_outside_match(uint32_t h) const { prefetch_match(*home<false>(h), h); }
+
+    // One slice of a doubling of the bucket arrays, when one is under way (see the top of this
+    // file): the owning worker calls it between bursts. Bounded: kMovePerStep homes per index.
+    void grow_step() {
+        if (__builtin_expect(phase_ != Phase::steady, 0)) grow_slice();
+    }
+    bool growing() const { return phase_ != Phase::steady; }
+    // Every doubling under way, finished now (tests; an insert that needs the room).
+    void finish_growth() {
+        while (phase_ != Phase::steady)
+            grow_slice();
+    }
+    static constexpr uint32_t kInitialBuckets = 1024;
+    static constexpr uint32_t kMovePerStep = 256;
     // The session line the create `ahead` creates from now will fill (if no destroy comes first).
     void prefetch_free_slot(unsigned ahead) const {
         if (ahead < n_free_) __builtin_prefetch(&pool_[free_[n_free_ - 1 - ahead]], 1, 3);
@@ -358,15 +385,49 @@ private:
             }
         }
     }
+    // A chain: the array a key's chain is in, and that array's mask.
+    struct Chain {
+        Bucket* table;
+        uint32_t mask;
+    };
+    // Where the chain of hash h is: in the current arrays, or, during a doubling, in the old ones
+    // while its old home has not moved yet.
     template <bool Inside>
-    uint32_t find(const Bucket* table, const Key& k, uint32_t h) const;
+    Chain chain(uint32_t h) const {
+        if (__builtin_expect(phase_ == Phase::moving, 0) && (h & old_mask_) >= split_)
+            return Chain{Inside ? old_inside_ : old_outside_, old_mask_};
+        return Chain{Inside ? inside_ : outside_, mask_};
+    }
     template <bool Inside>
-    void lookup_bulk(const Bucket* table, const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const;
+    const Bucket* home(uint32_t h) const {
+        Chain c = chain<Inside>(h);
+        return &c.table[h & c.mask];
+    }
     template <bool Inside>
-    void probe_bulk(const Bucket* table, const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h) const;
+    uint32_t find(const Key& k, uint32_t h) const;
+    template <bool Inside>
+    void lookup_bulk(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const;
+    template <bool Inside>
+    void probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h) const;
     bool allocate(const char* name, size_t bytes, int socket);
-    void insert(Bucket* table, uint32_t h, uint32_t idx);
-    void erase(Bucket* table, uint32_t h, uint32_t idx);
+    static void insert(Chain c, uint32_t h, uint32_t idx);
+    static void erase(Chain c, uint32_t h, uint32_t idx);
+    // Empties slot j of bucket b, whose entry started at bucket `from`.
+    static void erase_slot(Chain c, uint32_t from, uint32_t b, unsigned j);
+
+    // Growth (see the top of this file).
+    enum class Phase : uint8_t { steady, moving };
+    // The array of one index for a mask: arrays of successive sizes alternate between the full
+    // size's part of the region and the half size's.
+    Bucket* array_for(unsigned index, uint32_t mask) const {
+        unsigned level = static_cast<unsigned>(__builtin_ctz(max_mask_ + 1) - __builtin_ctz(mask + 1));
+        return parts_[index][level & 1];
+    }
+    // Before an insert: starts a doubling when the arrays are a quarter full, finishes one at once
+    // when the old arrays would be more than half full.
+    void make_room();
+    void grow_slice();
+    void move_home(Chain from, Chain to, uint32_t home);
     // The pods' session counts: open addressing with linear probing over pods_mask_ + 1 slots,
     // at least twice as many as sessions, so never more than half full.
     struct PodCount {
@@ -380,9 +441,16 @@ private:
     void pod_remove(const Pod& pod);
 
     uint64_t hash_key_[F::kHashWords + 1] = {};  // random multipliers of hash() (and pod_home())
-    Bucket* inside_ = nullptr;
+    Bucket* inside_ = nullptr;                   // the current arrays
     Bucket* outside_ = nullptr;
     uint32_t mask_ = 0;
+    uint32_t max_mask_ = 0;     // the arrays' mask at full size
+    Bucket* parts_[2][2] = {};  // [inside, outside][full size, half size]
+    Phase phase_ = Phase::steady;
+    Bucket* old_inside_ = nullptr;   // moving: the arrays being emptied, their mask, and the
+    Bucket* old_outside_ = nullptr;  // first of their homes that has not moved yet
+    uint32_t old_mask_ = 0;
+    uint32_t split_ = 0;
     Entry* pool_ = nullptr;
     TcpWindow* tcp_ = nullptr;
     PodCount* pods_ = nullptr;

@@ -397,6 +397,7 @@ __attribute__((noinline, flatten)) Result replay_count(Rig& r, const std::vector
             r.worker->now = rte_rdtsc();
             dp::worker_process_burst(*r.worker, *r.snap, pkts, dp::kBurst);
             dp::worker_flush(*r.worker);
+            dp::worker_grow_step(*r.worker);
         }
         done += dp::kBurst;
     }
@@ -432,6 +433,7 @@ __attribute__((flatten)) Result run(Rig& r, const std::vector<Frame>& frames, Mo
                 r.worker->now = rte_rdtsc();
                 dp::worker_process_burst(*r.worker, *r.snap, pkts, dp::kBurst);
                 dp::worker_flush(*r.worker);
+                dp::worker_grow_step(*r.worker);
             }
             packets += dp::kBurst;
         }
@@ -454,6 +456,7 @@ __attribute__((noinline, flatten)) double first_pass(Rig& r, const std::vector<F
         r.worker->now = rte_rdtsc();
         dp::worker_process_burst(*r.worker, *r.snap, pkts, static_cast<uint16_t>(n));
         dp::worker_flush(*r.worker);
+        dp::worker_grow_step(*r.worker);
         sent += n;
     }
     return static_cast<double>(flows) / (static_cast<double>(rte_rdtsc() - t0) / static_cast<double>(rte_get_tsc_hz()));
@@ -630,6 +633,7 @@ int many_workers(rte_mempool* pool, uint16_t inside, uint16_t outside, int field
                     r.workers[q]->now = rte_rdtsc();
                     dp::worker_process_burst(*r.workers[q], *r.snap, per[q], static_cast<uint16_t>(c[q]));
                     dp::worker_flush(*r.workers[q]);
+                    dp::worker_grow_step(*r.workers[q]);
                 }
             sent += cnt;
         }

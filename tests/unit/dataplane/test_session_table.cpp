@@ -214,6 +214,135 @@ TYPED_TEST(SessionTables, LookupsStayCorrectAndFiniteUnderChurn) {
     });
 }
 
+// The bucket arrays double as sessions come, in slices between bursts (grow_step()), and an
+// insert that would overfill the arrays finishes a doubling on the spot. Every session stays
+// findable at every point of a doubling, in single and bulk lookups, and destroys during one
+// take effect: checked against a reference after every few operations, with creates, destroys
+// and slices interleaved at random, through several doublings up to the full size.
+TYPED_TEST(SessionTables, SessionsStayFoundWhileTheBucketArraysDouble) {
+    using Table = TypeParam;
+    using Entry = typename Family<Table>::Entry;
+    using Key = typename Table::Key;
+    constexpr uint32_t kCapacity = 40000;  // full size: 16384 buckets, four doublings from 1024
+    Table t;
+    ASSERT_TRUE(t.init("st_grow", kCapacity, SOCKET_ID_ANY));
+    ASSERT_EQ(t.bucket_count(), Table::kInitialBuckets);
+    ASSERT_EQ(t.max_bucket_count(), 16384u);
+    std::mt19937 rng(99);
+    std::vector<std::pair<uint32_t, Entry>> live;
+    std::set<std::string> in_keys, out_keys;
+    std::vector<Entry> gone;
+    unsigned checks_while_growing = 0, sizes_seen = 1;
+    uint32_t last_size = t.bucket_count();
+
+    auto check = [&](const char* when) {
+        // Every live session in both indexes, one at a time and in bulk; destroyed ones nowhere.
+        for (size_t i = 0; i < live.size(); i += 7) {
+            ASSERT_EQ(t.find_inside(Table::inside_key(live[i].second)), live[i].first) << when;
+            ASSERT_EQ(t.find_outside(Table::outside_key(live[i].second)), live[i].first) << when;
+        }
+        Key keys[Table::kBulk];
+        const Key* kp[Table::kBulk];
+        uint32_t want[Table::kBulk], got[Table::kBulk];
+        for (unsigned i = 0; i < Table::kBulk; ++i) {
+            if (i % 3 != 2 && !live.empty()) {
+                auto& [idx, s] = live[rng() % live.size()];
+                keys[i] = Table::inside_key(s);
+                want[i] = idx;
+            } else {
+                keys[i] = Table::inside_key(gone.empty() ? Family<Table>::random(rng) : gone[rng() % gone.size()]);
+                want[i] = Table::kNone;
+            }
+            kp[i] = &keys[i];
+        }
+        t.lookup_inside(kp, Table::kBulk, got);
+        for (unsigned i = 0; i < Table::kBulk; ++i)
+            ASSERT_EQ(got[i], want[i]) << when << ", key " << i;
+        // What the input stage's early lookup does: hash (and prefetch) now, probe later.
+        uint32_t hashes[Table::kBulk];
+        for (unsigned i = 0; i < Table::kBulk; ++i)
+            hashes[i] = t.begin_inside(keys[i]);
+        t.lookup_inside_hashed(kp, Table::kBulk, got, hashes);
+        for (unsigned i = 0; i < Table::kBulk; ++i)
+            ASSERT_EQ(got[i], want[i]) << when << ", hashed key " << i;
+        if (t.growing()) ++checks_while_growing;
+    };
+
+    must_finish("lookups while the arrays double", [&] {
+        for (unsigned op = 0; op < 120000; ++op) {
+            const unsigned r = rng() % 16;
+            if (r < 10 && live.size() < kCapacity) {
+                Entry s = Family<Table>::random(rng);
+                if (!in_keys.insert(key_bytes(Table::inside_key(s))).second ||
+                    !out_keys.insert(key_bytes(Table::outside_key(s))).second)
+                    continue;
+                uint32_t idx = t.create(s);
+                ASSERT_NE(idx, Table::kNone) << "op " << op;
+                live.emplace_back(idx, s);
+            } else if (r < 14 && !live.empty()) {
+                size_t k = rng() % live.size();
+                t.destroy(live[k].first);
+                gone.push_back(live[k].second);
+                in_keys.erase(key_bytes(Table::inside_key(live[k].second)));
+                out_keys.erase(key_bytes(Table::outside_key(live[k].second)));
+                live[k] = live.back();
+                live.pop_back();
+            } else {
+                t.grow_step();
+            }
+            ASSERT_EQ(t.active(), live.size());
+            if (t.bucket_count() != last_size) {
+                ASSERT_EQ(t.bucket_count(), last_size * 2) << "op " << op;
+                last_size = t.bucket_count();
+                ++sizes_seen;
+            }
+            if (op % 997 == 0 || (t.growing() && op % 61 == 0)) {
+                check(("op " + std::to_string(op)).c_str());
+                if (::testing::Test::HasFatalFailure()) return;
+            }
+        }
+        t.finish_growth();
+        check("at the end");
+    });
+    if (this->HasFatalFailure()) return;
+    EXPECT_EQ(t.bucket_count(), t.max_bucket_count());
+    EXPECT_EQ(sizes_seen, 5u);  // 1024, 2048, 4096, 8192, 16384
+    EXPECT_GT(checks_while_growing, 20u) << "no check fell inside a doubling";
+    // Never more than half full at full size, with every session the table can hold.
+    EXPECT_LE(uint64_t{live.size()} * 2, uint64_t{7} * t.bucket_count());
+}
+
+// Without grow_step() (a caller that never calls it) the inserts alone finish each doubling when
+// the arrays would be more than half full: nothing is lost, and the table still fills up.
+TYPED_TEST(SessionTables, InsertsFinishADoublingThatNoStepFinished) {
+    using Table = TypeParam;
+    using Entry = typename Family<Table>::Entry;
+    constexpr uint32_t kCapacity = 20000;
+    Table t;
+    ASSERT_TRUE(t.init("st_grow_nostep", kCapacity, SOCKET_ID_ANY));
+    std::mt19937 rng(7);
+    std::vector<std::pair<uint32_t, Entry>> live;
+    std::set<std::string> in_keys, out_keys;
+    while (live.size() < kCapacity) {
+        Entry s = Family<Table>::random(rng);
+        if (!in_keys.insert(key_bytes(Table::inside_key(s))).second ||
+            !out_keys.insert(key_bytes(Table::outside_key(s))).second)
+            continue;
+        uint32_t idx = t.create(s);
+        ASSERT_NE(idx, Table::kNone);
+        live.emplace_back(idx, s);
+        // At most half of the slots the entries can be in.
+        ASSERT_LE(uint64_t{t.active()} * 2, uint64_t{7} * t.bucket_count()) << live.size() << " sessions";
+    }
+    EXPECT_EQ(t.create(Family<Table>::random(rng)), Table::kNone);
+    must_finish("lookups after growing by inserts alone", [&] {
+        for (auto& [idx, s] : live) {
+            ASSERT_EQ(t.find_inside(Table::inside_key(s)), idx);
+            ASSERT_EQ(t.find_outside(Table::outside_key(s)), idx);
+        }
+    });
+}
+
 TYPED_TEST(SessionTables, DestroyedSessionIsNotFoundAndItsSlotIsReused) {
     using Table = TypeParam;
     using SessionTable = Table;
