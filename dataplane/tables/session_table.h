@@ -333,6 +333,9 @@ public:
     static Key inside_key(const Entry& s) { return F::inside_key(s); }
     static Key outside_key(const Entry& s) { return F::outside_key(s); }
 
+    // The table's one region (buckets, pool, TCP windows, pod counts, free list), every page of
+    // it resident from init() on.
+    const void* memory() const { return memory_; }
     size_t memory_bytes() const { return memory_bytes_; }
 
 private:
