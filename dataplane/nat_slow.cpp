@@ -76,7 +76,9 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
         pk.probe_hashed = true;
         st.prefetch_outside_bucket(pk.probe_hash[1]);
         st.prefetch_free_slot(n);
-        if (w.shared->pod_session_limit) st.prefetch_pod(key.src);
+        // Every create counts its pod (the limit may be set later), so its slot is read whether
+        // or not a limit holds now.
+        st.prefetch_pod(key.src);
         pos[n++] = i;
     });
     // The buckets have had the rest of the burst's time to arrive: now the sessions they name.
