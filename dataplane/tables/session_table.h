@@ -24,8 +24,8 @@
 // counts in the full one that an entry went past it; a lookup stops at the first bucket that no
 // live entry went past. Deleting empties the slot and takes the entry's count back off the
 // buckets it went past, so chains shrink again as sessions come and go.
-// Growth: the bucket arrays start at kInitialBuckets and double whenever they are a quarter full,
-// up to the size `capacity` needs. A few thousand sessions then live in a few hundred KiB of
+// Growth: the bucket arrays start at kInitialBuckets and double whenever they are three eighths
+// full, up to the size `capacity` needs. A few thousand sessions then live in a few hundred KiB of
 // buckets instead of being spread over the tens of MiB a million-session table has (every hit
 // reads its bucket: one line per packet that stays in L2, or not). A doubling is done in slices
 // between bursts (grow_step()), never all at once: the old arrays' chains move over home by home
@@ -426,7 +426,7 @@ private:
         unsigned level = static_cast<unsigned>(__builtin_ctz(max_mask_ + 1) - __builtin_ctz(mask + 1));
         return parts_[index][level & 1];
     }
-    // Before an insert: starts a doubling when the arrays are a quarter full, finishes one at once
+    // Before an insert: starts a doubling when the arrays are 3/8 full, finishes one at once
     // when the old arrays would be more than half full.
     void make_room();
     void grow_slice();
