@@ -82,29 +82,30 @@ inline bool allocate_port(const Worker& w, Session& s, const uint32_t* hint, uin
 }
 
 // The same for an IPv6 session, the addresses folded into the probe's seed.
-inline uint32_t probe_seed6(const Session6& s) {
+inline uint32_t probe_seed6(const uint8_t* pod_ip, uint16_t pod_port, const uint8_t* remote_ip, uint16_t remote_port) {
     uint32_t a[4], r[4];
-    std::memcpy(a, s.pod_ip.b, 16);
-    std::memcpy(r, s.remote_ip.b, 16);
-    return probe_seed(a[0] ^ a[1] ^ a[2] ^ a[3], s.pod_port, r[0] ^ r[1] ^ r[2] ^ r[3], s.remote_port);
+    std::memcpy(a, pod_ip, 16);
+    std::memcpy(r, remote_ip, 16);
+    return probe_seed(a[0] ^ a[1] ^ a[2] ^ a[3], pod_port, r[0] ^ r[1] ^ r[2] ^ r[3], remote_port);
 }
 
-inline bool allocate_port6(const Worker& w, Session6& s, uint32_t& h_chosen) {
+// allocate_port() for an IPv6 session, `hint` as there.
+inline bool allocate_port6(const Worker& w, Session6& s, const uint32_t* hint, uint32_t& h_chosen) {
     const SessionTable6& st = w.sessions6;
     FlowKey6 k = SessionTable6::outside_key(s);
     if (pod_port_in_block(w, s.pod_port)) {
         k.dport = s.pod_port;
-        uint32_t h = st.key_hash(k);
+        uint32_t h = hint ? hint[0] : st.key_hash(k);
         if (st.find_outside(k, h) == SessionTable6::kNone) {
             s.nat_port = s.pod_port;
             h_chosen = h;
             return true;
         }
     }
-    uint32_t x = probe_seed6(s);
+    uint32_t x = probe_seed6(s.pod_ip.b, s.pod_port, s.remote_ip.b, s.remote_port);
     for (unsigned i = 0; i < kProbeAttempts; ++i) {
         k.dport = probe_next(w, x);
-        uint32_t h = st.key_hash(k);
+        uint32_t h = hint && i == 0 ? hint[1] : st.key_hash(k);
         if (st.find_outside(k, h) == SessionTable6::kNone) {
             s.nat_port = k.dport;
             h_chosen = h;

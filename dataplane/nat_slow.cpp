@@ -37,6 +37,42 @@ namespace egw::dp {
 
 namespace {
 
+// For a packet that will create a session: hashes the outside keys of the two ports its probe
+// reads first (the pod's own when it lies in this worker's block, taken whenever another pod of
+// the same NAT address already uses it toward this remote; and the first random one), keeps the
+// hashes in the packet for allocate_port*() and the create, and prefetches their buckets, the pool
+// slot the create fills (the `slot`-th of the burst) and the pod's count. `k` is the outside key
+// without its port. Returns whether the pod's own port was hashed.
+template <class Table>
+bool plan_ports(const Worker& w, const Table& st, PacketMeta& pk, typename Table::Key k, uint16_t pod_port,
+                uint32_t seed, unsigned slot, const typename Table::Pod& pod) {
+    bool own = pod_port_in_block(w, pod_port);
+    if (own) {
+        k.dport = pod_port;
+        pk.probe_hash[0] = st.key_hash(k);
+        st.prefetch_outside_bucket(pk.probe_hash[0]);
+    }
+    k.dport = probe_next(w, seed);
+    pk.probe_hash[1] = st.key_hash(k);
+    pk.probe_hashed = true;
+    st.prefetch_outside_bucket(pk.probe_hash[1]);
+    st.prefetch_free_slot(slot);
+    // Every create counts its pod (a limit may be set later), whether or not a limit holds now.
+    st.prefetch_pod(pod);
+    return own;
+}
+
+// The sessions those buckets name, once the buckets have had the rest of the burst's time to
+// arrive.
+template <class Table>
+void prefetch_probed(const Table& st, const Burst& b, const unsigned* pos, const bool* own, unsigned n) {
+    for (unsigned j = 0; j < n; ++j) {
+        const PacketMeta& pk = b.pkt[pos[j]];
+        if (own[j]) st.prefetch_outside_match(pk.probe_hash[0]);
+        st.prefetch_outside_match(pk.probe_hash[1]);
+    }
+}
+
 // Classifies the burst's outgoing packets and prefetches what their creates will read. Pure
 // reads and prefetches: which packets open sessions, with which ports, is decided in the ordered
 // pass.
@@ -44,19 +80,27 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
     for_each_packet(outgoing, [&](unsigned i) {
         if (likely(!b.pkt[i].v6)) p.endpoints.prefetch(rte_be_to_cpu_32(b.pkt[i].ip->src_addr));
     });
-    // The two ports a probe reads first: the pod's own (taken whenever another pod of the same
-    // NAT address already uses it toward this remote) and the first random one.
-    // The hashes are kept in the packet for allocate_port() and the create.
-    unsigned pos[kBurst];
-    bool pod_in_block[kBurst];
-    unsigned n = 0;
-    SessionTable& st = w.sessions;
+    unsigned pos[kBurst], pos6[kBurst];
+    bool own[kBurst], own6[kBurst];
+    unsigned n = 0, n6 = 0;
     for_each_packet(outgoing, [&](unsigned i) {
         PacketMeta& pk = b.pkt[i];
         pk.probe_hashed = false;
         // IPv6: the first half of the classification was asked at input (classify.h).
         if (unlikely(pk.v6)) {
             classify_translation<Family6>(p, pk, pk.flow);
+            if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable6::kNone) return;
+            const FlowKey6& key = pk.key6;
+            FlowKey6 k{};
+            std::memcpy(k.src, key.dst, 16);
+            std::memcpy(k.dst, pk.flow.nat_ip6.b, 16);
+            k.sport = key.dport;
+            k.proto = key.proto;
+            Ip6 pod;
+            std::memcpy(pod.b, key.src, 16);
+            own6[n6] = plan_ports(w, w.sessions6, pk, k, key.sport, probe_seed6(key.src, key.sport, key.dst, key.dport),
+                                  n6, pod);
+            pos6[n6++] = i;
             return;
         }
         classify_untranslated<Family4>(p, b.m[i]->port, pk, pk.flow);
@@ -64,29 +108,12 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
         if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable::kNone) return;
         const FlowKey& key = pk.key;
         FlowKey k{key.dst, pk.flow.nat_ip, key.dport, 0, key.proto, {}};
-        pod_in_block[n] = pod_port_in_block(w, key.sport);
-        if (pod_in_block[n]) {
-            k.dport = key.sport;
-            pk.probe_hash[0] = st.key_hash(k);
-            st.prefetch_outside_bucket(pk.probe_hash[0]);
-        }
-        uint32_t x = probe_seed(key.src, key.sport, key.dst, key.dport);
-        k.dport = probe_next(w, x);
-        pk.probe_hash[1] = st.key_hash(k);
-        pk.probe_hashed = true;
-        st.prefetch_outside_bucket(pk.probe_hash[1]);
-        st.prefetch_free_slot(n);
-        // Every create counts its pod (the limit may be set later), so its slot is read whether
-        // or not a limit holds now.
-        st.prefetch_pod(key.src);
+        own[n] =
+            plan_ports(w, w.sessions, pk, k, key.sport, probe_seed(key.src, key.sport, key.dst, key.dport), n, key.src);
         pos[n++] = i;
     });
-    // The buckets have had the rest of the burst's time to arrive: now the sessions they name.
-    for (unsigned j = 0; j < n; ++j) {
-        const PacketMeta& pk = b.pkt[pos[j]];
-        if (pod_in_block[j]) st.prefetch_outside_match(pk.probe_hash[0]);
-        st.prefetch_outside_match(pk.probe_hash[1]);
-    }
+    prefetch_probed(w.sessions, b, pos, own, n);
+    prefetch_probed(w.sessions6, b, pos6, own6, n6);
 }
 
 // Whether a pod's TCP segment may open a session: never an RST or a FIN (the end of something
@@ -188,7 +215,7 @@ uint32_t create_session6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned 
         return SessionTable6::kNone;
     }
     uint32_t h_outside = 0;
-    if (!allocate_port6(w, s, h_outside)) {
+    if (!allocate_port6(w, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
         count(sc.port_alloc_failures);
         b.drop(i, DropReason::port_exhausted);
         return SessionTable6::kNone;
