@@ -39,9 +39,10 @@
 // Reclamation: a session is freed on the spot by its worker (expiry sweep, policy change, TCP
 // close); the pools and hashes are freed at shutdown after the worker has stopped.
 // Memory: one region per table, allocated by the control thread in init(): DPDK's heap when DPDK
-// runs on hugepages, else anonymous memory on transparent huge pages (session_table.cpp). The
-// bucket arrays of successive sizes alternate between two parts of it (the full size, and half
-// of it), so a doubling never writes over the arrays it reads.
+// runs on hugepages, else anonymous memory on transparent huge pages, populated at once so that
+// no create takes a page fault (session_table.cpp). The bucket arrays of successive sizes
+// alternate between two parts of it (the full size, and half of it), so a doubling never writes
+// over the arrays it reads.
 #pragma once
 
 #include <rte_prefetch.h>
