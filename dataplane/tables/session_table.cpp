@@ -276,7 +276,7 @@ void BasicSessionTable<F>::erase(Chain c, uint32_t h, uint32_t idx) {
 // Growth. Each step is bounded; the worker interleaves them with its bursts.
 template <class F>
 void BasicSessionTable<F>::make_room() {
-    if (phase_ == Phase::steady) {
+    if (!growing()) {
         // Three eighths full: double, so that the arrays are never more than half full. (A quarter
         // moved a third more entries while filling, and left a million sessions spread over
         // twice the buckets they need: docs/performance.md.) The arrays to come are empty
@@ -290,7 +290,6 @@ void BasicSessionTable<F>::make_room() {
             inside_ = array_for(0, mask_);
             outside_ = array_for(1, mask_);
             split_ = 0;
-            phase_ = Phase::moving;
         }
         return;
     }
@@ -313,7 +312,6 @@ void BasicSessionTable<F>::grow_slice() {
     if (end == old_mask_ + 1) {
         old_inside_ = old_outside_ = nullptr;
         old_mask_ = split_ = 0;
-        phase_ = Phase::steady;
     }
 }
 

@@ -305,12 +305,13 @@ public:
     // One slice of a doubling of the bucket arrays, when one is under way (see the top of this
     // file): the owning worker calls it between bursts. Bounded: kMovePerStep homes per index.
     void grow_step() {
-        if (__builtin_expect(phase_ != Phase::steady, 0)) grow_slice();
+        if (__builtin_expect(growing(), 0)) grow_slice();
     }
-    bool growing() const { return phase_ != Phase::steady; }
+    // A doubling is under way exactly while there are old arrays to empty.
+    bool growing() const { return old_inside_ != nullptr; }
     // Every doubling under way, finished now (tests; an insert that needs the room).
     void finish_growth() {
-        while (phase_ != Phase::steady)
+        while (growing())
             grow_slice();
     }
     static constexpr uint32_t kInitialBuckets = 1024;
@@ -398,7 +399,7 @@ private:
     // while its old home has not moved yet.
     template <bool Inside>
     Chain chain(uint32_t h) const {
-        if (__builtin_expect(phase_ == Phase::moving, 0) && (h & old_mask_) >= split_)
+        if (__builtin_expect(growing(), 0) && (h & old_mask_) >= split_)
             return Chain{Inside ? old_inside_ : old_outside_, old_mask_};
         return Chain{Inside ? inside_ : outside_, mask_};
     }
@@ -420,7 +421,6 @@ private:
     static void erase_slot(Chain c, uint32_t from, uint32_t b, unsigned j);
 
     // Growth (see the top of this file).
-    enum class Phase : uint8_t { steady, moving };
     // The array of one index for a mask: arrays of successive sizes alternate between the full
     // size's part of the region and the half size's.
     Bucket* array_for(unsigned index, uint32_t mask) const {
@@ -448,11 +448,10 @@ private:
     Bucket* inside_ = nullptr;                   // the current arrays
     Bucket* outside_ = nullptr;
     uint32_t mask_ = 0;
-    uint32_t max_mask_ = 0;     // the arrays' mask at full size
-    Bucket* parts_[2][2] = {};  // [inside, outside][full size, half size]
-    Phase phase_ = Phase::steady;
-    Bucket* old_inside_ = nullptr;   // moving: the arrays being emptied, their mask, and the
-    Bucket* old_outside_ = nullptr;  // first of their homes that has not moved yet
+    uint32_t max_mask_ = 0;          // the arrays' mask at full size
+    Bucket* parts_[2][2] = {};       // [inside, outside][full size, half size]
+    Bucket* old_inside_ = nullptr;   // during a doubling: the arrays being emptied, their mask,
+    Bucket* old_outside_ = nullptr;  // and the first of their homes that has not moved yet
     uint32_t old_mask_ = 0;
     uint32_t split_ = 0;
     Entry* pool_ = nullptr;
