@@ -15,10 +15,8 @@
 //   - classify_translation<F>: for what the first half left to the NAT, what can be translated,
 //     the hop rule, the route and the NAT address; its answer is translate (with everything a
 //     session is made of), reject or drop.
-// Each runs once per packet. IPv4 asks both in nat_slow, after the session lookup. IPv6 asks the
-// first at input (ip_forward.cpp's ipv6_first_step, before the session lookup, since what is
-// routed untranslated never needs one) and keeps the Service in PacketMeta::flow for nat_slow,
-// which asks the second.
+// Each runs once per packet, in nat_slow, after the session lookup missed, for IPv4 and IPv6
+// alike (a packet with a session is never classified).
 //
 // Pure functions of the snapshot and the packet: no allocation, no writes.
 #pragma once
@@ -38,7 +36,7 @@ namespace egw::dp {
 
 namespace classify_detail {
 
-// Each answer sets what its reader takes (nat_slow's new_outgoing, ipv6_first_step) and nothing
+// Each answer sets what its reader takes (nat_slow's new_outgoing) and nothing
 // else: no flow is built whole only to be copied.
 inline void drop_flow(NewFlow& f, DropReason r) {
     f.action = NewFlow::Action::drop;

@@ -27,18 +27,20 @@ void stage_nat_lookup(Worker& w, Burst& b) {
     const FlowKey6* in6_keys[kBurst];
     const FlowKey6* out6_keys[kBurst];
     unsigned in_pos[kBurst], out_pos[kBurst], in6_pos[kBurst], out6_pos[kBurst];
-    // IPv4 keys were hashed (and their buckets prefetched) by the input stage.
-    uint32_t in_hashes[kBurst], out_hashes[kBurst];
-    uint32_t found[kBurst], hashes[kBurst];
+    // The keys were hashed (and their buckets prefetched) by the input stage.
+    uint32_t in_hashes[kBurst], out_hashes[kBurst], in6_hashes[kBurst], out6_hashes[kBurst];
+    uint32_t found[kBurst];
     unsigned ni = 0, no = 0, ni6 = 0, no6 = 0;
     for_each_packet(b.pending(Next::nat_lookup), [&](unsigned i) {
         const PacketMeta& pk = b.pkt[i];
         if (unlikely(pk.v6)) {
             if (pk.dir == Dir::in2out) {
                 in6_pos[ni6] = i;
+                in6_hashes[ni6] = pk.key_hash;
                 in6_keys[ni6++] = &pk.key6;
             } else {
                 out6_pos[no6] = i;
+                out6_hashes[no6] = pk.key_hash;
                 out6_keys[no6++] = &pk.key6;
             }
         } else if (pk.dir == Dir::in2out) {
@@ -53,11 +55,10 @@ void stage_nat_lookup(Worker& w, Burst& b) {
     });
     // Every packet of the step leaves it, so the masks are set once for the whole burst.
     uint32_t hits = 0;
-    auto settle = [&](const auto& table, const unsigned* pos, unsigned n, const uint32_t* key_hashes) {
+    auto settle = [&](const auto& table, const unsigned* pos, unsigned n) {
         for (unsigned k = 0; k < n; ++k) {
             PacketMeta& pk = b.pkt[pos[k]];
             pk.session = found[k];
-            if (key_hashes) pk.key_hash = key_hashes[k];
             bool hit = found[k] != SessionTable::kNone;
             // A TCP hit also reads and writes its sequence space (tcp_track.h).
             if (hit && pk.kind == Kind::tcp) table.prefetch_tcp(found[k]);
@@ -67,20 +68,20 @@ void stage_nat_lookup(Worker& w, Burst& b) {
     };
     if (ni) {
         w.sessions.lookup_inside_hashed(in_keys, ni, found, in_hashes);
-        settle(w.sessions, in_pos, ni, nullptr);
+        settle(w.sessions, in_pos, ni);
     }
     if (no) {
         w.sessions.lookup_outside_hashed(out_keys, no, found, out_hashes);
-        settle(w.sessions, out_pos, no, nullptr);
+        settle(w.sessions, out_pos, no);
     }
     if (unlikely(ni6 | no6) && w.sessions6.capacity()) {
         if (ni6) {
-            w.sessions6.lookup_inside(in6_keys, ni6, found, hashes);
-            settle(w.sessions6, in6_pos, ni6, hashes);
+            w.sessions6.lookup_inside_hashed(in6_keys, ni6, found, in6_hashes);
+            settle(w.sessions6, in6_pos, ni6);
         }
         if (no6) {
-            w.sessions6.lookup_outside(out6_keys, no6, found, hashes);
-            settle(w.sessions6, out6_pos, no6, hashes);
+            w.sessions6.lookup_outside_hashed(out6_keys, no6, found, out6_hashes);
+            settle(w.sessions6, out6_pos, no6);
         }
     }
     uint32_t looked = b.pending(Next::nat_lookup);

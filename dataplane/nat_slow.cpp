@@ -2,8 +2,8 @@
 //
 // Stage nat_slow: packets with no usable session, in packet order.
 //   - Outgoing: classify (the gateway's own address, a cluster destination, which EgressService
-//     or default action, TTL, route, NAT address) once, with classify.h's two halves (IPv6 had
-//     the first at input); then allocate a port and create the session, and rewrite as a hit.
+//     or default action, TTL, route, NAT address) once, with classify.h's two halves; then
+//     allocate a port and create the session, and rewrite as a hit. IPv4 and IPv6 alike.
 //   - Back from outside with no session: echo requests to the gateway, ingress to a served
 //     ingress IP of either family (ingress.h), routing untouched when that is the default
 //     action, else no_session.
@@ -86,9 +86,9 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
     for_each_packet(outgoing, [&](unsigned i) {
         PacketMeta& pk = b.pkt[i];
         pk.probe_hashed = false;
-        // IPv6: the first half of the classification was asked at input (classify.h).
         if (unlikely(pk.v6)) {
-            classify_translation<Family6>(p, pk, pk.flow);
+            classify_untranslated<Family6>(p, b.m[i]->port, pk, pk.flow);
+            if (pk.flow.action == NewFlow::Action::translate) classify_translation<Family6>(p, pk, pk.flow);
             if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable6::kNone) return;
             const FlowKey6& key = pk.key6;
             FlowKey6 k{};
@@ -228,7 +228,8 @@ uint32_t create_session6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned 
     s.in_neighbor = NeighborTable6::kNone;
     s.l4_delta = csum_delta_fold(csum_delta_ip6(s.pod_ip.b, s.nat_ip.b) + csum_delta16(s.pod_port, s.nat_port));
     s.last_seen = w.now;
-    uint32_t idx = st.create(s, st.key_hash(pk.key6), h_outside);
+    // The miss lookup hashed the inside key, as for IPv4.
+    uint32_t idx = st.create(s, pk.key_hash, h_outside);
     if (idx == SessionTable6::kNone) {
         b.drop(i, DropReason::session_limit);
         return idx;
@@ -277,17 +278,25 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     nat_translate(w, p, b, i, w.sessions.at(idx));
 }
 
-// Back from outside with no session, IPv6: ingress to a served IPv6 ingress IP (ingress.h), else
-// a NAT address has no session for it; elsewhere untouched routing when that is the default
-// action.
+// Back from outside with no session, IPv6: echo requests to the receiving port's addresses
+// answered; ingress to a served IPv6 ingress IP (ingress.h), else a NAT address has no session for
+// it; the port's own address otherwise has none either; elsewhere untouched routing when that is
+// the default action.
 void miss_incoming6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
-    if (uint32_t flags = p.nat_addresses6.find(pk.ip6->dst_addr); flags != Ip6Map::kMissing) {
+    const uint16_t rx_port = b.m[i]->port;
+    const uint8_t* dst = pk.ip6->dst_addr;
+    if (pk.l4_proto == kIp6Icmp && pk.l4_len >= sizeof(rte_icmp_hdr) && pk.l4[0] == kIcmp6EchoRequest &&
+        p.is_port_address6(rx_port, dst)) {
+        b.set_next(i, Next::local);
+        return;
+    }
+    if (uint32_t flags = p.nat_addresses6.find(dst); flags != Ip6Map::kMissing) {
         if (!forward_ingress<Ingress6>(w, p, b, i, flags)) b.drop(i, DropReason::no_session);
         return;
     }
-    if (p.default_action == DefaultAction::route) {
-        pk.vrf = p.ports[b.m[i]->port].vrf;
+    if (p.default_action == DefaultAction::route && !p.is_port_address6(rx_port, dst)) {
+        pk.vrf = p.ports[rx_port].vrf;
         b.set_next(i, Next::ip_forward);
         return;
     }

@@ -80,12 +80,6 @@ unsigned owner_of(const Worker& w, const PacketMeta& pk);
 // m->port, dropped when it is not one of egw's ports (output.cpp); held to the port's MTU.
 void output_frames(Worker& w, const PolicySnapshot& p, rte_mbuf* const* pkts, unsigned n);
 
-// IPv6 (ip_forward.cpp): the first step input gives a parsed IPv6 packet, from the routing half
-// of its classification (classify.h): local, ip_forward (with its VRF), icmp_reply, or a drop
-// (true); false when it is left to the NAT stages (NAPT66), a packet from inside with its
-// Service in PacketMeta::flow.service_id for nat_slow.
-bool ipv6_first_step(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i);
-
 // Where the gateway's own addresses are decided for IPv4: an address of the receiving port, or
 // (on the way out) one of the NAT addresses.
 inline bool addressed_to_gateway(const PolicySnapshot& p, uint16_t rx_port, uint32_t dst_host, Dir dir) {

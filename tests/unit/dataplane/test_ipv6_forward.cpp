@@ -447,6 +447,21 @@ TEST_F(DataplaneTest, UdpToThePortsLinkLocalAddressGetsPortUnreachableFromIt) {
     EXPECT_EQ(sent(r, dp::IcmpError::port_unreachable6), 1u);
 }
 
+// From outside, a packet to the receiving port's own addresses that is not an echo request has no
+// session to take, whatever the default action: under `route`, UDP from a link-local neighbour to
+// the outside port's link-local address and TCP to its global one are dropped as no_session,
+// neither routed nor answered.
+TEST_F(DataplaneTest, Ipv6FromOutsideToThePortsOwnAddressesIsNeverRouted) {
+    Rig& r = start(dual_stack());
+    r.process(r.ext1, ext6(udp6_ip(ip6("fe80::77"), 5000, link_local_of(kExt1Mac), 53, {1})));
+    r.process(r.ext1, ext6(tcp6_ip(kServerV6, 443, kExt1V6, 40000, kSyn)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_TRUE(r.tx(r.ext2).empty());
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::no_session), 2u);
+    EXPECT_EQ(r.total_drops(), 2u);
+}
+
 // Never in answer to an ICMPv6 error (RFC 4443 2.4(e)): a routed Destination Unreachable whose hop
 // limit runs out is dropped under its reason; an echo request in the same place is answered.
 TEST_F(DataplaneTest, NoIcmpv6ErrorAnswersAnIcmpv6Error) {
