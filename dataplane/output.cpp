@@ -175,37 +175,10 @@ inline void hold(Worker& w, rte_mbuf* m) {
     count(w.counters.held);
 }
 
-// IPv6: the same with the IPv6 table, the slot cache checked against (port, next hop) alike.
-void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk) {
-    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    eth->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
-    if (NeighborTable6* nt = w.shared->neighbors6) {
-        const uint8_t* nh = pk.next_hop6.b;
-        uint32_t slot = *pk.neighbor;
-        if (unlikely(slot == NeighborTable6::kNone || !nt->resolve(slot, pk.out_port, nh, eth->dst_addr.addr_bytes))) {
-            slot = nt->find(pk.out_port, nh);
-            *pk.neighbor = slot;
-            if (slot == NeighborTable6::kNone || !nt->resolve(slot, pk.out_port, nh, eth->dst_addr.addr_bytes))
-                slot = NeighborTable6::kNone;
-        }
-        if (likely(slot != NeighborTable6::kNone)) {
-            std::memcpy(eth->src_addr.addr_bytes, p.ports[pk.out_port].mac, 6);
-            emit(w, p, m, pk.out_port);
-            return;
-        }
-    }
-    m->port = pk.out_port;
-    HeldNextHop& h = held_of(m, w.shared->next_hop_field);
-    h.v4 = 0;
-    h.what = kHeldPacket;
-    std::memcpy(h.v6, pk.next_hop6.b, 16);
-    hold(w, m);
-}
-
-// The Ethernet header of an IPv4 frame in two 8-byte stores: the neighbour's MAC word (its first
-// six bytes are the MAC; the other two are overwritten next), then the port's source MAC and
-// EtherType word (PolicySnapshot::eth_src4).
-inline void write_ethernet4(rte_ether_hdr* eth, uint64_t mac_word, uint64_t src_word) {
+// The Ethernet header of a frame in two 8-byte stores: the neighbour's MAC word (its first six
+// bytes are the MAC; the other two are overwritten next), then the port's source MAC and
+// EtherType word (PolicySnapshot::eth_src4, eth_src6).
+inline void write_ethernet(rte_ether_hdr* eth, uint64_t mac_word, uint64_t src_word) {
     if constexpr (std::endian::native == std::endian::little) {
         auto* b = reinterpret_cast<uint8_t*>(eth);
         std::memcpy(b, &mac_word, 8);
@@ -215,6 +188,33 @@ inline void write_ethernet4(rte_ether_hdr* eth, uint64_t mac_word, uint64_t src_
             eth->dst_addr.addr_bytes[k] = static_cast<uint8_t>(mac_word >> (8 * k));
         std::memcpy(&eth->src_addr, &src_word, 8);
     }
+}
+
+// IPv6: the same with the IPv6 table, the slot cache checked against (port, next hop) alike.
+void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk) {
+    if (NeighborTable6* nt = w.shared->neighbors6) {
+        const uint8_t* nh = pk.next_hop6.b;
+        const NeighborTable6::Key key = NeighborTable6::make_key(pk.out_port, nh);
+        uint32_t slot = *pk.neighbor;
+        uint64_t mac;
+        if (unlikely(slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac))) {
+            slot = nt->find(pk.out_port, nh);
+            *pk.neighbor = slot;
+            if (slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac)) slot = NeighborTable6::kNone;
+        }
+        if (likely(slot != NeighborTable6::kNone)) {
+            write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), mac, p.eth_src6[pk.out_port]);
+            emit(w, p, m, pk.out_port);
+            return;
+        }
+    }
+    rte_pktmbuf_mtod(m, rte_ether_hdr*)->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
+    m->port = pk.out_port;
+    HeldNextHop& h = held_of(m, w.shared->next_hop_field);
+    h.v4 = 0;
+    h.what = kHeldPacket;
+    std::memcpy(h.v6, pk.next_hop6.b, 16);
+    hold(w, m);
 }
 
 inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk) {
@@ -235,7 +235,7 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
         if (slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac)) slot = NeighborTable::kNone;
     }
     if (likely(slot != NeighborTable::kNone)) {
-        write_ethernet4(eth, mac, p.eth_src4[pk.out_port]);
+        write_ethernet(eth, mac, p.eth_src4[pk.out_port]);
         emit(w, p, m, pk.out_port);
         return;
     }

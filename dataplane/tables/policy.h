@@ -118,8 +118,10 @@ struct PolicySnapshot {
     std::array<PortBroadcast, kMaxPorts * kMaxPortAddresses> port_broadcasts{};
     unsigned n_port_broadcasts = 0;
     // Bytes 6-13 of an IPv4 frame leaving each port (its MAC as the source, EtherType 0x0800), as
-    // they lie in memory: output writes them with one 8-byte store. Derived by index_ports().
+    // they lie in memory: output writes them with one 8-byte store. eth_src6 the same for IPv6
+    // (EtherType 0x86DD). Derived by index_ports().
     std::array<uint64_t, kMaxPorts> eth_src4{};
+    std::array<uint64_t, kMaxPorts> eth_src6{};
 
     void index_ports() {
         for (unsigned port = 0; port < kMaxPorts; ++port) {
@@ -128,6 +130,9 @@ struct PolicySnapshot {
             b[6] = 0x08;
             b[7] = 0x00;
             __builtin_memcpy(&eth_src4[port], b, 8);
+            b[6] = 0x86;
+            b[7] = 0xdd;
+            __builtin_memcpy(&eth_src6[port], b, 8);
         }
         n_port_broadcasts = 0;
         for (unsigned port = 0; port < kMaxPorts; ++port)
