@@ -128,6 +128,8 @@ struct Burst {
     // path has created or closed one, a lookup of the burst may be out of date.
     uint64_t created_at_lookup = 0;
     uint64_t closed_at_lookup = 0;
+    // The IPv6 packets among nat_fast's (set by nat_lookup, the only stage that sends packets there).
+    uint32_t fast6 = 0;
     rte_mbuf* m[kBurst];
     PacketMeta pkt[kBurst];
 
@@ -178,6 +180,14 @@ struct Burst {
         __builtin_memcpy(pk.next_hop6.b, next_hop6, 16);
         pk.neighbor = neighbor;
         set_next(i, Next::output);
+    }
+    // mark_output() for IPv6.
+    void mark_output6(unsigned i, uint16_t port, const uint8_t* next_hop6, uint32_t* neighbor) {
+        PacketMeta& pk = pkt[i];
+        pk.out_port = port;
+        __builtin_memcpy(pk.next_hop6.b, next_hop6, 16);
+        pk.neighbor = neighbor;
+        pk.next = Next::output;
     }
 };
 

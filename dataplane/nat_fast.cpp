@@ -74,6 +74,7 @@ void stage_nat_lookup(Worker& w, Burst& b) {
         w.sessions.lookup_outside_hashed(out_keys, no, found, out_hashes);
         settle(w.sessions, out_pos, no);
     }
+    const uint32_t hits4 = hits;
     if (unlikely(ni6 | no6) && w.sessions6.capacity()) {
         if (ni6) {
             w.sessions6.lookup_inside_hashed(in6_keys, ni6, found, in6_hashes);
@@ -87,6 +88,7 @@ void stage_nat_lookup(Worker& w, Burst& b) {
     uint32_t looked = b.pending(Next::nat_lookup);
     b.waiting[static_cast<unsigned>(Next::nat_lookup)] = 0;
     b.waiting[static_cast<unsigned>(Next::nat_fast)] |= hits;
+    b.fast6 = hits & ~hits4;
     b.waiting[static_cast<unsigned>(Next::nat_slow)] |= looked & ~hits;
     b.created_at_lookup = w.counters.sessions_created;
     b.closed_at_lookup = w.counters.sessions_closed;
@@ -159,7 +161,9 @@ __attribute__((always_inline)) inline void translate_out2in(Worker& w, const Pol
 // IPv6: no header checksum; the hop limit is the TTL rule's (the same test, one lower on the
 // way); the transport checksum takes the session's one delta, which covers the address in the
 // pseudo-header for TCP, UDP and ICMPv6 alike.
-void translate6_in2out(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
+template <bool Marked>
+__attribute__((always_inline)) inline void translate6_in2out(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
+                                                             Session6& s) {
     PacketMeta& pk = b.pkt[i];
     rte_ipv6_hdr* ip6 = pk.ip6;
     if (unlikely(hop_limit_expires(ip6))) {
@@ -177,10 +181,12 @@ void translate6_in2out(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
     std::memcpy(ip6->src_addr, s.nat_ip.b, 16);
     --ip6->hop_limits;
     set_l4_port<true>(pk, s.nat_port, s.l4_delta);
-    send_translated_out(w, b, i, s);
+    send_translated_out<Marked>(w, b, i, s);
 }
 
-void translate6_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
+template <bool Marked>
+__attribute__((always_inline)) inline void translate6_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
+                                                             Session6& s) {
     PacketMeta& pk = b.pkt[i];
     rte_ipv6_hdr* ip6 = pk.ip6;
     if (unlikely(hop_limit_expires(ip6))) {
@@ -202,7 +208,7 @@ void translate6_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
     std::memcpy(ip6->dst_addr, s.pod_ip.b, 16);
     --ip6->hop_limits;
     set_l4_port<false>(pk, s.pod_port, csum_delta_invert(s.l4_delta));
-    send_translated_in(w, b, i, s);
+    send_translated_in<Marked>(w, b, i, s);
 }
 
 // Inlined into the fast path's loop, with the two translations above (a call per packet costs
@@ -220,14 +226,16 @@ __attribute__((always_inline)) inline void translate(Worker& w, const PolicySnap
         translate_out2in<Marked>(w, p, b, i, s);
 }
 
-void translate6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
+template <bool Marked>
+__attribute__((always_inline)) inline void translate6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
+                                                      Session6& s) {
     PacketMeta& pk = b.pkt[i];
     if (pk.kind == Kind::icmp_error)
         b.set_next(i, Next::icmp_error);
     else if (pk.dir == Dir::in2out)
-        translate6_in2out(w, p, b, i, s);
+        translate6_in2out<Marked>(w, p, b, i, s);
     else
-        translate6_out2in(w, p, b, i, s);
+        translate6_out2in<Marked>(w, p, b, i, s);
 }
 
 }  // namespace
@@ -237,25 +245,30 @@ void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Ses
 }
 
 void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
-    translate6(w, p, b, i, s);
+    translate6<false>(w, p, b, i, s);
 }
 
 void stage_nat_fast(Worker& w, const PolicySnapshot& p, Burst& b) {
-    // The IPv4 hits translated toward output are marked and moved together at the end; every
-    // other outcome moves its packet at once, as elsewhere.
+    // The hits translated toward output are marked and moved together at the end; every other
+    // outcome moves its packet at once, as elsewhere.
+    // Each family in a loop of its own: an IPv6 branch in the IPv4 loop cost every IPv4 hit 2-6
+    // instructions (callgrind).
     uint32_t marked = 0;
-    for_each_packet(b.pending(Next::nat_fast), [&](unsigned i) {
-        if (unlikely(b.pkt[i].v6)) {
-            Session6& s = w.sessions6.at(b.pkt[i].session);
-            if (session_usable(p, s))
-                translate6(w, p, b, i, s);
-            else
-                b.set_next(i, Next::nat_slow);
-            return;
-        }
+    const uint32_t pending = b.pending(Next::nat_fast);
+    const uint32_t six = pending & b.fast6;
+    for_each_packet(pending & ~six, [&](unsigned i) {
         Session& s = w.sessions.at(b.pkt[i].session);
         if (likely(session_usable(p, s))) {
             translate<true>(w, p, b, i, s);
+            marked |= uint32_t{b.pkt[i].next == Next::output} << i;
+        } else {
+            b.set_next(i, Next::nat_slow);
+        }
+    });
+    for_each_packet(six, [&](unsigned i) {
+        Session6& s = w.sessions6.at(b.pkt[i].session);
+        if (likely(session_usable(p, s))) {
+            translate6<true>(w, p, b, i, s);
             marked |= uint32_t{b.pkt[i].next == Next::output} << i;
         } else {
             b.set_next(i, Next::nat_slow);

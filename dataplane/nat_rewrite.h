@@ -114,20 +114,28 @@ inline void send_translated_in(Worker& w, Burst& b, unsigned i, Session& s) {
         b.to_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
 }
 
+template <bool Marked = false>
 inline void send_translated_out(Worker& w, Burst& b, unsigned i, Session6& s) {
     s.last_seen = w.now;
     ServiceCounters& sc = w.service_counters[s.service_id];
     count(sc.packets_out);
     count(sc.bytes_out, b.m[i]->pkt_len);
-    b.to_output6(i, s.out_port, s.out_next_hop.b, &s.out_neighbor);
+    if constexpr (Marked)
+        b.mark_output6(i, s.out_port, s.out_next_hop.b, &s.out_neighbor);
+    else
+        b.to_output6(i, s.out_port, s.out_next_hop.b, &s.out_neighbor);
 }
 
+template <bool Marked = false>
 inline void send_translated_in(Worker& w, Burst& b, unsigned i, Session6& s) {
     s.last_seen = w.now;
     ServiceCounters& sc = w.service_counters[s.service_id];
     count(sc.packets_in);
     count(sc.bytes_in, b.m[i]->pkt_len);
-    b.to_output6(i, s.in_port, s.in_next_hop.b, &s.in_neighbor);
+    if constexpr (Marked)
+        b.mark_output6(i, s.in_port, s.in_next_hop.b, &s.in_neighbor);
+    else
+        b.to_output6(i, s.in_port, s.in_next_hop.b, &s.in_neighbor);
 }
 
 }  // namespace egw::dp
