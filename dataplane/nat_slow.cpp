@@ -77,9 +77,14 @@ void prefetch_probed(const Table& st, const Burst& b, const unsigned* pos, const
 // reads and prefetches: which packets open sessions, with which ports, is decided in the ordered
 // pass.
 void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoing) {
+    uint32_t outgoing6 = 0;
     for_each_packet(outgoing, [&](unsigned i) {
-        if (likely(!b.pkt[i].v6)) p.endpoints.prefetch(rte_be_to_cpu_32(b.pkt[i].ip->src_addr));
+        if (likely(!b.pkt[i].v6))
+            p.endpoints.prefetch(rte_be_to_cpu_32(b.pkt[i].ip->src_addr));
+        else
+            outgoing6 |= 1u << i;
     });
+    for_each_packet(outgoing6, [&](unsigned i) { p.endpoints6.prefetch(b.pkt[i].ip6->src_addr); });
     unsigned pos[kBurst], pos6[kBurst];
     bool own[kBurst], own6[kBurst];
     unsigned n = 0, n6 = 0;

@@ -63,6 +63,14 @@ public:
         return s.used ? s.value : kMissing;
     }
     bool contains(const uint8_t* addr, uint16_t scope = 0) const { return find(addr, scope) != kMissing; }
+    // A hint for a find() to come, as FlatMap::prefetch(): loads the key's home slot (a 24-byte
+    // slot may straddle two lines; the first is the one its key starts in).
+    void prefetch(const uint8_t* addr, uint16_t scope = 0) const {
+        uint64_t hi, lo;
+        std::memcpy(&hi, addr, 8);
+        std::memcpy(&lo, addr + 8, 8);
+        __builtin_prefetch(&slots_[slot_of(hi, lo, scope)], 0, 3);
+    }
     size_t size() const { return size_; }
 
     // The most slots a lookup of a present key reads (1: none is displaced), for tests.
