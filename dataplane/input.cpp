@@ -370,6 +370,31 @@ DropReason parse(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMe
     return parse_l4(pk);
 }
 
+// The common packet's TCP or UDP header, for parse_common() and parse_common6(): its kind, or
+// false for another protocol or a header that does not fit in `l4_len` (parse() then judges the
+// packet). For IPv6 (`V6`) a UDP checksum of 0 is not common either: IPv6 has no "no checksum"
+// (RFC 8200 8.1).
+template <bool V6>
+__attribute__((always_inline)) inline bool common_l4(const uint8_t* l4, uint32_t l4_len, uint8_t proto, Kind& kind) {
+    if (proto == IPPROTO_UDP) {
+        auto* uh = reinterpret_cast<const rte_udp_hdr*>(l4);
+        if (unlikely(l4_len < sizeof(rte_udp_hdr))) return false;
+        uint32_t dl = rte_be_to_cpu_16(uh->dgram_len);
+        if (unlikely(dl < sizeof(rte_udp_hdr) || dl > l4_len || (V6 && uh->dgram_cksum == 0))) return false;
+        kind = Kind::udp;
+        return true;
+    }
+    if (proto == IPPROTO_TCP) {
+        auto* th = reinterpret_cast<const rte_tcp_hdr*>(l4);
+        if (unlikely(l4_len < sizeof(rte_tcp_hdr))) return false;
+        uint32_t off = (th->data_off >> 4) * 4u;
+        if (unlikely(off < sizeof(rte_tcp_hdr) || off > l4_len)) return false;
+        kind = Kind::tcp;
+        return true;
+    }
+    return false;
+}
+
 // The common frame, judged with the fewest instructions: one mbuf, unicast to the receiving
 // port's MAC, IPv4 with a 20-byte header, not a fragment, TCP or UDP, addresses clear of every
 // filter. Anything else returns false untouched and parse() judges it: for a frame this accepts,
@@ -405,21 +430,7 @@ __attribute__((always_inline)) inline bool parse_common(const Worker& w, const P
     uint32_t l4_len = total - sizeof(rte_ipv4_hdr);
     uint8_t proto = ip->next_proto_id;
     Kind kind;
-    if (proto == IPPROTO_UDP) {
-        auto* uh = reinterpret_cast<const rte_udp_hdr*>(l4);
-        if (unlikely(l4_len < sizeof(rte_udp_hdr))) return false;
-        uint32_t dl = rte_be_to_cpu_16(uh->dgram_len);
-        if (unlikely(dl < sizeof(rte_udp_hdr) || dl > l4_len)) return false;
-        kind = Kind::udp;
-    } else if (proto == IPPROTO_TCP) {
-        auto* th = reinterpret_cast<const rte_tcp_hdr*>(l4);
-        if (unlikely(l4_len < sizeof(rte_tcp_hdr))) return false;
-        uint32_t off = (th->data_off >> 4) * 4u;
-        if (unlikely(off < sizeof(rte_tcp_hdr) || off > l4_len)) return false;
-        kind = Kind::tcp;
-    } else {
-        return false;
-    }
+    if (!common_l4<false>(l4, l4_len, proto, kind)) return false;
     // Ethernet padding after the IPv4 datagram must not be translated or forwarded as data.
     if (len > total) rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
     // TCP and UDP both have their ports in the first four bytes.
@@ -474,22 +485,7 @@ __attribute__((noinline)) bool parse_common6(const Worker& w, const PolicySnapsh
     uint32_t l4_len = total - sizeof(rte_ipv6_hdr);
     uint8_t proto = ip6->proto;
     Kind kind;
-    if (proto == IPPROTO_UDP) {
-        auto* uh = reinterpret_cast<const rte_udp_hdr*>(l4);
-        if (unlikely(l4_len < sizeof(rte_udp_hdr))) return false;
-        uint32_t dl = rte_be_to_cpu_16(uh->dgram_len);
-        // IPv6 has no "no checksum" (RFC 8200 8.1).
-        if (unlikely(dl < sizeof(rte_udp_hdr) || dl > l4_len || uh->dgram_cksum == 0)) return false;
-        kind = Kind::udp;
-    } else if (proto == IPPROTO_TCP) {
-        auto* th = reinterpret_cast<const rte_tcp_hdr*>(l4);
-        if (unlikely(l4_len < sizeof(rte_tcp_hdr))) return false;
-        uint32_t off = (th->data_off >> 4) * 4u;
-        if (unlikely(off < sizeof(rte_tcp_hdr) || off > l4_len)) return false;
-        kind = Kind::tcp;
-    } else {
-        return false;
-    }
+    if (!common_l4<true>(l4, l4_len, proto, kind)) return false;
     if (len > total) rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
     uint32_t port_pair;
     std::memcpy(&port_pair, l4, sizeof port_pair);
