@@ -9,7 +9,7 @@
 // transmit to net_null). The difference is what egw costs per packet.
 //
 //   egw-bench [--flows N[,N...]] [--services M] [--seconds S] [--destinations D] [--workers N[,N...]]
-//             [--packets P] [--family 4|6|mix] [--capacity N]
+//             [--packets P] [--family 4|6|mix] [--capacity N] [--seed S]
 //
 // --family 6 makes the traffic IPv6 (62-byte UDP frames, NAPT66 to the Services' IPv6 ingress
 // IPs, the IPv6 session table); mix makes half of the flows IPv4 and half IPv6, shuffled together
@@ -18,6 +18,10 @@
 // --capacity sizes each family's session table as a gateway's `sessions.max` does; by default it
 // holds the flows and an eighth more, which keeps 10,000 sessions' buckets within a few hundred
 // KiB, where a table for 2,000,000 spreads them over 64 MiB (a line each).
+// --seed fixes the session tables' hash keys (a gateway draws them at random, as the bench does by
+// default): which flows share a bucket then stays the same from run to run and build to build,
+// which an instruction count comparing two builds needs (the lookup's count moved by 16 per
+// packet between two random draws).
 // With --packets, io-forward and SNAT each replay exactly P packets instead of running for
 // --seconds: the same work every run, for instruction counts. scripts/bench-instructions.sh runs
 // it under callgrind, which dumps a profile part at every call of phase_boundary(): the parts
@@ -111,6 +115,9 @@ struct Args {
     Family family = Family::v4;     // --family
     uint32_t capacity = 0;          // --capacity: session table size per family (0: the flows and an eighth)
 };
+
+// --seed: the session tables' hash seed (0: random, as a gateway's).
+uint64_t table_seed = 0;
 
 // A stored frame: IPv4 ones are kFrameLen long, IPv6 ones kFrameLen6. 64 bytes each, so that
 // generate() copies one aligned block whatever the family; the last byte, beyond both frames,
@@ -311,11 +318,11 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigne
         w->service_counters = static_cast<dp::ServiceCounters*>(
             rte_zmalloc("bench_svc", sizeof(dp::ServiceCounters) * dp::kMaxServices, 64));
         std::string name = "bench" + std::to_string(instance) + "_" + std::to_string(i);
-        if (!w->sessions.init(name.c_str(), flows, 0)) {
+        if (!w->sessions.init(name.c_str(), flows, 0, table_seed)) {
             std::fprintf(stderr, "egw-bench: cannot allocate %u sessions (raise -m)\n", flows);
             std::exit(1);
         }
-        if (flows6 && !w->sessions6.init((name + "_6").c_str(), flows6, 0)) {
+        if (flows6 && !w->sessions6.init((name + "_6").c_str(), flows6, 0, table_seed)) {
             std::fprintf(stderr, "egw-bench: cannot allocate %u IPv6 sessions (raise -m)\n", flows6);
             std::exit(1);
         }
@@ -719,12 +726,14 @@ int main(int argc, char** argv) {
             a.packets = std::stoull(v);
         else if (k == "--capacity")
             a.capacity = static_cast<uint32_t>(std::stoul(v));
+        else if (k == "--seed")
+            table_seed = std::stoull(v);
         else if (k == "--family" && (std::string(v) == "4" || std::string(v) == "6" || std::string(v) == "mix"))
             a.family = std::string(v) == "4" ? Family::v4 : std::string(v) == "6" ? Family::v6 : Family::mix;
         else {
             std::fprintf(stderr,
                          "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds "
-                         "S] [--workers N,...] [--packets P] [--family 4|6|mix] [--capacity N]\n");
+                         "S] [--workers N,...] [--packets P] [--family 4|6|mix] [--capacity N] [--seed S]\n");
             return 2;
         }
     }
