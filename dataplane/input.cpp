@@ -423,8 +423,10 @@ __attribute__((always_inline)) inline bool parse_common(const Worker& w, const P
         unlikely(!ipv4_header_checksum_ok(ip, sizeof(rte_ipv4_hdr))))
         return false;
     uint32_t src = rte_be_to_cpu_32(ip->src_addr), dst = rte_be_to_cpu_32(ip->dst_addr);
-    if (unlikely(kFirstOctet.filtered[dst >> 24] | kFirstOctet.filtered[src >> 24]) ||
-        is_directed_broadcast(p, w.n_ports, dst) || is_directed_broadcast(p, w.n_ports, src))
+    // Two reads rule out the martian ranges, two more the directed broadcasts: an address either
+    // flags (one in 256 ends like a /24's broadcast) is judged exactly by parse().
+    if (unlikely(kFirstOctet.filtered[dst >> 24] | kFirstOctet.filtered[src >> 24] |
+                 p.broadcast_last_octet[dst & 0xff] | p.broadcast_last_octet[src & 0xff]))
         return false;
     uint8_t* l4 = reinterpret_cast<uint8_t*>(ip) + sizeof(rte_ipv4_hdr);
     uint32_t l4_len = total - sizeof(rte_ipv4_hdr);

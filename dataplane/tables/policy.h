@@ -117,6 +117,10 @@ struct PolicySnapshot {
     };
     std::array<PortBroadcast, kMaxPorts * kMaxPortAddresses> port_broadcasts{};
     unsigned n_port_broadcasts = 0;
+    // Whether some address of port_broadcasts ends in the octet: input's common path clears a
+    // packet of every directed broadcast with two reads of this, and leaves the few addresses it
+    // flags to the exact comparison (address_filter.h). Derived by index_ports().
+    std::array<bool, 256> broadcast_last_octet{};
     // Bytes 6-13 of an IPv4 frame leaving each port (its MAC as the source, EtherType 0x0800), as
     // they lie in memory: output writes them with one 8-byte store. eth_src6 the same for IPv6
     // (EtherType 0x86DD). Derived by index_ports().
@@ -135,12 +139,15 @@ struct PolicySnapshot {
             __builtin_memcpy(&eth_src6[port], b, 8);
         }
         n_port_broadcasts = 0;
+        broadcast_last_octet = {};
         for (unsigned port = 0; port < kMaxPorts; ++port)
             for (unsigned k = 0; k < ports[port].n_addrs; ++k) {
                 uint8_t len = ports[port].prefix_len[k];
                 if (len == 0 || len > 30) continue;
                 uint32_t host = ~uint32_t{0} >> len;
-                port_broadcasts[n_port_broadcasts++] = {ports[port].addrs[k] | host, static_cast<uint16_t>(port)};
+                uint32_t broadcast = ports[port].addrs[k] | host;
+                port_broadcasts[n_port_broadcasts++] = {broadcast, static_cast<uint16_t>(port)};
+                broadcast_last_octet[broadcast & 0xff] = true;
             }
     }
     std::vector<ServicePolicy> services = std::vector<ServicePolicy>(kMaxServices);

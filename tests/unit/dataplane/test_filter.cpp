@@ -129,5 +129,44 @@ TEST_F(DataplaneTest, AddressesBesideTheFilteredRangesGoThrough) {
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
+// Input's common path clears the directed broadcasts by the last octet of every port subnet's
+// broadcast (PolicySnapshot::broadcast_last_octet) and leaves an address that ends like one to
+// the exact comparison. With a /27 on ext1 (broadcast 203.0.113.95): that broadcast is dropped
+// from either side, and an ordinary host ending in .95 is translated like any other, first packet
+// and session hits alike.
+TEST_F(DataplaneTest, AddressesEndingLikeASubnetsBroadcastAreJudgedExactly) {
+    RigOptions o;
+    o.configure = [](config::Config& c) {
+        c.ports[1].addresses.push_back(net::IpPrefix::from_v4(ip4(203, 0, 113, 65), 27));
+    };
+    Rig& r = start(o);
+    const dp::PolicySnapshot& snap = r.policy();
+    EXPECT_TRUE(snap.broadcast_last_octet[95]);
+    EXPECT_TRUE(snap.broadcast_last_octet[255]);
+    EXPECT_FALSE(snap.broadcast_last_octet[94]);
+    expect_filtered(r, {
+                           {"the /27's broadcast from a pod", true, kPodsMac, kPod10, ip4(203, 0, 113, 95),
+                            DropReason::directed_broadcast},
+                           {"the /27's broadcast as a source", false, kExt1Mac, ip4(203, 0, 113, 95), kIngress,
+                            DropReason::martian_source},
+                       });
+    const uint32_t host = ip4(8, 8, 8, 95);
+    const uint64_t drops = r.total_drops();
+    for (int k = 0; k < 3; ++k) {
+        SCOPED_TRACE(k);
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 41000, host, 53, text("ends in .95"))));
+        auto out = r.tx(r.ext1);
+        ASSERT_EQ(out.size(), 1u);
+        Parsed p = parse_frame(out[0]);
+        ASSERT_TRUE(p.ok) << p.error;
+        EXPECT_EQ(p.src, kIngress);
+        EXPECT_EQ(p.dst, host);
+        EXPECT_EQ(p.dport, 53);
+        EXPECT_TRUE(checksums_valid(p));
+    }
+    EXPECT_EQ(r.sessions().size(), 1u);
+    EXPECT_EQ(r.total_drops(), drops);
+}
+
 }  // namespace
 }  // namespace egw::test
