@@ -120,6 +120,17 @@ struct PacketMeta {
     uint32_t icmp_aux;  // icmp_reply: bytes 4-7 of the ICMP header, host order (next-hop MTU)
 };
 
+// The packets nat_lookup looks up in one table in one direction, in packet order, with what its
+// bulk lookup takes: their hashes and keys. Input queues them as it sets their next step, so the
+// lookup does not sort the burst again.
+template <class Key>
+struct LookupQueue {
+    unsigned n = 0;
+    uint8_t pos[kBurst];
+    uint32_t hash[kBurst];
+    const Key* key[kBurst];
+};
+
 struct Burst {
     static_assert(kBurst <= 32, "a step's packets are a 32-bit mask");
     unsigned n = 0;
@@ -130,6 +141,10 @@ struct Burst {
     uint64_t closed_at_lookup = 0;
     // The IPv6 packets among nat_fast's (set by nat_lookup, the only stage that sends packets there).
     uint32_t fast6 = 0;
+    // nat_lookup's packets by table and direction (index: Dir), queued by input, the only stage
+    // that sends packets there. An IPv6 packet on a worker without an IPv6 table is in none.
+    LookupQueue<FlowKey> lookup4[2];
+    LookupQueue<FlowKey6> lookup6[2];
     rte_mbuf* m[kBurst];
     PacketMeta pkt[kBurst];
 

@@ -422,11 +422,12 @@ __attribute__((always_inline)) inline bool parse_common(const Worker& w, const P
     if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
         unlikely(!ipv4_header_checksum_ok(ip, sizeof(rte_ipv4_hdr))))
         return false;
-    uint32_t src = rte_be_to_cpu_32(ip->src_addr), dst = rte_be_to_cpu_32(ip->dst_addr);
     // Two reads rule out the martian ranges, two more the directed broadcasts: an address either
-    // flags (one in 256 ends like a /24's broadcast) is judged exactly by parse().
-    if (unlikely(kFirstOctet.filtered[dst >> 24] | kFirstOctet.filtered[src >> 24] |
-                 p.broadcast_last_octet[dst & 0xff] | p.broadcast_last_octet[src & 0xff]))
+    // flags (one in 256 ends like a /24's broadcast) is judged exactly by parse(). The addresses
+    // stay in network order: their first octet is the low byte of the word as read.
+    uint32_t src = ip->src_addr, dst = ip->dst_addr;
+    if (unlikely(kFirstOctet.filtered[dst & 0xff] | kFirstOctet.filtered[src & 0xff] |
+                 p.broadcast_last_octet[dst >> 24] | p.broadcast_last_octet[src >> 24]))
         return false;
     uint8_t* l4 = reinterpret_cast<uint8_t*>(ip) + sizeof(rte_ipv4_hdr);
     uint32_t l4_len = total - sizeof(rte_ipv4_hdr);
@@ -511,15 +512,22 @@ __attribute__((noinline)) bool parse_common6(const Worker& w, const PolicySnapsh
     return true;
 }
 
-// A packet bound for nat_lookup: its key's hash, and its session bucket on the way to the cache
-// while input goes on with the rest of the burst (stage_nat_lookup takes the hash). An IPv6
-// packet on a worker with no IPv6 table is not looked up (stage_nat_lookup) and gets none.
-inline void begin_lookup4(const Worker& w, PacketMeta& pk) {
-    pk.key_hash = pk.dir == Dir::in2out ? w.sessions.begin_inside(pk.key) : w.sessions.begin_outside(pk.key);
-}
-inline void begin_lookup6(const Worker& w, PacketMeta& pk) {
-    if (w.sessions6.capacity())
-        pk.key_hash = pk.dir == Dir::in2out ? w.sessions6.begin_inside(pk.key6) : w.sessions6.begin_outside(pk.key6);
+// A packet bound for nat_lookup: its key's hash, its session bucket on the way to the cache
+// while input goes on with the rest of the burst, and its place in the lookup's queue
+// (`queued`: each direction's count so far, kept by stage_input until the end of the burst). An
+// IPv6 packet on a worker with no IPv6 table is not looked up (stage_nat_lookup) and gets neither.
+template <class Table, class Key>
+__attribute__((always_inline)) inline void begin_lookup(const Table& t, LookupQueue<Key>* queues, unsigned (&queued)[2],
+                                                        unsigned i, Dir dir, const Key& key, uint32_t& key_hash) {
+    static_assert(static_cast<unsigned>(Dir::in2out) == 0 && static_cast<unsigned>(Dir::out2in) == 1);
+    auto d = static_cast<unsigned>(dir);
+    uint32_t h = d == 0 ? t.begin_inside(key) : t.begin_outside(key);
+    key_hash = h;
+    LookupQueue<Key>& q = queues[d];
+    unsigned k = queued[d]++;
+    q.pos[k] = static_cast<uint8_t>(i);
+    q.hash[k] = h;
+    q.key[k] = &key;
 }
 
 // A common packet (its next step not yet in any mask) that another worker owns: marked for the
@@ -540,6 +548,7 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
     b.n = n;
     for (uint32_t& mask : b.waiting)
         mask = 0;
+    unsigned queued4[2] = {0, 0}, queued6[2] = {0, 0};
     bool multi = w.shared->n_workers > 1;
     // The common packets bound for nat_lookup (their next step is set once, after the loop).
     uint32_t to_lookup = 0;
@@ -552,14 +561,14 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
         // The common packets of either family: handed to their owner, or bound for nat_lookup.
         if (likely(parse_common(w, p, m, pk))) {
             if (multi && handed_off(w, b, i)) continue;
-            begin_lookup4(w, pk);
+            begin_lookup(w.sessions, b.lookup4, queued4, i, pk.dir, pk.key, pk.key_hash);
             pk.next = Next::nat_lookup;
             to_lookup |= 1u << i;
             continue;
         }
         if (parse_common6(w, p, m, pk)) {
             if (multi && handed_off(w, b, i)) continue;
-            begin_lookup6(w, pk);
+            if (w.sessions6.capacity()) begin_lookup(w.sessions6, b.lookup6, queued6, i, pk.dir, pk.key6, pk.key_hash);
             pk.next = Next::nat_lookup;
             to_lookup |= 1u << i;
             continue;
@@ -598,13 +607,17 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
             b.set_next(i, Next::nat_slow);
             continue;
         }
-        if (pk.v6)
-            begin_lookup6(w, pk);
-        else
-            begin_lookup4(w, pk);
+        if (!pk.v6)
+            begin_lookup(w.sessions, b.lookup4, queued4, i, pk.dir, pk.key, pk.key_hash);
+        else if (w.sessions6.capacity())
+            begin_lookup(w.sessions6, b.lookup6, queued6, i, pk.dir, pk.key6, pk.key_hash);
         b.set_next(i, Next::nat_lookup);
     }
     b.waiting[static_cast<unsigned>(Next::nat_lookup)] |= to_lookup;
+    for (unsigned d = 0; d < 2; ++d) {
+        b.lookup4[d].n = queued4[d];
+        b.lookup6[d].n = queued6[d];
+    }
 }
 
 }  // namespace egw::dp

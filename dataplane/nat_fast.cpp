@@ -22,68 +22,37 @@
 namespace egw::dp {
 
 void stage_nat_lookup(Worker& w, Burst& b) {
-    const FlowKey* in_keys[kBurst];
-    const FlowKey* out_keys[kBurst];
-    const FlowKey6* in6_keys[kBurst];
-    const FlowKey6* out6_keys[kBurst];
-    unsigned in_pos[kBurst], out_pos[kBurst], in6_pos[kBurst], out6_pos[kBurst];
-    // The keys were hashed (and their buckets prefetched) by the input stage.
-    uint32_t in_hashes[kBurst], out_hashes[kBurst], in6_hashes[kBurst], out6_hashes[kBurst];
+    // Input queued the keys by table and direction, hashed, their buckets prefetched.
     uint32_t found[kBurst];
-    unsigned ni = 0, no = 0, ni6 = 0, no6 = 0;
-    for_each_packet(b.pending(Next::nat_lookup), [&](unsigned i) {
-        const PacketMeta& pk = b.pkt[i];
-        if (unlikely(pk.v6)) {
-            if (pk.dir == Dir::in2out) {
-                in6_pos[ni6] = i;
-                in6_hashes[ni6] = pk.key_hash;
-                in6_keys[ni6++] = &pk.key6;
-            } else {
-                out6_pos[no6] = i;
-                out6_hashes[no6] = pk.key_hash;
-                out6_keys[no6++] = &pk.key6;
-            }
-        } else if (pk.dir == Dir::in2out) {
-            in_pos[ni] = i;
-            in_hashes[ni] = pk.key_hash;
-            in_keys[ni++] = &pk.key;
-        } else {
-            out_pos[no] = i;
-            out_hashes[no] = pk.key_hash;
-            out_keys[no++] = &pk.key;
-        }
-    });
     // Every packet of the step leaves it, so the masks are set once for the whole burst.
     uint32_t hits = 0;
-    auto settle = [&](const auto& table, const unsigned* pos, unsigned n) {
-        for (unsigned k = 0; k < n; ++k) {
-            PacketMeta& pk = b.pkt[pos[k]];
+    auto settle = [&](const auto& table, const auto& q) {
+        for (unsigned k = 0; k < q.n; ++k) {
+            PacketMeta& pk = b.pkt[q.pos[k]];
             pk.session = found[k];
             bool hit = found[k] != SessionTable::kNone;
             // A TCP hit also reads and writes its sequence space (tcp_track.h).
             if (hit && pk.kind == Kind::tcp) table.prefetch_tcp(found[k]);
             pk.next = hit ? Next::nat_fast : Next::nat_slow;
-            hits |= uint32_t{hit} << pos[k];
+            hits |= uint32_t{hit} << q.pos[k];
         }
     };
-    if (ni) {
-        w.sessions.lookup_inside_hashed(in_keys, ni, found, in_hashes);
-        settle(w.sessions, in_pos, ni);
+    if (const auto& q = b.lookup4[0]; q.n) {
+        w.sessions.lookup_inside_hashed(q.key, q.n, found, q.hash);
+        settle(w.sessions, q);
     }
-    if (no) {
-        w.sessions.lookup_outside_hashed(out_keys, no, found, out_hashes);
-        settle(w.sessions, out_pos, no);
+    if (const auto& q = b.lookup4[1]; q.n) {
+        w.sessions.lookup_outside_hashed(q.key, q.n, found, q.hash);
+        settle(w.sessions, q);
     }
     const uint32_t hits4 = hits;
-    if (unlikely(ni6 | no6) && w.sessions6.capacity()) {
-        if (ni6) {
-            w.sessions6.lookup_inside_hashed(in6_keys, ni6, found, in6_hashes);
-            settle(w.sessions6, in6_pos, ni6);
-        }
-        if (no6) {
-            w.sessions6.lookup_outside_hashed(out6_keys, no6, found, out6_hashes);
-            settle(w.sessions6, out6_pos, no6);
-        }
+    if (const auto& q = b.lookup6[0]; unlikely(q.n)) {
+        w.sessions6.lookup_inside_hashed(q.key, q.n, found, q.hash);
+        settle(w.sessions6, q);
+    }
+    if (const auto& q = b.lookup6[1]; unlikely(q.n)) {
+        w.sessions6.lookup_outside_hashed(q.key, q.n, found, q.hash);
+        settle(w.sessions6, q);
     }
     uint32_t looked = b.pending(Next::nat_lookup);
     b.waiting[static_cast<unsigned>(Next::nat_lookup)] = 0;
