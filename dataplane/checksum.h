@@ -41,8 +41,24 @@ inline uint16_t csum_delta_invert(uint16_t delta) {
     return static_cast<uint16_t>(~delta);
 }
 
+// One's complement addition of two 16-bit words: the carry out of the top comes back in at the
+// bottom (an add and an add-with-carry, where folding a 32-bit sum takes six instructions).
+inline uint16_t csum_add(uint16_t a, uint16_t b) {
+    uint16_t sum;
+    bool carry = __builtin_add_overflow(a, b, &sum);
+    return static_cast<uint16_t>(sum + carry);
+}
+
+// `delta` as two 16-bit words, which is the same one's complement value as its fold: a delta that
+// is one 16-bit word (the sessions' folded ones) costs one csum_add.
 inline uint16_t csum_apply(uint16_t checksum, uint32_t delta) {
-    return static_cast<uint16_t>(~csum_fold(uint32_t{static_cast<uint16_t>(~checksum)} + delta));
+    uint16_t sum = csum_add(static_cast<uint16_t>(~checksum), static_cast<uint16_t>(delta));
+    return static_cast<uint16_t>(~csum_add(sum, static_cast<uint16_t>(delta >> 16)));
+}
+
+// Two 16-bit deltas at once (a translation and the TTL's).
+inline uint16_t csum_apply(uint16_t checksum, uint16_t delta, uint16_t more) {
+    return static_cast<uint16_t>(~csum_add(csum_add(static_cast<uint16_t>(~checksum), delta), more));
 }
 
 // UDP: a transmitted checksum of zero means "none" and must stay zero (RFC 768); a computed

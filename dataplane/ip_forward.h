@@ -30,7 +30,7 @@ inline bool hop_limit_expires(const rte_ipv6_hdr* ip6) {
 // 0x0100 in network order whatever it held (every caller has checked TTL > 1, so no borrow), and
 // RFC 1624's ~m + m' of that is always 0xFEFF: the same value csum_delta16() of the two words
 // gives, without reading them.
-inline uint32_t ttl_decrement(rte_ipv4_hdr* ip) {
+inline uint16_t ttl_decrement(rte_ipv4_hdr* ip) {
     --ip->time_to_live;
     return rte_cpu_to_be_16(0xfeff);
 }

@@ -85,7 +85,7 @@ __attribute__((always_inline)) inline void translate_in2out(Worker& w, const Pol
         return;
     }
     ip->src_addr = s.nat_ip;
-    ip->hdr_checksum = csum_apply(ip->hdr_checksum, uint32_t{s.l3_delta} + ttl_decrement(ip));
+    ip->hdr_checksum = csum_apply(ip->hdr_checksum, s.l3_delta, ttl_decrement(ip));
     set_l4_port<true>(pk, s.nat_port, s.l4_delta);
     send_translated_out<Marked>(w, b, i, s);
 }
@@ -122,7 +122,7 @@ __attribute__((always_inline)) inline void translate_out2in(Worker& w, const Pol
         return;
     }
     ip->dst_addr = s.pod_ip;
-    ip->hdr_checksum = csum_apply(ip->hdr_checksum, uint32_t{csum_delta_invert(s.l3_delta)} + ttl_decrement(ip));
+    ip->hdr_checksum = csum_apply(ip->hdr_checksum, csum_delta_invert(s.l3_delta), ttl_decrement(ip));
     set_l4_port<false>(pk, s.pod_port, csum_delta_invert(s.l4_delta));
     send_translated_in<Marked>(w, b, i, s);
 }

@@ -228,6 +228,33 @@ TEST(Checksum, CombinedDeltaEqualsSuccessiveUpdates) {
     }
 }
 
+// csum_apply adds with the carry wrapped around instead of folding a 32-bit sum: for every
+// checksum and every delta it must give what the fold of RFC 1624 eqn. 3 gives, including which
+// of the two zeros (0x0000, 0xFFFF) comes out; the two-delta form the same as their sum.
+TEST(Checksum, CarryWrappingAddEqualsTheFoldedSum) {
+    auto folded = [](uint16_t c, uint32_t delta) {
+        uint64_t sum = uint64_t{static_cast<uint16_t>(~c)} + delta;
+        while (sum >> 16)
+            sum = (sum & 0xffff) + (sum >> 16);
+        return static_cast<uint16_t>(~sum);
+    };
+    const uint16_t edges[] = {0x0000, 0x0001, 0x00ff, 0x0100, 0x7fff, 0x8000, 0xfeff, 0xfffe, 0xffff};
+    for (uint16_t c : edges)
+        for (uint16_t d : edges) {
+            ASSERT_EQ(csum_apply(c, uint32_t{d}), folded(c, d)) << "c=" << c << " d=" << d;
+            for (uint16_t e : edges)
+                ASSERT_EQ(csum_apply(c, d, e), folded(c, uint32_t{d} + e)) << "c=" << c << " d=" << d << " e=" << e;
+        }
+    std::mt19937 rng(17);
+    for (int i = 0; i < 200000; ++i) {
+        auto c = static_cast<uint16_t>(rng());
+        auto d = static_cast<uint16_t>(rng()), e = static_cast<uint16_t>(rng());
+        uint32_t wide = rng();
+        ASSERT_EQ(csum_apply(c, wide), folded(c, wide)) << "c=" << c << " delta=" << wide;
+        ASSERT_EQ(csum_apply(c, d, e), folded(c, uint32_t{d} + e)) << "c=" << c << " d=" << d << " e=" << e;
+    }
+}
+
 TEST(Checksum, InvertedDeltaRoundTrip) {
     std::mt19937 rng(5);
     for (int i = 0; i < 50000; ++i) {
