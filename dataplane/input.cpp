@@ -35,15 +35,24 @@ inline bool same_mac(const uint8_t* a, const uint8_t* b) {
     return ((a4 ^ b4) | (a2 ^ b2)) == 0;
 }
 
-// Header checksum check without a loop for the common 20-byte header.
+// Header checksum check without a loop for the common 20-byte header: two 8-byte words and a
+// 4-byte one summed with the carries wrapped around (add, add-with-carry), then halved twice the
+// same way. A one's complement sum of 32- or 64-bit words folds to the sum of its 16-bit words.
 inline bool ipv4_header_checksum_ok(const rte_ipv4_hdr* ip, uint32_t ihl) {
     if (likely(ihl == sizeof(rte_ipv4_hdr))) {
-        uint32_t w[5];
-        std::memcpy(w, ip, sizeof w);
-        uint64_t sum = uint64_t{w[0]} + w[1] + w[2] + w[3] + w[4];
-        sum = (sum & 0xffffffff) + (sum >> 32);
-        sum = (sum & 0xffffffff) + (sum >> 32);
-        return csum_fold(static_cast<uint32_t>(sum)) == 0xffff;
+        uint64_t a, b;
+        uint32_t c;
+        std::memcpy(&a, ip, 8);
+        std::memcpy(&b, reinterpret_cast<const uint8_t*>(ip) + 8, 8);
+        std::memcpy(&c, reinterpret_cast<const uint8_t*>(ip) + 16, 4);
+        uint64_t sum;
+        bool carry = __builtin_add_overflow(a, b, &sum);
+        carry = __builtin_add_overflow(sum, uint64_t{c} + carry, &sum);
+        sum += carry;  // cannot carry again: a carry out leaves the sum below 2^33
+        uint32_t half;
+        carry = __builtin_add_overflow(static_cast<uint32_t>(sum), static_cast<uint32_t>(sum >> 32), &half);
+        half += carry;
+        return csum_add(static_cast<uint16_t>(half), static_cast<uint16_t>(half >> 16)) == 0xffff;
     }
     return csum_fold(csum_partial(ip, ihl)) == 0xffff;
 }
