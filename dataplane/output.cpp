@@ -142,7 +142,17 @@ void fragment6(Worker& w, rte_mbuf* m, uint16_t port, uint16_t size) {
     }
 }
 
-// The one way a frame reaches a transmit buffer.
+// The port's MTU for an IPv4 frame (an IPv6 datagram put together here is never in one), or the
+// end of emit() below.
+inline void emit4(Worker& w, const PolicySnapshot& p, rte_mbuf* m, uint16_t port) {
+    if (unlikely(m->pkt_len > uint32_t{p.ports[port].mtu} + sizeof(rte_ether_hdr))) {
+        fragment(w, m, port, p.ports[port].mtu);
+        return;
+    }
+    tx_enqueue(w, m, port);
+}
+
+// The one way a frame reaches a transmit buffer (emit4() for the IPv4 frames output makes).
 inline void emit(Worker& w, const PolicySnapshot& p, rte_mbuf* m, uint16_t port) {
     uint16_t mtu = p.ports[port].mtu;
     // An IPv6 datagram put together here leaves no larger than the largest fragment it came in,
@@ -158,11 +168,7 @@ inline void emit(Worker& w, const PolicySnapshot& p, rte_mbuf* m, uint16_t port)
         }
         m->ol_flags = 0;
     }
-    if (unlikely(m->pkt_len > uint32_t{mtu} + sizeof(rte_ether_hdr))) {
-        fragment(w, m, port, mtu);
-        return;
-    }
-    tx_enqueue(w, m, port);
+    emit4(w, p, m, port);
 }
 
 // To the control thread, to wait there until the next hop answers ARP or NS (held.h); the
@@ -236,7 +242,7 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
     }
     if (likely(slot != NeighborTable::kNone)) {
         write_ethernet(eth, mac, p.eth_src4[pk.out_port]);
-        emit(w, p, m, pk.out_port);
+        emit4(w, p, m, pk.out_port);
         return;
     }
     m->port = pk.out_port;
@@ -249,6 +255,11 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
 }  // namespace
 
 void stage_output(Worker& w, const PolicySnapshot& p, Burst& b) {
+    // The usual burst has nothing but packets toward a next hop.
+    if (likely(!(b.pending(Next::transmit) | b.pending(Next::drop)))) {
+        for_each_packet(b.pending(Next::output), [&](unsigned i) { to_next_hop(w, p, b.m[i], b.pkt[i]); });
+        return;
+    }
     uint32_t mask = b.pending(Next::output) | b.pending(Next::transmit) | b.pending(Next::drop);
     for_each_packet(mask, [&](unsigned i) {
         const PacketMeta& pk = b.pkt[i];
