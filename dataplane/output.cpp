@@ -255,25 +255,16 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
 }  // namespace
 
 void stage_output(Worker& w, const PolicySnapshot& p, Burst& b) {
-    // The usual burst has nothing but packets toward a next hop.
-    if (likely(!(b.pending(Next::transmit) | b.pending(Next::drop)))) {
-        for_each_packet(b.pending(Next::output), [&](unsigned i) { to_next_hop(w, p, b.m[i], b.pkt[i]); });
-        return;
-    }
     uint32_t mask = b.pending(Next::output) | b.pending(Next::transmit) | b.pending(Next::drop);
     for_each_packet(mask, [&](unsigned i) {
         const PacketMeta& pk = b.pkt[i];
-        switch (pk.next) {
-        case Next::output:
+        // Most packets go toward a next hop: one test for them, not a switch.
+        if (likely(pk.next == Next::output))
             to_next_hop(w, p, b.m[i], pk);
-            break;
-        case Next::transmit:
+        else if (pk.next == Next::transmit)
             emit(w, p, b.m[i], pk.out_port);
-            break;
-        default:
+        else
             free_drop(w, b.m[i], pk.reason);
-            break;
-        }
     });
 }
 
