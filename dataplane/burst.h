@@ -129,6 +129,7 @@ struct LookupQueue {
     uint8_t pos[kBurst];
     uint32_t hash[kBurst];
     const Key* key[kBurst];
+    const void* home[kBurst];  // the key's bucket, as the table's begin_*() found it
 };
 
 struct Burst {

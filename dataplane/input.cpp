@@ -530,10 +530,10 @@ __attribute__((always_inline)) inline void begin_lookup(const Table& t, LookupQu
                                                         unsigned i, Dir dir, const Key& key, uint32_t& key_hash) {
     static_assert(static_cast<unsigned>(Dir::in2out) == 0 && static_cast<unsigned>(Dir::out2in) == 1);
     auto d = static_cast<unsigned>(dir);
-    uint32_t h = d == 0 ? t.begin_inside(key) : t.begin_outside(key);
-    key_hash = h;
     LookupQueue<Key>& q = queues[d];
     unsigned k = queued[d]++;
+    uint32_t h = d == 0 ? t.begin_inside(key, q.home[k]) : t.begin_outside(key, q.home[k]);
+    key_hash = h;
     q.pos[k] = static_cast<uint8_t>(i);
     q.hash[k] = h;
     q.key[k] = &key;

@@ -22,7 +22,7 @@
 namespace egw::dp {
 
 void stage_nat_lookup(Worker& w, Burst& b) {
-    // Input queued the keys by table and direction, hashed, their buckets prefetched.
+    // Input queued the keys by table and direction, hashed, their buckets found and prefetched.
     uint32_t found[kBurst];
     // Every packet of the step leaves it, so the masks are set once for the whole burst.
     uint32_t hits = 0;
@@ -38,20 +38,20 @@ void stage_nat_lookup(Worker& w, Burst& b) {
         }
     };
     if (const auto& q = b.lookup4[0]; q.n) {
-        w.sessions.lookup_inside_hashed(q.key, q.n, found, q.hash);
+        w.sessions.lookup_inside_begun(q.key, q.n, found, q.hash, q.home);
         settle(w.sessions, q);
     }
     if (const auto& q = b.lookup4[1]; q.n) {
-        w.sessions.lookup_outside_hashed(q.key, q.n, found, q.hash);
+        w.sessions.lookup_outside_begun(q.key, q.n, found, q.hash, q.home);
         settle(w.sessions, q);
     }
     const uint32_t hits4 = hits;
     if (const auto& q = b.lookup6[0]; unlikely(q.n)) {
-        w.sessions6.lookup_inside_hashed(q.key, q.n, found, q.hash);
+        w.sessions6.lookup_inside_begun(q.key, q.n, found, q.hash, q.home);
         settle(w.sessions6, q);
     }
     if (const auto& q = b.lookup6[1]; unlikely(q.n)) {
-        w.sessions6.lookup_outside_hashed(q.key, q.n, found, q.hash);
+        w.sessions6.lookup_outside_begun(q.key, q.n, found, q.hash, q.home);
         settle(w.sessions6, q);
     }
     uint32_t looked = b.pending(Next::nat_lookup);

@@ -166,9 +166,10 @@ void BasicSessionTable<F>::lookup_bulk(const Key* const* keys, unsigned n, uint3
 // then the sessions they point to (prefetched for the whole burst before the first key check).
 template <class F>
 template <bool Inside>
-void BasicSessionTable<F>::probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h) const {
+void BasicSessionTable<F>::probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h,
+                                      const Home* homes) const {
     for (unsigned i = 0; i < n; ++i) {
-        const Bucket& bk = *home<Inside>(h[i]);
+        const Bucket& bk = homes ? *static_cast<const Bucket*>(homes[i]) : *home<Inside>(h[i]);
         uint32_t cand = kNone;
         for (unsigned m = sig_matches(bk, h[i]); m; m &= m - 1) {
             unsigned j = static_cast<unsigned>(__builtin_ctz(m));
@@ -215,6 +216,18 @@ template <class F>
 void BasicSessionTable<F>::lookup_outside_hashed(const Key* const* keys, unsigned n, uint32_t* idx,
                                                  const uint32_t* hashes) const {
     probe_bulk<false>(keys, n, idx, hashes);
+}
+
+template <class F>
+void BasicSessionTable<F>::lookup_inside_begun(const Key* const* keys, unsigned n, uint32_t* idx,
+                                               const uint32_t* hashes, const Home* homes) const {
+    probe_bulk<true>(keys, n, idx, hashes, homes);
+}
+
+template <class F>
+void BasicSessionTable<F>::lookup_outside_begun(const Key* const* keys, unsigned n, uint32_t* idx,
+                                                const uint32_t* hashes, const Home* homes) const {
+    probe_bulk<false>(keys, n, idx, hashes, homes);
 }
 
 template <class F>

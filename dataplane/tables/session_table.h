@@ -275,6 +275,28 @@ public:
     }
     void lookup_inside_hashed(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes) const;
     void lookup_outside_hashed(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes) const;
+    // The same with the buckets begin_*() found as well (`home`), so the lookup does not find them
+    // again. Valid until the table next changes: the input stage hands them to the same burst's
+    // lookup, before any create and outside the doubling's steps (grow_step(), between bursts).
+    using Home = const void*;
+    uint32_t begin_inside(const Key& k, Home& home) const {
+        uint32_t h = hash(k);
+        const Bucket* b = this->home<true>(h);
+        __builtin_prefetch(b, 0, 3);
+        home = b;
+        return h;
+    }
+    uint32_t begin_outside(const Key& k, Home& home) const {
+        uint32_t h = hash(k);
+        const Bucket* b = this->home<false>(h);
+        __builtin_prefetch(b, 0, 3);
+        home = b;
+        return h;
+    }
+    void lookup_inside_begun(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes,
+                             const Home* homes) const;
+    void lookup_outside_begun(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes,
+                              const Home* homes) const;
     uint32_t find_inside(const Key& k) const;
     uint32_t find_outside(const Key& k) const;
     // The same when h = key_hash(k) is already known.
@@ -413,7 +435,8 @@ private:
     template <bool Inside>
     void lookup_bulk(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const;
     template <bool Inside>
-    void probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h) const;
+    void probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h,
+                    const Home* homes = nullptr) const;
     bool allocate(const char* name, size_t bytes, int socket);
     static void insert(Chain c, uint32_t h, uint32_t idx);
     static void erase(Chain c, uint32_t h, uint32_t idx);

@@ -256,19 +256,24 @@ TYPED_TEST(SessionTables, SessionsStayFoundWhileTheBucketArraysDouble) {
             ASSERT_EQ(t.find_inside(Table::inside_key(live[i].second)), live[i].first) << when;
             ASSERT_EQ(t.find_outside(Table::outside_key(live[i].second)), live[i].first) << when;
         }
-        Key keys[Table::kBulk];
+        Key keys[Table::kBulk], okeys[Table::kBulk];
         const Key* kp[Table::kBulk];
+        const Key* okp[Table::kBulk];
         uint32_t want[Table::kBulk], got[Table::kBulk];
         for (unsigned i = 0; i < Table::kBulk; ++i) {
             if (i % 3 != 2 && !live.empty()) {
                 auto& [idx, s] = live[rng() % live.size()];
                 keys[i] = Table::inside_key(s);
+                okeys[i] = Table::outside_key(s);
                 want[i] = idx;
             } else {
-                keys[i] = Table::inside_key(gone.empty() ? Family<Table>::random(rng) : gone[rng() % gone.size()]);
+                Entry s = gone.empty() ? Family<Table>::random(rng) : gone[rng() % gone.size()];
+                keys[i] = Table::inside_key(s);
+                okeys[i] = Table::outside_key(s);
                 want[i] = Table::kNone;
             }
             kp[i] = &keys[i];
+            okp[i] = &okeys[i];
         }
         t.lookup_inside(kp, Table::kBulk, got);
         for (unsigned i = 0; i < Table::kBulk; ++i)
@@ -280,6 +285,21 @@ TYPED_TEST(SessionTables, SessionsStayFoundWhileTheBucketArraysDouble) {
         t.lookup_inside_hashed(kp, Table::kBulk, got, hashes);
         for (unsigned i = 0; i < Table::kBulk; ++i)
             ASSERT_EQ(got[i], want[i]) << when << ", hashed key " << i;
+        // And as it does now: the buckets begin_*() found go to the lookup as well, both ways.
+        typename Table::Home homes[Table::kBulk];
+        for (unsigned i = 0; i < Table::kBulk; ++i)
+            hashes[i] = t.begin_inside(keys[i], homes[i]);
+        t.lookup_inside_begun(kp, Table::kBulk, got, hashes, homes);
+        for (unsigned i = 0; i < Table::kBulk; ++i)
+            ASSERT_EQ(got[i], want[i]) << when << ", begun key " << i;
+        for (unsigned i = 0; i < Table::kBulk; ++i)
+            hashes[i] = t.begin_outside(okeys[i], homes[i]);
+        t.lookup_outside_begun(okp, Table::kBulk, got, hashes, homes);
+        for (unsigned i = 0; i < Table::kBulk; ++i) {
+            // A gone session's outside key may belong to a live one since (its port was reused).
+            ASSERT_EQ(got[i], want[i] != Table::kNone ? want[i] : t.find_outside(okeys[i]))
+                << when << ", begun outside key " << i;
+        }
         if (t.growing()) ++checks_while_growing;
     };
 
