@@ -95,12 +95,14 @@ struct TcpWindow {
 static_assert(sizeof(TcpWindow) == 16);
 
 struct alignas(64) Session {
-    // All addresses and ports in network byte order, as they appear on the wire.
+    // All addresses and ports in network byte order, as they appear on the wire. In this order
+    // each key's addresses and its ports lie side by side as they do in a FlowKey, inside (pod,
+    // remote) and outside (remote, NAT) alike, so a lookup compares a key in two words.
     uint32_t pod_ip;
     uint32_t remote_ip;
+    uint32_t nat_ip;
     uint16_t pod_port;
     uint16_t remote_port;
-    uint32_t nat_ip;
     uint16_t nat_port;
     uint8_t proto;
     uint8_t tcp_seen;
@@ -175,13 +177,26 @@ struct SessionFamily4 {
     static Key outside_key(const Entry& s) {
         return Key{s.remote_ip, s.nat_ip, s.remote_port, s.nat_port, s.proto, {}};
     }
+    // A key against the session's addresses at `addresses` and ports at `ports` (Session's layout).
+    static bool words_match(const Entry& s, size_t addresses, size_t ports, const Key& k) {
+        uint64_t sa, ka;
+        uint32_t sp, kp;
+        __builtin_memcpy(&sa, reinterpret_cast<const uint8_t*>(&s) + addresses, 8);
+        __builtin_memcpy(&sp, reinterpret_cast<const uint8_t*>(&s) + ports, 4);
+        __builtin_memcpy(&ka, &k.src, 8);
+        __builtin_memcpy(&kp, &k.sport, 4);
+        return ((sa ^ ka) | (sp ^ kp) | uint32_t(s.proto ^ k.proto)) == 0;
+    }
+    static_assert(offsetof(Key, dst) == offsetof(Key, src) + 4 && offsetof(Key, dport) == offsetof(Key, sport) + 2);
+    static_assert(offsetof(Entry, remote_ip) == offsetof(Entry, pod_ip) + 4 &&
+                  offsetof(Entry, nat_ip) == offsetof(Entry, remote_ip) + 4 &&
+                  offsetof(Entry, remote_port) == offsetof(Entry, pod_port) + 2 &&
+                  offsetof(Entry, nat_port) == offsetof(Entry, remote_port) + 2);
     static bool inside_match(const Entry& s, const Key& k) {
-        return s.pod_ip == k.src && s.remote_ip == k.dst && s.pod_port == k.sport && s.remote_port == k.dport &&
-               s.proto == k.proto;
+        return words_match(s, offsetof(Entry, pod_ip), offsetof(Entry, pod_port), k);
     }
     static bool outside_match(const Entry& s, const Key& k) {
-        return s.remote_ip == k.src && s.nat_ip == k.dst && s.remote_port == k.sport && s.nat_port == k.dport &&
-               s.proto == k.proto;
+        return words_match(s, offsetof(Entry, remote_ip), offsetof(Entry, remote_port), k);
     }
     static Pod pod_of(const Entry& s) { return s.pod_ip; }
     static bool pod_free(Pod p) { return p == 0; }
