@@ -38,6 +38,13 @@ void expire_step(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cursor
     const Timeouts& t = w.shared->timeouts;
     for (unsigned i = 0; i < kSweepPerIteration; ++i)
         expire_at(w, p, t, st, cap, cursor);
+    // The next step's slots, on their way while the worker polls and runs its bursts: the sweep
+    // walks every slot of the pool (sessions.max of them, most cold when few are in use), and
+    // waiting for each line here cost egwd 4 % of its cycles on the rig at 10,000 flows.
+    for (uint32_t i = 0, idx = cursor; i < kSweepPerIteration && i < cap; ++i) {
+        st.prefetch_session(idx);
+        idx = idx + 1 == cap ? 0 : idx + 1;
+    }
 }
 
 template <class Table>

@@ -360,6 +360,11 @@ public:
 
     Entry& at(uint32_t idx) { return pool_[idx]; }
     const Entry& at(uint32_t idx) const { return pool_[idx]; }
+    // Session idx's lines, toward a read (the expiry sweep's next slots).
+    void prefetch_session(uint32_t idx) const {
+        __builtin_prefetch(&pool_[idx], 0, 3);
+        if constexpr (sizeof(Entry) > 64) __builtin_prefetch(reinterpret_cast<const uint8_t*>(&pool_[idx]) + 64, 0, 3);
+    }
     // The TCP sequence space of session idx (reset when the session is created).
     TcpWindow& tcp(uint32_t idx) { return tcp_[idx]; }
     void prefetch_tcp(uint32_t idx) const { __builtin_prefetch(&tcp_[idx], 1, 3); }
