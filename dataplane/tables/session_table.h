@@ -278,36 +278,16 @@ public:
     // the rest of the burst): returns key_hash(k) with the key's bucket in the inside or outside
     // index prefetched. The *_hashed lookups then take those hashes (hashes[i] = key_hash(*keys[i]))
     // and the buckets have had the rest of the input stage to arrive.
-    uint32_t begin_inside(const Key& k) const {
-        uint32_t h = hash(k);
-        __builtin_prefetch(home<true>(h), 0, 3);
-        return h;
-    }
-    uint32_t begin_outside(const Key& k) const {
-        uint32_t h = hash(k);
-        __builtin_prefetch(home<false>(h), 0, 3);
-        return h;
-    }
+    uint32_t begin_inside(const Key& k) const { return begin<true>(k, nullptr); }
+    uint32_t begin_outside(const Key& k) const { return begin<false>(k, nullptr); }
     void lookup_inside_hashed(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes) const;
     void lookup_outside_hashed(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes) const;
     // The same with the buckets begin_*() found as well (`home`), so the lookup does not find them
     // again. Valid until the table next changes: the input stage hands them to the same burst's
     // lookup, before any create and outside the doubling's steps (grow_step(), between bursts).
     using Home = const void*;
-    uint32_t begin_inside(const Key& k, Home& home) const {
-        uint32_t h = hash(k);
-        const Bucket* b = this->home<true>(h);
-        __builtin_prefetch(b, 0, 3);
-        home = b;
-        return h;
-    }
-    uint32_t begin_outside(const Key& k, Home& home) const {
-        uint32_t h = hash(k);
-        const Bucket* b = this->home<false>(h);
-        __builtin_prefetch(b, 0, 3);
-        home = b;
-        return h;
-    }
+    uint32_t begin_inside(const Key& k, Home& home) const { return begin<true>(k, &home); }
+    uint32_t begin_outside(const Key& k, Home& home) const { return begin<false>(k, &home); }
     void lookup_inside_begun(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes,
                              const Home* homes) const;
     void lookup_outside_begun(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes,
@@ -449,6 +429,16 @@ private:
     const Bucket* home(uint32_t h) const {
         Chain c = chain<Inside>(h);
         return &c.table[h & c.mask];
+    }
+    // begin_inside() and begin_outside(): the hash, the home bucket prefetched and, when asked
+    // for, handed out.
+    template <bool Inside>
+    uint32_t begin(const Key& k, Home* found) const {
+        uint32_t h = hash(k);
+        const Bucket* b = home<Inside>(h);
+        __builtin_prefetch(b, 0, 3);
+        if (found) *found = b;
+        return h;
     }
     template <bool Inside>
     uint32_t find(const Key& k, uint32_t h) const;
