@@ -155,21 +155,20 @@ uint32_t BasicSessionTable<F>::find(const Key& k, uint32_t h) const {
 template <class F>
 template <bool Inside>
 void BasicSessionTable<F>::lookup_bulk(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const {
-    for (unsigned i = 0; i < n; ++i) {
-        h[i] = hash(*keys[i]);
-        rte_prefetch0(home<Inside>(h[i]));
-    }
-    probe_bulk<Inside>(keys, n, idx, h);
+    Home homes[kBulk];
+    for (unsigned i = 0; i < n; ++i)
+        h[i] = begin<Inside>(*keys[i], homes[i]);
+    probe_bulk<Inside>(keys, n, idx, h, homes);
 }
 
-// The rest of a bulk lookup once every key's hash is known and its bucket prefetched: signatures,
+// The rest of a bulk lookup once every key's hash and bucket are known and the bucket prefetched: signatures,
 // then the sessions they point to (prefetched for the whole burst before the first key check).
 template <class F>
 template <bool Inside>
 void BasicSessionTable<F>::probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h,
                                       const Home* homes) const {
     for (unsigned i = 0; i < n; ++i) {
-        const Bucket& bk = homes ? *static_cast<const Bucket*>(homes[i]) : *home<Inside>(h[i]);
+        const Bucket& bk = *static_cast<const Bucket*>(homes[i]);
         uint32_t cand = kNone;
         for (unsigned m = sig_matches(bk, h[i]); m; m &= m - 1) {
             unsigned j = static_cast<unsigned>(__builtin_ctz(m));
@@ -204,18 +203,6 @@ template <class F>
 void BasicSessionTable<F>::lookup_outside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes) const {
     uint32_t h[kBulk];
     lookup_bulk<false>(keys, n, idx, hashes ? hashes : h);
-}
-
-template <class F>
-void BasicSessionTable<F>::lookup_inside_hashed(const Key* const* keys, unsigned n, uint32_t* idx,
-                                                const uint32_t* hashes) const {
-    probe_bulk<true>(keys, n, idx, hashes);
-}
-
-template <class F>
-void BasicSessionTable<F>::lookup_outside_hashed(const Key* const* keys, unsigned n, uint32_t* idx,
-                                                 const uint32_t* hashes) const {
-    probe_bulk<false>(keys, n, idx, hashes);
 }
 
 template <class F>

@@ -275,19 +275,15 @@ public:
     void lookup_inside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes = nullptr) const;
     void lookup_outside(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* hashes = nullptr) const;
     // A lookup begun early, as soon as the key is known (the input stage, while it goes on with
-    // the rest of the burst): returns key_hash(k) with the key's bucket in the inside or outside
-    // index prefetched. The *_hashed lookups then take those hashes (hashes[i] = key_hash(*keys[i]))
-    // and the buckets have had the rest of the input stage to arrive.
-    uint32_t begin_inside(const Key& k) const { return begin<true>(k, nullptr); }
-    uint32_t begin_outside(const Key& k) const { return begin<false>(k, nullptr); }
-    void lookup_inside_hashed(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes) const;
-    void lookup_outside_hashed(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes) const;
-    // The same with the buckets begin_*() found as well (`home`), so the lookup does not find them
-    // again. Valid until the table next changes: the input stage hands them to the same burst's
-    // lookup, before any create and outside the doubling's steps (grow_step(), between bursts).
+    // the rest of the burst): returns key_hash(k) and sets `home` to the key's bucket in the
+    // inside or outside index, prefetched. The *_begun lookups then take those hashes and buckets
+    // (hashes[i] = key_hash(*keys[i])), which have had the rest of the input stage to arrive. A
+    // bucket is valid until the table next changes: the input stage hands them to the same
+    // burst's lookup, before any create and outside the doubling's steps (grow_step(), between
+    // bursts).
     using Home = const void*;
-    uint32_t begin_inside(const Key& k, Home& home) const { return begin<true>(k, &home); }
-    uint32_t begin_outside(const Key& k, Home& home) const { return begin<false>(k, &home); }
+    uint32_t begin_inside(const Key& k, Home& home) const { return begin<true>(k, home); }
+    uint32_t begin_outside(const Key& k, Home& home) const { return begin<false>(k, home); }
     void lookup_inside_begun(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes,
                              const Home* homes) const;
     void lookup_outside_begun(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes,
@@ -430,14 +426,13 @@ private:
         Chain c = chain<Inside>(h);
         return &c.table[h & c.mask];
     }
-    // begin_inside() and begin_outside(): the hash, the home bucket prefetched and, when asked
-    // for, handed out.
+    // begin_inside() and begin_outside(): the hash, and the home bucket prefetched and handed out.
     template <bool Inside>
-    uint32_t begin(const Key& k, Home* found) const {
+    uint32_t begin(const Key& k, Home& found) const {
         uint32_t h = hash(k);
         const Bucket* b = home<Inside>(h);
         __builtin_prefetch(b, 0, 3);
-        if (found) *found = b;
+        found = b;
         return h;
     }
     template <bool Inside>
@@ -445,8 +440,7 @@ private:
     template <bool Inside>
     void lookup_bulk(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const;
     template <bool Inside>
-    void probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h,
-                    const Home* homes = nullptr) const;
+    void probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h, const Home* homes) const;
     bool allocate(const char* name, size_t bytes, int socket);
     static void insert(Chain c, uint32_t h, uint32_t idx);
     static void erase(Chain c, uint32_t h, uint32_t idx);

@@ -9,7 +9,7 @@
 // (::ffff:a.b.c.d), so the family is part of the 40-byte key and the session takes 128 bytes.
 // Then it looks every session up again, keys in shuffled order and in bursts of 32, the way
 // nat_fast does for IPv4: begin_inside()/begin_outside() per key (input's hash and bucket
-// prefetch), then lookup_*_hashed() for the burst. Every lookup must hit.
+// prefetch), then lookup_*_begun() for the burst. Every lookup must hit.
 //
 //   egw-table-bench [--sessions N[,N...]] [--reps R] [--lookups L]
 //
@@ -79,6 +79,7 @@ __attribute__((noinline)) unsigned lookup_pass(const Table& t, const std::vector
     using Key = typename Table::Key;
     const Key* ptrs[kBurst];
     uint32_t hashes[kBurst];
+    typename Table::Home homes[kBurst];
     uint32_t idx[kBurst];
     unsigned missed = 0;
     size_t at = start % keys.size();
@@ -86,13 +87,13 @@ __attribute__((noinline)) unsigned lookup_pass(const Table& t, const std::vector
         unsigned n = static_cast<unsigned>(std::min<size_t>(kBurst, count - done));
         for (unsigned i = 0; i < n; ++i) {
             ptrs[i] = &keys[at];
-            hashes[i] = Inside ? t.begin_inside(keys[at]) : t.begin_outside(keys[at]);
+            hashes[i] = Inside ? t.begin_inside(keys[at], homes[i]) : t.begin_outside(keys[at], homes[i]);
             if (++at == keys.size()) at = 0;
         }
         if constexpr (Inside)
-            t.lookup_inside_hashed(ptrs, n, idx, hashes);
+            t.lookup_inside_begun(ptrs, n, idx, hashes, homes);
         else
-            t.lookup_outside_hashed(ptrs, n, idx, hashes);
+            t.lookup_outside_begun(ptrs, n, idx, hashes, homes);
         for (unsigned i = 0; i < n; ++i)
             missed += idx[i] == Table::kNone;
     }
