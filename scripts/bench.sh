@@ -19,3 +19,7 @@ done
 # Several workers: the hand-off fraction and the cost per reply with 1, 2 and 4 worker contexts
 # taking turns on this one lcore (cost, not scaling: docs/performance.md).
 build/tests/bench/egw-bench "${eal[@]}" -- --workers "${BENCH_WORKERS:-1,2,4}" --flows 10000 --seconds "${BENCH_SECONDS:-3}"
+echo
+# The host's memory at the time of the run: the 1,000,000-session rows read two random lines per
+# packet from a table of ~100 MiB (docs/performance.md §1).
+taskset -c "$lcore" build/tests/bench/egw-memory-bench --sizes 1,16,64,256
