@@ -2,10 +2,12 @@
 //
 // Stage output, the one place where a burst's packets leave the pipeline, in packet order:
 //   - `output`: the Ethernet header toward the next hop's MAC from the neighbour table (the slot
-//     is cached in the session and checked against the next hop, since slots change hands), then
-//     the transmit buffer of the port; a next hop not resolved yet sends the packet to the control
-//     thread, which holds it until ARP (IPv6: Neighbor Solicitation) answers. IPv6 next hops are
-//     128-bit addresses in a table of their own (neighbor_table6.h), EtherType 0x86DD;
+//     is cached in the session and checked against the next hop, since slots change hands; the
+//     burst's last next hop of each family is remembered, so a burst through one gateway reads
+//     the table once), then the transmit buffer of the port; a next hop not resolved yet sends
+//     the packet to the control thread, which holds it until ARP (IPv6: Neighbor Solicitation)
+//     answers. IPv6 next hops are 128-bit addresses in a table of their own (neighbor_table6.h),
+//     EtherType 0x86DD;
 //   - `transmit`: finished frames (ARP and echo replies) go to the transmit buffer as they are;
 //   - `drop`: counted under its reason and freed.
 // Every frame goes through emit(), which holds it against the port's MTU: an IPv4 datagram
@@ -196,11 +198,30 @@ inline void write_ethernet(rte_ether_hdr* eth, uint64_t mac_word, uint64_t src_w
     }
 }
 
+// The last next hop of each family a burst's output resolved: its key and MAC word. Most of a
+// burst leaves through one next hop (a node's default gateway), so the packets after the first
+// skip the neighbour table. A MAC the control thread changes during the burst reaches the
+// packets of the next burst, as it would have had they come a few microseconds sooner. No key
+// is all zero: make_key() puts port + 1 in it.
+struct LastHop {
+    uint64_t key = 0;
+    uint64_t mac = 0;
+};
+struct LastHop6 {
+    NeighborTable6::Key key{0, 0, 0};
+    uint64_t mac = 0;
+};
+
 // IPv6: the same with the IPv6 table, the slot cache checked against (port, next hop) alike.
-void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk) {
+void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop6& last) {
     if (NeighborTable6* nt = w.shared->neighbors6) {
         const uint8_t* nh = pk.next_hop6.b;
         const NeighborTable6::Key key = NeighborTable6::make_key(pk.out_port, nh);
+        if (likely(key.tag == last.key.tag && key.hi == last.key.hi && key.lo == last.key.lo)) {
+            write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), last.mac, p.eth_src6[pk.out_port]);
+            emit(w, p, m, pk.out_port);
+            return;
+        }
         uint32_t slot = *pk.neighbor;
         uint64_t mac;
         if (unlikely(slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac))) {
@@ -209,6 +230,7 @@ void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketM
             if (slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac)) slot = NeighborTable6::kNone;
         }
         if (likely(slot != NeighborTable6::kNone)) {
+            last = LastHop6{key, mac};
             write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), mac, p.eth_src6[pk.out_port]);
             emit(w, p, m, pk.out_port);
             return;
@@ -223,16 +245,22 @@ void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketM
     hold(w, m);
 }
 
-inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk) {
+inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop& last,
+                        LastHop6& last6) {
     if (pk.v6) {
-        to_next_hop6(w, p, m, pk);
+        to_next_hop6(w, p, m, pk, last6);
+        return;
+    }
+    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    const uint64_t key = NeighborTable::make_key(pk.out_port, pk.next_hop);
+    if (likely(key == last.key)) {
+        write_ethernet(eth, last.mac, p.eth_src4[pk.out_port]);
+        emit4(w, p, m, pk.out_port);
         return;
     }
     NeighborTable& nt = *w.shared->neighbors;
-    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
     // The cached slot is a hint: the table may have given it to another next hop since (aged out,
     // recycled); resolve() checks the key and a mismatch means a fresh lookup.
-    const uint64_t key = NeighborTable::make_key(pk.out_port, pk.next_hop);
     uint32_t slot = *pk.neighbor;
     uint64_t mac;
     if (unlikely(slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac))) {
@@ -241,6 +269,7 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
         if (slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac)) slot = NeighborTable::kNone;
     }
     if (likely(slot != NeighborTable::kNone)) {
+        last = LastHop{key, mac};
         write_ethernet(eth, mac, p.eth_src4[pk.out_port]);
         emit4(w, p, m, pk.out_port);
         return;
@@ -256,11 +285,13 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
 
 void stage_output(Worker& w, const PolicySnapshot& p, Burst& b) {
     uint32_t mask = b.pending(Next::output) | b.pending(Next::transmit) | b.pending(Next::drop);
+    LastHop last;
+    LastHop6 last6;
     for_each_packet(mask, [&](unsigned i) {
         const PacketMeta& pk = b.pkt[i];
         // Most packets go toward a next hop: one test for them, not a switch.
         if (likely(pk.next == Next::output))
-            to_next_hop(w, p, b.m[i], pk);
+            to_next_hop(w, p, b.m[i], pk, last, last6);
         else if (pk.next == Next::transmit)
             emit(w, p, b.m[i], pk.out_port);
         else

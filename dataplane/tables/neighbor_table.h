@@ -15,9 +15,9 @@
 //
 // Writer: the control thread only (control/neighbor: ARP replies and Neighbor Advertisements
 // handed over by the workers, static entries from the configuration, aging). Readers: worker
-// lcores, lock-free, on every packet they transmit; they also set a slot's `used` word (a plain
-// store, and only when it is clear), which the control thread reads and clears to know which
-// entries carry traffic.
+// lcores, lock-free, for each next hop of every burst they transmit (output.cpp keeps the MAC for
+// the rest of the burst); they also set a slot's `used` word (a plain store, and only when it is
+// clear), which the control thread reads and clears to know which entries carry traffic.
 // Publication: in place. A new key's address words (IPv6) are stored before its key word
 // (release); the MAC word carries its own valid bit and is written after the key with release
 // order. A reader takes the MAC (acquire) and then compares the key with the one it expects, so

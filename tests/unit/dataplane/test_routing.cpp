@@ -781,6 +781,72 @@ TEST_F(DataplaneTest, SessionWhoseCachedNeighbourSlotWasRecycledLooksItsNextHopU
     EXPECT_FALSE(nt.take_used(again));
 }
 
+TEST_F(DataplaneTest, ABurstThroughSeveralNextHopsOfBothFamiliesTakesEachOnesMac) {
+    // Output remembers the last next hop of each family it resolved within a burst: next hops of
+    // both families interleaved in one burst must each still get their own MAC, and a MAC learnt
+    // between bursts reaches the next burst.
+    using namespace v6;
+    Rig& r = start(dual_stack());
+    dp::NeighborTable& nt = *r.shared.neighbors;
+    dp::NeighborTable6& nt6 = *r.shared.neighbors6;
+    struct Want {
+        bool v6;
+        Ip6Addr dst6;
+        uint32_t dst;
+        Mac mac;  // the next hop's MAC; the servers' change between the bursts
+    };
+    // Each family's first and last next hop is its server, so that a last next hop kept from
+    // one burst to the next would send the second burst to the server's old MAC.
+    const std::vector<Want> order = {
+        {false, {}, kServer, kServerMac},   {true, kServerV6, 0, kServerMac},   {false, {}, kServerB, kServerBMac},
+        {true, kInternetV6, 0, kExt1GwMac}, {false, {}, kInternet, kExt1GwMac}, {false, {}, kServer, kServerMac},
+        {true, kServerV6, 0, kServerMac},   {true, kInternetV6, 0, kExt1GwMac}, {false, {}, kServerB, kServerBMac},
+        {false, {}, kServer, kServerMac},   {true, kInternetV6, 0, kExt1GwMac}, {true, kServerV6, 0, kServerMac},
+    };
+    auto burst = [&] {
+        std::vector<In> in;
+        for (size_t k = 0; k < order.size(); ++k) {
+            auto sport = static_cast<uint16_t>(7000 + k);
+            const Bytes payload = text("next hops");
+            in.push_back({r.pods, order[k].v6
+                                      ? from_pod6(kPod10v6, udp6_ip(kPod10v6, sport, order[k].dst6, 53, payload))
+                                      : r.from_pod(kPod10, udp_ip(kPod10, sport, order[k].dst, 53, payload))});
+        }
+        r.process(0, in);
+        return r.tx(r.ext1);
+    };
+    auto check = [&](const std::vector<Bytes>& frames, const Mac& server_mac) {
+        ASSERT_EQ(frames.size(), order.size());
+        for (size_t k = 0; k < order.size(); ++k) {
+            Parsed p = parse_frame(frames[k]);
+            ASSERT_TRUE(checksums_valid(p)) << "frame " << k;
+            EXPECT_EQ(p.ether_type, order[k].v6 ? kEtherIpv6 : kEtherIpv4) << "frame " << k;
+            if (order[k].v6)
+                EXPECT_EQ(p.dst6, order[k].dst6) << "frame " << k << " in packet order";
+            else
+                EXPECT_EQ(p.dst, order[k].dst) << "frame " << k << " in packet order";
+            EXPECT_EQ(p.sport, 7000 + k) << "frame " << k;
+            bool server = order[k].v6 ? order[k].dst6 == kServerV6 : order[k].dst == kServer;
+            EXPECT_EQ(p.eth_dst, server ? server_mac : order[k].mac) << "frame " << k;
+            EXPECT_EQ(p.eth_src, kExt1Mac) << "frame " << k;
+        }
+    };
+    check(burst(), kServerMac);
+    // Each next hop's entry was marked in use, as the control thread's aging reads it.
+    for (uint32_t hop : {kServer, kServerB, kExt1Gw})
+        EXPECT_TRUE(nt.take_used(nt.find(r.ext1, hop))) << hop;
+    for (const Ip6Addr& hop : {kServerV6, kExt1GwV6})
+        EXPECT_TRUE(nt6.take_used(nt6.find(r.ext1, hop.data())));
+
+    // Both servers' MACs change between the bursts (a new NIC behind the same addresses).
+    static const Mac kNewServerMac{0x52, 0x54, 0x00, 0x00, 0x0e, 0x64};
+    nt.set_mac(nt.find(r.ext1, kServer), kNewServerMac.data());
+    nt6.set_mac(nt6.find(r.ext1, kServerV6.data()), kNewServerMac.data());
+    check(burst(), kNewServerMac);
+    EXPECT_EQ(r.total_drops(), 0u);
+    EXPECT_TRUE(r.to_control().empty());
+}
+
 TEST_F(DataplaneTest, IncompleteIpv6NeighbourHoldsAndGatewayIsTheNextHop) {
     using namespace v6;
     RigOptions o = dual_stack();
