@@ -217,7 +217,7 @@ void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketM
     if (NeighborTable6* nt = w.shared->neighbors6) {
         const uint8_t* nh = pk.next_hop6.b;
         const NeighborTable6::Key key = NeighborTable6::make_key(pk.out_port, nh);
-        if (likely(key.tag == last.key.tag && key.hi == last.key.hi && key.lo == last.key.lo)) {
+        if (likely(key == last.key)) {
             write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), last.mac, p.eth_src6[pk.out_port]);
             emit(w, p, m, pk.out_port);
             return;

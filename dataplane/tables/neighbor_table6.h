@@ -22,6 +22,7 @@ struct NeighborFamily6 {
         uint64_t tag;
         uint64_t hi;  // the address's first and last 8 bytes, as memcpy reads them
         uint64_t lo;
+        bool operator==(const Key&) const = default;
     };
 
     struct alignas(64) Slot {

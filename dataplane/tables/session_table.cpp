@@ -161,8 +161,9 @@ void BasicSessionTable<F>::lookup_bulk(const Key* const* keys, unsigned n, uint3
     probe_bulk<Inside>(keys, n, idx, h, homes);
 }
 
-// The rest of a bulk lookup once every key's hash and bucket are known and the bucket prefetched: signatures,
-// then the sessions they point to (prefetched for the whole burst before the first key check).
+// The rest of a bulk lookup once every key's hash and bucket are known and the bucket
+// prefetched: signatures, then the sessions they point to (prefetched for the whole burst before
+// the first key check).
 template <class F>
 template <bool Inside>
 void BasicSessionTable<F>::probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h,
