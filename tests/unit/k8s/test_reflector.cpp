@@ -473,6 +473,10 @@ TEST(ClientCache, SyncsAllKindsAndReportsChanges) {
     c.namespace_ = "egw";
     ClientOptions o;
     o.reflector = fast_options();
+    // Declared before the client so that a failed assertion stops the client before the
+    // listener's state goes away.
+    std::vector<Change> heard;
+    std::mutex mu;
     Client client(c, o);
     EXPECT_FALSE(client.synced());
     client.start();
@@ -487,8 +491,6 @@ TEST(ClientCache, SyncsAllKindsAndReportsChanges) {
     EXPECT_EQ(client.status().size(), 5u);
     EXPECT_EQ(server.requests("list", "/namespaces/egw/leases").size(), 1u);
 
-    std::vector<Change> heard;
-    std::mutex mu;
     client.cache().set_listener([&](const Change& ch) {
         std::lock_guard lk(mu);
         heard.push_back(ch);
@@ -524,6 +526,12 @@ TEST(ClientCache, SyncsAllKindsAndReportsChanges) {
     changes = client.cache().take_changes();
     ASSERT_EQ(changes.size(), 1u);
     EXPECT_TRUE(changes[0].deleted);
+    // The listener runs after the cache's lock is let go, so the change can be taken before the
+    // listener has heard it.
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard lk(mu);
+        return heard.size() >= 2;
+    }));
     {
         std::lock_guard lk(mu);
         ASSERT_EQ(heard.size(), 2u);
