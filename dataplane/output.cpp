@@ -198,14 +198,17 @@ inline void write_ethernet(rte_ether_hdr* eth, uint64_t mac_word, uint64_t src_w
     }
 }
 
-// The last next hop of each family a burst's output resolved: its key and MAC word. Most of a
-// burst leaves through one next hop (a node's default gateway), so the packets after the first
-// skip the neighbour table. A MAC the control thread changes during the burst reaches the
-// packets of the next burst, as it would have had they come a few microseconds sooner. No key
-// is all zero: make_key() puts port + 1 in it.
+// The last next hop of each family a burst's output resolved: its key and MAC word, and for
+// IPv4 its port's source word and largest unfragmented frame. Most of a burst leaves through one
+// next hop (a node's default gateway), so the packets after the first skip the neighbour table
+// and the port's policy. A MAC the control thread changes during the burst reaches the packets
+// of the next burst, as it would have had they come a few microseconds sooner; the policy does
+// not change within a burst. No key is all zero: make_key() puts port + 1 in it.
 struct LastHop {
     uint64_t key = 0;
     uint64_t mac = 0;
+    uint64_t src = 0;
+    uint32_t frame_max = 0;
 };
 struct LastHop6 {
     NeighborTable6::Key key{0, 0, 0};
@@ -254,8 +257,11 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
     auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
     const uint64_t key = NeighborTable::make_key(pk.out_port, pk.next_hop);
     if (likely(key == last.key)) {
-        write_ethernet(eth, last.mac, p.eth_src4[pk.out_port]);
-        emit4(w, p, m, pk.out_port);
+        write_ethernet(eth, last.mac, last.src);
+        if (unlikely(m->pkt_len > last.frame_max))
+            fragment(w, m, pk.out_port, p.ports[pk.out_port].mtu);
+        else
+            tx_enqueue(w, m, pk.out_port);
         return;
     }
     NeighborTable& nt = *w.shared->neighbors;
@@ -269,7 +275,8 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
         if (slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac)) slot = NeighborTable::kNone;
     }
     if (likely(slot != NeighborTable::kNone)) {
-        last = LastHop{key, mac};
+        last = LastHop{key, mac, p.eth_src4[pk.out_port],
+                       static_cast<uint32_t>(p.ports[pk.out_port].mtu + sizeof(rte_ether_hdr))};
         write_ethernet(eth, mac, p.eth_src4[pk.out_port]);
         emit4(w, p, m, pk.out_port);
         return;

@@ -108,6 +108,42 @@ TEST_F(DataplaneTest, DatagramOfExactlyTheMtuLeavesWholeAndOneByteMoreIsCut) {
     EXPECT_EQ(r.w().counters.fragmented, 1u);
 }
 
+TEST_F(DataplaneTest, InOneBurstEachPortHoldsItsDatagramsToItsOwnMtu) {
+    // Output takes the MTU of a burst's repeated next hop from what it kept of the first packet
+    // to it: a datagram one byte over must still be cut, and a next hop on another port must be
+    // held to that port's MTU, not to the one before.
+    Rig& r = start({.configure = mtus({{"ext1", 1000}, {"pods", 1280}})});
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, pattern(10))));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    auto out = [&](size_t n) { return udp_ip(kPod10, 40000, kServer, 53, pattern(n)); };
+    auto back = [&](size_t n) { return udp_ip(kServer, 53, kIngress, 40000, pattern(n)); };
+    r.process(0, {{r.pods, r.from_pod(kPod10, out(972))},
+                  {r.pods, r.from_pod(kPod10, out(973))},
+                  {r.ext1, r.from_ext1(back(1252))},
+                  {r.ext1, r.from_ext1(back(1252))},
+                  {r.ext1, r.from_ext1(back(1253))},
+                  {r.pods, r.from_pod(kPod10, out(973))}});
+    auto translated_out = [](size_t n) { return udp_ip(kIngress, 40000, kServer, 53, pattern(n), IpOpt{.ttl = 63}); };
+    auto translated_back = [](size_t n) { return udp_ip(kServer, 53, kPod10, 40000, pattern(n), IpOpt{.ttl = 63}); };
+    auto ext1 = r.tx(r.ext1);
+    ASSERT_EQ(ext1.size(), 5u);
+    EXPECT_EQ(ext1[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4, translated_out(972))) << "exactly the MTU, whole";
+    EXPECT_EQ(put_together({ext1[1], ext1[2]}, 1000, kServerMac, kExt1Mac), translated_out(973));
+    EXPECT_EQ(put_together({ext1[3], ext1[4]}, 1000, kServerMac, kExt1Mac), translated_out(973));
+    auto pods = r.tx(r.pods);
+    ASSERT_EQ(pods.size(), 4u);
+    EXPECT_EQ(pods[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, translated_back(1252))) << "exactly the MTU, whole";
+    EXPECT_EQ(pods[1], ethernet(kPod10Mac, kPodsMac, kEtherIpv4, translated_back(1252)));
+    EXPECT_EQ(put_together({pods[2], pods[3]}, 1280, kPod10Mac, kPodsMac), translated_back(1253));
+    for (const Bytes& f : ext1)
+        EXPECT_EQ(finish(sum16(f.data() + 14, 20)), 0) << "header checksum";
+    for (const Bytes& f : pods)
+        EXPECT_EQ(finish(sum16(f.data() + 14, 20)), 0) << "header checksum";
+    EXPECT_EQ(r.w().counters.fragmented, 3u);
+    EXPECT_EQ(r.w().counters.fragments_out, 6u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 // The ICMP error of frame `f`: Destination Unreachable, Fragmentation Needed, from the pods
 // port's address to `to`, carrying `mtu` as the next-hop MTU (RFC 1191), quoting `quoted`.
 void expect_frag_needed(const Bytes& f, uint32_t to, unsigned mtu, const Bytes& quoted) {
