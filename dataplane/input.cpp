@@ -404,6 +404,16 @@ __attribute__((always_inline)) inline bool common_l4(const uint8_t* l4, uint32_t
     return false;
 }
 
+// A frame sent to the MAC of `port`, a port with a role and a unicast MAC: one 8-byte load and
+// compare (PolicySnapshot::unicast_dst). The frame has at least 14 bytes.
+__attribute__((always_inline)) inline bool to_port_mac(const PolicySnapshot& p, uint16_t port,
+                                                       const rte_ether_hdr* eth) {
+    static_assert(RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN, "the destination word is read little-endian");
+    uint64_t head;
+    std::memcpy(&head, eth, sizeof head);
+    return head << 16 == p.unicast_dst[port];
+}
+
 // The common frame, judged with the fewest instructions: one mbuf, unicast to the receiving
 // port's MAC, IPv4 with a 20-byte header, not a fragment, TCP or UDP, addresses clear of every
 // filter. Anything else returns false untouched and parse() judges it: for a frame this accepts,
@@ -416,9 +426,7 @@ __attribute__((always_inline)) inline bool parse_common(const Worker& w, const P
         return false;
     const PortPolicy& pp = p.ports[port];
     auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    if (unlikely(eth->ether_type != be16(RTE_ETHER_TYPE_IPV4) || pp.role == PortRole::none ||
-                 (eth->dst_addr.addr_bytes[0] & 1) || !same_mac(eth->dst_addr.addr_bytes, pp.mac)))
-        return false;
+    if (unlikely(eth->ether_type != be16(RTE_ETHER_TYPE_IPV4) || !to_port_mac(p, port, eth))) return false;
     auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
     // Version 4, IHL 5, neither MF nor a fragment offset: bytes 0 and 6-7 of the header at once.
     uint64_t head;
@@ -482,9 +490,7 @@ __attribute__((noinline)) bool parse_common6(const Worker& w, const PolicySnapsh
         return false;
     const PortPolicy& pp = p.ports[port];
     auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    if (unlikely(eth->ether_type != be16(RTE_ETHER_TYPE_IPV6) || pp.role == PortRole::none ||
-                 (eth->dst_addr.addr_bytes[0] & 1) || !same_mac(eth->dst_addr.addr_bytes, pp.mac)))
-        return false;
+    if (unlikely(eth->ether_type != be16(RTE_ETHER_TYPE_IPV6) || !to_port_mac(p, port, eth))) return false;
     auto* ip6 = reinterpret_cast<rte_ipv6_hdr*>(eth + 1);
     uint32_t len = m->pkt_len - sizeof(rte_ether_hdr);
     uint32_t total = sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len);

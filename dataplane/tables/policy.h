@@ -126,11 +126,21 @@ struct PolicySnapshot {
     // (EtherType 0x86DD). Derived by index_ports().
     std::array<uint64_t, kMaxPorts> eth_src4{};
     std::array<uint64_t, kMaxPorts> eth_src6{};
+    // What input's common path takes for a frame's destination MAC on each port: the first eight
+    // bytes of a frame, loaded little-endian and shifted left by 16 (bytes 0-5, the destination),
+    // equal this word when they are the port's MAC. A port without a role, or whose MAC is a group
+    // address, has kNoUnicastDst, which no shifted word equals (its low 16 bits are not zero), so
+    // its frames go to the exact parse. Derived by index_ports().
+    static constexpr uint64_t kNoUnicastDst = 1;
+    std::array<uint64_t, kMaxPorts> unicast_dst{};
 
     void index_ports() {
         for (unsigned port = 0; port < kMaxPorts; ++port) {
             uint8_t b[8] = {};
             __builtin_memcpy(b, ports[port].mac, 6);
+            uint64_t dst;
+            __builtin_memcpy(&dst, b, 8);
+            unicast_dst[port] = ports[port].role == PortRole::none || (b[0] & 1) ? kNoUnicastDst : dst << 16;
             b[6] = 0x08;
             b[7] = 0x00;
             __builtin_memcpy(&eth_src4[port], b, 8);

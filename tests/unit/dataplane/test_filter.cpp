@@ -105,6 +105,64 @@ TEST_F(DataplaneTest, FilteredAddressesAreNotRoutedUnderTheDefaultActionRoute) {
     EXPECT_EQ(r.w().counters.routed, 0u);
 }
 
+// Input's common path takes a frame for the receiving port by comparing its first six bytes
+// with the port's MAC in one word: a destination one bit off in any byte, or another port's MAC,
+// is foreign, in either family; the source MAC, loaded in the same word, plays no part.
+TEST_F(DataplaneTest, OnlyFramesToTheReceivingPortsOwnMacAreTaken) {
+    using namespace std_rig6;
+    Rig& r = start(dual_stack());
+    const Bytes v4 = udp_ip(kPod10, 40000, kServer, 53, text("mac"));
+    const Bytes v6 = udp6_ip(kPod10v6, 40000, kServerV6, 53, text("mac"));
+    std::vector<std::pair<std::string, Mac>> foreign;
+    for (size_t k = 0; k < 6; ++k) {
+        Mac m = kPodsMac;
+        m[k] ^= 0x40;
+        foreign.push_back({"byte " + std::to_string(k) + " off", m});
+    }
+    foreign.push_back({"the ext1 port's MAC", kExt1Mac});
+    uint64_t foreign_drops = 0;
+    for (const auto& [what, mac] : foreign) {
+        SCOPED_TRACE(what);
+        r.process(r.pods, ethernet(mac, kPod10Mac, kEtherIpv4, v4));
+        r.process(r.pods, ethernet(mac, kPod10Mac, kEtherIpv6, v6));
+        foreign_drops += 2;
+        EXPECT_EQ(r.drops(DropReason::foreign_mac), foreign_drops);
+        EXPECT_EQ(r.total_drops(), foreign_drops);
+        EXPECT_TRUE(r.tx(r.ext1).empty());
+        EXPECT_TRUE(r.tx(r.pods).empty());
+    }
+    EXPECT_EQ(r.w().counters.sessions_created, 0u);
+    // Any source MAC, its first two bytes included, with the port's MAC as the destination.
+    const Mac odd_source{0xfe, 0xdc, 0x00, 0x00, 0x00, 0x10};
+    r.process(r.pods, ethernet(kPodsMac, odd_source, kEtherIpv4, v4));
+    r.process(r.pods, ethernet(kPodsMac, odd_source, kEtherIpv6, v6));
+    EXPECT_EQ(r.tx(r.ext1).size(), 2u);
+    EXPECT_EQ(r.total_drops(), foreign_drops);
+    EXPECT_EQ(r.w().counters.sessions_created, 2u);
+}
+
+// A port whose MAC is a group address (a device refusing the configured MAC keeps it in
+// software, rte_ethdev refuses group addresses) takes no frame as unicast: a datagram sent to that
+// MAC is in a multicast frame, never translated.
+TEST_F(DataplaneTest, APortWithAGroupMacTakesNoFrameAsUnicast) {
+    const Mac group{0x03, 0x00, 0x00, 0x00, 0x00, 0x01};
+    RigOptions o;
+    o.configure = [&](config::Config& c) {
+        for (auto& p : c.ports)
+            if (p.name == "pods") {
+                config::MacAddr m;
+                std::copy(group.begin(), group.end(), m.bytes);
+                p.mac = m;
+            }
+    };
+    Rig& r = start(o);
+    r.process(r.pods, ethernet(group, kPod10Mac, kEtherIpv4, udp_ip(kPod10, 40000, kServer, 53, text("group"))));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::link_broadcast), 1u);
+    EXPECT_EQ(r.total_drops(), 1u);
+    EXPECT_EQ(r.w().counters.sessions_created, 0u);
+}
+
 // The addresses next to every range are ordinary unicast and go through: the ranges are no wider
 // than they should be.
 TEST_F(DataplaneTest, AddressesBesideTheFilteredRangesGoThrough) {
