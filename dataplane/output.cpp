@@ -74,10 +74,14 @@ void send(Worker& w, uint16_t port) {
     b.n = 0;
 }
 
-inline void tx_enqueue(Worker& w, rte_mbuf* m, uint16_t port) {
-    TxBuffer& b = w.tx[port];
-    if (unlikely(b.n == kTxBufferSize)) send(w, port);
+// `b` is one of w.tx: its port is its index there.
+inline void tx_enqueue(Worker& w, TxBuffer& b, rte_mbuf* m) {
+    if (unlikely(b.n == kTxBufferSize)) send(w, static_cast<uint16_t>(&b - w.tx));
     b.pkts[b.n++] = m;
+}
+
+inline void tx_enqueue(Worker& w, rte_mbuf* m, uint16_t port) {
+    tx_enqueue(w, w.tx[port], m);
 }
 
 // The most fragments one datagram may be cut into (a 16,128-byte jumbo datagram at the minimum
@@ -198,22 +202,29 @@ inline void write_ethernet(rte_ether_hdr* eth, uint64_t mac_word, uint64_t src_w
     }
 }
 
-// The last next hop of each family a burst's output resolved: its key and MAC word, and for
-// IPv4 its port's source word and largest unfragmented frame. Most of a burst leaves through one
-// next hop (a node's default gateway), so the packets after the first skip the neighbour table
-// and the port's policy. A MAC the control thread changes during the burst reaches the packets
-// of the next burst, as it would have had they come a few microseconds sooner; the policy does
-// not change within a burst. No key is all zero: make_key() puts port + 1 in it.
+// The last next hop of each family a burst's output resolved: its key and MAC word, and its
+// port's source word, largest unfragmented frame and transmit buffer. Most of a burst leaves
+// through one next hop (a node's default gateway), so the packets after the first skip the
+// neighbour table and the port's policy. A MAC the control thread changes during the burst
+// reaches the packets of the next burst, as it would have had they come a few microseconds
+// sooner; the policy does not change within a burst. No key is all zero: make_key() puts port + 1
+// in it.
+template <class Key>
 struct LastHop {
-    uint64_t key = 0;
+    Key key{};
     uint64_t mac = 0;
     uint64_t src = 0;
     uint32_t frame_max = 0;
+    TxBuffer* tx = nullptr;
+
+    void remember(Worker& w, const PolicySnapshot& p, const Key& k, uint64_t mac_word, uint64_t src_word,
+                  uint16_t port) {
+        *this = LastHop{k, mac_word, src_word, static_cast<uint32_t>(p.ports[port].mtu + sizeof(rte_ether_hdr)),
+                        &w.tx[port]};
+    }
 };
-struct LastHop6 {
-    NeighborTable6::Key key{0, 0, 0};
-    uint64_t mac = 0;
-};
+using LastHop4 = LastHop<NeighborTable::Key>;
+using LastHop6 = LastHop<NeighborTable6::Key>;
 
 // IPv6: the same with the IPv6 table, the slot cache checked against (port, next hop) alike.
 void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop6& last) {
@@ -221,8 +232,12 @@ void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketM
         const uint8_t* nh = pk.next_hop6.b;
         const NeighborTable6::Key key = NeighborTable6::make_key(pk.out_port, nh);
         if (likely(key == last.key)) {
-            write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), last.mac, p.eth_src6[pk.out_port]);
-            emit(w, p, m, pk.out_port);
+            write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), last.mac, last.src);
+            // A datagram put together here leaves by emit(), in fragments if need be.
+            if (unlikely((m->ol_flags & reassembled6_flag) || m->pkt_len > last.frame_max))
+                emit(w, p, m, pk.out_port);
+            else
+                tx_enqueue(w, *last.tx, m);
             return;
         }
         uint32_t slot = *pk.neighbor;
@@ -233,7 +248,7 @@ void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketM
             if (slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac)) slot = NeighborTable6::kNone;
         }
         if (likely(slot != NeighborTable6::kNone)) {
-            last = LastHop6{key, mac};
+            last.remember(w, p, key, mac, p.eth_src6[pk.out_port], pk.out_port);
             write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), mac, p.eth_src6[pk.out_port]);
             emit(w, p, m, pk.out_port);
             return;
@@ -248,7 +263,7 @@ void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketM
     hold(w, m);
 }
 
-inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop& last,
+inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop4& last,
                         LastHop6& last6) {
     if (pk.v6) {
         to_next_hop6(w, p, m, pk, last6);
@@ -261,7 +276,7 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
         if (unlikely(m->pkt_len > last.frame_max))
             fragment(w, m, pk.out_port, p.ports[pk.out_port].mtu);
         else
-            tx_enqueue(w, m, pk.out_port);
+            tx_enqueue(w, *last.tx, m);
         return;
     }
     NeighborTable& nt = *w.shared->neighbors;
@@ -275,8 +290,7 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
         if (slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac)) slot = NeighborTable::kNone;
     }
     if (likely(slot != NeighborTable::kNone)) {
-        last = LastHop{key, mac, p.eth_src4[pk.out_port],
-                       static_cast<uint32_t>(p.ports[pk.out_port].mtu + sizeof(rte_ether_hdr))};
+        last.remember(w, p, key, mac, p.eth_src4[pk.out_port], pk.out_port);
         write_ethernet(eth, mac, p.eth_src4[pk.out_port]);
         emit4(w, p, m, pk.out_port);
         return;
@@ -292,7 +306,7 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
 
 void stage_output(Worker& w, const PolicySnapshot& p, Burst& b) {
     uint32_t mask = b.pending(Next::output) | b.pending(Next::transmit) | b.pending(Next::drop);
-    LastHop last;
+    LastHop4 last;
     LastHop6 last6;
     for_each_packet(mask, [&](unsigned i) {
         const PacketMeta& pk = b.pkt[i];

@@ -194,6 +194,44 @@ TEST_F(DataplaneTest, Ipv6ReplyToTheOldTranslationSharingABurstWithWhatReplacesI
 // same frames, counters and sessions as the same packets sent one per burst. The burst path
 // classifies and prefetches all of a burst's new sessions before creating any of them, so this
 // pins that batching to the packet-at-a-time result.
+// More frames to one port in one call than its transmit buffer holds (several bursts before the
+// flush), both families interleaved, all to one next hop each: output sends the full buffer of
+// the right port on the way, and every frame leaves once, in order, translated.
+TEST_F(DataplaneTest, MoreFramesToOnePortThanItsTransmitBufferHoldsAllLeaveInOrder) {
+    using namespace std_rig6;
+    Rig& r = start(dual_stack());
+    constexpr unsigned kFrames = 5 * dp::kTxBufferSize / 2;
+    std::vector<In> in;
+    for (unsigned k = 0; k < kFrames; ++k) {
+        auto sport = static_cast<uint16_t>(10000 + k);
+        Bytes payload = text("frame");
+        payload.push_back(static_cast<uint8_t>(k));
+        in.push_back({r.pods, k % 3 == 2 ? from_pod6(kPod10v6, udp6_ip(kPod10v6, sport, kServerV6, 53, payload))
+                                         : r.from_pod(kPod10, udp_ip(kPod10, sport, kServer, 53, payload))});
+    }
+    r.process(0, in);
+    auto out = r.tx(r.ext1);
+    ASSERT_EQ(out.size(), kFrames);
+    for (unsigned k = 0; k < kFrames; ++k) {
+        SCOPED_TRACE(k);
+        Parsed p = parse_frame(out[k]);
+        ASSERT_TRUE(p.ok) << p.error;
+        EXPECT_TRUE(checksums_valid(p));
+        ASSERT_FALSE(p.payload.empty());
+        EXPECT_EQ(p.payload.back(), static_cast<uint8_t>(k)) << "out of order";
+        EXPECT_EQ(p.ether_type, k % 3 == 2 ? kEtherIpv6 : kEtherIpv4);
+        EXPECT_EQ(mac_str(Mac{out[k][0], out[k][1], out[k][2], out[k][3], out[k][4], out[k][5]}), mac_str(kServerMac));
+    }
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.w().counters.tx_packets, kFrames);
+    EXPECT_EQ(r.total_drops(), 0u);
+    // Only full buffers were sent on the way: no port saw a send that it refused.
+    for (unsigned port = 0; port < r.w().n_ports; ++port) {
+        EXPECT_EQ(r.w().tx[port].n, 0u) << "port " << port;
+        EXPECT_EQ(r.w().tx_refused_bursts[port], 0u) << "port " << port;
+    }
+}
+
 TEST_F(DataplaneTest, MixedBurstMatchesPacketAtATime) {
     RigOptions o;
     o.workers = 2;  // worker 0 owns NAT ports 1024-33279, worker 1 the rest

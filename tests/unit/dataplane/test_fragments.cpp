@@ -361,6 +361,30 @@ TEST_F(DataplaneTest, Ipv6DatagramWithinItsLargestFragmentLeavesWhole) {
     EXPECT_EQ(r.w().counters.fragmented, 2u);
 }
 
+// Output takes a burst's repeated next hop from what it kept of the first packet to it; a
+// datagram put together here that follows that packet must still leave no larger than its
+// largest fragment, though it would pass the port's MTU whole.
+TEST_F(DataplaneTest, Ipv6DatagramPutTogetherBehindAnotherPacketToItsNextHopIsStillCut) {
+    Rig& r = start(dual_stack());
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(10))));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u);
+    // 1,448 bytes in fragments of at most 1,048: within the MTU of 1,500, over the 1,280 it may
+    // leave in.
+    const Bytes big = udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(1400));
+    std::vector<Bytes> frames = {from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(20)))};
+    for (const Bytes& f : fragments6(big, 1000, 9))
+        frames.push_back(from_pod6(kPod10v6, f));
+    ASSERT_EQ(frames.size(), 3u);
+    r.process(0, burst(r.pods, frames));
+    auto out = r.tx(r.ext1);
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(ip_of(out[0]), udp6_ip(kIngressV6, 40000, kServerV6, 53, pattern(20), Ip6Opt{63}));
+    EXPECT_EQ(whole6({out[1], out[2]}, 1280), udp6_ip(kIngressV6, 40000, kServerV6, 53, pattern(1400), Ip6Opt{63}));
+    EXPECT_EQ(r.w().counters.reassembled, 1u);
+    EXPECT_EQ(r.w().counters.fragmented, 1u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 // Routed untranslated (a cluster destination) the same way: put together, hop limit one lower,
 // cut again no larger than it came.
 TEST_F(DataplaneTest, Ipv6FragmentsRoutedUntranslatedArePutTogetherAndCutAgain) {
