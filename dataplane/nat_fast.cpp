@@ -84,9 +84,14 @@ __attribute__((always_inline)) inline void translate_in2out(Worker& w, const Pol
         b.drop(i, DropReason::tcp_rst_out_of_window);
         return;
     }
+    // What the rewrite needs, read before its first store: a store into the packet may alias the
+    // metadata and the session as the compiler sees it, which made it read them again after each.
+    const Kind kind = pk.kind;
+    uint8_t* const l4 = pk.l4;
+    const uint16_t nat_port = s.nat_port, l4_delta = s.l4_delta;
     ip->src_addr = s.nat_ip;
     ip->hdr_checksum = csum_apply(ip->hdr_checksum, s.l3_delta, ttl_decrement(ip));
-    set_l4_port<true>(pk, s.nat_port, s.l4_delta);
+    set_l4_port<true>(kind, l4, nat_port, l4_delta);
     send_translated_out<Marked>(w, b, i, s);
 }
 
@@ -121,9 +126,12 @@ __attribute__((always_inline)) inline void translate_out2in(Worker& w, const Pol
         b.drop(i, DropReason::tcp_rst_out_of_window);
         return;
     }
+    const Kind kind = pk.kind;
+    uint8_t* const l4 = pk.l4;
+    const uint16_t pod_port = s.pod_port, l4_delta = csum_delta_invert(s.l4_delta);
     ip->dst_addr = s.pod_ip;
     ip->hdr_checksum = csum_apply(ip->hdr_checksum, csum_delta_invert(s.l3_delta), ttl_decrement(ip));
-    set_l4_port<false>(pk, s.pod_port, csum_delta_invert(s.l4_delta));
+    set_l4_port<false>(kind, l4, pod_port, l4_delta);
     send_translated_in<Marked>(w, b, i, s);
 }
 

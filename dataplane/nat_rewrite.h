@@ -16,23 +16,28 @@
 
 namespace egw::dp {
 
-// The source (Source = true) or destination port of a TCP/UDP packet, or the identifier of an
-// ICMP echo, with the L4 checksum.
+// The source (Source = true) or destination port of a TCP/UDP packet of kind `kind` whose
+// transport header is at `l4`, or the identifier of an ICMP echo, with the L4 checksum.
 template <bool Source>
-inline void set_l4_port(const PacketMeta& pk, uint16_t port_be, uint16_t delta) {
-    if (pk.kind == Kind::tcp) {
-        auto* th = reinterpret_cast<rte_tcp_hdr*>(pk.l4);
+inline void set_l4_port(Kind kind, uint8_t* l4, uint16_t port_be, uint16_t delta) {
+    if (kind == Kind::tcp) {
+        auto* th = reinterpret_cast<rte_tcp_hdr*>(l4);
         (Source ? th->src_port : th->dst_port) = port_be;
         th->cksum = csum_apply(th->cksum, delta);
-    } else if (pk.kind == Kind::udp) {
-        auto* uh = reinterpret_cast<rte_udp_hdr*>(pk.l4);
+    } else if (kind == Kind::udp) {
+        auto* uh = reinterpret_cast<rte_udp_hdr*>(l4);
         (Source ? uh->src_port : uh->dst_port) = port_be;
         uh->dgram_cksum = csum_apply_udp(uh->dgram_cksum, delta);
     } else {
-        auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
+        auto* ih = reinterpret_cast<rte_icmp_hdr*>(l4);
         ih->icmp_ident = port_be;
         ih->icmp_cksum = csum_apply_icmp(ih->icmp_cksum, delta);
     }
+}
+
+template <bool Source>
+inline void set_l4_port(const PacketMeta& pk, uint16_t port_be, uint16_t delta) {
+    set_l4_port<Source>(pk.kind, pk.l4, port_be, delta);
 }
 
 // Rewrites a port of the quoted header of an ICMP error, and its checksum when the quote is long
