@@ -10,7 +10,8 @@
 //     EtherType 0x86DD;
 //   - `transmit`: finished frames (ARP and echo replies) go to the transmit buffer as they are;
 //   - `drop`: counted under its reason and freed.
-// Every frame goes through emit(), which holds it against the port's MTU: an IPv4 datagram
+// Every frame is held against its port's MTU (emit(); to_next_hop() with the port's limit kept
+// for the burst): an IPv4 datagram
 // larger than the MTU is cut into fragments with rte_ip_frag, one that may not be (DF set, not
 // IPv4: routers never fragment IPv6) is dropped, so no frame longer than the MTU reaches a driver;
 // an IPv6 datagram the gateway put together from fragments is cut again (fragment6()). The stages refuse DF
@@ -148,17 +149,8 @@ void fragment6(Worker& w, rte_mbuf* m, uint16_t port, uint16_t size) {
     }
 }
 
-// The port's MTU for an IPv4 frame (an IPv6 datagram put together here is never in one), or the
-// end of emit() below.
-inline void emit4(Worker& w, const PolicySnapshot& p, rte_mbuf* m, uint16_t port) {
-    if (unlikely(m->pkt_len > uint32_t{p.ports[port].mtu} + sizeof(rte_ether_hdr))) {
-        fragment(w, m, port, p.ports[port].mtu);
-        return;
-    }
-    tx_enqueue(w, m, port);
-}
-
-// The one way a frame reaches a transmit buffer (emit4() for the IPv4 frames output makes).
+// The one way a frame that is not a next hop's reaches a transmit buffer; next hops' frames take
+// the same steps with their port's limits kept for the burst (to_next_hop()).
 inline void emit(Worker& w, const PolicySnapshot& p, rte_mbuf* m, uint16_t port) {
     uint16_t mtu = p.ports[port].mtu;
     // An IPv6 datagram put together here leaves no larger than the largest fragment it came in,
@@ -174,7 +166,11 @@ inline void emit(Worker& w, const PolicySnapshot& p, rte_mbuf* m, uint16_t port)
         }
         m->ol_flags = 0;
     }
-    emit4(w, p, m, port);
+    if (unlikely(m->pkt_len > uint32_t{mtu} + sizeof(rte_ether_hdr))) {
+        fragment(w, m, port, mtu);
+        return;
+    }
+    tx_enqueue(w, m, port);
 }
 
 // To the control thread, to wait there until the next hop answers ARP or NS (held.h); the
@@ -228,39 +224,35 @@ using LastHop6 = LastHop<NeighborTable6::Key>;
 
 // IPv6: the same with the IPv6 table, the slot cache checked against (port, next hop) alike.
 void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop6& last) {
-    if (NeighborTable6* nt = w.shared->neighbors6) {
-        const uint8_t* nh = pk.next_hop6.b;
-        const NeighborTable6::Key key = NeighborTable6::make_key(pk.out_port, nh);
-        if (likely(key == last.key)) {
-            write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), last.mac, last.src);
-            // A datagram put together here leaves by emit(), in fragments if need be.
-            if (unlikely((m->ol_flags & reassembled6_flag) || m->pkt_len > last.frame_max))
-                emit(w, p, m, pk.out_port);
-            else
-                tx_enqueue(w, *last.tx, m);
-            return;
-        }
-        uint32_t slot = *pk.neighbor;
+    const uint8_t* nh = pk.next_hop6.b;
+    const NeighborTable6::Key key = NeighborTable6::make_key(pk.out_port, nh);
+    if (unlikely(key != last.key)) {
+        NeighborTable6* nt = w.shared->neighbors6;
+        uint32_t slot = nt ? *pk.neighbor : NeighborTable6::kNone;
         uint64_t mac;
-        if (unlikely(slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac))) {
+        if (nt && (slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac))) {
             slot = nt->find(pk.out_port, nh);
             *pk.neighbor = slot;
             if (slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac)) slot = NeighborTable6::kNone;
         }
-        if (likely(slot != NeighborTable6::kNone)) {
-            last.remember(w, p, key, mac, p.eth_src6[pk.out_port], pk.out_port);
-            write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), mac, p.eth_src6[pk.out_port]);
-            emit(w, p, m, pk.out_port);
+        if (unlikely(slot == NeighborTable6::kNone)) {
+            rte_pktmbuf_mtod(m, rte_ether_hdr*)->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
+            m->port = pk.out_port;
+            HeldNextHop& h = held_of(m, w.shared->next_hop_field);
+            h.v4 = 0;
+            h.what = kHeldPacket;
+            std::memcpy(h.v6, pk.next_hop6.b, 16);
+            hold(w, m);
             return;
         }
+        last.remember(w, p, key, mac, p.eth_src6[pk.out_port], pk.out_port);
     }
-    rte_pktmbuf_mtod(m, rte_ether_hdr*)->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
-    m->port = pk.out_port;
-    HeldNextHop& h = held_of(m, w.shared->next_hop_field);
-    h.v4 = 0;
-    h.what = kHeldPacket;
-    std::memcpy(h.v6, pk.next_hop6.b, 16);
-    hold(w, m);
+    write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), last.mac, last.src);
+    // A datagram put together here leaves by emit(), in fragments if need be.
+    if (unlikely((m->ol_flags & reassembled6_flag) || m->pkt_len > last.frame_max))
+        emit(w, p, m, pk.out_port);
+    else
+        tx_enqueue(w, *last.tx, m);
 }
 
 inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop4& last,
@@ -269,37 +261,33 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
         to_next_hop6(w, p, m, pk, last6);
         return;
     }
-    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
     const uint64_t key = NeighborTable::make_key(pk.out_port, pk.next_hop);
-    if (likely(key == last.key)) {
-        write_ethernet(eth, last.mac, last.src);
-        if (unlikely(m->pkt_len > last.frame_max))
-            fragment(w, m, pk.out_port, p.ports[pk.out_port].mtu);
-        else
-            tx_enqueue(w, *last.tx, m);
-        return;
-    }
-    NeighborTable& nt = *w.shared->neighbors;
-    // The cached slot is a hint: the table may have given it to another next hop since (aged out,
-    // recycled); resolve() checks the key and a mismatch means a fresh lookup.
-    uint32_t slot = *pk.neighbor;
-    uint64_t mac;
-    if (unlikely(slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac))) {
-        slot = nt.find(pk.out_port, pk.next_hop);
-        *pk.neighbor = slot;
-        if (slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac)) slot = NeighborTable::kNone;
-    }
-    if (likely(slot != NeighborTable::kNone)) {
+    if (unlikely(key != last.key)) {
+        NeighborTable& nt = *w.shared->neighbors;
+        // The cached slot is a hint: the table may have given it to another next hop since (aged
+        // out, recycled); resolve() checks the key and a mismatch means a fresh lookup.
+        uint32_t slot = *pk.neighbor;
+        uint64_t mac;
+        if (unlikely(slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac))) {
+            slot = nt.find(pk.out_port, pk.next_hop);
+            *pk.neighbor = slot;
+            if (slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac)) slot = NeighborTable::kNone;
+        }
+        if (unlikely(slot == NeighborTable::kNone)) {
+            m->port = pk.out_port;
+            HeldNextHop& h = held_of(m, w.shared->next_hop_field);
+            h.v4 = pk.next_hop;
+            h.what = kHeldPacket;
+            hold(w, m);
+            return;
+        }
         last.remember(w, p, key, mac, p.eth_src4[pk.out_port], pk.out_port);
-        write_ethernet(eth, mac, p.eth_src4[pk.out_port]);
-        emit4(w, p, m, pk.out_port);
-        return;
     }
-    m->port = pk.out_port;
-    HeldNextHop& h = held_of(m, w.shared->next_hop_field);
-    h.v4 = pk.next_hop;
-    h.what = kHeldPacket;
-    hold(w, m);
+    write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), last.mac, last.src);
+    if (unlikely(m->pkt_len > last.frame_max))
+        fragment(w, m, pk.out_port, p.ports[pk.out_port].mtu);
+    else
+        tx_enqueue(w, *last.tx, m);
 }
 
 }  // namespace

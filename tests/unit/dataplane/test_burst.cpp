@@ -226,10 +226,8 @@ TEST_F(DataplaneTest, MoreFramesToOnePortThanItsTransmitBufferHoldsAllLeaveInOrd
     EXPECT_EQ(r.w().counters.tx_packets, kFrames);
     EXPECT_EQ(r.total_drops(), 0u);
     // Only full buffers were sent on the way: no port saw a send that it refused.
-    for (unsigned port = 0; port < r.w().n_ports; ++port) {
-        EXPECT_EQ(r.w().tx[port].n, 0u) << "port " << port;
+    for (unsigned port = 0; port < r.w().n_ports; ++port)
         EXPECT_EQ(r.w().tx_refused_bursts[port], 0u) << "port " << port;
-    }
 }
 
 TEST_F(DataplaneTest, MixedBurstMatchesPacketAtATime) {
