@@ -59,8 +59,7 @@ inline bool is_single_host(const PolicySnapshot& p, unsigned n_ports, uint32_t a
 }
 
 // First octets filter_addresses() may drop for, whatever the rest of the address: 0, 127, 169
-// (169.254.0.0/16 link-local; the rest of 169/8 is not filtered), 224 and above. Two table reads
-// clear the common packet of every test but the directed broadcasts (input's common path).
+// (169.254.0.0/16 link-local; the rest of 169/8 is not filtered), 224 and above.
 struct FirstOctetTable {
     bool filtered[256];
     constexpr FirstOctetTable() : filtered{} {
@@ -71,12 +70,20 @@ struct FirstOctetTable {
 };
 inline constexpr FirstOctetTable kFirstOctet{};
 
+// Whether `a` (host order) certainly passes every address test: two table reads, its first
+// octet against the martian ranges and its last against the last octets of the ports' directed
+// broadcasts. An address either flags (one in 256 ends like a /24's broadcast) is judged exactly.
+inline bool address_cleared(const PolicySnapshot& p, uint32_t a) {
+    return !(kFirstOctet.filtered[a >> 24] | p.broadcast_last_octet[a & 0xff]);
+}
+
 // What input drops before any stage may translate, forward or answer a packet, by reason: its
 // destination first (a DHCP discover from 0.0.0.0 is a broadcast), then its source, then a
 // unicast datagram that came in a link-layer broadcast or multicast frame (RFC 1812 5.3.4).
-// DropReason::count when the packet goes on. The common packet costs four comparisons.
+// DropReason::count when the packet goes on. The common packet costs four table reads.
 inline DropReason filter_addresses(const PolicySnapshot& p, unsigned n_ports, uint32_t src, uint32_t dst,
                                    bool link_broadcast) {
+    if (likely(address_cleared(p, dst) && address_cleared(p, src) && !link_broadcast)) return DropReason::count;
     uint32_t d8 = dst >> 24, s8 = src >> 24;
     if (unlikely(d8 >= 224))
         return d8 < 240                    ? DropReason::multicast
@@ -89,6 +96,12 @@ inline DropReason filter_addresses(const PolicySnapshot& p, unsigned n_ports, ui
     if (is_directed_broadcast(p, n_ports, src)) return DropReason::martian_source;
     if (unlikely(link_broadcast)) return DropReason::link_broadcast;
     return DropReason::count;
+}
+
+// Whether filter_addresses() lets `a` (host order) pass as the source or as the destination of a
+// unicast frame: the two reject the same addresses, for different reasons.
+inline bool address_passes(const PolicySnapshot& p, unsigned n_ports, uint32_t a) {
+    return filter_addresses(p, n_ports, a, a, false) == DropReason::count;
 }
 
 }  // namespace egw::dp

@@ -415,10 +415,12 @@ __attribute__((always_inline)) inline bool to_port_mac(const PolicySnapshot& p, 
 }
 
 // The common frame, judged with the fewest instructions: one mbuf, unicast to the receiving
-// port's MAC, IPv4 with a 20-byte header, not a fragment, TCP or UDP, addresses clear of every
-// filter. Anything else returns false untouched and parse() judges it: for a frame this accepts,
-// parse() would go on with the same metadata (the same tests, in an order that fails early on
-// whatever is uncommon).
+// port's MAC, IPv4 with a 20-byte header, not a fragment, TCP or UDP. Anything else returns false
+// untouched and parse() judges it: for a frame this accepts, parse() would go on with the same
+// metadata (the same tests, in an order that fails early on whatever is uncommon), or drop it for
+// its addresses. Those are not filtered here: a hit of a session of the current epoch has
+// addresses the filter passed, and nat_slow filters every other packet first (checked_epoch() in
+// nat_session.h).
 __attribute__((always_inline)) inline bool parse_common(const Worker& w, const PolicySnapshot& p, rte_mbuf* m,
                                                         PacketMeta& pk) {
     uint16_t port = m->port;
@@ -438,13 +440,6 @@ __attribute__((always_inline)) inline bool parse_common(const Worker& w, const P
     if (unlikely((head & kHeadMask) != kHeadCommon || total < sizeof(rte_ipv4_hdr) || total > len)) return false;
     if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
         unlikely(!ipv4_header_checksum_ok(ip, sizeof(rte_ipv4_hdr))))
-        return false;
-    // Two reads rule out the martian ranges, two more the directed broadcasts: an address either
-    // flags (one in 256 ends like a /24's broadcast) is judged exactly by parse(). The addresses
-    // stay in network order: their first octet is the low byte of the word as read.
-    uint32_t src = ip->src_addr, dst = ip->dst_addr;
-    if (unlikely(kFirstOctet.filtered[dst & 0xff] | kFirstOctet.filtered[src & 0xff] |
-                 p.broadcast_last_octet[dst >> 24] | p.broadcast_last_octet[src >> 24]))
         return false;
     uint8_t* l4 = reinterpret_cast<uint8_t*>(ip) + sizeof(rte_ipv4_hdr);
     uint32_t l4_len = total - sizeof(rte_ipv4_hdr);

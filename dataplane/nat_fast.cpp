@@ -230,12 +230,15 @@ void stage_nat_fast(Worker& w, const PolicySnapshot& p, Burst& b) {
     // outcome moves its packet at once, as elsewhere.
     // Each family in a loop of its own: an IPv6 branch in the IPv4 loop cost every IPv4 hit 2-6
     // instructions (callgrind).
+    // A hit of an earlier epoch goes to the slow path, which filters its addresses and checks
+    // its policy and routes again (nat_session.h).
     uint32_t marked = 0;
     const uint32_t pending = b.pending(Next::nat_fast);
     const uint32_t six = pending & b.fast6;
+    const uint32_t gen = static_cast<uint32_t>(p.generation);
     for_each_packet(pending & ~six, [&](unsigned i) {
         Session& s = w.sessions.at(b.pkt[i].session);
-        if (likely(session_usable(p, s))) {
+        if (likely(s.epoch == gen)) {
             translate<true>(w, p, b, i, s);
             marked |= uint32_t{b.pkt[i].next == Next::output} << i;
         } else {
@@ -244,7 +247,7 @@ void stage_nat_fast(Worker& w, const PolicySnapshot& p, Burst& b) {
     });
     for_each_packet(six, [&](unsigned i) {
         Session6& s = w.sessions6.at(b.pkt[i].session);
-        if (likely(session_usable(p, s))) {
+        if (likely(s.epoch == gen)) {
             translate6<true>(w, p, b, i, s);
             marked |= uint32_t{b.pkt[i].next == Next::output} << i;
         } else {

@@ -11,6 +11,7 @@
 #include <rte_byteorder.h>
 #include <rte_ip.h>
 
+#include "dataplane/address_filter.h"
 #include "dataplane/burst.h"
 #include "dataplane/worker.h"
 
@@ -96,20 +97,35 @@ inline bool refresh_routes(const PolicySnapshot& p, Session6& s) {
     return true;
 }
 
-// Whether a hit may be used as it is: its policy holds and its cached routes are current. A
-// session remembers the snapshot generation it was last checked under (its epoch), so a hit
-// under the same snapshot costs one comparison and reads nothing outside the session. Under a
+// The epoch a session is given when it is created or checked under `p`: p's generation, which lets
+// its hits skip every check (nat_fast.cpp), only when all three of its IPv4 addresses pass the
+// address filter under `p`. Input's common path does not filter addresses: a hit's two addresses
+// are two of its session's, so a session of the current epoch vouches for them. A session whose
+// NAT address is filtered (a misconfigured ingress IP, a port address that became a directed
+// broadcast) keeps an older epoch, and each of its packets takes the slow path, which filters it.
+// IPv6's common path still filters every packet, so IPv6 sessions always take the generation.
+inline uint32_t checked_epoch(const PolicySnapshot& p, unsigned n_ports, const Session& s) {
+    uint32_t gen = static_cast<uint32_t>(p.generation);
+    return address_passes(p, n_ports, rte_be_to_cpu_32(s.nat_ip)) ? gen : gen - 1;
+}
+inline uint32_t checked_epoch(const PolicySnapshot& p, unsigned, const Session6&) {
+    return static_cast<uint32_t>(p.generation);
+}
+
+// Whether a session of an earlier epoch may be used as it is: its policy holds and its cached
+// routes are current. A session remembers the snapshot generation it was last checked under (its
+// epoch), so a hit under the same snapshot costs one comparison in the fast path (nat_fast.cpp)
+// and reads nothing outside the session; this is the slow path's check of the others. Under a
 // newer snapshot the policy is checked again, and the routes only when they changed since the
 // epoch (so a publication for an unrelated Service does not send every session back to the route
-// and neighbour tables).
+// and neighbour tables). The packet's own addresses have been filtered (stage_nat_slow).
 template <class S>
-inline bool session_usable(const PolicySnapshot& p, S& s) {
-    uint32_t gen = static_cast<uint32_t>(p.generation);
-    if (likely(s.epoch == gen)) return true;
+inline bool session_usable(const PolicySnapshot& p, unsigned n_ports, S& s) {
+    if (likely(s.epoch == static_cast<uint32_t>(p.generation))) return true;
     if (!policy_holds(p, s)) return false;
     if (static_cast<int32_t>(static_cast<uint32_t>(p.route_generation) - s.epoch) > 0 && !refresh_routes(p, s))
         return false;
-    s.epoch = gen;
+    s.epoch = checked_epoch(p, n_ports, s);
     return true;
 }
 

@@ -22,6 +22,7 @@
 
 #include <cstring>
 
+#include "dataplane/address_filter.h"
 #include "dataplane/checksum.h"
 #include "dataplane/classify.h"
 #include "dataplane/icmp_reply.h"
@@ -168,7 +169,7 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
         return SessionTable::kNone;
     }
     uint32_t dst = rte_be_to_cpu_32(pk.key.dst);
-    s.epoch = static_cast<uint32_t>(p.generation);
+    s.epoch = checked_epoch(p, w.n_ports, s);
     s.out_port = f.nh->port;
     s.out_next_hop = f.nh->gateway ? f.nh->gateway : dst;
     s.out_neighbor = NeighborTable::kNone;
@@ -225,7 +226,7 @@ uint32_t create_session6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned 
         b.drop(i, DropReason::port_exhausted);
         return SessionTable6::kNone;
     }
-    s.epoch = static_cast<uint32_t>(p.generation);
+    s.epoch = checked_epoch(p, w.n_ports, s);
     s.out_port = f.nh6->port;
     s.out_next_hop = f.nh6->on_link ? s.remote_ip : f.nh6->gateway;
     s.out_neighbor = NeighborTable6::kNone;
@@ -339,10 +340,23 @@ void miss_incoming(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
 }  // namespace
 
 void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b) {
-    uint32_t slow = b.pending(Next::nat_slow);
+    // Input's common path leaves the IPv4 address filter to this stage (checked_epoch() in
+    // nat_session.h says why): a miss, or a hit of an earlier epoch, is filtered before anything
+    // else is decided for it. A packet parse() has judged passes again.
+    uint32_t slow = 0;
     uint32_t outgoing = 0;
-    for_each_packet(slow, [&](unsigned i) {
-        if (b.pkt[i].dir == Dir::in2out) outgoing |= 1u << i;
+    for_each_packet(b.pending(Next::nat_slow), [&](unsigned i) {
+        const PacketMeta& pk = b.pkt[i];
+        if (!pk.v6) {
+            DropReason r = filter_addresses(p, w.n_ports, rte_be_to_cpu_32(pk.ip->src_addr),
+                                            rte_be_to_cpu_32(pk.ip->dst_addr), false);
+            if (unlikely(r != DropReason::count)) {
+                b.drop(i, r);
+                return;
+            }
+        }
+        slow |= 1u << i;
+        if (pk.dir == Dir::in2out) outgoing |= 1u << i;
     });
     if (outgoing) plan_outgoing(w, p, b, outgoing);
     for_each_packet(slow, [&](unsigned i) {
@@ -359,7 +373,7 @@ void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b) {
                 // be used again. Outgoing packets start a new session under the current policy.
                 auto usable = [&](auto& table) {
                     auto& s = table.at(pk.session);
-                    if (session_usable(p, s)) {
+                    if (session_usable(p, w.n_ports, s)) {
                         nat_translate(w, p, b, i, s);
                         return true;
                     }

@@ -117,8 +117,8 @@ struct PolicySnapshot {
     };
     std::array<PortBroadcast, kMaxPorts * kMaxPortAddresses> port_broadcasts{};
     unsigned n_port_broadcasts = 0;
-    // Whether some address of port_broadcasts ends in the octet: input's common path clears a
-    // packet of every directed broadcast with two reads of this, and leaves the few addresses it
+    // Whether some address of port_broadcasts ends in the octet: the address filter clears an
+    // address of every directed broadcast with one read of this, and leaves the few addresses it
     // flags to the exact comparison (address_filter.h). Derived by index_ports().
     std::array<bool, 256> broadcast_last_octet{};
     // Bytes 6-13 of an IPv4 frame leaving each port (its MAC as the source, EtherType 0x0800), as

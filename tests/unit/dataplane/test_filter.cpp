@@ -226,5 +226,60 @@ TEST_F(DataplaneTest, AddressesEndingLikeASubnetsBroadcastAreJudgedExactly) {
     EXPECT_EQ(r.total_drops(), drops);
 }
 
+// Input's common path leaves the address filter to the slow path, and a session hit skips it when
+// the session was checked under the current snapshot (dataplane/nat_session.h). A Service whose
+// ingress IP is ext1's directed broadcast makes a session whose NAT address is filtered: its pod's
+// packets are translated every time, and every reply to that address is dropped, not only the
+// first; a hit of such a session must not vouch for its NAT address.
+TEST_F(DataplaneTest, RepliesToANatAddressTheFilterRejectsAreDroppedEveryTime) {
+    const uint32_t broadcast = ip4(192, 0, 2, 255);
+    RigOptions o;
+    o.services = {lb_service(kWeb, broadcast, {kPod10})};
+    Rig& r = start(o);
+    uint16_t nat_port = 0;
+    for (int k = 0; k < 3; ++k) {
+        SCOPED_TRACE(k);
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 41000, kInternet, 53, text("out"))));
+        auto out = r.tx(r.ext1);
+        ASSERT_EQ(out.size(), 1u);
+        Parsed p = parse_frame(out[0]);
+        ASSERT_TRUE(p.ok) << p.error;
+        EXPECT_EQ(p.src, broadcast);
+        EXPECT_TRUE(checksums_valid(p));
+        if (k == 0) nat_port = p.sport;
+        EXPECT_EQ(p.sport, nat_port);
+    }
+    ASSERT_EQ(r.sessions().size(), 1u);
+    for (int k = 0; k < 3; ++k) {
+        SCOPED_TRACE(k);
+        uint64_t before = r.drops(DropReason::directed_broadcast);
+        r.process(r.ext1, r.from_ext1(udp_ip(kInternet, 53, broadcast, nat_port, text("back"))));
+        EXPECT_EQ(r.drops(DropReason::directed_broadcast), before + 1);
+        EXPECT_TRUE(r.tx(r.pods).empty());
+        EXPECT_TRUE(r.tx(r.ext1).empty());
+    }
+    EXPECT_EQ(r.sessions().size(), 1u);
+    EXPECT_EQ(r.total_drops(), 3u);
+}
+
+// The same path for a reply whose source the filter rejects: a session to a remote host ending
+// like no broadcast, answered from the subnet's broadcast address instead, matches no session and
+// is dropped for its source, from the first reply on.
+TEST_F(DataplaneTest, AReplyFromAFilteredSourceIsDroppedForItsSource) {
+    Rig& r = start({});
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 41000, kInternet, 53, text("out"))));
+    auto out = r.tx(r.ext1);
+    ASSERT_EQ(out.size(), 1u);
+    Parsed p = parse_frame(out[0]);
+    ASSERT_TRUE(p.ok) << p.error;
+    for (uint32_t src : {ip4(192, 0, 2, 255), ip4(127, 0, 0, 1), ip4(224, 0, 0, 9)}) {
+        SCOPED_TRACE(src);
+        uint64_t before = r.drops(DropReason::martian_source);
+        r.process(r.ext1, r.from_ext1(udp_ip(src, 53, kIngress, p.sport, text("back"))));
+        EXPECT_EQ(r.drops(DropReason::martian_source), before + 1);
+        EXPECT_TRUE(r.tx(r.pods).empty());
+    }
+}
+
 }  // namespace
 }  // namespace egw::test
