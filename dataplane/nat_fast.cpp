@@ -23,37 +23,30 @@ namespace egw::dp {
 
 void stage_nat_lookup(Worker& w, Burst& b) {
     // Input queued the keys by table and direction, hashed, their buckets found and prefetched.
-    uint32_t found[kBurst];
     // Every packet of the step leaves it, so the masks are set once for the whole burst.
     uint32_t hits = 0;
+    // Each packet's result as the table confirms it, while the later sessions are on their way.
     auto settle = [&](const auto& table, const auto& q) {
-        for (unsigned k = 0; k < q.n; ++k) {
-            PacketMeta& pk = b.pkt[q.pos[k]];
-            pk.session = found[k];
-            bool hit = found[k] != SessionTable::kNone;
+        return [&](unsigned k, uint32_t idx) {
+            unsigned i = q.pos[k];
+            PacketMeta& pk = b.pkt[i];
+            pk.session = idx;
+            bool hit = idx != SessionTable::kNone;
             // A TCP hit also reads and writes its sequence space (tcp_track.h).
-            if (hit && pk.kind == Kind::tcp) table.prefetch_tcp(found[k]);
+            if (hit && pk.kind == Kind::tcp) table.prefetch_tcp(idx);
             pk.next = hit ? Next::nat_fast : Next::nat_slow;
-            hits |= uint32_t{hit} << q.pos[k];
-        }
+            hits |= uint32_t{hit} << i;
+        };
     };
-    if (const auto& q = b.lookup4[0]; q.n) {
-        w.sessions.lookup_inside_begun(q.key, q.n, found, q.hash, q.home);
-        settle(w.sessions, q);
-    }
-    if (const auto& q = b.lookup4[1]; q.n) {
-        w.sessions.lookup_outside_begun(q.key, q.n, found, q.hash, q.home);
-        settle(w.sessions, q);
-    }
+    if (const auto& q = b.lookup4[0]; q.n)
+        w.sessions.probe_begun<true>(q.key, q.n, q.hash, q.home, settle(w.sessions, q));
+    if (const auto& q = b.lookup4[1]; q.n)
+        w.sessions.probe_begun<false>(q.key, q.n, q.hash, q.home, settle(w.sessions, q));
     const uint32_t hits4 = hits;
-    if (const auto& q = b.lookup6[0]; unlikely(q.n)) {
-        w.sessions6.lookup_inside_begun(q.key, q.n, found, q.hash, q.home);
-        settle(w.sessions6, q);
-    }
-    if (const auto& q = b.lookup6[1]; unlikely(q.n)) {
-        w.sessions6.lookup_outside_begun(q.key, q.n, found, q.hash, q.home);
-        settle(w.sessions6, q);
-    }
+    if (const auto& q = b.lookup6[0]; unlikely(q.n))
+        w.sessions6.probe_begun<true>(q.key, q.n, q.hash, q.home, settle(w.sessions6, q));
+    if (const auto& q = b.lookup6[1]; unlikely(q.n))
+        w.sessions6.probe_begun<false>(q.key, q.n, q.hash, q.home, settle(w.sessions6, q));
     uint32_t looked = b.pending(Next::nat_lookup);
     b.waiting[static_cast<unsigned>(Next::nat_lookup)] = 0;
     b.waiting[static_cast<unsigned>(Next::nat_fast)] |= hits;

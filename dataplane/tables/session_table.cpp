@@ -158,40 +158,7 @@ void BasicSessionTable<F>::lookup_bulk(const Key* const* keys, unsigned n, uint3
     Home homes[kBulk];
     for (unsigned i = 0; i < n; ++i)
         h[i] = begin<Inside>(*keys[i], homes[i]);
-    probe_bulk<Inside>(keys, n, idx, h, homes);
-}
-
-// The rest of a bulk lookup once every key's hash and bucket are known and the bucket
-// prefetched: signatures, then the sessions they point to (prefetched for the whole burst before
-// the first key check).
-template <class F>
-template <bool Inside>
-void BasicSessionTable<F>::probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h,
-                                      const Home* homes) const {
-    for (unsigned i = 0; i < n; ++i) {
-        const Bucket& bk = *static_cast<const Bucket*>(homes[i]);
-        uint32_t cand = kNone;
-        for (unsigned m = sig_matches(bk, h[i]); m; m &= m - 1) {
-            unsigned j = static_cast<unsigned>(__builtin_ctz(m));
-            if (bk.idx[j] != kEmpty) {
-                cand = bk.idx[j];
-                break;
-            }
-        }
-        idx[i] = cand;
-        if (cand != kNone) {
-            rte_prefetch0(&pool_[cand]);
-            // An IPv6 session's second line: what its rewrite and output read.
-            if constexpr (sizeof(Entry) > 64) rte_prefetch0(reinterpret_cast<const uint8_t*>(&pool_[cand]) + 64);
-        }
-    }
-    for (unsigned i = 0; i < n; ++i) {
-        uint32_t c = idx[i];
-        if (c != kNone && (Inside ? F::inside_match(pool_[c], *keys[i]) : F::outside_match(pool_[c], *keys[i])))
-            continue;
-        const Bucket& bk = *home<Inside>(h[i]);
-        idx[i] = (c == kNone && !bk.overflowed) ? kNone : find<Inside>(*keys[i], h[i]);
-    }
+    probe_begun<Inside>(keys, n, h, homes, [idx](unsigned k, uint32_t found) { idx[k] = found; });
 }
 
 template <class F>
@@ -209,13 +176,13 @@ void BasicSessionTable<F>::lookup_outside(const Key* const* keys, unsigned n, ui
 template <class F>
 void BasicSessionTable<F>::lookup_inside_begun(const Key* const* keys, unsigned n, uint32_t* idx,
                                                const uint32_t* hashes, const Home* homes) const {
-    probe_bulk<true>(keys, n, idx, hashes, homes);
+    probe_begun<true>(keys, n, hashes, homes, [idx](unsigned k, uint32_t found) { idx[k] = found; });
 }
 
 template <class F>
 void BasicSessionTable<F>::lookup_outside_begun(const Key* const* keys, unsigned n, uint32_t* idx,
                                                 const uint32_t* hashes, const Home* homes) const {
-    probe_bulk<false>(keys, n, idx, hashes, homes);
+    probe_begun<false>(keys, n, hashes, homes, [idx](unsigned k, uint32_t found) { idx[k] = found; });
 }
 
 template <class F>
@@ -226,6 +193,11 @@ uint32_t BasicSessionTable<F>::find_inside(const Key& k) const {
 template <class F>
 uint32_t BasicSessionTable<F>::find_outside(const Key& k) const {
     return find<false>(k, hash(k));
+}
+
+template <class F>
+uint32_t BasicSessionTable<F>::find_inside(const Key& k, uint32_t h) const {
+    return find<true>(k, h);
 }
 
 template <class F>

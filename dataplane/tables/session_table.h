@@ -288,9 +288,46 @@ public:
                              const Home* homes) const;
     void lookup_outside_begun(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes,
                               const Home* homes) const;
+    // The begun lookups of keys[0..n) in one index (inside or outside, as they were begun), each
+    // result handed to found(k, idx) in key order as soon as it is known (idx = kNone on a miss),
+    // so that the caller acts on one hit while the later sessions are still on their way: the
+    // signatures first, every candidate session prefetched, then each confirmed against its key
+    // (the full walk on a signature collision or an overflowed bucket). n <= kBulk.
+    template <bool Inside, class Found>
+    void probe_begun(const Key* const* keys, unsigned n, const uint32_t* h, const Home* homes, Found&& found) const {
+        uint32_t cand[kBulk];
+        for (unsigned i = 0; i < n; ++i) {
+            const Bucket& bk = *static_cast<const Bucket*>(homes[i]);
+            uint32_t c = kNone;
+            for (unsigned m = sig_matches(bk, h[i]); m; m &= m - 1) {
+                unsigned j = static_cast<unsigned>(__builtin_ctz(m));
+                if (bk.idx[j] != kEmpty) {
+                    c = bk.idx[j];
+                    break;
+                }
+            }
+            cand[i] = c;
+            if (c != kNone) {
+                rte_prefetch0(&pool_[c]);
+                // An IPv6 session's second line: what its rewrite and output read.
+                if constexpr (sizeof(Entry) > 64) rte_prefetch0(reinterpret_cast<const uint8_t*>(&pool_[c]) + 64);
+            }
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            uint32_t c = cand[i];
+            if (c == kNone || !(Inside ? F::inside_match(pool_[c], *keys[i]) : F::outside_match(pool_[c], *keys[i]))) {
+                const Bucket& bk = *home<Inside>(h[i]);
+                c = (c == kNone && !bk.overflowed) ? kNone
+                    : Inside                       ? find_inside(*keys[i], h[i])
+                                                   : find_outside(*keys[i], h[i]);
+            }
+            found(i, c);
+        }
+    }
     uint32_t find_inside(const Key& k) const;
     uint32_t find_outside(const Key& k) const;
     // The same when h = key_hash(k) is already known.
+    uint32_t find_inside(const Key& k, uint32_t h) const;
     uint32_t find_outside(const Key& k, uint32_t h) const;
 
     // Creates a session from `s` (its tuple fields must be set), indexing both keys.
@@ -439,8 +476,6 @@ private:
     uint32_t find(const Key& k, uint32_t h) const;
     template <bool Inside>
     void lookup_bulk(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const;
-    template <bool Inside>
-    void probe_bulk(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* h, const Home* homes) const;
     bool allocate(const char* name, size_t bytes, int socket);
     static void insert(Chain c, uint32_t h, uint32_t idx);
     static void erase(Chain c, uint32_t h, uint32_t idx);
