@@ -562,8 +562,9 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
     bool multi = w.shared->n_workers > 1;
     // The common packets bound for nat_lookup (their next step is set once, after the loop).
     uint32_t to_lookup = 0;
+    for (unsigned i = 0; i < n; ++i)
+        rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
     for (unsigned i = 0; i < n; ++i) {
-        if (i + 3 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void*));
         rte_mbuf* m = pkts[i];
         PacketMeta& pk = b.pkt[i];
         b.m[i] = m;
