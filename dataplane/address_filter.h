@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "dataplane/drop_reason.h"
+#include "dataplane/ipv6.h"
 #include "dataplane/tables/policy.h"
 
 namespace egw::dp {
@@ -102,6 +103,39 @@ inline DropReason filter_addresses(const PolicySnapshot& p, unsigned n_ports, ui
 // unicast frame: the two reject the same addresses, for different reasons.
 inline bool address_passes(const PolicySnapshot& p, unsigned n_ports, uint32_t a) {
     return filter_addresses(p, n_ports, a, a, false) == DropReason::count;
+}
+
+// Addresses an IPv6 router never forwards or answers (RFC 4291 2.5.2, 2.5.3, 2.5.5.2, 2.5.6; RFC
+// 8200), judged like filter_addresses() for IPv4: destination, then source, then the frame.
+// Neighbor Discovery does not come here (its multicast, link-local and unspecified addresses are
+// the local stage's to check). `to_port` says the destination is one of the receiving port's own
+// addresses: a link-local source or destination is then a neighbour talking to the gateway on its
+// link (an echo to the port's link-local address), delivered, not forwarded.
+inline DropReason filter_addresses6(const uint8_t* src, const uint8_t* dst, bool link_broadcast, bool to_port) {
+    if (ip6_is_multicast(dst)) return DropReason::multicast;
+    if (unlikely(ip6_is_unspecified(dst) || ip6_is_loopback(dst) || ip6_is_v4_mapped(dst)))
+        return DropReason::martian_destination;
+    if (unlikely(ip6_is_multicast(src) || ip6_is_unspecified(src) || ip6_is_loopback(src) || ip6_is_v4_mapped(src)))
+        return DropReason::martian_source;
+    if (unlikely((ip6_is_link_local(dst) || ip6_is_link_local(src)) && !to_port)) return DropReason::link_local;
+    if (unlikely(link_broadcast)) return DropReason::link_broadcast;
+    return DropReason::count;
+}
+
+// The same for a packet that arrived on `port` (a port of the snapshot): `to_port` from the
+// port's own addresses.
+inline DropReason filter_addresses6(const PolicySnapshot& p, uint16_t port, const uint8_t* src, const uint8_t* dst,
+                                    bool link_broadcast) {
+    bool link_local = ip6_is_link_local(dst) || ip6_is_link_local(src);
+    return filter_addresses6(src, dst, link_broadcast, link_local && p.is_port_address6(port, dst));
+}
+
+// Whether filter_addresses6() lets `a` pass as the source or the destination of a unicast frame
+// whatever port it came in on: the two reject the same addresses, and a link-local one passes
+// only toward the receiving port's own addresses, which this does not count on.
+inline bool address6_passes(const uint8_t* a) {
+    return !ip6_is_multicast(a) && !ip6_is_unspecified(a) && !ip6_is_loopback(a) && !ip6_is_v4_mapped(a) &&
+           !ip6_is_link_local(a);
 }
 
 }  // namespace egw::dp

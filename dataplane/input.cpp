@@ -252,25 +252,6 @@ DropReason parse_icmp6(PacketMeta& pk) {
     return DropReason::count;
 }
 
-// Addresses an IPv6 router never forwards or answers (RFC 4291 2.5.2, 2.5.3, 2.5.5.2, 2.5.6; RFC
-// 8200), judged like filter_addresses() for IPv4: destination, then source, then the frame.
-// Neighbor Discovery does not come here (its multicast, link-local and unspecified addresses are
-// the local stage's to check). `to_port` says the destination is one of the receiving port's own
-// addresses: a link-local source or destination is then a neighbour talking to the gateway on its
-// link (an echo to the port's link-local address), delivered, not forwarded.
-inline DropReason filter_addresses6(const rte_ipv6_hdr* ip6, bool link_broadcast, bool to_port) {
-    const uint8_t* d = ip6->dst_addr;
-    const uint8_t* s = ip6->src_addr;
-    if (ip6_is_multicast(d)) return DropReason::multicast;
-    if (unlikely(ip6_is_unspecified(d) || ip6_is_loopback(d) || ip6_is_v4_mapped(d)))
-        return DropReason::martian_destination;
-    if (unlikely(ip6_is_multicast(s) || ip6_is_unspecified(s) || ip6_is_loopback(s) || ip6_is_v4_mapped(s)))
-        return DropReason::martian_source;
-    if (unlikely((ip6_is_link_local(d) || ip6_is_link_local(s)) && !to_port)) return DropReason::link_local;
-    if (unlikely(link_broadcast)) return DropReason::link_broadcast;
-    return DropReason::count;
-}
-
 // An IPv6 frame after the Ethernet header (`len` bytes): the fixed header, the extension headers
 // within their bound, the filters, the transport header.
 DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, uint32_t len, PacketMeta& pk) {
@@ -323,9 +304,7 @@ DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, 
         pk.kind = Kind::ndp;
         return DropReason::count;
     }
-    bool link_local = ip6_is_link_local(ip6->dst_addr) || ip6_is_link_local(ip6->src_addr);
-    DropReason filtered = filter_addresses6(ip6, eth->dst_addr.addr_bytes[0] & 1,
-                                            link_local && p.is_port_address6(m->port, ip6->dst_addr));
+    DropReason filtered = filter_addresses6(p, m->port, ip6->src_addr, ip6->dst_addr, eth->dst_addr.addr_bytes[0] & 1);
     if (unlikely(filtered != DropReason::count)) return filtered;
     if (unlikely(fragment)) return DropReason::fragment;
     if (nh == kIp6Icmp) return parse_icmp6(pk);
@@ -474,11 +453,10 @@ __attribute__((always_inline)) inline bool parse_common(const Worker& w, const P
 }
 
 // parse_common() for IPv6: one mbuf, unicast to the receiving port's MAC, TCP or UDP right
-// behind the fixed header (no extension headers), both addresses global unicast (neither
-// multicast, link-local nor anything in ::/64, where the unspecified, loopback and IPv4-mapped
-// addresses lie). Anything else returns false untouched for parse(), which would go on with the
-// same metadata for a frame this accepts. Not inlined: inside the burst loop it cost every IPv4
-// packet 4-6 instructions (callgrind), out of line 2.
+// behind the fixed header (no extension headers). Anything else returns false untouched for
+// parse(), which would go on with the same metadata for a frame this accepts, or drop it for its
+// addresses: as for IPv4, those are left to nat_slow and to the session's epoch. Not inlined:
+// inside the burst loop it cost every IPv4 packet 4-6 instructions (callgrind), out of line 2.
 __attribute__((noinline)) bool parse_common6(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMeta& pk) {
     uint16_t port = m->port;
     if (unlikely(m->nb_segs != 1 || port >= w.n_ports || m->data_len < sizeof(rte_ether_hdr) + sizeof(rte_ipv6_hdr)))
@@ -491,9 +469,6 @@ __attribute__((noinline)) bool parse_common6(const Worker& w, const PolicySnapsh
     uint32_t total = sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len);
     if (unlikely((ip6->vtc_flow & be32(0xf0000000)) != be32(0x60000000) || total > len)) return false;
     const uint8_t* s = ip6->src_addr;
-    const uint8_t* d = ip6->dst_addr;
-    // ff00::/8 (multicast) and fe00::/8 (link-local among them) both start with 0xfe or 0xff.
-    if (unlikely((s[0] & 0xfe) == 0xfe || (d[0] & 0xfe) == 0xfe || ip6_hi(s) == 0 || ip6_hi(d) == 0)) return false;
     uint8_t* l4 = reinterpret_cast<uint8_t*>(ip6 + 1);
     uint32_t l4_len = total - sizeof(rte_ipv6_hdr);
     uint8_t proto = ip6->proto;

@@ -98,18 +98,18 @@ inline bool refresh_routes(const PolicySnapshot& p, Session6& s) {
 }
 
 // The epoch a session is given when it is created or checked under `p`: p's generation, which lets
-// its hits skip every check (nat_fast.cpp), only when all three of its IPv4 addresses pass the
-// address filter under `p`. Input's common path does not filter addresses: a hit's two addresses
-// are two of its session's, so a session of the current epoch vouches for them. A session whose
-// NAT address is filtered (a misconfigured ingress IP, a port address that became a directed
+// its hits skip every check (nat_fast.cpp), only when all three of its addresses pass the address
+// filter under `p`. Input's common path does not filter addresses: a hit's two addresses are two
+// of its session's, so a session of the current epoch vouches for them. A session whose NAT
+// address is filtered (a misconfigured ingress IP, a port address that became a directed
 // broadcast) keeps an older epoch, and each of its packets takes the slow path, which filters it.
-// IPv6's common path still filters every packet, so IPv6 sessions always take the generation.
 inline uint32_t checked_epoch(const PolicySnapshot& p, unsigned n_ports, const Session& s) {
     uint32_t gen = static_cast<uint32_t>(p.generation);
     return address_passes(p, n_ports, rte_be_to_cpu_32(s.nat_ip)) ? gen : gen - 1;
 }
-inline uint32_t checked_epoch(const PolicySnapshot& p, unsigned, const Session6&) {
-    return static_cast<uint32_t>(p.generation);
+inline uint32_t checked_epoch(const PolicySnapshot& p, unsigned, const Session6& s) {
+    uint32_t gen = static_cast<uint32_t>(p.generation);
+    return address6_passes(s.nat_ip.b) ? gen : gen - 1;
 }
 
 // Whether a session of an earlier epoch may be used as it is: its policy holds and its cached

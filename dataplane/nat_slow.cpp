@@ -340,20 +340,19 @@ void miss_incoming(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
 }  // namespace
 
 void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b) {
-    // Input's common path leaves the IPv4 address filter to this stage (checked_epoch() in
+    // Input's common path leaves the address filter to this stage (checked_epoch() in
     // nat_session.h says why): a miss, or a hit of an earlier epoch, is filtered before anything
     // else is decided for it. A packet parse() has judged passes again.
     uint32_t slow = 0;
     uint32_t outgoing = 0;
     for_each_packet(b.pending(Next::nat_slow), [&](unsigned i) {
         const PacketMeta& pk = b.pkt[i];
-        if (!pk.v6) {
-            DropReason r = filter_addresses(p, w.n_ports, rte_be_to_cpu_32(pk.ip->src_addr),
-                                            rte_be_to_cpu_32(pk.ip->dst_addr), false);
-            if (unlikely(r != DropReason::count)) {
-                b.drop(i, r);
-                return;
-            }
+        DropReason r = pk.v6 ? filter_addresses6(p, b.m[i]->port, pk.ip6->src_addr, pk.ip6->dst_addr, false)
+                             : filter_addresses(p, w.n_ports, rte_be_to_cpu_32(pk.ip->src_addr),
+                                                rte_be_to_cpu_32(pk.ip->dst_addr), false);
+        if (unlikely(r != DropReason::count)) {
+            b.drop(i, r);
+            return;
         }
         slow |= 1u << i;
         if (pk.dir == Dir::in2out) outgoing |= 1u << i;

@@ -3,12 +3,12 @@
 // The stages of the packet path, in the order worker_process_burst() runs them over a burst of
 // at most kBurst packets. One packet in order:
 //
-//   input       validate Ethernet/IPv4/L4, build the flow key, pick the owning worker (the
-//               common IPv4 packet's addresses are filtered by nat_slow, when it gets there)
+//   input       validate Ethernet/IPv4/IPv6/L4, build the flow key, pick the owning worker
+//               (the common packet's addresses are filtered by nat_slow, when it gets there)
 //   handoff     packets another worker owns go to its ring
 //   nat_lookup  one bulk session lookup per direction
 //   nat_fast    hits of the current epoch: rewrite
-//   nat_slow    IPv4 address filter; hits of an earlier epoch: revalidate (policy version, route
+//   nat_slow    address filter; hits of an earlier epoch: revalidate (policy version, route
 //               generation); misses: classify once, route, allocate a port, create; replies with
 //               no session
 //   icmp_error  ICMP errors quoting a packet of a session: outer and inner rewrite

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Addresses the gateway never translates, forwards or answers (dataplane/address_filter.h, applied
-// by input): multicast, limited and directed broadcast, the martian ranges, link-local, and
-// unicast datagrams sent as link-layer broadcasts. Each is counted by its own reason, makes no
-// session and leaves no port; the addresses just outside each range go through.
+// by input, or by nat_slow to the packets input's common path takes): multicast, limited and directed broadcast, the
+// martian ranges, link-local, and unicast datagrams sent as link-layer broadcasts. Each is counted by its own reason,
+// makes no session and leaves no port; the addresses just outside each range go through.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -276,6 +276,61 @@ TEST_F(DataplaneTest, AReplyFromAFilteredSourceIsDroppedForItsSource) {
         SCOPED_TRACE(src);
         uint64_t before = r.drops(DropReason::martian_source);
         r.process(r.ext1, r.from_ext1(udp_ip(src, 53, kIngress, p.sport, text("back"))));
+        EXPECT_EQ(r.drops(DropReason::martian_source), before + 1);
+        EXPECT_TRUE(r.tx(r.pods).empty());
+    }
+}
+
+// The IPv6 twin: a Service whose IPv6 ingress IP is a link-local address (not the port's). Its
+// pod's packets are translated every time; every reply to that address is dropped as link_local,
+// since a hit of such a session must not vouch for its NAT address.
+TEST_F(DataplaneTest, Ipv6RepliesToANatAddressTheFilterRejectsAreDroppedEveryTime) {
+    using namespace std_rig6;
+    const Ip6Addr link_local = ip6("fe80::50");
+    RigOptions o = dual_stack();
+    model::ServiceState web = web6();
+    web.ingress_ipv6 = addr6(link_local);
+    o.services = {web};
+    Rig& r = start(o);
+    uint16_t nat_port = 0;
+    for (int k = 0; k < 3; ++k) {
+        SCOPED_TRACE(k);
+        r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 41000, kInternetV6, 53, text("out"))));
+        Parsed p = single(r.tx(r.ext1));
+        ASSERT_TRUE(p.ok) << p.error;
+        EXPECT_EQ(p.src6, link_local);
+        EXPECT_TRUE(checksums_valid(p));
+        if (k == 0) nat_port = p.sport;
+        EXPECT_EQ(p.sport, nat_port);
+    }
+    ASSERT_EQ(r.sessions6().size(), 1u);
+    for (int k = 0; k < 3; ++k) {
+        SCOPED_TRACE(k);
+        uint64_t before = r.drops(DropReason::link_local);
+        r.process(r.ext1, from_ext1_6(udp6_ip(kInternetV6, 53, link_local, nat_port, text("back"))));
+        EXPECT_EQ(r.drops(DropReason::link_local), before + 1);
+        EXPECT_TRUE(r.tx(r.pods).empty());
+        EXPECT_TRUE(r.tx(r.ext1).empty());
+    }
+    EXPECT_EQ(r.sessions6().size(), 1u);
+    EXPECT_EQ(r.total_drops(), 3u);
+}
+
+// Replies from IPv6 sources the filter rejects, shaped as the common path takes them (UDP right
+// behind the fixed header, unicast to the port): each is dropped for its source, not as a reply
+// with no session.
+TEST_F(DataplaneTest, Ipv6ReplyFromAFilteredSourceIsDroppedForItsSource) {
+    using namespace std_rig6;
+    RigOptions o = dual_stack();
+    o.services = {web6()};
+    Rig& r = start(o);
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 41000, kInternetV6, 53, text("out"))));
+    Parsed p = single(r.tx(r.ext1));
+    ASSERT_TRUE(p.ok) << p.error;
+    for (const char* src : {"::1", "ff0e::1", "::ffff:203.0.113.9", "::"}) {
+        SCOPED_TRACE(src);
+        uint64_t before = r.drops(DropReason::martian_source);
+        r.process(r.ext1, from_ext1_6(udp6_ip(ip6(src), 53, kIngressV6, p.sport, text("back"))));
         EXPECT_EQ(r.drops(DropReason::martian_source), before + 1);
         EXPECT_TRUE(r.tx(r.pods).empty());
     }
