@@ -188,12 +188,6 @@ TEST_F(DataplaneTest, Ipv6ReplyToTheOldTranslationSharingABurstWithWhatReplacesI
     }
 }
 
-// A burst mixing every outcome (hits both ways, new sessions of an SNAT Service and of the default
-// masquerade, a pod-port collision that forces a probe, the second packet of a new flow, a TTL
-// answered with Time Exceeded, a cluster destination routed untouched, a reply with no session, a hand-off) gives the
-// same frames, counters and sessions as the same packets sent one per burst. The burst path
-// classifies and prefetches all of a burst's new sessions before creating any of them, so this
-// pins that batching to the packet-at-a-time result.
 // More frames to one port in one call than its transmit buffer holds (several bursts before the
 // flush), both families interleaved, all to one next hop each: output sends the full buffer of
 // the right port on the way, and every frame leaves once, in order, translated.
@@ -230,6 +224,12 @@ TEST_F(DataplaneTest, MoreFramesToOnePortThanItsTransmitBufferHoldsAllLeaveInOrd
         EXPECT_EQ(r.w().tx_refused_bursts[port], 0u) << "port " << port;
 }
 
+// A burst mixing every outcome (hits both ways, new sessions of an SNAT Service and of the default
+// masquerade, a pod-port collision that forces a probe, the second packet of a new flow, a TTL
+// answered with Time Exceeded, a cluster destination routed untouched, a reply with no session, a hand-off) gives the
+// same frames, counters and sessions as the same packets sent one per burst. The burst path
+// classifies and prefetches all of a burst's new sessions before creating any of them, so this
+// pins that batching to the packet-at-a-time result.
 TEST_F(DataplaneTest, MixedBurstMatchesPacketAtATime) {
     RigOptions o;
     o.workers = 2;  // worker 0 owns NAT ports 1024-33279, worker 1 the rest

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Addresses the gateway never translates, forwards or answers (dataplane/address_filter.h, applied
-// by input, or by nat_slow to the packets input's common path takes): multicast, limited and directed broadcast, the
-// martian ranges, link-local, and unicast datagrams sent as link-layer broadcasts. Each is counted by its own reason,
-// makes no session and leaves no port; the addresses just outside each range go through.
+// by input, or by nat_slow to the packets input's common path takes): multicast, limited and
+// directed broadcast, the martian ranges, link-local, and unicast datagrams sent as link-layer
+// broadcasts. Each is counted by its own reason, makes no session and leaves no port; the
+// addresses just outside each range go through.
 #include <gtest/gtest.h>
 
 #include <cstring>
