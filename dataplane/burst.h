@@ -130,6 +130,10 @@ struct LookupQueue {
     uint32_t hash[kBurst];
     const Key* key[kBurst];
     const void* home[kBurst];  // the key's bucket, as the table's begin_*() found it
+    // The candidate sessions of the first `scanned` keys, as the table's scan_begun() found them
+    // in their buckets while input went on (the lookup scans the rest).
+    unsigned scanned = 0;
+    uint32_t cand[kBurst];
 };
 
 struct Burst {

@@ -497,6 +497,12 @@ __attribute__((noinline)) bool parse_common6(const Worker& w, const PolicySnapsh
     return true;
 }
 
+// How many keys of a lookup queue behind the newest input scans a key's bucket for its candidate
+// session (SessionTable::scan_begun). Measured with 1,000,000 sessions (docs/performance.md §1,
+// 2026-11-29 12:30; 4 keys on 2026-11-27): at 4 and 8 input waits for buckets that have not arrived;
+// 12 and 16 cost the same, and 12 leaves fewer keys to the lookup's own scan.
+constexpr unsigned kScanBehind = 12;
+
 // A packet bound for nat_lookup: its key's hash, its session bucket on the way to the cache
 // while input goes on with the rest of the burst, and its place in the lookup's queue
 // (`queued`: each direction's count so far, kept by stage_input until the end of the burst). An
@@ -513,6 +519,12 @@ __attribute__((always_inline)) inline void begin_lookup(const Table& t, LookupQu
     q.pos[k] = static_cast<uint8_t>(i);
     q.hash[k] = h;
     q.key[k] = &key;
+    // The key kScanBehind places earlier in this queue: its bucket has had that many packets'
+    // parsing to arrive, so its candidate session can be found and sent for now.
+    if (k >= kScanBehind) {
+        unsigned e = k - kScanBehind;
+        q.cand[e] = t.scan_begun(q.home[e], q.hash[e]);
+    }
 }
 
 // A common packet (its next step not yet in any mask) that another worker owns: marked for the
@@ -603,6 +615,8 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
     for (unsigned d = 0; d < 2; ++d) {
         b.lookup4[d].n = queued4[d];
         b.lookup6[d].n = queued6[d];
+        b.lookup4[d].scanned = queued4[d] > kScanBehind ? queued4[d] - kScanBehind : 0;
+        b.lookup6[d].scanned = queued6[d] > kScanBehind ? queued6[d] - kScanBehind : 0;
     }
 }
 

@@ -38,15 +38,15 @@ void stage_nat_lookup(Worker& w, Burst& b) {
             hits |= uint32_t{hit} << i;
         };
     };
-    if (const auto& q = b.lookup4[0]; q.n)
-        w.sessions.probe_begun<true>(q.key, q.n, q.hash, q.home, settle(w.sessions, q));
-    if (const auto& q = b.lookup4[1]; q.n)
-        w.sessions.probe_begun<false>(q.key, q.n, q.hash, q.home, settle(w.sessions, q));
+    if (auto& q = b.lookup4[0]; q.n)
+        w.sessions.probe_begun<true>(q.key, q.n, q.hash, q.home, q.cand, q.scanned, settle(w.sessions, q));
+    if (auto& q = b.lookup4[1]; q.n)
+        w.sessions.probe_begun<false>(q.key, q.n, q.hash, q.home, q.cand, q.scanned, settle(w.sessions, q));
     const uint32_t hits4 = hits;
-    if (const auto& q = b.lookup6[0]; unlikely(q.n))
-        w.sessions6.probe_begun<true>(q.key, q.n, q.hash, q.home, settle(w.sessions6, q));
-    if (const auto& q = b.lookup6[1]; unlikely(q.n))
-        w.sessions6.probe_begun<false>(q.key, q.n, q.hash, q.home, settle(w.sessions6, q));
+    if (auto& q = b.lookup6[0]; unlikely(q.n))
+        w.sessions6.probe_begun<true>(q.key, q.n, q.hash, q.home, q.cand, q.scanned, settle(w.sessions6, q));
+    if (auto& q = b.lookup6[1]; unlikely(q.n))
+        w.sessions6.probe_begun<false>(q.key, q.n, q.hash, q.home, q.cand, q.scanned, settle(w.sessions6, q));
     uint32_t looked = b.pending(Next::nat_lookup);
     b.waiting[static_cast<unsigned>(Next::nat_lookup)] = 0;
     b.waiting[static_cast<unsigned>(Next::nat_fast)] |= hits;

@@ -156,9 +156,10 @@ template <class F>
 template <bool Inside>
 void BasicSessionTable<F>::lookup_bulk(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const {
     Home homes[kBulk];
+    uint32_t cand[kBulk];
     for (unsigned i = 0; i < n; ++i)
         h[i] = begin<Inside>(*keys[i], homes[i]);
-    probe_begun<Inside>(keys, n, h, homes, [idx](unsigned k, uint32_t found) { idx[k] = found; });
+    probe_begun<Inside>(keys, n, h, homes, cand, 0, [idx](unsigned k, uint32_t found) { idx[k] = found; });
 }
 
 template <class F>
@@ -176,13 +177,15 @@ void BasicSessionTable<F>::lookup_outside(const Key* const* keys, unsigned n, ui
 template <class F>
 void BasicSessionTable<F>::lookup_inside_begun(const Key* const* keys, unsigned n, uint32_t* idx,
                                                const uint32_t* hashes, const Home* homes) const {
-    probe_begun<true>(keys, n, hashes, homes, [idx](unsigned k, uint32_t found) { idx[k] = found; });
+    uint32_t cand[kBulk];
+    probe_begun<true>(keys, n, hashes, homes, cand, 0, [idx](unsigned k, uint32_t found) { idx[k] = found; });
 }
 
 template <class F>
 void BasicSessionTable<F>::lookup_outside_begun(const Key* const* keys, unsigned n, uint32_t* idx,
                                                 const uint32_t* hashes, const Home* homes) const {
-    probe_begun<false>(keys, n, hashes, homes, [idx](unsigned k, uint32_t found) { idx[k] = found; });
+    uint32_t cand[kBulk];
+    probe_begun<false>(keys, n, hashes, homes, cand, 0, [idx](unsigned k, uint32_t found) { idx[k] = found; });
 }
 
 template <class F>

@@ -288,31 +288,36 @@ public:
                              const Home* homes) const;
     void lookup_outside_begun(const Key* const* keys, unsigned n, uint32_t* idx, const uint32_t* hashes,
                               const Home* homes) const;
-    // The begun lookups of keys[0..n) in one index (inside or outside, as they were begun), each
-    // result handed to found(k, idx) in key order as soon as it is known (idx = kNone on a miss),
-    // so that the caller acts on one hit while the later sessions are still on their way: the
-    // signatures first, every candidate session prefetched, then each confirmed against its key
-    // (the full walk on a signature collision or an overflowed bucket). n <= kBulk.
-    template <bool Inside, class Found>
-    void probe_begun(const Key* const* keys, unsigned n, const uint32_t* h, const Home* homes, Found&& found) const {
-        uint32_t cand[kBulk];
-        for (unsigned i = 0; i < n; ++i) {
-            const Bucket& bk = *static_cast<const Bucket*>(homes[i]);
-            uint32_t c = kNone;
-            for (unsigned m = sig_matches(bk, h[i]); m; m &= m - 1) {
-                unsigned j = static_cast<unsigned>(__builtin_ctz(m));
-                if (bk.idx[j] != kEmpty) {
-                    c = bk.idx[j];
-                    break;
-                }
-            }
-            cand[i] = c;
-            if (c != kNone) {
+    // A begun lookup's second step, once its bucket has had time to arrive: the session of the
+    // first signature match in it (kNone if none), prefetched. The caller passes it to
+    // probe_begun() as `cand`, for which it is valid under the same rule as the bucket. Input
+    // takes this step a few keys behind begin_*() (LookupQueue::cand), so that the session lines
+    // are on their way while input parses the rest of the burst; at 1,000,000 sessions both lines
+    // miss, and the second could not start before the first had arrived.
+    uint32_t scan_begun(Home home, uint32_t h) const {
+        const Bucket& bk = *static_cast<const Bucket*>(home);
+        for (unsigned m = sig_matches(bk, h); m; m &= m - 1) {
+            uint32_t c = bk.idx[__builtin_ctz(m)];
+            if (c != kEmpty) {
                 rte_prefetch0(&pool_[c]);
                 // An IPv6 session's second line: what its rewrite and output read.
                 if constexpr (sizeof(Entry) > 64) rte_prefetch0(reinterpret_cast<const uint8_t*>(&pool_[c]) + 64);
+                return c;
             }
         }
+        return kNone;
+    }
+    // The begun lookups of keys[0..n) in one index (inside or outside, as they were begun), each
+    // result handed to found(k, idx) in key order as soon as it is known (idx = kNone on a miss),
+    // so that the caller acts on one hit while the later sessions are still on their way:
+    // scan_begun() for the keys from `scanned` on (cand[k] for the ones before, which the caller
+    // scanned already), then each candidate confirmed against its key (the full walk on a
+    // signature collision or an overflowed bucket). n <= kBulk.
+    template <bool Inside, class Found>
+    void probe_begun(const Key* const* keys, unsigned n, const uint32_t* h, const Home* homes, uint32_t* cand,
+                     unsigned scanned, Found&& found) const {
+        for (unsigned i = scanned; i < n; ++i)
+            cand[i] = scan_begun(homes[i], h[i]);
         for (unsigned i = 0; i < n; ++i) {
             uint32_t c = cand[i];
             if (c == kNone || !(Inside ? F::inside_match(pool_[c], *keys[i]) : F::outside_match(pool_[c], *keys[i]))) {
@@ -350,7 +355,7 @@ public:
     // The outside bucket of hash `h`.
     void prefetch_outside_bucket(uint32_t h) const { __builtin_prefetch(home<false>(h), 0, 3); }
     // The session of the first signature match in that bucket; call once the bucket has arrived.
-    void prefetch_outside_match(uint32_t h) const { prefetch_match(*home<false>(h), h); }
+    void prefetch_outside_match(uint32_t h) const { scan_begun(home<false>(h), h); }
 
     // One slice of a doubling of the bucket arrays, when one is under way (see the top of this
     // file): the owning worker calls it between bursts. Bounded: kMovePerStep homes per index.
@@ -431,19 +436,6 @@ private:
             m |= static_cast<unsigned>(bk.sig[j] == h) << j;
         return m;
 #endif
-    }
-    void prefetch_match(const Bucket& bk, uint32_t h) const {
-        for (unsigned m = sig_matches(bk, h); m; m &= m - 1) {
-            uint32_t idx = bk.idx[__builtin_ctz(m)];
-            if (idx != kEmpty) {
-                // rte_prefetch0, an asm statement: the compiler drops a loop whose only effect is
-                // __builtin_prefetch.
-                rte_prefetch0(&pool_[idx]);
-                // An IPv6 session's second line, as the bulk lookup does.
-                if constexpr (sizeof(Entry) > 64) rte_prefetch0(reinterpret_cast<const uint8_t*>(&pool_[idx]) + 64);
-                return;
-            }
-        }
     }
     // A chain: the array a key's chain is in, and that array's mask.
     struct Chain {

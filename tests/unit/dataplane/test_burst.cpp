@@ -224,6 +224,85 @@ TEST_F(DataplaneTest, MoreFramesToOnePortThanItsTransmitBufferHoldsAllLeaveInOrd
         EXPECT_EQ(r.w().tx_refused_bursts[port], 0u) << "port " << port;
 }
 
+// A full burst of hits both ways, sixteen outgoing packets and sixteen replies interleaved: input
+// finds the candidate sessions of each direction's first keys a few keys behind their buckets
+// (LookupQueue::cand), and the lookup finds the rest. Each packet is translated with its own
+// session: none is taken for a miss (no session is made, no reply is dropped), and each frame is
+// the one its flow gets on its own.
+TEST_F(DataplaneTest, AFullBurstOfHitsBothWaysTakesEachPacketsOwnSession) {
+    Rig& r = start();
+    constexpr unsigned kFlows = dp::kBurst / 2;
+    auto pod = [](unsigned j) { return j % 2 ? kPod11 : kPod10; };
+    auto port = [](unsigned j) { return static_cast<uint16_t>(30000 + j); };
+    std::vector<In> opening, burst;
+    for (unsigned j = 0; j < kFlows; ++j)
+        opening.push_back({r.pods, r.from_pod(pod(j), udp_ip(pod(j), port(j), kServer, 53, text("open")))});
+    r.process(0, opening);
+    ASSERT_EQ(r.tx(r.ext1).size(), kFlows);
+    ASSERT_EQ(r.sessions().size(), kFlows);
+    for (unsigned j = 0; j < kFlows; ++j) {
+        burst.push_back({r.pods, r.from_pod(pod(j), udp_ip(pod(j), port(j), kServer, 53, text("out")))});
+        burst.push_back({r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, port(j), text("back")))});
+    }
+    r.process(0, burst);
+
+    auto out = r.tx(r.ext1), back = r.tx(r.pods);
+    ASSERT_EQ(out.size(), kFlows);
+    ASSERT_EQ(back.size(), kFlows);
+    for (unsigned j = 0; j < kFlows; ++j) {
+        Parsed o = parse_frame(out[j]);
+        EXPECT_TRUE(checksums_valid(o)) << "flow " << j;
+        EXPECT_EQ(o.src, kIngress) << "flow " << j;
+        EXPECT_EQ(o.sport, port(j)) << "flow " << j;
+        EXPECT_EQ(o.dst, kServer) << "flow " << j;
+        EXPECT_EQ(back[j], ethernet(j % 2 ? kPod11Mac : kPod10Mac, kPodsMac, kEtherIpv4,
+                                    udp_ip(kServer, 53, pod(j), port(j), text("back"), IpOpt{.ttl = 63})))
+            << "flow " << j;
+    }
+    EXPECT_EQ(r.sessions().size(), kFlows);
+    EXPECT_EQ(r.w().counters.sessions_created, kFlows);
+    EXPECT_EQ(r.svc(kWeb).packets_out, 2 * kFlows);
+    EXPECT_EQ(r.svc(kWeb).packets_in, kFlows);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// The IPv6 twin (the IPv6 table's queues).
+TEST_F(DataplaneTest, Ipv6AFullBurstOfHitsBothWaysTakesEachPacketsOwnSession) {
+    using namespace std_rig6;
+    Rig& r = start(dual_stack());
+    constexpr unsigned kFlows = dp::kBurst / 2;
+    auto pod = [](unsigned j) { return j % 2 ? kPod11v6 : kPod10v6; };
+    auto port = [](unsigned j) { return static_cast<uint16_t>(30000 + j); };
+    std::vector<In> opening, burst;
+    for (unsigned j = 0; j < kFlows; ++j)
+        opening.push_back({r.pods, from_pod6(pod(j), udp6_ip(pod(j), port(j), kServerV6, 53, text("open")))});
+    r.process(0, opening);
+    ASSERT_EQ(r.tx(r.ext1).size(), kFlows);
+    ASSERT_EQ(r.sessions6().size(), kFlows);
+    for (unsigned j = 0; j < kFlows; ++j) {
+        burst.push_back({r.pods, from_pod6(pod(j), udp6_ip(pod(j), port(j), kServerV6, 53, text("out")))});
+        burst.push_back({r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, port(j), text("back")))});
+    }
+    r.process(0, burst);
+
+    auto out = r.tx(r.ext1), back = r.tx(r.pods);
+    ASSERT_EQ(out.size(), kFlows);
+    ASSERT_EQ(back.size(), kFlows);
+    for (unsigned j = 0; j < kFlows; ++j) {
+        Parsed o = parse_frame(out[j]);
+        EXPECT_TRUE(checksums_valid(o)) << "flow " << j;
+        EXPECT_EQ(o.src6, kIngressV6) << "flow " << j;
+        EXPECT_EQ(o.sport, port(j)) << "flow " << j;
+        EXPECT_EQ(back[j], to_pod6(pod(j), udp6_ip(kServerV6, 53, pod(j), port(j), text("back"), Ip6Opt{63})))
+            << "flow " << j;
+    }
+    EXPECT_EQ(r.sessions6().size(), kFlows);
+    EXPECT_EQ(r.w().counters.sessions6_created, kFlows);
+    EXPECT_EQ(r.svc(kWeb).packets_out, 2 * kFlows);
+    EXPECT_EQ(r.svc(kWeb).packets_in, kFlows);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 // A burst mixing every outcome (hits both ways, new sessions of an SNAT Service and of the default
 // masquerade, a pod-port collision that forces a probe, the second packet of a new flow, a TTL
 // answered with Time Exceeded, a cluster destination routed untouched, a reply with no session, a hand-off) gives the

@@ -295,6 +295,20 @@ TYPED_TEST(SessionTables, SessionsStayFoundWhileTheBucketArraysDouble) {
             ASSERT_EQ(got[i], want[i] != Table::kNone ? want[i] : t.find_outside(okeys[i]))
                 << when << ", begun outside key " << i;
         }
+        // As input and the lookup share it: the candidates of the first keys found early
+        // (scan_begun), the probe scanning only the rest.
+        uint32_t cand[Table::kBulk];
+        for (unsigned scanned : {1u, Table::kBulk / 2, Table::kBulk}) {
+            for (unsigned i = 0; i < Table::kBulk; ++i)
+                hashes[i] = t.begin_inside(keys[i], homes[i]);
+            for (unsigned i = 0; i < scanned; ++i)
+                cand[i] = t.scan_begun(homes[i], hashes[i]);
+            std::fill(std::begin(got), std::end(got), Table::kNone - 1);
+            t.template probe_begun<true>(kp, Table::kBulk, hashes, homes, cand, scanned,
+                                         [&](unsigned k, uint32_t idx) { got[k] = idx; });
+            for (unsigned i = 0; i < Table::kBulk; ++i)
+                ASSERT_EQ(got[i], want[i]) << when << ", " << scanned << " scanned early, key " << i;
+        }
         if (t.growing()) ++checks_while_growing;
     };
 
