@@ -299,6 +299,9 @@ public:
         for (unsigned m = sig_matches(bk, h); m; m &= m - 1) {
             uint32_t c = bk.idx[__builtin_ctz(m)];
             if (c != kEmpty) {
+                // rte_prefetch0, an asm statement: where the result is not used
+                // (prefetch_outside_match()), gcc drops a loop whose only effect is
+                // __builtin_prefetch.
                 rte_prefetch0(&pool_[c]);
                 // An IPv6 session's second line: what its rewrite and output read.
                 if constexpr (sizeof(Entry) > 64) rte_prefetch0(reinterpret_cast<const uint8_t*>(&pool_[c]) + 64);
