@@ -225,11 +225,13 @@ void Reflector::run() {
                 status_.resource_version = rv;
                 status_.current_until = unix_now();
             }
+            // The failure streak ends (its line logged, the status no longer failing) before the
+            // reflector says it is synced: whoever sees synced() sees the recovery too.
+            recovered("list");
             if (!synced_.exchange(true))
                 logger()->info("k8s: {}: listed {} object{} at resourceVersion {}", name_, n, n == 1 ? "" : "s", rv);
             else
                 logger()->debug("k8s: {}: listed {} objects at resourceVersion {}", name_, n, rv);
-            recovered("list");
         }
 
         std::string error;
