@@ -133,10 +133,9 @@ inline DropReason filter_addresses6(const PolicySnapshot& p, uint16_t port, cons
 
 // Whether filter_addresses6() lets `a` pass as the source or the destination of a unicast frame
 // whatever port it came in on: the two reject the same addresses, and a link-local one passes
-// only toward the receiving port's own addresses, which this does not count on.
+// only toward the receiving port's own addresses, which this does not count on (to_port false).
 inline bool address6_passes(const uint8_t* a) {
-    return !ip6_is_multicast(a) && !ip6_is_unspecified(a) && !ip6_is_loopback(a) && !ip6_is_v4_mapped(a) &&
-           !ip6_is_link_local(a);
+    return filter_addresses6(a, a, false, false) == DropReason::count;
 }
 
 }  // namespace egw::dp
