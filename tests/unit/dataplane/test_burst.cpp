@@ -255,6 +255,9 @@ TEST_F(DataplaneTest, AFullBurstOfHitsBothWaysTakesEachPacketsOwnSession) {
         EXPECT_EQ(o.src, kIngress) << "flow " << j;
         EXPECT_EQ(o.sport, port(j)) << "flow " << j;
         EXPECT_EQ(o.dst, kServer) << "flow " << j;
+        EXPECT_EQ(out[j], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                   udp_ip(kIngress, port(j), kServer, 53, text("out"), IpOpt{.ttl = 63})))
+            << "flow " << j;
         EXPECT_EQ(back[j], ethernet(j % 2 ? kPod11Mac : kPod10Mac, kPodsMac, kEtherIpv4,
                                     udp_ip(kServer, 53, pod(j), port(j), text("back"), IpOpt{.ttl = 63})))
             << "flow " << j;
@@ -293,6 +296,9 @@ TEST_F(DataplaneTest, Ipv6AFullBurstOfHitsBothWaysTakesEachPacketsOwnSession) {
         EXPECT_TRUE(checksums_valid(o)) << "flow " << j;
         EXPECT_EQ(o.src6, kIngressV6) << "flow " << j;
         EXPECT_EQ(o.sport, port(j)) << "flow " << j;
+        EXPECT_EQ(out[j], ethernet(kServerMac, kExt1Mac, kEtherIpv6,
+                                   udp6_ip(kIngressV6, port(j), kServerV6, 53, text("out"), Ip6Opt{63})))
+            << "flow " << j;
         EXPECT_EQ(back[j], to_pod6(pod(j), udp6_ip(kServerV6, 53, pod(j), port(j), text("back"), Ip6Opt{63})))
             << "flow " << j;
     }
