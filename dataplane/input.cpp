@@ -539,14 +539,14 @@ inline bool handed_off(const Worker& w, Burst& b, unsigned i) {
     return true;
 }
 
-}  // namespace
-
-void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* pkts, unsigned n) {
+// stage_input() for one worker (`Multi` false: nothing is handed off) or several, so that the
+// common packet of a single worker does not test for a hand-off.
+template <bool Multi>
+void input_burst(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* pkts, unsigned n) {
     b.n = n;
     for (uint32_t& mask : b.waiting)
         mask = 0;
     unsigned queued4[2] = {0, 0}, queued6[2] = {0, 0};
-    bool multi = w.shared->n_workers > 1;
     // The common packets bound for nat_lookup (their next step is set once, after the loop).
     uint32_t to_lookup = 0;
     for (unsigned i = 0; i < n; ++i)
@@ -558,14 +558,14 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
         pk.session = SessionTable::kNone;
         // The common packets of either family: handed to their owner, or bound for nat_lookup.
         if (likely(parse_common(w, p, m, pk))) {
-            if (multi && handed_off(w, b, i)) continue;
+            if (Multi && handed_off(w, b, i)) continue;
             begin_lookup(w.sessions, b.lookup4, queued4, i, pk.dir, pk.key, pk.key_hash);
             pk.next = Next::nat_lookup;
             to_lookup |= 1u << i;
             continue;
         }
         if (parse_common6(w, p, m, pk)) {
-            if (multi && handed_off(w, b, i)) continue;
+            if (Multi && handed_off(w, b, i)) continue;
             if (w.sessions6.capacity()) begin_lookup(w.sessions6, b.lookup6, queued6, i, pk.dir, pk.key6, pk.key_hash);
             pk.next = Next::nat_lookup;
             to_lookup |= 1u << i;
@@ -593,7 +593,7 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
             b.set_next(i, Next::local);
             continue;
         }
-        if (multi) {
+        if constexpr (Multi) {
             unsigned owner = owner_of(w, pk);
             if (owner != w.index) {
                 pk.owner = static_cast<uint8_t>(owner);
@@ -618,6 +618,15 @@ void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
         b.lookup4[d].scanned = queued4[d] > kScanBehind ? queued4[d] - kScanBehind : 0;
         b.lookup6[d].scanned = queued6[d] > kScanBehind ? queued6[d] - kScanBehind : 0;
     }
+}
+
+}  // namespace
+
+void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* pkts, unsigned n) {
+    if (w.shared->n_workers > 1)
+        input_burst<true>(w, p, b, pkts, n);
+    else
+        input_burst<false>(w, p, b, pkts, n);
 }
 
 }  // namespace egw::dp
