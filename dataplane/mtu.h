@@ -19,7 +19,8 @@ namespace egw::dp {
 
 // The IPv4 datagram `ip` may not leave `port` as it is, nor in fragments.
 inline bool too_big_for(const PolicySnapshot& p, uint16_t port, const rte_ipv4_hdr* ip) {
-    return unlikely(rte_be_to_cpu_16(ip->total_length) > p.ports[port].mtu) &&
+    uint16_t total = rte_be_to_cpu_16(ip->total_length);
+    return unlikely(total > p.smallest_mtu) && total > p.ports[port].mtu &&
            (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG));
 }
 
@@ -29,7 +30,8 @@ inline bool too_big_for(const PolicySnapshot& p, uint16_t port, const rte_ipv4_h
 // came in: too big only when that fragment would not pass the port, as Linux judges one that
 // nf_defrag_ipv6 put together.
 inline bool too_big_for6(const PolicySnapshot& p, uint16_t port, const rte_mbuf* m, const rte_ipv6_hdr* ip6) {
-    if (likely(sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len) <= p.ports[port].mtu)) return false;
+    uint32_t total = sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len);
+    if (likely(total <= p.smallest_mtu) || total <= p.ports[port].mtu) return false;
     uint16_t fragment = reassembled6_fragment_size(m);
     return fragment == 0 || fragment > p.ports[port].mtu;
 }

@@ -133,9 +133,15 @@ struct PolicySnapshot {
     // its frames go to the exact parse. Derived by index_ports().
     static constexpr uint64_t kNoUnicastDst = 1;
     std::array<uint64_t, kMaxPorts> unicast_dst{};
+    // The smallest MTU of any port: a datagram no larger fits every port, and the MTU rule
+    // (mtu.h) passes it without finding its egress port's. 0 (every datagram takes the full
+    // check) until index_ports() derives it.
+    uint16_t smallest_mtu = 0;
 
     void index_ports() {
+        smallest_mtu = ports[0].mtu;
         for (unsigned port = 0; port < kMaxPorts; ++port) {
+            if (ports[port].mtu < smallest_mtu) smallest_mtu = ports[port].mtu;
             uint8_t b[8] = {};
             __builtin_memcpy(b, ports[port].mac, 6);
             uint64_t dst;

@@ -197,6 +197,55 @@ TEST_F(DataplaneTest, ReplyLargerThanTheInsideMtuReachesThePodInFragments) {
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
+TEST_F(DataplaneTest, DontFragmentIsHeldToItsEgressPortsMtuNotToTheSmallestOne) {
+    // The MTU rule passes a datagram no larger than the smallest MTU of any port without looking
+    // up its egress port's (PolicySnapshot::smallest_mtu): here the pods port's 1,000. A larger one
+    // is held to the MTU of the port it leaves by, in both directions.
+    Rig& r = start({.configure = mtus({{"pods", 1000}, {"ext1", 1500}})});
+    auto out = [](size_t total) {
+        return udp_ip(kPod10, 40000, kServer, 5353, pattern(total - 28), IpOpt{.frag = kDf});
+    };
+    auto back = [](size_t total) {
+        return udp_ip(kServer, 5353, kIngress, 40000, pattern(total - 28), IpOpt{.frag = kDf});
+    };
+    r.process(r.pods, r.from_pod(kPod10, out(1200)));
+    Parsed p = single(r.tx(r.ext1));
+    EXPECT_TRUE(checksums_valid(p));
+    EXPECT_EQ(p.src, kIngress);
+    EXPECT_EQ(p.total_length, 1200u) << "over the smallest MTU, within ext1's: leaves whole";
+    EXPECT_TRUE(r.tx(r.pods).empty());
+
+    Bytes too_big = out(1501);
+    r.process(r.pods, r.from_pod(kPod10, too_big));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    auto refused = r.tx(r.pods);
+    ASSERT_EQ(refused.size(), 1u);
+    expect_frag_needed(refused[0], kPod10, 1500, too_big);
+
+    r.process(0, {{.port = r.ext1, .frame = r.from_ext1(back(1000))}});
+    Parsed whole = single(r.tx(r.pods));
+    EXPECT_TRUE(checksums_valid(whole));
+    EXPECT_EQ(whole.dst, kPod10);
+    EXPECT_EQ(whole.total_length, 1000u) << "exactly the pods port's MTU: leaves whole";
+
+    r.process(0, {{.port = r.ext1, .frame = r.from_ext1(back(1001))}});
+    EXPECT_TRUE(r.tx(r.pods).empty()) << "one byte over the pods port's MTU, DF: not sent to the pod";
+    auto answer = r.tx(r.ext1);
+    ASSERT_EQ(answer.size(), 1u);
+    Parsed e = parse_frame(answer[0]);
+    ASSERT_TRUE(e.ok) << e.error;
+    EXPECT_TRUE(checksums_valid(e));
+    EXPECT_EQ(e.src, kExt1Addr);
+    EXPECT_EQ(e.dst, kServer);
+    EXPECT_EQ(e.icmp_type, 3);
+    EXPECT_EQ(e.icmp_code, 4);
+    EXPECT_EQ(get16(&answer[0][14 + 20 + 6]), 1000) << "next-hop MTU: the pods port's";
+    EXPECT_EQ(r.w().counters.icmp_sent[static_cast<unsigned>(dp::IcmpError::fragmentation_needed)], 2u);
+    EXPECT_EQ(r.svc(kWeb).packets_out, 1u);
+    EXPECT_EQ(r.svc(kWeb).packets_in, 1u);
+    EXPECT_EQ(r.w().counters.fragmented, 0u);
+}
+
 TEST_F(DataplaneTest, UntranslatedTrafficIsHeldToTheMtuToo) {
     Rig& r = start({.configure = mtus({{"pods", 1280}})});
     // A pod to a pod of another node: routed back through the inside port.
