@@ -555,8 +555,9 @@ void input_burst(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
         rte_mbuf* m = pkts[i];
         PacketMeta& pk = b.pkt[i];
         b.m[i] = m;
-        pk.session = SessionTable::kNone;
-        // The common packets of either family: handed to their owner, or bound for nat_lookup.
+        // The common packets of either family: handed to their owner (whose input parses them
+        // again), or bound for nat_lookup, which sets their session (none for IPv6 on a worker
+        // without an IPv6 table). Every other packet's session is none from its parse on.
         if (likely(parse_common(w, p, m, pk))) {
             if (Multi && handed_off(w, b, i)) continue;
             begin_lookup(w.sessions, b.lookup4, queued4, i, pk.dir, pk.key, pk.key_hash);
@@ -566,12 +567,16 @@ void input_burst(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
         }
         if (parse_common6(w, p, m, pk)) {
             if (Multi && handed_off(w, b, i)) continue;
-            if (w.sessions6.capacity()) begin_lookup(w.sessions6, b.lookup6, queued6, i, pk.dir, pk.key6, pk.key_hash);
+            if (w.sessions6.capacity())
+                begin_lookup(w.sessions6, b.lookup6, queued6, i, pk.dir, pk.key6, pk.key_hash);
+            else
+                pk.session = SessionTable::kNone;
             pk.next = Next::nat_lookup;
             to_lookup |= 1u << i;
             continue;
         }
         pk.next = Next::drop;
+        pk.session = SessionTable::kNone;
         DropReason r = parse(w, p, m, pk);
         if (unlikely(r == DropReason::fragment) && w.reassembly) {
             // Held until its datagram is complete; the whole datagram then goes on in its place
