@@ -133,8 +133,9 @@ struct PolicySnapshot {
     // its frames go to the exact parse. Derived by index_ports().
     static constexpr uint64_t kNoUnicastDst = 1;
     std::array<uint64_t, kMaxPorts> unicast_dst{};
-    // The smallest MTU of any port: a datagram no larger fits every port, and the MTU rule
-    // (mtu.h) passes it without finding its egress port's. 0 (every datagram takes the full
+    // The smallest MTU of any port slot: a datagram no larger fits every port, and the MTU rule
+    // (mtu.h) passes it without finding its egress port's. Unused slots keep the default 1,500,
+    // which can only make the shortcut rarer, never wrong. 0 (every datagram takes the full
     // check) until index_ports() derives it.
     uint16_t smallest_mtu = 0;
 

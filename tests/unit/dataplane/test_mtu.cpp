@@ -144,13 +144,14 @@ TEST_F(DataplaneTest, InOneBurstEachPortHoldsItsDatagramsToItsOwnMtu) {
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
-// The ICMP error of frame `f`: Destination Unreachable, Fragmentation Needed, from the pods
-// port's address to `to`, carrying `mtu` as the next-hop MTU (RFC 1191), quoting `quoted`.
-void expect_frag_needed(const Bytes& f, uint32_t to, unsigned mtu, const Bytes& quoted) {
+// The ICMP error of frame `f`: Destination Unreachable, Fragmentation Needed, from `from` (the
+// address of the port the refused packet came in by) to `to`, carrying `mtu` as the next-hop MTU
+// (RFC 1191), quoting `quoted`.
+void expect_frag_needed(const Bytes& f, uint32_t to, unsigned mtu, const Bytes& quoted, uint32_t from = kPodsAddr) {
     Parsed e = parse_frame(f);
     ASSERT_TRUE(e.ok) << e.error;
     EXPECT_TRUE(checksums_valid(e));
-    EXPECT_EQ(e.src, kPodsAddr);
+    EXPECT_EQ(e.src, from);
     EXPECT_EQ(e.dst, to);
     EXPECT_EQ(e.icmp_type, 3);
     EXPECT_EQ(e.icmp_code, 4);
@@ -228,18 +229,12 @@ TEST_F(DataplaneTest, DontFragmentIsHeldToItsEgressPortsMtuNotToTheSmallestOne) 
     EXPECT_EQ(whole.dst, kPod10);
     EXPECT_EQ(whole.total_length, 1000u) << "exactly the pods port's MTU: leaves whole";
 
-    r.process(0, {{.port = r.ext1, .frame = r.from_ext1(back(1001))}});
+    Bytes too_big_back = back(1001);
+    r.process(0, {{.port = r.ext1, .frame = r.from_ext1(too_big_back)}});
     EXPECT_TRUE(r.tx(r.pods).empty()) << "one byte over the pods port's MTU, DF: not sent to the pod";
     auto answer = r.tx(r.ext1);
     ASSERT_EQ(answer.size(), 1u);
-    Parsed e = parse_frame(answer[0]);
-    ASSERT_TRUE(e.ok) << e.error;
-    EXPECT_TRUE(checksums_valid(e));
-    EXPECT_EQ(e.src, kExt1Addr);
-    EXPECT_EQ(e.dst, kServer);
-    EXPECT_EQ(e.icmp_type, 3);
-    EXPECT_EQ(e.icmp_code, 4);
-    EXPECT_EQ(get16(&answer[0][14 + 20 + 6]), 1000) << "next-hop MTU: the pods port's";
+    expect_frag_needed(answer[0], kServer, 1000, too_big_back, kExt1Addr);
     EXPECT_EQ(r.w().counters.icmp_sent[static_cast<unsigned>(dp::IcmpError::fragmentation_needed)], 2u);
     EXPECT_EQ(r.svc(kWeb).packets_out, 1u);
     EXPECT_EQ(r.svc(kWeb).packets_in, 1u);
