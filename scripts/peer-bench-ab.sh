@@ -22,25 +22,32 @@ work=${AB_WORK:-/tmp/egw-peer-bench-ab}
 export FLOWS=${FLOWS:-10000 1000000}
 export WINDOW=${WINDOW:-8}
 
+revs=("$1" "$2")
+shas=()
+for rev in "${revs[@]}"; do
+  sha=$(git -C "$here" rev-parse --verify --quiet "$rev^{commit}") ||
+    { echo "peer-bench-ab: $rev is not a revision of $here" >&2; exit 2; }
+  shas+=("$sha")
+done
 bash "$here/scripts/deps.sh"
 mkdir -p "$work"
 labels=(base new)
 trees=()
-for k in 0 1; do
-  rev=$([ "$k" -eq 0 ] && echo "$1" || echo "$2")
-  sha=$(git -C "$here" rev-parse --verify "$rev^{commit}")
-  tree=$work/${labels[$k]}-${sha:0:12}
-  [ -d "$tree" ] || git -C "$here" worktree add --detach "$tree" "$sha" >/dev/null
-  [ -f "$tree/build/build.ninja" ] || meson setup "$tree/build" "$tree" --buildtype=release >/dev/null
-  ninja -C "$tree/build" control/egwd >/dev/null
-  echo "peer-bench-ab: ${labels[$k]} = $rev ($sha), built in $tree/build"
-  trees+=("$tree")
-done
 cleanup() {
   [ "${KEEP:-0}" = 1 ] && return
   for tree in "${trees[@]}"; do git -C "$here" worktree remove --force "$tree" 2>/dev/null || true; done
 }
 trap cleanup EXIT
+for k in 0 1; do
+  rev=${revs[$k]}
+  sha=${shas[$k]}
+  tree=$work/${labels[$k]}-${sha:0:12}
+  [ -d "$tree" ] || git -C "$here" worktree add --detach "$tree" "$sha" >/dev/null
+  trees+=("$tree")
+  [ -f "$tree/build/build.ninja" ] || meson setup "$tree/build" "$tree" --buildtype=release >/dev/null
+  ninja -C "$tree/build" control/egwd >/dev/null
+  echo "peer-bench-ab: ${labels[$k]} = $rev ($sha), built in $tree/build"
+done
 
 log=$work/results-$(date -u +%Y%m%d-%H%M%S).log
 for round in $(seq 1 "$rounds"); do
