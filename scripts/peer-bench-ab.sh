@@ -50,13 +50,18 @@ for k in 0 1; do
 done
 
 log=$work/results-$(date -u +%Y%m%d-%H%M%S).log
+: > "$log"
 for round in $(seq 1 "$rounds"); do
   order=(0 1)
   [ $((round % 2)) -eq 0 ] && order=(1 0)
   for k in "${order[@]}"; do
     echo "peer-bench-ab: round $round of $rounds, ${labels[$k]}"
+    before=$(wc -l < "$log")
+    # A failed run stops the comparison: a pairing with one revision's runs missing would mislead.
     DUT_NAME=egwd-${labels[$k]} EGW_TREE=${trees[$k]} CONFIGS="testpmd-io dut" REPS=1 \
-      bash "$here/scripts/peer-bench.sh" 2>&1 | tee -a "$log" | grep ' result ' || true
+      bash "$here/scripts/peer-bench.sh" >> "$log" 2>&1 ||
+      { echo "peer-bench-ab: the rig failed for ${labels[$k]}, see $log" >&2; exit 1; }
+    tail -n +"$((before + 1))" "$log" | grep ' result ' || true
   done
 done
 
