@@ -316,6 +316,39 @@ TEST_F(DataplaneTest, Ipv6DatagramOfExactlyTheMtuLeavesWholeAndOneByteMoreGetsPa
     EXPECT_EQ(r.w().counters.fragmented, 0u);
 }
 
+// The IPv6 twin of DontFragmentIsHeldToItsEgressPortsMtuNotToTheSmallestOne: a datagram larger
+// than the smallest MTU of any port (the pods port's 1,280) is held to the MTU of the port it
+// leaves by (ext1's 1,500), not to the smallest.
+TEST_F(DataplaneTest, Ipv6DatagramIsHeldToItsEgressPortsMtuNotToTheSmallestOne) {
+    using namespace std_rig6;
+    RigOptions o = dual_stack();
+    auto base = o.configure;
+    o.configure = [base](config::Config& c) {
+        base(c);
+        mtus({{"pods", 1280}, {"ext1", 1500}})(c);
+    };
+    Rig& r = start(o);
+    // 40 + 8 + 1352 = 1400 bytes: over the pods port's MTU, within ext1's.
+    r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(1352))));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv6,
+                                  udp6_ip(kIngressV6, 40000, kServerV6, 53, pattern(1352), Ip6Opt{63})));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    // 1,501 bytes: one over ext1's MTU, answered with Packet Too Big carrying 1,500.
+    Bytes more = udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(1453));
+    r.process(r.pods, from_pod6(kPod10v6, more));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    Parsed e = single(r.tx(r.pods));
+    EXPECT_TRUE(checksums_valid(e));
+    EXPECT_EQ(e.icmp_type, 2);
+    EXPECT_EQ(get32(&e.l3[44]), 1500u) << "ext1's MTU, not the smallest";
+    ASSERT_TRUE(e.inner);
+    EXPECT_EQ(e.inner->src6, kPod10v6);
+    EXPECT_EQ(r.w().counters.icmp_sent[static_cast<unsigned>(dp::IcmpError::packet_too_big)], 1u);
+    EXPECT_EQ(r.w().counters.fragmented, 0u);
+}
+
 // An IPv6 jumbo frame received as a chain of mbufs leaves translated as the chain it came in,
 // also when the first mbuf ends inside the TCP header.
 TEST_F(DataplaneTest, ChainedIpv6FrameThatFitsLeavesAsItsBytesWithValidChecksums) {
