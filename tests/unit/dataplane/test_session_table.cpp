@@ -412,7 +412,12 @@ TYPED_TEST(SessionTables, DestroyedSessionIsNotFoundAndItsSlotIsReused) {
     EXPECT_EQ(t.active(), 1u);
     auto c = random_session(rng);
     uint32_t ic = t.create(c);
+    // The free list is a stack: the slot just freed is the next one handed out.
+    EXPECT_EQ(ic, ia);
+    EXPECT_TRUE(t.at(ic).in_use & dp::kSessionInUse);
+    EXPECT_EQ(t.find_inside(SessionTable::inside_key(c)), ic);
     EXPECT_EQ(t.find_outside(SessionTable::outside_key(c)), ic);
+    EXPECT_EQ(t.find_inside(SessionTable::inside_key(b)), ib);
     EXPECT_EQ(t.active(), 2u);
 }
 
