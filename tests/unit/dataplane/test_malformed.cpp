@@ -285,25 +285,48 @@ TEST_F(DataplaneTest, ReceiveChecksumFlagsAreHonouredExactly) {
     put16(&wrong[10], static_cast<uint16_t>(get16(&wrong[10]) + 1));
     Bytes want =
         ethernet(kServerMac, kExt1Mac, kEtherIpv4, udp_ip(kIngress, 40000, kServer, 53, text("q"), IpOpt{.ttl = 63}));
+    constexpr size_t kIpChecksum = 14 + 10;  // the IPv4 header checksum's offset in the frame
 
     // The NIC checked the header and found it good: no software check needed.
     r.process(0, {{r.pods, r.from_pod(kPod10, good), RTE_MBUF_F_RX_IP_CKSUM_GOOD}});
     auto frames = r.tx(r.ext1);
     ASSERT_EQ(frames.size(), 1u);
     EXPECT_EQ(frames[0], want);
+    // GOOD is taken at its word: a field the software check would refuse is not checked again,
+    // and the packet leaves translated, its checksum updated incrementally from the field it had
+    // (so still off). Only that field differs from the translation of the right packet.
+    r.process(0, {{r.pods, r.from_pod(kPod10, wrong), RTE_MBUF_F_RX_IP_CKSUM_GOOD}});
+    frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    ASSERT_EQ(frames[0].size(), want.size());
+    EXPECT_NE(get16(&frames[0][kIpChecksum]), get16(&want[kIpChecksum]));
+    Bytes masked = frames[0];
+    put16(&masked[kIpChecksum], get16(&want[kIpChecksum]));
+    EXPECT_EQ(masked, want);
+    EXPECT_EQ(r.total_drops(), 0u);
     // The NIC found it bad.
     r.process(0, {{r.pods, r.from_pod(kPod10, wrong), RTE_MBUF_F_RX_IP_CKSUM_BAD}});
+    EXPECT_TRUE(r.tx(r.ext1).empty());
     EXPECT_EQ(r.drops(DropReason::malformed), 1u);
     // "NONE": the header is intact but the checksum field is not right, so it cannot be
-    // updated incrementally; the packet must not leave with a wrong checksum.
+    // updated incrementally; the packet must not leave with a wrong checksum: it is checked in
+    // software and dropped.
     r.process(0, {{r.pods, r.from_pod(kPod10, wrong), RTE_MBUF_F_RX_IP_CKSUM_NONE}});
-    for (const auto& f : r.tx(r.ext1))
-        EXPECT_TRUE(checksums_valid(parse_frame(f)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::malformed), 2u);
+    // UNKNOWN (no flag, what a NIC without the offload and every virtual device give): checked in
+    // software as well.
+    r.process(0, {{r.pods, r.from_pod(kPod10, wrong), RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN}});
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::malformed), 3u);
+    EXPECT_EQ(r.total_drops(), 3u);
     // "NONE" with a right field is an ordinary packet.
     r.process(0, {{r.pods, r.from_pod(kPod10, good), RTE_MBUF_F_RX_IP_CKSUM_NONE}});
     frames = r.tx(r.ext1);
     ASSERT_EQ(frames.size(), 1u);
     EXPECT_EQ(frames[0], want);
+    EXPECT_EQ(r.total_drops(), 3u);
 }
 
 // The IPv6 twin. IPv6 has no header checksum, so no IP checksum flag a NIC sets on an IPv6 packet
