@@ -367,19 +367,45 @@ TEST_F(DataplaneTest, Ipv6LargerThanTheEgressMtuGetsPacketTooBig) {
     EXPECT_EQ(sent(r, dp::IcmpError::packet_too_big), 1u);
 }
 
-// A smaller port MTU: a packet too big for it that fits within 1280 bytes with the error's headers
-// is quoted whole.
-TEST_F(DataplaneTest, PacketTooBigQuotesASmallPacketWhole) {
+// At IPv6's minimum MTU: a packet one byte over gets Packet Too Big cut to exactly 1280 bytes
+// (its first 1232 quoted), and one under the MTU leaves as it came.
+TEST_F(DataplaneTest, PacketTooBigAtTheMinimumMtuIsCutTo1280Bytes) {
     Rig& r = start(dual_stack(true, [](config::Config& c) { c.ports[1].mtu = 1280; }));
     Bytes pkt = udp6_ip(kPod10v6, 40000, kInternetV6, 9, Bytes(1281 - 48, 3));
     r.process(r.pods, pod6(pkt));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
     auto frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
+    EXPECT_EQ(frames[0].size(), 14u + 1280u);
     EXPECT_EQ(frames[0],
               error6(kPod10Mac, kPodsMac, kPodsV6, kPod10v6, 2, 0, Bytes(pkt.begin(), pkt.begin() + 1232), 1280));
+    EXPECT_EQ(sent(r, dp::IcmpError::packet_too_big), 1u);
     Bytes small = udp6_ip(kPod10v6, 40000, kInternetV6, 9, Bytes(1000, 3));
     r.process(r.pods, pod6(small));
-    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0], ethernet(kExt1GwMac, kExt1Mac, kEtherIpv6, forwarded(small)));
+    EXPECT_EQ(sent(r, dp::IcmpError::packet_too_big), 1u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// A port MTU below IPv6's minimum (the configuration takes 68 and up, for IPv4's sake): a packet
+// too big for it that fits within 1280 bytes with the error's headers is quoted whole, and the
+// error carries that MTU.
+TEST_F(DataplaneTest, PacketTooBigQuotesASmallPacketWhole) {
+    Rig& r = start(dual_stack(true, [](config::Config& c) { c.ports[1].mtu = 1000; }));
+    Bytes pkt = udp6_ip(kPod10v6, 40000, kInternetV6, 9, Bytes(1001 - 48, 3));
+    ASSERT_EQ(pkt.size(), 1001u);
+    r.process(r.pods, pod6(pkt));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    auto frames = r.tx(r.pods);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    EXPECT_EQ(frames[0].size(), 14u + 48u + 1001u);
+    EXPECT_EQ(frames[0], error6(kPod10Mac, kPodsMac, kPodsV6, kPod10v6, 2, 0, pkt, 1000));
+    EXPECT_EQ(p.icmp_ident << 16 | p.icmp_seq, 1000u);
+    EXPECT_EQ(sent(r, dp::IcmpError::packet_too_big), 1u);
+    EXPECT_EQ(r.total_drops(), 0u);
 }
 
 // No route in the VRF nor the default table: Destination Unreachable, no route (1/0).
