@@ -201,6 +201,9 @@ TEST_F(DataplaneTest, NeighbourMacRewrittenInPlaceWhileAWorkerForwards) {
     EXPECT_EQ(t.received, t.total);
     EXPECT_EQ(r.total_drops(), 0u);
     EXPECT_EQ(r.w().counters.held, 0u) << "a frame found the neighbour unresolved while only its MAC changed";
+    // Both MACs were used: the worker read the rewritten entry, not a copy of its first MAC.
+    EXPECT_GT(t.dst_macs[moved], 0u) << "no frame left with the rewritten MAC";
+    EXPECT_GT(t.dst_macs[kServerMac], 0u) << "no frame left with the first MAC";
 }
 
 // The control thread takes the destination's neighbour entry out and gives its slot to another
@@ -482,6 +485,9 @@ TEST_F(DataplaneTest, CountersReadWhileWorkersCountNeverGoBackwards) {
     Traffic t{r, {2000, 40000}, 10000};
     std::atomic<bool> done{false};
     uint64_t reads = 0;
+    // Reads that found the traffic under way (some packets received, not all): they show that the
+    // reader ran while the workers counted, not only before or after.
+    std::atomic<uint64_t> reads_under_way{0};
     bool backwards = false;
     const uint32_t web = r.service_id(kWeb);
     // The metrics thread's way of reading a worker's counters (control/metrics/state.h).
@@ -489,6 +495,7 @@ TEST_F(DataplaneTest, CountersReadWhileWorkersCountNeverGoBackwards) {
         uint64_t last_rx = 0, last_tx = 0, last_web = 0;
         while (!done.load()) {
             uint64_t rx = __atomic_load_n(&r.w(0).counters.rx_packets, __ATOMIC_RELAXED);
+            if (rx > 0 && rx < t.total) reads_under_way.fetch_add(1);
             uint64_t tx = __atomic_load_n(&r.w(0).counters.tx_packets, __ATOMIC_RELAXED) +
                           __atomic_load_n(&r.w(1).counters.tx_packets, __ATOMIC_RELAXED);
             uint64_t out = __atomic_load_n(&r.w(0).service_counters[web].packets_out, __ATOMIC_RELAXED) +
@@ -502,13 +509,24 @@ TEST_F(DataplaneTest, CountersReadWhileWorkersCountNeverGoBackwards) {
     });
     {
         WorkerThreads threads(r);
-        t.run(0, {});
+        // Half way, the sender waits (10 s at most) until the reader has read the counts under
+        // way at least once, so that a busy machine cannot schedule the reader only around the
+        // traffic.
+        bool waited = false;
+        t.run(0, [&](unsigned) {
+            if (waited || t.received < t.total / 2) return;
+            waited = true;
+            auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (reads_under_way.load() == 0 && std::chrono::steady_clock::now() < give_up)
+                std::this_thread::yield();
+        });
     }
     done.store(true);
     reader.join();
     EXPECT_EQ(t.received, t.total);
     EXPECT_FALSE(backwards);
     EXPECT_GT(reads, 0u);
+    EXPECT_GT(reads_under_way.load(), 0u) << "the reader never ran while the workers counted";
     EXPECT_EQ(r.svc(kWeb, 0).packets_out + r.svc(kWeb, 1).packets_out, t.total);
 }
 
