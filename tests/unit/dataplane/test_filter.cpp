@@ -165,7 +165,9 @@ TEST_F(DataplaneTest, APortWithAGroupMacTakesNoFrameAsUnicast) {
 }
 
 // The addresses next to every range are ordinary unicast and go through: the ranges are no wider
-// than they should be.
+// than they should be. Each leaves as any packet to such an address does: translated to the
+// Service's ingress IP toward ext1's gateway (or to the gateway itself, on ext1's link), or, for
+// a cluster destination, routed untranslated toward the pods' router.
 TEST_F(DataplaneTest, AddressesBesideTheFilteredRangesGoThrough) {
     Rig& r = start();
     const uint32_t outside_ranges[] = {
@@ -175,16 +177,36 @@ TEST_F(DataplaneTest, AddressesBesideTheFilteredRangesGoThrough) {
         ip4(128, 0, 0, 0),        // above loopback
         ip4(169, 253, 255, 255),  // below link-local
         ip4(169, 255, 0, 0),      // above link-local
-        ip4(192, 0, 2, 254),      // ext1's subnet, not its broadcast
-        ip4(10, 244, 2, 255),     // a broadcast-looking address of the pod CIDR, not of a port's subnet
+        ip4(192, 0, 2, 254),      // ext1's subnet, not its broadcast (ext1's gateway)
     };
     uint16_t port = 40000;
     for (uint32_t dst : outside_ranges) {
         SCOPED_TRACE(ip_str(dst));
-        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, port++, dst, 53, text("unicast"))));
-        size_t out = r.tx(r.ext1).size() + r.tx(r.pods).size() + r.to_control().size();
-        EXPECT_EQ(out, 1u);
+        Bytes sent = udp_ip(kPod10, port, dst, 53, text("unicast"));
+        r.process(r.pods, r.from_pod(kPod10, sent));
+        auto frames = r.tx(r.ext1);
+        ASSERT_EQ(frames.size(), 1u);
+        EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
+        EXPECT_EQ(frames[0], ethernet(kExt1GwMac, kExt1Mac, kEtherIpv4,
+                                      udp_ip(kIngress, port, dst, 53, text("unicast"), IpOpt{.ttl = 63})));
+        EXPECT_TRUE(r.tx(r.pods).empty());
+        EXPECT_TRUE(r.to_control().empty());
+        ++port;
     }
+    EXPECT_EQ(r.sessions().size(), std::size(outside_ranges));
+    EXPECT_EQ(r.svc(kWeb).packets_out, std::size(outside_ranges));
+    // A broadcast-looking address of the pod CIDR, not of a port's subnet: a cluster destination,
+    // routed as it is.
+    const uint32_t pod_cidr_dst = ip4(10, 244, 2, 255);
+    Bytes sent = udp_ip(kPod10, port, pod_cidr_dst, 53, text("unicast"));
+    r.process(r.pods, r.from_pod(kPod10, sent));
+    auto frames = r.tx(r.pods);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
+    EXPECT_EQ(frames[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4,
+                                  udp_ip(kPod10, port, pod_cidr_dst, 53, text("unicast"), IpOpt{.ttl = 63})));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.sessions().size(), std::size(outside_ranges));
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
