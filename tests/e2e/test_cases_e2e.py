@@ -42,6 +42,7 @@ WEB_POD = "10.244.1.10"        # default/web: LoadBalancerIP 192.0.2.50
 WEB_INGRESS = "192.0.2.50"
 DB_POD = "10.244.1.20"         # default/db: Network, VRF blue (ext2)
 NET1_POD = "10.244.1.30"       # default/net1: Network, VRF default (ext1)
+POD2, PODS2_GW = "10.244.2.10", "10.244.2.1"  # pods2: of no Service (the default action)
 EXT1, EXT1_GW = "192.0.2.100", "192.0.2.1"
 EXT2, EXT2_GW = "198.51.100.100", "198.51.100.1"
 SHARED = "203.0.113.7"         # owned by both ext1 and ext2
@@ -345,19 +346,23 @@ class EdgeCasesE2E(unittest.TestCase):
         sent = self.metric('egw_icmp_errors_sent_total{type="time_exceeded"}')
         out, r = self.in_ns("pods", STREAM, "ttl-probe", EXT1, 33434, "--bind", f"{WEB_POD}:41010", "--timeout", 3)
         self.assertEqual(out, f"icmp 11 0 {PODS_GW}", f"{r.stderr}\n{self.diag()}")
-        # A pod of no EgressService (the default action), toward the other network: the same.
+        # A pod of default/db (Network, VRF blue), toward the other network: the same.
         out, r = self.in_ns("pods", STREAM, "ttl-probe", EXT2, 33435, "--bind", f"{DB_POD}:41011", "--timeout", 3)
         self.assertEqual(out, f"icmp 11 0 {PODS_GW}", f"{r.stderr}\n{self.diag()}")
+        # A pod of no Service (the default action) behind the other inside port: the error comes
+        # from that port's address.
+        out, r = self.in_ns("pods2", STREAM, "ttl-probe", EXT1, 33436, "--bind", f"{POD2}:41013", "--timeout", 3)
+        self.assertEqual(out, f"icmp 11 0 {PODS2_GW}", f"{r.stderr}\n{self.diag()}")
         # TTL 2 reaches the server (and no error comes back).
         out, r = self.in_ns("pods", STREAM, "ttl-probe", EXT1, SERVE_PORT, "--bind", f"{WEB_POD}:41012", "--ttl", 2,
                             "--timeout", 1)
         self.assertEqual(out, "timeout", f"{r.stderr}\n{self.diag()}")
-        harness.wait_for(lambda: self.metric('egw_icmp_errors_sent_total{type="time_exceeded"}') == sent + 2, 3,
+        harness.wait_for(lambda: self.metric('egw_icmp_errors_sent_total{type="time_exceeded"}') == sent + 3, 3,
                          lambda: f"the errors were not counted\n{self.diag()}")
         # egwctl shows the same count.
         r = run([str(harness.egwctl_binary()), "-p", FILE_PREFIX, "--json", "show", "icmp"], 10)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(json.loads(r.stdout)["sent"]["time_exceeded"], sent + 2, r.stdout)
+        self.assertEqual(json.loads(r.stdout)["sent"]["time_exceeded"], sent + 3, r.stdout)
         self.assert_alive()
 
     def test_7_b_broadcast_and_multicast_from_a_pod_stay_inside(self):

@@ -358,15 +358,20 @@ class TrafficUnderChange(unittest.TestCase):
 
     # --- the policy of the moment ----------------------------------------------------------
 
-    def check_sources(self, t_from, t_to, phases):
+    def check_sources(self, t_from, t_to, phases, min_share=None):
         """Every stream packet captured in [t_from, t_to] carries the source the policy said.
         `phases` is [(t_start, policy(...)[, window])], the first starting at or before t_from,
         each at the moment the test asked for the change; a change takes effect within its
         window (BOUND unless given), so from a phase's start to start + window the previous
         phase's source is still allowed, and on each gateway (and per protocol) the previous
-        source never comes back once the new one was seen."""
+        source never comes back once the new one was seen. With `min_share`, at least that share
+        of the UDP stream's packets over the window must have been captured, so that a capture
+        that stopped cannot pass for a clean one."""
         problems = []
         packets = self.captured(t_from, t_to)
+        if min_share is not None:
+            self.assertGreaterEqual(len(packets), RATE_UDP * (t_to - t_from) * min_share,
+                                    f"too few stream packets captured in the window\n{self.logs_tail()}")
         new_seen = {}
         phases = [(ph[0], ph[1], ph[2] if len(ph) > 2 else BOUND) for ph in phases]
         for t, gw, proto, src, tag in packets:
@@ -492,7 +497,8 @@ class TrafficUnderChange(unittest.TestCase):
         udp, tcp = results["udp"], results["tcp"]
         self.assertIsNotNone(udp)
         self.assertIsNotNone(tcp)
-        self.check_sources(t0, t1, [(t0, policy("gw-1", INGRESS[0]))])
+        # Nothing held the stream after t0: the capture itself must show it flowing throughout.
+        self.check_sources(t0, t1, [(t0, policy("gw-1", INGRESS[0]))], min_share=0.5)
         sent = self.assert_no_loss(udp, t0, t1)
         self.assertEqual(udp["errors"], [])
         self.assertIsNone(tcp["error"], f"the TCP connection broke\n{self.logs_tail()}")
