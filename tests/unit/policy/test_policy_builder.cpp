@@ -6,7 +6,9 @@
 // sequences of changes, both PolicyBuilder::build() (every state) and PolicyBuilder::apply()
 // (only what changed) must give the same snapshot and views as Scratch after every step: ids
 // (reused after a Service is gone), versions, the first-by-name owner of a pod claimed twice,
-// the default policy's version, NAT addresses, ports and routes.
+// the default policy's version, NAT addresses, ports and routes, and the route generation. Both
+// families: the Services have IPv6 ingress IPs and endpoints as well (the configuration's ports,
+// routes and cluster ranges are IPv4).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +27,13 @@ namespace {
 
 using model::ServiceDelta;
 using model::ServiceState;
+
+// What a Service was programmed with at the last build: its policy and its endpoints.
+struct Programmed {
+    dp::ServicePolicy pol;
+    std::vector<uint32_t> eps;
+    std::vector<net::IpAddr> eps6;
+};
 
 // The reference: each call resolves every Service and builds every table from a list.
 class Scratch {
@@ -45,7 +54,7 @@ public:
         last_action_ = cfg_.default_action;
         std::vector<std::pair<uint64_t, uint32_t>> routes, nat;
         std::map<uint8_t, std::set<uint8_t, std::greater<>>> lengths;
-        // IPv4 only, as the builder (the data plane has no IPv6 yet).
+        // The configuration's IPv4 ports and routes (test_config() has no IPv6 ones).
         auto route = [&](uint8_t vrf, const net::IpPrefix& p, uint16_t port, uint32_t via) {
             snap->next_hops.push_back(dp::NextHop{port, via});
             routes.emplace_back(dp::PolicySnapshot::route_key(vrf, p.len, p.network4()),
@@ -73,6 +82,16 @@ public:
                       port_ids_[static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data())],
                       r.via ? r.via->v4() : 0);
         snap->routes.build(routes);
+        // The generation of the last snapshot whose routes differ from the one before.
+        std::vector<std::tuple<uint64_t, uint16_t, uint32_t>> route_list;
+        for (auto [key, nh] : routes)
+            route_list.emplace_back(key, snap->next_hops[nh].port, snap->next_hops[nh].gateway);
+        std::sort(route_list.begin(), route_list.end());
+        if (route_list != last_routes_) {
+            last_routes_ = route_list;
+            route_generation_ = snap->generation;
+        }
+        snap->route_generation = route_generation_;
         for (auto& [vrf, lens] : lengths)
             snap->vrf_prefix_lengths[vrf].assign(lens.begin(), lens.end());
         for (const auto& c : cfg_.cluster.pod_cidrs)
@@ -96,9 +115,12 @@ public:
             free_.push_back(it->second);
             it = ids_.erase(it);
         }
-        std::map<uint32_t, uint32_t> owner;    // pod -> id of the first claim
-        std::map<uint64_t, uint32_t> ingress;  // (ingress IP, protocol, port) -> id of the first claim
-        std::map<uint32_t, std::pair<dp::ServicePolicy, std::vector<uint32_t>>> programmed;
+        std::map<uint32_t, uint32_t> owner;      // pod -> id of the first claim
+        std::map<uint64_t, uint32_t> ingress;    // (ingress IP, protocol, port) -> id of the first claim
+        std::map<net::IpAddr, uint32_t> owner6;  // IPv6 pod -> id of the first claim
+        std::map<net::IpAddr, uint32_t> nat6;    // IPv6 ingress IP -> flags
+        std::array<std::map<std::pair<net::IpAddr, uint16_t>, uint32_t>, 2> ingress6;  // [UDP?] (IP, port) -> id
+        std::map<uint32_t, Programmed> programmed;
         views.clear();
         for (const auto& s : services) {
             ServiceView v;
@@ -114,6 +136,14 @@ public:
             dp::ServicePolicy pol;
             int vrf = vrf_of(s.network);
             if (vrf >= 0) v.vrf = cfg_.vrfs[static_cast<size_t>(vrf)].name;
+            // The outside ports of the Service's network, or of the default network when its own
+            // has none: where its ingress IPs are answered (ARP, Neighbor Solicitation).
+            uint32_t arp_ports = 0;
+            for (int pass = 0; pass < 2 && arp_ports == 0 && vrf >= 0; ++pass)
+                for (unsigned id = 0; id < dp::kMaxPorts; ++id)
+                    if (snap->ports[id].role == dp::PortRole::outside &&
+                        snap->ports[id].vrf == (pass == 0 ? static_cast<uint8_t>(vrf) : dp::kDefaultVrf))
+                        arp_ports |= 1u << id;
             if (s.serve_here) {
                 if (vrf < 0) {
                     v.problem = "unknown network \"" + s.network + "\": no VRF of that name or table";
@@ -121,57 +151,95 @@ public:
                     pol.mode = dp::ServiceMode::masquerade;
                     pol.mode6 = dp::ServiceMode::masquerade;
                     pol.vrf = static_cast<uint8_t>(vrf);
-                } else if (!s.ingress_ipv4) {
-                    v.problem = "no IPv4 ingress IP (the IPv4 data plane needs one)";
                 } else {
-                    pol.mode = dp::ServiceMode::snat_ingress_ip;
-                    pol.vrf = static_cast<uint8_t>(vrf);
-                    pol.nat_ip = *s.ingress_ipv4;
-                    // Answered to ARP on the outside ports of the Service's network, or of the
-                    // default network when its own has none.
-                    uint32_t ports = 0;
-                    for (int pass = 0; pass < 2 && ports == 0; ++pass)
-                        for (unsigned id = 0; id < dp::kMaxPorts; ++id)
-                            if (snap->ports[id].role == dp::PortRole::outside &&
-                                snap->ports[id].vrf == (pass == 0 ? pol.vrf : dp::kDefaultVrf))
-                                ports |= 1u << id;
-                    nat.emplace_back(pol.nat_ip, dp::kNatIngressIp | ports << dp::kNatArpPortsShift);
-                    for (uint32_t pp : s.ports)
-                        ingress.emplace(dp::PolicySnapshot::ingress_key(pol.nat_ip, static_cast<uint8_t>(pp >> 16),
-                                                                        static_cast<uint16_t>(pp)),
-                                        v.id);
+                    // LoadBalancerIP: each family translated to its own ingress IP, if it has one.
+                    if (s.ingress_ipv4 || s.ingress_ipv6) pol.vrf = static_cast<uint8_t>(vrf);
+                    if (!s.ingress_ipv4) {
+                        v.problem = "no IPv4 ingress IP (the IPv4 data plane needs one)";
+                    } else {
+                        pol.mode = dp::ServiceMode::snat_ingress_ip;
+                        pol.nat_ip = *s.ingress_ipv4;
+                        nat.emplace_back(pol.nat_ip, dp::kNatIngressIp | arp_ports << dp::kNatArpPortsShift);
+                        for (uint32_t pp : s.ports)
+                            ingress.emplace(dp::PolicySnapshot::ingress_key(pol.nat_ip, static_cast<uint8_t>(pp >> 16),
+                                                                            static_cast<uint16_t>(pp)),
+                                            v.id);
+                    }
+                    if (s.ingress_ipv6) {
+                        pol.mode6 = dp::ServiceMode::snat_ingress_ip;
+                        std::copy(s.ingress_ipv6->bytes().begin(), s.ingress_ipv6->bytes().end(), pol.nat_ip6.b);
+                        nat6[*s.ingress_ipv6] |= dp::kNatIngressIp | arp_ports << dp::kNatArpPortsShift;
+                        for (uint32_t pp : s.ports)
+                            ingress6[(pp >> 16) == dp::PolicySnapshot::kProtoUdp].emplace(
+                                std::make_pair(*s.ingress_ipv6, static_cast<uint16_t>(pp)), v.id);
+                    }
                 }
             }
             v.programmed = pol.mode != dp::ServiceMode::inactive;
             v.programmed6 = pol.mode6 != dp::ServiceMode::inactive;
             v.ipv4 = ipv4_translation(s, pol, v.problem);
             v.ipv6 = ipv6_translation(s, pol, v.problem);
+            // The version survives while nothing a session depends on changed, in either family;
+            // losing an endpoint counts, gaining one does not.
             auto prev = last_.find(v.id);
-            bool same = prev != last_.end() && prev->second.first.mode == pol.mode &&
-                        prev->second.first.vrf == pol.vrf && prev->second.first.nat_ip == pol.nat_ip &&
-                        std::includes(s.endpoint_ipv4s.begin(), s.endpoint_ipv4s.end(), prev->second.second.begin(),
-                                      prev->second.second.end());
-            pol.version = same ? prev->second.first.version : next_version_++;
+            bool same = prev != last_.end() && prev->second.pol.mode == pol.mode && prev->second.pol.vrf == pol.vrf &&
+                        prev->second.pol.nat_ip == pol.nat_ip && prev->second.pol.mode6 == pol.mode6 &&
+                        std::equal(std::begin(pol.nat_ip6.b), std::end(pol.nat_ip6.b), prev->second.pol.nat_ip6.b) &&
+                        std::includes(s.endpoint_ipv4s.begin(), s.endpoint_ipv4s.end(), prev->second.eps.begin(),
+                                      prev->second.eps.end()) &&
+                        std::includes(s.endpoint_ipv6s.begin(), s.endpoint_ipv6s.end(), prev->second.eps6.begin(),
+                                      prev->second.eps6.end());
+            pol.version = same ? prev->second.pol.version : next_version_++;
             snap->services[v.id] = pol;
-            programmed[v.id] = {pol, s.endpoint_ipv4s};
+            programmed[v.id] = Programmed{pol, s.endpoint_ipv4s, s.endpoint_ipv6s};
             for (uint32_t ip : s.endpoint_ipv4s)
                 owner.emplace(ip, v.id);
+            for (const net::IpAddr& ip : s.endpoint_ipv6s)
+                owner6.emplace(ip, v.id);
             views.push_back(v);
         }
         last_ = std::move(programmed);
         std::vector<std::pair<uint64_t, uint32_t>> eps(owner.begin(), owner.end());
         snap->endpoints.build(eps);
+        // The default policy's version moves when a pod of either family becomes translated
+        // (sessions the default action made for it must stop).
         std::set<uint32_t> served;
         for (auto [ip, id] : owner)
             if (snap->services[id].mode != dp::ServiceMode::inactive) served.insert(ip);
         if (!std::includes(served_.begin(), served_.end(), served.begin(), served.end())) ++default_version_;
         served_ = served;
+        std::set<net::IpAddr> served6;
+        for (const auto& [ip, id] : owner6)
+            if (snap->services[id].mode6 != dp::ServiceMode::inactive) served6.insert(ip);
+        if (!std::includes(served6_.begin(), served6_.end(), served6.begin(), served6.end())) ++default_version_;
+        served6_ = served6;
         snap->default_version = default_version_;
         std::map<uint32_t, uint32_t> merged;
         for (auto [ip, f] : nat)
             merged[static_cast<uint32_t>(ip)] |= f;
         snap->nat_addresses.build({merged.begin(), merged.end()});
         snap->ingress_ports.build({ingress.begin(), ingress.end()});
+        auto item6 = [](const net::IpAddr& ip, uint16_t scope, uint32_t value) {
+            dp::Ip6Map::Item it{};
+            std::copy(ip.bytes().begin(), ip.bytes().end(), it.addr);
+            it.scope = scope;
+            it.value = value;
+            return it;
+        };
+        std::vector<dp::Ip6Map::Item> items;
+        for (const auto& [ip, id] : owner6)
+            items.push_back(item6(ip, 0, id));
+        snap->endpoints6.build(items);
+        items.clear();
+        for (const auto& [ip, flags] : nat6)
+            items.push_back(item6(ip, 0, flags));
+        snap->nat_addresses6.build(items);
+        for (size_t k = 0; k < ingress6.size(); ++k) {
+            items.clear();
+            for (const auto& [where, id] : ingress6[k])
+                items.push_back(item6(where.first, where.second, id));
+            snap->ingress_ports6[k].build(items);
+        }
         if (cfg_.ingress.via) {
             snap->ingress_next_hop =
                 dp::NextHop{port_ids_[static_cast<size_t>(cfg_.find_port(cfg_.ingress.port) - cfg_.ports.data())],
@@ -210,12 +278,29 @@ private:
     uint32_t next_id_ = 1, next_version_ = 1, default_version_ = 1;
     std::optional<config::DefaultAction> last_action_;
     uint64_t generation_ = 0;
-    std::map<uint32_t, std::pair<dp::ServicePolicy, std::vector<uint32_t>>> last_;
+    std::map<uint32_t, Programmed> last_;
     std::set<uint32_t> served_;
+    std::set<net::IpAddr> served6_;
+    std::vector<std::tuple<uint64_t, uint16_t, uint32_t>> last_routes_;
+    uint64_t route_generation_ = 0;
 };
 
 std::string ip(uint64_t v) {
     return config::format_ipv4(static_cast<uint32_t>(v));
+}
+
+std::string ip6(const uint8_t* b) {
+    return net::to_string(net::IpAddr::from_v6(b));
+}
+
+// An Ip6Map's entries as lines "address scope -> value", sorted.
+std::vector<std::string> entries6(const dp::Ip6Map& m) {
+    std::vector<std::string> out;
+    m.for_each([&](const uint8_t* a, uint16_t scope, uint32_t v) {
+        out.push_back(ip6(a) + " " + std::to_string(scope) + " -> " + std::to_string(v));
+    });
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 std::vector<std::pair<uint64_t, uint32_t>> entries(const dp::FlatMap& m) {
@@ -229,7 +314,8 @@ std::vector<std::pair<uint64_t, uint32_t>> entries(const dp::FlatMap& m) {
 // are compared by content: the slot layout of a map depends on the order keys went in.
 std::string dump(const dp::PolicySnapshot& s) {
     std::ostringstream o;
-    o << "generation " << s.generation << " default " << int(s.default_action) << " v" << s.default_version << "\n";
+    o << "generation " << s.generation << " default " << int(s.default_action) << " v" << s.default_version
+      << " routes of " << s.route_generation << "\n";
     for (size_t p = 0; p < s.ports.size(); ++p) {
         const auto& pp = s.ports[p];
         o << "port " << p << " role " << int(pp.role) << " vrf " << int(pp.vrf) << " mac";
@@ -242,14 +328,22 @@ std::string dump(const dp::PolicySnapshot& s) {
     EXPECT_EQ(s.services.size(), dp::kMaxServices);
     for (size_t id = 0; id < s.services.size(); ++id) {
         const auto& sp = s.services[id];
-        if (sp.version || sp.mode != dp::ServiceMode::inactive || sp.vrf || sp.nat_ip)
+        if (sp.version || sp.mode != dp::ServiceMode::inactive || sp.mode6 != dp::ServiceMode::inactive || sp.vrf ||
+            sp.nat_ip)
             o << "service " << id << " v" << sp.version << " mode " << int(sp.mode) << " vrf " << int(sp.vrf) << " nat "
-              << ip(sp.nat_ip) << "\n";
+              << ip(sp.nat_ip) << " mode6 " << int(sp.mode6) << " nat6 " << ip6(sp.nat_ip6.b) << "\n";
     }
     for (auto [k, v] : entries(s.endpoints))
         o << "endpoint " << ip(k) << " -> " << v << "\n";
     for (auto [k, v] : entries(s.nat_addresses))
         o << "nat " << ip(k) << " flags " << v << "\n";
+    for (const auto& e : entries6(s.endpoints6))
+        o << "endpoint6 " << e << "\n";
+    for (const auto& e : entries6(s.nat_addresses6))
+        o << "nat6 " << e << "\n";
+    for (size_t k = 0; k < s.ingress_ports6.size(); ++k)
+        for (const auto& e : entries6(s.ingress_ports6[k]))
+            o << "ingress6 " << (k ? "udp " : "tcp ") << e << "\n";
     for (auto [k, v] : entries(s.node_ips))
         o << "node " << ip(k) << " " << v << "\n";
     for (auto [k, v] : entries(s.ingress_ports))
@@ -281,12 +375,15 @@ std::string dump(const std::vector<ServiceView>& views) {
     std::ostringstream o;
     for (const auto& v : views) {
         const auto& s = v.state;
-        o << s.key << " id " << v.id << " programmed " << v.programmed << " vrf " << v.vrf << " problem " << v.problem
-          << " ipv4 " << v.ipv4 << " ipv6 " << v.ipv6 << " | mode " << int(s.mode) << " host " << s.status_host
-          << " reason " << s.reason << " serve " << s.serve_here << " net " << s.network << " ingress "
-          << (s.ingress_ipv4 ? ip(*s.ingress_ipv4) : "-") << " eps";
+        o << s.key << " id " << v.id << " programmed " << v.programmed << " programmed6 " << v.programmed6 << " vrf "
+          << v.vrf << " problem " << v.problem << " ipv4 " << v.ipv4 << " ipv6 " << v.ipv6 << " | mode " << int(s.mode)
+          << " host " << s.status_host << " reason " << s.reason << " serve " << s.serve_here << " net " << s.network
+          << " ingress " << (s.ingress_ipv4 ? ip(*s.ingress_ipv4) : "-") << " eps";
         for (uint32_t e : s.endpoint_ipv4s)
             o << " " << ip(e);
+        o << " ingress6 " << (s.ingress_ipv6 ? net::to_string(*s.ingress_ipv6) : "-") << " eps6";
+        for (const net::IpAddr& e : s.endpoint_ipv6s)
+            o << " " << net::to_string(e);
         o << " ports";
         for (uint32_t p : s.ports)
             o << " " << p;
@@ -397,6 +494,23 @@ private:
         eps.erase(std::unique(eps.begin(), eps.end()), eps.end());
         s.endpoint_ipv4s = std::move(eps);
     }
+    // IPv6 addresses from a few: fd00:10::1-24 for pods, 2001:db8:113::1-6 for ingress IPs.
+    static net::IpAddr v6(uint8_t net, uint8_t host) {
+        uint8_t b[16] = {0x20, 0x01, 0x0d, 0xb8, 0x01, 0x13};
+        if (net == 0) b[0] = 0xfd, b[1] = 0x00, b[2] = 0x00, b[3] = 0x10, b[4] = b[5] = 0;
+        b[15] = host;
+        return net::IpAddr::from_v6(b);
+    }
+    net::IpAddr pod6() { return v6(0, static_cast<uint8_t>(1 + pick(24))); }
+    void set_endpoints6(ServiceState& s, std::vector<net::IpAddr> eps) {
+        std::sort(eps.begin(), eps.end());
+        eps.erase(std::unique(eps.begin(), eps.end()), eps.end());
+        s.endpoint_ipv6s = std::move(eps);
+    }
+    std::optional<net::IpAddr> ingress6() {
+        if (pick(3) == 0) return std::nullopt;
+        return v6(1, static_cast<uint8_t>(1 + pick(6)));
+    }
     std::optional<uint32_t> ingress() {
         if (pick(8) == 0) return std::nullopt;
         // A few are also an outside port's address.
@@ -429,11 +543,16 @@ private:
         for (unsigned i = pick(6); i > 0; --i)
             eps.push_back(pod());
         set_endpoints(s, eps);
+        s.ingress_ipv6 = ingress6();
+        std::vector<net::IpAddr> eps6;
+        for (unsigned i = pick(5); i > 0; --i)
+            eps6.push_back(pod6());
+        set_endpoints6(s, eps6);
         return s;
     }
 
     void change(std::string& what) {
-        const unsigned op = states.empty() ? 0 : pick(12);
+        const unsigned op = states.empty() ? 0 : pick(15);
         switch (op) {
         case 0:
         case 1: {  // a Service appears (or comes back under a key used before)
@@ -508,6 +627,31 @@ private:
             s.serve_here = !s.serve_here;
             s.status_host = s.serve_here ? "gw-1" : "gw-2";
             s.reason = s.serve_here ? "" : "served by gw-2";
+            break;
+        }
+        case 12: {  // the IPv6 ingress IP changes, comes or goes
+            auto& s = random_state();
+            what += " ingress6 " + s.key;
+            s.ingress_ipv6 = ingress6();
+            break;
+        }
+        case 13: {  // IPv6 endpoints gained, lost, or one moved to another Service
+            auto& s = random_state();
+            what += " endpoints6 " + s.key;
+            auto eps = s.endpoint_ipv6s;
+            if (pick(3) == 0 && !eps.empty()) {
+                auto& t = random_state();
+                auto moved = eps[pick(static_cast<unsigned>(eps.size()))];
+                eps.erase(std::find(eps.begin(), eps.end(), moved));
+                auto et = t.endpoint_ipv6s;
+                et.push_back(moved);
+                set_endpoints6(t, et);
+            } else if (pick(2) == 0) {
+                eps.push_back(pod6());
+            } else if (!eps.empty()) {
+                eps.erase(eps.begin() + pick(static_cast<unsigned>(eps.size())));
+            }
+            set_endpoints6(s, eps);
             break;
         }
         case 10: {  // only what the views show
