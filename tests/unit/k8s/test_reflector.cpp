@@ -328,18 +328,33 @@ TEST_F(ReflectorTest, ServerErrorsBackOffThenSucceed) {
 
 TEST_F(ReflectorTest, WatchServerErrorsBackOffAndResume) {
     RawStore store;
-    start(store);
+    auto o = fast_options();
+    o.backoff_initial = 100ms;
+    o.backoff_max = 10s;
+    start(store, resources::nodes, o);
     ASSERT_TRUE(eventually([&] { return reflector_->synced() && reflector_->status().watching; }));
     server_->control("faults", {{"errors", json::array({{{"verb", "watch"}, {"code", 503}, {"count", 2}}})}});
+    const auto t0 = std::chrono::steady_clock::now();
     server_->control("close-watches", {{"abort", true}});
     upsert(testing::node("later"));
     ASSERT_TRUE(eventually([&] { return store.size() == 1; }));
+    // Three waits before the watch that delivers the event: 100 + 200 + 400 ms at least (jitter
+    // only adds, and no other request of the transport is answered to end them early).
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 700ms);
     EXPECT_EQ(reflector_->status().lists, 1u);     // resumed, not relisted
     EXPECT_EQ(reflector_->status().failures, 3u);  // the abort, then two 503s
     EXPECT_EQ(reflector_->status().watch_failures, 3u);
     EXPECT_EQ(reflector_->status().list_failures, 0u);
     EXPECT_EQ(reflector_->status().watch_closed, 0u);
+    // One line for the streak (the cut stream, with the first delay: 100 to 149 ms), the 503s at
+    // debug, then the recovery.
     EXPECT_EQ(log_.sink().count(spdlog::level::warn), 1u);
+    EXPECT_EQ(log_.sink().count(spdlog::level::warn, "watch failed: stream broken: "), 1u);
+    EXPECT_EQ(log_.sink().count(spdlog::level::warn, "; retrying in 0.1s"), 1u);
+    EXPECT_EQ(log_.sink().count(spdlog::level::debug, "watch failed again (2 in a row): HTTP 503"), 1u);
+    EXPECT_EQ(log_.sink().count(spdlog::level::debug, "watch failed again (3 in a row): HTTP 503"), 1u);
+    EXPECT_TRUE(
+        eventually([&] { return log_.sink().count(spdlog::level::info, "watch succeeded after 3 failures") == 1u; }));
 }
 
 // current_until says how stale the cache may be: "now" while a stream is open, frozen at the
