@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "apiserver_process.h"
@@ -166,16 +168,44 @@ contexts:
     EXPECT_EQ(c.token, "t");
 }
 
-TEST(Credentials, LoadPrefersFlagThenKubeconfigVariableThenInCluster) {
+TEST(Credentials, LoadPrefersFlagThenKubeconfigVariableThenInClusterThenHome) {
     TempDir d;
     d.write("config", kKubeconfig);
-    ScopedEnv kc("KUBECONFIG", d.file("config").c_str());
-    ScopedEnv host("KUBERNETES_SERVICE_HOST", "10.96.0.1");
-    EXPECT_EQ(load_credentials("", "prod").server, "https://prod.example:6443");
     d.write("other",
             "current-context: x\nclusters: [{name: c, cluster: {server: 'http://flag:1'}}]\n"
             "contexts: [{name: x, context: {cluster: c}}]\n");
-    EXPECT_EQ(load_credentials(d.file("other")).server, "http://flag:1");
+    std::filesystem::create_directories(d.file("home/.kube"));
+    d.write("home/.kube/config",
+            "current-context: h\nclusters: [{name: c, cluster: {server: 'http://home:1'}},"
+            " {name: c2, cluster: {server: 'http://home:2'}}]\n"
+            "contexts: [{name: h, context: {cluster: c}}, {name: h2, context: {cluster: c2}}]\n");
+    ScopedEnv home("HOME", d.file("home").c_str());
+    ScopedEnv host("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+    ScopedEnv port("KUBERNETES_SERVICE_PORT", "8443");
+    {
+        // In a pod, with $KUBECONFIG set: the flag, else $KUBECONFIG.
+        ScopedEnv kc("KUBECONFIG", d.file("config").c_str());
+        EXPECT_EQ(load_credentials(d.file("other")).server, "http://flag:1");
+        EXPECT_EQ(load_credentials("", "prod").server, "https://prod.example:6443");
+    }
+    ScopedEnv kc("KUBECONFIG", nullptr);
+    // No $KUBECONFIG: the pod's service account, before ~/.kube/config. load_credentials reads it
+    // at its fixed path; outside a pod (where the tests run) that file is missing, and the error
+    // names it.
+    const InClusterPaths pod;
+    if (std::ifstream(pod.token_file)) {
+        Credentials c = load_credentials();
+        EXPECT_EQ(c.source, "in-cluster");
+        EXPECT_EQ(c.server, "https://10.96.0.1:8443");
+    } else {
+        EXPECT_EQ(error_of([] { load_credentials(); }), "cannot read service-account token " + pod.token_file);
+    }
+    // Not in a pod either: ~/.kube/config, with the context asked for.
+    ScopedEnv no_host("KUBERNETES_SERVICE_HOST", nullptr);
+    EXPECT_EQ(load_credentials().server, "http://home:1");
+    EXPECT_EQ(load_credentials("", "h2").server, "http://home:2");
+    ScopedEnv no_home("HOME", nullptr);
+    EXPECT_EQ(error_of([] { load_credentials(); }), "no kubeconfig given, not in a cluster, and $HOME is not set");
 }
 
 TEST(InCluster, FromEnvironmentAndServiceAccountFiles) {
