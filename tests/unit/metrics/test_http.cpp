@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -269,6 +271,22 @@ TEST(Http, TheOldestSilentClientMakesRoom) {
     EXPECT_TRUE(r.starts_with("HTTP/1.1 200 OK")) << r;
     EXPECT_GE(s.http.counters().shed.load(), 50u);
     EXPECT_LE(s.http.counters().open.load(), 150u);
+    // The server took them in the order they connected: the 50 oldest were closed without an
+    // answer as newer ones came (seen within a second: the 2 s head timeout is not what closed
+    // them), and the newest is still open (nothing to read yet: it would block).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    char c;
+    for (int i = 0; i < 50; ++i) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+        pollfd p{idle[i], POLLIN, 0};
+        EXPECT_EQ(::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))), 1) << "connection " << i;
+        EXPECT_EQ(::recv(idle[i], &c, 1, MSG_DONTWAIT), 0) << "connection " << i;
+    }
+    const ssize_t n = ::recv(idle.back(), &c, 1, MSG_DONTWAIT);
+    const int err = errno;
+    EXPECT_EQ(n, -1);
+    EXPECT_TRUE(err == EAGAIN || err == EWOULDBLOCK) << std::strerror(err);
     for (int fd : idle)
         ::close(fd);
 }
