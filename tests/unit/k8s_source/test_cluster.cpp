@@ -552,8 +552,30 @@ TEST_F(ClusterTest, LeaderThatCannotRenewStopsDeciding) {
     add_service("svc1");
     eventually_host("svc1", "node1");
 
+    // The fault right after a renewal, so that a leader that went on until its Lease ran out
+    // would lead for nearly kLease after it.
+    auto version = [&] { return lease("egw-leader")["metadata"].value("resourceVersion", ""); };
+    const std::string renewed = version();
+    ASSERT_TRUE(eventually([&] { return version() != renewed; }, 3s));
     server_->control("faults", {{"errors", json::array({{{"count", 1000}, {"code", 500}, {"path", "egw-leader"}}})}});
-    ASSERT_TRUE(eventually([&] { return !leader->leader(); }, kDeadline + 1s));
+    const auto fault = std::chrono::steady_clock::now();
+    // The last renewal that went through started before the fault: leadership ends kDeadline after
+    // it at the latest. Another instance could take over kLease after the last renewal it saw,
+    // about kLease - kRetry after the fault at the earliest; the leader must be done before.
+    // Each sample's time is taken before leader() reads the clock, so a late sample cannot make
+    // leadership look longer than it was.
+    std::chrono::steady_clock::duration led{0};
+    ASSERT_TRUE(eventually(
+        [&] {
+            const auto at = std::chrono::steady_clock::now();
+            if (!leader->leader()) return true;
+            led = at - fault;
+            return false;
+        },
+        kLease + 1s));
+    EXPECT_LT(led, kLease - kRetry) << "still leading "
+                                    << std::chrono::duration_cast<std::chrono::milliseconds>(led).count()
+                                    << " ms after the fault";
     const uint64_t writes = leader->stats().status_writes;
     add_service("svc2");
     EXPECT_TRUE(consistently([&] { return host("svc2") == "<unset>"; }, 1s));
