@@ -494,6 +494,13 @@ TEST_F(ClusterTest, LeaderFailoverAfterACrash) {
     for (int i = 0; i < 6; ++i)
         ++per[host("svc" + std::to_string(i))];
     EXPECT_EQ(per, (std::map<std::string, int>{{"node1", 2}, {"node2", 2}, {"node3", 2}}));  // free first, least loaded
+    const auto before = hosts();
+    auto status_patches = [&](const std::string& s) {
+        return server_->requests("patch", "/egressservices/" + s + "/status").size();
+    };
+    std::map<std::string, size_t> patches_before;
+    for (const auto& [s, h] : before)
+        patches_before[s] = status_patches(s);
 
     const std::string old = leader->options().node_name;
     auto t0 = std::chrono::steady_clock::now();
@@ -523,7 +530,16 @@ TEST_F(ClusterTest, LeaderFailoverAfterACrash) {
             n += ls.size();
         return !labels.count(old) && n == 6;
     }));
-    // The Services of the surviving nodes stayed where they were.
+    // The Services of the surviving nodes stayed where they were: the same host, and not one
+    // status PATCH for them since the crash (not even one that wrote the same host again).
+    size_t kept = 0;
+    for (const auto& [s, h] : before) {
+        if (h == old) continue;
+        ++kept;
+        EXPECT_EQ(host(s), h) << s;
+        EXPECT_EQ(status_patches(s), patches_before[s]) << s << ": status written since the crash";
+    }
+    EXPECT_EQ(kept, 4u);
     EXPECT_EQ(next->stats().leader_transitions, 1u);
 }
 
