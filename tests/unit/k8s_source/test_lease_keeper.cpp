@@ -161,6 +161,10 @@ TEST_F(LeaseKeeperTest, NotServingGivesTheLivenessLeaseUpUntilItServesAgain) {
     EXPECT_FALSE(g.keeper->leader());  // mode external never leads
     g.serving_problem = "workers stalled";
     ASSERT_TRUE(eventually([&] { return holder("egw-node-node1").empty(); }));
+    // Given up for as long as it does not serve: 1.5 s is six retry periods, six rounds that
+    // must not take it back.
+    EXPECT_TRUE(consistently([&] { return holder("egw-node-node1").empty(); }, 1500ms))
+        << "held by \"" << holder("egw-node-node1") << "\" while not serving";
     EXPECT_EQ(g.keeper->stats().not_serving, "workers stalled");
     EXPECT_EQ(g.keeper->serving_problems(), "workers stalled\n");
     g.serving_problem = "";
