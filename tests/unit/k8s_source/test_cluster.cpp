@@ -1028,6 +1028,11 @@ TEST_F(ClusterTest, NotServingGivesTheLivenessLeaseUp) {
     EXPECT_LE(took, kRetry + 1s) << "moved after " << std::chrono::duration<double>(took).count() << " s";
     EXPECT_EQ(g1.stats().not_serving, "port ext1: link down");
     eventually_labels({{"node2", {"testns-svc1"}}});
+    // Given up for as long as the link is down: six retry periods, six rounds that must not take
+    // it back, and the Service stays where it went.
+    EXPECT_TRUE(consistently([&] { return holder("egw-node-node1").empty() && host("svc1") == "node2"; }, 6 * kRetry))
+        << "egw-node-node1 held by \"" << holder("egw-node-node1") << "\", svc1 on \"" << host("svc1")
+        << "\" while the link is down";
 
     link = true;
     ASSERT_TRUE(eventually([&] { return holder("egw-node-node1") == "node1"; }, kRetry + 1s));
