@@ -306,6 +306,7 @@ TEST_F(Cluster, DeletedEgressServiceReleasesItsNode) {
     add_service("svc1");
     EXPECT_EQ(host("svc1"), "node1");
     EXPECT_EQ(alloc.load("node1"), 1u);
+    EXPECT_EQ(labelled(), (std::map<std::string, std::set<std::string>>{{"node1", {kSvc1Label}}}));
     objects.egress_services.clear();
     HostDecision d = decide_once("testns/svc1");
     EXPECT_FALSE(d.exists);
@@ -432,6 +433,7 @@ TEST_F(Cluster, InvalidSelectorOnAnAllocatedServiceClearsIt) {
     add_node("node1");
     add_service("svc1");
     EXPECT_EQ(host("svc1"), "node1");
+    EXPECT_EQ(labelled(), (std::map<std::string, std::set<std::string>>{{"node1", {kSvc1Label}}}));
     es("svc1").node_selector = labels({{"a:b", "c&"}});
     EXPECT_EQ(host("svc1"), "");
     EXPECT_TRUE(alloc.hosts().empty());
