@@ -1076,6 +1076,9 @@ TEST_F(ClusterTest, BackoffEndsWhenTheServerAnswersAgain) {
     gw_["node1"] = std::make_unique<Controller>(creds, options("node1"), co);
     Controller& g = *gw_["node1"];
     g.start();
+    // One reflector per kind (EgressServices, Services, EndpointSlices, Nodes, Leases): without
+    // them, all_watching() and the check of their failures below would hold for nothing.
+    ASSERT_EQ(g.client().status().size(), 5u);
     auto all_watching = [&] {
         for (const auto& r : g.client().status())
             if (!r.watching) return false;
@@ -1090,7 +1093,9 @@ TEST_F(ClusterTest, BackoffEndsWhenTheServerAnswersAgain) {
     auto took = std::chrono::steady_clock::now() - back;
     EXPECT_LT(took, 2s) << "the watches came back " << std::chrono::duration<double>(took).count()
                         << " s after the server";
-    for (const auto& r : g.client().status())
+    const auto reflectors = g.client().status();
+    ASSERT_EQ(reflectors.size(), 5u);
+    for (const auto& r : reflectors)
         EXPECT_GE(r.failures, 2u) << r.name;  // they did back off
 }
 
