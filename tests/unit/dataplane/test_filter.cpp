@@ -180,32 +180,31 @@ TEST_F(DataplaneTest, AddressesBesideTheFilteredRangesGoThrough) {
         ip4(192, 0, 2, 254),      // ext1's subnet, not its broadcast (ext1's gateway)
     };
     uint16_t port = 40000;
-    for (uint32_t dst : outside_ranges) {
+    // The one frame the packet to `dst` leaves as: `want`, on `out` and nowhere else.
+    auto leaves_as = [&](uint32_t dst, uint16_t out, uint16_t other, const Bytes& want) {
         SCOPED_TRACE(ip_str(dst));
-        Bytes sent = udp_ip(kPod10, port, dst, 53, text("unicast"));
-        r.process(r.pods, r.from_pod(kPod10, sent));
-        auto frames = r.tx(r.ext1);
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, port, dst, 53, text("unicast"))));
+        auto frames = r.tx(out);
         ASSERT_EQ(frames.size(), 1u);
         EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
-        EXPECT_EQ(frames[0], ethernet(kExt1GwMac, kExt1Mac, kEtherIpv4,
-                                      udp_ip(kIngress, port, dst, 53, text("unicast"), IpOpt{.ttl = 63})));
-        EXPECT_TRUE(r.tx(r.pods).empty());
+        EXPECT_EQ(frames[0], want);
+        EXPECT_TRUE(r.tx(other).empty());
         EXPECT_TRUE(r.to_control().empty());
+    };
+    for (uint32_t dst : outside_ranges) {
+        leaves_as(dst, r.ext1, r.pods,
+                  ethernet(kExt1GwMac, kExt1Mac, kEtherIpv4,
+                           udp_ip(kIngress, port, dst, 53, text("unicast"), IpOpt{.ttl = 63})));
         ++port;
     }
     EXPECT_EQ(r.sessions().size(), std::size(outside_ranges));
     EXPECT_EQ(r.svc(kWeb).packets_out, std::size(outside_ranges));
     // A broadcast-looking address of the pod CIDR, not of a port's subnet: a cluster destination,
-    // routed as it is.
+    // routed as it is (no session).
     const uint32_t pod_cidr_dst = ip4(10, 244, 2, 255);
-    Bytes sent = udp_ip(kPod10, port, pod_cidr_dst, 53, text("unicast"));
-    r.process(r.pods, r.from_pod(kPod10, sent));
-    auto frames = r.tx(r.pods);
-    ASSERT_EQ(frames.size(), 1u);
-    EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
-    EXPECT_EQ(frames[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4,
-                                  udp_ip(kPod10, port, pod_cidr_dst, 53, text("unicast"), IpOpt{.ttl = 63})));
-    EXPECT_TRUE(r.tx(r.ext1).empty());
+    leaves_as(pod_cidr_dst, r.pods, r.ext1,
+              ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4,
+                       udp_ip(kPod10, port, pod_cidr_dst, 53, text("unicast"), IpOpt{.ttl = 63})));
     EXPECT_EQ(r.sessions().size(), std::size(outside_ranges));
     EXPECT_EQ(r.total_drops(), 0u);
 }
