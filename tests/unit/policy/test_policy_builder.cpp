@@ -12,11 +12,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <unordered_set>
 
 #include "config/config.h"
