@@ -320,6 +320,7 @@ uint32_t BasicSessionTable<F>::create(const Entry& s, uint32_t h_inside, uint32_
     if (n_free_ == 0) return kNone;
     make_room();
     uint32_t idx = free_[--n_free_];
+    if (idx >= handed_out_) handed_out_ = idx + 1;
     pool_[idx] = s;
     pool_[idx].in_use = static_cast<uint8_t>(s.in_use | kSessionInUse);
     tcp_[idx] = TcpWindow{};

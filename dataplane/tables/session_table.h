@@ -269,6 +269,10 @@ public:
 
     uint32_t capacity() const { return capacity_; }
     uint32_t active() const { return active_; }
+    // Every session in use has an index below this: one past the highest slot ever handed out.
+    // The free stack hands out the lowest slots first, so it stays near the most sessions open
+    // at once, however large `capacity` is.
+    uint32_t slots_handed_out() const { return handed_out_; }
 
     // Bulk lookups: idx[i] = session index or kNone. n <= kBulk. With `hashes`, also
     // hashes[i] = key_hash(*keys[i]), which a create of that key may reuse.
@@ -519,6 +523,7 @@ private:
     uint32_t n_free_ = 0;
     uint32_t capacity_ = 0;
     uint32_t active_ = 0;
+    uint32_t handed_out_ = 0;
     void* memory_ = nullptr;
     size_t memory_bytes_ = 0;
     size_t map_len_ = 0;  // length of memory_'s anonymous mapping; 0: memory_ is DPDK heap

@@ -284,7 +284,7 @@ TEST_F(DataplaneTest, IdleSessionsExpire) {
     uint32_t cursor = r.w().sweep_cursor;
     size_t before = r.sessions().size();
     dp::worker_expire_step(r.w(), r.policy());
-    EXPECT_EQ(r.w().sweep_cursor, (cursor + dp::kSweepPerIteration) % r.w().sessions.capacity());
+    EXPECT_EQ(r.w().sweep_cursor, (cursor + dp::kSweepPerIteration) % r.w().sessions.slots_handed_out());
     size_t gone = before - r.sessions().size();
     EXPECT_LE(gone, dp::kSweepPerIteration);
     EXPECT_EQ(r.w().counters.sessions_expired, gone);
@@ -322,7 +322,7 @@ TEST_F(DataplaneTest, ExpiryStepIsBoundedEvenWhenEverythingExpired) {
         ++steps;
         size_t now_left = r.sessions().size();
         EXPECT_LE(left - now_left, dp::kSweepPerIteration);
-        EXPECT_EQ(r.w().sweep_cursor, (cursor + dp::kSweepPerIteration) % r.w().sessions.capacity());
+        EXPECT_EQ(r.w().sweep_cursor, (cursor + dp::kSweepPerIteration) % r.w().sessions.slots_handed_out());
         left = now_left;
     }
     EXPECT_GE(steps, (100 + dp::kSweepPerIteration - 1) / dp::kSweepPerIteration);
@@ -332,6 +332,45 @@ TEST_F(DataplaneTest, ExpiryStepIsBoundedEvenWhenEverythingExpired) {
     EXPECT_EQ(r.w().sweep_cursor, cursor);
     EXPECT_TRUE(r.sessions().empty());
     EXPECT_EQ(r.w().counters.sessions_expired, 100u);
+}
+
+// The sweep walks the slots that have been handed out, not all of sessions.max: with a few
+// sessions in a large table it comes back to each of them within a few steps, where walking
+// every slot would take capacity / kSweepPerIteration steps.
+TEST_F(DataplaneTest, ExpirySweepWalksOnlyTheSlotsHandedOut) {
+    RigOptions o;
+    o.sessions_per_worker = 65536;
+    Rig& r = start(o);
+    constexpr uint64_t kUdp = 1000;
+    r.shared.timeouts.udp = kUdp;
+    constexpr unsigned kFlows = 20;
+    for (uint16_t i = 0; i < kFlows; ++i)
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(30000 + i), kServer, 53, text("q"))));
+    ASSERT_EQ(r.tx(r.ext1).size(), kFlows);
+    ASSERT_EQ(r.w().sessions.slots_handed_out(), kFlows);
+
+    // Nothing is idle yet: whole rounds of the sweep close nothing, and the cursor stays among
+    // the 20 slots.
+    for (unsigned step = 0; step < 10; ++step) {
+        dp::worker_expire_step(r.w(), r.policy());
+        ASSERT_LT(r.w().sweep_cursor, kFlows) << "step " << step;
+    }
+    ASSERT_EQ(r.sessions().size(), kFlows);
+
+    // Once they are idle, one round of ceil(20 / 8) steps closes them all.
+    r.advance(kUdp + 1);
+    constexpr unsigned kRound = (kFlows + dp::kSweepPerIteration - 1) / dp::kSweepPerIteration;
+    for (unsigned step = 0; step < kRound; ++step)
+        dp::worker_expire_step(r.w(), r.policy());
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.w().counters.sessions_expired, kFlows);
+    EXPECT_EQ(r.w().sessions.active(), 0u);
+
+    // New sessions take the freed slots again: the bound stays where it was.
+    for (uint16_t i = 0; i < kFlows; ++i)
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(31000 + i), kServer, 53, text("q"))));
+    EXPECT_EQ(r.tx(r.ext1).size(), kFlows);
+    EXPECT_EQ(r.w().sessions.slots_handed_out(), kFlows);
 }
 
 TEST_F(DataplaneTest, PollLoopExpiresWithRealTime) {

@@ -421,6 +421,42 @@ TYPED_TEST(SessionTables, DestroyedSessionIsNotFoundAndItsSlotIsReused) {
     EXPECT_EQ(t.active(), 2u);
 }
 
+// The expiry sweep walks only the slots below slots_handed_out(). Under churn that bound holds
+// every live session, and it is the most sessions ever open at once, not the capacity: the free
+// stack hands a never-used slot out only when every slot used before is live.
+TYPED_TEST(SessionTables, SlotsHandedOutHoldEveryLiveSessionAndFollowThePeak) {
+    using Table = TypeParam;
+    using Entry = typename Family<Table>::Entry;
+    constexpr uint32_t kCapacity = 4096;
+    Table t;
+    ASSERT_TRUE(t.init("st_handed", kCapacity, SOCKET_ID_ANY));
+    EXPECT_EQ(t.slots_handed_out(), 0u);
+    std::mt19937 rng(77);
+    std::set<std::string> in_keys, out_keys;
+    std::vector<uint32_t> live;
+    uint32_t peak = 0;
+    for (int op = 0; op < 20000; ++op) {
+        // Open sessions drift up and down between 0 and about 300.
+        bool grow = live.empty() || (live.size() < 300 && rng() % 100 < (op / 2000 % 2 ? 45u : 55u));
+        if (grow) {
+            Entry s = fresh_session<Table>(rng, in_keys, out_keys);
+            uint32_t idx = t.create(s);
+            ASSERT_NE(idx, Table::kNone);
+            live.push_back(idx);
+        } else {
+            std::swap(live[rng() % live.size()], live.back());
+            t.destroy(live.back());
+            live.pop_back();
+        }
+        peak = std::max(peak, static_cast<uint32_t>(live.size()));
+        ASSERT_EQ(t.slots_handed_out(), peak) << "op " << op;
+        for (uint32_t idx : live)
+            ASSERT_LT(idx, t.slots_handed_out()) << "op " << op;
+    }
+    EXPECT_GT(peak, 100u);
+    EXPECT_LT(peak, kCapacity);
+}
+
 // The per-pod session counts (for sessions.max_per_pod) under churn: every count matches a
 // reference after random creates and destroys over few pods, so runs of the open-addressing
 // table form, and deletions in them must keep later entries findable.
