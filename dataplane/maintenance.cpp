@@ -50,6 +50,23 @@ void expire_step(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cursor
     }
 }
 
+// One step of `st`'s sweep when it is due. The interval is worked out again only when the table
+// has handed out more slots: a pass of sweep_pass_ticks over them, steps at most
+// sweep_step_max_ticks apart.
+template <class Table>
+void expire_paced(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cursor, SweepPace& pace) {
+    if (w.now < pace.next) return;
+    uint32_t end = st.slots_handed_out();
+    if (end != pace.slots) {
+        const DataplaneShared& sh = *w.shared;
+        uint64_t every = end ? sh.sweep_pass_ticks * kSweepPerIteration / end : sh.sweep_step_max_ticks;
+        pace.interval = std::min(every, sh.sweep_step_max_ticks);
+        pace.slots = end;
+    }
+    pace.next = w.now + pace.interval;
+    expire_step(w, p, st, cursor);
+}
+
 template <class Table>
 bool reclaim_expired(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cursor, uint64_t& failed_at) {
     uint32_t end = st.slots_handed_out();
@@ -69,6 +86,11 @@ bool reclaim_expired(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cu
 void worker_expire_step(Worker& w, const PolicySnapshot& p) {
     expire_step(w, p, w.sessions, w.sweep_cursor);
     expire_step(w, p, w.sessions6, w.sweep_cursor6);
+}
+
+void worker_expire_paced(Worker& w, const PolicySnapshot& p) {
+    expire_paced(w, p, w.sessions, w.sweep_cursor, w.sweep_pace);
+    expire_paced(w, p, w.sessions6, w.sweep_cursor6, w.sweep_pace6);
 }
 
 bool worker_reclaim_expired(Worker& w, const PolicySnapshot& p) {

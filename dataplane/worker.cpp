@@ -72,7 +72,7 @@ unsigned worker_poll_once(Worker& w) {
             total += n;
         }
         worker_flush(w);
-        worker_expire_step(w, *p);
+        worker_expire_paced(w, *p);
         worker_grow_step(w);
         reassembly_expire(w);
     }

@@ -32,6 +32,13 @@ namespace egw::dp {
 inline constexpr unsigned kBurst = 32;
 inline constexpr unsigned kTxBufferSize = 2 * kBurst;  // a burst plus a burst of hand-offs/injects
 inline constexpr unsigned kSweepPerIteration = 8;
+// The poll loop paces the expiry sweep by time, not by iterations: a pass over the slots a table
+// has handed out takes about kSweepPassMs (so an idle session closes at most that long after its
+// timeout, which is at least a second), and its steps of kSweepPerIteration slots are at most
+// kSweepStepMaxMs apart however few slots there are. Under load a step every iteration would
+// cost each burst eight slot checks whether the table holds ten thousand sessions or a million.
+inline constexpr uint64_t kSweepPassMs = 1000;
+inline constexpr uint64_t kSweepStepMaxMs = 10;
 // A port's transmit queue is taken for stalled once every burst handed to it over this long was
 // refused whole (DataplaneShared::tx_stall_ticks; output.cpp).
 inline constexpr uint32_t kTxStallMs = 200;
@@ -61,6 +68,14 @@ inline IcmpLimit make_icmp_limit(uint32_t per_second, uint32_t burst, uint64_t h
     return {interval, (burst ? burst - 1 : 0) * interval};
 }
 
+// When the poll loop next runs an expiry step on one table, and the step interval worked out
+// for the number of slots it had handed out then.
+struct SweepPace {
+    uint64_t next = 0;      // `now` from which the next step is due
+    uint64_t interval = 0;  // TSC ticks between steps
+    uint32_t slots = 0;     // slots_handed_out() when `interval` was worked out
+};
+
 // Shared by all workers and the control thread; written by the control thread only.
 struct DataplaneShared {
     PolicyHandle policy;
@@ -81,6 +96,9 @@ struct DataplaneShared {
     rte_mempool* frag_direct = nullptr;
     rte_mempool* frag_indirect = nullptr;
     uint64_t tx_stall_ticks = 0;  // kTxStallMs in TSC ticks; 0: a queue is never taken for stalled
+    // kSweepPassMs and kSweepStepMaxMs in TSC ticks; 0: a sweep step every poll iteration.
+    uint64_t sweep_pass_ticks = 0;
+    uint64_t sweep_step_max_ticks = 0;
     std::atomic<bool> stop{false};
 };
 
@@ -197,6 +215,8 @@ struct alignas(64) Worker {
     rte_ring* inject = nullptr;            // from the control thread: finished frames to transmit
     uint64_t now = 0;
     uint32_t sweep_cursor = 0;
+    SweepPace sweep_pace;
+    SweepPace sweep_pace6;
     uint64_t reclaim_failed_at = ~uint64_t{0};   // `now` of the last reclaim that found nothing
     uint64_t reclaim_failed_at6 = ~uint64_t{0};  // the same for the IPv6 table
     SessionTable sessions;
@@ -270,8 +290,11 @@ void worker_process_burst(Worker& w, const PolicySnapshot& p, rte_mbuf** pkts, u
 // Transmits what the tx buffers hold.
 void worker_flush(Worker& w);
 
-// Frees up to kSweepPerIteration expired sessions' worth of scanning.
+// Frees up to kSweepPerIteration expired sessions' worth of scanning, in each table.
 void worker_expire_step(Worker& w, const PolicySnapshot& p);
+
+// The poll loop's sweep: an expiry step on each table whose step is due (SweepPace).
+void worker_expire_paced(Worker& w, const PolicySnapshot& p);
 
 // One slice of a doubling of the session tables' bucket arrays, when one is under way
 // (dataplane/tables/session_table.h).

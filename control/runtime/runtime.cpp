@@ -189,6 +189,8 @@ void Runtime::setup(unsigned mbufs) {
                                     t.icmp_s * tsc_hz_, t.tcp_half_closed_s * tsc_hz_};
     shared_.icmp_limit = dp::make_icmp_limit(cfg_.icmp.errors_per_second, cfg_.icmp.burst, tsc_hz_);
     shared_.tx_stall_ticks = tsc_hz_ * dp::kTxStallMs / 1000;
+    shared_.sweep_pass_ticks = tsc_hz_ * dp::kSweepPassMs / 1000;
+    shared_.sweep_step_max_ticks = tsc_hz_ * dp::kSweepStepMaxMs / 1000;
     shared_.tcp_strict = cfg_.sessions.tcp_open == config::TcpOpen::strict;
     // A pod's flows spread over the workers as RSS spreads flows, so each worker holds its share.
     shared_.pod_session_limit = cfg_.sessions.max_per_pod ? (cfg_.sessions.max_per_pod + n_workers - 1) / n_workers : 0;

@@ -373,6 +373,68 @@ TEST_F(DataplaneTest, ExpirySweepWalksOnlyTheSlotsHandedOut) {
     EXPECT_EQ(r.w().sessions.slots_handed_out(), kFlows);
 }
 
+// The poll loop's sweep is paced by time: a step of each table every
+// sweep_pass_ticks * kSweepPerIteration / slots_handed_out() ticks, at most sweep_step_max_ticks
+// apart, so a pass over the slots handed out takes sweep_pass_ticks whatever the poll rate.
+TEST_F(DataplaneTest, ExpirySweepIsPacedByTime) {
+    Rig& r = start();
+    constexpr uint64_t kPass = 2000, kStepMax = 10000, kUdp = 100000;
+    r.shared.sweep_pass_ticks = kPass;
+    r.shared.sweep_step_max_ticks = kStepMax;
+    r.shared.timeouts.udp = kUdp;
+    constexpr unsigned kFlows = 20;
+    for (uint16_t i = 0; i < kFlows; ++i)
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(30000 + i), kServer, 53, text("q"))));
+    ASSERT_EQ(r.sessions().size(), kFlows);
+    ASSERT_EQ(r.w().sessions.slots_handed_out(), kFlows);
+    constexpr uint64_t kInterval = kPass * dp::kSweepPerIteration / kFlows;  // 800 ticks
+
+    // The first call steps; calls before the interval has gone by do not, however many.
+    dp::worker_expire_paced(r.w(), r.policy());
+    EXPECT_EQ(r.w().sweep_cursor, dp::kSweepPerIteration);
+    for (int i = 0; i < 100; ++i)
+        dp::worker_expire_paced(r.w(), r.policy());
+    r.advance(kInterval - 1);
+    dp::worker_expire_paced(r.w(), r.policy());
+    EXPECT_EQ(r.w().sweep_cursor, dp::kSweepPerIteration);
+    r.advance(1);
+    dp::worker_expire_paced(r.w(), r.policy());
+    EXPECT_EQ(r.w().sweep_cursor, 2 * dp::kSweepPerIteration);
+
+    // Idle sessions all close within one pass of kPass ticks (plus the step under way), polled
+    // every 10 ticks.
+    r.advance(kUdp + 1);
+    uint64_t waited = 0;
+    while (!r.sessions().empty() && waited <= 2 * kPass) {
+        dp::worker_expire_paced(r.w(), r.policy());
+        r.advance(10);
+        waited += 10;
+    }
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_LE(waited, kPass + kInterval);
+    EXPECT_EQ(r.w().counters.sessions_expired, kFlows);
+}
+
+// With few slots handed out the steps are sweep_step_max_ticks apart, not a pass's worth.
+TEST_F(DataplaneTest, ExpirySweepStepsAreAtMostTheStepMaxApart) {
+    Rig& r = start();
+    constexpr uint64_t kPass = 2000, kStepMax = 1000, kUdp = 100;
+    r.shared.sweep_pass_ticks = kPass;
+    r.shared.sweep_step_max_ticks = kStepMax;
+    r.shared.timeouts.udp = kUdp;
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 30000, kServer, 53, text("q"))));
+    ASSERT_EQ(r.w().sessions.slots_handed_out(), 1u);
+    dp::worker_expire_paced(r.w(), r.policy());  // a step now: the next one is kStepMax away
+    ASSERT_EQ(r.sessions().size(), 1u);
+    r.advance(kStepMax - 1);  // idle past its timeout, but no step is due
+    dp::worker_expire_paced(r.w(), r.policy());
+    EXPECT_EQ(r.sessions().size(), 1u);
+    r.advance(1);
+    dp::worker_expire_paced(r.w(), r.policy());
+    EXPECT_TRUE(r.sessions().empty());
+    EXPECT_EQ(r.w().counters.sessions_expired, 1u);
+}
+
 TEST_F(DataplaneTest, PollLoopExpiresWithRealTime) {
     // worker_poll_once runs the sweep with the TSC as its clock.
     Rig& r = start();
