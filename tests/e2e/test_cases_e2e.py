@@ -55,7 +55,7 @@ CLOSED_PORT = 9                # nothing listens there
 MAX_SESSIONS = 12
 PORT_MIN, PORT_MAX = 30000, 30007
 TIMEOUTS = {"tcp_established": 3, "tcp_transitory": 2, "udp": 3, "icmp": 2}
-EXPIRY_BOUND = 3.0             # the sweep visits every slot well within a second on an idle worker
+EXPIRY_BOUND = 3.0             # the sweep passes over the sessions about once a second (kSweepPassMs)
 CONVERGE_TIMEOUT = 3.0
 HOLD = 1.0
 
