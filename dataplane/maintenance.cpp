@@ -52,15 +52,15 @@ void expire_step(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cursor
 
 // One step of `st`'s sweep when it is due. The interval is worked out again only when the table
 // has handed out more slots: a pass of sweep_pass_ticks over them, steps at most
-// sweep_step_max_ticks apart.
+// sweep_step_max_ticks apart. slots_handed_out() only grows from 0, so one that differs from the
+// last is at least 1.
 template <class Table>
 void expire_paced(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cursor, SweepPace& pace) {
     if (w.now < pace.next) return;
     uint32_t end = st.slots_handed_out();
     if (end != pace.slots) {
         const DataplaneShared& sh = *w.shared;
-        uint64_t every = end ? sh.sweep_pass_ticks * kSweepPerIteration / end : sh.sweep_step_max_ticks;
-        pace.interval = std::min(every, sh.sweep_step_max_ticks);
+        pace.interval = std::min(sh.sweep_pass_ticks * kSweepPerIteration / end, sh.sweep_step_max_ticks);
         pace.slots = end;
     }
     pace.next = w.now + pace.interval;
