@@ -373,15 +373,20 @@ TEST_F(DataplaneTest, ExpirySweepWalksOnlyTheSlotsHandedOut) {
     EXPECT_EQ(r.w().sessions.slots_handed_out(), kFlows);
 }
 
+// The sweep's pace as the control thread sets it (in ticks of the rig's clock), and the UDP timeout.
+void pace_sweep(Rig& r, uint64_t pass, uint64_t step_max, uint64_t udp_timeout) {
+    r.shared.sweep_pass_ticks = pass;
+    r.shared.sweep_step_max_ticks = step_max;
+    r.shared.timeouts.udp = udp_timeout;
+}
+
 // The poll loop's sweep is paced by time: a step of each table every
 // sweep_pass_ticks * kSweepPerIteration / slots_handed_out() ticks, at most sweep_step_max_ticks
 // apart, so a pass over the slots handed out takes sweep_pass_ticks whatever the poll rate.
 TEST_F(DataplaneTest, ExpirySweepIsPacedByTime) {
     Rig& r = start();
     constexpr uint64_t kPass = 2000, kStepMax = 10000, kUdp = 100000;
-    r.shared.sweep_pass_ticks = kPass;
-    r.shared.sweep_step_max_ticks = kStepMax;
-    r.shared.timeouts.udp = kUdp;
+    pace_sweep(r, kPass, kStepMax, kUdp);
     constexpr unsigned kFlows = 20;
     for (uint16_t i = 0; i < kFlows; ++i)
         r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, static_cast<uint16_t>(30000 + i), kServer, 53, text("q"))));
@@ -419,9 +424,7 @@ TEST_F(DataplaneTest, ExpirySweepIsPacedByTime) {
 TEST_F(DataplaneTest, ExpirySweepStepsAreAtMostTheStepMaxApart) {
     Rig& r = start();
     constexpr uint64_t kPass = 2000, kStepMax = 1000, kUdp = 100;
-    r.shared.sweep_pass_ticks = kPass;
-    r.shared.sweep_step_max_ticks = kStepMax;
-    r.shared.timeouts.udp = kUdp;
+    pace_sweep(r, kPass, kStepMax, kUdp);
     r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 30000, kServer, 53, text("q"))));
     ASSERT_EQ(r.w().sessions.slots_handed_out(), 1u);
     dp::worker_expire_paced(r.w(), r.policy());  // a step now: the next one is kStepMax away
