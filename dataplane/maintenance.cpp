@@ -114,12 +114,13 @@ void worker_serve_dump(Worker& w) {
         w.dump_end = w.dump_scan && w.dump_scan < slots - w.dump_cursor ? w.dump_cursor + w.dump_scan : slots;
         w.dump_count = 0;
     }
-    // The IPv4 table's slots, then the IPv6 table's.
+    // The IPv4 table's slots, then the IPv6 table's, each up to its slots_handed_out().
     uint32_t cap4 = st.capacity();
     uint32_t i = w.dump_cursor;
-    uint32_t stop = w.dump_end - i > kDumpScanPerIteration ? i + kDumpScanPerIteration : w.dump_end;
     uint32_t n = w.dump_count;
-    for (; i < stop && n < w.dump_capacity; ++i) {
+    for (uint32_t looked = 0; n < w.dump_capacity; ++i, ++looked) {
+        i = std::min(first_slot_handed_out(w, i), w.dump_end);
+        if (i == w.dump_end || looked == kDumpScanPerIteration) break;
         SessionRecord& r = w.dump_buffer[n];
         if (i < cap4) {
             const Session& s = st.at(i);
@@ -139,7 +140,9 @@ void worker_serve_dump(Worker& w) {
     w.dump_count = n;
     w.dump_cursor = i;
     if (i == w.dump_end || n == w.dump_capacity) {
-        w.dump_next = i;
+        // Where the next page would start, past the slots never handed out: a full buffer with
+        // nothing after it is then a complete listing, and the pager skips what is left unused.
+        w.dump_next = first_slot_handed_out(w, i);
         w.dump_done.store(req, std::memory_order_release);
     }
 }
@@ -155,7 +158,6 @@ void worker_serve_flush(Worker& w) {
     // The IPv4 table's slots, then the IPv6 table's, as a listing walks them.
     uint32_t cap4 = w.sessions.capacity();
     uint32_t slots = dump_slots(w);
-    uint32_t end = std::min(slots, w.flush_cursor + kFlushPerIteration);
     auto flush = [&](auto& st, uint32_t idx) {
         const auto& s = st.at(idx);
         if ((s.in_use & kSessionInUse) && (w.flush_service == kFlushAll || s.service_id == w.flush_service)) {
@@ -163,14 +165,17 @@ void worker_serve_flush(Worker& w) {
             ++w.flush_closed;
         }
     };
-    for (uint32_t i = w.flush_cursor; i < end; ++i) {
+    uint32_t i = w.flush_cursor;
+    for (uint32_t looked = 0;; ++i, ++looked) {
+        i = first_slot_handed_out(w, i);
+        if (i == slots || looked == kFlushPerIteration) break;
         if (i < cap4)
             flush(w.sessions, i);
         else
             flush(w.sessions6, i - cap4);
     }
-    w.flush_cursor = end;
-    if (end == slots) {
+    w.flush_cursor = i;
+    if (i == slots) {
         w.flush_cursor = 0;
         w.flush_done.store(req, std::memory_order_release);
     }

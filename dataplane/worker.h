@@ -237,18 +237,20 @@ struct alignas(64) Worker {
     // dump_request; the worker copies up to that many sessions and publishes dump_done. The
     // worker looks at kDumpScanPerIteration table slots per poll iteration at most, however few
     // of them hold sessions, so a listing of a large table takes many iterations and never
-    // stalls the packets; dump_count and dump_next are the control thread's to read only once
-    // dump_done has reached its request.
+    // stalls the packets. Slots never handed out (first_slot_handed_out) are stepped over, so
+    // a listing costs what the most sessions ever open at once fill, not sessions.max.
+    // dump_count and dump_next are the control thread's to read only once dump_done has
+    // reached its request.
     std::atomic<uint32_t> dump_request{0};
     std::atomic<uint32_t> dump_done{0};
     SessionRecord* dump_buffer = nullptr;
     uint32_t dump_capacity = 0;
     uint32_t dump_count = 0;
     // Paging of the listing (the CLI walks the whole table this way): the scan starts at table
-    // slot dump_start and looks at dump_scan slots at most (0: to the end); dump_next is where it
-    // stopped (dump_slots() once it reached the end). The slots are the IPv4 table's, then the
-    // IPv6 table's (slot sessions.capacity() + i is IPv6 slot i). Set before bumping
-    // dump_request, and only while no request is pending.
+    // slot dump_start and looks at dump_scan slots at most (0: to the end); dump_next is where the
+    // next page would start (dump_slots() once no slot handed out is left). The slots are the
+    // IPv4 table's, then the IPv6 table's (slot sessions.capacity() + i is IPv6 slot i). Set
+    // before bumping dump_request, and only while no request is pending.
     uint32_t dump_start = 0;
     uint32_t dump_scan = 0;
     uint32_t dump_next = 0;
@@ -260,7 +262,8 @@ struct alignas(64) Worker {
     // Closing a Service's sessions, requested by the control thread, which never touches the
     // table itself: with no request pending it sets flush_service (a Service id, or kFlushAll)
     // and bumps flush_request; the worker closes the matching sessions kFlushPerIteration slots
-    // per poll iteration and publishes flush_done, with flush_closed sessions closed.
+    // per poll iteration, stepping over the slots never handed out as a listing does, and
+    // publishes flush_done, with flush_closed sessions closed.
     std::atomic<uint32_t> flush_request{0};
     std::atomic<uint32_t> flush_done{0};
     uint32_t flush_service = 0;
@@ -273,6 +276,16 @@ inline constexpr uint32_t kDumpScanPerIteration = 1024;
 // The slots a session listing walks: both tables' (Worker::dump_start).
 inline uint32_t dump_slots(const Worker& w) {
     return w.sessions.capacity() + w.sessions6.capacity();
+}
+
+// The first slot from `slot` on, in a listing's numbering, that may hold a session: a table's
+// slots from its slots_handed_out() on have never been handed out, so a listing or a clear steps
+// over them (dump_slots() when none is left). Worker only: slots_handed_out() is the worker's.
+inline uint32_t first_slot_handed_out(const Worker& w, uint32_t slot) {
+    uint32_t cap4 = w.sessions.capacity();
+    if (slot < cap4 && slot >= w.sessions.slots_handed_out()) slot = cap4;
+    if (slot >= cap4 && slot - cap4 >= w.sessions6.slots_handed_out()) slot = dump_slots(w);
+    return slot;
 }
 inline constexpr uint32_t kFlushAll = ~uint32_t{0};
 inline constexpr uint32_t kFlushPerIteration = 4096;

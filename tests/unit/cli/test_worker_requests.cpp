@@ -103,6 +103,26 @@ TEST(WorkerRequests, ListingPagesThroughEverySession) {
     EXPECT_EQ(a.w->dump_scan, 0u);
 }
 
+TEST(WorkerRequests, ListingOfALargeTableHoldingFewSessionsTakesOnePage) {
+    // Four pages of slots, ten sessions in the first ten: the first page says that nothing can
+    // follow, so the listing asks once where walking sessions.max would ask four times.
+    TestWorker a(0, 4 * cli::kPageScan, 64);
+    std::set<uint16_t> want;
+    for (uint16_t p = 1000; p < 1010; ++p) {
+        a.add(1, p);
+        want.insert(p);
+    }
+    FakeLcore lcore({a.w.get()});
+    std::set<uint16_t> seen;
+    std::string err = cli::for_each_session({a.w.get()}, [&](const dp::Worker&, const dp::SessionRecord& r) {
+        seen.insert(rte_be_to_cpu_16(r.session.pod_port));
+        return true;
+    });
+    EXPECT_EQ(err, "");
+    EXPECT_EQ(seen, want);
+    EXPECT_EQ(a.w->dump_request.load(), 1u) << "pages asked for";
+}
+
 TEST(WorkerRequests, ListingStopsWhenTheVisitorSaysSo) {
     TestWorker a(0, 4096, 16), b(1, 4096, 16);
     for (uint16_t p = 1; p <= 100; ++p) {

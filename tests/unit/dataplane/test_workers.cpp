@@ -478,12 +478,16 @@ TEST_F(DataplaneTest, SessionListingOfASparseTableIsSpreadOverIterations) {
             r.poll();
         }
         ++iterations;
-        ASSERT_LE(r.w().dump_cursor - cursor, dp::kDumpScanPerIteration) << "iteration " << iterations;
-        cursor = r.w().dump_cursor;
+        // Slots looked at: the IPv4 table's, every one of which has been handed out. The IPv6
+        // table's never were, and are stepped over without being looked at.
+        uint32_t looked_up_to = std::min(r.w().dump_cursor, st.capacity());
+        ASSERT_LE(looked_up_to - cursor, dp::kDumpScanPerIteration) << "iteration " << iterations;
+        cursor = looked_up_to;
     }
     EXPECT_TRUE(forwarded);
-    // The IPv4 table's slots, then the IPv6 table's (as many).
-    EXPECT_EQ(iterations, dp::dump_slots(r.w()) / dp::kDumpScanPerIteration);
+    ASSERT_EQ(st.slots_handed_out(), st.capacity());
+    ASSERT_EQ(r.w().sessions6.slots_handed_out(), 0u);
+    EXPECT_EQ(iterations, st.capacity() / dp::kDumpScanPerIteration);
     EXPECT_EQ(r.w().dump_next, dp::dump_slots(r.w()));
     // The flow that came meanwhile took the slot freed last (last - 1), which the scan had not
     // reached yet: a listing is not a snapshot, it shows what each slot held when it was read.
@@ -505,6 +509,98 @@ TEST_F(DataplaneTest, SessionListingOfASparseTableIsSpreadOverIterations) {
     EXPECT_EQ(iterations, 3u);
     EXPECT_EQ(r.w().dump_next, 1000 + 3 * dp::kDumpScanPerIteration);
     EXPECT_EQ(r.w().dump_count, 0u);
+}
+
+// A table made for many sessions that holds a few: a listing and a clear look only at the slots
+// handed out (below each table's slots_handed_out()), so they answer in one poll iteration
+// where walking sessions.max would take 128 and 32, and a page that ends among the slots never
+// handed out sends the next one to where a session could be.
+TEST_F(DataplaneTest, SessionListingAndClearStepOverTheSlotsNeverHandedOut) {
+    RigOptions o;
+    o.sessions_per_worker = 64 * dp::kDumpScanPerIteration;
+    Rig& r = start(o);
+    for (uint16_t port = 40000; port < 40003; ++port)
+        r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, port, kServer, 53, text("q"))));
+    ASSERT_EQ(r.tx(r.ext1).size(), 3u);
+    dp::Session6 s6{};
+    s6.pod_ip = dp::Ip6{{0xfd, 0, 0, 0x10, 0x02, 0x44, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10}};
+    s6.remote_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}};
+    s6.nat_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x50}};
+    s6.pod_port = s6.nat_port = nbo16(41000);
+    s6.remote_port = nbo16(53);
+    s6.proto = 17;
+    s6.service_id = static_cast<uint16_t>(r.service_id(kWeb));
+    s6.service_version = r.policy().services[s6.service_id].version;
+    s6.epoch = static_cast<uint32_t>(r.policy().generation);
+    s6.last_seen = r.w().now;
+    ASSERT_NE(r.w().sessions6.create(s6), dp::SessionTable6::kNone);
+    const uint32_t cap4 = r.w().sessions.capacity();
+    ASSERT_EQ(r.w().sessions.slots_handed_out(), 3u);
+    ASSERT_EQ(r.w().sessions6.slots_handed_out(), 1u);
+    ASSERT_EQ(dp::dump_slots(r.w()), 2 * cap4);
+
+    // The whole table, as the status file asks for it.
+    r.w().dump_request.store(1, std::memory_order_release);
+    r.poll();
+    ASSERT_EQ(r.w().dump_done.load(), 1u) << "one iteration";
+    ASSERT_EQ(r.w().dump_count, 4u);
+    std::set<uint16_t> ports;
+    for (uint32_t i = 0; i < 3; ++i) {
+        EXPECT_FALSE(r.w().dump_buffer[i].v6);
+        ports.insert(r.w().dump_buffer[i].session.pod_port);
+    }
+    EXPECT_EQ(ports, (std::set<uint16_t>{nbo16(40000), nbo16(40001), nbo16(40002)}));
+    EXPECT_TRUE(r.w().dump_buffer[3].v6);
+    EXPECT_EQ(r.w().dump_buffer[3].session6.pod_port, nbo16(41000));
+    EXPECT_EQ(r.w().dump_next, dp::dump_slots(r.w()));
+
+    // A page among the IPv4 table's unused slots finds nothing and sends the next page to IPv6
+    // slot 0; that page lists the IPv6 session and says nothing is left after it.
+    r.w().dump_start = 100;
+    r.w().dump_scan = 1000;
+    r.w().dump_request.store(2, std::memory_order_release);
+    r.poll();
+    ASSERT_EQ(r.w().dump_done.load(), 2u);
+    EXPECT_EQ(r.w().dump_count, 0u);
+    EXPECT_EQ(r.w().dump_next, cap4);
+    r.w().dump_start = cap4;
+    r.w().dump_request.store(3, std::memory_order_release);
+    r.poll();
+    ASSERT_EQ(r.w().dump_done.load(), 3u);
+    ASSERT_EQ(r.w().dump_count, 1u);
+    EXPECT_TRUE(r.w().dump_buffer[0].v6);
+    EXPECT_EQ(r.w().dump_next, dp::dump_slots(r.w()));
+
+    // A page that ends among the slots handed out says where the next one starts; one that
+    // ends among the slots never handed out, where the next one could find a session.
+    r.w().dump_start = 0;
+    r.w().dump_scan = 2;
+    r.w().dump_request.store(4, std::memory_order_release);
+    r.poll();
+    ASSERT_EQ(r.w().dump_done.load(), 4u);
+    EXPECT_EQ(r.w().dump_count, 2u);
+    EXPECT_EQ(r.w().dump_next, 2u);
+    r.w().dump_start = 2;
+    r.w().dump_scan = 10;
+    r.w().dump_request.store(5, std::memory_order_release);
+    r.poll();
+    ASSERT_EQ(r.w().dump_done.load(), 5u);
+    EXPECT_EQ(r.w().dump_count, 1u);
+    EXPECT_EQ(r.w().dump_next, cap4);
+
+    // Clearing every session: one iteration too, where kFlushPerIteration slots at a time over
+    // sessions.max would take dump_slots() / kFlushPerIteration.
+    ASSERT_GT(dp::dump_slots(r.w()) / dp::kFlushPerIteration, 1u);
+    r.w().dump_start = 0;
+    r.w().dump_scan = 0;
+    r.w().flush_service = dp::kFlushAll;
+    r.w().flush_request.store(1, std::memory_order_release);
+    r.poll();
+    ASSERT_EQ(r.w().flush_done.load(), 1u) << "one iteration";
+    EXPECT_EQ(r.w().flush_closed, 4u);
+    EXPECT_EQ(r.w().sessions.active(), 0u);
+    EXPECT_EQ(r.w().sessions6.active(), 0u);
+    EXPECT_EQ(r.w().flush_cursor, 0u);
 }
 
 }  // namespace
