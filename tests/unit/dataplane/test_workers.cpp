@@ -374,6 +374,22 @@ TEST_F(DataplaneTest, SessionListingIsServedByTheWorker) {
     EXPECT_EQ(ports, (std::set<uint16_t>{nbo16(40000), nbo16(40001)}));
 }
 
+// An IPv6 UDP session of kWeb's from pod port `port`, current under the rig's policy and seen now.
+dp::Session6 web_udp_session6(Rig& r, uint16_t port) {
+    dp::Session6 s{};
+    s.pod_ip = dp::Ip6{{0xfd, 0, 0, 0x10, 0x02, 0x44, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10}};
+    s.remote_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}};
+    s.nat_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x50}};
+    s.pod_port = s.nat_port = nbo16(port);
+    s.remote_port = nbo16(53);
+    s.proto = 17;
+    s.service_id = static_cast<uint16_t>(r.service_id(kWeb));
+    s.service_version = r.policy().services[s.service_id].version;
+    s.epoch = static_cast<uint32_t>(r.policy().generation);
+    s.last_seen = r.w().now;
+    return s;
+}
+
 // The IPv6 table is walked by the same requests: a listing holds its sessions after the IPv4
 // ones (marked v6), a flush of a Service closes them too, and the expiry sweep ends them.
 TEST_F(DataplaneTest, Ipv6SessionsAreListedFlushedAndExpiredWithTheIpv4Ones) {
@@ -382,20 +398,7 @@ TEST_F(DataplaneTest, Ipv6SessionsAreListedFlushedAndExpiredWithTheIpv4Ones) {
     Rig& r = start(o);
     r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kServer, 53, text("q"))));
     ASSERT_EQ(r.tx(r.ext1).size(), 1u);
-    auto v6 = [&](uint16_t port) {
-        dp::Session6 s{};
-        s.pod_ip = dp::Ip6{{0xfd, 0, 0, 0x10, 0x02, 0x44, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10}};
-        s.remote_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}};
-        s.nat_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x50}};
-        s.pod_port = s.nat_port = nbo16(port);
-        s.remote_port = nbo16(53);
-        s.proto = 17;
-        s.service_id = static_cast<uint16_t>(r.service_id(kWeb));
-        s.service_version = r.policy().services[s.service_id].version;
-        s.epoch = static_cast<uint32_t>(r.policy().generation);
-        s.last_seen = r.w().now;
-        return s;
-    };
+    auto v6 = [&](uint16_t port) { return web_udp_session6(r, port); };
     ASSERT_NE(r.w().sessions6.create(v6(41000)), dp::SessionTable6::kNone);
     ASSERT_EQ(dp::dump_slots(r.w()), 512u);
     r.w().dump_request.store(1);
@@ -522,27 +525,25 @@ TEST_F(DataplaneTest, SessionListingAndClearStepOverTheSlotsNeverHandedOut) {
     for (uint16_t port = 40000; port < 40003; ++port)
         r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, port, kServer, 53, text("q"))));
     ASSERT_EQ(r.tx(r.ext1).size(), 3u);
-    dp::Session6 s6{};
-    s6.pod_ip = dp::Ip6{{0xfd, 0, 0, 0x10, 0x02, 0x44, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10}};
-    s6.remote_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}};
-    s6.nat_ip = dp::Ip6{{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x50}};
-    s6.pod_port = s6.nat_port = nbo16(41000);
-    s6.remote_port = nbo16(53);
-    s6.proto = 17;
-    s6.service_id = static_cast<uint16_t>(r.service_id(kWeb));
-    s6.service_version = r.policy().services[s6.service_id].version;
-    s6.epoch = static_cast<uint32_t>(r.policy().generation);
-    s6.last_seen = r.w().now;
-    ASSERT_NE(r.w().sessions6.create(s6), dp::SessionTable6::kNone);
+    ASSERT_NE(r.w().sessions6.create(web_udp_session6(r, 41000)), dp::SessionTable6::kNone);
     const uint32_t cap4 = r.w().sessions.capacity();
     ASSERT_EQ(r.w().sessions.slots_handed_out(), 3u);
     ASSERT_EQ(r.w().sessions6.slots_handed_out(), 1u);
     ASSERT_EQ(dp::dump_slots(r.w()), 2 * cap4);
 
+    // A listing request from slot `start` over `scan` slots (0: to the end), answered in the
+    // one poll iteration that follows, or not.
+    uint32_t asked = 0;
+    auto listed_in_one_iteration = [&](uint32_t start, uint32_t scan) {
+        r.w().dump_start = start;
+        r.w().dump_scan = scan;
+        r.w().dump_request.store(++asked, std::memory_order_release);
+        r.poll();
+        return r.w().dump_done.load(std::memory_order_acquire) == asked;
+    };
+
     // The whole table, as the status file asks for it.
-    r.w().dump_request.store(1, std::memory_order_release);
-    r.poll();
-    ASSERT_EQ(r.w().dump_done.load(), 1u) << "one iteration";
+    ASSERT_TRUE(listed_in_one_iteration(0, 0));
     ASSERT_EQ(r.w().dump_count, 4u);
     std::set<uint16_t> ports;
     for (uint32_t i = 0; i < 3; ++i) {
@@ -556,43 +557,26 @@ TEST_F(DataplaneTest, SessionListingAndClearStepOverTheSlotsNeverHandedOut) {
 
     // A page among the IPv4 table's unused slots finds nothing and sends the next page to IPv6
     // slot 0; that page lists the IPv6 session and says nothing is left after it.
-    r.w().dump_start = 100;
-    r.w().dump_scan = 1000;
-    r.w().dump_request.store(2, std::memory_order_release);
-    r.poll();
-    ASSERT_EQ(r.w().dump_done.load(), 2u);
+    ASSERT_TRUE(listed_in_one_iteration(100, 1000));
     EXPECT_EQ(r.w().dump_count, 0u);
     EXPECT_EQ(r.w().dump_next, cap4);
-    r.w().dump_start = cap4;
-    r.w().dump_request.store(3, std::memory_order_release);
-    r.poll();
-    ASSERT_EQ(r.w().dump_done.load(), 3u);
+    ASSERT_TRUE(listed_in_one_iteration(cap4, 1000));
     ASSERT_EQ(r.w().dump_count, 1u);
     EXPECT_TRUE(r.w().dump_buffer[0].v6);
     EXPECT_EQ(r.w().dump_next, dp::dump_slots(r.w()));
 
     // A page that ends among the slots handed out says where the next one starts; one that
     // ends among the slots never handed out, where the next one could find a session.
-    r.w().dump_start = 0;
-    r.w().dump_scan = 2;
-    r.w().dump_request.store(4, std::memory_order_release);
-    r.poll();
-    ASSERT_EQ(r.w().dump_done.load(), 4u);
+    ASSERT_TRUE(listed_in_one_iteration(0, 2));
     EXPECT_EQ(r.w().dump_count, 2u);
     EXPECT_EQ(r.w().dump_next, 2u);
-    r.w().dump_start = 2;
-    r.w().dump_scan = 10;
-    r.w().dump_request.store(5, std::memory_order_release);
-    r.poll();
-    ASSERT_EQ(r.w().dump_done.load(), 5u);
+    ASSERT_TRUE(listed_in_one_iteration(2, 10));
     EXPECT_EQ(r.w().dump_count, 1u);
     EXPECT_EQ(r.w().dump_next, cap4);
 
     // Clearing every session: one iteration too, where kFlushPerIteration slots at a time over
     // sessions.max would take dump_slots() / kFlushPerIteration.
     ASSERT_GT(dp::dump_slots(r.w()) / dp::kFlushPerIteration, 1u);
-    r.w().dump_start = 0;
-    r.w().dump_scan = 0;
     r.w().flush_service = dp::kFlushAll;
     r.w().flush_request.store(1, std::memory_order_release);
     r.poll();
