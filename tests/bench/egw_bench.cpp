@@ -8,8 +8,14 @@
 // is generate + the full pipeline (parse, bulk session lookup, translate, route, neighbour,
 // transmit to net_null). The difference is what egw costs per packet.
 //
-//   egw-bench [--flows N[,N...]] [--services M] [--seconds S] [--destinations D] [--workers N[,N...]]
-//             [--packets P] [--family 4|6|mix] [--capacity N] [--seed S]
+//   egw-bench [--flows N[,N...]] [--services M] [--seconds S] [--rounds R] [--destinations D]
+//             [--workers N[,N...]] [--packets P] [--family 4|6|mix] [--capacity N] [--seed S]
+//
+// --rounds (5 by default) splits each timed measurement into R rounds of S / R seconds, io-forward
+// and SNAT taking turns (io-forward first in odd rounds, SNAT in even ones). Each figure is the
+// median over the rounds, and the last column the spread of the rounds' SNAT / io-forward ratio
+// (highest minus lowest, as a share of the median): a neighbour that takes the core during one
+// round then moves no figure, and a host too busy to judge by shows in that column.
 //
 // --family 6 makes the traffic IPv6 (62-byte UDP frames, NAPT66 to the Services' IPv6 ingress
 // IPs, the IPv6 session table); mix makes half of the flows IPv4 and half IPv6, shuffled together
@@ -110,6 +116,7 @@ struct Args {
     unsigned services = 64;
     unsigned destinations = 64;
     double seconds = 3;
+    unsigned rounds = 5;            // --rounds: io-forward and SNAT take turns this many times
     std::vector<uint32_t> workers;  // --workers: the many-worker table, for these worker counts
     uint64_t packets = 0;           // --packets: replay exactly this many (rounded up to bursts) per mode
     Family family = Family::v4;     // --family
@@ -451,6 +458,39 @@ __attribute__((flatten)) Result run(Rig& r, const std::vector<Frame>& frames, Mo
                   static_cast<double>(now - start) / static_cast<double>(packets)};
 }
 
+// The rounds of one measurement: io-forward's and SNAT's result in each, and the medians the
+// table prints (of each figure on its own, so a round slowed by a neighbour moves none of them).
+class Rounds {
+public:
+    void add(const Result& io, const Result& snat) {
+        io_.push_back(io.cycles_per_packet);
+        snat_.push_back(snat.cycles_per_packet);
+        ratio_.push_back(io.cycles_per_packet / snat.cycles_per_packet);
+        own_.push_back(snat.cycles_per_packet - io.cycles_per_packet);
+    }
+    Result io() const { return at_cycles(median(io_)); }
+    Result snat() const { return at_cycles(median(snat_)); }
+    // SNAT's rate as a share of io-forwarding's, and egw's own cycles per packet.
+    double ratio() const { return median(ratio_); }
+    double own_cycles() const { return median(own_); }
+    // The ratio's highest minus its lowest, as a share of its median.
+    double spread() const {
+        auto [lo, hi] = std::minmax_element(ratio_.begin(), ratio_.end());
+        return (*hi - *lo) / median(ratio_);
+    }
+
+private:
+    static double median(std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        size_t n = v.size();
+        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    }
+    static Result at_cycles(double cycles) {
+        return Result{static_cast<double>(rte_get_tsc_hz()) / cycles / 1e6, cycles};
+    }
+    std::vector<double> io_, snat_, ratio_, own_;
+};
+
 // Every flow's first packet, each opening a session; returns sessions per second.
 __attribute__((noinline, flatten)) double first_pass(Rig& r, const std::vector<Frame>& frames, uint32_t flows) {
     size_t cursor = 0;
@@ -720,6 +760,8 @@ int main(int argc, char** argv) {
             a.destinations = static_cast<unsigned>(std::stoul(v));
         else if (k == "--seconds")
             a.seconds = std::stod(v);
+        else if (k == "--rounds" && std::stoul(v) > 0)
+            a.rounds = static_cast<unsigned>(std::stoul(v));
         else if (k == "--workers")
             a.workers = parse_list(v);
         else if (k == "--packets")
@@ -733,7 +775,8 @@ int main(int argc, char** argv) {
         else {
             std::fprintf(stderr,
                          "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds "
-                         "S] [--workers N,...] [--packets P] [--family 4|6|mix] [--capacity N] [--seed S]\n");
+                         "S] [--rounds R (> 0)] [--workers N,...] [--packets P] [--family 4|6|mix] [--capacity N] "
+                         "[--seed S]\n");
             return 2;
         }
     }
@@ -777,14 +820,20 @@ int main(int argc, char** argv) {
                           : a.family == Family::v6 ? "IPv6: 62-byte UDP frames (66 on the wire), NAPT66"
                                                    : "dual-stack mix: half the flows 60-byte IPv4 UDP, half 62-byte "
                                                      "IPv6 UDP (NAPT66), shuffled together";
-    std::printf(
-        "egw-bench: one worker on lcore %u, TSC %.2f GHz, %s, %u Services, %u destinations, %.1f s per "
-        "measurement\n\n",
-        rte_lcore_id(), ghz, traffic, a.services, a.destinations, a.seconds);
+    char measurement[128];
+    if (a.packets)
+        std::snprintf(measurement, sizeof measurement, "%llu packets per measurement",
+                      static_cast<unsigned long long>(a.packets));
+    else
+        std::snprintf(measurement, sizeof measurement,
+                      "%.1f s per measurement in %u rounds, io-forward and SNAT taking turns; medians of the rounds",
+                      a.seconds, a.rounds);
+    std::printf("egw-bench: one worker on lcore %u, TSC %.2f GHz, %s, %u Services, %u destinations, %s\n\n",
+                rte_lcore_id(), ghz, traffic, a.services, a.destinations, measurement);
     std::printf(
         "| flows = sessions | io-forward Mpps | SNAT Mpps | SNAT / io-forward | cycles/pkt io | cycles/pkt SNAT | "
-        "egw cycles/pkt | new sessions/s | memory/session |\n");
-    std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        "egw cycles/pkt | new sessions/s | memory/session | spread of the rounds |\n");
+    std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     int rc = 0;
     for (uint32_t flows : a.flows) {
         // Flows of each family, and the session table of each sized as IPv4's always was. An IPv6
@@ -822,14 +871,30 @@ int main(int argc, char** argv) {
         // the misses. Established traffic comes in no such order: replay it shuffled again.
         std::shuffle(frames.begin(), frames.end(), std::mt19937(2));
         size_t cursor = 0;
-        phase_boundary();
-        Result io = a.packets ? replay_io_forward(r, frames, a.packets, cursor)
-                              : run(r, frames, Mode::io_forward, a.seconds, cursor);
-        phase_boundary();
         r.worker->profile = {};
-        Result snat =
-            a.packets ? replay_snat(r, frames, a.packets, cursor) : run(r, frames, Mode::snat, a.seconds, cursor);
-        phase_boundary();
+        Rounds rounds;
+        if (a.packets) {
+            phase_boundary();
+            Result io = replay_io_forward(r, frames, a.packets, cursor);
+            phase_boundary();
+            Result snat = replay_snat(r, frames, a.packets, cursor);
+            phase_boundary();
+            rounds.add(io, snat);
+        } else {
+            double each = a.seconds / a.rounds;
+            for (unsigned k = 0; k < a.rounds; ++k) {
+                Result io{}, snat{};
+                if (k % 2 == 0) {
+                    io = run(r, frames, Mode::io_forward, each, cursor);
+                    snat = run(r, frames, Mode::snat, each, cursor);
+                } else {
+                    snat = run(r, frames, Mode::snat, each, cursor);
+                    io = run(r, frames, Mode::io_forward, each, cursor);
+                }
+                rounds.add(io, snat);
+            }
+        }
+        Result io = rounds.io(), snat = rounds.snat();
         if (active_sessions() != flows || total_drops(*r.worker) != 0) {
             std::fprintf(stderr, "egw-bench: established pass changed the session count or dropped packets\n");
             rc = 1;
@@ -839,9 +904,9 @@ int main(int argc, char** argv) {
         double table_capacity =
             static_cast<double>((n4 ? r.worker->sessions.capacity() : 0) + r.worker->sessions6.capacity());
         double per_session = table_bytes / table_capacity;
-        std::printf("| %u | %.2f | %.2f | %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f B (%.0f MiB for 1M) |\n", flows,
-                    io.mpps, snat.mpps, 100.0 * snat.mpps / io.mpps, io.cycles_per_packet, snat.cycles_per_packet,
-                    snat.cycles_per_packet - io.cycles_per_packet, cps, per_session, per_session * 1e6 / 1048576.0);
+        std::printf("| %u | %.2f | %.2f | %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f B (%.0f MiB for 1M) | %.0f%% |\n",
+                    flows, io.mpps, snat.mpps, 100.0 * rounds.ratio(), io.cycles_per_packet, snat.cycles_per_packet,
+                    rounds.own_cycles(), cps, per_session, per_session * 1e6 / 1048576.0, 100.0 * rounds.spread());
         std::fflush(stdout);
 #ifdef EGW_STAGE_PROFILE
         print_profile(*r.worker, flows);
