@@ -11,7 +11,7 @@
 //   egw-bench [--flows N[,N...]] [--services M] [--seconds S] [--rounds R] [--destinations D]
 //             [--workers N[,N...]] [--packets P] [--family 4|6|mix] [--capacity N] [--seed S]
 //
-// --rounds (5 by default) splits each timed measurement into R rounds of S / R seconds, io-forward
+// --rounds (1 to 1000, 5 by default) splits each timed measurement into R rounds of S / R seconds, io-forward
 // and SNAT taking turns (io-forward first in odd rounds, SNAT in even ones). Each figure is the
 // median over the rounds, and the last column the spread of the rounds' SNAT / io-forward ratio
 // (highest minus lowest, as a share of the median): a neighbour that takes the core during one
@@ -760,8 +760,8 @@ int main(int argc, char** argv) {
             a.destinations = static_cast<unsigned>(std::stoul(v));
         else if (k == "--seconds")
             a.seconds = std::stod(v);
-        else if (k == "--rounds" && std::stoul(v) > 0)
-            a.rounds = static_cast<unsigned>(std::stoul(v));
+        else if (unsigned long rounds; k == "--rounds" && (rounds = std::stoul(v)) >= 1 && rounds <= 1000)
+            a.rounds = static_cast<unsigned>(rounds);
         else if (k == "--workers")
             a.workers = parse_list(v);
         else if (k == "--packets")
@@ -775,7 +775,7 @@ int main(int argc, char** argv) {
         else {
             std::fprintf(stderr,
                          "usage: egw-bench [EAL args --] [--flows N,...] [--services M] [--destinations D] [--seconds "
-                         "S] [--rounds R (> 0)] [--workers N,...] [--packets P] [--family 4|6|mix] [--capacity N] "
+                         "S] [--rounds 1-1000] [--workers N,...] [--packets P] [--family 4|6|mix] [--capacity N] "
                          "[--seed S]\n");
             return 2;
         }
