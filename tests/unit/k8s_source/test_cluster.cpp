@@ -735,8 +735,12 @@ TEST_F(ClusterTest, EachGatewayProgramsFromStatusHost) {
     ASSERT_TRUE(eventually([&] { return serving(g2, "svc1").serve_here; }));
     EXPECT_TRUE(eventually([&] { return serving(g1, "svc1").reason == "served by node2"; }));
     EXPECT_FALSE(serving(g1, "svc1").serve_here);
-    EXPECT_EQ(serving(g2, "svc1").ingress_ipv4, 0x01010101u);
-    EXPECT_EQ(serving(g2, "svc1").endpoint_ipv4s, std::vector<uint32_t>{0x0a800005});
+    // The Service, its EndpointSlice and its EgressService come on three watches, in no order
+    // among them: the host may serve it before the slice (or the Service) has reached it.
+    EXPECT_TRUE(eventually([&] {
+        model::ServiceState st = serving(g2, "svc1");
+        return st.ingress_ipv4 == 0x01010101u && st.endpoint_ipv4s == std::vector<uint32_t>{0x0a800005};
+    }));
     // The objects for the CLI follow the polls.
     ASSERT_TRUE(g2.objects().egress_services.count("testns/svc1"));
     EXPECT_EQ(g2.objects().egress_services.at("testns/svc1").node_selector.match_labels.at("gw"), "two");
