@@ -6,8 +6,9 @@
 # io-forwarding of its own frames; then replies with 1, 2 and 4 workers, handed off or sent to
 # their owner. BENCH_FAMILIES (default "4 6 mix") picks the tables.
 # Arguments go to egw-bench (--flows, --services, --destinations, --seconds, --rounds). Each
-# figure is the median of 5 rounds in which io-forwarding and SNAT take turns; the last column,
-# the spread of those rounds, says whether the host was quiet enough to judge by.
+# figure is the median of 30 rounds in which io-forwarding and SNAT take turns; the spread of
+# those rounds says whether the host was quiet enough to judge by, and the last columns repeat
+# the ratio and egw's cycles over the rounds in which a core check found the core the bench's alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null

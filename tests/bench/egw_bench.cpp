@@ -11,11 +11,15 @@
 //   egw-bench [--flows N[,N...]] [--services M] [--seconds S] [--rounds R] [--destinations D]
 //             [--workers N[,N...]] [--packets P] [--family 4|6|mix] [--capacity N] [--seed S]
 //
-// --rounds (1 to 1000, 5 by default) splits each timed measurement into R rounds of S / R seconds, io-forward
-// and SNAT taking turns (io-forward first in odd rounds, SNAT in even ones). Each figure is the
-// median over the rounds, and the last column the spread of the rounds' SNAT / io-forward ratio
-// (highest minus lowest, as a share of the median): a neighbour that takes the core during one
-// round then moves no figure, and a host too busy to judge by shows in that column.
+// --rounds (1 to 1000, 30 by default) splits each timed measurement into R rounds of S / R seconds,
+// io-forward and SNAT taking turns (io-forward first in odd rounds, SNAT in even ones). Each
+// figure is the median over the rounds, and "spread of the rounds" the highest minus the lowest
+// of the rounds' SNAT / io-forward ratios as a share of their median: a neighbour that takes the
+// core during one round then moves no figure, and a host too busy to judge by shows there.
+// Before each round and after the last a fixed loop checks whether the core is the bench's alone
+// (core_check_cycles()). The last three columns give the checks' range and the medians over the
+// rounds between two checks at the lowest: on a host whose cores other tenants share, those are
+// the figures to judge by. --packets runs no checks.
 //
 // --family 6 makes the traffic IPv6 (62-byte UDP frames, NAPT66 to the Services' IPv6 ingress
 // IPs, the IPv6 session table); mix makes half of the flows IPv4 and half IPv6, shuffled together
@@ -52,6 +56,7 @@
 #include <new>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dataplane/held.h"
@@ -116,7 +121,7 @@ struct Args {
     unsigned services = 64;
     unsigned destinations = 64;
     double seconds = 3;
-    unsigned rounds = 5;            // --rounds: io-forward and SNAT take turns this many times
+    unsigned rounds = 30;           // --rounds: io-forward and SNAT take turns this many times
     std::vector<uint32_t> workers;  // --workers: the many-worker table, for these worker counts
     uint64_t packets = 0;           // --packets: replay exactly this many (rounded up to bursts) per mode
     Family family = Family::v4;     // --family
@@ -458,8 +463,42 @@ __attribute__((flatten)) Result run(Rig& r, const std::vector<Frame>& frames, Mo
                   static_cast<double>(now - start) / static_cast<double>(packets)};
 }
 
+// Whether the core was the bench's own: TSC cycles per iteration of a fixed loop of integer work,
+// eight independent chains of additions and four exclusive-ors, which a core alone overlaps to
+// several operations per cycle. When another thread shares the core (on a shared host, a
+// sibling hyperthread running another tenant) or the core's clock falls, the loop takes more
+// cycles, and so does egw's pipeline, which runs several instructions per cycle too, while
+// io-forward (copies, the mempool) hardly slows: the ratio then falls with nothing changed in
+// egw. The spread of the rounds does not show a neighbour that stays for the whole run; this
+// does. The empty asm statements keep each chain in a register and the loop from being folded.
+__attribute__((noinline)) double core_check_cycles() {
+    constexpr unsigned kIterations = 1000000;  // one or two milliseconds
+    uint64_t a0 = 1, a1 = 2, a2 = 3, a3 = 4, a4 = 5, a5 = 6, a6 = 7, a7 = 8, step = 3;
+    asm volatile("" : "+r"(step));
+    uint64_t start = rte_rdtsc();
+    for (unsigned i = 0; i < kIterations; ++i) {
+        a0 += step;
+        a1 += step;
+        a2 += step;
+        a3 += step;
+        a4 += step;
+        a5 += step;
+        a6 += step;
+        a7 += step;
+        a1 ^= a0;
+        a3 ^= a2;
+        a5 ^= a4;
+        a7 ^= a6;
+        asm volatile("" : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(a4), "+r"(a5), "+r"(a6), "+r"(a7));
+    }
+    uint64_t ticks = rte_rdtsc() - start;
+    asm volatile("" ::"r"(a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7));
+    return static_cast<double>(ticks) / kIterations;
+}
+
 // The rounds of one measurement: io-forward's and SNAT's result in each, and the medians the
 // table prints (of each figure on its own, so a round slowed by a neighbour moves none of them).
+// With core checks, check k is taken before round k and the last one after the last round.
 class Rounds {
 public:
     void add(const Result& io, const Result& snat) {
@@ -468,27 +507,57 @@ public:
         ratio_.push_back(io.cycles_per_packet / snat.cycles_per_packet);
         own_.push_back(snat.cycles_per_packet - io.cycles_per_packet);
     }
-    Result io() const { return at_cycles(median(io_)); }
-    Result snat() const { return at_cycles(median(snat_)); }
-    // SNAT's rate as a share of io-forwarding's, and egw's own cycles per packet.
-    double ratio() const { return median(ratio_); }
-    double own_cycles() const { return median(own_); }
+    void add_core_check(double cycles) { check_.push_back(cycles); }
+    bool has_core_check() const { return !check_.empty(); }
+    // The lowest and the highest check: a range that is not narrow says some rounds shared the core.
+    std::pair<double, double> core_check() const {
+        auto [lo, hi] = std::minmax_element(check_.begin(), check_.end());
+        return {*lo, *hi};
+    }
+    // The rounds between two checks within a tenth of the lowest: as far as the checks can tell,
+    // the core was the bench's alone through them. Relative to this run's lowest, so on a host
+    // shared throughout they are all of them, and the check's range is what tells.
+    std::vector<size_t> at_lowest_check() const {
+        std::vector<size_t> out;
+        if (check_.size() != io_.size() + 1) return out;
+        double limit = core_check().first * 1.1;
+        for (size_t k = 0; k < io_.size(); ++k)
+            if (check_[k] <= limit && check_[k + 1] <= limit) out.push_back(k);
+        return out;
+    }
+    size_t count() const { return io_.size(); }
+    Result io() const { return at_cycles(median(io_, all())); }
+    Result snat() const { return at_cycles(median(snat_, all())); }
+    // SNAT's rate as a share of io-forwarding's, and egw's own cycles per packet, over `of`.
+    double ratio(const std::vector<size_t>& of) const { return median(ratio_, of); }
+    double ratio() const { return ratio(all()); }
+    double own_cycles(const std::vector<size_t>& of) const { return median(own_, of); }
+    double own_cycles() const { return own_cycles(all()); }
     // The ratio's highest minus its lowest, as a share of its median.
     double spread() const {
         auto [lo, hi] = std::minmax_element(ratio_.begin(), ratio_.end());
-        return (*hi - *lo) / median(ratio_);
+        return (*hi - *lo) / ratio();
     }
 
 private:
-    static double median(std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        size_t n = v.size();
-        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    std::vector<size_t> all() const {
+        std::vector<size_t> k(io_.size());
+        for (size_t i = 0; i < k.size(); ++i)
+            k[i] = i;
+        return k;
+    }
+    static double median(const std::vector<double>& v, const std::vector<size_t>& of) {
+        std::vector<double> w;
+        for (size_t k : of)
+            w.push_back(v[k]);
+        std::sort(w.begin(), w.end());
+        size_t n = w.size();
+        return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
     }
     static Result at_cycles(double cycles) {
         return Result{static_cast<double>(rte_get_tsc_hz()) / cycles / 1e6, cycles};
     }
-    std::vector<double> io_, snat_, ratio_, own_;
+    std::vector<double> io_, snat_, ratio_, own_, check_;
 };
 
 // Every flow's first packet, each opening a session; returns sessions per second.
@@ -832,8 +901,9 @@ int main(int argc, char** argv) {
                 rte_lcore_id(), ghz, traffic, a.services, a.destinations, measurement);
     std::printf(
         "| flows = sessions | io-forward Mpps | SNAT Mpps | SNAT / io-forward | cycles/pkt io | cycles/pkt SNAT | "
-        "egw cycles/pkt | new sessions/s | memory/session | spread of the rounds |\n");
-    std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        "egw cycles/pkt | new sessions/s | memory/session | spread of the rounds | core check | rounds at the "
+        "lowest check | SNAT / io-forward there | egw cycles/pkt there |\n");
+    std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     int rc = 0;
     for (uint32_t flows : a.flows) {
         // Flows of each family, and the session table of each sized as IPv4's always was. An IPv6
@@ -883,6 +953,7 @@ int main(int argc, char** argv) {
         } else {
             double each = a.seconds / a.rounds;
             for (unsigned k = 0; k < a.rounds; ++k) {
+                rounds.add_core_check(core_check_cycles());
                 Result io{}, snat{};
                 if (k % 2 == 0) {
                     io = run(r, frames, Mode::io_forward, each, cursor);
@@ -893,6 +964,7 @@ int main(int argc, char** argv) {
                 }
                 rounds.add(io, snat);
             }
+            rounds.add_core_check(core_check_cycles());
         }
         Result io = rounds.io(), snat = rounds.snat();
         if (active_sessions() != flows || total_drops(*r.worker) != 0) {
@@ -904,9 +976,24 @@ int main(int argc, char** argv) {
         double table_capacity =
             static_cast<double>((n4 ? r.worker->sessions.capacity() : 0) + r.worker->sessions6.capacity());
         double per_session = table_bytes / table_capacity;
-        std::printf("| %u | %.2f | %.2f | %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f B (%.0f MiB for 1M) | %.0f%% |\n",
-                    flows, io.mpps, snat.mpps, 100.0 * rounds.ratio(), io.cycles_per_packet, snat.cycles_per_packet,
-                    rounds.own_cycles(), cps, per_session, per_session * 1e6 / 1048576.0, 100.0 * rounds.spread());
+        // The core check's range, and the rounds it vouches for (--packets runs none).
+        char check[32] = "-", lowest[32] = "-", ratio_there[16] = "-", own_there[16] = "-";
+        if (rounds.has_core_check()) {
+            auto [lo, hi] = rounds.core_check();
+            std::snprintf(check, sizeof check, "%.2f-%.2f", lo, hi);
+            auto there = rounds.at_lowest_check();
+            std::snprintf(lowest, sizeof lowest, "%zu of %zu", there.size(), rounds.count());
+            if (!there.empty()) {
+                std::snprintf(ratio_there, sizeof ratio_there, "%.0f%%", 100.0 * rounds.ratio(there));
+                std::snprintf(own_there, sizeof own_there, "%.0f", rounds.own_cycles(there));
+            }
+        }
+        std::printf(
+            "| %u | %.2f | %.2f | %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f B (%.0f MiB for 1M) | %.0f%% "
+            "| %s | %s | %s | %s |\n",
+            flows, io.mpps, snat.mpps, 100.0 * rounds.ratio(), io.cycles_per_packet, snat.cycles_per_packet,
+            rounds.own_cycles(), cps, per_session, per_session * 1e6 / 1048576.0, 100.0 * rounds.spread(), check,
+            lowest, ratio_there, own_there);
         std::fflush(stdout);
 #ifdef EGW_STAGE_PROFILE
         print_profile(*r.worker, flows);
@@ -919,7 +1006,11 @@ int main(int argc, char** argv) {
         "new sessions/s = first pass over the flows, every packet opening a session.\n"
         "io-forward and SNAT replay the flows in another random order than the one they were created in.\n"
         "memory/session = bytes of the session table (both hash indexes, 64-byte sessions, free list) / capacity"
-        "%s.\n",
+        "%s.\n"
+        "core check = TSC cycles per iteration of a fixed integer loop run before each round and after the last,\n"
+        "lowest-highest: it rises when another thread shares this core or its clock falls, which slows SNAT far more\n"
+        "than io-forward. \"there\": the medians of the rounds between two checks within a tenth of the lowest.\n"
+        "Compare the check with the lowest this host has shown (docs/performance.md §1).\n",
         a.family == Family::v4 ? "" : " (IPv6: 128-byte sessions; mix: both tables)");
     rte_eal_cleanup();
     return rc;
