@@ -83,6 +83,17 @@ if ! bash scripts/build.sh; then
   finish
 fi
 
+# What a test may leave behind, listed now and again at the end (the step "leftovers"): DPDK's
+# runtime directories (each several MiB of tmpfs, that is memory, which DPDK does not remove when
+# a process ends) and network namespaces. One that appears during the run and is still there at
+# its end is a test that did not clean up after itself.
+if [ "$(id -u)" -eq 0 ]; then dpdk_runtime=/var/run/dpdk; else dpdk_runtime=${XDG_RUNTIME_DIR:-/tmp}/dpdk; fi
+leftovers() {
+  { find "$dpdk_runtime" -mindepth 1 -maxdepth 1 -printf '%p\n' 2>/dev/null
+    ip netns list 2>/dev/null | awk '{ print "network namespace " $1 }'; } | sort
+}
+before_tests=$(leftovers)
+
 gtest_suites unit build
 
 # Fuzzing (scripts/fuzz.sh, docs/testing.md): the corpus replays ran above among the unit tests;
@@ -187,6 +198,15 @@ elif sanitized_build build-tsan thread tests/unit/dataplane/test_dataplane_threa
   unset TSAN_OPTIONS
 else
   step_failed build-tsan "the ThreadSanitizer build failed"
+fi
+
+next_result leftovers
+left=$(comm -13 <(echo "$before_tests") <(leftovers) | paste -sd, - | sed 's/,/, /g')
+if [ -z "$left" ]; then
+  python3 tests/results.py pass leftovers "$out"
+else
+  echo "== leftovers: $left"
+  python3 tests/results.py fail leftovers "the tests left behind: $left" "$out"
 fi
 
 finish

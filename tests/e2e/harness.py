@@ -164,6 +164,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def dpdk_runtime_dir(file_prefix):
+    """Where DPDK keeps the runtime files of a process started with `file_prefix`: its config,
+    memory maps and sockets (telemetry, egwd's CLI), several MiB on a tmpfs that DPDK does not
+    remove when the process ends."""
+    base = Path("/var/run/dpdk") if os.geteuid() == 0 else Path(os.environ.get("XDG_RUNTIME_DIR", "/tmp")) / "dpdk"
+    return base / file_prefix
+
+
+def remove_dpdk_runtime_dir(file_prefix):
+    shutil.rmtree(dpdk_runtime_dir(file_prefix), ignore_errors=True)
+
+
 def remove_workdir(workdir, suite):
     """Deletes a suite's work directory, or keeps it (and says where) with EGW_E2E_KEEP=1."""
     if os.environ.get("EGW_E2E_KEEP"):
@@ -387,7 +399,7 @@ class NamespaceRig:
             if self.netns:
                 self.netns.down()
             for prefix in self._file_prefixes:
-                shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
+                remove_dpdk_runtime_dir(prefix)
             self._file_prefixes = []
             if self.workdir:
                 remove_workdir(self.workdir, self.suite)

@@ -290,7 +290,7 @@ def write_config(workdir, file_prefix):
 # --- processes --------------------------------------------------------------------------------
 
 def runtime_dir(file_prefix):
-    return Path("/var/run/dpdk") / file_prefix
+    return harness.dpdk_runtime_dir(file_prefix)
 
 
 def require_environment():

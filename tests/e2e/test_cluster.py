@@ -15,7 +15,6 @@ Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_cl
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -88,7 +87,7 @@ class TwoGateways(unittest.TestCase):
         if getattr(self, "api", None):
             self.api.stop()
         for prefix in self.prefixes:
-            shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
+            harness.remove_dpdk_runtime_dir(prefix)
         harness.remove_workdir(self.workdir, "cluster e2e")
 
     # --- helpers ---------------------------------------------------------------------------

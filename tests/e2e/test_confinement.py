@@ -105,6 +105,7 @@ class Confinement(unittest.TestCase):
     def run_confined(self, name, caps, containerd, hugepages, expect_running):
         """egwd under confine.py; returns (exit code, log lines, /proc status while it ran or None)."""
         prefix = f"egw-confine-{name}-{os.getpid()}"
+        self.addCleanup(harness.remove_dpdk_runtime_dir, prefix)
         port = harness.free_port()
         cfg = config(self.tmp, prefix, port, self.huge if hugepages else None)
         cmd = [sys.executable, str(Path(confine.__file__)), "--caps", ",".join(caps)]

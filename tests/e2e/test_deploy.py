@@ -629,7 +629,7 @@ class Entrypoint(unittest.TestCase):
                     return subprocess.run([str(egwd), *eal, "-c", str(path)], capture_output=True, text=True,
                                           timeout=60)
                 finally:
-                    shutil.rmtree(Path("/var/run/dpdk") / prefix, ignore_errors=True)
+                    harness.remove_dpdk_runtime_dir(prefix)
 
         config = json.loads(r.stdout)
         p = start(config)

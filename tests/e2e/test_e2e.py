@@ -15,7 +15,6 @@ import concurrent.futures
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -476,7 +475,7 @@ class EgressGatewayE2E(unittest.TestCase):
                 try:
                     r = run([str(harness.egwd_binary()), "-c", str(path)], 15, cwd=REPO, stdin=subprocess.DEVNULL)
                 finally:
-                    shutil.rmtree(f"/var/run/dpdk/{FILE_PREFIX}-broken", ignore_errors=True)
+                    harness.remove_dpdk_runtime_dir(f"{FILE_PREFIX}-broken")
                 self.assertNotEqual(r.returncode, 0, f"egwd accepted a broken config:\n{r.stderr}")
                 self.assertIn(str(path), r.stderr)
                 for text in expected:

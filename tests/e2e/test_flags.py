@@ -86,6 +86,7 @@ class Flags(unittest.TestCase):
         cls.tmp = Path(tempfile.mkdtemp(prefix="egw-flags-"))
         cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
         cls.config = write_config(cls.tmp, f"egw-flags-{os.getpid()}")
+        cls.addClassCleanup(harness.remove_dpdk_runtime_dir, f"egw-flags-{os.getpid()}")
 
     def run_egwd(self, *args, timeout=60):
         return subprocess.run([str(self.egwd), *args], capture_output=True, text=True, timeout=timeout,
@@ -159,6 +160,7 @@ class Flags(unittest.TestCase):
 
     def test_eal_arguments_before_the_double_dash_still_pass_through(self):
         prefix = f"egw-flags-eal-{os.getpid()}"
+        self.addCleanup(harness.remove_dpdk_runtime_dir, prefix)
         lines = self.run_daemon(eal=["-l", "0-1", "--no-huge", "-m", "256", "--file-prefix", prefix,
                                      "--vdev=net_null0,no-rx=1", "--vdev=net_null1,no-rx=1", "--no-pci"])
         self.assertTrue(any("egwd running" in l for l in lines), "\n".join(lines))

@@ -705,7 +705,7 @@ class Ipv6E2E(unittest.TestCase):
         self.assertEqual(sample("egw_service_programmed", namespace="default", service="v6only"), 0)
 
         # DPDK telemetry's /egw/service says the same.
-        socket_path = Path("/var/run/dpdk") / FILE_PREFIX / "dpdk_telemetry.v2"
+        socket_path = harness.dpdk_runtime_dir(FILE_PREFIX) / "dpdk_telemetry.v2"
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
             s.settimeout(5)
             s.connect(str(socket_path))
@@ -739,7 +739,7 @@ class Ipv6E2E(unittest.TestCase):
             return snat, float(web.group(1))
 
         def telemetry(address):
-            socket_path = Path("/var/run/dpdk") / FILE_PREFIX / "dpdk_telemetry.v2"
+            socket_path = harness.dpdk_runtime_dir(FILE_PREFIX) / "dpdk_telemetry.v2"
             with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
                 s.settimeout(5)
                 s.connect(str(socket_path))

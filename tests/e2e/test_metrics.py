@@ -42,7 +42,7 @@ TAG = harness.iface_tag("m")                          # unique per run (see harn
 IF_PODS, IF_PODS_PEER = f"{TAG}-p", f"{TAG}-P"        # egwd's end, the test's end
 IF_EXT, IF_EXT_PEER = f"{TAG}-e", f"{TAG}-E"
 FILE_PREFIX = f"egw-metrics-{os.getpid()}"
-TELEMETRY_SOCKET = Path("/var/run/dpdk") / FILE_PREFIX / "dpdk_telemetry.v2"
+TELEMETRY_SOCKET = harness.dpdk_runtime_dir(FILE_PREFIX) / "dpdk_telemetry.v2"
 
 EGW_PODS_MAC = "02:e9:00:00:00:01"
 EGW_EXT_MAC = "02:e9:00:00:00:03"
@@ -297,7 +297,7 @@ class Rig:
         for link in self.links:
             run(["ip", "link", "delete", "dev", link])
         self.links = []
-        shutil.rmtree(Path("/var/run/dpdk") / FILE_PREFIX, ignore_errors=True)
+        harness.remove_dpdk_runtime_dir(FILE_PREFIX)
         if self.workdir:
             harness.remove_workdir(self.workdir, "metrics e2e")
             self.workdir = None

@@ -107,9 +107,12 @@ def testpmd_verdicts(rules, file_prefix):
         words = r.split()
         assert words[:2] == ["flow", "create"], r
         lines.append(" ".join(["flow", "validate", "0"] + words[3:]))
-    r = run(["dpdk-testpmd", "--no-huge", "-m", "512", "--no-pci", "--vdev", "net_null0", "--file-prefix", file_prefix,
-             "-l", "0-1", "--log-level=error", "--", "-i", "--rxq=4", "--txq=4", "--total-num-mbufs=2048"],
-            120, check=False, input="\n".join(lines + ["quit"]) + "\n")
+    try:
+        r = run(["dpdk-testpmd", "--no-huge", "-m", "512", "--no-pci", "--vdev", "net_null0", "--file-prefix",
+                 file_prefix, "-l", "0-1", "--log-level=error", "--", "-i", "--rxq=4", "--txq=4",
+                 "--total-num-mbufs=2048"], 120, check=False, input="\n".join(lines + ["quit"]) + "\n")
+    finally:
+        harness.remove_dpdk_runtime_dir(file_prefix)
     # The driver's complaints go to stderr, the parser's to stdout: count both.
     verdicts = []
     for line in (r.stdout + "\n" + r.stderr).splitlines():
