@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "control/runtime/runtime.h"
 
+#include "control/runtime/mbuf_pool.h"
+
 #include "dataplane/held.h"
 #include "dataplane/reassembly.h"
 
@@ -144,8 +146,8 @@ rte_mempool* Runtime::pool_on(unsigned socket) {
         if (s == socket) return p;
     // The first pool keeps the plain name; one per further socket that has a port.
     std::string name = pools_.empty() ? "egw_mbufs" : "egw_mbufs_s" + std::to_string(socket);
-    rte_mempool* p = rte_pktmbuf_pool_create(name.c_str(), n_mbufs_, cfg_.mempool.cache, 0,
-                                             static_cast<uint16_t>(cfg_.mempool.data_room), static_cast<int>(socket));
+    rte_mempool* p = create_mbuf_pool(name.c_str(), n_mbufs_, cfg_.mempool.cache,
+                                      static_cast<uint16_t>(cfg_.mempool.data_room), static_cast<int>(socket));
     if (!p)
         throw RuntimeError("cannot create a pool of " + std::to_string(n_mbufs_) + " mbufs on socket " +
                            std::to_string(socket) + ": " + errstr(rte_errno) +

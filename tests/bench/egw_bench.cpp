@@ -62,6 +62,7 @@
 #include "dataplane/held.h"
 #include "config/config.h"
 #include "control/policy/policy_builder.h"
+#include "control/runtime/mbuf_pool.h"
 #include "dataplane/checksum.h"
 #include "dataplane/worker.h"
 #include "tests/bench/bench_args.h"
@@ -858,7 +859,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "egw-bench: needs --vdev=net_null0,no-rx=1 --vdev=net_null1,no-rx=1\n");
         return 1;
     }
-    rte_mempool* pool = rte_pktmbuf_pool_create("bench_pool", 65535, 512, 0, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
+    // Laid out as egwd lays out its own (control/runtime/mbuf_pool.h), for both modes: the
+    // difference between them stays egw's pipeline alone.
+    rte_mempool* pool = control::create_mbuf_pool("bench_pool", 65535, 512, RTE_MBUF_DEFAULT_BUF_SIZE, 0);
     if (!pool) {
         std::fprintf(stderr, "egw-bench: cannot create the mbuf pool\n");
         return 1;
