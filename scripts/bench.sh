@@ -13,6 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
 lcore=${BENCH_LCORE:-1}
+# DPDK leaves its runtime directory for the file prefix behind (memory on a tmpfs): removed at the end.
+if [ "$(id -u)" -eq 0 ]; then rundir=/var/run/dpdk; else rundir=${XDG_RUNTIME_DIR:-/tmp}/dpdk; fi
+trap 'rm -rf "$rundir/egw-bench"' EXIT
 eal=(--no-huge -m "${BENCH_MEM_MB:-2048}" -l "$lcore" --no-pci --file-prefix egw-bench --log-level=error
      --vdev=net_null0,no-rx=1 --vdev=net_null1,no-rx=1)
 for family in ${BENCH_FAMILIES:-4 6 mix}; do
