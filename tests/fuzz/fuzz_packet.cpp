@@ -79,6 +79,7 @@ namespace {
 using namespace egw;
 using namespace egw::test;
 using namespace egw::test::std_rig;
+using namespace egw::test::std_rig6;
 
 constexpr uint32_t kPod30 = ip4(10, 244, 1, 30);  // in no Service: default action
 const std::string kBlue = "default/blue";
@@ -108,18 +109,6 @@ bool is_nat_address(uint32_t a) {
 }
 
 // IPv6 of the rig (init()).
-const Ip6Addr kPodsV6 = ip6("fd00:10:244:1::1");
-const Ip6Addr kPodsRouterV6 = ip6("fd00:10:244:1::fe");
-const Ip6Addr kExt1V6 = ip6("2001:db8:2::1");
-const Ip6Addr kExt2V6 = ip6("2001:db8:3::1");
-const Ip6Addr kIngressV6 = ip6("2001:db8:2::50");
-const Ip6Addr kExt1GwV6 = ip6("2001:db8:2::fe");
-const Ip6Addr kServerV6 = ip6("2001:db8:2::100");
-const Ip6Addr kBlueServerV6 = ip6("2001:db8:3::100");
-const Ip6Addr kInternetV6 = ip6("2001:db8:99::9");
-const Ip6Addr kPod10v6 = ip6("fd00:10:244:1::10");
-const Ip6Addr kPod11v6 = ip6("fd00:10:244:1::11");
-const Ip6Addr kPod20v6 = ip6("fd00:10:244:1::20");
 const Ip6Addr kPod30v6 = ip6("fd00:10:244:1::30");  // in no Service: default action
 
 bool in_pods6(const Ip6Addr& a) {
@@ -638,38 +627,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     model::ServiceState blue = network_service(kBlue, {kPod20}, "blue");
     blue.endpoint_ipv6s = {net::IpAddr::from_v6(kPod20v6.data())};
     o.services = {web, blue};
-    o.configure = [](config::Config& c) {
-        auto a6 = [](const Ip6Addr& a) { return net::IpAddr::from_v6(a.data()); };
-        c.ports[0].addresses.push_back(net::IpPrefix{a6(kPodsV6), 64});
-        c.ports[1].addresses.push_back(net::IpPrefix{a6(kExt1V6), 64});
-        c.ports[2].addresses.push_back(net::IpPrefix{a6(kExt2V6), 64});
-        config::RouteConfig route;
-        route.vrf = "default";
-        route.prefix = net::IpPrefix{a6(ip6("::")), 0};
-        route.via = a6(kExt1GwV6);
-        route.port = "ext1";
-        c.routes.push_back(route);
-        // The cluster's IPv6 pod range behind the pods' router, as IPv4's (cluster destinations
-        // are routed untranslated; without this route they would leave by the default one).
-        route.prefix = net::IpPrefix{a6(ip6("fd00:10:244::")), 48};
-        route.via = a6(kPodsRouterV6);
-        route.port = "pods";
-        c.routes.push_back(route);
-        auto neigh = [&](const char* port, const Ip6Addr& ip, const Mac& mac) {
-            config::MacAddr m;
-            std::copy(mac.begin(), mac.end(), m.bytes);
-            c.neighbors.push_back(config::NeighborConfig{port, a6(ip), m});
-        };
-        // Pod ::30 has none: its replies wait for a Neighbor Solicitation's answer.
-        neigh("pods", kPod10v6, kPod10Mac);
-        neigh("pods", kPod11v6, kPod11Mac);
-        neigh("pods", kPod20v6, kPod20Mac);
-        neigh("pods", kPodsRouterV6, kPodsRouterMac);
-        neigh("ext1", kServerV6, kServerMac);
-        neigh("ext1", kExt1GwV6, kExt1GwMac);
-        neigh("ext2", kBlueServerV6, kBlueServerMac);
-        c.cluster.pod_cidrs.push_back(net::IpPrefix{a6(ip6("fd00:10:244::")), 48});
-    };
+    o.configure = [](config::Config& c) { configure_ipv6(c); };
     g_rig = std::make_unique<Rig>(o);
     std::atexit(cleanup);
     return 0;

@@ -145,38 +145,45 @@ model::ServiceState web6() {
     return web;
 }
 
+void add_route6(config::Config& c, const char* prefix, uint8_t len, const Ip6Addr& via, const char* port) {
+    config::RouteConfig r;
+    r.vrf = "default";
+    r.prefix = net::IpPrefix{addr6(ip6(prefix)), len};
+    r.via = addr6(via);
+    r.port = port;
+    c.routes.push_back(r);
+}
+
+void add_neighbor6(config::Config& c, const char* port, const Ip6Addr& ip, const Mac& mac) {
+    config::MacAddr m;
+    std::copy(mac.begin(), mac.end(), m.bytes);
+    c.neighbors.push_back(config::NeighborConfig{port, addr6(ip), m});
+}
+
+void configure_ipv6(config::Config& c) {
+    using namespace std_rig;
+    c.ports[0].addresses.push_back(net::IpPrefix{addr6(kPodsV6), 64});
+    c.ports[1].addresses.push_back(net::IpPrefix{addr6(kExt1V6), 64});
+    c.ports[2].addresses.push_back(net::IpPrefix{addr6(kExt2V6), 64});
+    add_route6(c, "::", 0, kExt1GwV6, "ext1");
+    add_route6(c, "fd00:10:244::", 48, kPodsRouterV6, "pods");
+    add_neighbor6(c, "pods", kPod10v6, kPod10Mac);
+    add_neighbor6(c, "pods", kPod11v6, kPod11Mac);
+    add_neighbor6(c, "pods", kPod20v6, kPod20Mac);
+    add_neighbor6(c, "pods", kPodsRouterV6, kPodsRouterMac);
+    add_neighbor6(c, "ext1", kServerV6, kServerMac);
+    add_neighbor6(c, "ext1", kExt1GwV6, kExt1GwMac);
+    add_neighbor6(c, "ext2", kBlueServerV6, kBlueServerMac);
+    c.cluster.pod_cidrs.push_back(net::IpPrefix{addr6(ip6("fd00:10:244::")), 48});
+}
+
 RigOptions dual_stack() {
     using namespace std_rig;
     RigOptions o;
     o.configure = [](config::Config& c) {
-        c.ports[0].addresses.push_back(net::IpPrefix{addr6(kPodsV6), 64});
-        c.ports[1].addresses.push_back(net::IpPrefix{addr6(kExt1V6), 64});
-        c.ports[2].addresses.push_back(net::IpPrefix{addr6(kExt2V6), 64});
-        auto route = [&](const char* prefix, uint8_t len, const Ip6Addr& via, const char* port) {
-            config::RouteConfig r;
-            r.vrf = "default";
-            r.prefix = net::IpPrefix{addr6(ip6(prefix)), len};
-            r.via = addr6(via);
-            r.port = port;
-            c.routes.push_back(r);
-        };
-        route("::", 0, kExt1GwV6, "ext1");
-        route("fd00:10:244::", 48, kPodsRouterV6, "pods");
-        route("fd00:10:96::", 108, kPodsRouterV6, "pods");
-        route("fd00:18::", 64, kPodsRouterV6, "pods");
-        auto neigh = [&](const char* port, const Ip6Addr& ip, const Mac& mac) {
-            config::MacAddr m;
-            std::copy(mac.begin(), mac.end(), m.bytes);
-            c.neighbors.push_back(config::NeighborConfig{port, addr6(ip), m});
-        };
-        neigh("pods", kPod10v6, kPod10Mac);
-        neigh("pods", kPod11v6, kPod11Mac);
-        neigh("pods", kPod20v6, kPod20Mac);
-        neigh("pods", kPodsRouterV6, kPodsRouterMac);
-        neigh("ext1", kServerV6, kServerMac);
-        neigh("ext1", kExt1GwV6, kExt1GwMac);
-        neigh("ext2", kBlueServerV6, kBlueServerMac);
-        c.cluster.pod_cidrs.push_back(net::IpPrefix{addr6(ip6("fd00:10:244::")), 48});
+        configure_ipv6(c);
+        add_route6(c, "fd00:10:96::", 108, kPodsRouterV6, "pods");
+        add_route6(c, "fd00:18::", 64, kPodsRouterV6, "pods");
         c.cluster.service_cidrs.push_back(net::IpPrefix{addr6(ip6("fd00:10:96::")), 108});
         c.cluster.node_ips.push_back(addr6(kNodeV6));
     };

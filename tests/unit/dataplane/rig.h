@@ -247,6 +247,18 @@ inline const Ip6Addr kBlueServerV6 = ip6("2001:db8:3::100");
 
 net::IpAddr addr6(const Ip6Addr& a);
 model::ServiceState web6();
+// A static IPv6 route in the default VRF (`prefix`/`len` via `via` out of `port`), and a static
+// IPv6 neighbour on `port`.
+void add_route6(config::Config& c, const char* prefix, uint8_t len, const Ip6Addr& via, const char* port);
+void add_neighbor6(config::Config& c, const char* port, const Ip6Addr& ip, const Mac& mac);
+// The IPv6 side of the standard rig, on top of its IPv4 configuration: a /64 on each port, the
+// default route via ext1's router, the IPv6 pod range behind the pods' router (cluster
+// destinations are routed untranslated; without it they would leave by the default route), a
+// static neighbour for each IPv6 host but pod ::30 (its replies wait for a Neighbor
+// Solicitation's answer), and that range as the cluster's pod CIDR.
+void configure_ipv6(config::Config& c);
+// The dual-stack rig: configure_ipv6(), the Service range and fd00:18::/64 behind the pods'
+// router as well, the node's IPv6 address, and web6().
 RigOptions dual_stack();
 // Frames of the dual-stack rig: from a pod (its MAC) to the pods port, from ext1's server (or
 // `src`) to ext1, from the pods port to a pod.

@@ -20,6 +20,7 @@ namespace egw::test {
 namespace {
 
 using namespace std_rig;
+using namespace std_rig6;
 using dp::DropReason;
 using dp::IcmpError;
 
@@ -28,27 +29,11 @@ constexpr uint32_t kUdp53 = uint32_t{kProtoUdp} << 16 | 53;
 constexpr uint32_t kBlueIngress = ip4(198, 51, 100, 50);
 const std::string kShop = "default/shop";
 
-const Ip6Addr kPodsV6 = ip6("fd00:10:244:1::1");
-const Ip6Addr kPodsRouterV6 = ip6("fd00:10:244:1::fe");
-const Ip6Addr kPod10v6 = ip6("fd00:10:244:1::10");
-const Ip6Addr kPod11v6 = ip6("fd00:10:244:1::11");
-const Ip6Addr kPod20v6 = ip6("fd00:10:244:1::20");
-const Ip6Addr kExt1V6 = ip6("2001:db8:2::1");
-const Ip6Addr kExt1GwV6 = ip6("2001:db8:2::fe");
-const Ip6Addr kServerV6 = ip6("2001:db8:2::100");
 const Ip6Addr kServerBv6 = ip6("2001:db8:2::101");
-const Ip6Addr kIngressV6 = ip6("2001:db8:2::50");
-const Ip6Addr kInternetV6 = ip6("2001:db8:99::9");
-const Ip6Addr kExt2V6 = ip6("2001:db8:3::1");
-const Ip6Addr kBlueServerV6 = ip6("2001:db8:3::100");
 const Ip6Addr kBlueIngressV6 = ip6("2001:db8:3::50");
 
 Bytes text(const char* s) {
     return Bytes(s, s + std::strlen(s));
-}
-
-net::IpAddr addr6(const Ip6Addr& a) {
-    return net::IpAddr::from_v6(a.data());
 }
 
 std::vector<net::IpAddr> addrs6(std::initializer_list<Ip6Addr> l) {
@@ -77,41 +62,15 @@ model::ServiceState shop() {
     return s;
 }
 
-// The standard rig, dual-stack (a /64 on each port, the IPv6 pod range behind the pods' router,
-// the default IPv6 route via ext1's router, static IPv6 neighbours for every host), with the
-// IPv6 ingress next hop: the cluster's router on the pods port (a node whose proxy takes the
+// The standard rig, dual-stack (std_rig6::configure_ipv6(), and ext1's second server as a static
+// neighbour), with the IPv6 ingress next hop: the cluster's router on the pods port (a node whose proxy takes the
 // load-balancer IPs). `via6` false: only the IPv4 one (ingress.via) is configured.
 RigOptions ingress_rig(bool via6 = true, std::function<void(config::Config&)> more = {}) {
     RigOptions o;
     o.services = {web(), shop()};
     o.configure = [via6, more](config::Config& c) {
-        c.ports[0].addresses.push_back(net::IpPrefix{addr6(kPodsV6), 64});
-        c.ports[1].addresses.push_back(net::IpPrefix{addr6(kExt1V6), 64});
-        c.ports[2].addresses.push_back(net::IpPrefix{addr6(kExt2V6), 64});
-        auto route = [&](const char* prefix, uint8_t len, const Ip6Addr& via, const char* port) {
-            config::RouteConfig r;
-            r.vrf = "default";
-            r.prefix = net::IpPrefix{addr6(ip6(prefix)), len};
-            r.via = addr6(via);
-            r.port = port;
-            c.routes.push_back(r);
-        };
-        route("::", 0, kExt1GwV6, "ext1");
-        route("fd00:10:244::", 48, kPodsRouterV6, "pods");
-        auto neigh = [&](const char* port, const Ip6Addr& ip, const Mac& mac) {
-            config::MacAddr m;
-            std::copy(mac.begin(), mac.end(), m.bytes);
-            c.neighbors.push_back(config::NeighborConfig{port, addr6(ip), m});
-        };
-        neigh("pods", kPod10v6, kPod10Mac);
-        neigh("pods", kPod11v6, kPod11Mac);
-        neigh("pods", kPod20v6, kPod20Mac);
-        neigh("pods", kPodsRouterV6, kPodsRouterMac);
-        neigh("ext1", kServerV6, kServerMac);
-        neigh("ext1", kServerBv6, kServerBMac);
-        neigh("ext1", kExt1GwV6, kExt1GwMac);
-        neigh("ext2", kBlueServerV6, kBlueServerMac);
-        c.cluster.pod_cidrs.push_back(net::IpPrefix{addr6(ip6("fd00:10:244::")), 48});
+        configure_ipv6(c);
+        add_neighbor6(c, "ext1", kServerBv6, kServerBMac);
         c.ingress.port = "pods";
         c.ingress.via = net::IpAddr::from_v4(kPodsRouter);
         if (via6) c.ingress.via6 = addr6(kPodsRouterV6);
