@@ -12,15 +12,20 @@
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_mbuf.h>
 #include <rte_ring.h>
 
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
+#include "control/runtime/mbuf_pool.h"
 #include "control/runtime/runtime.h"
 #include "control/metrics/exporter.h"
 #include "tests/unit/eal_main.h"
@@ -237,6 +242,26 @@ TEST_F(Serving, AWorkerThatNeverStartedIsNotCalledStalled) {
     }
     advance(0);
     EXPECT_EQ(exporter_->serving_problems(), "worker 1 has not started\n");
+}
+
+// Not serving but the same real Runtime, without hugepages: its mbuf pool is the padded one
+// (control/runtime/mbuf_pool.h), every header a cache line further into its page than the last.
+TEST(RuntimePool, WithoutHugepagesTheMbufHeadersSpreadOverAPage) {
+    ASSERT_NE(g_rt, nullptr);
+    ASSERT_FALSE(rte_eal_has_hugepages());
+    rte_mempool* pool = g_rt->pool();
+    EXPECT_EQ(rte_pktmbuf_priv_size(pool),
+              control::mbuf_pad_for_pages(g_cfg->mempool.data_room, static_cast<size_t>(sysconf(_SC_PAGESIZE))));
+    EXPECT_GT(rte_pktmbuf_priv_size(pool), 0);
+    constexpr unsigned kTaken = 64;
+    rte_mbuf* m[kTaken];
+    ASSERT_EQ(rte_pktmbuf_alloc_bulk(pool, m, kTaken), 0);
+    std::set<uintptr_t> lines;
+    for (rte_mbuf* x : m)
+        lines.insert((reinterpret_cast<uintptr_t>(x) & 4095) >> 6);
+    rte_pktmbuf_free_bulk(m, kTaken);
+    // DPDK's own layout puts them all on one line (tests/unit/runtime/test_mbuf_pool.cpp).
+    EXPECT_GE(lines.size(), kTaken / 2);
 }
 
 }  // namespace
