@@ -620,12 +620,9 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     GTEST_FLAG_SET(throw_on_failure, true);
 
     RigOptions o;
-    model::ServiceState web = lb_service(kWeb, kIngress, {kPod10, kPod11});
-    web.ingress_ipv6 = net::IpAddr::from_v6(kIngressV6.data());
-    web.endpoint_ipv6s = {net::IpAddr::from_v6(kPod10v6.data()), net::IpAddr::from_v6(kPod11v6.data())};
-    std::sort(web.endpoint_ipv6s.begin(), web.endpoint_ipv6s.end());
+    model::ServiceState web = web6();
     model::ServiceState blue = network_service(kBlue, {kPod20}, "blue");
-    blue.endpoint_ipv6s = {net::IpAddr::from_v6(kPod20v6.data())};
+    blue.endpoint_ipv6s = {addr6(kPod20v6)};
     o.services = {web, blue};
     o.configure = [](config::Config& c) { configure_ipv6(c); };
     g_rig = std::make_unique<Rig>(o);
