@@ -54,7 +54,10 @@ namespace egw::dp {
       "IPv6 extension headers beyond the walk's bound (4 headers, 256 bytes), or a routing header with segments left") \
     X(ipv6_unsupported,                                                                                                \
       "no longer counted: every valid IPv6 packet is now translated, routed, answered or dropped under another "       \
-      "reason (kept so that its series stays)")
+      "reason (kept so that its series stays)")                                                                        \
+    X(icmp_checksum,                                                                                                   \
+      "ICMP or ICMPv6 error quoting a packet of a session whose own checksum is wrong (not "                           \
+      "translated)")
 
 enum class DropReason : uint8_t {
 #define EGW_X(name, help) name,

@@ -3,15 +3,23 @@
 // Stage icmp_error: an ICMP error (unreachable, time exceeded, parameter problem, source quench;
 // ICMPv6 destination unreachable, packet too big, time exceeded, parameter problem) quotes the
 // packet it reports on; that quoted packet's tuple found the session (input.cpp
-// builds the key from it). Both the outer header and the quoted one are translated, and the
-// ICMP checksum, which covers the quote, is recomputed.
+// builds the key from it). Both the outer header and the quoted one are translated.
+//
+// The ICMP checksum covers the whole message, which may be long (an error may quote a whole
+// datagram) and held in a chain of mbufs (a reassembled error, a scattered jumbo frame): it is
+// verified once over the chain (chain.h), and an error whose checksum is wrong is dropped
+// (icmp_checksum) rather than given a valid one. It is then updated incrementally by what the
+// translation changed: the quoted headers, which input made contiguous in the first mbuf, and for
+// ICMPv6 the outer address its pseudo-header covers.
 #include <rte_branch_prediction.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include <cstring>
 
+#include "dataplane/chain.h"
 #include "dataplane/ip_forward.h"
+#include "dataplane/ipv6.h"
 #include "dataplane/nat66.h"
 #include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"
@@ -20,6 +28,37 @@
 namespace egw::dp {
 
 namespace {
+
+// How much of the quote starting at `quote` a translation may change: the quoted IP header (and
+// an IPv6 quote's Fragment header), and of the transport header the ports or identifier and the
+// checksum, which end at byte 18 of a TCP header; less when less is quoted. At most 60 + 18 bytes
+// of IPv4 or 48 + 18 of IPv6 behind the outer headers, all within what input makes contiguous.
+inline uint32_t quote_span(const void* quote, const PacketMeta& pk) {
+    return static_cast<uint32_t>(pk.inner_l4 - static_cast<const uint8_t*>(quote)) + RTE_MIN(pk.inner_l4_len, 18u);
+}
+
+// The one's complement sum of the quote's span, folded: taken before and after the rewrite, the
+// two give the ICMP checksum's update (RFC 1624).
+inline uint16_t span_sum(const void* quote, uint32_t span) {
+    return csum_fold(csum_partial(quote, span));
+}
+
+// Whether the ICMP or ICMPv6 message's own checksum is right, summed over the whole message
+// however many mbufs hold it; ICMPv6's over its pseudo-header too (RFC 4443 2.3).
+bool icmp_checksum_ok(const rte_mbuf* m, const PacketMeta& pk) {
+    uint32_t sum = 0;
+    if (pk.v6) {
+        const uint32_t pseudo[2] = {rte_cpu_to_be_32(pk.l4_len), rte_cpu_to_be_32(kIp6Icmp)};
+        sum = csum_partial(pk.ip6->src_addr, 32);
+        sum = csum_partial(pseudo, sizeof pseudo, sum);
+    }
+    return csum_fold(chain_sum(m, frame_offset(m, pk.l4), pk.l4_len, sum)) == 0xffff;
+}
+
+inline void update_icmp_checksum(const PacketMeta& pk, uint32_t delta) {
+    auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
+    ih->icmp_cksum = csum_apply(ih->icmp_cksum, delta);
+}
 
 // A pod reports an error about a packet it received from the remote: the quoted packet's
 // destination is the pod and must become the NAT address and port again. The error may come from
@@ -32,10 +71,12 @@ void error_in2out(Worker& w, Burst& b, unsigned i, Session& s) {
     ip->src_addr = s.nat_ip;
     ip->hdr_checksum = csum_apply(ip->hdr_checksum, outer_delta + ttl_decrement(ip));
     rte_ipv4_hdr* in = pk.inner_ip;
+    const uint32_t span = quote_span(in, pk);
+    const uint16_t before = span_sum(in, span);
     in->dst_addr = s.nat_ip;
     in->hdr_checksum = csum_apply(in->hdr_checksum, s.l3_delta);
     set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, false, s.nat_port, s.l4_delta);
-    recompute_icmp_checksum(pk);
+    update_icmp_checksum(pk, csum_delta16(before, span_sum(in, span)));
     send_translated_out(w, b, i, s);
 }
 
@@ -62,25 +103,31 @@ void error_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Sess
     ip->dst_addr = s.pod_ip;
     ip->hdr_checksum = csum_apply(ip->hdr_checksum, outer_delta + ttl_decrement(ip));
     rte_ipv4_hdr* in = pk.inner_ip;
+    const uint32_t span = quote_span(in, pk);
+    const uint16_t before = span_sum(in, span);
     in->src_addr = s.pod_ip;
     in->hdr_checksum = csum_apply(in->hdr_checksum, l3_back);
     set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, true, s.pod_port, l4_back);
-    recompute_icmp_checksum(pk);
+    update_icmp_checksum(pk, csum_delta16(before, span_sum(in, span)));
     send_translated_in(w, b, i, s);
 }
 
 // ICMPv6 (Destination Unreachable, Packet Too Big, Time Exceeded, Parameter Problem) the same
 // way. IPv6 headers have no checksum; the quoted transport header's checksum covers the quoted
 // pseudo-header, so the session's one delta (address and port) applies to it; the ICMPv6
-// checksum covers the outer pseudo-header and the whole message, and is computed again.
+// checksum covers the outer pseudo-header and the whole message: it changes by the outer address
+// replaced and by the quote's span.
 void error6_in2out(Worker& w, Burst& b, unsigned i, Session6& s) {
     PacketMeta& pk = b.pkt[i];
     rte_ipv6_hdr* ip6 = pk.ip6;
+    const uint32_t span = quote_span(pk.inner_ip6, pk);
+    const uint16_t before = span_sum(pk.inner_ip6, span);
+    const uint32_t outer_delta = csum_delta_ip6(ip6->src_addr, s.nat_ip.b);
     std::memcpy(ip6->src_addr, s.nat_ip.b, 16);
     --ip6->hop_limits;
     std::memcpy(pk.inner_ip6->dst_addr, s.nat_ip.b, 16);
     set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, false, s.nat_port, s.l4_delta);
-    recompute_icmp6_checksum(pk);
+    update_icmp_checksum(pk, outer_delta + csum_delta16(before, span_sum(pk.inner_ip6, span)));
     send_translated_out(w, b, i, s);
 }
 
@@ -91,11 +138,14 @@ void error6_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Ses
         return;
     }
     rte_ipv6_hdr* ip6 = pk.ip6;
+    const uint32_t span = quote_span(pk.inner_ip6, pk);
+    const uint16_t before = span_sum(pk.inner_ip6, span);
+    const uint32_t outer_delta = csum_delta_ip6(ip6->dst_addr, s.pod_ip.b);
     std::memcpy(ip6->dst_addr, s.pod_ip.b, 16);
     --ip6->hop_limits;
     std::memcpy(pk.inner_ip6->src_addr, s.pod_ip.b, 16);
     set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, true, s.pod_port, csum_delta_invert(s.l4_delta));
-    recompute_icmp6_checksum(pk);
+    update_icmp_checksum(pk, outer_delta + csum_delta16(before, span_sum(pk.inner_ip6, span)));
     send_translated_in(w, b, i, s);
 }
 
@@ -105,6 +155,10 @@ void stage_icmp_error(Worker& w, const PolicySnapshot& p, Burst& b) {
     for_each_packet(b.pending(Next::icmp_error), [&](unsigned i) {
         if (unlikely(b.pkt[i].v6 ? hop_limit_expires(b.pkt[i].ip6) : ttl_expires(b.pkt[i].ip))) {
             b.drop(i, DropReason::ttl_exceeded);
+            return;
+        }
+        if (unlikely(!icmp_checksum_ok(b.m[i], b.pkt[i]))) {
+            b.drop(i, DropReason::icmp_checksum);
             return;
         }
         // A create in nat_slow may have reclaimed an expired session to make room, and this

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "dataplane/address_filter.h"
+#include "dataplane/chain.h"
 #include "dataplane/checksum.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/reassembly.h"
@@ -164,38 +165,6 @@ DropReason parse_l4(PacketMeta& pk) {
     return DropReason::count;
 }
 
-// How much of a chained frame (a jumbo frame scattered over several mbufs, a reassembled
-// datagram) must sit in its first mbuf: every header the stages read through pointers, and the
-// part of an ICMP message an error may quote or a checksum covers (576 bytes, RFC 1812 4.3.2.3).
-constexpr uint32_t kContiguous = sizeof(rte_ether_hdr) + 576;
-
-// Moves the first `want` bytes of a chained frame into its first mbuf, taking them from the
-// start of the next ones (a segment left empty leaves the chain). false when the first mbuf has
-// no room for them.
-bool pull_up(rte_mbuf* m, uint32_t want) {
-    if (want > m->pkt_len) want = m->pkt_len;
-    if (m->data_len >= want) return true;
-    if (rte_pktmbuf_tailroom(m) < want - m->data_len) return false;
-    auto* dst = rte_pktmbuf_mtod_offset(m, uint8_t*, m->data_len);
-    while (m->data_len < want) {
-        rte_mbuf* s = m->next;
-        uint16_t k = static_cast<uint16_t>(RTE_MIN(uint32_t{s->data_len}, want - m->data_len));
-        std::memcpy(dst, rte_pktmbuf_mtod(s, const uint8_t*), k);
-        dst += k;
-        m->data_len = static_cast<uint16_t>(m->data_len + k);
-        s->data_off = static_cast<uint16_t>(s->data_off + k);
-        s->data_len = static_cast<uint16_t>(s->data_len - k);
-        if (s->data_len == 0) {
-            m->next = s->next;
-            --m->nb_segs;
-            s->next = nullptr;
-            s->nb_segs = 1;
-            rte_pktmbuf_free_seg(s);
-        }
-    }
-    return true;
-}
-
 // The ICMPv6 part of a valid IPv6 packet: echo (the identifier plays the pod-side port), errors
 // (the quoted packet's tuple turned around, as for IPv4), Neighbor Discovery.
 DropReason parse_icmp6(PacketMeta& pk) {
@@ -260,7 +229,7 @@ DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, 
         return DropReason::malformed;
     uint32_t total = sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len);
     if (unlikely(total > len)) return DropReason::malformed;
-    if (len > total) rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
+    if (len > total) trim_frame(m, sizeof(rte_ether_hdr) + total);
     // The extension headers up to the transport header. Hop-by-Hop options are only allowed first
     // (RFC 8200 4.1); their options are not acted on, as a router in the fast path does not.
     const uint8_t* base = reinterpret_cast<const uint8_t*>(ip6);
@@ -342,7 +311,7 @@ DropReason parse(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMe
         unlikely(!ipv4_header_checksum_ok(ip, ihl)))
         return DropReason::malformed;
     // Ethernet padding after the IPv4 datagram must not be translated or forwarded as data.
-    if (len > total) rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
+    if (len > total) trim_frame(m, sizeof(rte_ether_hdr) + total);
     // Multicast, broadcast and martian addresses are never translated, forwarded or answered.
     DropReason filtered = filter_addresses(p, w.n_ports, rte_be_to_cpu_32(ip->src_addr), rte_be_to_cpu_32(ip->dst_addr),
                                            eth->dst_addr.addr_bytes[0] & 1);

@@ -71,27 +71,6 @@ inline uint32_t csum_delta_ip6(const uint8_t* old, const uint8_t* now) {
     return d;
 }
 
-// The ICMPv6 checksum of the message at pk.l4 (pk.l4_len bytes), over the pseudo-header of the
-// packet's addresses (RFC 4443 2.3), written in.
-inline void recompute_icmp6_checksum(const PacketMeta& pk) {
-    auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
-    ih->icmp_cksum = 0;
-    uint8_t tail[8] = {};
-    uint32_t len_be = rte_cpu_to_be_32(pk.l4_len);
-    __builtin_memcpy(tail, &len_be, 4);
-    tail[7] = 58;
-    uint32_t sum = csum_partial(pk.ip6->src_addr, 16);
-    sum = csum_partial(pk.ip6->dst_addr, 16, sum);
-    sum = csum_partial(tail, 8, sum);
-    ih->icmp_cksum = csum_finish(csum_partial(pk.l4, pk.l4_len, sum));
-}
-
-inline void recompute_icmp_checksum(const PacketMeta& pk) {
-    auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
-    ih->icmp_cksum = 0;
-    ih->icmp_cksum = csum_finish(csum_partial(pk.l4, pk.l4_len));
-}
-
 // The end every translated packet shares: the session is seen, its Service counts the packet,
 // and the packet goes on toward the side it was translated for. `Marked`: only marked for output
 // (Burst::mark_output()), for a stage that settles its masks once at its end.

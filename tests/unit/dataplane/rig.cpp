@@ -281,7 +281,9 @@ void Rig::setup(const RigOptions& o) {
 
     pool_size_ = kPoolSize;
     // No per-lcore cache, so the pool's count is exact and leaks show.
-    pool_ = rte_pktmbuf_pool_create(name("_pool").c_str(), pool_size_, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+    const uint16_t room = o.mbuf_data_room ? o.mbuf_data_room : RTE_MBUF_DEFAULT_DATAROOM;
+    pool_ = rte_pktmbuf_pool_create(name("_pool").c_str(), pool_size_, 0, 0,
+                                    static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + room), socket);
     if (!pool_) fail("mbuf pool");
     indirect_ = rte_pktmbuf_pool_create(name("_ind").c_str(), pool_size_, 0, 0, 0, socket);
     if (!indirect_) fail("indirect mbuf pool");
@@ -529,7 +531,7 @@ Bytes Rig::from_ext2(const Bytes& ip, const Mac& src) const {
 rte_mbuf* Rig::mbuf_of(uint16_t port, const Bytes& frame, unsigned segment) {
     // A frame longer than one mbuf (or than `segment`) arrives as a chain, as from a NIC that
     // scatters.
-    size_t room = RTE_MBUF_DEFAULT_DATAROOM;
+    size_t room = rte_pktmbuf_data_room_size(pool_) - RTE_PKTMBUF_HEADROOM;
     if (segment && segment < room) room = segment;
     rte_mbuf* head = nullptr;
     size_t off = 0;

@@ -107,6 +107,10 @@ struct RigOptions {
     // state (dp::publish_policy) and frees the old one. Needed when workers run on threads of
     // their own (dp::worker_main); without it old snapshots live as long as the rig.
     bool qsbr = false;
+    // The bytes each mbuf of the rig's pool holds after its headroom (0: DPDK's default, 2,048). A
+    // small room makes a frame a chain of full buffers, so that a read past a segment's end meets
+    // another buffer's bytes (or the pool's end) rather than the rest of the same one.
+    uint16_t mbuf_data_room = 0;
     std::function<void(config::Config&)> configure;  // edits the standard config before use
     std::vector<model::ServiceState> services = {
         lb_service(std_rig::kWeb, std_rig::kIngress, {std_rig::kPod10, std_rig::kPod11})};
