@@ -17,6 +17,7 @@
 
 #include <cstring>
 
+#include "dataplane/chain.h"
 #include "dataplane/checksum.h"
 #include "dataplane/held.h"
 #include "dataplane/ipv6.h"
@@ -146,6 +147,13 @@ void handle_ndp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
     rte_ipv6_hdr* ip6 = pk.ip6;
     auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
+    // The checks below and the options read the whole message through pk.l4: a message in a chain
+    // longer than input made contiguous is first moved whole into its first mbuf (from a link of
+    // 1,500 bytes it always fits a standard buffer), or dropped when it does not fit (chain.h).
+    if (unlikely(m->nb_segs > 1) && !pull_up(m, m->pkt_len)) {
+        b.drop(i, DropReason::malformed);
+        return;
+    }
     // Only a hop limit of 255 proves the message was not forwarded from another link.
     if (ip6->hop_limits != 255 || ih->icmp_code != 0 || csum_fold(icmp6_sum(ip6, pk.l4, pk.l4_len)) != 0xffff) {
         b.drop(i, DropReason::malformed);

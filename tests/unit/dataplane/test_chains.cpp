@@ -238,5 +238,50 @@ TEST_F(DataplaneTest, AnIcmpv6ErrorInFragmentsIsTranslatedWithItsChecksumRightAn
     EXPECT_EQ(r.drops(DropReason::icmp_checksum), 1u);
 }
 
+// A Neighbor Solicitation longer than what input makes contiguous (an unknown 600-byte option,
+// which RFC 4861 says to skip), scattered over small buffers: its checksum and options are read
+// whole, and it is answered.
+TEST_F(DataplaneTest, AChainedNeighborSolicitationWithLongOptionsIsAnswered) {
+    using namespace std_rig6;
+    Rig& r = start(dual_stack());
+    auto solicitation = [](const Bytes& option_data) {
+        Bytes body(4 + 16);
+        std::copy(kExt1V6.begin(), kExt1V6.end(), body.begin() + 4);
+        body.push_back(1);  // source link-layer address
+        body.push_back(1);
+        body.insert(body.end(), kServerMac.begin(), kServerMac.end());
+        body.push_back(250);  // not a type RFC 4861 knows: skipped
+        body.push_back(75);   // 600 bytes
+        body.insert(body.end(), option_data.begin(), option_data.end());
+        Ip6Addr group = solicited_node(kExt1V6);
+        return ethernet(multicast_mac(group), kServerMac, kEtherIpv6,
+                        icmp6_ip(kServerV6, group, 135, 0, body, Ip6Opt{255}));
+    };
+    Bytes unknown = pattern(598, 1);
+    Bytes ns = solicitation(unknown);
+    r.process(0, {{.port = r.ext1, .frame = ns, .segment = 100}});
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    Bytes na(4 + 16 + 8, 0);
+    na[0] = 0x80 | 0x40 | 0x20;  // router, solicited, override
+    std::copy(kExt1V6.begin(), kExt1V6.end(), na.begin() + 4);
+    na[20] = 2;  // target link-layer address
+    na[21] = 1;
+    std::copy(kExt1Mac.begin(), kExt1Mac.end(), na.begin() + 22);
+    EXPECT_EQ(frames[0],
+              ethernet(kServerMac, kExt1Mac, kEtherIpv6, icmp6_ip(kExt1V6, kServerV6, 136, 0, na, Ip6Opt{255})));
+    EXPECT_EQ(r.total_drops(), 0u);
+
+    // The same with a flipped bit in the option: malformed.
+    Bytes bad = solicitation(unknown);
+    Bytes damaged = unknown;
+    damaged[590] ^= 0x04;
+    const size_t end = bad.size();
+    std::copy(damaged.begin(), damaged.end(), bad.begin() + static_cast<std::ptrdiff_t>(end - damaged.size()));
+    r.process(0, {{.port = r.ext1, .frame = bad, .segment = 100}});
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::malformed), 1u);
+}
+
 }  // namespace
 }  // namespace egw::test
