@@ -84,6 +84,7 @@ struct PacketMeta {
     DropReason reason;  // when next == drop
     uint8_t owner;      // handoff: the owning worker
     uint8_t vrf;        // ip_forward: the table to route in
+    bool via_ingress;   // ip_forward: toward the family's ingress next hop (ingress.h), not routed
     uint16_t out_port;  // output, transmit
     uint32_t session;   // SessionTable index, or SessionTable::kNone
     union {
@@ -164,6 +165,18 @@ struct Burst {
     void drop(unsigned i, DropReason r) {
         pkt[i].reason = r;
         set_next(i, Next::drop);
+    }
+
+    // Toward ip_forward: routed in table `vrf`.
+    void to_forward(unsigned i, uint8_t vrf) {
+        pkt[i].vrf = vrf;
+        pkt[i].via_ingress = false;
+        set_next(i, Next::ip_forward);
+    }
+    // Toward ip_forward: forwarded to the ingress next hop of the packet's family (ingress.h).
+    void to_forward_ingress(unsigned i) {
+        pkt[i].via_ingress = true;
+        set_next(i, Next::ip_forward);
     }
 
     // Toward output: translated or routed to `port` via `next_hop`, with the neighbour slot cache

@@ -28,18 +28,18 @@
 // Both families: IPv6 the same way, with Neighbor Solicitations in place of ARP, the hop limit
 // in place of the TTL (and Packet Too Big where IPv4 would fragment), `ingress.via6`, and
 // ICMPv6's administratively prohibited (1/1) for the hairpin. The lookup and the decision are
-// one template over the family (Ingress4, Ingress6 below); only the last step, the hop rule and
-// the hand-over to output, is the family's own.
+// one template over the family (Ingress4, Ingress6 below). The forwarding itself is ip_forward's,
+// the one body every untranslated packet goes through (ip_forward.cpp): the TTL or hop limit, the
+// egress MTU (fragments, or the gateway's own Fragmentation Needed or Packet Too Big, so that a
+// client's path MTU discovery works toward the Service), the decrement, output.
 #pragma once
 
 #include <rte_branch_prediction.h>
 #include <rte_ip.h>
 
 #include "dataplane/burst.h"
-#include "dataplane/checksum.h"
 #include "dataplane/icmp_reply.h"
 #include "dataplane/ip_forward.h"
-#include "dataplane/mtu.h"
 
 namespace egw::dp {
 
@@ -52,18 +52,6 @@ struct Ingress4 {
         return p.ingress_service(rte_be_to_cpu_32(ip), proto, rte_be_to_cpu_16(port));
     }
     static bool has_next_hop(const PolicySnapshot& p) { return p.has_ingress_next_hop; }
-    // The TTL rule, then toward the next hop (output fragments what is too big and may be).
-    static void forward(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
-        PacketMeta& pk = b.pkt[i];
-        if (unlikely(ttl_expires(pk.ip))) {
-            reply_icmp_error(b, i, IcmpError::time_exceeded, DropReason::ttl_exceeded);
-            return;
-        }
-        pk.ip->hdr_checksum = csum_apply(pk.ip->hdr_checksum, ttl_decrement(pk.ip));
-        count(w.counters.ingress_in);
-        pk.neighbor_slot = NeighborTable::kNone;
-        b.to_output(i, p.ingress_next_hop.port, p.ingress_next_hop.gateway, &pk.neighbor_slot);
-    }
 };
 
 // The same of IPv6.
@@ -74,23 +62,6 @@ struct Ingress6 {
         return p.ingress_service6(ip, proto, rte_be_to_cpu_16(port));
     }
     static bool has_next_hop(const PolicySnapshot& p) { return p.has_ingress_next_hop6; }
-    // The hop limit, then the next hop's MTU (a router never fragments IPv6: Packet Too Big).
-    static void forward(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
-        PacketMeta& pk = b.pkt[i];
-        const NextHop6& nh = p.ingress_next_hop6;
-        if (unlikely(hop_limit_expires(pk.ip6))) {
-            reply_icmp_error(b, i, IcmpError::time_exceeded6, DropReason::ttl_exceeded);
-            return;
-        }
-        if (too_big_for6(p, nh.port, b.m[i], pk.ip6)) {
-            refuse_too_big6(p, b, i, nh.port);
-            return;
-        }
-        --pk.ip6->hop_limits;
-        count(w.counters.ingress_in);
-        pk.neighbor_slot = NeighborTable6::kNone;
-        b.to_output6(i, nh.port, nh.gateway.b, &pk.neighbor_slot);
-    }
 };
 
 // The Service a packet's pod-side address and port belong to as an ingress IP and Service port:
@@ -108,7 +79,7 @@ inline uint32_t ingress_service_of(const PolicySnapshot& p, const PacketMeta& pk
 // `dst_flags` (the NAT address entry of the destination, with the ports answering ARP or
 // Neighbor Solicitations for it).
 template <class F>
-inline bool forward_ingress(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, uint32_t dst_flags) {
+inline bool forward_ingress(const PolicySnapshot& p, Burst& b, unsigned i, uint32_t dst_flags) {
     const PacketMeta& pk = b.pkt[i];
     if (!(dst_flags & kNatIngressIp) || !((dst_flags >> kNatArpPortsShift) & (1u << b.m[i]->port))) return false;
     if (ingress_service_of<F>(p, pk, F::key(pk).dst, F::key(pk).dport) == F::kMissing) return false;
@@ -116,7 +87,7 @@ inline bool forward_ingress(Worker& w, const PolicySnapshot& p, Burst& b, unsign
         b.drop(i, DropReason::ingress_no_next_hop);
         return true;
     }
-    F::forward(w, p, b, i);
+    b.to_forward_ingress(i);
     return true;
 }
 

@@ -254,9 +254,8 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         b.set_next(i, Next::local);
         return;
     case NewFlow::Action::route:
-        pk.vrf = pk.flow.vrf;
         if (pk.flow.service_id != kDefaultPolicyId) count(w.counters.ingress_out);
-        b.set_next(i, Next::ip_forward);
+        b.to_forward(i, pk.flow.vrf);
         return;
     case NewFlow::Action::drop:
         b.drop(i, pk.flow.reason);
@@ -288,7 +287,7 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
 // answered; ingress to a served IPv6 ingress IP (ingress.h), else a NAT address has no session for
 // it; the port's own address otherwise has none either; elsewhere untouched routing when that is
 // the default action.
-void miss_incoming6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+void miss_incoming6(const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
     const uint16_t rx_port = b.m[i]->port;
     const uint8_t* dst = pk.ip6->dst_addr;
@@ -298,22 +297,21 @@ void miss_incoming6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         return;
     }
     if (uint32_t flags = p.nat_addresses6.find(dst); flags != Ip6Map::kMissing) {
-        if (!forward_ingress<Ingress6>(w, p, b, i, flags)) b.drop(i, DropReason::no_session);
+        if (!forward_ingress<Ingress6>(p, b, i, flags)) b.drop(i, DropReason::no_session);
         return;
     }
     if (p.default_action == DefaultAction::route && !p.is_port_address6(rx_port, dst)) {
-        pk.vrf = p.ports[rx_port].vrf;
-        b.set_next(i, Next::ip_forward);
+        b.to_forward(i, p.ports[rx_port].vrf);
         return;
     }
     b.drop(i, DropReason::no_session);
 }
 
 // Back from outside with no session.
-void miss_incoming(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+void miss_incoming(const PolicySnapshot& p, Burst& b, unsigned i) {
     PacketMeta& pk = b.pkt[i];
     if (pk.v6) {
-        miss_incoming6(w, p, b, i);
+        miss_incoming6(p, b, i);
         return;
     }
     uint16_t rx_port = b.m[i]->port;
@@ -324,14 +322,13 @@ void miss_incoming(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         return;
     }
     if (uint32_t flags = p.nat_addresses.find(dst); flags != FlatMap::kMissing) {
-        if (!forward_ingress<Ingress4>(w, p, b, i, flags)) b.drop(i, DropReason::no_session);
+        if (!forward_ingress<Ingress4>(p, b, i, flags)) b.drop(i, DropReason::no_session);
         return;
     }
     // Not addressed to a NAT address: traffic of flows that were routed untouched goes back
     // untouched, but only when untouched routing is the policy.
     if (p.default_action == DefaultAction::route) {
-        pk.vrf = p.ports[rx_port].vrf;
-        b.set_next(i, Next::ip_forward);
+        b.to_forward(i, p.ports[rx_port].vrf);
         return;
     }
     b.drop(i, DropReason::no_session);
@@ -390,7 +387,7 @@ void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b) {
         if (pk.dir == Dir::in2out)
             new_outgoing(w, p, b, i);
         else
-            miss_incoming(w, p, b, i);
+            miss_incoming(p, b, i);
     });
 }
 

@@ -226,6 +226,58 @@ TEST_F(DataplaneTest, IngressWithAnExpiringTtlGetsTimeExceeded) {
     EXPECT_EQ(r.w().counters.ingress_in, 0u);
 }
 
+// Ingress goes through the one forwarding body, the egress MTU included: larger than the inside
+// port's MTU with DF set, the client gets Fragmentation Needed with that MTU from the receiving
+// port's address (quoting its datagram), where output alone would drop it unanswered and the
+// client's path-MTU discovery would never learn why (a black hole for the Service's clients).
+// Exactly the MTU goes in whole; without DF, in fragments.
+TEST_F(DataplaneTest, IngressLargerThanTheInsideMtuGetsFragmentationNeededOrGoesInFragments) {
+    RigOptions o = ingress_rig();
+    auto base = o.configure;
+    o.configure = [base](config::Config& c) {
+        base(c);
+        for (auto& port : c.ports)
+            if (port.name == "pods") port.mtu = 1400;
+    };
+    Rig& r = start(o);
+    Bytes data(1401 - 40, 0x5a);
+    Bytes big = tcp_ip(kServer, 51000, kIngress, 80, kAck, data, IpOpt{.frag = 0x4000});
+    ASSERT_EQ(big.size(), 1401u);
+    r.process(r.ext1, r.from_ext1(big));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    auto frames = r.tx(r.ext1);
+    Parsed p = single(frames);
+    ASSERT_TRUE(checksums_valid(p));
+    Bytes quote(big.begin(), big.begin() + 576 - 28);
+    EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                                  ipv4(kExt1Addr, kServer, kProtoIcmp, icmp_error(3, 4, quote, 1400),
+                                       IpOpt{.ttl = 64, .id = 0, .tos = 0xc0})));
+    EXPECT_EQ(sent(r, IcmpError::fragmentation_needed), 1u);
+    EXPECT_EQ(r.w().counters.ingress_in, 0u);
+    EXPECT_EQ(r.total_drops(), 0u);
+
+    Bytes exact = tcp_ip(kServer, 51000, kIngress, 80, kAck, Bytes(1400 - 40, 1), IpOpt{.frag = 0x4000});
+    r.process(r.ext1, r.from_ext1(exact));
+    auto in = r.tx(r.pods);
+    ASSERT_EQ(in.size(), 1u);
+    EXPECT_EQ(in[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4,
+                              tcp_ip(kServer, 51000, kIngress, 80, kAck, Bytes(1400 - 40, 1),
+                                     IpOpt{.ttl = 63, .frag = 0x4000})));
+
+    Bytes loose = tcp_ip(kServer, 51000, kIngress, 80, kAck, data);
+    r.process(r.ext1, r.from_ext1(loose));
+    in = r.tx(r.pods);
+    ASSERT_EQ(in.size(), 2u) << "cut to the inside port's MTU";
+    std::vector<Bytes> ips;
+    for (const Bytes& f : in) {
+        EXPECT_LE(f.size(), 1414u);
+        ips.emplace_back(f.begin() + 14, f.end());
+    }
+    EXPECT_EQ(reassemble(ips), tcp_ip(kServer, 51000, kIngress, 80, kAck, data, IpOpt{.ttl = 63}));
+    EXPECT_EQ(r.w().counters.ingress_in, 2u);
+    EXPECT_EQ(r.total_drops(), 0u);
+}
+
 // An ICMP error about the cluster's answer (a router's Fragmentation Needed on the way to the
 // client) goes into the cluster too, untouched, so that the node's path-MTU discovery works.
 TEST_F(DataplaneTest, AnIcmpErrorAboutAnIngressAnswerGoesIntoTheCluster) {
