@@ -21,7 +21,9 @@
 //   IPv6 (mode 1: the rest is an IPv6 packet whose transport checksum is made right; modes 2/3:
 //   an ICMPv6 error, types 1 to 4, quoting it); mode 1 with IPv6, bit 6: the packet (at most
 //   1,400 bytes) arrives in fragments of 8 × (1 + bits 0-4) bytes in one burst, the first last
-//   when bit 5 is set
+//   when bit 5 is set; modes 2/3, bit 5: the error arrives in 2 + (bits 3-4) IPv4 or IPv6
+//   fragments in one burst; modes 0, 2 and 3, bit 6: each frame arrives as a chain of mbufs of
+//   16 × (1 + bits 3-5) bytes, as a scattering NIC delivers it (with bit 5, each fragment so)
 //
 // The rig is dual-stack for NAPT66: the ports have IPv6 addresses, web has the IPv6 ingress IP
 // 2001:db8:2::50 (pods ::10 and ::11 of fd00:10:244:1::/64), blue pod ::20, the IPv6 default route
@@ -51,6 +53,9 @@
 //   - IPv6 fragments in: what leaves (fragments put together again, each within 1,280 bytes or
 //     the largest fragment received) is what the same packet sent whole gives, an ICMPv6 error
 //     quoting no more of it; a datagram in more fragments than reassembly takes leaves nothing
+//   - an ICMP or ICMPv6 error in fragments, or any frame in a chain of mbufs: what leaves is what
+//     the same frame sent whole in one mbuf gives (an ICMPv6 error of the gateway's own may quote
+//     less of a chain: what its first mbuf holds)
 //   - no mbuf is lost or freed twice
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -337,7 +342,7 @@ std::string port_name(const Rig& r, uint16_t port) {
 // with `refused_later`, a fragment the table took in and then dropped with the others of its
 // datagram (more than it holds) counts twice, taken in and dropped.
 Outcome send_frames(uint16_t port, const std::vector<Bytes>& frames, const Bytes& as_received, uint64_t ol_flags,
-                    bool refused_later = false) {
+                    bool refused_later = false, unsigned segment = 0) {
     Rig& r = *g_rig;
     Received in;
     in.port = port_name(r, port);
@@ -352,7 +357,7 @@ Outcome send_frames(uint16_t port, const std::vector<Bytes>& frames, const Bytes
     uint64_t before = accounted(r);
     std::vector<In> burst;
     for (const Bytes& f : frames)
-        burst.push_back(In{port, f, ol_flags});
+        burst.push_back(In{port, f, ol_flags, segment});
     r.process(0, burst);
     Outcome o;
     o.pods = datagrams(r.tx(r.pods), "pods");
@@ -475,13 +480,13 @@ bool is_icmp6_error(const Bytes& f) {
     return f.size() >= 62 && get16(&f[12]) == kEtherIpv6 && f[20] == kProtoIcmp6 && f[54] >= 1 && f[54] <= 4;
 }
 
-// What IPv6 fragments gave against what the packet sent whole gave, port by port: the same
-// frames, but that an ICMPv6 error about the datagram put together may quote less of it (only
-// what its first fragment's buffer holds).
-void same_outcome(const Outcome& got, const Outcome& want, const Bytes& whole) {
+// What fragments or a chain (`how`) gave against what the packet sent whole in one mbuf gave,
+// port by port: the same frames, but that an ICMPv6 error about the datagram put together may
+// quote less of it (only what its first buffer holds).
+void same_outcome(const Outcome& got, const Outcome& want, const Bytes& whole, const char* how = "IPv6 fragments") {
     auto same = [&](const std::vector<Bytes>& a, const std::vector<Bytes>& b, const char* where) {
         if (a.size() != b.size())
-            fuzz::fail(std::string("IPv6 fragments gave ") + std::to_string(a.size()) + " frame(s) out of " + where +
+            fuzz::fail(std::string(how) + " gave " + std::to_string(a.size()) + " frame(s) out of " + where +
                        ", the packet whole " + std::to_string(b.size()) + ": " + hex(whole));
         for (size_t k = 0; k < a.size(); ++k) {
             if (a[k] == b[k]) continue;
@@ -492,7 +497,7 @@ void same_outcome(const Outcome& got, const Outcome& want, const Bytes& whole) {
                                  std::equal(x.begin() + 20, x.begin() + 56, y.begin() + 20) &&
                                  std::equal(x.begin() + 58, x.end(), y.begin() + 58);
             if (!quote_shorter)
-                fuzz::fail(std::string("IPv6 fragments gave another frame out of ") + where +
+                fuzz::fail(std::string(how) + " gave another frame out of " + where +
                            " than the packet whole: " + hex(a[k]) + " against " + hex(b[k]));
         }
     };
@@ -534,6 +539,52 @@ void fragmented6(uint16_t port, const Mac& mine, const Mac& peer, Bytes ip, uint
     }
     start_state(ctl);
     same_outcome(got, send(port, whole, flags), whole);
+}
+
+// Byte 1 bit 6 (modes 0, 2, 3): the chain's segment size; 0 for one mbuf.
+unsigned segment_of(uint8_t who) {
+    return who & 0x40 ? 16u * (1u + ((who >> 3) & 7u)) : 0u;
+}
+
+// A frame in a chain of mbufs of `segment` bytes, then whole in one mbuf from the same state.
+void chained(uint16_t port, const Bytes& frame, unsigned segment, uint8_t ctl, uint64_t flags) {
+    Outcome got = send_frames(port, {frame}, frame, flags, false, segment);
+    start_state(ctl);
+    same_outcome(got, send(port, frame, flags), frame, "a chain of mbufs");
+}
+
+// Modes 2/3: the error `ip` (IPv4 with a 20-byte header, or IPv6 with none: as ipv4() and
+// icmp6_ip() build it) from `peer` to `mine` on `port`, whole, chained (bit 6) or in 2 to 5
+// fragments (bit 5), each fragment maybe chained; fragments and chains are checked against the
+// error sent whole. An IPv6 error longer than the ports' MTU is not compared: whole it may not
+// leave (Packet Too Big is never sent about an error), in fragments it leaves as it came.
+void send_error(uint16_t port, const Mac& mine, const Mac& peer, const Bytes& ip, bool v6, uint8_t who, uint8_t ctl,
+                uint64_t flags) {
+    const uint16_t type = v6 ? kEtherIpv6 : kEtherIpv4;
+    const Bytes whole = ethernet(mine, peer, type, ip);
+    const unsigned segment = segment_of(who);
+    const size_t header = v6 ? 40 : 20;
+    if (!(who & 0x20) || ip.size() <= header + 16) {
+        if (segment)
+            chained(port, whole, segment, ctl, flags);
+        else
+            send(port, whole, flags);
+        return;
+    }
+    const size_t payload = ip.size() - header, n = 2 + ((who >> 3) & 3);
+    const size_t piece = ((payload + n - 1) / n + 7) / 8 * 8;
+    std::vector<Bytes> f = v6 ? fragments6(ip, piece, 0xfeed) : fragments(ip, piece);
+    std::vector<Bytes> frames;
+    g_largest_fragment6 = 0;
+    for (const Bytes& x : f) {
+        frames.push_back(ethernet(mine, peer, type, x));
+        g_largest_fragment6 = std::max(g_largest_fragment6, x.size());
+    }
+    Outcome got = send_frames(port, frames, whole, flags, false, segment);
+    g_largest_fragment6 = 0;
+    if (v6 && ip.size() > 1500) return;
+    start_state(ctl);
+    same_outcome(got, send(port, whole, flags), whole, v6 ? "ICMPv6 error fragments" : "ICMP error fragments");
 }
 
 // RFC 1071 checksum field value over `len` bytes at `p`, plus `sum`.
@@ -649,7 +700,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const uint8_t kErrors[][2] = {{3, 3}, {11, 0}, {12, 0}, {3, 4}};
     switch (ctl & 3) {
     case 0:
-        send(ports[sel], rest, flags);
+        if (unsigned segment = segment_of(who); segment)
+            chained(ports[sel], rest, segment, ctl, flags);
+        else
+            send(ports[sel], rest, flags);
         break;
     case 1: {
         uint16_t port = ports[sel];
@@ -677,9 +731,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             Bytes ip =
                 icmp6_ip((who & 3) == 2 ? kBlueServerV6 : src, dsts[who & 3], static_cast<uint8_t>(1 + sel), 0, body);
             if ((who & 3) == 2)
-                send(r.ext2, ethernet(kExt2Mac, kBlueServerMac, kEtherIpv6, ip), flags);
+                send_error(r.ext2, kExt2Mac, kBlueServerMac, ip, true, who, ctl, flags);
             else
-                send(r.ext1, ethernet(kExt1Mac, who & 4 ? kExt1GwMac : kServerMac, kEtherIpv6, ip), flags);
+                send_error(r.ext1, kExt1Mac, who & 4 ? kExt1GwMac : kServerMac, ip, true, who, ctl, flags);
             break;
         }
         {
@@ -699,9 +753,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             }
             Bytes icmp = icmp_error(kErrors[sel][0], kErrors[sel][1], rest);
             if ((who & 3) == 2)
-                send(r.ext2, r.from_ext2(ipv4(kBlueServer, dst, kProtoIcmp, icmp)), flags);
+                send_error(r.ext2, kExt2Mac, kBlueServerMac, ipv4(kBlueServer, dst, kProtoIcmp, icmp), false, who, ctl,
+                           flags);
             else
-                send(r.ext1, r.from_ext1(ipv4(src, dst, kProtoIcmp, icmp)), flags);
+                send_error(r.ext1, kExt1Mac, kServerMac, ipv4(src, dst, kProtoIcmp, icmp), false, who, ctl, flags);
             break;
         }
     case 3: {
@@ -712,7 +767,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             std::copy(rest.begin(), rest.end(), body.begin() + 4);
             Bytes ip =
                 icmp6_ip(pods6[who & 3], who & 4 ? kBlueServerV6 : kServerV6, static_cast<uint8_t>(1 + sel), 0, body);
-            send(r.pods, ethernet(kPodsMac, kPod10Mac, kEtherIpv6, ip), flags);
+            send_error(r.pods, kPodsMac, kPod10Mac, ip, true, who, ctl, flags);
             break;
         }
         // From a pod (of each kind of policy) toward a server.
@@ -720,7 +775,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         uint32_t pod = kPods[who & 3];
         uint32_t dst = who & 4 ? kBlueServer : kServer;
         Bytes icmp = icmp_error(kErrors[sel][0], kErrors[sel][1], rest);
-        send(r.pods, ethernet(kPodsMac, kPod10Mac, kEtherIpv4, ipv4(pod, dst, kProtoIcmp, icmp)), flags);
+        send_error(r.pods, kPodsMac, kPod10Mac, ipv4(pod, dst, kProtoIcmp, icmp), false, who, ctl, flags);
         break;
     }
     }

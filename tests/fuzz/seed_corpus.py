@@ -315,6 +315,21 @@ def packet_seeds():
         put_(ctl, 2, in_echo)
         put_(ctl, 0, b"\x45" + b"\0" * 26)
     put_(0x03, 0, in_tcp)
+    # Errors quoting the primed sessions in chains of mbufs (who bit 6, segments of 16 x (1 + bits
+    # 3-5) bytes), in 2 + (bits 3-4) fragments (bit 5), and both; one quote padded to 1,200 bytes
+    # so that the checksum spans many segments.
+    long_quote = out_udp2 + bytes(range(256)) * 4 + b"\x5a" * 176
+    for ctl, who, quote in (
+        (0x02 | PRIME, 0x40 | 0x18, out_tcp),
+        (0x02 | PRIME, 0x20 | 0x08 | 4, out_udp2),
+        (0x02 | PRIME, 0x60 | 0x10 | 4, long_quote),
+        (0x02 | PRIME, 0x40, long_quote[:600]),
+        (0x03 | PRIME, 0x60 | 0x08, in_tcp),
+        (0x03 | PRIME, 0x40 | 0x30 | 1 | 4, in_udp),
+    ):
+        put_(ctl, who, quote)
+    # A whole frame in a chain of 48-byte segments.
+    put_(0x00, 0x40 | 0x10, eth(PODS_MAC, POD10_MAC, 0x0800, datagrams[1]))
 
 
 def main():
