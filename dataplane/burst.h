@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "dataplane/drop_reason.h"
-#include "dataplane/icmp_errors.h"
+#include "dataplane/gateway_icmp_error_kinds.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/tables/policy.h"
 #include "dataplane/tables/session_table.h"

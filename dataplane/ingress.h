@@ -37,7 +37,7 @@
 
 #include "dataplane/burst.h"
 #include "dataplane/checksum.h"
-#include "dataplane/icmp_reply.h"
+#include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/mtu.h"
 

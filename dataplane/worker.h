@@ -15,7 +15,7 @@
 
 #include "dataplane/counter.h"
 #include "dataplane/drop_reason.h"
-#include "dataplane/icmp_errors.h"
+#include "dataplane/gateway_icmp_error_kinds.h"
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
 #include "dataplane/tables/policy.h"

@@ -33,7 +33,7 @@
 
 #include "dataplane/address_filter.h"
 #include "dataplane/checksum.h"
-#include "dataplane/icmp_reply.h"
+#include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/stages.h"
 
