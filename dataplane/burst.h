@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "dataplane/drop_reason.h"
-#include "dataplane/icmp_errors.h"
+#include "dataplane/gateway_icmp_error_kinds.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/tables/policy.h"
 #include "dataplane/tables/session_table.h"
@@ -47,10 +47,10 @@ enum class Next : uint8_t {
     nat_lookup,  // has a flow key: look its session up (nat_fast.cpp)
     nat_fast,    // session found: revalidate and rewrite (nat_fast.cpp)
     nat_slow,    // no session, a stale one, or no key: classify, route, create (nat_slow.cpp)
-    icmp_error,  // an ICMP error quoting a packet of a session: translate it (icmp_error.cpp)
+    icmp_error,  // an ICMP error quoting a packet of a session: translate it (nat_icmp_error.cpp)
     local,       // ARP or an ICMP echo for the gateway itself (local.cpp)
     ip_forward,  // forwarded untranslated: TTL and route (ip_forward.cpp)
-    icmp_reply,  // to be answered with an ICMP error of the gateway's own (icmp_reply.cpp)
+    icmp_reply,  // to be answered with an ICMP error of the gateway's own (gateway_icmp_error.cpp)
     output,      // out_port and next_hop set: neighbour, Ethernet header, transmit or hold (output.cpp)
     transmit,    // a finished frame (ARP and echo replies): transmit on out_port as it is
     drop,        // freed and counted under `reason` by output
@@ -73,7 +73,7 @@ struct NewFlow {
     const NextHop* nh;    // translate
     Ip6 nat_ip6;          // translate, IPv6
     const NextHop6* nh6;  // translate, IPv6
-    IcmpError icmp;       // reject: answered with this ICMP error (icmp_reply.h)
+    IcmpError icmp;       // reject: answered with this ICMP error (gateway_icmp_error.h)
 };
 
 struct PacketMeta {

@@ -115,7 +115,7 @@ struct Family4 : Ingress4 {
     }
 };
 
-// The same of IPv6: its own ICMPv6 errors (icmp_errors.h), the hop limit, the IPv6 routes, the
+// The same of IPv6: its own ICMPv6 errors (gateway_icmp_error_kinds.h), the hop limit, the IPv6 routes, the
 // Service's IPv6 side (mode6: a LoadBalancerIP Service without an IPv6 ingress IP leaves its IPv6
 // endpoints to the default action) and the IPv6 NAT address (NewFlow: nh6, nat_ip6).
 struct Family6 : Ingress6 {

@@ -38,7 +38,7 @@
 #include <rte_ip.h>
 
 #include "dataplane/burst.h"
-#include "dataplane/icmp_reply.h"
+#include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ip_forward.h"
 
 namespace egw::dp {

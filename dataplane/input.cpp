@@ -467,7 +467,7 @@ __attribute__((noinline)) bool parse_common6(const Worker& w, const PolicySnapsh
 }
 
 // How many keys of a lookup queue behind the newest input scans a key's bucket for its candidate
-// session (SessionTable::scan_begun). Measured with 1,000,000 sessions (docs/performance.md §1,
+// session (SessionTable::scan_begun). Measured with 1,000,000 sessions (docs/performance-log.md §1,
 // 2026-11-29 12:30; 4 keys on 2026-11-27): at 4 and 8 input waits for buckets that have not arrived;
 // 12 and 16 cost the same, and 12 leaves fewer keys to the lookup's own scan.
 constexpr unsigned kScanBehind = 12;

@@ -12,7 +12,7 @@
 #include <rte_icmp.h>
 #include <rte_ip.h>
 
-#include "dataplane/icmp_reply.h"
+#include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/mtu.h"

@@ -12,7 +12,7 @@
 
 #include "dataplane/checksum.h"
 #include "dataplane/drop_reason.h"
-#include "dataplane/icmp_errors.h"
+#include "dataplane/gateway_icmp_error_kinds.h"
 
 namespace egw::dp {
 

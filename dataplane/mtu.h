@@ -3,8 +3,8 @@
 // The egress MTU rule, in one place. A datagram larger than its egress port's `mtu` leaves in
 // fragments (output.cpp cuts them with rte_ip_frag), unless it says Don't Fragment: then the
 // stage that chose the port refuses it before rewriting anything, with the gateway's own ICMP
-// Fragmentation Needed (icmp_reply.h), which quotes the packet as its sender sent it. Output checks again for every
-// frame it hands to a driver, so no frame longer than the port's MTU ever reaches one.
+// Fragmentation Needed (gateway_icmp_error.h), which quotes the packet as its sender sent it. Output checks again for
+// every frame it hands to a driver, so no frame longer than the port's MTU ever reaches one.
 #pragma once
 
 #include <rte_branch_prediction.h>
@@ -12,7 +12,7 @@
 #include <rte_ip.h>
 
 #include "dataplane/burst.h"
-#include "dataplane/icmp_reply.h"
+#include "dataplane/gateway_icmp_error.h"
 #include "dataplane/reassembly.h"
 
 namespace egw::dp {

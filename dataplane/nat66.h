@@ -3,7 +3,7 @@
 // What the NAT stages share for IPv6 (NAPT66): the route toward a pod. The classification of a
 // new flow, with the gateway's own ICMPv6 errors it asks for, is classify.h's; the hop-limit and
 // MTU rules are forwarding's (ip_forward.h, mtu.h); the rewrite itself is in nat_fast.cpp
-// (packets) and icmp_error.cpp (ICMPv6 errors), sessions are made in nat_slow.cpp.
+// (packets) and nat_icmp_error.cpp (ICMPv6 errors), sessions are made in nat_slow.cpp.
 #pragma once
 
 #include <rte_branch_prediction.h>
@@ -11,7 +11,7 @@
 #include <rte_ip.h>
 
 #include "dataplane/burst.h"
-#include "dataplane/icmp_reply.h"
+#include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/mtu.h"
 

@@ -10,7 +10,7 @@
 
 #include <cstring>
 
-#include "dataplane/icmp_reply.h"
+#include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/mtu.h"
 #include "dataplane/nat66.h"

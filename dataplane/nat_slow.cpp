@@ -25,7 +25,7 @@
 #include "dataplane/address_filter.h"
 #include "dataplane/checksum.h"
 #include "dataplane/classify.h"
-#include "dataplane/icmp_reply.h"
+#include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ingress.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/nat66.h"

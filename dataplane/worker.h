@@ -15,7 +15,7 @@
 
 #include "dataplane/counter.h"
 #include "dataplane/drop_reason.h"
-#include "dataplane/icmp_errors.h"
+#include "dataplane/gateway_icmp_error_kinds.h"
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
 #include "dataplane/tables/policy.h"
@@ -54,7 +54,7 @@ struct Timeouts {
     uint64_t tcp_half_closed = 0;  // one side sent a FIN, the other did not yet
 };
 
-// The rate of the ICMP errors a worker originates (icmp_reply.cpp): a token bucket of `burst`
+// The rate of the ICMP errors a worker originates (gateway_icmp_error.cpp): a token bucket of `burst`
 // tokens refilled one per `interval`, kept in its GCRA form (one timestamp per worker).
 struct IcmpLimit {
     uint64_t interval = 0;   // TSC ticks per token; 0: the gateway sends no ICMP errors

@@ -20,7 +20,7 @@
 //              counter counts when it has no family
 //
 // Counters that are arrays (drops by reason, ICMP errors by kind, per-port transmit state) have
-// their own lists (drop_reason.h, icmp_errors.h) or readers (control/runtime/tx_stall.h).
+// their own lists (drop_reason.h, gateway_icmp_error_kinds.h) or readers (control/runtime/tx_stall.h).
 // docs/developing.md says how to add one.
 #pragma once
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Instructions per packet of egw's pipeline, counted by valgrind's callgrind on egw-bench with a
 # fixed packet count. Unlike Mpps these counts do not move with what else the machine runs, so
-# two builds compare on a loaded machine (docs/performance.md §1). They are not cycles: cache
+# two builds compare on a loaded machine (docs/performance.md §2). They are not cycles: cache
 # misses (what dominates at 1,000,000 sessions) and branch mispredictions do not show in them.
 #
 #   scripts/bench-instructions.sh [BUILD_DIR]      # FLOWS=10000 PACKETS=64000 FAMILY=4 SEED=1 by default

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Two revisions of egwd on the shared rig, run in turns, so that the host's drift (10-20 % in
-# testpmd's own rate between runs an hour apart, docs/performance.md §2) falls on both alike.
+# testpmd's own rate between runs an hour apart, docs/performance.md §4) falls on both alike.
 # Root only, as scripts/peer-bench.sh.
 #
 #   sudo scripts/peer-bench-ab.sh BASE NEW          # e.g. main HEAD, or two commit ids

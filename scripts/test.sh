@@ -20,7 +20,18 @@ logs=build/test-logs
 step=0
 started=$SECONDS
 
+# The wall time of every step, listed at the end: docs/testing.md keeps a table of them, and CI's
+# 90-minute limit is judged by it.
+step_label="" step_started=$SECONDS
+timing() {  # label of the step that starts now ("" when the last one ends)
+  [ -n "$step_label" ] && printf '  %-14s %5d s\n' "$step_label" $((SECONDS - step_started)) >>"$logs/durations.txt"
+  step_label=$1 step_started=$SECONDS
+}
+
 finish() {
+  timing ""
+  echo "== durations"
+  cat "$logs/durations.txt" 2>/dev/null
   echo "== test.sh took $((SECONDS - started)) s"
   python3 tests/results.py total "$results"
   exit $?
@@ -40,6 +51,7 @@ step_failed() {  # label, reason
 gtest_suites() {  # label, build dir, extra meson test arguments...
   local label=$1 dir=$2
   shift 2
+  timing "$label"
   echo "== $label: unit and packet tests (meson test -C $dir)"
   rm -f "$dir/meson-logs/testlog.junit.xml"
   meson test -C "$dir" --suite unit --print-errorlogs --timeout-multiplier 3 "$@" 2>&1 | tee "$logs/$label.txt"
@@ -52,6 +64,7 @@ gtest_suites() {  # label, build dir, extra meson test arguments...
 py_suite() {  # label, targets...
   local label=$1 out
   shift
+  timing "$label"
   next_result "$label"
   echo "== $label"
   timeout --kill-after=30 1800 python3 tests/run_suite.py --summary "$out" "$label" "$@" 2>&1 | tee "$logs/$label.txt"
@@ -60,6 +73,8 @@ py_suite() {  # label, targets...
 
 rm -rf "$results"
 mkdir -p "$results" "$logs"
+rm -f "$logs/durations.txt"
+timing deps
 
 # What the lint and the build need (scripts/lint.sh checks the format with clang-format-14);
 # scripts/build.sh runs it again, which then finds nothing missing.
@@ -70,6 +85,7 @@ fi
 
 # Lint (scripts/lint.sh): SPDX lines everywhere, a data plane that never includes control/,
 # counters bumped with count() and every C++ file as clang-format leaves it.
+timing lint
 next_result lint
 echo "== lint"
 if bash scripts/lint.sh 2>&1 | tee "$logs/lint.txt"; then
@@ -78,6 +94,7 @@ else
   python3 tests/results.py fail lint "scripts/lint.sh found problems (see $logs/lint.txt)" "$out"
 fi
 
+timing build
 if ! bash scripts/build.sh; then
   step_failed build "scripts/build.sh failed"
   finish
@@ -99,6 +116,7 @@ gtest_suites unit build
 # Fuzzing (scripts/fuzz.sh, docs/testing.md): the corpus replays ran above among the unit tests;
 # here each libFuzzer target of a clang build runs for FUZZ_TIME seconds (20 by default), one test
 # per target. A crash, a sanitizer report or a timeout fails it, with the reproducer in the log.
+timing fuzz
 next_result fuzz
 echo "== fuzz"
 # Under CI the run is repeatable (docs/testing.md): 30,000 inputs per target from seed 1, capped
@@ -146,6 +164,7 @@ mkdir -p "$san_reports"
 sanitized_build() {  # build dir, b_sanitize value, targets... (none: all)
   local dir=$1 sanitize=$2
   shift 2
+  timing "$dir"
   echo "== $dir: building with -Db_sanitize=$sanitize"
   if [ ! -f "$dir/build.ninja" ]; then
     meson setup "$dir" --buildtype=plain -Doptimization=1 -Dcpp_args=-g1 -Db_sanitize="$sanitize" \
@@ -200,6 +219,7 @@ else
   step_failed build-tsan "the ThreadSanitizer build failed"
 fi
 
+timing leftovers
 next_result leftovers
 left=$(comm -13 <(echo "$before_tests") <(leftovers) | paste -sd, - | sed 's/,/, /g')
 if [ -z "$left" ]; then

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The EgressService rules for a cluster of egw gateways (SPEC.md section 2;
-// reference/egress-service-semantics.md sections 2-3), as pure functions of the objects:
+// The EgressService rules for a cluster of egw gateways (docs/kubernetes.md, "The EgressService
+// contract" and "The decisions", after OVN-Kubernetes' cluster manager), as pure functions of the
+// objects:
 //
 //   - liveness: which nodes run a live egwd (their Lease was seen to change within its duration,
 //     on this egwd's monotonic clock);

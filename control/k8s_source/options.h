@@ -25,7 +25,7 @@ struct ControllerOptions {
     std::chrono::milliseconds renew_deadline{1500};  // a leader that has not renewed for this long stops
     std::chrono::milliseconds retry_period{500};     // Lease renewals and acquisition attempts
     std::chrono::milliseconds grace{0};              // fresh state before deciding; 0 = 2 retry periods
-    std::vector<net::IpPrefix> pod_cidrs;            // cluster-networked endpoints (SPEC section 2)
+    std::vector<net::IpPrefix> pod_cidrs;            // cluster-networked endpoints (docs/kubernetes.md)
     bool release_on_stop = true;                     // stop() hands the leader Lease back (fast failover)
     unsigned write_concurrency = 4;                  // status PATCHes in flight at once (WriterPool)
     std::chrono::milliseconds write_backoff_initial{200};

@@ -10,7 +10,8 @@
 //   under a mutex (ViewBox); readers copy the shared_ptr under the same mutex and then read
 //   without any lock. The mutex is only ever taken on the control side, never by a worker.
 //
-// - Counters: written by their worker with plain increments (dataplane/worker.h), read here
+// - Counters: written by their worker alone with relaxed atomic stores (count() and store(),
+//   dataplane/counter.h: a plain store racing with these loads would be a data race), read here
 //   with relaxed atomic loads, as status_file.cpp does. Workers never wait for a reader and
 //   never see one. Sums across workers are not a consistent cut, which counters do not need.
 //
@@ -170,7 +171,7 @@ struct Readings {
     uint64_t operator[](dp::WorkerCounter c) const { return totals[static_cast<unsigned>(c)]; }
 };
 
-// Relaxed atomic load of a counter another thread increments with plain stores.
+// Relaxed atomic load of a counter its worker bumps with relaxed atomic stores (count()).
 inline uint64_t load_counter(const uint64_t& v) {
     return __atomic_load_n(&v, __ATOMIC_RELAXED);
 }

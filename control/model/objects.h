@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The Kubernetes objects egw reads, reduced to the fields it uses (SPEC.md section 2).
+// The Kubernetes objects egw reads, reduced to the fields it uses (docs/kubernetes.md, "The
+// EgressService contract", lists them).
 //
 // parse_object() turns one object, as the API server or a manifest file gives it in JSON, into one
 // of the structs below. It checks apiVersion and kind, then the type and value of every field egw

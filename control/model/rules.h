@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The EgressService rules (SPEC.md section 2; reference/egress-service-semantics.md sections 2-4):
+// The EgressService rules (docs/kubernetes.md, "The EgressService contract" and "The decisions"):
 // label selectors, and what a deployment with a single egw gateway makes of each EgressService.
 //
 // evaluate_single_gateway() is a pure function of the objects: call it again after any change and
@@ -57,7 +57,7 @@ struct ServiceState {
     // The Service's TCP and UDP ports (spec.ports) as IP protocol << 16 | port, sorted, unique:
     // connections from outside to the ingress IP on these are the Service's ingress traffic.
     std::vector<uint32_t> ports;
-    // Some endpoint of either family is in the pod network (SPEC section 2's precondition).
+    // Some endpoint of either family is in the pod network (a precondition of the contract).
     bool has_pod_endpoints() const { return !endpoint_ipv4s.empty() || !endpoint_ipv6s.empty(); }
     bool operator==(const ServiceState&) const = default;
 };

@@ -12,7 +12,7 @@
 // overflows, and the headers the stages read in turn evict each other. An object longer than a
 // page may cross pages, so DPDK packs those: padding each mbuf's private area until an object
 // is one page and one cache line long puts each header one line further into its page than the
-// one before, over every set. It costs 64 bytes per mbuf (1.6 %). docs/performance.md §1,
+// one before, over every set. It costs 64 bytes per mbuf (1.6 %). docs/performance-log.md §1,
 // 2026-11-30 06:00, has what it was worth.
 #pragma once
 

@@ -255,7 +255,7 @@ void BasicSessionTable<F>::make_room() {
     if (!growing()) {
         // Three eighths full: double, so that the arrays are never more than half full. (A quarter
         // moved a third more entries while filling, and left a million sessions spread over
-        // twice the buckets they need: docs/performance.md.) The arrays to come are empty
+        // twice the buckets they need: docs/performance-log.md.) The arrays to come are empty
         // already: init() emptied both parts, and a doubling leaves the arrays it moved away
         // from empty again.
         if (mask_ < max_mask_ && uint64_t{active_ + 1} * 8 > uint64_t{3 * kWays} * (mask_ + 1)) {

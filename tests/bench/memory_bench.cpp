@@ -3,7 +3,7 @@
 // egw-memory-bench: what one random cache line costs on this host, by the size of the memory it
 // is drawn from. An established packet at 1,000,000 sessions reads two such lines (its bucket,
 // then its session), and what they cost differs from host to host more than egw's own
-// instructions do; how much of egw's wait there they explain is in docs/performance.md §1.
+// instructions do; how much of egw's wait there they explain is in docs/performance-log.md §1.
 //
 //   egw-memory-bench [--sizes MiB[,MiB...]] [--batch N] [--loads L] [--reps R]
 //

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// egw-policy-bench: the PolicyBuilder alone, at the scale of SPEC.md section 5, without the API
+// egw-policy-bench: the PolicyBuilder alone, at the scale of the control-plane target
+// (docs/performance.md, "Targets": 10,000 EgressServices, 100,000 endpoints), without the API
 // server. N Services with E endpoints each (LoadBalancerIP, served here) are built once, then C
 // times one endpoint of a random Service is replaced and the next snapshot is built. It prints
 // the first build and p50/p99/max of one change, given to the builder both ways: build() with

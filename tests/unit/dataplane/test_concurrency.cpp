@@ -48,6 +48,10 @@ using dp::DropReason;
 
 constexpr uint16_t kDport = 9000;
 constexpr unsigned kWindow = 64;  // frames in flight at most (rings hold 1024, the pool 4095)
+// How long no frame may come out before the frames in flight count as lost. A lost frame never
+// comes out, so a generous bound costs a passing run nothing; under ThreadSanitizer on a loaded
+// two-core machine a worker thread can go unscheduled for seconds.
+constexpr auto kStallLimit = std::chrono::seconds(120);
 
 // Runs dp::worker_main for each worker on a thread; stops and joins them when it goes.
 class WorkerThreads {
@@ -85,7 +89,7 @@ uint32_t seq_of(const Bytes& payload) {
 // Sends `total` UDP datagrams from pod 10 over `sports` (round robin) to kServer, keeps at most
 // kWindow in flight, calls `between()` once per loop round (a publication, a neighbour update)
 // and checks every frame leaving ext1. Returns once all arrived, the round count reached
-// `min_rounds`, or nothing arrived for 10 s (a lost frame).
+// `min_rounds`, or nothing arrived for kStallLimit (a lost frame).
 struct Traffic {
     Rig& r;
     std::vector<uint16_t> sports;
@@ -142,18 +146,27 @@ struct Traffic {
             if (!frames.empty()) {
                 received += static_cast<uint32_t>(frames.size());
                 last_progress = std::chrono::steady_clock::now();
-            } else if (received < total &&
-                       std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(10)) {
-                FAIL() << "no frame came out for 10 s: " << sent - received << " of " << sent << " sent are lost";
+            } else if (received < total && std::chrono::steady_clock::now() - last_progress > kStallLimit) {
+                FAIL() << "no frame came out for " << kStallLimit.count() << " s: " << sent - received << " of " << sent
+                       << " sent are lost";
             }
         }
     }
 };
 
+// Workers on threads run dp::worker_main, whose expiry sweep reads the TSC: a session idles once a
+// test's frames are through while its remaining rounds (publications, table changes) go on, and
+// goes when that outlasts its timeout. Under ThreadSanitizer on a loaded machine one test took
+// 552 s, past UDP's 300 s, and found no session left to count. Every timeout here is the longest
+// a configuration may give (a week), so none can elapse during a test, however slowly it runs.
 RigOptions threaded(unsigned workers) {
     RigOptions o;
     o.workers = workers;
     o.qsbr = true;
+    o.configure = [](config::Config& c) {
+        constexpr unsigned kWeek = 7 * 24 * 3600;
+        c.sessions.timeouts = {kWeek, kWeek, kWeek, kWeek, kWeek};
+    };
     return o;
 }
 
@@ -350,7 +363,7 @@ struct Flow {
 
 // Puts every frame of `frames` (queue, frame) into `port`'s queues with at most kWindow in
 // flight, and hands what leaves `out` to `check` (which returns the frame's sequence number)
-// until every frame came out once; fails when nothing comes out for 10 s.
+// until every frame came out once; fails when nothing comes out for kStallLimit.
 void pump(Rig& r, uint16_t port, uint16_t out, const std::vector<std::pair<unsigned, Bytes>>& frames,
           const std::function<uint32_t(const Bytes&)>& check) {
     std::vector<uint8_t> seen(frames.size(), 0);
@@ -370,8 +383,9 @@ void pump(Rig& r, uint16_t port, uint16_t out, const std::vector<std::pair<unsig
         if (!got.empty()) {
             received += got.size();
             last_progress = std::chrono::steady_clock::now();
-        } else if (std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(10)) {
-            FAIL() << "no frame came out for 10 s: " << sent - received << " of " << sent << " sent are lost";
+        } else if (std::chrono::steady_clock::now() - last_progress > kStallLimit) {
+            FAIL() << "no frame came out for " << kStallLimit.count() << " s: " << sent - received << " of " << sent
+                   << " sent are lost";
         }
     }
 }
@@ -509,14 +523,14 @@ TEST_F(DataplaneTest, CountersReadWhileWorkersCountNeverGoBackwards) {
     });
     {
         WorkerThreads threads(r);
-        // Half way, the sender waits (10 s at most) until the reader has read the counts under
+        // Half way, the sender waits (kStallLimit at most) until the reader has read the counts under
         // way at least once, so that a busy machine cannot schedule the reader only around the
         // traffic.
         bool waited = false;
         t.run(0, [&](unsigned) {
             if (waited || t.received < t.total / 2) return;
             waited = true;
-            auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            auto give_up = std::chrono::steady_clock::now() + kStallLimit;
             while (reads_under_way.load() == 0 && std::chrono::steady_clock::now() < give_up)
                 std::this_thread::yield();
         });

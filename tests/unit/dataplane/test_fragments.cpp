@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <string>
 
-#include "dataplane/icmp_errors.h"
+#include "dataplane/gateway_icmp_error_kinds.h"
 #include "dataplane/reassembly.h"
 #include "tests/unit/dataplane/rig.h"
 

@@ -15,7 +15,7 @@
 #include <iterator>
 #include <vector>
 
-#include "dataplane/icmp_reply.h"
+#include "dataplane/gateway_icmp_error.h"
 #include "dataplane/stages.h"
 #include "tests/unit/dataplane/rig.h"
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Two or three egw control planes (k8s_source::Controller, each as one egwd runs it) against the test
-// API server (tests/apiserver/apiserver.py): the cluster-manager scenarios U1-U8 of
-// reference/egress-service-semantics.md section 6b, leader failover, the renew deadline, the
+// API server (tests/apiserver/apiserver.py): OVN-Kubernetes' cluster-manager scenarios U1-U8
+// (docs/kubernetes.md, "Parity scenarios"), leader failover, the renew deadline, the
 // external mode, and what each gateway programs. Every test ends by checking with the server's
 // request log that only leaders wrote status or labels.
 #include <gtest/gtest.h>

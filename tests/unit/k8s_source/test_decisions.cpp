@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The cluster-wide EgressService rules (control/k8s_source/decisions.h), case by case from
-// reference/egress-service-semantics.md sections 2-3, and the cluster-manager tests U1-U8 of its
-// section 6b replayed on the pure functions (tests/unit/k8s_source/test_cluster.cpp replays them
-// against the test API server).
+// docs/kubernetes.md ("The EgressService contract", "The decisions"), and OVN-Kubernetes'
+// cluster-manager tests U1-U8 (listed there, "Parity scenarios") replayed on the pure functions
+// (tests/unit/k8s_source/test_cluster.cpp replays them against the test API server).
 #include <gtest/gtest.h>
 
 #include "control/k8s_source/decisions.h"
@@ -428,8 +428,8 @@ TEST_F(Cluster, EveryReelectionTrigger) {
 }
 
 TEST_F(Cluster, InvalidSelectorOnAnAllocatedServiceClearsIt) {
-    // SPEC.md section 2 lists the invalid selector among the "" reasons; the cluster manager would
-    // keep the old host here (semantics section 3.4, "not handled").
+    // The contract lists the invalid selector among the "" reasons; OVN-Kubernetes' cluster manager
+    // would keep the old host here (docs/kubernetes.md, "The decisions").
     add_node("node1");
     add_service("svc1");
     EXPECT_EQ(host("svc1"), "node1");
@@ -610,7 +610,7 @@ TEST(Labels, KeysTooLongForTheApiServerAreLeftOut) {
             EXPECT_TRUE(label_key_problem(k).empty()) << k;
 }
 
-// ---- U1-U8 (semantics section 6b) ----
+// ---- U1-U8 (docs/kubernetes.md, "Parity scenarios") ----
 
 TEST_F(Cluster, U1StartupRepairDeletesStaleLabels) {
     add_node("node1", {{"unrelated-label", ""},

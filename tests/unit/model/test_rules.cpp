@@ -358,8 +358,8 @@ TEST_F(RulesTest, DualStackEndpointsOnePerFamily) {
     EXPECT_TRUE(st.has_pod_endpoints());
 }
 
-// Endpoints of one family are enough to serve (SPEC section 2 asks for an endpoint in the pod
-// CIDRs, whatever its family); without an IPv6 pod CIDR the same slice counts for nothing.
+// Endpoints of one family are enough to serve (the contract asks for an endpoint in the pod
+// CIDRs, whatever its family: docs/kubernetes.md); without an IPv6 pod CIDR the same slice counts for nothing.
 TEST_F(RulesTest, Ipv6OnlyEndpointsQualifyWhenInAnIpv6PodCidr) {
     objects.endpoint_slices.clear();
     objects.services["default/web"].ingress = {{"2001:db8::50", ""}};

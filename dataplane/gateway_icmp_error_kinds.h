@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The ICMP errors the gateway originates itself (icmp_reply.cpp builds them), as one list: it
+// The ICMP errors the gateway originates itself (gateway_icmp_error.cpp builds them), as one list: it
 // feeds the per-worker counters, the status file, the CLI and the metrics, like drop_reason.h.
 // The ICMPv6 ones (RFC 4443) are their own entries, with ICMPv6 types and codes, named with a 6
 // (but packet_too_big, which only ICMPv6 has); kIcmpErrorIs6 tells them apart.
-// The ICMP errors egw translates on behalf of others (icmp_error.cpp) are not in it.
+// The ICMP errors egw translates on behalf of others (nat_icmp_error.cpp) are not in it.
 #pragma once
 
 #include <cstdint>

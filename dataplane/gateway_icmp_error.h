@@ -2,7 +2,7 @@
 //
 // The gateway's own ICMP errors (RFC 1812 4.3): how a stage asks for one. The stage that finds a
 // packet it cannot forward (TTL, no route, the gateway's own address, too big for the next hop)
-// calls reply_icmp_error() instead of Burst::drop(); the icmp_reply stage (icmp_reply.cpp) then
+// calls reply_icmp_error() instead of Burst::drop(); the icmp_reply stage (gateway_icmp_error.cpp) then
 // turns the packet into the error in its own mbuf and sends it back out the port it came in on,
 // or drops it under `why` when RFC 1812 forbids an answer or the worker's rate limit holds it back.
 #pragma once
@@ -14,7 +14,7 @@
 namespace egw::dp {
 
 // Asks for packet i of the burst to be answered with ICMP error `e` (its type and code are in
-// icmp_errors.h). `why` is the drop reason the packet is counted under when no error is sent.
+// gateway_icmp_error_kinds.h). `why` is the drop reason the packet is counted under when no error is sent.
 // `aux` fills bytes 4-7 of the ICMP header, host order: for fragmentation_needed the next-hop
 // MTU (RFC 1191: the low 16 bits), 0 otherwise.
 //

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Stage icmp_reply: the ICMP errors the gateway originates (RFC 1812 4.3). Earlier stages ask for
-// one with reply_icmp_error() (icmp_reply.h) instead of dropping the packet; here, in packet
+// one with reply_icmp_error() (gateway_icmp_error.h) instead of dropping the packet; here, in packet
 // order, each such packet is
 //   - dropped under its reason when RFC 1812 4.3.2.7 forbids an answer: an ICMP error, a fragment
 //     other than the first, a link-layer broadcast or multicast, an IP broadcast or multicast
@@ -33,7 +33,7 @@
 
 #include "dataplane/address_filter.h"
 #include "dataplane/checksum.h"
-#include "dataplane/icmp_reply.h"
+#include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/stages.h"
 
