@@ -11,9 +11,10 @@
 //   nat_slow    address filter; hits of an earlier epoch: revalidate (policy version, route
 //               generation); misses: classify once, route, allocate a port, create; replies with
 //               no session
-//   icmp_error  ICMP errors quoting a packet of a session: outer and inner rewrite
+//   icmp_error  ICMP errors quoting a packet of a session: checksum verified over the whole
+//               message, outer and inner rewrite
 //   local       ARP, echo replies of the gateway's own addresses
-//   ip_forward  untranslated traffic: TTL, route
+//   ip_forward  untranslated traffic, ingress included: TTL, next hop, egress MTU
 //   icmp_reply  the gateway's own ICMP errors (TTL exceeded, unreachable) built in place
 //   output      neighbour, Ethernet header, transmit or hold; frees the drops
 //

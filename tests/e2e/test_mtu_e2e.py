@@ -15,7 +15,9 @@ PACKET_FANOUT_FLAG_DEFRAG (docs/testing.md), so MtuE2E, on net_af_packet, covers
 ports and the fragments egwd makes, checked by the kernels that receive them. FragmentsE2E drives
 the pods and ext1 links with net_pcap instead (libpcap's packet socket, no fanout group, so nothing
 reassembles before egwd): the fragments the kernels make reach egwd as fragments, and egwd puts
-them together itself, both ways.
+them together itself, both ways. IngressMtuE2E narrows the inside link toward `ingress.via`
+instead: a client outside connecting to the Service's ingress IP learns that link's MTU from
+egwd's Fragmentation Needed, and its data arrives.
 
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_mtu_e2e.py
 """
@@ -264,6 +266,121 @@ class FragmentsE2E(unittest.TestCase):
         self.assertGreaterEqual(after["sent"] - before["sent"], 6)
         for reason in ("fragment", "fragment_timeout", "fragment_failed"):
             self.assertEqual(drops_after.get(reason), drops_before.get(reason), reason)
+
+
+ING_PREFIX = f"egwimt{os.getpid()}"
+ING_TAG = harness.iface_tag("i")
+ING_FILE_PREFIX = f"egw-imtu-{os.getpid()}"
+POD2 = "10.244.2.10"           # the host in pods2, playing a cluster node (ingress.via)
+WEB_LB_PORT = 80               # web's spec.ports (config/demo-manifests/web.yaml)
+INGRESS_MTU = 1000             # egwd's pods2 port; the node's side of the link stays at 1500
+INGRESS_SIZE = 6000
+
+# The node's service on the load-balancer IP: reads a connection to its end and answers with what
+# arrived, as JSON.
+NODE = textwrap.dedent("""\
+    import hashlib, json, socket, sys, threading
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((sys.argv[1], int(sys.argv[2])))
+    s.listen(8)
+    print("ready", flush=True)
+    def serve(c, addr):
+        with c:
+            c.settimeout(20)
+            data = b""
+            try:
+                while chunk := c.recv(65536):
+                    data += chunk
+            except OSError:
+                pass
+            c.sendall(json.dumps({"src": addr[0], "len": len(data), "sha": hashlib.sha256(data).hexdigest()}).encode())
+            print("served", addr[0], len(data), flush=True)
+    while True:
+        c, addr = s.accept()
+        threading.Thread(target=serve, args=(c, addr), daemon=True).start()
+""")
+
+# A client outside: one connection carrying `size` bytes (full-sized segments with DF, as Linux's
+# TCP sends them), its end, the node's answer; printed as JSON.
+INGRESS_CLIENT = textwrap.dedent("""\
+    import hashlib, json, os, socket, sys
+    dst, port, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    payload = os.urandom(size)
+    out = {"sha": hashlib.sha256(payload).hexdigest()}
+    try:
+        c = socket.create_connection((dst, port), timeout=8)
+        c.settimeout(8)
+        c.sendall(payload)
+        c.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := c.recv(65536):
+            data += chunk
+        out["answer"] = json.loads(data)
+    except (OSError, ValueError) as e:
+        out["error"] = f"{type(e).__name__}: {e}"
+    print(json.dumps(out), flush=True)
+""")
+
+
+def ing_ns(role):
+    return f"{ING_PREFIX}-{role}"
+
+
+class IngressMtuE2E(unittest.TestCase):
+    """Ingress to a served ingress IP goes through egwd's one forwarding body, the egress MTU
+    included. egwd's pods2 port (toward ingress.via, a host playing a cluster node with the
+    load-balancer IP on its loopback) has an MTU of 1000 while the node's side of the link, and
+    so the MSS it announces, stays at 1500: a client's full-sized TCP segments (DF, as Linux
+    sends them) do not fit. egwd answers them with Fragmentation Needed carrying 1000, the client's
+    kernel lowers its path MTU and sends again, and the data arrives. Before, egwd dropped them at
+    output unanswered and the connection hung (a path-MTU black hole)."""
+
+    rig = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.rig = rig = harness.NamespaceRig.for_suite(cls, "mtu-ingress", ING_PREFIX, ING_TAG)
+        cls.config, _ = peer.stage_config(DEMO_CONFIG, rig.workdir, ING_FILE_PREFIX, iface_tag=ING_TAG,
+                                          metrics_listen=f"127.0.0.1:{harness.free_port()}")
+        cfg = json.loads(cls.config.read_text())
+        cfg["ingress"] = {"via": POD2, "port": "pods2"}
+        for p in cfg["ports"]:
+            if p["name"] == "pods2":
+                p["mtu"] = INGRESS_MTU
+        cls.config.write_text(json.dumps(cfg, indent=1))
+        cls.status_file = rig.workdir / "status.json"
+        cls.log_path = rig.log_path("egwd")
+        (rig.workdir / "node.py").write_text(NODE)
+        (rig.workdir / "client.py").write_text(INGRESS_CLIENT)
+
+        rig.netns.up()
+        r = run(["ip", "-n", ing_ns("pods2"), "addr", "add", f"{WEB_INGRESS}/32", "dev", "lo"], 10)
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr)
+        rig.start_ready_egwd(cls.config, cls.status_file, ING_FILE_PREFIX)
+        rig.spawn_in(ing_ns("pods2"), "node", rig.workdir / "node.py", WEB_INGRESS, WEB_LB_PORT)
+
+    def frag_needed_sent(self):
+        status = harness.read_status(self.status_file) or {}
+        return status.get("icmp", {}).get("sent", {}).get("fragmentation_needed", 0)
+
+    def test_a_client_of_the_service_learns_the_inside_mtu_and_its_data_arrives(self):
+        before = self.frag_needed_sent()
+        r = run(["ip", "netns", "exec", ing_ns("ext1"), sys.executable, str(self.rig.workdir / "client.py"),
+                 WEB_INGRESS, str(WEB_LB_PORT), str(INGRESS_SIZE)], 30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertNotIn("error", out, f"{out}\n{tail(self.log_path)}")
+        # The node saw the client's own address and every byte.
+        self.assertEqual(out["answer"]["src"], EXT1)
+        self.assertEqual(out["answer"]["len"], INGRESS_SIZE)
+        self.assertEqual(out["answer"]["sha"], out["sha"], "the data arrived changed")
+        # ext1's kernel holds the path MTU egwd told it.
+        route = run(["ip", "-n", ing_ns("ext1"), "route", "get", WEB_INGRESS], 10).stdout
+        self.assertIn(f"mtu {INGRESS_MTU}", route, route)
+        harness.wait_for(lambda: self.frag_needed_sent() > before, 5,
+                         lambda: f"egwd counted no Fragmentation Needed: {self.frag_needed_sent()}")
 
 
 if __name__ == "__main__":

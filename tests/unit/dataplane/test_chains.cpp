@@ -110,9 +110,10 @@ TEST_F(DataplaneTest, AnIcmpErrorInEightFragmentsIsTranslatedWithItsChecksumRigh
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
-// A jumbo error scattered by the NIC over eight buffers, and a short one whose first buffer ends
-// inside the quoted IPv4 header: input moves the headers into the first buffer, the checksum is
-// summed over the chain.
+// A jumbo error scattered by the NIC over buffers of 1,000 bytes, and of odd sizes (a segment that
+// starts at an odd offset of the message has its words summed the other way round), and a short
+// one whose first buffer ends inside the quoted IPv4 header: input moves the headers into the first
+// buffer, the checksum is summed over the chain.
 TEST_F(DataplaneTest, AScatteredIcmpErrorIsTranslatedWithItsChecksumRight) {
     Rig& r = start({.configure = [](config::Config& c) {
         for (auto& port : c.ports)
@@ -125,14 +126,18 @@ TEST_F(DataplaneTest, AScatteredIcmpErrorIsTranslatedWithItsChecksumRight) {
     Bytes sent_ip = ip_of(frames[0]);
     Bytes quoted = udp_ip(kPod10, 500, kServer, 53, payload, IpOpt{.ttl = 63});
 
-    r.process(0, {{.port = r.ext1,
-                   .frame = r.from_ext1(ipv4(kServer, kIngress, kProtoIcmp, icmp_error(3, 3, sent_ip))),
-                   .segment = 1000}});
-    frames = r.tx(r.pods);
-    ASSERT_EQ(frames.size(), 1u);
-    EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
-    EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
-                                  ipv4(kServer, kPod10, kProtoIcmp, icmp_error(3, 3, quoted), IpOpt{.ttl = 63})));
+    for (unsigned segment : {1000u, 999u, 333u}) {
+        SCOPED_TRACE(segment);
+        r.process(0, {{.port = r.ext1,
+                       .frame = r.from_ext1(ipv4(kServer, kIngress, kProtoIcmp, icmp_error(3, 3, sent_ip))),
+                       .segment = segment}});
+        frames = r.tx(r.pods);
+        ASSERT_EQ(frames.size(), 1u);
+        EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
+        EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                                      ipv4(kServer, kPod10, kProtoIcmp, icmp_error(3, 3, quoted), IpOpt{.ttl = 63})));
+    }
+    EXPECT_EQ(r.drops(DropReason::icmp_checksum), 0u);
 
     // The header and 8 bytes, the first buffer ending 10 bytes into the quoted header.
     Bytes head(sent_ip.begin(), sent_ip.begin() + 28);
