@@ -5,7 +5,8 @@
 #
 #   scripts/demo.sh [--no-build]
 #
-# builds egw (scripts/build.sh installs what it needs), puts egwd between a pod network and two
+# builds egwd and egwctl (scripts/build.sh --demo: only they and the packages they need, in
+# build-demo/; scripts/build.sh builds the rest), puts egwd between a pod network and two
 # external networks made of dual-stack network namespaces (scripts/netns.sh, EGW_NETNS_IPV6=1),
 # sends TCP, UDP and ping from the pods over IPv4 and IPv6, and prints for each flow the source
 # address the external server saw and the egwd port it left through: the dual-stack Service
@@ -14,7 +15,8 @@
 # default action. egwd reads a copy of config/demo-manifests, so the repository is never
 # edited. Everything it starts is stopped and removed on exit, error or Ctrl-C.
 #
-# --no-build skips scripts/build.sh (egw already built). EGW_NETNS_PREFIX (default egw) names the
+# --no-build skips the build and runs build/control/egwd (scripts/build.sh), or build-demo's when
+# there is no build/ (an earlier demo). EGW_NETNS_PREFIX (default egw) names the
 # namespaces and EGW_NETNS_TAG (default egw) the root-side interfaces <tag>-pods, ... (see
 # scripts/netns.sh); EGWD overrides the binary.
 set -euo pipefail
@@ -28,7 +30,6 @@ fi
 export EGW_NETNS_PREFIX=${EGW_NETNS_PREFIX:-egw}
 export EGW_NETNS_TAG=${EGW_NETNS_TAG:-egw}
 export EGW_NETNS_IPV6=1              # the demo is dual-stack (config/demo.json)
-EGWD=${EGWD:-build/control/egwd}
 PEER=tests/e2e/peer.py
 DEMO_TIMEOUT=${DEMO_TIMEOUT:-60}   # seconds after the build; the demo itself needs about 15
 
@@ -93,8 +94,12 @@ case ${1:-} in
 esac
 
 if [ $build = yes ]; then
-  say "building egw (scripts/build.sh)"
-  bash scripts/build.sh
+  say "building egwd and egwctl (scripts/build.sh --demo)"
+  bash scripts/build.sh --demo
+  EGWD=${EGWD:-build-demo/control/egwd}
+elif [ -z "${EGWD:-}" ]; then
+  EGWD=build/control/egwd
+  [ -x "$EGWD" ] || EGWD=build-demo/control/egwd
 fi
 [ -x "$EGWD" ] || { echo "demo.sh: $EGWD was not built" >&2; exit 1; }
 

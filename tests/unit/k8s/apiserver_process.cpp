@@ -69,7 +69,8 @@ ApiServerProcess::ApiServerProcess(std::vector<std::string> args) {
         execvp("python3", cargv.data());
         _exit(127);
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    // Python's start under a loaded machine, not the server, sets how long this takes.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
         std::ifstream f(port_file);
         if (f >> port_ && port_ > 0) return;

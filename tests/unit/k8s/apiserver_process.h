@@ -91,8 +91,10 @@ private:
     std::shared_ptr<CaptureSink> sink_;
 };
 
-// Polls `cond` every 10 ms until it holds or the timeout passes.
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+// Polls `cond` every 10 ms until it holds or the timeout passes. The default bounds a wait for
+// something that must happen, not how soon: it returns as soon as `cond` holds, so only a broken
+// run waits it out, and a sanitized build on a loaded machine can take many seconds.
+bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 // Objects that model::parse_object accepts.
 nlohmann::json node(const std::string& name, const nlohmann::json& labels = nlohmann::json::object(),
