@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The gateway's own ICMP errors (dataplane/icmp_reply.cpp): every error is compared byte for byte
+// The gateway's own ICMP errors (dataplane/gateway_icmp_error.cpp): every error is compared byte for byte
 // with the frame RFC 792/1812 describe, built independently by packet.cpp (type, code, quoted
 // datagram, checksums, source address, TTL, TOS), and the counters say what was sent, limited or
 // dropped.
