@@ -188,6 +188,7 @@ struct StateConfig {
     unsigned lease_duration_s = 2;         // kubernetes: leaseDurationSeconds of the liveness and leader Leases
     unsigned renew_deadline_ms = 1500;     // kubernetes: a leader that has not renewed for this long stops deciding
     unsigned retry_period_ms = 500;        // kubernetes: Lease renewal and acquisition attempts
+    unsigned refusal_grace_ms = 5000;      // kubernetes: how long a refusal (401, 403) lasts before it ends serving
     bool operator==(const StateConfig&) const = default;
 };
 

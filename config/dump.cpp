@@ -131,6 +131,7 @@ json state(const StateConfig& s) {
         j["lease_duration_s"] = s.lease_duration_s;
         j["renew_deadline_ms"] = s.renew_deadline_ms;
         j["retry_period_ms"] = s.retry_period_ms;
+        j["refusal_grace_ms"] = s.refusal_grace_ms;
         break;
     }
     return j;

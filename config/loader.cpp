@@ -1195,7 +1195,7 @@ private:
         const json& j = top.require("state", "an object like {\"source\": \"files\", \"path\": \"manifests\"}");
         Obj o(*this, j, top.at("state"),
               {"source", "path", "poll_ms", "kubeconfig", "election", "lease_namespace", "lease_duration_s",
-               "renew_deadline_ms", "retry_period_ms"},
+               "renew_deadline_ms", "retry_period_ms", "refusal_grace_ms"},
               "an object like {\"source\": \"files\", \"path\": \"manifests\"}");
         if (const json* v = o.get("source")) {
             static const std::string what = "\"files\" or \"kubernetes\"";
@@ -1220,8 +1220,8 @@ private:
             if (kc_text && !kc_text->empty())
                 expected(o.at("kubeconfig"),
                          "no kubeconfig with source \"files\" (it is only read with source \"kubernetes\")", *kc);
-            for (const char* key :
-                 {"election", "lease_namespace", "lease_duration_s", "renew_deadline_ms", "retry_period_ms"}) {
+            for (const char* key : {"election", "lease_namespace", "lease_duration_s", "renew_deadline_ms",
+                                    "retry_period_ms", "refusal_grace_ms"}) {
                 if (const json* v = o.get(key))
                     expected(o.at(key),
                              std::string("no ") + key +
@@ -1264,6 +1264,7 @@ private:
         opt_integer(o, "lease_duration_s", s.lease_duration_s, 1, 3600);
         opt_integer(o, "renew_deadline_ms", s.renew_deadline_ms, 100, 3600000);
         opt_integer(o, "retry_period_ms", s.retry_period_ms, 10, 3600000);
+        opt_integer(o, "refusal_grace_ms", s.refusal_grace_ms, 0, 3600000);
         // The order client-go's leader election insists on: retry < renew deadline < lease duration.
         const uint64_t lease_ms = uint64_t{s.lease_duration_s} * 1000;
         if (s.renew_deadline_ms >= lease_ms) {

@@ -151,15 +151,28 @@ std::string Reflector::explain(const Response& r) const {
 void Reflector::failure(const char* what, const std::string& error) {
     ++streak_;
     break_stretch();
-    const auto delay = backoff_.next();
+    auto delay = backoff_.next();
     const uint64_t answers = transport_->answers();
     const long status = fail_status_;
+    // A refusal is judged by how long it lasts: a restarting API server refuses what it allows a
+    // moment later. Until it has lasted refusal_grace it is retried often enough to see it end.
+    bool verdict = false;
+    if (refused_by_server(status)) {
+        const auto now = SteadyClock::now();
+        if (!refused_since_) refused_since_ = now;
+        verdict = now - *refused_since_ >= opts_.refusal_grace;
+        if (!verdict) {
+            const auto cap = std::chrono::duration_cast<std::chrono::milliseconds>(opts_.refusal_grace / 4);
+            delay = std::min(delay, std::max(cap, std::chrono::milliseconds(1)));
+        }
+    }
     {
         std::lock_guard lk(mu_);
         ++status_.failures;
         status_.failing = true;
         status_.last_error = std::string(what) + ": " + error;
         status_.failure_status = status;
+        status_.refused = verdict;
     }
     if (streak_ == 1) {
         logger()->warn("k8s: {}: {} failed: {}; retrying in {} (further failures logged at debug until it recovers)",
@@ -184,9 +197,11 @@ void Reflector::recovered(const char* what) {
         logger()->info("k8s: {}: {} succeeded after {} failure{}", name_, what, streak_, streak_ == 1 ? "" : "s");
         streak_ = 0;
     }
+    refused_since_.reset();
     std::lock_guard lk(mu_);
     status_.failing = false;
     status_.failure_status = 0;
+    status_.refused = false;
 }
 
 void Reflector::run() {
@@ -350,9 +365,15 @@ Reflector::Outcome Reflector::watch(const std::string& from_rv, std::string& err
         // Nothing was watched between the last stream and this one: a long gap starts a new stretch.
         if (steady_ns(opened) - current_ns_.load() > std::chrono::nanoseconds(kMaxGap).count()) break_stretch();
         mend_stretch(opened);
+        // The server accepted this watch: whatever it refused before, it allows it now. The backoff
+        // and the log's streak wait for progress (below); serving is judged on this.
+        refused_since_.reset();
         std::lock_guard lk(mu_);
         ++status_.watches;
         status_.watching = true;
+        status_.failing = false;
+        status_.failure_status = 0;
+        status_.refused = false;
     };
     auto on_object = [&](json&& j) {
         if (done) return;

@@ -9,7 +9,10 @@
 //   410 Gone (HTTP status or ERROR event) -> list again, then watch from the new listRV
 //   any other failure -> wait (exponential backoff with jitter) and retry the same step; a wait
 //       after an outage (no response, 5xx, 429) ends early, with the backoff reset, as soon as the
-//       server answers another request of the same Transport
+//       server answers another request of the same Transport; a refusal (401, 403, ...) retries
+//       at least every refusal_grace / 4 until it has lasted refusal_grace, when it becomes a
+//       verdict (status().refused)
+//   a watch opened with 2xx ends the failure streak as status() reports it (failing, refused)
 //
 // Failures are logged once per streak (with the delay before the next try), and the recovery
 // once. It works on raw JSON: objects are handed over as the server sent them, with kind and
@@ -46,6 +49,9 @@ struct ReflectorOptions {
     std::chrono::milliseconds backoff_initial{250};
     std::chrono::milliseconds backoff_max{30000};
     std::chrono::seconds relist_period{0};  // periodic full list; 0 = only after 410
+    // A refusal (refused_by_server) is a verdict only once it has lasted this long: a restarted
+    // kube-apiserver answers 403 for a moment, until its RBAC informers are filled.
+    std::chrono::milliseconds refusal_grace{5000};
 };
 
 // Receives what a Reflector learns. Called on the reflector's thread, never concurrently.
@@ -83,6 +89,9 @@ struct ReflectorStatus {
     double current_until = 0;
     std::string last_error;
     long failure_status = 0;  // HTTP status of the last failure (0: no response); while failing
+    // Refused by the server (refused_by_server) on every attempt for at least refusal_grace, the
+    // last attempt included: retrying is not expected to help.
+    bool refused = false;
 };
 
 // A failure the server decided (401, 403, 404, 422, ...), as opposed to an outage (no response,
@@ -148,6 +157,8 @@ private:
     Backoff backoff_;
     unsigned streak_ = 0;   // failures in a row (reflector thread only)
     long fail_status_ = 0;  // HTTP status of the failure being reported (reflector thread only)
+    // The first refusal since the last 2xx (reflector thread only).
+    std::optional<std::chrono::steady_clock::time_point> refused_since_;
     // Continuity (steady_clock nanoseconds; since_ns_ 0 = broken).
     std::atomic<int64_t> since_ns_{0};
     std::atomic<int64_t> current_ns_{0};  // the end of the last list or watch stream

@@ -68,7 +68,14 @@ Liveness liveness(const model::ObjectSet& objects, const LeaseObservations& seen
         if (!starts_with(lease.meta.name, prefix)) continue;
         std::string node = lease.meta.name.substr(prefix.size());
         auto expiry = observed_expiry(lease, seen);
-        if (node.empty() || !expiry || now >= *expiry) continue;
+        if (node.empty() || !expiry) continue;
+        if (now >= *expiry) {
+            // Ran out: expired once a write of this egwd sent since then was accepted. Until that
+            // write, the API may have refused the holder's renewals as it may refuse this egwd's.
+            if (!seen.write_accepted_sent || *seen.write_accepted_sent >= *expiry) continue;
+            out.live.insert(node);
+            continue;
+        }
         out.live.insert(node);
         if (!out.next_change || *expiry < *out.next_change) out.next_change = *expiry;
     }

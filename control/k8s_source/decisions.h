@@ -45,6 +45,10 @@ using SteadyClock = std::chrono::steady_clock;
 struct LeaseObservations {
     std::map<std::string, SteadyClock::time_point> changed;  // Lease key -> when it was last seen to change
     SteadyClock::time_point view_since{};                    // since when the Lease watch has been unbroken
+    // When the latest Lease write of this egwd that the API accepted was sent. A Lease that ran out
+    // is judged expired only once a write sent after it ran out was accepted: then its holder could
+    // have renewed too. nullopt: not known (every Lease that ran out is expired).
+    std::optional<SteadyClock::time_point> write_accepted_sent;
 };
 
 // When the Lease stops being live as this egwd sees it: leaseDurationSeconds after the later of its
@@ -57,7 +61,8 @@ struct Liveness {
     std::optional<SteadyClock::time_point> next_change;  // the earliest expiry among the live ones
 };
 // The liveness Leases are the Leases named `prefix` + node. A Lease counts for the node in its
-// name while it is live by observed_expiry() (clearing the holder gives it up at once).
+// name while it is live by observed_expiry() (clearing the holder gives it up at once), and after
+// that until seen.write_accepted_sent confirms that the API accepted writes after it ran out.
 Liveness liveness(const model::ObjectSet& objects, const LeaseObservations& seen, SteadyClock::time_point now,
                   const std::string& prefix = kLivenessLeasePrefix);
 

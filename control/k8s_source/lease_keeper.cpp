@@ -52,7 +52,8 @@ LeaseKeeper::LeaseKeeper(k8s::Client& client, ControllerOptions opts, std::strin
       opts_(std::move(opts)),
       identity_(std::move(identity)),
       lease_ns_(std::move(lease_ns)),
-      leadership_changed_(std::move(leadership_changed)) {}
+      leadership_changed_(std::move(leadership_changed)),
+      writes_accepted_since_(steady_ns(SteadyClock::now())) {}
 
 LeaseKeeper::~LeaseKeeper() {
     request_stop();
@@ -98,7 +99,7 @@ std::string LeaseKeeper::api_problems() const {
     for (const auto& r : client_.status()) {
         if (!r.synced)
             out += r.name + ": not listed yet" + (r.last_error.empty() ? "" : " (" + r.last_error + ")") + "\n";
-        else if (r.failing && k8s::refused_by_server(r.failure_status))
+        else if (r.failing && r.refused)
             out += r.name + ": " + r.last_error + "\n";
     }
     return out;
@@ -118,8 +119,14 @@ std::string LeaseKeeper::serving_problems() const {
 
 LeaseObservations LeaseKeeper::observations() const {
     LeaseObservations seen;
-    // While the Lease watch is broken nothing can be judged expired: count from now.
-    seen.view_since = client_.continuity(model::Kind::lease).since.value_or(SteadyClock::now());
+    // While the Lease watch is broken, or this egwd's own Lease writes fail, nothing can be judged
+    // expired: count from now. After either, every gateway has a full Lease duration to renew.
+    const auto now = SteadyClock::now();
+    seen.view_since = client_.continuity(model::Kind::lease).since.value_or(now);
+    const int64_t accepted = writes_accepted_since_.load();
+    seen.view_since =
+        std::max(seen.view_since, accepted == 0 ? now : SteadyClock::time_point(std::chrono::nanoseconds(accepted)));
+    seen.write_accepted_sent = SteadyClock::time_point(std::chrono::nanoseconds(write_accepted_sent_.load()));
     std::lock_guard lk(seen_mu_);
     seen.changed = lease_changes_;
     return seen;
@@ -237,9 +244,32 @@ k8s::WriteResult LeaseKeeper::write_lease(const std::string& name, json& cached,
     return res;
 }
 
+void LeaseKeeper::note_own_write(const k8s::WriteResult& res, SteadyClock::time_point sent) {
+    if (res.ok() && !res.written) return;
+    if (!res.ok() && (res.conflict() || res.not_found())) return;
+    if (!res.ok()) {
+        if (writes_accepted_since_.exchange(0) != 0)
+            k8s::logger()->info(
+                "egw {}: this egwd's Lease writes fail: no gateway's Lease is judged expired until they "
+                "are accepted again and a Lease duration has passed",
+                identity_);
+        return;
+    }
+    const int64_t sent_ns = steady_ns(sent);
+    for (int64_t prev = write_accepted_sent_.load(); prev < sent_ns;)
+        if (write_accepted_sent_.compare_exchange_weak(prev, sent_ns)) break;
+    int64_t failing = 0;
+    if (writes_accepted_since_.compare_exchange_strong(failing, steady_ns(SteadyClock::now())))
+        k8s::logger()->info(
+            "egw {}: Lease writes accepted again; every gateway has {} s to renew before its Lease is "
+            "judged",
+            identity_, opts_.lease_duration.count());
+}
+
 bool LeaseKeeper::renew_liveness() {
     const std::string name = std::string(kLivenessLeasePrefix) + opts_.node_name;
     const int32_t duration = static_cast<int32_t>(opts_.lease_duration.count());
+    const auto sent = SteadyClock::now();
     auto res = write_lease(name, liveness_obj_, [&](json& lease, bool exists) {
         json& spec = lease["spec"];
         if (!spec.is_object()) spec = json::object();
@@ -251,6 +281,7 @@ bool LeaseKeeper::renew_liveness() {
         label_lease(lease);
         return true;
     });
+    note_own_write(res, sent);
     unsigned& streak = liveness_streak_;
     if (res.ok()) {
         if (streak > 0)
@@ -372,6 +403,7 @@ void LeaseKeeper::try_leader() {
     };
     auto res = was_leader_.load() ? write_lease(kLeaderLeaseName, leader_obj_, mutate)
                                   : client_.writer().modify_lease(lease_ns_, kLeaderLeaseName, mutate);
+    note_own_write(res, started);
     if (res.ok() && res.written) {
         if (!was_leader_.load()) leader_obj_ = res.object;
         leader_until_ = steady_ns(started + opts_.renew_deadline);

@@ -13,6 +13,10 @@
 //              renews it, and stops leading when it cannot renew within the renew deadline or
 //              cannot follow the API (then it hands the Lease back). Taken over from a holder that
 //              did not hand it back, decisions wait a grace period (decide_after()).
+//
+// Other gateways' Leases are judged expired only on evidence (observations()): a full Lease duration
+// without a change counted from when the Lease watch became unbroken and from when this egwd's own
+// Lease writes were last accepted again; while its own writes fail, no Lease is judged expired.
 #pragma once
 
 #include <atomic>
@@ -94,6 +98,9 @@ private:
     bool renew_liveness();
     void try_leader();
     k8s::WriteResult write_lease(const std::string& name, nlohmann::json& cached, const k8s::Writer::LeaseMutator& m);
+    // Records how this egwd's own Lease write, sent at `sent`, went: what the others' Leases can be
+    // judged on. A write declined, a conflict or a missing Lease changes nothing.
+    void note_own_write(const k8s::WriteResult& res, SteadyClock::time_point sent);
     void sleep(std::chrono::milliseconds d);
 
     k8s::Client& client_;
@@ -108,14 +115,19 @@ private:
     std::atomic<bool> stopping_{false};
     std::atomic<int64_t> leader_until_{0};  // steady_clock ns; leader while now < this
     std::atomic<bool> was_leader_{false};
-    std::atomic<int64_t> decide_after_{0};      // steady_clock ns; set when the Lease is taken over
-    std::atomic<bool> kick_{false};             // the leader Lease was handed back: try at once
-    unsigned liveness_streak_ = 0;              // Lease thread only
-    bool liveness_released_ = false;            // Lease thread only: given up while not serving
-    std::string not_serving_;                   // Lease thread only: the reasons last logged
-    nlohmann::json liveness_obj_, leader_obj_;  // Lease thread only: the Leases as last written
-    std::string probe_rv_;                      // Lease thread only: a leader Lease the cache does not
-    SteadyClock::time_point probe_at_{};        //   hold, as last read, and since when unchanged
+    std::atomic<int64_t> decide_after_{0};  // steady_clock ns; set when the Lease is taken over
+    // Since when this egwd's own Lease writes have been accepted (steady_clock ns; 0 while the
+    // last one failed). Another gateway's Lease that did not change is no evidence while the API
+    // refuses or drops this egwd's writes: it was most likely refused the same way.
+    std::atomic<int64_t> writes_accepted_since_;
+    std::atomic<int64_t> write_accepted_sent_{0};  // steady_clock ns: the latest accepted write's sending
+    std::atomic<bool> kick_{false};                // the leader Lease was handed back: try at once
+    unsigned liveness_streak_ = 0;                 // Lease thread only
+    bool liveness_released_ = false;               // Lease thread only: given up while not serving
+    std::string not_serving_;                      // Lease thread only: the reasons last logged
+    nlohmann::json liveness_obj_, leader_obj_;     // Lease thread only: the Leases as last written
+    std::string probe_rv_;                         // Lease thread only: a leader Lease the cache does not
+    SteadyClock::time_point probe_at_{};           //   hold, as last read, and since when unchanged
     mutable std::mutex check_mu_;
     std::function<std::string()> serving_check_;
 

@@ -32,6 +32,7 @@ std::unique_ptr<Controller> make_source(const config::Config& cfg, const std::st
 
     k8s::ClientOptions co;
     co.http.user_agent = "egwd/" + cfg.node.name;
+    co.reflector.refusal_grace = std::chrono::milliseconds(cfg.state.refusal_grace_ms);
     return std::make_unique<Controller>(std::move(creds), std::move(o), std::move(co));
 }
 

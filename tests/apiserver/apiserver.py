@@ -854,6 +854,11 @@ class Faults:
 #   POST /_test/disrupt  {"outage": S,                 refuse every API request for S seconds:
 #                                                      the connection is closed unanswered, open
 #                                                      watches are cut
+#                         "warmUp": W,                 after the outage (a restart), answer 403
+#                                                      Forbidden to every user but the admin for W
+#                                                      seconds, as kube-apiserver does until its
+#                                                      RBAC informers are filled (default: the
+#                                                      server's --restart-warm-up; alone, from now)
 #                         "forbid": [{"verbs": [...], "path": "...", "userAgent": "...",
 #                                     "seconds": S}],  answer 403 Forbidden as RBAC does (for S
 #                                                      seconds; without "seconds" until cleared)
@@ -870,6 +875,8 @@ class Disruptions:
     def __init__(self):
         self.lock = threading.Lock()
         self.outage_until = 0.0
+        self.warm_up = 0.0        # seconds of refusals after every outage (--restart-warm-up)
+        self.warm_until = 0.0     # refusing everyone but the admin until then
         self.forbid = []          # {"verbs", "path", "userAgent", "until" (None: until cleared)}
         self.holds = []           # {"path", "until"}
 
@@ -880,6 +887,10 @@ class Disruptions:
     def in_outage(self):
         with self.lock:
             return time.monotonic() < self.outage_until
+
+    def warming_up(self):
+        with self.lock:
+            return time.monotonic() < self.warm_until
 
     def forbidden(self, verb, path, user_agent):
         now = time.monotonic()
@@ -906,10 +917,14 @@ class Disruptions:
         with self.lock:
             if doc.get("clear"):
                 self.outage_until = 0.0
+                self.warm_until = 0.0
                 self.forbid.clear()
                 self.holds.clear()
             if doc.get("outage"):
                 self.outage_until = now + float(doc["outage"])
+                self.warm_until = self.outage_until + float(doc.get("warmUp", self.warm_up))
+            elif doc.get("warmUp"):
+                self.warm_until = now + float(doc["warmUp"])
             for r in doc.get("forbid", []):
                 r = dict(r)
                 r["until"] = now + float(r["seconds"]) if r.get("seconds") else None
@@ -1098,7 +1113,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(code, ApiError(code, reasons.get(code, "InternalError"),
                                           f"injected fault: HTTP {code}").status(), headers)
             return
-        if srv.disruptions.forbidden(verb, path, self.headers.get("User-Agent")):
+        if (srv.disruptions.forbidden(verb, path, self.headers.get("User-Agent"))
+                or (user != ADMIN and srv.disruptions.warming_up())):
             e = rbac_forbidden(user, verb, route)
             entry["code"] = e.code
             self.send_json(e.code, e.status(), e.headers)
@@ -1692,6 +1708,7 @@ class Server(ThreadingHTTPServer):
         self.store = Store()
         self.faults = Faults()
         self.disruptions = Disruptions()
+        self.disruptions.warm_up = args.restart_warm_up
         self.token = args.token
         self.token_user = args.token_user
         self.admin_token = args.admin_token
@@ -1755,6 +1772,9 @@ def main(argv=None):
     ap.add_argument("--admin-token", help="also accept this bearer token, for an unrestricted user")
     ap.add_argument("--rbac", help="authorize requests with the RBAC objects of this YAML file "
                                    "(e.g. docker/k8s/rbac.yaml); without it everything is allowed")
+    ap.add_argument("--restart-warm-up", type=float, default=0.0,
+                    help="seconds of 403s (to all but the admin) after every /_test/disrupt outage, "
+                         "as a restarted kube-apiserver gives until its RBAC informers are filled")
     ap.add_argument("--bookmark-interval", type=float, default=1.0,
                     help="seconds between BOOKMARKs on watches that allow them; 0 = on demand only")
     ap.add_argument("--watch-timeout", type=float, default=1800.0,

@@ -731,6 +731,56 @@ class FaultTest(ApiServerTest):
                                                "user": "system:admin"})
 
 
+class RestartTest(ApiServerTest):
+    """A restart (an outage) is followed by --restart-warm-up seconds of 403s for all but the
+    admin, as kube-apiserver refuses until its RBAC informers are filled."""
+    args = ("--token", "user-token", "--admin-token", "admin-token", "--restart-warm-up", "1.5")
+
+    def get(self, token):
+        try:
+            return self.api.request("GET", NODES, token=token)
+        except (OSError, http.client.HTTPException):
+            return None, None       # the server is away: the connection closed unanswered
+
+    def until_answered(self, token, deadline=5.0):
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            status, doc = self.get(token)
+            if status is not None:
+                return status, doc, time.monotonic()
+            time.sleep(0.02)
+        self.fail("the server did not come back")
+
+    def test_outage_then_warm_up_refusals(self):
+        self.assertEqual(self.get("user-token")[0], 200)
+        self.api.test("disrupt", {"outage": 0.5})
+        self.assertEqual(self.get("user-token"), (None, None))
+        t0 = time.monotonic()
+        status, doc, back = self.until_answered("user-token")
+        self.assertEqual((status, doc["reason"]), (403, "Forbidden"))
+        self.assertIn('User "', doc["message"])
+        self.assertEqual(self.get("admin-token")[0], 200)     # system:masters are not held back
+        # Refused for the warm-up, then allowed: both measured on the client's clock.
+        end = time.monotonic() + 5
+        while self.get("user-token")[0] == 403 and time.monotonic() < end:
+            time.sleep(0.05)
+        allowed = time.monotonic()
+        self.assertEqual(self.get("user-token")[0], 200)
+        self.assertGreaterEqual(allowed - t0, 0.5 + 1.5 - 0.1)
+        self.assertLess(allowed - back, 1.5 + 1.0)
+        codes = [r["code"] for r in self.api.test("requests", method="GET")["requests"]]
+        self.assertIn(403, codes)
+
+    def test_warm_up_per_disruption_overrides_the_default(self):
+        self.api.test("disrupt", {"outage": 0.3, "warmUp": 0})
+        status, _, _ = self.until_answered("user-token")
+        self.assertEqual(status, 200)
+        self.api.test("disrupt", {"warmUp": 0.5})            # alone: a warm-up from now
+        self.assertEqual(self.get("user-token")[0], 403)
+        self.api.test("disrupt", {"clear": True})
+        self.assertEqual(self.get("user-token")[0], 200)
+
+
 class AuthTest(ApiServerTest):
     args = ("--token", "secret")
 

@@ -18,8 +18,25 @@
 // after a restart; the leader confirms them and writes nothing. --statuses cold: nothing is
 // decided yet; the leader writes every status.host first (one PATCH each).
 //
+// --gateways 3: three control planes (gw-1..gw-3, each its own Controller and PolicyBuilder, as
+// three egwd would run them) against the same server, the Services spread over them by status.host
+// (restart) or by the leader (cold). It prints, instead:
+//
+//   lists -> programmed   from the moment every gateway has every kind listed to every Service
+//                         programmed on its host;
+//   create -> programmed  for K new EgressServices (their Service and slice created before): from
+//                         the EgressService's create to its host's snapshot holding it (the
+//                         leader's decision, its status PATCH, the host's watch event and build);
+//   change -> programmed  one endpoint of a Service replaced, to its host's snapshot holding it;
+//   node failure          one gateway stopped without giving its Lease up: from then to the leader
+//                         seeing it dead (the Lease duration), and from that to every one of its
+//                         Services programmed on another gateway (the leader's decisions and
+//                         writes, the hosts' builds);
+//   memory                the heap in use by the three control planes after the first programming,
+//                         per gateway and per object listed.
+//
 //   egw-k8s-bench [--services N] [--endpoints E] [--changes C] [--statuses restart|cold]
-//                 [--election leader|external] [--apiserver PATH]
+//                 [--election leader|external] [--gateways 1|3] [--creates K] [--apiserver PATH]
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -28,12 +45,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <map>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -62,13 +82,16 @@ struct Args {
     unsigned changes = 200;
     bool cold = false;
     bool external = false;
+    unsigned gateways = 1;
+    unsigned creates = 100;
     std::string apiserver;
 };
 
 [[noreturn]] void usage() {
     std::fprintf(stderr,
                  "usage: egw-k8s-bench [--services N] [--endpoints E] [--changes C] "
-                 "[--statuses restart|cold] [--election leader|external] [--apiserver PATH]\n");
+                 "[--statuses restart|cold] [--election leader|external] [--gateways 1|3] [--creates K] "
+                 "[--apiserver PATH]\n");
     std::exit(2);
 }
 
@@ -88,12 +111,16 @@ Args parse(int argc, char** argv) {
             a.cold = v == "cold";
         else if (k == "--election" && (v == "leader" || v == "external"))
             a.external = v == "external";
+        else if (k == "--gateways" && (v == "1" || v == "3"))
+            a.gateways = static_cast<unsigned>(std::stoul(v));
+        else if (k == "--creates")
+            a.creates = static_cast<unsigned>(std::stoul(v));
         else if (k == "--apiserver")
             a.apiserver = v;
         else
             usage();
     }
-    if (a.services == 0 || a.endpoints == 0 || a.endpoints > 16) usage();
+    if (a.services == 0 || a.endpoints == 0 || a.endpoints > 16 || (a.gateways == 3 && a.external)) usage();
     return a;
 }
 
@@ -123,43 +150,67 @@ json slice(unsigned i, const std::vector<uint32_t>& ips) {
             {"endpoints", eps}};
 }
 
+const char* const kGateways[] = {"gw-1", "gw-2", "gw-3"};
+
+// The host Service i has after a restart: gw-1 alone, or the three gateways in turn.
+const char* host_of(const Args& a, unsigned i) {
+    return a.gateways == 3 ? kGateways[i % 3] : kNode;
+}
+
+json service(unsigned i) {
+    return {{"apiVersion", "v1"},
+            {"kind", "Service"},
+            {"metadata", {{"name", name(i)}, {"namespace", "bench"}}},
+            {"spec", {{"type", "LoadBalancer"}, {"externalTrafficPolicy", "Cluster"}}},
+            {"status", {{"loadBalancer", {{"ingress", json::array({{{"ip", ip(0x64400000u + i)}}})}}}}}};
+}
+
+json egress_service(unsigned i) {
+    return {{"apiVersion", "k8s.ovn.org/v1"},
+            {"kind", "EgressService"},
+            {"metadata", {{"name", name(i)}, {"namespace", "bench"}}},
+            {"spec",
+             {{"sourceIPBy", "LoadBalancerIP"},
+              {"nodeSelector", {{"matchLabels", {{"egw.example.com/gateway", "true"}}}}}}}};
+}
+
+std::vector<uint32_t> endpoints_of(const Args& a, unsigned i) {
+    std::vector<uint32_t> ips;
+    for (unsigned j = 0; j < a.endpoints; ++j)
+        ips.push_back(endpoint_ip(i, j));
+    return ips;
+}
+
 json seed(const Args& a) {
     json items = json::array();
-    json labels = {{"kubernetes.io/hostname", kNode}, {"egw.example.com/gateway", "true"}};
-    for (unsigned i = 0; i < a.services && !a.cold; ++i)
-        labels["egress-service.k8s.ovn.org/bench-" + name(i)] = "";
-    for (const char* n : {kNode, "gw-2", "gw-3"}) {
-        json node = {
-            {"apiVersion", "v1"},
-            {"kind", "Node"},
-            {"metadata",
-             {{"name", n}, {"labels", std::string(n) == kNode ? labels : json{{"kubernetes.io/hostname", n}}}}},
-            {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
-        items.push_back(node);
+    const bool three = a.gateways == 3;
+    std::map<std::string, json> labels;
+    for (const char* n : kGateways) {
+        labels[n] = {{"kubernetes.io/hostname", n}};
+        if (three || std::string(n) == kNode) labels[n]["egw.example.com/gateway"] = "true";
     }
-    items.push_back(
-        {{"apiVersion", "coordination.k8s.io/v1"},
-         {"kind", "Lease"},
-         {"metadata", {{"name", std::string("egw-node-") + kNode}, {"namespace", kLeaseNs}}},
-         {"spec",
-          {{"holderIdentity", kNode}, {"leaseDurationSeconds", 60}, {"renewTime", k8s_source::now_micro_time()}}}});
+    for (unsigned i = 0; i < a.services && !a.cold; ++i)
+        labels[host_of(a, i)]["egress-service.k8s.ovn.org/bench-" + name(i)] = "";
+    for (const char* n : kGateways) {
+        json node = {{"apiVersion", "v1"},
+                     {"kind", "Node"},
+                     {"metadata", {{"name", n}, {"labels", labels[n]}}},
+                     {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+        items.push_back(node);
+        if (!three && std::string(n) != kNode) continue;
+        // Live from the start, so that a leader's first decisions keep every host.
+        items.push_back(
+            {{"apiVersion", "coordination.k8s.io/v1"},
+             {"kind", "Lease"},
+             {"metadata", {{"name", std::string("egw-node-") + n}, {"namespace", kLeaseNs}}},
+             {"spec",
+              {{"holderIdentity", n}, {"leaseDurationSeconds", 60}, {"renewTime", k8s_source::now_micro_time()}}}});
+    }
     for (unsigned i = 0; i < a.services; ++i) {
-        items.push_back({{"apiVersion", "v1"},
-                         {"kind", "Service"},
-                         {"metadata", {{"name", name(i)}, {"namespace", "bench"}}},
-                         {"spec", {{"type", "LoadBalancer"}, {"externalTrafficPolicy", "Cluster"}}},
-                         {"status", {{"loadBalancer", {{"ingress", json::array({{{"ip", ip(0x64400000u + i)}}})}}}}}});
-        std::vector<uint32_t> ips;
-        for (unsigned j = 0; j < a.endpoints; ++j)
-            ips.push_back(endpoint_ip(i, j));
-        items.push_back(slice(i, ips));
-        json es = {{"apiVersion", "k8s.ovn.org/v1"},
-                   {"kind", "EgressService"},
-                   {"metadata", {{"name", name(i)}, {"namespace", "bench"}}},
-                   {"spec",
-                    {{"sourceIPBy", "LoadBalancerIP"},
-                     {"nodeSelector", {{"matchLabels", {{"egw.example.com/gateway", "true"}}}}}}}};
-        if (!a.cold) es["status"] = {{"host", kNode}};
+        items.push_back(service(i));
+        items.push_back(slice(i, endpoints_of(a, i)));
+        json es = egress_service(i);
+        if (!a.cold) es["status"] = {{"host", host_of(a, i)}};
         items.push_back(es);
     }
     return items;
@@ -221,6 +272,240 @@ double percentile(std::vector<double> v, double p) {
     return v[std::min(idx, v.size() - 1)];
 }
 
+// One gateway's control plane, as its egwd runs it: the Controller, and the PolicyBuilder its
+// states go through.
+struct Gateway {
+    std::string node;
+    std::unique_ptr<k8s_source::Controller> ctl;
+    std::unique_ptr<control::PolicyBuilder> builder;
+    model::ServiceDelta delta;
+    std::unique_ptr<dp::PolicySnapshot> snap;
+    bool running = true;
+
+    size_t programmed() const {
+        size_t n = 0;
+        for (const auto& v : builder->views())
+            n += v.programmed;
+        return n;
+    }
+    bool holds(const std::string& key) const {
+        const auto* v = builder->view(key);
+        return v && v->programmed;
+    }
+    bool holds_endpoint(const std::string& key, uint32_t ep) const {
+        const auto* v = builder->view(key);
+        return v && v->programmed &&
+               std::binary_search(v->state.endpoint_ipv4s.begin(), v->state.endpoint_ipv4s.end(), ep);
+    }
+};
+
+// The heap the process has in use (malloc's arenas and its mmapped blocks).
+size_t heap_in_use() {
+    const struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
+// Polls every running gateway once, building a snapshot where its states changed; waits up to
+// 1 ms on the first for a change.
+void pump(std::vector<Gateway>& gws) {
+    bool waited = false;
+    for (auto& g : gws) {
+        if (!g.running) continue;
+        if (!waited) {
+            g.ctl->wait(milliseconds(1));
+            waited = true;
+        }
+        if (g.ctl->poll(g.delta)) g.snap = g.builder->apply(g.delta);
+    }
+}
+
+// Pumps until `done` holds or `limit` passes; the time it held, or nullopt.
+std::optional<Clock::time_point> pump_until(std::vector<Gateway>& gws, const std::function<bool()>& done,
+                                            Clock::duration limit) {
+    const auto end = Clock::now() + limit;
+    while (Clock::now() < end) {
+        pump(gws);
+        if (done()) return Clock::now();
+    }
+    return std::nullopt;
+}
+
+void print_latencies(const char* what, const std::vector<double>& lat) {
+    if (lat.empty()) return;
+    std::printf("%-28s (%zu)  p50 %7.1f ms  p99 %7.1f ms  max %7.1f ms\n", what, lat.size(), percentile(lat, 0.5),
+                percentile(lat, 0.99), *std::max_element(lat.begin(), lat.end()));
+}
+
+// Sends `body` to the server's /_test/upsert on its own thread (the data plane may hold the change
+// before the server's answer is back); join() before reading the answer.
+struct Upsert {
+    k8s::Response r;
+    std::thread t;
+    Upsert(k8s::Transport& tr, std::string body)
+        : t([this, &tr, body = std::move(body)] {
+              r = tr.request("POST", "/_test/upsert", body, "application/json");
+          }) {}
+    void join() {
+        t.join();
+        if (r.status != 200) throw std::runtime_error("upsert failed: " + k8s::describe(r));
+    }
+};
+
+void three_gateways(const Args& a, const std::string& url, const config::Config& cfg) {
+    k8s::Credentials creds;
+    creds.server = url;
+    creds.token = kToken;
+    creds.source = "bench";
+    const size_t heap0 = heap_in_use();
+    std::vector<Gateway> gws(3);
+    for (unsigned g = 0; g < 3; ++g) {
+        gws[g].node = kGateways[g];
+        k8s_source::ControllerOptions o;
+        o.node_name = gws[g].node;
+        o.lease_namespace = kLeaseNs;
+        o.pod_cidrs = cfg.cluster.pod_cidrs;
+        k8s::ClientOptions co;
+        co.http.user_agent = "egwd/" + gws[g].node;
+        gws[g].ctl = std::make_unique<k8s_source::Controller>(creds, o, co);
+        gws[g].builder = std::make_unique<control::PolicyBuilder>(
+            cfg, std::vector<uint16_t>{0, 1},
+            std::vector<std::array<uint8_t, 6>>{{0x02, 0, 0, 0, 0, 1}, {0x02, 0, 0, 0, 0, 2}});
+    }
+    auto total = [&] {
+        size_t n = 0;
+        for (const auto& g : gws)
+            if (g.running) n += g.programmed();
+        return n;
+    };
+    const auto t0 = Clock::now();
+    for (auto& g : gws)
+        g.ctl->start();
+    // Each gateway's lists complete when its Controller says synced, seen before the poll that builds
+    // from them; the slowest build of each gateway is kept.
+    std::vector<std::optional<Clock::time_point>> synced(3);
+    std::vector<double> slowest_build(3, 0);
+    std::optional<Clock::time_point> p;
+    while (!p && Clock::now() - t0 < minutes(10)) {
+        gws[0].ctl->wait(milliseconds(1));
+        for (unsigned g = 0; g < 3; ++g) {
+            if (!synced[g] && gws[g].ctl->stats().synced) synced[g] = Clock::now();
+            if (!gws[g].ctl->poll(gws[g].delta)) continue;
+            const auto b0 = Clock::now();
+            gws[g].snap = gws[g].builder->apply(gws[g].delta);
+            slowest_build[g] = std::max(slowest_build[g], ms(Clock::now() - b0));
+        }
+        if (total() >= a.services) p = Clock::now();
+    }
+    if (!p) throw std::runtime_error("not every Service was programmed within 10 minutes");
+    const Clock::time_point listed = std::max({*synced[0], *synced[1], *synced[2]});
+    const size_t heap1 = heap_in_use();
+    k8s_source::Controller* leader = nullptr;
+    for (auto& g : gws)
+        if (g.ctl->leader()) leader = g.ctl.get();
+    std::printf("start -> every gateway listed every kind  %8.1f ms\n", ms(listed - t0));
+    std::printf("slowest snapshot build per gateway        %.1f / %.1f / %.1f ms\n", slowest_build[0], slowest_build[1],
+                slowest_build[2]);
+    std::printf("lists -> %zu Services programmed       %8.1f ms  (gw-1 %zu, gw-2 %zu, gw-3 %zu; status writes %llu)\n",
+                total(), ms(*p - listed), gws[0].programmed(), gws[1].programmed(), gws[2].programmed(),
+                static_cast<unsigned long long>(leader ? leader->stats().status_writes : 0));
+    const size_t objects = 3 + 3 + size_t{a.services} * 3;  // nodes, Leases, Services + slices + EgressServices
+    std::printf(
+        "heap in use by the three control planes  %8.1f MiB: %.0f bytes per gateway per object listed "
+        "(%zu objects, %u endpoints per slice)\n",
+        static_cast<double>(heap1 - heap0) / (1 << 20),
+        static_cast<double>(heap1 - heap0) / 3.0 / static_cast<double>(objects), objects, a.endpoints);
+
+    k8s::Transport tr(creds);
+    // create -> programmed: the Service and its slice first, then the EgressService alone is timed.
+    std::vector<double> created;
+    for (unsigned c = 0; c < a.creates; ++c) {
+        const unsigned i = a.services + c;
+        Upsert(tr, service(i).dump()).join();
+        Upsert(tr, slice(i, endpoints_of(a, i)).dump()).join();
+        pump_until(
+            gws, [] { return false; }, milliseconds(20));
+        const std::string key = "bench/" + name(i);
+        const auto s0 = Clock::now();
+        Upsert u(tr, egress_service(i).dump());
+        auto done = pump_until(
+            gws,
+            [&] {
+                for (const auto& g : gws)
+                    if (g.holds(key)) return true;
+                return false;
+            },
+            seconds(10));
+        u.join();
+        if (!done) throw std::runtime_error("a created EgressService was not programmed within 10 s");
+        created.push_back(ms(*done - s0));
+    }
+    print_latencies("create -> programmed", created);
+
+    // change -> programmed: one endpoint of a random Service replaced.
+    std::mt19937 rng(42);
+    std::vector<double> changed_lat;
+    std::map<unsigned, unsigned> changed;
+    for (unsigned c = 0; c < a.changes; ++c) {
+        const unsigned i = rng() % a.services;
+        std::vector<uint32_t> ips = endpoints_of(a, i);
+        const uint32_t fresh = endpoint_ip(i, 16 + changed[i]++ % 16);
+        ips[0] = fresh;
+        const std::string key = "bench/" + name(i);
+        const auto s0 = Clock::now();
+        Upsert u(tr, slice(i, ips).dump());
+        auto done = pump_until(
+            gws,
+            [&] {
+                for (const auto& g : gws)
+                    if (g.holds_endpoint(key, fresh)) return true;
+                return false;
+            },
+            seconds(10));
+        u.join();
+        if (!done) throw std::runtime_error("an endpoint change was not programmed within 10 s");
+        changed_lat.push_back(ms(*done - s0));
+        pump_until(
+            gws, [] { return false; }, milliseconds(20));
+    }
+    print_latencies("change -> programmed", changed_lat);
+
+    // Node failure: a gateway that is not the leader stops without giving its Lease up.
+    Gateway* victim = nullptr;
+    Gateway* lead = nullptr;
+    for (auto& g : gws)
+        (g.ctl->leader() ? lead : victim) = &g;
+    if (!lead || !victim) throw std::runtime_error("no leader among the three gateways");
+    const size_t moving = victim->programmed();
+    const size_t all = total();
+    const uint64_t writes0 = lead->ctl->stats().status_writes;
+    // A change of the live gateways makes the leader decide every EgressService again, in one batch
+    // counted before its writes go out: the decisions alone, without the API server's answers.
+    const uint64_t decided0 = lead->ctl->stats().decisions;
+    const uint64_t every = a.services + a.creates;
+    const auto k0 = Clock::now();
+    victim->ctl->abandon();
+    victim->running = false;
+    std::optional<Clock::time_point> dead, decided, moved;
+    while (!moved && Clock::now() - k0 < minutes(5)) {
+        pump(gws);
+        const auto now = Clock::now();
+        const auto st = lead->ctl->stats();
+        if (!dead && st.live_nodes == 2) dead = now;
+        if (!decided && st.decisions >= decided0 + every) decided = now;
+        if (dead && total() >= all) moved = now;
+    }
+    if (!dead) throw std::runtime_error("the leader did not see the stopped gateway dead within 5 minutes");
+    if (!moved) throw std::runtime_error("the stopped gateway's Services were not all moved within 5 minutes");
+    std::printf("node failure: stop -> leader sees it dead  %8.1f ms\n", ms(*dead - k0));
+    if (decided)
+        std::printf("node failure: dead -> all %llu EgressServices decided again  %8.1f ms\n",
+                    static_cast<unsigned long long>(every), ms(*decided - *dead));
+    std::printf("node failure: dead -> its %zu Services programmed elsewhere  %8.1f ms  (%llu status writes)\n", moving,
+                ms(*moved - *dead), static_cast<unsigned long long>(lead->ctl->stats().status_writes - writes0));
+    for (auto& g : gws)
+        if (g.running) g.ctl->stop();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -252,6 +537,11 @@ int main(int argc, char** argv) {
           "cluster": {"pod_cidrs": ["10.0.0.0/9"]}, "node": {"name": "gw-1"},
           "state": {"source": "kubernetes"}})",
                                                "bench.json");
+        if (a.gateways == 3) {
+            three_gateways(a, server.url(), cfg);
+            std::filesystem::remove_all(dir);
+            return 0;
+        }
         control::PolicyBuilder builder(cfg, {0, 1}, {{0x02, 0, 0, 0, 0, 1}, {0x02, 0, 0, 0, 0, 2}});
 
         k8s::Credentials creds;

@@ -670,8 +670,10 @@ TEST(StatePath, KubernetesElectionAndLeaseTimings) {
     EXPECT_EQ(c.state.lease_duration_s, 2u);
     EXPECT_EQ(c.state.renew_deadline_ms, 1500u);
     EXPECT_EQ(c.state.retry_period_ms, 500u);
+    EXPECT_EQ(c.state.refusal_grace_ms, 5000u);
     j["state"] = json::parse(R"({"source": "kubernetes", "election": "external", "lease_namespace": "egw-system",
-                                 "lease_duration_s": 4, "renew_deadline_ms": 3000, "retry_period_ms": 500})");
+                                 "lease_duration_s": 4, "renew_deadline_ms": 3000, "retry_period_ms": 500,
+                                 "refusal_grace_ms": 0})");
     c = load_text(j.dump(), "/srv/egw/egw.json");
     EXPECT_EQ(c.state.election, Election::external);
     EXPECT_STREQ(to_string(c.state.election), "external");
@@ -679,6 +681,7 @@ TEST(StatePath, KubernetesElectionAndLeaseTimings) {
     EXPECT_EQ(c.state.lease_duration_s, 4u);
     EXPECT_EQ(c.state.renew_deadline_ms, 3000u);
     EXPECT_EQ(c.state.retry_period_ms, 500u);
+    EXPECT_EQ(c.state.refusal_grace_ms, 0u);  // every refusal is a verdict at once
 }
 
 TEST(StatePath, KubeconfigIsResolvedToo) {
@@ -897,7 +900,7 @@ const ErrorCase kCases[] = {
      "unknown key \"label\", expected one of: name, labels"},
     {"UnknownState", [](json& j) { j["state"]["dir"] = "x"; }, "$.state.dir",
      "unknown key \"dir\", expected one of: source, path, poll_ms, kubeconfig, election, lease_namespace, "
-     "lease_duration_s, renew_deadline_ms, retry_period_ms"},
+     "lease_duration_s, renew_deadline_ms, retry_period_ms, refusal_grace_ms"},
     {"UnknownKeyNeedsQuoting", [](json& j) { j["eal"]["no huge"] = true; }, "$.eal[\"no huge\"]",
      "unknown key \"no huge\", expected one of: lcores, main_lcore, no_huge, memory_mb, file_prefix, vdevs, "
      "pci_allow, extra_args"},
@@ -1742,7 +1745,7 @@ json full_kubernetes_document() {
     json j = full_files_document();
     j["state"] = json::parse(R"({"source": "kubernetes", "poll_ms": 500, "kubeconfig": "/srv/egw/kube/config",
                                  "election": "external", "lease_namespace": "egw-system", "lease_duration_s": 30,
-                                 "renew_deadline_ms": 20000, "retry_period_ms": 5000})");
+                                 "renew_deadline_ms": 20000, "retry_period_ms": 5000, "refusal_grace_ms": 10000})");
     return j;
 }
 
@@ -1817,7 +1820,7 @@ TEST(ToJson, StateHoldsOnlyTheKeysOfItsSource) {
     json k = to_json(load_text(doc.dump(), "/srv/egw/egw.json"))["state"];
     EXPECT_EQ(k, json::parse(R"({"source": "kubernetes", "poll_ms": 200, "kubeconfig": "", "election": "leader",
                                  "lease_namespace": "", "lease_duration_s": 2, "renew_deadline_ms": 1500,
-                                 "retry_period_ms": 500})"));
+                                 "retry_period_ms": 500, "refusal_grace_ms": 5000})"));
 }
 
 TEST(ToJson, AbsentMacAndNextHopAreLeftOutNotNull) {
@@ -1913,7 +1916,8 @@ TEST(ToJson, KubernetesSourceWithMetricsAndElection) {
     json doc = base();
     doc["state"] = json::parse(R"({"source": "kubernetes", "kubeconfig": "kube/config", "election": "external",
                                    "lease_namespace": "egw-system", "lease_duration_s": 4,
-                                   "renew_deadline_ms": 3000, "retry_period_ms": 500, "poll_ms": 50})");
+                                   "renew_deadline_ms": 3000, "retry_period_ms": 500, "poll_ms": 50,
+                                   "refusal_grace_ms": 8000})");
     doc["metrics"] = {{"listen", "0.0.0.0:9100"}};
     Config c = load_file(dir.write("egw.json", doc.dump()).string());
     json j = expect_round_trip(c);
@@ -1925,6 +1929,7 @@ TEST(ToJson, KubernetesSourceWithMetricsAndElection) {
     EXPECT_EQ(j["state"]["renew_deadline_ms"], 3000);
     EXPECT_EQ(j["state"]["retry_period_ms"], 500);
     EXPECT_EQ(j["state"]["poll_ms"], 50);
+    EXPECT_EQ(j["state"]["refusal_grace_ms"], 8000);
     EXPECT_FALSE(j["state"].contains("path"));
 }
 

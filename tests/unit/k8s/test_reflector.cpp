@@ -445,6 +445,83 @@ TEST(ReflectorAuth, ForbiddenListLogsOnceWithAnRbacHintAndRecovers) {
     r.stop();
 }
 
+// A restarted kube-apiserver answers 403 until its RBAC informers are filled, then allows the same
+// requests: a refusal shorter than refusal_grace is never reported as a verdict (status().refused),
+// and the reflector retries often enough to see it end although its delays had grown. A refusal
+// that lasts is a verdict, once it has lasted refusal_grace, and ends with the first 2xx.
+TEST(ReflectorAuth, RefusalIsAVerdictOnlyOnceItLasts) {
+    ApiServerProcess server({"--token", "t", "--admin-token", "adm", "--bookmark-interval", "0"});
+    Credentials c;
+    c.server = server.url();
+    c.token = "t";
+    c.source = "test";
+    RawStore store;
+    auto o = fast_options();
+    o.backoff_initial = 250ms;  // egwd's: the delays grow to seconds during an outage
+    o.backoff_max = 4s;
+    o.refusal_grace = 3s;
+    Reflector r(std::make_shared<Transport>(c), resources::nodes, store, o);
+    r.start();
+    ASSERT_TRUE(eventually([&] { return r.status().watching; }));
+
+    // A restart: 1 s away, then 2 s of 403s.
+    server.control("disrupt", {{"outage", 1}, {"warmUp", 2}});
+    const auto t0 = std::chrono::steady_clock::now();
+    bool refused = false, watching_and_failing = false, saw_403 = false;
+    while (std::chrono::steady_clock::now() - t0 < 10s) {
+        auto st = r.status();
+        refused |= st.refused;
+        watching_and_failing |= st.watching && st.failing;
+        saw_403 |= st.failing && st.failure_status == 403;
+        if (std::chrono::steady_clock::now() - t0 > 3s && st.watching && !st.failing) break;
+        std::this_thread::sleep_for(10ms);
+    }
+    const auto back = std::chrono::steady_clock::now() - t0;
+    EXPECT_TRUE(saw_403) << "the warm-up refused nothing the reflector asked";
+    EXPECT_FALSE(refused) << "a 2 s refusal was taken for a verdict";
+    EXPECT_FALSE(watching_and_failing) << "status() said watching and failing at once";
+    // Refused until 3 s; retried at least every refusal_grace / 4 (0.75 s) while refused.
+    EXPECT_LT(back, 3s + 750ms + 1s) << "watching again after " << std::chrono::duration<double>(back).count() << " s";
+
+    // A lasting refusal: a verdict between refusal_grace and a retry later, then ended by a 2xx.
+    server.control("disrupt", {{"forbid", json::array({{{"verbs", {"watch", "list"}}, {"path", "/nodes"}}})}});
+    server.control("close-watches", json::object());
+    const auto t1 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(eventually([&] { return r.status().refused; }, 8s));
+    const auto judged = std::chrono::steady_clock::now() - t1;
+    EXPECT_GE(judged, 3s);
+    EXPECT_LT(judged, 3s + 750ms * 3 / 2 + 1s);
+    EXPECT_EQ(r.status().failure_status, 403);
+    server.control("disrupt", {{"clear", true}});
+    ASSERT_TRUE(eventually([&] { return r.status().watching; }, 10s));  // the delays are at most 6 s
+    auto st = r.status();
+    EXPECT_FALSE(st.refused);
+    EXPECT_FALSE(st.failing);
+    r.stop();
+}
+
+// A watch that opens with 200 after refusals ends the failure streak as status() reports it, at
+// once, although the resource is quiet (no event, no bookmark) and the stream proves nothing more.
+TEST_F(ReflectorTest, AWatchOpenedAfterRefusalsIsNotFailingOnAQuietResource) {
+    RawStore store;
+    start(store);
+    ASSERT_TRUE(eventually([&] { return reflector_->status().watching; }));
+    server_->control("faults", {{"errors", json::array({{{"verb", "watch"}, {"code", 403}, {"count", 2}}})}});
+    server_->control("close-watches", json::object());
+    ASSERT_TRUE(eventually([&] { return reflector_->status().watch_failures >= 2; }, 5s));
+    bool watching_and_failing = false;
+    const bool recovered = eventually(
+        [&] {
+            auto st = reflector_->status();
+            watching_and_failing |= st.watching && st.failing;
+            return st.watching && !st.failing && st.failure_status == 0 && !st.refused;
+        },
+        3s);
+    EXPECT_TRUE(recovered) << "still failing on an open watch: " << reflector_->status().last_error;
+    EXPECT_FALSE(watching_and_failing);
+    EXPECT_EQ(store.events(EventType::added), 0);  // quiet: nothing but the 200 ended it
+}
+
 TEST(ReflectorStop, StopsPromptlyWithAnOpenWatchAndWhileBackingOff) {
     ApiServerProcess server;
     Credentials c;

@@ -215,6 +215,27 @@ TEST(Liveness, CountsLiveLeasesOfEgwInstancesOnly) {
     EXPECT_FALSE(liveness(ObjectSet{}, seen, kT0).next_change);
 }
 
+// A Lease that ran out is expired only once the API accepted a write of this egwd sent after it
+// ran out: until then its holder's renewals may have been refused as this egwd's were.
+TEST(Liveness, ExpiredOnlyOnceAWriteSentSinceWasAccepted) {
+    ObjectSet o;
+    o.upsert(lease("egw-node-a", "a", kNow));
+    o.upsert(lease("egw-node-b", "b", kNow));
+    LeaseObservations seen;
+    seen.view_since = kT0 - std::chrono::seconds(100);
+    seen.changed["egw/egw-node-a"] = kT0 - std::chrono::seconds(20);  // ran out at kT0 - 5 s
+    seen.changed["egw/egw-node-b"] = kT0 - std::chrono::seconds(1);   // live until kT0 + 14 s
+    seen.write_accepted_sent = kT0 - std::chrono::seconds(6);         // before a ran out
+    Liveness lv = liveness(o, seen, kT0);
+    EXPECT_EQ(lv.live, (std::set<std::string>{"a", "b"}));
+    ASSERT_TRUE(lv.next_change);
+    EXPECT_EQ(*lv.next_change, kT0 + std::chrono::seconds(14));  // only a live-by-clock Lease schedules
+    seen.write_accepted_sent = kT0 - std::chrono::seconds(5);    // sent as it ran out: confirms it
+    EXPECT_EQ(liveness(o, seen, kT0).live, (std::set<std::string>{"b"}));
+    seen.write_accepted_sent.reset();  // not known: by the clock alone
+    EXPECT_EQ(liveness(o, seen, kT0).live, (std::set<std::string>{"b"}));
+}
+
 TEST(Allocations, CountsLoadPerNode) {
     Allocations a;
     a.assign("ns/a", "n1");
