@@ -15,6 +15,7 @@
 
 #include "dataplane/counter.h"
 #include "dataplane/drop_reason.h"
+#include "dataplane/flow_owner.h"
 #include "dataplane/icmp_errors.h"
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
@@ -99,6 +100,7 @@ struct DataplaneShared {
     // kSweepPassMs and kSweepStepMaxMs in TSC ticks; 0: a sweep step every poll iteration.
     uint64_t sweep_pass_ticks = 0;
     uint64_t sweep_step_max_ticks = 0;
+    FlowOwners flow_owners;  // which worker owns a flow from inside (flow_owner.h)
     std::atomic<bool> stop{false};
 };
 

@@ -418,11 +418,13 @@ class TrafficUnderChange(unittest.TestCase):
 
     # --- tests (in name order, each leaves web hosted on gw-1 unless it says otherwise) ------
 
-    def test_0_two_queues_per_port_each_flow_on_the_worker_that_received_it(self):
+    def test_0_two_queues_per_port_each_flow_on_the_worker_its_key_names(self):
         """Two workers, two queues per port: net_af_packet's fan-out by flow hash spreads the
-        pod's flows over both queues (as RSS would); each flow's session lives on exactly one
-        worker, with a NAT port of that worker's block, and its reply comes back, through the
-        software hand-off where it arrived on the other queue (net_af_packet has no rte_flow)."""
+        pod's flows over both queues; each flow is owned by the worker its key hashes to (handed
+        there when the kernel gave it to the other queue, as it has no RSS of egw's), its session
+        lives on exactly that worker, with a NAT port of that worker's block, the flows are spread
+        over both, and each reply comes back, through the software hand-off where it arrived on
+        the other queue (net_af_packet has no rte_flow)."""
         ctl = [str(harness.egwctl_binary()), "-p", self.rig.prefix("gw-1"), "--json"]
         steering = json.loads(run(ctl + ["show", "steering"], 20).stdout)
         (ext,) = steering["ports"]

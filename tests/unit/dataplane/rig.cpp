@@ -298,6 +298,8 @@ void Rig::setup(const RigOptions& o) {
                                    t.tcp_half_closed_s * hz};
     shared.icmp_limit = dp::make_icmp_limit(cfg.icmp.errors_per_second, cfg.icmp.burst, hz);
     shared.tx_stall_ticks = hz * dp::kTxStallMs / 1000;
+    // No virtual device hashes: every flow's owner is worked out in software (flow_owner.h).
+    dp::flow_owners_init(shared.flow_owners, n_workers, dp::kMaxRetaEntries);
     shared.neighbors = new dp::NeighborTable(cfg.arp.max_neighbors);
     shared.neighbors6 = new dp::NeighborTable6(cfg.arp.max_neighbors);
     shared.next_hop_field = g_next_hop_field;

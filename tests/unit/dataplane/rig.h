@@ -178,6 +178,12 @@ public:
     std::vector<ToControl> to_control();
     // Frames waiting in the hand-off ring from worker `from` to worker `to`.
     unsigned handoff_pending(unsigned from, unsigned to) const;
+    // Every flow from inside owned by `worker` from now on (its hash notwithstanding), for tests of
+    // what else several workers do (replies handed to their owner by NAT port).
+    void own_flows_from_inside_on(unsigned worker) {
+        for (uint8_t& o : shared.flow_owners.worker)
+            o = static_cast<uint8_t>(worker);
+    }
 
     uint64_t drops(dp::DropReason r, unsigned worker = 0) const;
     uint64_t total_drops(unsigned worker = 0) const;

@@ -10,8 +10,9 @@
 //   next hop while sessions cache it;
 // - two workers, one receiving every flow and owning it;
 // - two and four workers each polling its own queue of every port, flows spread over the queues
-//   by a hash of the 5-tuple as RSS does: the receiver owns each flow, replies that hash to
-//   another queue are handed to the owner, counted exactly;
+//   by the Toeplitz hash of the 4-tuple as a NIC egwd programmed does: the receiver owns each
+//   flow, with no hand-off, replies that hash to another queue are handed to the owner, counted
+//   exactly;
 // - the counters read while the workers write them, as the metrics thread reads them;
 // - each family's neighbour table alone, a slot handed between next hops under a reader thread.
 // Every frame sent must come out exactly once, translated as the policy says at every moment
@@ -309,7 +310,9 @@ TEST_F(DataplaneTest, NeighbourSlotGivenToAnotherNextHopWhileAWorkerForwardsNeve
 TEST_F(DataplaneTest, TwoWorkerThreadsWhilePoliciesChangeTheReceiverOwnsEveryFlow) {
     Rig& r = start(threaded(2));
     // 2000-2001 lie in worker 0's port block, 40000-40001 in worker 1's: worker 0 receives all
-    // and owns all (the receiver of a flow's first packet owns it), with NAT ports of its block.
+    // and owns all (its redirection table names it for every flow from inside), with NAT ports of
+    // its block.
+    r.own_flows_from_inside_on(0);
     Traffic t{r, {2000, 40000, 2001, 40001}, 10000};
     {
         WorkerThreads threads(r);
@@ -328,16 +331,12 @@ TEST_F(DataplaneTest, TwoWorkerThreadsWhilePoliciesChangeTheReceiverOwnsEveryFlo
     }
 }
 
-// RSS as a NIC does it: a hash of the 5-tuple picks the queue, the same for every packet of a
-// flow in one direction; a reply's tuple is another one and generally hashes elsewhere.
-unsigned rss_queue(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, unsigned n) {
-    uint32_t h = src ^ (dst * 0x9E3779B1u) ^ (((uint32_t{sport} << 16) | dport) * 0x27D4EB2Fu);
-    h ^= h >> 16;  // murmur3's finaliser: every input bit reaches the low bits
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    return h % n;
+// RSS as a NIC egwd programmed does it: the Toeplitz hash of the 4-tuple with egw's key, through
+// egw's redirection table, picks the queue (flow_owner.h), the same for every packet of a flow in
+// one direction; a reply's tuple is another one and generally hashes elsewhere.
+unsigned rss_queue(const Rig& r, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport) {
+    dp::FlowKey k{nbo32(src), nbo32(dst), nbo16(sport), nbo16(dport), 17 /* UDP */, {}};
+    return dp::flow_owner(r.shared.flow_owners, k);
 }
 
 struct Flow {
@@ -382,7 +381,7 @@ void RssSpreadFlowsOverWorkerThreads(Rig& r, unsigned n) {
     for (unsigned i = 0; i < kFlows; ++i) {
         uint32_t pod = i % 2 ? kPod11 : kPod10;
         auto sport = static_cast<uint16_t>(1100 + i * 677);  // across every worker's block and below it
-        flows.push_back({pod, sport, rss_queue(pod, kServer, sport, kDport, n)});
+        flows.push_back({pod, sport, rss_queue(r, pod, kServer, sport, kDport)});
     }
     std::vector<std::pair<unsigned, Bytes>> out, back;
     for (uint32_t seq = 0; seq < kFlows * kRounds; ++seq) {
@@ -405,14 +404,14 @@ void RssSpreadFlowsOverWorkerThreads(Rig& r, unsigned n) {
             Flow& f = flows[seq % kFlows];
             if (!f.nat) f.nat = p.sport;
             EXPECT_EQ(p.sport, f.nat) << "flow " << f.sport << " changed its translated port";
-            // The worker that received the flow took a port of its own block.
+            // The worker that received the flow, its owner, took a port of its own block.
             EXPECT_GE(p.sport, r.w(f.out_queue).nat_port_lo) << f.sport;
             EXPECT_LE(p.sport, r.w(f.out_queue).nat_port_hi) << f.sport;
             return seq;
         });
         if (::testing::Test::HasFatalFailure()) return;
         for (Flow& f : flows)
-            f.in_queue = rss_queue(kServer, kIngress, kDport, f.nat, n);
+            f.in_queue = rss_queue(r, kServer, kIngress, kDport, f.nat);
         for (uint32_t seq = 0; seq < kFlows * kRounds; ++seq) {
             const Flow& f = flows[seq % kFlows];
             back.push_back({f.in_queue, r.from_ext1(udp_ip(kServer, kDport, kIngress, f.nat, seq_payload(seq)))});
