@@ -89,9 +89,12 @@ struct DataplaneShared {
     uint16_t nat_port_max = 65535;
     Timeouts timeouts;
     bool tcp_strict = false;         // only a SYN opens a TCP session (else also mid-stream segments)
-    uint32_t pod_session_limit = 0;  // sessions one pod may have on each worker; 0: no limit
-    int next_hop_field = -1;         // mbuf dynfield offset: a held packet's next hop (held.h)
-    IcmpLimit icmp_limit;            // set before the workers start
+    uint32_t pod_session_limit = 0;  // sessions.max_per_pod: sessions one pod may have; 0: no limit
+    // With several workers, the pod budget they share for that limit (pod_budget.h); none: each
+    // worker counts against the limit alone (one worker, or a test of one).
+    const PodBudget* pod_budget = nullptr;
+    int next_hop_field = -1;  // mbuf dynfield offset: a held packet's next hop (held.h)
+    IcmpLimit icmp_limit;     // set before the workers start
     // Fragmentation for the egress MTU (output.cpp): a fragment is a direct mbuf holding its
     // headers, chained to an indirect one that points into the original datagram.
     rte_mempool* frag_direct = nullptr;

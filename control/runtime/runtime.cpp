@@ -2,6 +2,7 @@
 #include "control/runtime/runtime.h"
 
 #include "control/runtime/mbuf_pool.h"
+#include "control/runtime/pod_limit.h"
 
 #include "dataplane/held.h"
 #include "dataplane/reassembly.h"
@@ -118,6 +119,7 @@ Runtime::~Runtime() {
         rte_free(w);
     }
     rte_free(shared_.qsbr);
+    rte_free(pod_budget_.counts);
     delete shared_.neighbors;
     delete shared_.neighbors6;
 }
@@ -194,8 +196,19 @@ void Runtime::setup(unsigned mbufs) {
     shared_.sweep_pass_ticks = tsc_hz_ * dp::kSweepPassMs / 1000;
     shared_.sweep_step_max_ticks = tsc_hz_ * dp::kSweepStepMaxMs / 1000;
     shared_.tcp_strict = cfg_.sessions.tcp_open == config::TcpOpen::strict;
-    // A pod's flows spread over the workers as RSS spreads flows, so each worker holds its share.
-    shared_.pod_session_limit = cfg_.sessions.max_per_pod ? (cfg_.sessions.max_per_pod + n_workers - 1) / n_workers : 0;
+    // The whole limit on every worker, several of them sharing one budget per pod (pod_limit.h).
+    PodLimitPlan pod_limit = plan_pod_limit(cfg_.sessions, n_workers);
+    shared_.pod_session_limit = pod_limit.limit;
+    if (uint32_t row = pod_limit.budget_row) {
+        pod_budget_.mask = row - 1;
+        pod_budget_.counts = static_cast<std::atomic<uint32_t>*>(
+            rte_zmalloc_socket("egw_pod_budget", sizeof(std::atomic<uint32_t>) * 2 * row, RTE_CACHE_LINE_SIZE,
+                               static_cast<int>(main_socket())));
+        if (!pod_budget_.counts)
+            throw RuntimeError("cannot allocate the pod session budget of " + std::to_string(2 * row) +
+                               " counters (raise eal.memory_mb)");
+        shared_.pod_budget = &pod_budget_;
+    }
     shared_.neighbors = new dp::NeighborTable(cfg_.arp.max_neighbors);
     shared_.neighbors6 = new dp::NeighborTable6(cfg_.arp.max_neighbors);
     shared_.to_control = rte_ring_create("egw_to_ctrl", 4096, static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
@@ -333,6 +346,8 @@ void Runtime::setup(unsigned mbufs) {
             throw RuntimeError("cannot allocate " + std::to_string(per_worker) + " IPv4 and " +
                                std::to_string(per_worker6) + " IPv6 sessions for worker " + std::to_string(i) +
                                " (raise eal.memory_mb, or lower sessions.max or sessions.max_ipv6)");
+        w->sessions.share_pod_budget(shared_.pod_budget);
+        w->sessions6.share_pod_budget(shared_.pod_budget);
         const config::ReassemblyConfig& ra = cfg_.reassembly;
         w->reassembly =
             dp::reassembly_create(ra.max_datagrams, ra.max_fragments, ra.timeout_ms * tsc_hz_ / 1000, wsocket);

@@ -74,6 +74,7 @@ private:
 
     const config::Config& cfg_;
     dp::DataplaneShared shared_;
+    dp::PodBudget pod_budget_;  // shared_.pod_budget when it has one
     std::vector<dp::Worker*> workers_;
     std::vector<PortInfo> ports_;
     rte_mempool* pool_on(unsigned socket);  // the pool of a socket, made on first use

@@ -139,6 +139,7 @@ public:
     config::Config cfg;
     uint16_t pods = 0, ext1 = 0, ext2 = 0;  // DPDK port ids
     dp::DataplaneShared shared;
+    dp::PodBudget pod_budget;  // shared.pod_budget when cfg.sessions.max_per_pod and several workers give one
     std::vector<dp::Worker*> workers;
 
     dp::Worker& w(unsigned i = 0) { return *workers.at(i); }

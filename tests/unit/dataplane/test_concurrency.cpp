@@ -9,6 +9,7 @@
 // - the neighbour table's MAC of the destination rewritten in place, and its slot given to another
 //   next hop while sessions cache it;
 // - two workers, one receiving every flow and owning it;
+// - the pod budget of sessions.max_per_pod, drawn on by four threads at once;
 // - two and four workers each polling its own queue of every port, flows spread over the queues
 //   by the Toeplitz hash of the 4-tuple as a NIC egwd programmed does: the receiver owns each
 //   flow, with no hand-off, replies that hash to another queue are handed to the owner, counted
@@ -39,6 +40,7 @@
 
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
+#include "dataplane/tables/pod_budget.h"
 #include "tests/unit/dataplane/rig.h"
 
 namespace egw::test {
@@ -640,6 +642,61 @@ TYPED_TEST(NeighbourTableThreads, SlotGivenToAnotherNextHopUnderAReaderNeverLend
     EXPECT_EQ(rounds, kRounds);
     EXPECT_EQ(lent.load(), 0u) << "the reader took the other next hop's MAC for its own";
     EXPECT_GE(resolved.load(), rounds);
+}
+
+}  // namespace
+}  // namespace egw::test
+
+namespace egw::test {
+namespace {
+
+// The pod budget (dataplane/tables/pod_budget.h) as workers share it: four threads admit and
+// release sessions of one pod with a limit well below what they try together. Never more than the
+// limit are held at once (each thread counts what it holds in an atomic beside the budget), every
+// admission is given back in the end, and a pod sharing no counter with it is not held back by it.
+TEST(PodBudgetThreads, AdmissionsOfOnePodOnFourThreadsNeverPassTheLimit) {
+    constexpr uint32_t kRow = 1024, kLimit = 5;
+    constexpr unsigned kThreads = 4, kRounds = 20000;
+    std::vector<std::atomic<uint32_t>> counts(2 * kRow);
+    dp::PodBudget budget{counts.data(), kRow - 1};
+    const uint64_t pod = dp::pod_budget_key(uint32_t{0x0af4010a});
+    std::atomic<uint32_t> held{0}, most{0};
+    std::atomic<uint64_t> admitted{0}, refused{0};
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < kThreads; ++t)
+        threads.emplace_back([&] {
+            for (unsigned i = 0; i < kRounds; ++i) {
+                if (!budget.admit(pod, kLimit)) {
+                    refused.fetch_add(1);
+                    continue;
+                }
+                uint32_t now = held.fetch_add(1) + 1;
+                for (uint32_t m = most.load(); now > m && !most.compare_exchange_weak(m, now);)
+                    ;
+                admitted.fetch_add(1);
+                held.fetch_sub(1);
+                budget.release(pod);
+            }
+        });
+    for (auto& t : threads)
+        t.join();
+    EXPECT_LE(most.load(), kLimit);
+    EXPECT_EQ(admitted.load() + refused.load(), uint64_t{kThreads} * kRounds);
+    EXPECT_GT(admitted.load(), 0u);
+    EXPECT_EQ(budget.held(pod), 0u);
+
+    // Filled to the limit: the next one is refused, another pod is not.
+    for (uint32_t i = 0; i < kLimit; ++i)
+        EXPECT_TRUE(budget.admit(pod, kLimit)) << i;
+    EXPECT_FALSE(budget.admit(pod, kLimit));
+    EXPECT_EQ(budget.held(pod), kLimit);
+    uint64_t other = 0;
+    for (uint32_t a = 0x0af40114;; ++a) {
+        other = dp::pod_budget_key(a);
+        if ((other & (kRow - 1)) != (pod & (kRow - 1)) && ((other >> 32) & (kRow - 1)) != ((pod >> 32) & (kRow - 1)))
+            break;
+    }
+    EXPECT_TRUE(budget.admit(other, kLimit));
 }
 
 }  // namespace
