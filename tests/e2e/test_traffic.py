@@ -150,6 +150,22 @@ def egwd_config(gw, kubeconfig, file_prefix):
     }
 
 
+# egw's RSS key (dataplane/flow_owner.h, Microsoft's verification key) and the owner of a flow from
+# inside it gives: the Toeplitz hash of (source, destination, source port, destination port)
+# through egw's redirection table (entry j: worker j mod N, over 512 entries on virtual devices).
+RSS_KEY = bytes.fromhex("6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c6a42b73bbeac01fa")
+
+
+def flow_owner(src, dst, sport, dport, workers):
+    data = (bytes(map(int, src.split("."))) + bytes(map(int, dst.split("."))) + sport.to_bytes(2, "big")
+            + dport.to_bytes(2, "big"))
+    key, key_bits, h = int.from_bytes(RSS_KEY, "big"), len(RSS_KEY) * 8, 0
+    for i in range(len(data) * 8):
+        if data[i // 8] >> (7 - i % 8) & 1:
+            h ^= (key >> (key_bits - 32 - i)) & 0xFFFFFFFF
+    return (h & 511) % workers
+
+
 class Rig(harness.NamespaceRig):
     """The suite's NamespaceRig with a topology of its own (two veths per namespace, one to each
     gateway) instead of scripts/netns.sh's, and the thread that moves routes after web's host."""
@@ -462,6 +478,9 @@ class TrafficUnderChange(unittest.TestCase):
         for flow, ss in by_flow.items():
             self.assertEqual(len(ss), 1, f"{flow} has sessions on several workers: {ss}")
             w = ss[0]["worker"]
+            pod_port = int(flow.split(":")[1])
+            self.assertEqual(w, flow_owner(POD, EXT, pod_port, UDP_PORT, 2),
+                             f"{flow}: its session is not on the worker its key names")
             nat = int(ss[0]["outside"].split(":")[1])
             lo, hi = blocks[w]
             self.assertTrue(lo <= nat <= hi, f"{flow}: NAT port {nat} outside worker {w}'s block {lo}-{hi}")
