@@ -422,7 +422,7 @@ void Runtime::program_reta(const PortInfo& p) {
                      p.name, p.rx_queues, workers_.size());
         return;
     }
-    std::vector<rte_eth_rss_reta_entry64> reta(RTE_MAX(1u, p.reta_size / RTE_ETH_RETA_GROUP_SIZE));
+    std::vector<rte_eth_rss_reta_entry64> reta(std::max<unsigned>(1, p.reta_size / RTE_ETH_RETA_GROUP_SIZE));
     for (unsigned j = 0; j < p.reta_size; ++j) {
         auto& group = reta[j / RTE_ETH_RETA_GROUP_SIZE];
         group.mask |= uint64_t{1} << (j % RTE_ETH_RETA_GROUP_SIZE);
