@@ -614,6 +614,7 @@ void Rig::process(unsigned worker, const std::vector<In>& burst) {
     for (const auto& in : burst) {
         pkts.push_back(mbuf_of(in.port, in.frame, in.segment));
         pkts.back()->ol_flags |= in.ol_flags;
+        pkts.back()->hash.rss = in.rss_hash;
     }
     const dp::PolicySnapshot* p = shared.policy.current.load(std::memory_order_acquire);
     dp::worker_process_burst(w(worker), *p, pkts.data(), static_cast<uint16_t>(pkts.size()));

@@ -7,6 +7,7 @@
 // here; other workers get their bursts through Rig::process).
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <rte_mbuf.h>
 
 #include <algorithm>
 #include <cstring>
@@ -141,6 +142,41 @@ TEST_F(DataplaneTest, UnevenSplitGivesTheRemainderToTheLastWorker) {
         EXPECT_GE(port, r.w(owner).nat_port_lo) << port;
         EXPECT_LE(port, r.w(owner).nat_port_hi) << port;
     }
+}
+
+// On a port whose NIC hashes as egwd set it up (FlowOwners::hardware), a TCP or UDP packet from
+// inside that carries the NIC's hash (RTE_MBUF_F_RX_RSS_HASH) is owned by that hash's entry, taken
+// as it is: nothing is computed, and the packet stays on the worker the hash names although the
+// hash of its key worked out here names the other. Without the flag, or on another port, the key
+// decides.
+TEST_F(DataplaneTest, NicHashOfAProgrammedPortIsTakenAsItIs) {
+    Rig& r = start(two_workers());
+    // Three UDP flows of kPod10 whose keys name worker 1.
+    std::vector<uint16_t> ports;
+    for (uint16_t port = 40000; ports.size() < 3; ++port) {
+        dp::FlowKey k{nbo32(kPod10), nbo32(kServer), nbo16(port), nbo16(53), IPPROTO_UDP, {}};
+        if (dp::flow_owner(r.shared.flow_owners, k) == 1) ports.push_back(port);
+    }
+    const uint32_t worker0_hash = 0x1000;  // redirection entry 0: worker 0
+    ASSERT_EQ(dp::owner_of_hash(r.shared.flow_owners, worker0_hash), 0u);
+    auto frame = [&](uint16_t port) { return r.from_pod(kPod10, udp_ip(kPod10, port, kServer, 53, text("q"))); };
+    // Not a programmed port: the key decides, worker 1.
+    r.process(0, {{r.pods, frame(ports[0]), RTE_MBUF_F_RX_RSS_HASH, 0, worker0_hash}});
+    EXPECT_EQ(r.w(0).counters.handed_off, 1u);
+    r.poll(1);
+    EXPECT_EQ(r.sessions(1).size(), 1u);
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    // A programmed port: the NIC's hash names worker 0, which keeps the flow.
+    r.shared.flow_owners.hardware = 1u << r.pods;
+    r.process(0, {{r.pods, frame(ports[1]), RTE_MBUF_F_RX_RSS_HASH, 0, worker0_hash}});
+    EXPECT_EQ(r.w(0).counters.handed_off, 1u) << "no hand-off: the NIC's hash names worker 0";
+    EXPECT_EQ(r.sessions(0).size(), 1u);
+    EXPECT_EQ(single(r.tx(r.ext1)).src, kIngress);
+    // The same port without the flag (no hash delivered): the key decides again.
+    r.process(0, {{r.pods, frame(ports[2]), 0, 0, worker0_hash}});
+    EXPECT_EQ(r.w(0).counters.handed_off, 2u);
+    EXPECT_EQ(r.handoff_pending(0, 1), 1u);
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
 }
 
 // A flow from inside is owned by the worker its key names (flow_owner.h), whichever received it:
