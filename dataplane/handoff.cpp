@@ -5,6 +5,7 @@
 // session is looked up.
 #include <rte_ring.h>
 
+#include "dataplane/flow_owner.h"
 #include "dataplane/nat_ports.h"
 #include "dataplane/stages.h"
 
@@ -25,18 +26,23 @@ void worker_assign_port_block(Worker& w) {
                                                 : static_cast<uint16_t>(sh.nat_port_min + (w.index + 1) * block - 1);
 }
 
-// Going out, the worker that receives a flow owns it: RSS (or the driver's fan-out) gives every
-// packet of a flow to the same queue, so that worker saw the first packet and made the session
-// with a NAT port of its own block. Coming back, the NAT destination port names the owner (where
-// rte_flow steers replies by port block this is already the receiving worker). Packets with no
-// key stay where they are, and so do replies to a port outside the NAT range (no session
-// anywhere). IPv6 the same way: its NAT ports are cut into the same blocks. An ICMP error from the inside quotes the
-// pod-side tuple, which does not name the owner: it stays too, and finds its session only on the owner
-// (docs/architecture.md).
-unsigned owner_of(const Worker& w, const PacketMeta& pk) {
-    if (pk.kind == Kind::other || pk.dir == Dir::in2out) return w.index;
-    uint16_t port = rte_be_to_cpu_16(pk.v6 ? pk.key6.dport : pk.key.dport);
+// Going out, the flow's key names its owner (flow_owner.h): the hash a NIC's RSS applies, so a
+// flow's unfragmented packets arrive there already on a NIC egwd programmed (their hardware hash,
+// `hw_hash`, is taken as it is), and its datagrams put together from fragments, which a NIC gave
+// to a worker by their addresses alone, and the ICMP errors a pod sends about it, which quote its
+// key, are handed to that same worker. Coming back, the NAT destination port names the owner
+// (where rte_flow steers replies by port block this is already the receiving worker), and an
+// error from outside quotes the translated packet, so its NAT port too. Packets with no key stay
+// where they are, and so do replies to a port outside the NAT range (no session anywhere). IPv6
+// the same way: its NAT ports are cut into the same blocks (docs/architecture.md).
+unsigned owner_of(const Worker& w, const PacketMeta& pk, const uint32_t* hw_hash) {
+    if (pk.kind == Kind::other) return w.index;
     const DataplaneShared& sh = *w.shared;
+    if (pk.dir == Dir::in2out) {
+        if (hw_hash) return owner_of_hash(sh.flow_owners, *hw_hash);
+        return pk.v6 ? flow_owner(sh.flow_owners, pk.key6) : flow_owner(sh.flow_owners, pk.key);
+    }
+    uint16_t port = rte_be_to_cpu_16(pk.v6 ? pk.key6.dport : pk.key.dport);
     if (port >= sh.nat_port_min && port <= sh.nat_port_max) return owner_of_port(sh, port);
     return w.index;
 }

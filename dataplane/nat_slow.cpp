@@ -133,6 +133,22 @@ inline bool tcp_may_open(const uint8_t* l4, bool strict) {
     return !strict;
 }
 
+// sessions.max_per_pod: with one worker its table's own count of the pod's sessions; with
+// several, the budget they share (pod_budget.h), of which a session is taken here and given back
+// by pod_refund() when the session is not made after all, or by the table when it closes.
+template <class Table, class Pod>
+bool pod_admitted(Worker& w, const Table& t, const Pod& pod) {
+    uint32_t limit = w.shared->pod_session_limit;
+    if (!limit) return true;
+    if (const PodBudget* budget = w.shared->pod_budget) return budget->admit(pod_budget_key(pod), limit);
+    return t.pod_sessions(pod) < limit;
+}
+
+template <class Pod>
+void pod_refund(Worker& w, const Pod& pod) {
+    if (w.shared->pod_session_limit && w.shared->pod_budget) w.shared->pod_budget->release(pod_budget_key(pod));
+}
+
 // Creates the session of an outgoing packet classified `translate`. Returns its index, or kNone
 // with the packet marked as a drop.
 uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
@@ -150,20 +166,21 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
     s.service_id = f.service_id;
     s.service_version = f.version;
     ServiceCounters& sc = w.service_counters[s.service_id];
-    // One pod may not take the table: past its share it is refused, whoever else waits.
-    uint32_t pod_limit = w.shared->pod_session_limit;
-    if (pod_limit && w.sessions.pod_sessions(s.pod_ip) >= pod_limit) {
+    // One pod may not take the table: past its limit it is refused, whoever else waits.
+    if (!pod_admitted(w, w.sessions, s.pod_ip)) {
         b.drop(i, DropReason::pod_session_limit);
         return SessionTable::kNone;
     }
     // A full table may hold sessions that expired since the sweep last passed them: one of them
     // makes room before the new flow is refused (and before a port is chosen, since it frees one).
     if (unlikely(w.sessions.active() == w.sessions.capacity()) && !worker_reclaim_expired(w, p)) {
+        pod_refund(w, s.pod_ip);
         b.drop(i, DropReason::session_limit);
         return SessionTable::kNone;
     }
     uint32_t h_outside = 0;
     if (!allocate_port(w, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
+        pod_refund(w, s.pod_ip);
         count(sc.port_alloc_failures);
         b.drop(i, DropReason::port_exhausted);
         return SessionTable::kNone;
@@ -184,6 +201,7 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
     // The miss lookup hashed the inside key (pk.key is the inside key of an outgoing packet).
     uint32_t idx = w.sessions.create(s, pk.key_hash, h_outside);
     if (idx == SessionTable::kNone) {
+        pod_refund(w, s.pod_ip);
         b.drop(i, DropReason::session_limit);
         return idx;
     }
@@ -211,17 +229,18 @@ uint32_t create_session6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned 
     s.service_version = f.version;
     ServiceCounters& sc = w.service_counters[s.service_id];
     SessionTable6& st = w.sessions6;
-    uint32_t pod_limit = w.shared->pod_session_limit;
-    if (pod_limit && st.pod_sessions(s.pod_ip) >= pod_limit) {
+    if (!pod_admitted(w, st, s.pod_ip)) {
         b.drop(i, DropReason::pod_session_limit);
         return SessionTable6::kNone;
     }
     if (unlikely(st.active() == st.capacity()) && !worker_reclaim_expired6(w, p)) {
+        pod_refund(w, s.pod_ip);
         b.drop(i, DropReason::session_limit);
         return SessionTable6::kNone;
     }
     uint32_t h_outside = 0;
     if (!allocate_port6(w, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
+        pod_refund(w, s.pod_ip);
         count(sc.port_alloc_failures);
         b.drop(i, DropReason::port_exhausted);
         return SessionTable6::kNone;
@@ -237,6 +256,7 @@ uint32_t create_session6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned 
     // The miss lookup hashed the inside key, as for IPv4.
     uint32_t idx = st.create(s, pk.key_hash, h_outside);
     if (idx == SessionTable6::kNone) {
+        pod_refund(w, s.pod_ip);
         b.drop(i, DropReason::session_limit);
         return idx;
     }

@@ -77,8 +77,10 @@ void stage_output(Worker& w, const PolicySnapshot& p, Burst& b);
 void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s);
 void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s);
 
-// The worker owning the session of a parsed packet (handoff.cpp).
-unsigned owner_of(const Worker& w, const PacketMeta& pk);
+// The worker owning the session of a parsed packet (handoff.cpp). `hw_hash`: the NIC's RSS hash
+// of a TCP or UDP packet from inside that is not a fragment, when its port hashes as egwd set it
+// up (FlowOwners::hardware); nullptr: the owner is worked out from the packet's key.
+unsigned owner_of(const Worker& w, const PacketMeta& pk, const uint32_t* hw_hash = nullptr);
 
 // Frames not made by the pipeline (the control thread's inject ring): transmitted on their
 // m->port, dropped when it is not one of egw's ports (output.cpp); held to the port's MTU.

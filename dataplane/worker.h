@@ -15,6 +15,7 @@
 
 #include "dataplane/counter.h"
 #include "dataplane/drop_reason.h"
+#include "dataplane/flow_owner.h"
 #include "dataplane/gateway_icmp_error_kinds.h"
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
@@ -88,9 +89,12 @@ struct DataplaneShared {
     uint16_t nat_port_max = 65535;
     Timeouts timeouts;
     bool tcp_strict = false;         // only a SYN opens a TCP session (else also mid-stream segments)
-    uint32_t pod_session_limit = 0;  // sessions one pod may have on each worker; 0: no limit
-    int next_hop_field = -1;         // mbuf dynfield offset: a held packet's next hop (held.h)
-    IcmpLimit icmp_limit;            // set before the workers start
+    uint32_t pod_session_limit = 0;  // sessions.max_per_pod: sessions one pod may have; 0: no limit
+    // With several workers, the pod budget they share for that limit (pod_budget.h); none: each
+    // worker counts against the limit alone (one worker, or a test of one).
+    const PodBudget* pod_budget = nullptr;
+    int next_hop_field = -1;  // mbuf dynfield offset: a held packet's next hop (held.h)
+    IcmpLimit icmp_limit;     // set before the workers start
     // Fragmentation for the egress MTU (output.cpp): a fragment is a direct mbuf holding its
     // headers, chained to an indirect one that points into the original datagram.
     rte_mempool* frag_direct = nullptr;
@@ -99,6 +103,7 @@ struct DataplaneShared {
     // kSweepPassMs and kSweepStepMaxMs in TSC ticks; 0: a sweep step every poll iteration.
     uint64_t sweep_pass_ticks = 0;
     uint64_t sweep_step_max_ticks = 0;
+    FlowOwners flow_owners;  // which worker owns a flow from inside (flow_owner.h)
     std::atomic<bool> stop{false};
 };
 

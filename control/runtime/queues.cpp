@@ -9,7 +9,8 @@ namespace egw::control {
 
 uint64_t wanted_rss_hf() {
     return RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_FRAG_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_OTHER | RTE_ETH_RSS_NONFRAG_IPV4_TCP |
-           RTE_ETH_RSS_NONFRAG_IPV4_UDP;
+           RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_IPV6 | RTE_ETH_RSS_FRAG_IPV6 | RTE_ETH_RSS_NONFRAG_IPV6_OTHER |
+           RTE_ETH_RSS_NONFRAG_IPV6_TCP | RTE_ETH_RSS_NONFRAG_IPV6_UDP;
 }
 
 QueuePlan plan_queues(unsigned configured, unsigned n_workers, unsigned max_rx, uint64_t rss_offloads) {
@@ -31,6 +32,11 @@ std::string describe_rss(uint64_t rss_hf) {
         {RTE_ETH_RSS_NONFRAG_IPV4_OTHER, "ipv4-other"},
         {RTE_ETH_RSS_NONFRAG_IPV4_TCP, "ipv4-tcp"},
         {RTE_ETH_RSS_NONFRAG_IPV4_UDP, "ipv4-udp"},
+        {RTE_ETH_RSS_IPV6, "ipv6"},
+        {RTE_ETH_RSS_FRAG_IPV6, "ipv6-frag"},
+        {RTE_ETH_RSS_NONFRAG_IPV6_OTHER, "ipv6-other"},
+        {RTE_ETH_RSS_NONFRAG_IPV6_TCP, "ipv6-tcp"},
+        {RTE_ETH_RSS_NONFRAG_IPV6_UDP, "ipv6-udp"},
     };
     std::string out;
     auto add = [&](const char* name) {

@@ -10,8 +10,9 @@
 
 namespace egw::control {
 
-// RSS hash types egw asks for: IPv4 addresses and, for TCP and UDP, the ports too, so that the
-// flows of one pod spread over the workers. (A flow's packets always hash alike either way.)
+// RSS hash types egw asks for: IPv4 and IPv6 addresses and, for TCP and UDP, the ports too, so
+// that the flows of one pod spread over the workers, in both families. (Without the IPv6 types a
+// NIC gives every IPv6 packet to queue 0.)
 uint64_t wanted_rss_hf();
 
 struct QueuePlan {

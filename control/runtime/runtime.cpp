@@ -2,6 +2,7 @@
 #include "control/runtime/runtime.h"
 
 #include "control/runtime/mbuf_pool.h"
+#include "control/runtime/pod_limit.h"
 
 #include "dataplane/held.h"
 #include "dataplane/reassembly.h"
@@ -118,6 +119,7 @@ Runtime::~Runtime() {
         rte_free(w);
     }
     rte_free(shared_.qsbr);
+    rte_free(pod_budget_.counts);
     delete shared_.neighbors;
     delete shared_.neighbors6;
 }
@@ -194,8 +196,19 @@ void Runtime::setup(unsigned mbufs) {
     shared_.sweep_pass_ticks = tsc_hz_ * dp::kSweepPassMs / 1000;
     shared_.sweep_step_max_ticks = tsc_hz_ * dp::kSweepStepMaxMs / 1000;
     shared_.tcp_strict = cfg_.sessions.tcp_open == config::TcpOpen::strict;
-    // A pod's flows spread over the workers as RSS spreads flows, so each worker holds its share.
-    shared_.pod_session_limit = cfg_.sessions.max_per_pod ? (cfg_.sessions.max_per_pod + n_workers - 1) / n_workers : 0;
+    // The whole limit on every worker, several of them sharing one budget per pod (pod_limit.h).
+    PodLimitPlan pod_limit = plan_pod_limit(cfg_.sessions, n_workers);
+    shared_.pod_session_limit = pod_limit.limit;
+    if (uint32_t row = pod_limit.budget_row) {
+        pod_budget_.mask = row - 1;
+        pod_budget_.counts = static_cast<std::atomic<uint32_t>*>(
+            rte_zmalloc_socket("egw_pod_budget", sizeof(std::atomic<uint32_t>) * 2 * row, RTE_CACHE_LINE_SIZE,
+                               static_cast<int>(main_socket())));
+        if (!pod_budget_.counts)
+            throw RuntimeError("cannot allocate the pod session budget of " + std::to_string(2 * row) +
+                               " counters (raise eal.memory_mb)");
+        shared_.pod_budget = &pod_budget_;
+    }
     shared_.neighbors = new dp::NeighborTable(cfg_.arp.max_neighbors);
     shared_.neighbors6 = new dp::NeighborTable6(cfg_.arp.max_neighbors);
     shared_.to_control = rte_ring_create("egw_to_ctrl", 4096, static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
@@ -204,7 +217,9 @@ void Runtime::setup(unsigned mbufs) {
     shared_.qsbr = static_cast<rte_rcu_qsbr*>(rte_zmalloc("egw_qsbr", qsz, RTE_CACHE_LINE_SIZE));
     if (!shared_.qsbr || rte_rcu_qsbr_init(shared_.qsbr, n_workers) != 0) throw RuntimeError("cannot set up RCU");
 
-    // Ports.
+    // Ports. The redirection entries the flow owners use: the fewest any RSS port has, so that
+    // every port's table maps each hash to the same worker (flow_owner.h).
+    unsigned reta_entries = dp::kMaxRetaEntries;
     if (cfg_.ports.size() > dp::kMaxPorts)
         throw RuntimeError("at most " + std::to_string(dp::kMaxPorts) + " ports are supported");
     for (size_t port_index = 0; port_index < cfg_.ports.size(); ++port_index) {
@@ -231,10 +246,32 @@ void Runtime::setup(unsigned mbufs) {
             spdlog::info("port {}: {} receive queue(s) instead of {}: the device offers {}, there are {} worker(s)",
                          pc.name, plan.rx_queues, plan.wanted, info.max_rx_queues, n_workers);
         rte_eth_conf conf{};
+        std::vector<uint8_t> rss_key;
         if (plan.rx_queues > 1) {
             if (plan.rss_hf) {
                 conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
                 conf.rx_adv_conf.rss_conf.rss_hf = plan.rss_hf;
+                // egw's own key (dp::kRssKey), so that the data plane computes the NIC's hash of a
+                // flow where the NIC did not (fragments, ICMP errors: dataplane/flow_owner.h); a
+                // longer key is the same key repeated (only its first 40 bytes reach any hash).
+                unsigned key_len = info.hash_key_size ? info.hash_key_size : dp::kRssKeyBytes;
+                if (key_len >= dp::kRssKeyBytes) {
+                    for (unsigned k = 0; k < key_len; ++k)
+                        rss_key.push_back(dp::kRssKey[k % dp::kRssKeyBytes]);
+                    conf.rx_adv_conf.rss_conf.rss_key = rss_key.data();
+                    conf.rx_adv_conf.rss_conf.rss_key_len = static_cast<uint8_t>(key_len);
+                    uint64_t l4 = RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP |
+                                  RTE_ETH_RSS_NONFRAG_IPV6_TCP | RTE_ETH_RSS_NONFRAG_IPV6_UDP;
+                    if ((info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_RSS_HASH) && (plan.rss_hf & l4) == l4) {
+                        conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_RSS_HASH;
+                        pi.rss_hash_ours = true;
+                    }
+                }
+                pi.reta_size = info.reta_size;
+                if (info.reta_size >= 2) {
+                    unsigned entries = 1u << (31 - __builtin_clz(info.reta_size));
+                    reta_entries = std::min(reta_entries, entries);
+                }
             }
             spdlog::info("port {}: RSS over {} across {} queues", pc.name, describe_rss(plan.rss_hf), plan.rx_queues);
         }
@@ -275,6 +312,10 @@ void Runtime::setup(unsigned mbufs) {
         ports_.push_back(pi);
     }
 
+    dp::flow_owners_init(shared_.flow_owners, n_workers, reta_entries);
+    for (const auto& p : ports_)
+        if (p.rss_hash_ours) shared_.flow_owners.hardware |= 1u << p.id;
+
     // Workers, their rings and receive queues.
     uint16_t n_ports = 0;
     for (const auto& p : ports_)
@@ -305,6 +346,8 @@ void Runtime::setup(unsigned mbufs) {
             throw RuntimeError("cannot allocate " + std::to_string(per_worker) + " IPv4 and " +
                                std::to_string(per_worker6) + " IPv6 sessions for worker " + std::to_string(i) +
                                " (raise eal.memory_mb, or lower sessions.max or sessions.max_ipv6)");
+        w->sessions.share_pod_budget(shared_.pod_budget);
+        w->sessions6.share_pod_budget(shared_.pod_budget);
         const config::ReassemblyConfig& ra = cfg_.reassembly;
         w->reassembly =
             dp::reassembly_create(ra.max_datagrams, ra.max_fragments, ra.timeout_ms * tsc_hz_ / 1000, wsocket);
@@ -356,6 +399,7 @@ void Runtime::start_ports() {
     for (const auto& p : ports_) {
         if (int rc = rte_eth_dev_start(p.id); rc != 0) throw RuntimeError("port " + p.name + ": start: " + errstr(rc));
         ports_started_ = true;
+        program_reta(p);
     }
     std::vector<Steering::OutsidePort> outside;
     for (size_t i = 0; i < ports_.size(); ++i)
@@ -365,6 +409,30 @@ void Runtime::start_ports() {
     for (const auto* w : workers_)
         blocks.push_back({w->nat_port_lo, w->nat_port_hi});
     steering_.init(outside, blocks);
+}
+
+// A port with RSS and a queue per worker: every redirection entry j names queue
+// flow_owners.worker[j], which that worker polls, so that a flow from inside arrives on the worker
+// that owns it (flow_owner.h). Where the device keeps its own table (it has none, refuses it, or has
+// fewer queues than workers) flows still reach their owners, through the hand-off.
+void Runtime::program_reta(const PortInfo& p) {
+    if (!p.rss_hf || !p.reta_size) return;
+    if (p.rx_queues != workers_.size()) {
+        spdlog::info("port {}: {} receive queues for {} workers: flows from inside may be handed to their owner",
+                     p.name, p.rx_queues, workers_.size());
+        return;
+    }
+    std::vector<rte_eth_rss_reta_entry64> reta(std::max<unsigned>(1, p.reta_size / RTE_ETH_RETA_GROUP_SIZE));
+    for (unsigned j = 0; j < p.reta_size; ++j) {
+        auto& group = reta[j / RTE_ETH_RETA_GROUP_SIZE];
+        group.mask |= uint64_t{1} << (j % RTE_ETH_RETA_GROUP_SIZE);
+        group.reta[j % RTE_ETH_RETA_GROUP_SIZE] = shared_.flow_owners.worker[j & shared_.flow_owners.mask];
+    }
+    if (int rc = rte_eth_dev_rss_reta_update(p.id, reta.data(), p.reta_size); rc != 0)
+        spdlog::warn(
+            "port {}: the device refused egw's RSS redirection table ({}): flows from inside may be handed "
+            "to their owner",
+            p.name, errstr(rc));
 }
 
 void Runtime::launch_workers() {

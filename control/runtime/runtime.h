@@ -31,8 +31,10 @@ struct PortInfo {
     uint16_t id = 0;  // DPDK port id
     std::array<uint8_t, 6> mac{};
     uint16_t rx_queues = 1;
-    uint64_t rss_hf = 0;  // RSS hash types in use (0: none, or a single queue)
-    unsigned socket = 0;  // NUMA socket of the device (the main lcore's for virtual devices)
+    uint64_t rss_hf = 0;         // RSS hash types in use (0: none, or a single queue)
+    uint16_t reta_size = 0;      // the device's RSS redirection table (0: none, or RSS not in use)
+    bool rss_hash_ours = false;  // hashes with dp::kRssKey and delivers the hash (dp::FlowOwners::hardware)
+    unsigned socket = 0;         // NUMA socket of the device (the main lcore's for virtual devices)
 };
 
 class Runtime {
@@ -65,12 +67,14 @@ public:
     const Steering& steering() const { return steering_; }
 
 private:
+    void program_reta(const PortInfo& p);
     void configure_mtu(const config::PortConfig& pc, const std::string& field, const rte_eth_dev_info& info,
                        rte_eth_conf& conf) const;
     void apply_mtu(uint16_t port_id, const config::PortConfig& pc, const std::string& field) const;
 
     const config::Config& cfg_;
     dp::DataplaneShared shared_;
+    dp::PodBudget pod_budget_;  // shared_.pod_budget when it has one
     std::vector<dp::Worker*> workers_;
     std::vector<PortInfo> ports_;
     rte_mempool* pool_on(unsigned socket);  // the pool of a socket, made on first use

@@ -339,6 +339,7 @@ void BasicSessionTable<F>::destroy(uint32_t idx) {
     erase(chain<true>(h_inside), h_inside, idx);
     erase(chain<false>(h_outside), h_outside, idx);
     pod_remove(F::pod_of(s));
+    if (pod_budget_) pod_budget_->release(pod_budget_key(F::pod_of(s)));
     s.in_use = 0;
     free_[n_free_++] = idx;
     --active_;

@@ -56,6 +56,7 @@
 #endif
 
 #include "dataplane/ipv6.h"
+#include "dataplane/tables/pod_budget.h"
 
 namespace egw::dp {
 
@@ -398,6 +399,9 @@ public:
     // per-pod session limit.
     uint32_t pod_sessions(const Pod& pod) const;
     void prefetch_pod(const Pod& pod) const { __builtin_prefetch(&pods_[pod_home(pod)], 0, 3); }
+    // With several workers the per-pod limit is one budget they share (pod_budget.h): a session
+    // made here was admitted against `budget` by its creator, and destroy() gives it back.
+    void share_pod_budget(const PodBudget* budget) { pod_budget_ = budget; }
 
     static Key inside_key(const Entry& s) { return F::inside_key(s); }
     static Key outside_key(const Entry& s) { return F::outside_key(s); }
@@ -519,6 +523,7 @@ private:
     TcpWindow* tcp_ = nullptr;
     PodCount* pods_ = nullptr;
     uint32_t pods_mask_ = 0;
+    const PodBudget* pod_budget_ = nullptr;
     uint32_t* free_ = nullptr;  // stack of free indices
     uint32_t n_free_ = 0;
     uint32_t capacity_ = 0;

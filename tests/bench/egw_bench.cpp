@@ -303,6 +303,7 @@ void setup_rig(Rig& r, uint32_t flows, unsigned services, uint32_t pods, unsigne
     r.snap = r.builder->build(states).release();
     r.shared.policy.current.store(r.snap);
     r.shared.n_workers = n_workers;
+    dp::flow_owners_init(r.shared.flow_owners, n_workers, dp::kMaxRetaEntries);
     r.shared.nat_port_min = 1024;
     r.shared.nat_port_max = 65535;
     uint64_t hz = rte_get_tsc_hz();
@@ -616,18 +617,14 @@ uint64_t total_drops(const dp::Worker& w) {
 // same reply landing on its owner's queue (as rte_flow steering makes it). The N worker contexts
 // run one after another on this lcore: this measures cost per packet, not scaling.
 
-// RSS stand-in: a hash of the UDP 5-tuple in the frame picks the queue.
-unsigned rss_queue(const uint8_t* frame, unsigned n) {
+// RSS as a NIC egwd programmed does it: the Toeplitz hash of the UDP 4-tuple in the frame with
+// egw's key, through egw's redirection table (dataplane/flow_owner.h), picks the queue, so a flow
+// from inside arrives on its owner and a reply on the queue of its own tuple.
+unsigned rss_queue(const Rig& r, const uint8_t* frame) {
     auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(frame + sizeof(rte_ether_hdr));
     auto* udp = reinterpret_cast<const rte_udp_hdr*>(ip + 1);
-    uint32_t h =
-        ip->src_addr ^ (ip->dst_addr * 0x9E3779B1u) ^ ((uint32_t{udp->src_port} << 16 | udp->dst_port) * 0x27D4EB2Fu);
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    return h % n;
+    dp::FlowKey k{ip->src_addr, ip->dst_addr, udp->src_port, udp->dst_port, IPPROTO_UDP, {}};
+    return dp::flow_owner(r.shared.flow_owners, k);
 }
 
 // A reply to every session of every worker (remote -> NAT address and port), and its owner.
@@ -686,7 +683,7 @@ Result run_replies(Rig& r, const std::vector<Frame>& frames, const std::vector<u
             unsigned cnt[kMaxBenchWorkers] = {};
             for (unsigned i = 0; i < dp::kBurst; ++i) {
                 size_t at = (first + i) % frames.size();
-                unsigned q = delivery == Delivery::owner ? owner[at] : rss_queue(frames[at].bytes, n);
+                unsigned q = delivery == Delivery::owner ? owner[at] : rss_queue(r, frames[at].bytes);
                 per[q][cnt[q]++] = pkts[i];
             }
             for (unsigned q = 0; q < n; ++q) {
@@ -732,7 +729,7 @@ int many_workers(rte_mempool* pool, uint16_t inside, uint16_t outside, int field
         r.outside = outside;
         r.shared.next_hop_field = field;
         setup_rig(r, flows + flows / 8, a.services, pods, n);
-        // Outgoing flows spread by the RSS stand-in: the receiving worker owns each.
+        // Outgoing flows spread as a programmed NIC spreads them: the receiving worker owns each.
         rte_mbuf* pkts[dp::kBurst];
         rte_mbuf* per[kMaxBenchWorkers][dp::kBurst];
         size_t cursor = 0;
@@ -742,7 +739,7 @@ int many_workers(rte_mempool* pool, uint16_t inside, uint16_t outside, int field
             if (!generate(pool, frames, cursor, pkts, cnt, inside)) break;
             unsigned c[kMaxBenchWorkers] = {};
             for (unsigned i = 0; i < cnt; ++i) {
-                unsigned q = rss_queue(frames[first + i].bytes, n);
+                unsigned q = rss_queue(r, frames[first + i].bytes);
                 per[q][c[q]++] = pkts[i];
             }
             for (unsigned q = 0; q < n; ++q)
@@ -794,7 +791,8 @@ int many_workers(rte_mempool* pool, uint16_t inside, uint16_t outside, int field
         teardown_rig(r);
     }
     std::printf(
-        "\nreplies by RSS = each reply given to the worker a 5-tuple hash picks (software hand-off when it is "
+        "\nreplies by RSS = each reply given to the worker the Toeplitz hash of its tuple picks (software hand-off "
+        "when it is "
         "not the owner);\nreplies to their owner = each reply given to the worker owning its NAT port, as "
         "rte_flow steering does.\ncycles/pkt include making the frame (io-forward column) and the N workers' "
         "poll iterations.\n");

@@ -150,6 +150,22 @@ def egwd_config(gw, kubeconfig, file_prefix):
     }
 
 
+# egw's RSS key (dataplane/flow_owner.h, Microsoft's verification key) and the owner of a flow from
+# inside it gives: the Toeplitz hash of (source, destination, source port, destination port)
+# through egw's redirection table (entry j: worker j mod N, over 512 entries on virtual devices).
+RSS_KEY = bytes.fromhex("6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c6a42b73bbeac01fa")
+
+
+def flow_owner(src, dst, sport, dport, workers):
+    data = (bytes(map(int, src.split("."))) + bytes(map(int, dst.split("."))) + sport.to_bytes(2, "big")
+            + dport.to_bytes(2, "big"))
+    key, key_bits, h = int.from_bytes(RSS_KEY, "big"), len(RSS_KEY) * 8, 0
+    for i in range(len(data) * 8):
+        if data[i // 8] >> (7 - i % 8) & 1:
+            h ^= (key >> (key_bits - 32 - i)) & 0xFFFFFFFF
+    return (h & 511) % workers
+
+
 class Rig(harness.NamespaceRig):
     """The suite's NamespaceRig with a topology of its own (two veths per namespace, one to each
     gateway) instead of scripts/netns.sh's, and the thread that moves routes after web's host."""
@@ -418,11 +434,13 @@ class TrafficUnderChange(unittest.TestCase):
 
     # --- tests (in name order, each leaves web hosted on gw-1 unless it says otherwise) ------
 
-    def test_0_two_queues_per_port_each_flow_on_the_worker_that_received_it(self):
+    def test_0_two_queues_per_port_each_flow_on_the_worker_its_key_names(self):
         """Two workers, two queues per port: net_af_packet's fan-out by flow hash spreads the
-        pod's flows over both queues (as RSS would); each flow's session lives on exactly one
-        worker, with a NAT port of that worker's block, and its reply comes back, through the
-        software hand-off where it arrived on the other queue (net_af_packet has no rte_flow)."""
+        pod's flows over both queues; each flow is owned by the worker its key hashes to (handed
+        there when the kernel gave it to the other queue, as it has no RSS of egw's), its session
+        lives on exactly that worker, with a NAT port of that worker's block, the flows are spread
+        over both, and each reply comes back, through the software hand-off where it arrived on
+        the other queue (net_af_packet has no rte_flow)."""
         ctl = [str(harness.egwctl_binary()), "-p", self.rig.prefix("gw-1"), "--json"]
         steering = json.loads(run(ctl + ["show", "steering"], 20).stdout)
         (ext,) = steering["ports"]
@@ -460,6 +478,9 @@ class TrafficUnderChange(unittest.TestCase):
         for flow, ss in by_flow.items():
             self.assertEqual(len(ss), 1, f"{flow} has sessions on several workers: {ss}")
             w = ss[0]["worker"]
+            pod_port = int(flow.split(":")[1])
+            self.assertEqual(w, flow_owner(POD, EXT, pod_port, UDP_PORT, 2),
+                             f"{flow}: its session is not on the worker its key names")
             nat = int(ss[0]["outside"].split(":")[1])
             lo, hi = blocks[w]
             self.assertTrue(lo <= nat <= hi, f"{flow}: NAT port {nat} outside worker {w}'s block {lo}-{hi}")

@@ -18,6 +18,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "control/runtime/pod_limit.h"
 #include "dataplane/held.h"
 #include "dataplane/publish.h"
 #include "dataplane/reassembly.h"
@@ -300,6 +301,17 @@ void Rig::setup(const RigOptions& o) {
                                    t.tcp_half_closed_s * hz};
     shared.icmp_limit = dp::make_icmp_limit(cfg.icmp.errors_per_second, cfg.icmp.burst, hz);
     shared.tx_stall_ticks = hz * dp::kTxStallMs / 1000;
+    // No virtual device hashes: every flow's owner is worked out in software (flow_owner.h).
+    dp::flow_owners_init(shared.flow_owners, n_workers, dp::kMaxRetaEntries);
+    control::PodLimitPlan pod_limit = control::plan_pod_limit(cfg.sessions, n_workers);
+    shared.pod_session_limit = pod_limit.limit;
+    if (pod_limit.budget_row) {
+        pod_budget.mask = pod_limit.budget_row - 1;
+        pod_budget.counts = static_cast<std::atomic<uint32_t>*>(rte_zmalloc(
+            name("_pods").c_str(), sizeof(std::atomic<uint32_t>) * 2 * pod_limit.budget_row, RTE_CACHE_LINE_SIZE));
+        if (!pod_budget.counts) fail("pod budget");
+        shared.pod_budget = &pod_budget;
+    }
     shared.neighbors = new dp::NeighborTable(cfg.arp.max_neighbors);
     shared.neighbors6 = new dp::NeighborTable6(cfg.arp.max_neighbors);
     shared.next_hop_field = g_next_hop_field;
@@ -364,6 +376,8 @@ void Rig::setup(const RigOptions& o) {
                 o.sessions6_per_worker < 0 ? o.sessions_per_worker : static_cast<uint32_t>(o.sessions6_per_worker),
                 socket))
             fail("session table");
+        w->sessions.share_pod_budget(shared.pod_budget);
+        w->sessions6.share_pod_budget(shared.pod_budget);
         if (o.inject) {
             w->inject = rte_ring_create(name("_inj" + std::to_string(i)).c_str(), kRingSize, socket,
                                         RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -490,6 +504,9 @@ void Rig::release() {
     shared.neighbors6 = nullptr;
     rte_free(shared.qsbr);
     shared.qsbr = nullptr;
+    rte_free(pod_budget.counts);
+    pod_budget.counts = nullptr;
+    shared.pod_budget = nullptr;
     rte_mempool_free(pool_);
     pool_ = nullptr;
     rte_mempool_free(indirect_);
@@ -599,6 +616,7 @@ void Rig::process(unsigned worker, const std::vector<In>& burst) {
     for (const auto& in : burst) {
         pkts.push_back(mbuf_of(in.port, in.frame, in.segment));
         pkts.back()->ol_flags |= in.ol_flags;
+        pkts.back()->hash.rss = in.rss_hash;
     }
     const dp::PolicySnapshot* p = shared.policy.current.load(std::memory_order_acquire);
     dp::worker_process_burst(w(worker), *p, pkts.data(), static_cast<uint16_t>(pkts.size()));

@@ -131,6 +131,7 @@ struct In {
     Bytes frame;
     uint64_t ol_flags = 0;  // receive offload flags, as a NIC would set them
     unsigned segment = 0;   // > 0: the frame arrives as a chain of mbufs of at most this many bytes
+    uint32_t rss_hash = 0;  // m->hash.rss, as a NIC delivers it with RTE_MBUF_F_RX_RSS_HASH
 };
 
 class Rig {
@@ -143,6 +144,7 @@ public:
     config::Config cfg;
     uint16_t pods = 0, ext1 = 0, ext2 = 0;  // DPDK port ids
     dp::DataplaneShared shared;
+    dp::PodBudget pod_budget;  // shared.pod_budget when cfg.sessions.max_per_pod and several workers give one
     std::vector<dp::Worker*> workers;
 
     dp::Worker& w(unsigned i = 0) { return *workers.at(i); }
@@ -182,6 +184,12 @@ public:
     std::vector<ToControl> to_control();
     // Frames waiting in the hand-off ring from worker `from` to worker `to`.
     unsigned handoff_pending(unsigned from, unsigned to) const;
+    // Every flow from inside owned by `worker` from now on (its hash notwithstanding), for tests of
+    // what else several workers do (replies handed to their owner by NAT port).
+    void own_flows_from_inside_on(unsigned worker) {
+        for (uint8_t& o : shared.flow_owners.worker)
+            o = static_cast<uint8_t>(worker);
+    }
 
     uint64_t drops(dp::DropReason r, unsigned worker = 0) const;
     uint64_t total_drops(unsigned worker = 0) const;

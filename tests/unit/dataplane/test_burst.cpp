@@ -321,6 +321,9 @@ TEST_F(DataplaneTest, MixedBurstMatchesPacketAtATime) {
     o.services = {lb_service(kWeb, kIngress, {kPod10, kPod11})};
     Rig& a = start(o);
     auto b = std::make_unique<Rig>(o);
+    // Worker 0 owns every flow from inside: the hand-off under test is a reply's.
+    a.own_flows_from_inside_on(0);
+    b->own_flows_from_inside_on(0);
 
     auto input = [](Rig& r) {
         return std::vector<In>{

@@ -9,9 +9,11 @@
 // - the neighbour table's MAC of the destination rewritten in place, and its slot given to another
 //   next hop while sessions cache it;
 // - two workers, one receiving every flow and owning it;
+// - the pod budget of sessions.max_per_pod, drawn on by four threads at once;
 // - two and four workers each polling its own queue of every port, flows spread over the queues
-//   by a hash of the 5-tuple as RSS does: the receiver owns each flow, replies that hash to
-//   another queue are handed to the owner, counted exactly;
+//   by the Toeplitz hash of the 4-tuple as a NIC egwd programmed does: the receiver owns each
+//   flow, with no hand-off, replies that hash to another queue are handed to the owner, counted
+//   exactly;
 // - the counters read while the workers write them, as the metrics thread reads them;
 // - each family's neighbour table alone, a slot handed between next hops under a reader thread.
 // Every frame sent must come out exactly once, translated as the policy says at every moment
@@ -38,6 +40,7 @@
 
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
+#include "dataplane/tables/pod_budget.h"
 #include "tests/unit/dataplane/rig.h"
 
 namespace egw::test {
@@ -322,7 +325,9 @@ TEST_F(DataplaneTest, NeighbourSlotGivenToAnotherNextHopWhileAWorkerForwardsNeve
 TEST_F(DataplaneTest, TwoWorkerThreadsWhilePoliciesChangeTheReceiverOwnsEveryFlow) {
     Rig& r = start(threaded(2));
     // 2000-2001 lie in worker 0's port block, 40000-40001 in worker 1's: worker 0 receives all
-    // and owns all (the receiver of a flow's first packet owns it), with NAT ports of its block.
+    // and owns all (its redirection table names it for every flow from inside), with NAT ports of
+    // its block.
+    r.own_flows_from_inside_on(0);
     Traffic t{r, {2000, 40000, 2001, 40001}, 10000};
     {
         WorkerThreads threads(r);
@@ -341,16 +346,12 @@ TEST_F(DataplaneTest, TwoWorkerThreadsWhilePoliciesChangeTheReceiverOwnsEveryFlo
     }
 }
 
-// RSS as a NIC does it: a hash of the 5-tuple picks the queue, the same for every packet of a
-// flow in one direction; a reply's tuple is another one and generally hashes elsewhere.
-unsigned rss_queue(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, unsigned n) {
-    uint32_t h = src ^ (dst * 0x9E3779B1u) ^ (((uint32_t{sport} << 16) | dport) * 0x27D4EB2Fu);
-    h ^= h >> 16;  // murmur3's finaliser: every input bit reaches the low bits
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    return h % n;
+// RSS as a NIC egwd programmed does it: the Toeplitz hash of the 4-tuple with egw's key, through
+// egw's redirection table, picks the queue (flow_owner.h), the same for every packet of a flow in
+// one direction; a reply's tuple is another one and generally hashes elsewhere.
+unsigned rss_queue(const Rig& r, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport) {
+    dp::FlowKey k{nbo32(src), nbo32(dst), nbo16(sport), nbo16(dport), 17 /* UDP */, {}};
+    return dp::flow_owner(r.shared.flow_owners, k);
 }
 
 struct Flow {
@@ -396,7 +397,7 @@ void RssSpreadFlowsOverWorkerThreads(Rig& r, unsigned n) {
     for (unsigned i = 0; i < kFlows; ++i) {
         uint32_t pod = i % 2 ? kPod11 : kPod10;
         auto sport = static_cast<uint16_t>(1100 + i * 677);  // across every worker's block and below it
-        flows.push_back({pod, sport, rss_queue(pod, kServer, sport, kDport, n)});
+        flows.push_back({pod, sport, rss_queue(r, pod, kServer, sport, kDport)});
     }
     std::vector<std::pair<unsigned, Bytes>> out, back;
     for (uint32_t seq = 0; seq < kFlows * kRounds; ++seq) {
@@ -419,14 +420,14 @@ void RssSpreadFlowsOverWorkerThreads(Rig& r, unsigned n) {
             Flow& f = flows[seq % kFlows];
             if (!f.nat) f.nat = p.sport;
             EXPECT_EQ(p.sport, f.nat) << "flow " << f.sport << " changed its translated port";
-            // The worker that received the flow took a port of its own block.
+            // The worker that received the flow, its owner, took a port of its own block.
             EXPECT_GE(p.sport, r.w(f.out_queue).nat_port_lo) << f.sport;
             EXPECT_LE(p.sport, r.w(f.out_queue).nat_port_hi) << f.sport;
             return seq;
         });
         if (::testing::Test::HasFatalFailure()) return;
         for (Flow& f : flows)
-            f.in_queue = rss_queue(kServer, kIngress, kDport, f.nat, n);
+            f.in_queue = rss_queue(r, kServer, kIngress, kDport, f.nat);
         for (uint32_t seq = 0; seq < kFlows * kRounds; ++seq) {
             const Flow& f = flows[seq % kFlows];
             back.push_back({f.in_queue, r.from_ext1(udp_ip(kServer, kDport, kIngress, f.nat, seq_payload(seq)))});
@@ -655,6 +656,61 @@ TYPED_TEST(NeighbourTableThreads, SlotGivenToAnotherNextHopUnderAReaderNeverLend
     EXPECT_EQ(rounds, kRounds);
     EXPECT_EQ(lent.load(), 0u) << "the reader took the other next hop's MAC for its own";
     EXPECT_GE(resolved.load(), rounds);
+}
+
+}  // namespace
+}  // namespace egw::test
+
+namespace egw::test {
+namespace {
+
+// The pod budget (dataplane/tables/pod_budget.h) as workers share it: four threads admit and
+// release sessions of one pod with a limit well below what they try together. Never more than the
+// limit are held at once (each thread counts what it holds in an atomic beside the budget), every
+// admission is given back in the end, and a pod sharing no counter with it is not held back by it.
+TEST(PodBudgetThreads, AdmissionsOfOnePodOnFourThreadsNeverPassTheLimit) {
+    constexpr uint32_t kRow = 1024, kLimit = 5;
+    constexpr unsigned kThreads = 4, kRounds = 20000;
+    std::vector<std::atomic<uint32_t>> counts(2 * kRow);
+    dp::PodBudget budget{counts.data(), kRow - 1};
+    const uint64_t pod = dp::pod_budget_key(uint32_t{0x0af4010a});
+    std::atomic<uint32_t> held{0}, most{0};
+    std::atomic<uint64_t> admitted{0}, refused{0};
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < kThreads; ++t)
+        threads.emplace_back([&] {
+            for (unsigned i = 0; i < kRounds; ++i) {
+                if (!budget.admit(pod, kLimit)) {
+                    refused.fetch_add(1);
+                    continue;
+                }
+                uint32_t now = held.fetch_add(1) + 1;
+                for (uint32_t m = most.load(); now > m && !most.compare_exchange_weak(m, now);)
+                    ;
+                admitted.fetch_add(1);
+                held.fetch_sub(1);
+                budget.release(pod);
+            }
+        });
+    for (auto& t : threads)
+        t.join();
+    EXPECT_LE(most.load(), kLimit);
+    EXPECT_EQ(admitted.load() + refused.load(), uint64_t{kThreads} * kRounds);
+    EXPECT_GT(admitted.load(), 0u);
+    EXPECT_EQ(budget.held(pod), 0u);
+
+    // Filled to the limit: the next one is refused, another pod is not.
+    for (uint32_t i = 0; i < kLimit; ++i)
+        EXPECT_TRUE(budget.admit(pod, kLimit)) << i;
+    EXPECT_FALSE(budget.admit(pod, kLimit));
+    EXPECT_EQ(budget.held(pod), kLimit);
+    uint64_t other = 0;
+    for (uint32_t a = 0x0af40114;; ++a) {
+        other = dp::pod_budget_key(a);
+        if ((other & (kRow - 1)) != (pod & (kRow - 1)) && ((other >> 32) & (kRow - 1)) != ((pod >> 32) & (kRow - 1)))
+            break;
+    }
+    EXPECT_TRUE(budget.admit(other, kLimit));
 }
 
 }  // namespace

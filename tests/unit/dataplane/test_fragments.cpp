@@ -8,6 +8,7 @@
 // follow the IPv4 ones, as their twins, and the limits are checked for both families from one
 // table.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <rte_cycles.h>
 
 #include <algorithm>
@@ -675,6 +676,77 @@ TEST_F(DataplaneTest, ConfiguredReassemblyLimitsHoldForIpv6) {
     dp::reassembly_expire(r.w());
     EXPECT_EQ(r.drops(DropReason::fragment_timeout), 26 - refused);
     EXPECT_EQ(r.mbufs_in_use(), 0);
+}
+
+}  // namespace
+}  // namespace egw::test
+
+namespace egw::test {
+namespace {
+
+using namespace std_rig;
+using dp::DropReason;
+
+// A UDP port of kPod10 whose flow to kServer:4500 worker `want` of the rig owns (flow_owner.h).
+uint16_t pod_port_owned_by(const Rig& r, unsigned want) {
+    for (uint16_t port = 40000;; ++port) {
+        dp::FlowKey k{nbo32(kPod10), nbo32(kServer), nbo16(port), nbo16(4500), IPPROTO_UDP, {}};
+        if (dp::flow_owner(r.shared.flow_owners, k) == want) return port;
+    }
+}
+
+// One UDP flow of small and fragmented datagrams (IKE, WireGuard, DNS with EDNS), with two workers:
+// a NIC's RSS gives the small ones to the queue of their 4-tuple, the fragments to the queue of
+// their addresses alone. Each datagram put together from fragments goes to the worker that owns
+// the flow by its key, so the flow has one session and one NAT port whatever worker received what;
+// the owner receiving a small datagram hands nothing off.
+TEST_F(DataplaneTest, UdpFlowOfSmallAndFragmentedDatagramsHasOneSessionOnTwoWorkers) {
+    RigOptions o;
+    o.workers = 2;
+    Rig& r = start(o);
+    for (unsigned owner : {0u, 1u}) {
+        SCOPED_TRACE(owner);
+        const unsigned other = 1 - owner;
+        const uint16_t sport = pod_port_owned_by(r, owner);
+        const uint64_t handed_before = r.w(other).counters.handed_off;
+        const uint64_t owner_handed = r.w(owner).counters.handed_off;
+        const uint64_t reassembled = r.w(other).counters.reassembled;
+        // A small datagram on the owner: its session, no hand-off.
+        r.process(owner, {{r.pods, r.from_pod(kPod10, udp_ip(kPod10, sport, kServer, 4500, pattern(40)))}});
+        EXPECT_EQ(r.w(owner).counters.handed_off, owner_handed);
+        Parsed small = single(r.tx(r.ext1));
+        ASSERT_TRUE(checksums_valid(small));
+        // A large one in fragments on the other worker: put together there, handed to the owner.
+        Bytes payload = pattern(2000, owner);
+        std::vector<In> frags;
+        for (const Bytes& f : fragments(udp_ip(kPod10, sport, kServer, 4500, payload, IpOpt{.id = 0x4242}), 1480))
+            frags.push_back(In{r.pods, r.from_pod(kPod10, f)});
+        ASSERT_EQ(frags.size(), 2u);
+        r.process(other, frags);
+        EXPECT_TRUE(r.tx(r.ext1).empty()) << "the non-owner translates nothing";
+        EXPECT_EQ(r.w(other).counters.handed_off, handed_before + 1) << "one datagram, handed off whole";
+        EXPECT_EQ(r.w(other).counters.reassembled, reassembled + 1);
+        r.poll(owner);
+        Bytes d = whole(r.tx(r.ext1));
+        EXPECT_EQ(d, udp_ip(kIngress, small.sport, kServer, 4500, payload, IpOpt{.ttl = 63, .id = 0x4242}))
+            << "the small datagram's NAT port";
+        EXPECT_TRUE(checksums_valid(parse_ipv4(d.data(), d.size())));
+        // Another small one, received by the non-owner this time: handed off, the same port.
+        r.process(other, {{r.pods, r.from_pod(kPod10, udp_ip(kPod10, sport, kServer, 4500, pattern(30)))}});
+        EXPECT_EQ(r.w(other).counters.handed_off, handed_before + 2);
+        r.poll(owner);
+        EXPECT_EQ(single(r.tx(r.ext1)).sport, small.sport);
+        EXPECT_EQ(r.w(owner).counters.handed_off, owner_handed);
+        // One session, the owner's.
+        unsigned on_owner = 0;
+        for (const dp::Session& s : r.sessions(owner))
+            on_owner += s.pod_port == nbo16(sport);
+        EXPECT_EQ(on_owner, 1u);
+        for (const dp::Session& s : r.sessions(other))
+            EXPECT_NE(s.pod_port, nbo16(sport)) << "a second session on the worker that got the fragments";
+    }
+    EXPECT_EQ(r.w(0).counters.sessions_created + r.w(1).counters.sessions_created, 2u);
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
 }
 
 }  // namespace

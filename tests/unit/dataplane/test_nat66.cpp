@@ -6,6 +6,7 @@
 // pod with their quote translated back. Every frame is compared byte for byte with what packet.cpp
 // builds independently, and its checksums (the ICMPv6 one over the pseudo-header) recomputed.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 
 #include <cstring>
 
@@ -359,11 +360,12 @@ TEST_F(Nat66Test, Icmpv6ErrorToAnotherGatewayAddressIsStillTranslatedBack) {
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
-// The limits apply to IPv6 as to IPv4: sessions.max_per_pod per worker's share, and a full table.
+// The limits apply to IPv6 as to IPv4: sessions.max_per_pod (one worker counts in its own table),
+// and a full table.
 TEST_F(Nat66Test, Napt66SessionLimits) {
     {
         Rig& r = start(dual_stack());
-        r.shared.pod_session_limit = 2;  // the worker's share of sessions.max_per_pod
+        r.shared.pod_session_limit = 2;  // sessions.max_per_pod
         for (uint16_t port = 40000; port < 40003; ++port)
             r.process(r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, port, kServerV6, 53, text("q"))));
         EXPECT_EQ(r.tx(r.ext1).size(), 2u);
@@ -389,6 +391,83 @@ TEST_F(Nat66Test, Napt66SessionLimits) {
         EXPECT_EQ(r.tx(r.ext1).size(), 1u);
         EXPECT_EQ(r.w().counters.sessions_expired, 1u);
     }
+}
+
+// sessions.max_per_pod with several workers is one limit for the pod, not a share per worker:
+// with 4 workers and a limit of 1,000, a pod whose IPv6 flows are all owned by one worker (their
+// hashes happen to agree, as a pod's echo flows to one server always do: a NIC hashes ICMP by its
+// addresses) opens its 251st flow and every other up to the 1,000th, and not one more. The
+// sessions that close give their room back to the pod.
+TEST_F(Nat66Test, PodLimitWithSeveralWorkersIsTheWholeLimit) {
+    RigOptions o = dual_stack();
+    o.workers = 4;
+    o.sessions_per_worker = 1024;
+    o.configure = [base = o.configure](config::Config& c) {
+        base(c);
+        c.sessions.max_per_pod = 1000;
+    };
+    Rig& r = start(o);
+    ASSERT_NE(r.shared.pod_budget, nullptr);
+    EXPECT_EQ(r.shared.pod_session_limit, 1000u);
+    // 1,002 source ports of the pod whose flows to the server worker 0 owns.
+    std::vector<uint16_t> ports;
+    for (uint32_t port = 20000; ports.size() < 1002 && port < 65536; ++port) {
+        dp::FlowKey6 k{};
+        std::copy(kPod10v6.begin(), kPod10v6.end(), k.src);
+        std::copy(kServerV6.begin(), kServerV6.end(), k.dst);
+        k.sport = nbo16(static_cast<uint16_t>(port));
+        k.dport = nbo16(53);
+        k.proto = IPPROTO_UDP;
+        if (dp::flow_owner(r.shared.flow_owners, k) == 0) ports.push_back(static_cast<uint16_t>(port));
+    }
+    ASSERT_EQ(ports.size(), 1002u);
+    size_t sent = 0;
+    auto open = [&](uint16_t port) {
+        r.process(0, {{r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, port, kServerV6, 53, text("q")))}});
+        sent += r.tx(r.ext1).size();
+    };
+    for (size_t i = 0; i < 251; ++i)
+        open(ports[i]);
+    EXPECT_EQ(sent, 251u);
+    EXPECT_EQ(r.drops(DropReason::pod_session_limit), 0u);
+    for (size_t i = 251; i < ports.size(); ++i)
+        open(ports[i]);
+    EXPECT_EQ(sent, 1000u);
+    EXPECT_EQ(r.drops(DropReason::pod_session_limit), 2u);
+    EXPECT_EQ(r.sessions6(0).size(), 1000u);
+    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
+    dp::Ip6 pod;
+    std::copy(kPod10v6.begin(), kPod10v6.end(), pod.b);
+    EXPECT_EQ(r.pod_budget.held(dp::pod_budget_key(pod)), 1000u);
+    // The limit holds across workers: the pod's flow that worker 1 owns is refused too.
+    uint16_t on_one = 0;
+    for (uint16_t port = 20000; !on_one; ++port) {
+        dp::FlowKey6 k{};
+        std::copy(kPod10v6.begin(), kPod10v6.end(), k.src);
+        std::copy(kServerV6.begin(), kServerV6.end(), k.dst);
+        k.sport = nbo16(port);
+        k.dport = nbo16(53);
+        k.proto = IPPROTO_UDP;
+        if (dp::flow_owner(r.shared.flow_owners, k) == 1) on_one = port;
+    }
+    r.process(1, {{r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, on_one, kServerV6, 53, text("q")))}});
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::pod_session_limit, 1), 1u);
+    // Another pod has its own budget.
+    r.process(0, {{r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 20000, kServerV6, 53, text("q")))}});
+    for (unsigned k = 0; k < 4; ++k)
+        r.poll(k);
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+
+    // Every session expires: the budget is whole again, and the pod's flow on worker 1 leaves.
+    r.advance(r.shared.timeouts.udp + 1);
+    for (unsigned k = 0; k < 4; ++k)
+        r.sweep(k);
+    EXPECT_EQ(r.sessions6(0).size(), 0u);
+    EXPECT_EQ(r.pod_budget.held(dp::pod_budget_key(pod)), 0u);
+    r.process(1, {{r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, on_one, kServerV6, 53, text("q")))}});
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    EXPECT_EQ(r.sessions6(1).size(), 1u);
 }
 
 // A Service's sessions of each family are counted apart too (egw_snat_sessions of its two ingress

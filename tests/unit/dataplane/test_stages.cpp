@@ -30,6 +30,9 @@ TEST_F(DataplaneTest, EveryNextStepInOneBurstMatchesPacketAtATime) {
     o.workers = 2;  // worker 0 owns NAT ports 1024-33279, worker 1 the rest
     Rig& a = start(o);
     auto b = std::make_unique<Rig>(o);
+    // Worker 0 owns every flow from inside: the hand-off in the burst is a reply's.
+    a.own_flows_from_inside_on(0);
+    b->own_flows_from_inside_on(0);
 
     for (Rig* r : {&a, b.get()}) {
         // A session of the Service, and one of the default masquerade that the next policy makes
@@ -133,6 +136,9 @@ TEST_F(DataplaneTest, DualStackBurstWithEveryNextStepMatchesPacketAtATime) {
     o.workers = 2;
     Rig& a = start(o);
     auto b = std::make_unique<Rig>(o);
+    // Worker 0 owns every flow from inside: the hand-off in the burst is a reply's.
+    a.own_flows_from_inside_on(0);
+    b->own_flows_from_inside_on(0);
 
     for (Rig* r : {&a, b.get()}) {
         r->process(r->pods, r->from_pod(kPod10, udp_ip(kPod10, 20000, kServer, 53, text("first"))));

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Several workers: the NAT port range is cut into one block per worker; the worker that receives
-// a flow's first packet owns its session and gives it a NAT port of its block; replies received
-// elsewhere are handed to the owner through its single-producer/single-consumer ring (all receive
-// queues are polled by worker 0 here; other workers get their bursts through Rig::process).
+// Several workers: the NAT port range is cut into one block per worker; the worker a flow's key
+// names (flow_owner.h) owns its session and gives it a NAT port of its block; packets received
+// elsewhere (replies by their NAT port, flows from inside by their key) are handed to the owner
+// through its single-producer/single-consumer ring (all receive queues are polled by worker 0
+// here; other workers get their bursts through Rig::process).
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <rte_mbuf.h>
 
 #include <algorithm>
 #include <cstring>
@@ -27,6 +30,84 @@ RigOptions two_workers() {
     RigOptions o;
     o.workers = 2;
     return o;
+}
+
+// A source port of `pod` whose flow to `remote`:`dport` (UDP, or `proto`) worker `want` owns
+// (flow_owner.h).
+uint16_t port_owned_by(const Rig& r, uint32_t pod, uint32_t remote, unsigned want, uint16_t dport = 53,
+                       uint8_t proto = IPPROTO_UDP) {
+    for (uint16_t port = 40000;; ++port) {
+        dp::FlowKey k{nbo32(pod), nbo32(remote), nbo16(port), nbo16(dport), proto, {}};
+        if (dp::flow_owner(r.shared.flow_owners, k) == want) return port;
+    }
+}
+
+uint16_t port_owned_by6(const Rig& r, const Ip6Addr& pod, const Ip6Addr& remote, unsigned want) {
+    for (uint16_t port = 40000;; ++port) {
+        dp::FlowKey6 k{};
+        std::copy(pod.begin(), pod.end(), k.src);
+        std::copy(remote.begin(), remote.end(), k.dst);
+        k.sport = nbo16(port);
+        k.dport = nbo16(53);
+        k.proto = IPPROTO_UDP;
+        if (dp::flow_owner(r.shared.flow_owners, k) == want) return port;
+    }
+}
+
+// The owner of a flow from inside is the NIC's: the hash egw works out where the NIC did not
+// (flow_owner.h) is the Toeplitz hash with egw's key (Microsoft's), so it gives Microsoft's
+// published RSS test vectors, over the addresses alone (ICMP; a NIC's ipv4/ipv6 types) and with
+// the ports (TCP, UDP). A flow's owner is its hash's redirection entry, spread over the workers.
+TEST(FlowOwner, HashIsTheNicsToeplitzOverAddressesAndPorts) {
+    dp::FlowOwners o;
+    dp::flow_owners_init(o, 3, 128);
+    struct V4 {
+        uint32_t src;
+        uint16_t sport;
+        uint32_t dst;
+        uint16_t dport;
+        uint32_t l3, l4;
+    };
+    for (const V4& v : {V4{ip4(66, 9, 149, 187), 2794, ip4(161, 142, 100, 80), 1766, 0x323e8fc2, 0x51ccc178},
+                        V4{ip4(199, 92, 111, 2), 14230, ip4(65, 69, 140, 83), 4739, 0xd718262a, 0xc626b0ea},
+                        V4{ip4(24, 19, 198, 95), 12898, ip4(12, 22, 207, 184), 38024, 0xd2d0a5de, 0x5c2b394a},
+                        V4{ip4(38, 27, 205, 30), 48228, ip4(209, 142, 163, 6), 2217, 0x82989176, 0xafc7327f},
+                        V4{ip4(153, 39, 163, 191), 44251, ip4(202, 188, 127, 2), 1303, 0x5d1809c5, 0x10e828a2}}) {
+        dp::FlowKey k{nbo32(v.src), nbo32(v.dst), nbo16(v.sport), nbo16(v.dport), IPPROTO_ICMP, {}};
+        EXPECT_EQ(dp::flow_hash(o, k), v.l3) << std::hex << v.src;
+        k.proto = IPPROTO_UDP;
+        EXPECT_EQ(dp::flow_hash(o, k), v.l4) << std::hex << v.src;
+        k.proto = IPPROTO_TCP;
+        EXPECT_EQ(dp::flow_hash(o, k), v.l4) << std::hex << v.src;
+        EXPECT_EQ(dp::flow_owner(o, k), (v.l4 & 127) % 3);
+    }
+    struct V6 {
+        const char* src;
+        uint16_t sport;
+        const char* dst;
+        uint16_t dport;
+        uint32_t l3, l4;
+    };
+    for (const V6& v : {V6{"3ffe:2501:200:1fff::7", 2794, "3ffe:2501:200:3::1", 1766, 0x2cc18cd5, 0x40207d3d},
+                        V6{"3ffe:501:8::260:97ff:fe40:efab", 14230, "ff02::1", 4739, 0x0f0c461c, 0xdde51bbf},
+                        V6{"3ffe:1900:4545:3:200:f8ff:fe21:67cf", 44251, "fe80::200:f8ff:fe21:67cf", 38024, 0x4b61e985,
+                           0x02d1feef}}) {
+        dp::FlowKey6 k{};
+        Ip6Addr src = ip6(v.src), dst = ip6(v.dst);
+        std::copy(src.begin(), src.end(), k.src);
+        std::copy(dst.begin(), dst.end(), k.dst);
+        k.sport = nbo16(v.sport);
+        k.dport = nbo16(v.dport);
+        k.proto = 58;  // ICMPv6: addresses only
+        EXPECT_EQ(dp::flow_hash(o, k), v.l3) << v.src;
+        k.proto = IPPROTO_TCP;
+        EXPECT_EQ(dp::flow_hash(o, k), v.l4) << v.src;
+    }
+    // Every worker owns a share of the redirection entries.
+    std::set<unsigned> owners;
+    for (unsigned j = 0; j < 128; ++j)
+        owners.insert(o.worker[j]);
+    EXPECT_EQ(owners, (std::set<unsigned>{0, 1, 2}));
 }
 
 TEST_F(DataplaneTest, PortBlocksArePartitioned) {
@@ -63,47 +144,91 @@ TEST_F(DataplaneTest, UnevenSplitGivesTheRemainderToTheLastWorker) {
     }
 }
 
-TEST_F(DataplaneTest, FlowIsOwnedByTheWorkerThatReceivesIt) {
+// On a port whose NIC hashes as egwd set it up (FlowOwners::hardware), a TCP or UDP packet from
+// inside that carries the NIC's hash (RTE_MBUF_F_RX_RSS_HASH) is owned by that hash's entry, taken
+// as it is: nothing is computed, and the packet stays on the worker the hash names although the
+// hash of its key worked out here names the other. Without the flag, or on another port, the key
+// decides.
+TEST_F(DataplaneTest, NicHashOfAProgrammedPortIsTakenAsItIs) {
     Rig& r = start(two_workers());
-    // 40000 lies in worker 1's block, but worker 0 received the flow: it keeps it and gives it a
-    // NAT port of its own block, with no hand-off.
-    r.rx(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 40000, kServer, 80, kSyn)));
+    // Three UDP flows of kPod10 whose keys name worker 1.
+    std::vector<uint16_t> ports;
+    for (uint16_t port = 40000; ports.size() < 3; ++port) {
+        dp::FlowKey k{nbo32(kPod10), nbo32(kServer), nbo16(port), nbo16(53), IPPROTO_UDP, {}};
+        if (dp::flow_owner(r.shared.flow_owners, k) == 1) ports.push_back(port);
+    }
+    const uint32_t worker0_hash = 0x1000;  // redirection entry 0: worker 0
+    ASSERT_EQ(dp::owner_of_hash(r.shared.flow_owners, worker0_hash), 0u);
+    auto frame = [&](uint16_t port) { return r.from_pod(kPod10, udp_ip(kPod10, port, kServer, 53, text("q"))); };
+    // Not a programmed port: the key decides, worker 1.
+    r.process(0, {{r.pods, frame(ports[0]), RTE_MBUF_F_RX_RSS_HASH, 0, worker0_hash}});
+    EXPECT_EQ(r.w(0).counters.handed_off, 1u);
+    r.poll(1);
+    EXPECT_EQ(r.sessions(1).size(), 1u);
+    EXPECT_EQ(r.tx(r.ext1).size(), 1u);
+    // A programmed port: the NIC's hash names worker 0, which keeps the flow.
+    r.shared.flow_owners.hardware = 1u << r.pods;
+    r.process(0, {{r.pods, frame(ports[1]), RTE_MBUF_F_RX_RSS_HASH, 0, worker0_hash}});
+    EXPECT_EQ(r.w(0).counters.handed_off, 1u) << "no hand-off: the NIC's hash names worker 0";
+    EXPECT_EQ(r.sessions(0).size(), 1u);
+    EXPECT_EQ(single(r.tx(r.ext1)).src, kIngress);
+    // The same port without the flag (no hash delivered): the key decides again.
+    r.process(0, {{r.pods, frame(ports[2]), 0, 0, worker0_hash}});
+    EXPECT_EQ(r.w(0).counters.handed_off, 2u);
+    EXPECT_EQ(r.handoff_pending(0, 1), 1u);
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
+}
+
+// A flow from inside is owned by the worker its key names (flow_owner.h), whichever received it:
+// received by another it is handed over before any session is looked up, and the owner gives it a
+// NAT port of its own block. Received by its owner (as a NIC egwd programmed delivers it) nothing
+// is handed off.
+TEST_F(DataplaneTest, FlowIsOwnedByTheWorkerItsKeyNames) {
+    Rig& r = start(two_workers());
+    const uint16_t sport = port_owned_by(r, kPod10, kServer, 1, 80, IPPROTO_TCP);
+    r.rx(r.pods, r.from_pod(kPod10, tcp_ip(kPod10, sport, kServer, 80, kSyn)));
     EXPECT_EQ(r.poll(0), 1u);
-    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
-    EXPECT_EQ(r.handoff_pending(0, 1), 0u);
-    auto ss = r.sessions(0);
+    EXPECT_EQ(r.w(0).counters.handed_off, 1u);
+    EXPECT_EQ(r.handoff_pending(0, 1), 1u);
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.poll(1), 1u);
+    auto ss = r.sessions(1);
     ASSERT_EQ(ss.size(), 1u);
-    EXPECT_TRUE(r.sessions(1).empty());
+    EXPECT_TRUE(r.sessions(0).empty());
     uint16_t nat = rte_be_to_cpu_16(ss[0].nat_port);
-    EXPECT_GE(nat, r.w(0).nat_port_lo);
-    EXPECT_LE(nat, r.w(0).nat_port_hi);
+    EXPECT_GE(nat, r.w(1).nat_port_lo);
+    EXPECT_LE(nat, r.w(1).nat_port_hi);
     auto frames = r.tx(r.ext1);
     ASSERT_TRUE(checksums_valid(single(frames)));
     EXPECT_EQ(frames[0], ethernet(kServerMac, kExt1Mac, kEtherIpv4,
                                   tcp_ip(kIngress, nat, kServer, 80, kSyn, {}, IpOpt{.ttl = 63})));
-    EXPECT_EQ(r.svc(kWeb, 0).packets_out, 1u);
-    EXPECT_EQ(r.svc(kWeb, 1).packets_out, 0u);
+    EXPECT_EQ(r.svc(kWeb, 0).packets_out, 0u);
+    EXPECT_EQ(r.svc(kWeb, 1).packets_out, 1u);
 
-    // The reply is received by worker 1 and handed to worker 0 by its destination port.
-    r.process(1, {{r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, nat, kSyn | kAck))}});
+    // The reply is received by worker 0 and handed to worker 1 by its destination port.
+    r.process(0, {{r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, nat, kSyn | kAck))}});
     EXPECT_TRUE(r.tx(r.pods).empty());
-    EXPECT_EQ(r.w(1).counters.handed_off, 1u);
-    EXPECT_EQ(r.handoff_pending(1, 0), 1u);
-    EXPECT_EQ(r.poll(0), 1u);
+    EXPECT_EQ(r.w(0).counters.handed_off, 2u);
+    EXPECT_EQ(r.handoff_pending(0, 1), 1u);
+    EXPECT_EQ(r.poll(1), 1u);
     frames = r.tx(r.pods);
     ASSERT_TRUE(checksums_valid(single(frames)));
     EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
-                                  tcp_ip(kServer, 80, kPod10, 40000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
-    EXPECT_EQ(r.svc(kWeb, 0).packets_in, 1u);
-    EXPECT_EQ(r.svc(kWeb, 1).packets_in, 0u);
-    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
+                                  tcp_ip(kServer, 80, kPod10, sport, kSyn | kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.svc(kWeb, 1).packets_in, 1u);
+
+    // The flow's next segment, received by its owner: no hand-off.
+    r.process(1, {{r.pods, r.from_pod(kPod10, tcp_ip(kPod10, sport, kServer, 80, kAck))}});
+    EXPECT_EQ(single(r.tx(r.ext1)).sport, nat);
+    EXPECT_EQ(r.w(1).counters.handed_off, 0u);
     EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
-    EXPECT_EQ(r.w(0).counters.sessions_created, 1u);
-    EXPECT_EQ(r.w(1).counters.sessions_created, 0u);
+    EXPECT_EQ(r.w(0).counters.sessions_created, 0u);
+    EXPECT_EQ(r.w(1).counters.sessions_created, 1u);
 }
 
 TEST_F(DataplaneTest, FlowInOwnBlockStaysOnItsWorker) {
     Rig& r = start(two_workers());
+    r.own_flows_from_inside_on(0);
     r.rx(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 2000, kServer, 53, text("q"))));
     r.poll(0);
     auto frames = r.tx(r.ext1);
@@ -156,6 +281,7 @@ TEST_F(DataplaneTest, PortBelowTheRangeGetsANatPortInTheReceiversBlock) {
 
 TEST_F(DataplaneTest, IcmpRepliesAreHandedOffByIdentifierAndQuotedPort) {
     Rig& r = start(two_workers());
+    r.own_flows_from_inside_on(0);
     // An echo with an identifier of worker 1's block, received by worker 0: worker 0's session,
     // with an identifier of worker 0's block.
     r.rx(r.pods, r.from_pod(kPod10, echo_ip(true, kPod10, kServer, 50000, 1)));
@@ -174,6 +300,7 @@ TEST_F(DataplaneTest, IcmpRepliesAreHandedOffByIdentifierAndQuotedPort) {
     EXPECT_EQ(back.icmp_ident, 50000);
 
     // A UDP flow of worker 1, then an ICMP error about it received by worker 0.
+    r.own_flows_from_inside_on(1);
     r.process(1, {{r.pods, r.from_pod(kPod11, udp_ip(kPod11, 60000, kServer, 53, text("q")))}});
     auto frames = r.tx(r.ext1);
     ASSERT_EQ(frames.size(), 1u);
@@ -204,6 +331,7 @@ TEST_F(DataplaneTest, LargeBurstOfRepliesForAnotherWorkerIsHandedOffWhole) {
     o.sessions_per_worker = 128;
     Rig& r = start(o);
     unsigned last = dp::kMaxWorkers - 1;
+    r.own_flows_from_inside_on(last);  // the last worker opens the flows, worker 0 gets their replies
     unsigned n = 2 * dp::kBurst + 5;
     std::vector<In> out;
     for (uint16_t i = 0; i < n; ++i)
@@ -241,6 +369,7 @@ TEST_F(DataplaneTest, Icmpv6RepliesAreHandedOffByIdentifierAndQuotedPort) {
     RigOptions o = dual_stack();
     o.workers = 2;
     Rig& r = start(o);
+    r.own_flows_from_inside_on(0);
     r.rx(r.pods, from_pod6(kPod10v6, echo6_ip(true, kPod10v6, kServerV6, 50000, 1)));
     r.poll(0);
     EXPECT_EQ(r.w(0).counters.handed_off, 0u);
@@ -259,6 +388,7 @@ TEST_F(DataplaneTest, Icmpv6RepliesAreHandedOffByIdentifierAndQuotedPort) {
     EXPECT_EQ(frames[0], to_pod6(kPod10v6, echo6_ip(false, kServerV6, kPod10v6, 50000, 1, {}, Ip6Opt{63})));
 
     // A UDP flow of worker 1, then an ICMPv6 port unreachable about it received by worker 0.
+    r.own_flows_from_inside_on(1);
     r.process(1, {{r.pods, from_pod6(kPod11v6, udp6_ip(kPod11v6, 60000, kServerV6, 53, text("q")))}});
     frames = r.tx(r.ext1);
     ASSERT_EQ(frames.size(), 1u);
@@ -285,6 +415,76 @@ TEST_F(DataplaneTest, Icmpv6RepliesAreHandedOffByIdentifierAndQuotedPort) {
     EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
 }
 
+// An ICMP error a pod sends about one of its flows (port unreachable for an answer that came too
+// late) reaches the flow's owner wherever it was received: its quote names the flow's key, and so
+// its owner. Without that, a worker that received it and did not own the flow dropped it as
+// no_session, which a NIC's RSS made (N-1)/N of them (the error's own addresses and no ports).
+TEST_F(DataplaneTest, IcmpErrorFromAPodReachesTheOwnerOfTheFlowItQuotes) {
+    Rig& r = start(two_workers());
+    for (unsigned owner : {0u, 1u}) {
+        SCOPED_TRACE(owner);
+        const unsigned other = 1 - owner;
+        const uint16_t sport = port_owned_by(r, kPod10, kServer, owner);
+        r.process(owner, {{r.pods, r.from_pod(kPod10, udp_ip(kPod10, sport, kServer, 53, text("q")))}});
+        const uint16_t nat = single(r.tx(r.ext1)).sport;
+        r.process(owner, {{r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, nat, text("answer")))}});
+        auto frames = r.tx(r.pods);
+        ASSERT_EQ(frames.size(), 1u);
+        Bytes got(frames[0].begin() + 14, frames[0].end());  // the answer as the pod got it
+        const uint64_t handed = r.w(other).counters.handed_off;
+        r.process(other, {{r.pods, r.from_pod(kPod10, ipv4(kPod10, kServer, kProtoIcmp, icmp_error(3, 3, got)))}});
+        EXPECT_TRUE(r.tx(r.ext1).empty());
+        EXPECT_EQ(r.handoff_pending(other, owner), 1u);
+        EXPECT_EQ(r.w(other).counters.handed_off, handed + 1);
+        r.poll(owner);
+        frames = r.tx(r.ext1);
+        ASSERT_TRUE(checksums_valid(single(frames)));
+        EXPECT_EQ(frames[0],
+                  ethernet(kServerMac, kExt1Mac, kEtherIpv4,
+                           ipv4(kIngress, kServer, kProtoIcmp,
+                                icmp_error(3, 3, udp_ip(kServer, 53, kIngress, nat, text("answer"), IpOpt{.ttl = 63})),
+                                IpOpt{.ttl = 63})))
+            << "the error and its quote name the NAT address and port " << nat;
+    }
+    EXPECT_EQ(r.drops(DropReason::no_session, 0) + r.drops(DropReason::no_session, 1), 0u);
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
+}
+
+TEST_F(DataplaneTest, Icmpv6ErrorFromAPodReachesTheOwnerOfTheFlowItQuotes) {
+    using namespace std_rig6;
+    RigOptions o = dual_stack();
+    o.workers = 2;
+    Rig& r = start(o);
+    auto error_body = [](const Bytes& quoted) {
+        Bytes b(4 + quoted.size(), 0);
+        std::copy(quoted.begin(), quoted.end(), b.begin() + 4);
+        return b;
+    };
+    for (unsigned owner : {0u, 1u}) {
+        SCOPED_TRACE(owner);
+        const unsigned other = 1 - owner;
+        const uint16_t sport = port_owned_by6(r, kPod10v6, kServerV6, owner);
+        r.process(owner, {{r.pods, from_pod6(kPod10v6, udp6_ip(kPod10v6, sport, kServerV6, 53, text("q")))}});
+        const uint16_t nat = single(r.tx(r.ext1)).sport;
+        r.process(owner, {{r.ext1, from_ext1_6(udp6_ip(kServerV6, 53, kIngressV6, nat, text("answer")))}});
+        auto frames = r.tx(r.pods);
+        ASSERT_EQ(frames.size(), 1u);
+        Bytes got(frames[0].begin() + 14, frames[0].end());
+        r.process(other, {{r.pods, from_pod6(kPod10v6, icmp6_ip(kPod10v6, kServerV6, 1, 4, error_body(got)))}});
+        EXPECT_TRUE(r.tx(r.ext1).empty());
+        EXPECT_EQ(r.handoff_pending(other, owner), 1u);
+        r.poll(owner);
+        frames = r.tx(r.ext1);
+        ASSERT_TRUE(checksums_valid(single(frames)));
+        EXPECT_EQ(frames[0],
+                  ethernet(kServerMac, kExt1Mac, kEtherIpv6,
+                           icmp6_ip(kIngressV6, kServerV6, 1, 4,
+                                    error_body(udp6_ip(kServerV6, 53, kIngressV6, nat, text("answer"), Ip6Opt{63})),
+                                    Ip6Opt{63})));
+    }
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
+}
+
 TEST_F(DataplaneTest, LargeBurstOfIpv6RepliesForAnotherWorkerIsHandedOffWhole) {
     using namespace std_rig6;
     RigOptions o = dual_stack();
@@ -292,6 +492,7 @@ TEST_F(DataplaneTest, LargeBurstOfIpv6RepliesForAnotherWorkerIsHandedOffWhole) {
     o.sessions_per_worker = 128;
     Rig& r = start(o);
     unsigned last = dp::kMaxWorkers - 1;
+    r.own_flows_from_inside_on(last);  // the last worker opens the flows, worker 0 gets their replies
     unsigned n = 2 * dp::kBurst + 5;
     std::vector<In> out;
     for (uint16_t i = 0; i < n; ++i)

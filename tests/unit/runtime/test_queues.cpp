@@ -37,11 +37,12 @@ TEST(QueuePlan, ConfiguredCountWinsButNeverExceedsTheWorkers) {
 }
 
 TEST(QueuePlan, RssLimitedToWhatTheDeviceHashes) {
-    // A device hashing TCP and UDP ports but not other IPv4 gets exactly those two.
-    uint64_t dev = RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV6_TCP;
+    // A device hashing TCP and UDP ports but not other IPv4, and IPv6 TCP only, gets exactly those.
+    uint64_t dev = RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV6_TCP |
+                   RTE_ETH_RSS_L2_PAYLOAD;
     QueuePlan p = plan_queues(0, 2, 16, dev);
-    EXPECT_EQ(p.rss_hf, RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP);
-    EXPECT_EQ(describe_rss(p.rss_hf), "ipv4-tcp ipv4-udp");
+    EXPECT_EQ(p.rss_hf, RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV6_TCP);
+    EXPECT_EQ(describe_rss(p.rss_hf), "ipv4-tcp ipv4-udp ipv6-tcp");
     // A device with several queues and no RSS (net_af_packet spreads flows itself).
     p = plan_queues(0, 2, 16, 0);
     EXPECT_EQ(p.rx_queues, 2u);
@@ -49,8 +50,13 @@ TEST(QueuePlan, RssLimitedToWhatTheDeviceHashes) {
     EXPECT_EQ(describe_rss(0), "none");
 }
 
-TEST(QueuePlan, WantedHashesCoverAddressesAndPorts) {
-    EXPECT_EQ(describe_rss(wanted_rss_hf()), "ipv4 ipv4-frag ipv4-other ipv4-tcp ipv4-udp");
+TEST(QueuePlan, WantedHashesCoverAddressesAndPortsOfBothFamilies) {
+    EXPECT_EQ(describe_rss(wanted_rss_hf()),
+              "ipv4 ipv4-frag ipv4-other ipv4-tcp ipv4-udp ipv6 ipv6-frag ipv6-other ipv6-tcp ipv6-udp");
+    // Without the IPv6 types a NIC puts every IPv6 packet on queue 0, whatever its flow.
+    for (uint64_t t : {RTE_ETH_RSS_IPV6, RTE_ETH_RSS_FRAG_IPV6, RTE_ETH_RSS_NONFRAG_IPV6_TCP,
+                       RTE_ETH_RSS_NONFRAG_IPV6_UDP, RTE_ETH_RSS_NONFRAG_IPV6_OTHER})
+        EXPECT_EQ(plan_queues(0, 4, 4, kAllRss).rss_hf & t, t) << t;
 }
 
 }  // namespace
