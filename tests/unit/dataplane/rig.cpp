@@ -644,6 +644,7 @@ std::vector<ToControl> Rig::to_control() {
         const dp::HeldNextHop& h = dp::held_of(m, shared.next_hop_field);
         t.next_hop = h.v4;
         t.advertisement = h.what == dp::kHeldAdvertisement;
+        t.arp_answer = h.what == dp::kHeldArpAnswer;
         std::copy(std::begin(h.v6), std::end(h.v6), t.next_hop6.begin());
         out.push_back(std::move(t));
         rte_pktmbuf_free(m);
