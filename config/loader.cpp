@@ -1112,10 +1112,16 @@ private:
     void read_reassembly(const Obj& top, ReassemblyConfig& r) const {
         const json* j = top.get("reassembly");
         if (!j) return;
-        Obj o(*this, *j, top.at("reassembly"), {"max_datagrams", "max_fragments", "timeout_ms"}, "an object");
+        Obj o(*this, *j, top.at("reassembly"), {"max_datagrams", "max_fragments", "timeout_ms", "max_per_source"},
+              "an object");
         opt_integer(o, "max_datagrams", r.max_datagrams, 1, 65536);
         opt_integer(o, "max_fragments", r.max_fragments, 2, kMaxReassemblyFragments);
         opt_integer(o, "timeout_ms", r.timeout_ms, 10, 120000);
+        opt_integer(o, "max_per_source", r.max_per_source, 1, 65536);
+        if (r.max_per_source > r.max_datagrams)
+            fail(o.at("max_per_source"), "expected at most reassembly.max_datagrams (" +
+                                             std::to_string(r.max_datagrams) + "), got " +
+                                             std::to_string(r.max_per_source));
     }
 
     void read_ingress(const Obj& top, Config& c) const {

@@ -106,6 +106,18 @@ std::vector<std::string> Runtime::eal_arguments(const config::Config& cfg, const
     return a;
 }
 
+std::string Runtime::reassembly_pool_shortfall(const config::Config& cfg, unsigned mbufs) {
+    const config::ReassemblyConfig& ra = cfg.reassembly;
+    const uint64_t held = uint64_t{cfg.workers.size()} * ra.max_datagrams * (ra.max_fragments - 1);
+    if (held <= mbufs) return "";
+    return cfg.file + ": reassembly: the reassembly tables of " + std::to_string(cfg.workers.size()) +
+           " worker(s) may hold " + std::to_string(held) + " fragments (reassembly.max_datagrams " +
+           std::to_string(ra.max_datagrams) + " x (reassembly.max_fragments " + std::to_string(ra.max_fragments) +
+           " - 1) each), more than the " + std::to_string(mbufs) +
+           " mbufs of mempool.mbufs, which must also fill the receive rings and carry the traffic: raise "
+           "mempool.mbufs or lower reassembly.max_datagrams or reassembly.max_fragments";
+}
+
 Runtime::Runtime(const config::Config& cfg) : cfg_(cfg) {}
 
 Runtime::~Runtime() {
@@ -170,6 +182,7 @@ void Runtime::setup(unsigned mbufs) {
     if (shared_.next_hop_field < 0) throw RuntimeError("cannot register the mbuf next-hop field: " + errstr(rte_errno));
 
     n_mbufs_ = mbufs ? mbufs : cfg_.mempool.mbufs;
+    if (std::string why = reassembly_pool_shortfall(cfg_, n_mbufs_); !why.empty()) throw RuntimeError(why);
     pool_ = pool_on(main_socket());
     // Fragments for the egress MTU: their headers come from the main pool, their payload stays
     // where it is, referred to by mbufs without data of their own.
@@ -306,8 +319,8 @@ void Runtime::setup(unsigned mbufs) {
                                std::to_string(per_worker6) + " IPv6 sessions for worker " + std::to_string(i) +
                                " (raise eal.memory_mb, or lower sessions.max or sessions.max_ipv6)");
         const config::ReassemblyConfig& ra = cfg_.reassembly;
-        w->reassembly =
-            dp::reassembly_create(ra.max_datagrams, ra.max_fragments, ra.timeout_ms * tsc_hz_ / 1000, wsocket);
+        w->reassembly = dp::reassembly_create(ra.max_datagrams, ra.max_fragments, ra.per_source(),
+                                              ra.timeout_ms * tsc_hz_ / 1000, wsocket);
         if (!w->reassembly)
             throw RuntimeError("cannot allocate the fragment reassembly table of worker " + std::to_string(i) +
                                " for " + std::to_string(ra.max_datagrams) +

@@ -372,6 +372,7 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_EQ(c.reassembly.max_datagrams, 256u);
     EXPECT_EQ(c.reassembly.max_fragments, 8u);
     EXPECT_EQ(c.reassembly.timeout_ms, 2000u);
+    EXPECT_EQ(c.reassembly.per_source(), 64u) << "a quarter of the table";
     EXPECT_FALSE(c.ingress.via) << "no ingress next hop unless configured";
     EXPECT_FALSE(c.ingress.via6);
     EXPECT_EQ(c.arp.announce_count, 3u);
@@ -1055,7 +1056,12 @@ const ErrorCase kCases[] = {
     {"ReassemblyNotAnObject", [](json& j) { j["reassembly"] = J("[256]"); }, "$.reassembly",
      "expected an object, got an array"},
     {"UnknownReassembly", [](json& j) { j["reassembly"] = {{"timeout", 5}}; }, "$.reassembly.timeout",
-     "unknown key \"timeout\", expected one of: max_datagrams, max_fragments, timeout_ms"},
+     "unknown key \"timeout\", expected one of: max_datagrams, max_fragments, timeout_ms, max_per_source"},
+    {"ReassemblyPerSourceAboveTheTable",
+     [](json& j) { j["reassembly"] = {{"max_datagrams", 16}, {"max_per_source", 17}}; }, "$.reassembly.max_per_source",
+     "expected at most reassembly.max_datagrams (16), got 17"},
+    {"ReassemblyPerSourceZero", [](json& j) { j["reassembly"] = {{"max_per_source", 0}}; },
+     "$.reassembly.max_per_source", "expected an integer from 1 to 65536, got 0"},
     {"ReassemblyDatagramsZero", [](json& j) { j["reassembly"] = {{"max_datagrams", 0}}; }, "$.reassembly.max_datagrams",
      "expected an integer from 1 to 65536, got 0"},
     {"ReassemblyFragmentsAboveDpdk", [](json& j) { j["reassembly"] = {{"max_fragments", 9}}; },

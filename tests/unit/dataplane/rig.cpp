@@ -368,8 +368,9 @@ void Rig::setup(const RigOptions& o) {
             if (!w->inject) fail("inject ring");
             rings_.push_back(w->inject);
         }
-        w->reassembly = dp::reassembly_create(cfg.reassembly.max_datagrams, cfg.reassembly.max_fragments,
-                                              uint64_t{cfg.reassembly.timeout_ms} * hz / 1000, socket);
+        w->reassembly =
+            dp::reassembly_create(cfg.reassembly.max_datagrams, cfg.reassembly.max_fragments,
+                                  cfg.reassembly.per_source(), uint64_t{cfg.reassembly.timeout_ms} * hz / 1000, socket);
         if (!w->reassembly) fail("reassembly table");
         w->now = rte_rdtsc();
     }
