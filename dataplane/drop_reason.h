@@ -55,6 +55,7 @@ namespace egw::dp {
     X(ipv6_unsupported,                                                                                                \
       "no longer counted: every valid IPv6 packet is now translated, routed, answered or dropped under another "       \
       "reason (kept so that its series stays)")                                                                        \
+    X(ndp_fragmented, "IPv6 Neighbor Discovery message in a Fragment header (RFC 6980), not answered nor learned")     \
     X(reassembly_source_limit,                                                                                         \
       "fragment of a new datagram from a source that holds reassembly.max_per_source datagrams in reassembly")         \
     X(reassembly_table_full, "fragment of a new datagram while the reassembly table holds reassembly.max_datagrams")
