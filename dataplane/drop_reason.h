@@ -51,7 +51,8 @@ namespace egw::dp {
     X(ingress_no_next_hop,                                                                                             \
       "from outside to a served ingress IP on a port of its Service, with no ingress next hop configured")             \
     X(ipv6_extension_header,                                                                                           \
-      "IPv6 extension headers beyond the walk's bound (4 headers, 256 bytes), or a routing header with segments left") \
+      "IPv6 extension headers beyond the walk's bound (4 headers, 256 bytes), or a routing header with segments left " \
+      "on a packet addressed to the gateway")                                                                          \
     X(ipv6_unsupported,                                                                                                \
       "no longer counted: every valid IPv6 packet is now translated, routed, answered or dropped under another "       \
       "reason (kept so that its series stays)")                                                                        \

@@ -92,14 +92,6 @@ std::vector<Case> input_cases() {
     c.push_back({"extension headers over 256 bytes", false,
                  pod6(udp6_ip(kPod10v6, 40000, kServerV6, 53, text6("q"), Ip6Opt{64, {{60, pad_options(264)}}})),
                  DropReason::ipv6_extension_header});
-    {
-        Bytes rh(6, 0);
-        rh[0] = 4;  // routing type (segment routing)
-        rh[1] = 1;  // segments left
-        c.push_back({"routing header with segments left", false,
-                     pod6(udp6_ip(kPod10v6, 40000, kServerV6, 53, text6("q"), Ip6Opt{64, {{43, rh}}})),
-                     DropReason::ipv6_extension_header});
-    }
     // A fragment is put together with the rest of its datagram (test_fragments6.cpp), unless an
     // extension header stands before its Fragment header, which rte_ip_frag does not take.
     c.push_back({"Fragment header behind another extension header", false,
@@ -383,6 +375,30 @@ TEST_F(DataplaneTest, NeighborDiscoveryInFragmentsIsDroppedNeitherAnsweredNorLea
     r.drain_all();
     EXPECT_EQ(r.drops(DropReason::fragment_timeout), 1u) << "the solicitation's later fragment, held alone";
     EXPECT_EQ(r.mbufs_in_use(), 0);
+}
+
+// A routing header with segments left is for the node its destination address names (RFC 8200
+// 4.4): on its way elsewhere it is translated and forwarded like any packet, header and all; to
+// the gateway's own or NAT addresses, where egw would have to follow it, it is dropped.
+TEST_F(DataplaneTest, RoutingHeaderWithSegmentsLeftIsForwardedUnlessForTheGateway) {
+    Rig& r = start(std_rig6::dual_stack());
+    Bytes rh(6, 0);
+    rh[0] = 4;  // routing type (segment routing)
+    rh[1] = 1;  // segments left
+    r.process(r.pods, pod6(udp6_ip(kPod10v6, 40000, kServerV6, 53, text6("q"), Ip6Opt{64, {{43, rh}}})));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(Bytes(frames[0].begin() + 14, frames[0].end()),
+              udp6_ip(kIngressV6, 40000, kServerV6, 53, text6("q"), Ip6Opt{63, {{43, rh}}}));
+    EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
+    EXPECT_EQ(r.total_drops(), 0u);
+
+    r.process(r.ext1, ext6(udp6_ip(kServerV6, 53, kIngressV6, 40000, text6("q"), Ip6Opt{64, {{43, rh}}})));
+    r.process(r.ext1, ext6(udp6_ip(kServerV6, 53, kExt1V6, 40000, text6("q"), Ip6Opt{64, {{43, rh}}})));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::ipv6_extension_header), 2u);
+    EXPECT_EQ(r.total_drops(), 2u);
 }
 
 TEST_F(DataplaneTest, EchoRequestsToThePortsIpv6AddressesAreAnswered) {
