@@ -59,7 +59,10 @@ namespace egw::dp {
     X(ndp_fragmented, "IPv6 Neighbor Discovery message in a Fragment header (RFC 6980), not answered nor learned")     \
     X(reassembly_source_limit,                                                                                         \
       "fragment of a new datagram from a source that holds reassembly.max_per_source datagrams in reassembly")         \
-    X(reassembly_table_full, "fragment of a new datagram while the reassembly table holds reassembly.max_datagrams")
+    X(reassembly_table_full, "fragment of a new datagram while the reassembly table holds reassembly.max_datagrams")   \
+    X(tx_chain_not_copied,                                                                                             \
+      "chained frame (a fragment, a reassembled datagram) for a port whose device cannot transmit chains, and no "     \
+      "free mbuf to copy it into")
 
 enum class DropReason : uint8_t {
 #define EGW_X(name, help) name,

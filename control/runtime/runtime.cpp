@@ -269,6 +269,25 @@ void Runtime::setup(unsigned mbufs) {
         for (uint16_t q = 0; q < n_workers; ++q)
             if (int rc = rte_eth_tx_queue_setup(pi.id, q, txd, pi.socket, nullptr); rc != 0)
                 throw RuntimeError("port " + pc.name + ": tx queue " + std::to_string(q) + ": " + errstr(rc));
+        if (!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) {
+            // Fragments leave as chains (a header mbuf and the data it refers to), and so do
+            // reassembled datagrams and jumbo frames received in pieces: for this device each is
+            // copied into one buffer, which must then hold a frame of the port's MTU.
+            unsigned buffer =
+                cfg_.mempool.data_room > RTE_PKTMBUF_HEADROOM ? cfg_.mempool.data_room - RTE_PKTMBUF_HEADROOM : 0;
+            unsigned frame = pc.mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN;
+            if (frame > buffer)
+                throw RuntimeError(cfg_.file + ": $.ports[" + std::to_string(port_index) + "].mtu: port " + pc.name +
+                                   " (" + pc.device + ") cannot transmit chained mbufs, so a frame of its MTU of " +
+                                   std::to_string(pc.mtu) + " must fit one buffer: mempool.data_room of at least " +
+                                   std::to_string(frame + RTE_PKTMBUF_HEADROOM) + ", got " +
+                                   std::to_string(cfg_.mempool.data_room));
+            shared_.single_segment_tx |= 1u << pi.id;
+            spdlog::info(
+                "port {}: the device cannot transmit chained mbufs; chained frames leave copied into one "
+                "buffer",
+                pc.name);
+        }
         if (pc.mac) {
             rte_ether_addr a;
             std::copy(std::begin(pc.mac->bytes), std::end(pc.mac->bytes), a.addr_bytes);

@@ -81,6 +81,36 @@ TEST_F(DataplaneTest, OutgoingDatagramInFragmentsLeavesTranslatedWholeAndCutForT
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
+// A device that cannot transmit chained mbufs (no multi-segment transmit): the fragments a
+// datagram is cut into for the MTU, each a header mbuf chained to the data it refers to, leave in
+// one buffer each, byte for byte the same, with no mbuf left behind; on a port that can send
+// chains they stay chains.
+TEST_F(DataplaneTest, PortWithoutMultiSegmentTransmitGetsEachFrameInOneBuffer) {
+    Rig& r = start();
+    Bytes payload = pattern(3000);
+    Bytes dgram = udp_ip(kPod10, 40000, kServer, 5353, payload, IpOpt{.id = 0x5151});
+    auto send = [&] {
+        std::vector<Bytes> in;
+        for (const Bytes& f : fragments(dgram, 1480))
+            in.push_back(r.from_pod(kPod10, f));
+        r.process(0, burst(r.pods, in));
+        return r.tx(r.ext1);
+    };
+    const Bytes translated = udp_ip(kIngress, 40000, kServer, 5353, payload, IpOpt{.ttl = 63, .id = 0x5151});
+    auto chained = send();
+    ASSERT_EQ(chained.size(), 3u);
+    EXPECT_EQ(whole(chained), translated);
+    EXPECT_EQ(r.tx_segments(), (std::vector<uint16_t>{2, 2, 2})) << "a header mbuf and the data it refers to";
+
+    r.shared.single_segment_tx |= 1u << r.ext1;
+    auto copied = send();
+    ASSERT_EQ(copied.size(), 3u);
+    EXPECT_EQ(copied, chained) << "the same bytes";
+    EXPECT_EQ(r.tx_segments(), (std::vector<uint16_t>{1, 1, 1}));
+    EXPECT_EQ(r.total_drops(), 0u);
+    EXPECT_EQ(r.mbufs_in_use(), 0);
+}
+
 TEST_F(DataplaneTest, FragmentsOutOfOrderWithTheFirstLastAreHeldUntilTheDatagramIsWhole) {
     Rig& r = start();
     Bytes payload = pattern(2500, 7);
