@@ -8,6 +8,7 @@
 // (config/ip.h). See docs/configuration.md for the file format with an example per field.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -141,14 +142,18 @@ struct IcmpConfig {
     bool operator==(const IcmpConfig&) const = default;
 };
 
-// IPv4 fragments put together per worker (dataplane/reassembly.h): at most `max_datagrams` in
-// reassembly at once, each in at most `max_fragments` fragments (no more than DPDK's build holds,
-// kMaxReassemblyFragments), complete within `timeout_ms` of its first fragment.
+// IPv4 and IPv6 fragments put together per worker (dataplane/reassembly.h): at most
+// `max_datagrams` in reassembly at once, at most `max_per_source` of them from one source address
+// (0: a quarter of max_datagrams, at least 1), each in at most `max_fragments` fragments (no more
+// than DPDK's build holds, kMaxReassemblyFragments), complete within `timeout_ms` of its first
+// fragment.
 inline constexpr unsigned kMaxReassemblyFragments = 8;  // RTE_LIBRTE_IP_FRAG_MAX_FRAG of Debian's DPDK
 struct ReassemblyConfig {
     unsigned max_datagrams = 256;
     unsigned max_fragments = kMaxReassemblyFragments;
     unsigned timeout_ms = 2000;
+    unsigned max_per_source = 0;
+    unsigned per_source() const { return max_per_source ? max_per_source : std::max(1u, max_datagrams / 4); }
     bool operator==(const ReassemblyConfig&) const = default;
 };
 

@@ -105,7 +105,9 @@ json icmp(const IcmpConfig& i) {
 }
 
 json reassembly(const ReassemblyConfig& r) {
-    return {{"max_datagrams", r.max_datagrams}, {"max_fragments", r.max_fragments}, {"timeout_ms", r.timeout_ms}};
+    json j = {{"max_datagrams", r.max_datagrams}, {"max_fragments", r.max_fragments}, {"timeout_ms", r.timeout_ms}};
+    if (r.max_per_source) j["max_per_source"] = r.max_per_source;  // else the default, a quarter
+    return j;
 }
 
 json node(const NodeConfig& n) {

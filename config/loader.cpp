@@ -175,6 +175,10 @@ constexpr uint64_t kMaxLcore = 127;
 // rte_config.h: RTE_MEMPOOL_CACHE_MAX_SIZE and RTE_PKTMBUF_HEADROOM.
 constexpr uint64_t kMempoolCacheMax = 512;
 constexpr uint64_t kMbufHeadroom = 128;
+// The input stage pulls the first 590 bytes of a chained frame (its Ethernet header and 576 bytes,
+// dataplane/input.cpp kContiguous) into its first mbuf; a smaller buffer would drop every chained
+// frame (a jumbo frame received in pieces, a reassembled datagram) as malformed.
+constexpr uint64_t kMbufFirstSegment = 14 + 576;
 constexpr uint32_t kDefaultTable = 254;
 constexpr const char* kDefaultVrf = "default";
 
@@ -732,7 +736,7 @@ private:
         Obj o(*this, *j, top.at("mempool"), {"mbufs", "cache", "data_room"}, "an object");
         opt_integer(o, "mbufs", m.mbufs, 1, 1u << 26);
         opt_integer(o, "cache", m.cache, 0, kMempoolCacheMax);
-        opt_integer(o, "data_room", m.data_room, kMbufHeadroom + 128, 65535);
+        opt_integer(o, "data_room", m.data_room, kMbufHeadroom + kMbufFirstSegment, 65535);
         // rte_mempool_create refuses a cache whose flush threshold (1.5 x cache) exceeds the pool.
         if (uint64_t{m.cache} * 3 / 2 > m.mbufs)
             fail(o.get("cache") ? o.at("cache") : o.at("mbufs"),
@@ -867,6 +871,12 @@ private:
             }
             if (const json* v = o.get("mac")) p.mac = unicast_mac(*v, o.at("mac"));
             opt_integer(o, "mtu", p.mtu, 68, 16128);
+            // RFC 8200 5: every link that carries IPv6 has an MTU of 1280 or more; below it the
+            // port could neither send the packets IPv6 allows nor make them fit.
+            if (p.mtu < 1280 &&
+                std::any_of(p.addresses.begin(), p.addresses.end(), [](const IpPrefix& a) { return a.addr.is_v6(); }))
+                fail(o.at("mtu"),
+                     "expected at least 1280 on a port with an IPv6 address (RFC 8200), got " + std::to_string(p.mtu));
             opt_integer(o, "rx_desc", p.rx_desc, 16, 32768);
             opt_integer(o, "tx_desc", p.tx_desc, 16, 32768);
             opt_integer(o, "queues", p.queues, 1, 16);  // dp::kMaxWorkers
@@ -1112,10 +1122,16 @@ private:
     void read_reassembly(const Obj& top, ReassemblyConfig& r) const {
         const json* j = top.get("reassembly");
         if (!j) return;
-        Obj o(*this, *j, top.at("reassembly"), {"max_datagrams", "max_fragments", "timeout_ms"}, "an object");
+        Obj o(*this, *j, top.at("reassembly"), {"max_datagrams", "max_fragments", "timeout_ms", "max_per_source"},
+              "an object");
         opt_integer(o, "max_datagrams", r.max_datagrams, 1, 65536);
         opt_integer(o, "max_fragments", r.max_fragments, 2, kMaxReassemblyFragments);
         opt_integer(o, "timeout_ms", r.timeout_ms, 10, 120000);
+        opt_integer(o, "max_per_source", r.max_per_source, 1, 65536);
+        if (r.max_per_source > r.max_datagrams)
+            fail(o.at("max_per_source"), "expected at most reassembly.max_datagrams (" +
+                                             std::to_string(r.max_datagrams) + "), got " +
+                                             std::to_string(r.max_per_source));
     }
 
     void read_ingress(const Obj& top, Config& c) const {

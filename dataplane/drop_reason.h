@@ -13,8 +13,8 @@ namespace egw::dp {
     X(unknown_ethertype, "EtherType other than IPv4, IPv6 and ARP")                                                    \
     X(foreign_mac, "unicast frame for another MAC (seen on a promiscuous port)")                                       \
     X(fragment,                                                                                                        \
-      "fragment not reassembled (table full, more fragments than reassembly.max_fragments, inconsistent or "           \
-      "overlapping, past 65535 bytes; IPv6: another extension header before the Fragment header)")                     \
+      "fragment not reassembled (empty, more fragments than reassembly.max_fragments, inconsistent or overlapping, "   \
+      "past 65535 bytes; IPv6: another extension header before the Fragment header)")                                  \
     X(unsupported_protocol, "protocol other than TCP, UDP and ICMP where translation is needed")                       \
     X(ttl_exceeded, "TTL (IPv6: hop limit) would reach zero")                                                          \
     X(no_route, "no route in the VRF nor in the default table")                                                        \
@@ -51,13 +51,21 @@ namespace egw::dp {
     X(ingress_no_next_hop,                                                                                             \
       "from outside to a served ingress IP on a port of its Service, with no ingress next hop configured")             \
     X(ipv6_extension_header,                                                                                           \
-      "IPv6 extension headers beyond the walk's bound (4 headers, 256 bytes), or a routing header with segments left") \
+      "IPv6 extension headers beyond the walk's bound (4 headers, 256 bytes), or a routing header with segments left " \
+      "on a packet addressed to the gateway")                                                                          \
     X(ipv6_unsupported,                                                                                                \
       "no longer counted: every valid IPv6 packet is now translated, routed, answered or dropped under another "       \
       "reason (kept so that its series stays)")                                                                        \
     X(icmp_checksum,                                                                                                   \
       "ICMP or ICMPv6 error quoting a packet of a session whose own checksum is wrong (not "                           \
-      "translated)")
+      "translated)")                                                                                                   \
+    X(ndp_fragmented, "IPv6 Neighbor Discovery message in a Fragment header (RFC 6980), not answered nor learned")     \
+    X(reassembly_source_limit,                                                                                         \
+      "fragment of a new datagram from a source that holds reassembly.max_per_source datagrams in reassembly")         \
+    X(reassembly_table_full, "fragment of a new datagram while the reassembly table holds reassembly.max_datagrams")   \
+    X(tx_chain_not_copied,                                                                                             \
+      "chained frame (a fragment, a reassembled datagram) for a port whose device cannot transmit chains, and no "     \
+      "free mbuf to copy it into")
 
 enum class DropReason : uint8_t {
 #define EGW_X(name, help) name,

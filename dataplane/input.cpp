@@ -237,7 +237,7 @@ DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, 
     uint32_t off = sizeof(rte_ipv6_hdr);
     // `fragment`: a Fragment header with an offset or more fragments to come; an atomic one (RFC
     // 6946: neither) is the whole datagram, taken as it is.
-    bool fragment = false, frag_header = false;
+    bool fragment = false, frag_header = false, later_fragment = false, segments_left = false;
     for (unsigned n = 0;; ++n) {
         if (nh != kIp6HopByHop && nh != kIp6Routing && nh != kIp6Fragment && nh != kIp6DestOpts) break;
         if (unlikely(nh == kIp6HopByHop && n != 0)) return DropReason::malformed;
@@ -247,15 +247,22 @@ DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, 
         if (nh == kIp6Fragment) {
             frag_header = true;
             fragment |= ((base[off + 2] << 8 | base[off + 3]) & 0xfff9) != 0;
+            later_fragment |= ((base[off + 2] << 8 | base[off + 3]) & 0xfff8) != 0;
         }
-        // A routing header with segments left names further destinations: translating or
-        // answering its current destination would be wrong.
-        if (unlikely(nh == kIp6Routing && base[off + 3] != 0)) return DropReason::ipv6_extension_header;
+        // A routing header with segments left names further destinations, for the node the
+        // destination address names alone to act on (RFC 8200 4.4): checked below.
+        segments_left |= nh == kIp6Routing && base[off + 3] != 0;
         nh = base[off];
         off += hlen;
         if (unlikely(off - sizeof(rte_ipv6_hdr) > kIp6MaxExtBytes)) return DropReason::ipv6_extension_header;
         if (unlikely(off > total)) return DropReason::malformed;
     }
+    // Addressed to the gateway (a port's address or a NAT address): translating or answering its
+    // current destination would ignore the route it asks for, which egw does not follow. On its
+    // way elsewhere it is forwarded like any packet, as IPv4 options are.
+    if (unlikely(segments_left) &&
+        (p.is_port_address6(m->port, ip6->dst_addr) || p.nat_addresses6.find(ip6->dst_addr) != Ip6Map::kMissing))
+        return DropReason::ipv6_extension_header;
     pk.v6 = true;
     pk.dir = p.ports[m->port].role == PortRole::inside ? Dir::in2out : Dir::out2in;
     pk.ip = nullptr;
@@ -267,9 +274,12 @@ DropReason parse_ipv6(const PolicySnapshot& p, rte_mbuf* m, rte_ether_hdr* eth, 
     std::memcpy(pk.key6.src, ip6->src_addr, 16);
     std::memcpy(pk.key6.dst, ip6->dst_addr, 16);
     pk.key6.proto = nh;
-    // Neighbor Discovery goes to the local stage, which checks its addresses and hop limit.
-    if (nh == kIp6Icmp && !frag_header && pk.l4_len >= sizeof(rte_icmp_hdr) &&
+    // Neighbor Discovery goes to the local stage, which checks its addresses and hop limit; in a
+    // Fragment header (a first or an atomic fragment: a later one shows no ICMPv6 type) it is
+    // dropped, as RFC 6980 says, before reassembly could take the header away.
+    if (nh == kIp6Icmp && !later_fragment && pk.l4_len >= sizeof(rte_icmp_hdr) &&
         is_ndp(reinterpret_cast<const rte_icmp_hdr*>(pk.l4)->icmp_type)) {
+        if (unlikely(frag_header)) return DropReason::ndp_fragmented;
         pk.kind = Kind::ndp;
         return DropReason::count;
     }
@@ -560,6 +570,8 @@ void input_burst(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
             }
             b.m[i] = m;
             r = parse(w, p, m, pk);
+            // Neighbor Discovery whose first fragment showed no ICMPv6 type (RFC 6980).
+            if (unlikely(r == DropReason::count && pk.kind == Kind::ndp)) r = DropReason::ndp_fragmented;
         }
         if (unlikely(r != DropReason::count)) {
             b.drop(i, r);

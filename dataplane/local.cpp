@@ -3,7 +3,9 @@
 // Stage local: what is addressed to the gateway itself. ARP requests for the receiving port's
 // addresses (and, on the outside ports of a Service's network, for its ingress IP while this
 // gateway serves it) are answered; ARP
-// replies go to the control thread, which owns the neighbour table; ICMP echo requests to the
+// replies go to the control thread, which owns the neighbour table, and so does any ARP request
+// (a gratuitous one included) whose sender is a neighbour the table holds with another MAC or
+// none (handed_over_arp); ICMP echo requests to the
 // gateway's addresses are answered back to the sender's MAC. IPv6: Neighbor Solicitations for the
 // same addresses (handle_ndp), Neighbor Advertisements to the control thread as ARP replies, and
 // echo requests to the port's IPv6 addresses. Anything else is dropped as local.
@@ -28,6 +30,32 @@ namespace egw::dp {
 
 namespace {
 
+// Whether the sender of an ARP packet is a neighbour the table holds with another MAC than the one
+// it gives, or with none yet: the control thread must see it (a router that failed over to a new
+// MAC announces it with a gratuitous request, as keepalived and VRRP do, and Linux refreshes its
+// entry from any ARP packet of a known neighbour). Any other request would only cost the control
+// thread a look at something it already knows.
+bool sender_moved(const Worker& w, uint16_t port, const rte_arp_hdr* arp) {
+    const NeighborTable& t = *w.shared->neighbors;
+    uint32_t slot = t.find(port, rte_be_to_cpu_32(arp->arp_data.arp_sip));
+    if (slot == NeighborTable::kNone) return false;
+    uint8_t known[6];
+    return !t.mac(slot, known) || std::memcmp(known, arp->arp_data.arp_sha.addr_bytes, 6) != 0;
+}
+
+// Hands an ARP frame to the control thread; `what` tells it a neighbour's frame from the answer
+// this stage made to a moved neighbour's request (held.h).
+void handed_over_arp(Worker& w, Burst& b, unsigned i, uint32_t what) {
+    rte_mbuf* m = b.m[i];
+    held_of(m, w.shared->next_hop_field).what = what;
+    if (rte_ring_mp_enqueue(w.shared->to_control, m) != 0) {
+        b.drop(i, DropReason::neighbor_unresolved);
+        return;
+    }
+    count(w.counters.to_control);
+    b.set_next(i, Next::gone);
+}
+
 void handle_arp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     rte_mbuf* m = b.m[i];
     if (m->data_len < sizeof(rte_ether_hdr) + sizeof(rte_arp_hdr)) {
@@ -45,12 +73,7 @@ void handle_arp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     const PortPolicy& pp = p.ports[port];
     uint16_t op = rte_be_to_cpu_16(arp->arp_opcode);
     if (op == RTE_ARP_OP_REPLY) {
-        if (rte_ring_mp_enqueue(w.shared->to_control, m) != 0) {
-            b.drop(i, DropReason::neighbor_unresolved);
-            return;
-        }
-        count(w.counters.to_control);
-        b.set_next(i, Next::gone);
+        handed_over_arp(w, b, i, kHeldPacket);
         return;
     }
     if (op != RTE_ARP_OP_REQUEST) {
@@ -58,8 +81,12 @@ void handle_arp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         return;
     }
     uint32_t target = rte_be_to_cpu_32(arp->arp_data.arp_tip);
+    const bool moved = sender_moved(w, port, arp);
     if (!p.is_port_address(port, target) && !p.answers_arp_for_ingress(port, target)) {
-        b.drop(i, DropReason::local);
+        if (moved)
+            handed_over_arp(w, b, i, kHeldPacket);
+        else
+            b.drop(i, DropReason::local);
         return;
     }
     arp->arp_opcode = be16(RTE_ARP_OP_REPLY);
@@ -70,7 +97,12 @@ void handle_arp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     eth->dst_addr = eth->src_addr;
     std::memcpy(eth->src_addr.addr_bytes, pp.mac, 6);
     b.pkt[i].out_port = port;
-    b.set_next(i, Next::transmit);
+    // The answer to a moved neighbour leaves through the control thread, which learns the new MAC
+    // from its target fields first.
+    if (moved)
+        handed_over_arp(w, b, i, kHeldArpAnswer);
+    else
+        b.set_next(i, Next::transmit);
 }
 
 void answer_echo(const PolicySnapshot& p, Burst& b, unsigned i) {

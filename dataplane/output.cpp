@@ -57,8 +57,52 @@ void refused_whole(Worker& w, uint16_t port) {
     store(w.counters.tx_stalled[port], 1);
 }
 
+// A chained frame copied into one mbuf of frag_direct (the runtime checked that a frame of the
+// port's MTU fits one); nullptr when there is no mbuf or room.
+rte_mbuf* copied_whole(Worker& w, rte_mbuf* m) {
+    rte_mbuf* c = rte_pktmbuf_alloc(w.shared->frag_direct);
+    if (unlikely(!c)) return nullptr;
+    char* d = rte_pktmbuf_append(c, static_cast<uint16_t>(m->pkt_len));
+    if (unlikely(!d || m->pkt_len > UINT16_MAX)) {
+        rte_pktmbuf_free(c);
+        return nullptr;
+    }
+    for (const rte_mbuf* s = m; s; s = s->next) {
+        std::memcpy(d, rte_pktmbuf_mtod(s, const char*), s->data_len);
+        d += s->data_len;
+    }
+    c->port = m->port;
+    return c;
+}
+
+// A port whose device cannot transmit chained mbufs: each chained frame of the buffer leaves as
+// a copy in one mbuf, or is dropped when there is none. Checked per burst, so ports that can
+// send chains pay one test.
+static_assert(kMaxPorts <= 32, "DataplaneShared::single_segment_tx holds a bit per port");
+void single_segments(Worker& w, TxBuffer& b) {
+    uint16_t kept = 0;
+    for (uint16_t i = 0; i < b.n; ++i) {
+        rte_mbuf* m = b.pkts[i];
+        if (unlikely(m->nb_segs > 1)) {
+            rte_mbuf* c = copied_whole(w, m);
+            if (!c) {
+                free_drop(w, m, DropReason::tx_chain_not_copied);
+                continue;
+            }
+            rte_pktmbuf_free(m);
+            m = c;
+        }
+        b.pkts[kept++] = m;
+    }
+    b.n = kept;
+}
+
 void send(Worker& w, uint16_t port) {
     TxBuffer& b = w.tx[port];
+    if (unlikely(w.shared->single_segment_tx >> port & 1)) {
+        single_segments(w, b);
+        if (b.n == 0) return;
+    }
     uint16_t sent = rte_eth_tx_burst(port, static_cast<uint16_t>(w.index), b.pkts, b.n);
     count(w.counters.tx_packets, sent);
     if (unlikely(sent < b.n)) {

@@ -33,18 +33,28 @@ extern const unsigned kMaxFragmentsPerDatagram;
 // and each refused when it came in more than `max_fragments` fragments (at most
 // kMaxFragmentsPerDatagram; a lower limit is checked when the datagram is complete, by marks in
 // the mbuf dynfield DataplaneShared::next_hop_field, which must then be registered).
+// A source (IPv4 or IPv6 address) may hold at most `max_per_source` of the datagrams at once (0:
+// a quarter of max_datagrams); a fragment that would start one more is refused
+// (reassembly_source_limit), so that one source cannot fill the table for all.
 // Allocated on `socket`; nullptr (rte_errno set) when there is not the memory.
-Reassembly* reassembly_create(uint32_t max_datagrams, uint32_t max_fragments, uint64_t timeout_cycles, int socket);
+Reassembly* reassembly_create(uint32_t max_datagrams, uint32_t max_fragments, uint32_t max_per_source,
+                              uint64_t timeout_cycles, int socket);
 // Frees the state and every fragment it still holds.
 void reassembly_free(Reassembly* r);
+// The datagrams in reassembly, all of them and those of one source (`src`: 4 or 16 bytes, network
+// order): for tests and listings on the worker's own thread.
+uint32_t reassembly_held(const Reassembly& r);
+uint32_t reassembly_held_by(const Reassembly& r, const uint8_t* src, bool v6);
 
 // Takes the fragment `m` (an Ethernet frame whose IPv4 header `ip` has passed the input checks)
 // into the worker's table. Returns the whole datagram once its last missing fragment arrived, as
 // a chain of mbufs behind the first fragment's Ethernet header, with its header checksum right
 // and the fragment fields cleared (DF kept); nullptr otherwise: the fragment is held, or it was
-// dropped and counted (`fragment`: the table full, more than kMaxFragmentsPerDatagram fragments,
-// overlapping or inconsistent ones; or the datagram it completed came in more than the table's
-// max_fragments, then counted as reassembled and dropped as one `fragment`).
+// dropped and counted: `reassembly_table_full` (it would start a datagram and the table has no
+// room), `reassembly_source_limit` (its source holds max_per_source datagrams), `fragment` (more
+// than kMaxFragmentsPerDatagram fragments, overlapping or inconsistent ones; or the datagram it
+// completed came in more than the table's max_fragments, then counted as reassembled and dropped
+// as one `fragment`).
 rte_mbuf* reassembly_add(Worker& w, rte_mbuf* m, rte_ipv4_hdr* ip);
 
 // The same for an IPv6 fragment `m` (its fixed header `ip6` has passed the input checks and its

@@ -100,6 +100,11 @@ struct DataplaneShared {
     rte_mempool* frag_direct = nullptr;
     rte_mempool* frag_indirect = nullptr;
     uint64_t tx_stall_ticks = 0;  // kTxStallMs in TSC ticks; 0: a queue is never taken for stalled
+    // Ports (bit = port id) whose device cannot transmit chained mbufs (no
+    // RTE_ETH_TX_OFFLOAD_MULTI_SEGS): output copies a chained frame into one mbuf of frag_direct
+    // before it leaves there (the runtime made sure a frame of the port's MTU fits one), or drops
+    // it as tx_chain_not_copied (output.cpp). Set before the workers start.
+    uint32_t single_segment_tx = 0;
     // kSweepPassMs and kSweepStepMaxMs in TSC ticks; 0: a sweep step every poll iteration.
     uint64_t sweep_pass_ticks = 0;
     uint64_t sweep_step_max_ticks = 0;

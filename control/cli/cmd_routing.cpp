@@ -84,14 +84,15 @@ Reply show_routes(Context& ctx, const Args& a) {
 }
 
 Reply show_neighbors(Context& ctx, const Args&) {
-    Table t({"port", "ip", "mac", "state", "held"});
+    Table t({"port", "ip", "mac", "state", "router", "held"});
     json list = ctx.status()["neighbors"];
     auto order = [](const json& n) {
         return std::make_pair(jstr(n["port"]), net::parse_ip(jstr(n["ip"])).value_or(net::IpAddr{}));
     };
     std::sort(list.begin(), list.end(), [&](const json& x, const json& y) { return order(x) < order(y); });
     for (const auto& n : list)
-        t.row({jstr(n["port"]), jstr(n["ip"]), or_dash(jstr(n["mac"])), jstr(n["state"]), jnum(n["held"])});
+        t.row({jstr(n["port"]), jstr(n["ip"]), or_dash(jstr(n["mac"])), jstr(n["state"]), or_dash(jstr(n["router"])),
+               jnum(n["held"])});
     return ok(t.render(), list);
 }
 
@@ -101,9 +102,9 @@ Reply show_arp(Context& ctx, const Args&) {
     json arp = ctx.status()["arp"];
     Table counters({"counter", "value"});
     for (const char* k :
-         {"requests_sent", "solicitations_sent", "probes_sent", "invalidated", "freed", "recycled", "neighbors",
-          "neighbors6", "announcements_sent", "announcements_failed", "addresses_announced", "ndp_announcements_sent",
-          "ndp_announcements_failed", "ndp_addresses_announced"})
+         {"requests_sent", "solicitations_sent", "probes_sent", "invalidated", "freed", "recycled", "routers_lost",
+          "neighbors", "neighbors6", "announcements_sent", "announcements_failed", "addresses_announced",
+          "ndp_announcements_sent", "ndp_announcements_failed", "ndp_addresses_announced"})
         counters.row({k, jnum(arp[k])});
     Table t({"port", "ip", "what", "left", "next-ms"});
     json list = arp["announcing"];

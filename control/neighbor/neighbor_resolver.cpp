@@ -432,26 +432,69 @@ void NeighborResolver::advertisement(rte_mbuf* m, const dp::PolicySnapshot& p, u
     const uint8_t* mac = nullptr;
     for (uint32_t off = 24; off + 8 <= na_len && na[off + 1] != 0; off += na[off + 1] * 8u)
         if (na[off] == 2 && na[off + 1] == 1) mac = na + off + 2;
+    const bool router = na[4] & 0x80;
     NeighborKey key = NeighborKey::of6(m->port, na + 8);
     auto it = entries_.find(key);
     if (it == entries_.end() || it->second.is_static) return;
-    const Entry& e = it->second;
-    if (!mac) {
-        // No target link-layer address (allowed in an answer to a unicast probe): it confirms the
-        // MAC the entry has, and says nothing to an entry that has none.
-        if (!e.resolved || !solicited) return;
-        mac = e.mac;
+    Entry& e = it->second;
+    // RFC 4861 7.2.5. An incomplete entry takes the target link-layer address: reachable when
+    // solicited, else stale (to be probed before it is trusted).
+    if (!e.resolved) {
+        if (!mac) return;
+        uint8_t copy[6];
+        std::memcpy(copy, mac, 6);
+        note_router(key, e, router);
+        learn(key, copy, p, now, solicited ? Confirmation::reachable : Confirmation::stale);
+        return;
     }
-    // Without Override an advertisement does not replace a known MAC (RFC 4861 7.2.5); an
-    // unsolicited one with Override updates it.
-    if (e.resolved && std::memcmp(e.mac, mac, 6) != 0 && !override_flag) return;
-    if (!solicited && !e.resolved) return;
-    uint8_t copy[6];
-    std::memcpy(copy, mac, 6);
-    learn(key, copy, p, now);
+    const bool other_mac = mac && std::memcmp(e.mac, mac, 6) != 0;
+    if (other_mac && !override_flag) {
+        // Another MAC without Override does not replace the known one; it only makes a reachable
+        // entry stale, so that it is probed (at the MAC it has) before it is trusted again.
+        if (!e.probing && !e.stale && now - e.confirmed_tsc <= uint64_t{cfg_.arp.reachable_s} * tsc_hz_) e.stale = true;
+        return;
+    }
+    note_router(key, e, router);
+    if (other_mac) {
+        // Override: the neighbour moved (a failover, a replaced NIC). Solicited confirms the new
+        // MAC; unsolicited makes it stale until a probe does.
+        uint8_t copy[6];
+        std::memcpy(copy, mac, 6);
+        learn(key, copy, p, now, solicited ? Confirmation::reachable : Confirmation::stale);
+    } else if (solicited) {
+        // The MAC it has, confirmed (with or without the option: an answer to a unicast probe may
+        // leave it out).
+        uint8_t copy[6];
+        std::memcpy(copy, e.mac, 6);
+        learn(key, copy, p, now, Confirmation::reachable);
+    }
 }
 
-void NeighborResolver::learn(const NeighborKey& key, const uint8_t* mac, const dp::PolicySnapshot& p, uint64_t now) {
+void NeighborResolver::note_router(const NeighborKey& key, Entry& e, bool router) {
+    const Entry::Role role = router ? Entry::Role::router : Entry::Role::host;
+    if (e.role == Entry::Role::router && role == Entry::Role::host) {
+        // RFC 4861 7.2.5: a neighbour that clears the Router flag no longer forwards; a route
+        // through it will black-hole until the configuration points elsewhere.
+        ++routers_lost_;
+        spdlog::warn("neighbour {} on {} cleared the Router flag: it says it no longer forwards", address(key),
+                     port_name(key.port));
+    }
+    e.role = role;
+}
+
+void NeighborResolver::sighted(const NeighborKey& key, const uint8_t* mac, const dp::PolicySnapshot& p, uint64_t now) {
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.is_static) return;
+    const Entry& e = it->second;
+    // The MAC it has: nothing new (a request confirms nothing about reachability).
+    if (e.resolved && std::memcmp(e.mac, mac, 6) == 0) return;
+    uint8_t copy[6];
+    std::memcpy(copy, mac, 6);
+    learn(key, copy, p, now, Confirmation::stale);
+}
+
+void NeighborResolver::learn(const NeighborKey& key, const uint8_t* mac, const dp::PolicySnapshot& p, uint64_t now,
+                             Confirmation how) {
     const uint16_t port = key.port;
     auto it = entries_.find(key);
     // Only answers to our own questions are learned, so a chatty segment cannot fill the table.
@@ -487,8 +530,9 @@ void NeighborResolver::learn(const NeighborKey& key, const uint8_t* mac, const d
     std::memcpy(e.mac, mac, 6);
     e.resolved = true;
     e.probing = false;
-    e.confirmed_tsc = now;
     e.requests = 0;
+    e.stale = how == Confirmation::stale;
+    if (how == Confirmation::reachable) e.confirmed_tsc = now;
     while (!e.held.empty()) {
         rte_mbuf* m = e.held.front();
         e.held.pop_front();
@@ -553,8 +597,19 @@ void NeighborResolver::poll(const dp::PolicySnapshot& p, uint64_t now) {
             auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
             if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
                 auto* arp = reinterpret_cast<rte_arp_hdr*>(eth + 1);
-                learn(NeighborKey::of4(m->port, rte_be_to_cpu_32(arp->arp_data.arp_sip)),
-                      arp->arp_data.arp_sha.addr_bytes, p, now);
+                const auto& d = arp->arp_data;
+                if (dp::held_of(m, rt_.shared().next_hop_field).what == dp::kHeldArpAnswer) {
+                    // The local stage's answer to a request of a neighbour that moved: its new
+                    // MAC is the answer's target; then the answer leaves.
+                    sighted(NeighborKey::of4(m->port, rte_be_to_cpu_32(d.arp_tip)), d.arp_tha.addr_bytes, p, now);
+                    inject(m);
+                    continue;
+                }
+                const NeighborKey key = NeighborKey::of4(m->port, rte_be_to_cpu_32(d.arp_sip));
+                if (arp->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REPLY))
+                    learn(key, d.arp_sha.addr_bytes, p, now, Confirmation::reachable);
+                else
+                    sighted(key, d.arp_sha.addr_bytes, p, now);
                 rte_pktmbuf_free(m);
             } else if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6) &&
                        dp::held_of(m, rt_.shared().next_hop_field).what == dp::kHeldAdvertisement) {
@@ -629,7 +684,7 @@ void NeighborResolver::tick(const dp::PolicySnapshot& p, uint64_t now) {
                     ++e.requests;
                 }
             }
-        } else if (now - e.confirmed_tsc > reachable && now - e.used_tsc <= reachable) {
+        } else if ((e.stale || now - e.confirmed_tsc > reachable) && now - e.used_tsc <= reachable) {
             // Stale and still in use: probe it, keeping the MAC meanwhile.
             e.probing = true;
             e.requests = 1;
@@ -662,11 +717,12 @@ std::vector<NeighborView> NeighborResolver::list() const {
             std::memcpy(ma.bytes, mac, 6);
             v.mac = config::format_mac(ma);
         }
-        v.state = e.is_static                         ? "static"
-                  : !e.resolved                       ? "incomplete"
-                  : e.probing                         ? "probing"
-                  : now - e.confirmed_tsc > reachable ? "stale"
-                                                      : "reachable";
+        v.state = e.is_static                                    ? "static"
+                  : !e.resolved                                  ? "incomplete"
+                  : e.probing                                    ? "probing"
+                  : e.stale || now - e.confirmed_tsc > reachable ? "stale"
+                                                                 : "reachable";
+        v.router = e.role == Entry::Role::router ? "yes" : e.role == Entry::Role::host ? "no" : "";
         v.held = static_cast<unsigned>(e.held.size());
         out.push_back(v);
     }

@@ -49,8 +49,9 @@ class Runtime;
 struct NeighborView {
     std::string port;
     net::IpAddr ip;
-    std::string mac;    // "" while unresolved
-    std::string state;  // "static", "reachable", "stale", "probing", "incomplete"
+    std::string mac;     // "" while unresolved
+    std::string state;   // "static", "reachable", "stale", "probing", "incomplete"
+    std::string router;  // IPv6: "yes" or "no" as its last Neighbor Advertisement said; "" unknown
     unsigned held = 0;
 };
 
@@ -122,19 +123,24 @@ public:
     uint64_t held_dropped() const { return held_dropped_; }
     uint64_t requests_sent() const { return requests_sent_; }            // ARP requests (IPv4)
     uint64_t solicitations_sent() const { return solicitations_sent_; }  // Neighbor Solicitations (IPv6)
-    uint64_t probes_sent() const { return probes_sent_; }  // unicast probes of stale entries (in the two above)
-    uint64_t invalidated() const { return invalidated_; }  // MACs dropped after unanswered probes
-    uint64_t freed() const { return freed_; }              // entries freed: unused, or never answered
-    uint64_t recycled() const { return recycled_; }        // least recently used entries given to a new next hop
-    uint32_t entries_in_table() const;                     // IPv4 slots holding a next hop (static ones too)
-    uint32_t entries_in_table6() const;                    // IPv6 slots holding a next hop (static ones too)
+    uint64_t probes_sent() const { return probes_sent_; }    // unicast probes of stale entries (in the two above)
+    uint64_t invalidated() const { return invalidated_; }    // MACs dropped after unanswered probes
+    uint64_t freed() const { return freed_; }                // entries freed: unused, or never answered
+    uint64_t recycled() const { return recycled_; }          // least recently used entries given to a new next hop
+    uint64_t routers_lost() const { return routers_lost_; }  // IPv6 neighbours that cleared the Router flag
+    uint32_t entries_in_table() const;                       // IPv4 slots holding a next hop (static ones too)
+    uint32_t entries_in_table6() const;                      // IPv6 slots holding a next hop (static ones too)
     const Announcer& announcer() const { return announcer_; }
 
 private:
     struct Entry {
         bool is_static = false;
-        bool resolved = false;         // the table has its MAC
-        bool probing = false;          // stale and in use: unicast probes under way
+        bool resolved = false;  // the table has its MAC
+        bool probing = false;   // stale and in use: unicast probes under way
+        // Stale before reachable_s is up: its MAC came unconfirmed (a gratuitous ARP, an
+        // unsolicited advertisement) or another MAC was advertised without Override.
+        bool stale = false;
+        enum class Role : uint8_t { unknown, router, host } role = Role::unknown;  // IPv6: the Router flag
         uint32_t slot = ~uint32_t{0};  // in the table; none until the first reply
         uint8_t mac[6] = {};
         uint64_t confirmed_tsc = 0;  // the last reply
@@ -145,11 +151,20 @@ private:
         std::deque<rte_mbuf*> held;
     };
     using Entries = std::unordered_map<NeighborKey, Entry, NeighborKeyHash>;
-    // A reply (ARP) or advertisement (NS) for the key: learned when an entry asked for it.
-    void learn(const NeighborKey& key, const uint8_t* mac, const dp::PolicySnapshot& p, uint64_t now);
-    // A Neighbor Advertisement a worker passed on (RFC 4861 7.2.5, simplified): its target
-    // link-layer address is learned when it is solicited or overrides.
+    // How far a MAC that is learned may be trusted: an answer to our request (an ARP reply, a
+    // solicited advertisement) makes the entry reachable; anything else leaves it stale, to be
+    // probed when packets use it.
+    enum class Confirmation { reachable, stale };
+    // `mac` for the key, when an entry asked for it or holds it.
+    void learn(const NeighborKey& key, const uint8_t* mac, const dp::PolicySnapshot& p, uint64_t now, Confirmation how);
+    // An ARP request (a gratuitous one included) from a known neighbour: a MAC other than the one
+    // it has is taken at once, stale (as Linux does).
+    void sighted(const NeighborKey& key, const uint8_t* mac, const dp::PolicySnapshot& p, uint64_t now);
+    // A Neighbor Advertisement a worker passed on, as RFC 4861 7.2.5 says (Override, Solicited,
+    // Router).
     void advertisement(rte_mbuf* m, const dp::PolicySnapshot& p, uint64_t now);
+    // The Router flag of an advertisement: recorded, and said when a router stops being one.
+    void note_router(const NeighborKey& key, Entry& e, bool router);
     void hold(rte_mbuf* m, const dp::PolicySnapshot& p, uint64_t now);
     // An ARP request (IPv6: a Neighbor Solicitation) for the key's next hop, broadcast (multicast),
     // or to `dst` (a probe) when given.
@@ -203,6 +218,7 @@ private:
     uint64_t invalidated_ = 0;
     uint64_t freed_ = 0;
     uint64_t recycled_ = 0;
+    uint64_t routers_lost_ = 0;
     bool full_logged_ = false;     // "table full" said once per streak of refused learns
     bool recycle_logged_ = false;  // "recycling" said once per streak of recycles
     uint64_t tsc_hz_ = 0;

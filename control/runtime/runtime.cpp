@@ -107,6 +107,18 @@ std::vector<std::string> Runtime::eal_arguments(const config::Config& cfg, const
     return a;
 }
 
+std::string Runtime::reassembly_pool_shortfall(const config::Config& cfg, unsigned mbufs) {
+    const config::ReassemblyConfig& ra = cfg.reassembly;
+    const uint64_t held = uint64_t{cfg.workers.size()} * ra.max_datagrams * (ra.max_fragments - 1);
+    if (held <= mbufs) return "";
+    return cfg.file + ": reassembly: the reassembly tables of " + std::to_string(cfg.workers.size()) +
+           " worker(s) may hold " + std::to_string(held) + " fragments (reassembly.max_datagrams " +
+           std::to_string(ra.max_datagrams) + " x (reassembly.max_fragments " + std::to_string(ra.max_fragments) +
+           " - 1) each), more than the " + std::to_string(mbufs) +
+           " mbufs of mempool.mbufs, which must also fill the receive rings and carry the traffic: raise "
+           "mempool.mbufs or lower reassembly.max_datagrams or reassembly.max_fragments";
+}
+
 Runtime::Runtime(const config::Config& cfg) : cfg_(cfg) {}
 
 Runtime::~Runtime() {
@@ -172,6 +184,7 @@ void Runtime::setup(unsigned mbufs) {
     if (shared_.next_hop_field < 0) throw RuntimeError("cannot register the mbuf next-hop field: " + errstr(rte_errno));
 
     n_mbufs_ = mbufs ? mbufs : cfg_.mempool.mbufs;
+    if (std::string why = reassembly_pool_shortfall(cfg_, n_mbufs_); !why.empty()) throw RuntimeError(why);
     pool_ = pool_on(main_socket());
     // Fragments for the egress MTU: their headers come from the main pool, their payload stays
     // where it is, referred to by mbufs without data of their own.
@@ -293,6 +306,25 @@ void Runtime::setup(unsigned mbufs) {
         for (uint16_t q = 0; q < n_workers; ++q)
             if (int rc = rte_eth_tx_queue_setup(pi.id, q, txd, pi.socket, nullptr); rc != 0)
                 throw RuntimeError("port " + pc.name + ": tx queue " + std::to_string(q) + ": " + errstr(rc));
+        if (!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) {
+            // Fragments leave as chains (a header mbuf and the data it refers to), and so do
+            // reassembled datagrams and jumbo frames received in pieces: for this device each is
+            // copied into one buffer, which must then hold a frame of the port's MTU.
+            unsigned buffer =
+                cfg_.mempool.data_room > RTE_PKTMBUF_HEADROOM ? cfg_.mempool.data_room - RTE_PKTMBUF_HEADROOM : 0;
+            unsigned frame = pc.mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN;
+            if (frame > buffer)
+                throw RuntimeError(cfg_.file + ": $.ports[" + std::to_string(port_index) + "].mtu: port " + pc.name +
+                                   " (" + pc.device + ") cannot transmit chained mbufs, so a frame of its MTU of " +
+                                   std::to_string(pc.mtu) + " must fit one buffer: mempool.data_room of at least " +
+                                   std::to_string(frame + RTE_PKTMBUF_HEADROOM) + ", got " +
+                                   std::to_string(cfg_.mempool.data_room));
+            shared_.single_segment_tx |= 1u << pi.id;
+            spdlog::info(
+                "port {}: the device cannot transmit chained mbufs; chained frames leave copied into one "
+                "buffer",
+                pc.name);
+        }
         if (pc.mac) {
             rte_ether_addr a;
             std::copy(std::begin(pc.mac->bytes), std::end(pc.mac->bytes), a.addr_bytes);
@@ -349,8 +381,8 @@ void Runtime::setup(unsigned mbufs) {
         w->sessions.share_pod_budget(shared_.pod_budget);
         w->sessions6.share_pod_budget(shared_.pod_budget);
         const config::ReassemblyConfig& ra = cfg_.reassembly;
-        w->reassembly =
-            dp::reassembly_create(ra.max_datagrams, ra.max_fragments, ra.timeout_ms * tsc_hz_ / 1000, wsocket);
+        w->reassembly = dp::reassembly_create(ra.max_datagrams, ra.max_fragments, ra.per_source(),
+                                              ra.timeout_ms * tsc_hz_ / 1000, wsocket);
         if (!w->reassembly)
             throw RuntimeError("cannot allocate the fragment reassembly table of worker " + std::to_string(i) +
                                " for " + std::to_string(ra.max_datagrams) +

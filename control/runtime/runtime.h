@@ -39,6 +39,10 @@ struct PortInfo {
 
 class Runtime {
 public:
+    // Why `mbufs` per pool cannot cover the fragments the workers' reassembly tables may hold
+    // (workers × reassembly.max_datagrams × (max_fragments − 1): a datagram whose last fragment
+    // arrives leaves the table), or "" when they can.
+    static std::string reassembly_pool_shortfall(const config::Config& cfg, unsigned mbufs);
     // Builds the EAL argument list from the config unless `eal_args` is non-empty (then those are
     // passed through unchanged, as the benchmark rig requires).
     static std::vector<std::string> eal_arguments(const config::Config& cfg, const std::vector<std::string>& eal_args,

@@ -167,8 +167,12 @@ nlohmann::json collect_status(const StatusInputs& in) {
 
     json neighbors = json::array();
     for (const auto& n : in.neighbors.list())
-        neighbors.push_back(
-            {{"port", n.port}, {"ip", net::to_string(n.ip)}, {"mac", n.mac}, {"state", n.state}, {"held", n.held}});
+        neighbors.push_back({{"port", n.port},
+                             {"ip", net::to_string(n.ip)},
+                             {"mac", n.mac},
+                             {"state", n.state},
+                             {"router", n.router},
+                             {"held", n.held}});
     doc["neighbors"] = neighbors;
 
     const auto& garp = in.neighbors.announcer().stats();
@@ -187,6 +191,7 @@ nlohmann::json collect_status(const StatusInputs& in) {
                   {"invalidated", in.neighbors.invalidated()},
                   {"freed", in.neighbors.freed()},
                   {"recycled", in.neighbors.recycled()},
+                  {"routers_lost", in.neighbors.routers_lost()},
                   {"neighbors", in.neighbors.entries_in_table()},
                   {"announcements_sent", garp.sent},
                   {"announcements_failed", garp.failed},

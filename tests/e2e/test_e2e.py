@@ -670,6 +670,54 @@ class EgressGatewayE2E(unittest.TestCase):
         self.assertEqual(len(re.findall(rf"neighbour {re.escape(EXT1)} on ext1 \({re.escape(old_mac)}\) did not "
                                         rf"answer 2 probe", log)), 1, tail(self.egwd_log_path, 20))
 
+    def test_13a_a_next_hop_announcing_a_new_mac_is_followed_at_once(self):
+        # A router failing over (keepalived, VRRP) moves its address to another MAC and says so
+        # with a gratuitous ARP request. With the default timers the old entry would stay
+        # reachable for 30 s and then be probed before anything changed; the announcement alone
+        # must move egw's entry, with no probe left unanswered and no invalidation.
+        self.assert_seen_from("udp", OTHER_POD, EXT1, EXT1_GW)
+        link = json.loads(run(["ip", "-n", ns("ext1"), "-j", "link", "show", "eth0"], 10).stdout)
+        old_mac = link[0]["address"]
+        self.assertEqual(self.ext1_neighbor(self.fresh_status())["mac"], old_mac, self.diag())
+        before = self.fresh_status()["arp"]
+        log_from = len(self.egwd_log_path.read_text(errors="replace"))
+
+        new_mac = "02:e9:00:00:0f:64"
+        r = run(["ip", "-n", ns("ext1"), "link", "set", "dev", "eth0", "address", new_mac], 10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # The announcement as keepalived sends it: a broadcast ARP request from the address for
+        # itself, sent from the ext1 namespace's own socket.
+        garp = ("import socket,sys\n"
+                "mac=bytes.fromhex(sys.argv[1].replace(':','')); ip=socket.inet_aton(sys.argv[2])\n"
+                "f=b'\\xff'*6+mac+b'\\x08\\x06\\x00\\x01\\x08\\x00\\x06\\x04\\x00\\x01'+mac+ip+b'\\x00'*6+ip\n"
+                "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW); s.bind(('eth0',0)); s.send(f)\n")
+
+        def announce(mac):
+            return run(["ip", "netns", "exec", ns("ext1"), sys.executable, "-c", garp, mac, EXT1], 10)
+
+        def back():
+            # The later tests talk to the server at its own MAC again, announced the same way.
+            run(["ip", "-n", ns("ext1"), "link", "set", "dev", "eth0", "address", old_mac], 10)
+            announce(old_mac)
+            self.wait_for(lambda: (self.ext1_neighbor(self.read_status() or {}) or {}).get("mac") == old_mac, 10,
+                          lambda: f"the entry did not come back to {old_mac}\n{self.diag()}")
+        self.addCleanup(back)
+        start = time.monotonic()
+        r = announce(new_mac)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.wait_for(lambda: (self.ext1_neighbor(self.read_status() or {}) or {}).get("mac") == new_mac, 10,
+                      lambda: f"the entry did not take the announced MAC\n{self.diag()}")
+        self.wait_for(lambda: self.client("udp", OTHER_POD, EXT1, timeout=1.0)[0], 10,
+                      lambda: f"no answer through the new MAC\n{self.diag()}")
+        elapsed = time.monotonic() - start
+        # Far below the 30 s the old MAC would otherwise have stayed in use.
+        self.assertLess(elapsed, 10, "the dead MAC was used for too long")
+        status = self.fresh_status()
+        self.assertEqual(status["arp"]["invalidated"], before["invalidated"], status["arp"])
+        log = self.egwd_log_path.read_text(errors="replace")[log_from:]
+        self.assertIn(f"neighbour {EXT1} on ext1 moved from {old_mac} to {new_mac}", log, tail(self.egwd_log_path, 20))
+        self.hold_seen_from("udp", OTHER_POD, EXT1, EXT1_GW, 1.0)
+
     # --- ingress to served ingress IPs (dataplane/ingress.h) ------------------------------------
 
     def node_serving(self, *addresses):

@@ -372,6 +372,7 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_EQ(c.reassembly.max_datagrams, 256u);
     EXPECT_EQ(c.reassembly.max_fragments, 8u);
     EXPECT_EQ(c.reassembly.timeout_ms, 2000u);
+    EXPECT_EQ(c.reassembly.per_source(), 64u) << "a quarter of the table";
     EXPECT_FALSE(c.ingress.via) << "no ingress next hop unless configured";
     EXPECT_FALSE(c.ingress.via6);
     EXPECT_EQ(c.arp.announce_count, 3u);
@@ -974,6 +975,12 @@ const ErrorCase kCases[] = {
 
     // --- numbers: range, sign, non-integer ----------------------------------------------------
     {"Negative", [](json& j) { j["ports"][0]["mtu"] = -1; }, "$.ports[0].mtu", "expected an integer from 68 to 16128, got -1"},
+    {"BelowIpv6Minimum",
+     [](json& j) {
+         j["ports"][0]["addresses"].push_back("fd00:10:244:1::1/64");
+         j["ports"][0]["mtu"] = 1279;
+     },
+     "$.ports[0].mtu", "expected at least 1280 on a port with an IPv6 address (RFC 8200), got 1279"},
     {"Fraction", [](json& j) { j["ports"][0]["mtu"] = 1500.5; }, "$.ports[0].mtu",
      "expected an integer from 68 to 16128, got 1500.5"},
     {"FloatWithoutFraction", [](json& j) { j["ports"][0]["mtu"] = 1500.0; }, "$.ports[0].mtu",
@@ -1006,7 +1013,10 @@ const ErrorCase kCases[] = {
     {"SmallPoolDefaultCache", [](json& j) { j["mempool"] = {{"mbufs", 100}}; }, "$.mempool.mbufs",
      "expected a cache of at most mbufs / 1.5 (66 for 100 mbufs), got 256"},
     {"DataRoomTooSmall", [](json& j) { j["mempool"] = {{"data_room", 128}}; }, "$.mempool.data_room",
-     "expected an integer from 256 to 65535, got 128"},
+     "expected an integer from 718 to 65535, got 128"},
+    // A buffer must hold the headers the input stage pulls into a chained frame's first mbuf.
+    {"DataRoomBelowAChainsFirstSegment", [](json& j) { j["mempool"] = {{"data_room", 717}}; }, "$.mempool.data_room",
+     "expected an integer from 718 to 65535, got 717"},
     {"SessionsMaxZero", [](json& j) { j["sessions"] = {{"max", 0}}; }, "$.sessions.max",
      "expected an integer from 1 to 268435456, got 0"},
     {"SessionsMaxIpv6Negative", [](json& j) { j["sessions"] = {{"max_ipv6", -1}}; }, "$.sessions.max_ipv6",
@@ -1058,7 +1068,12 @@ const ErrorCase kCases[] = {
     {"ReassemblyNotAnObject", [](json& j) { j["reassembly"] = J("[256]"); }, "$.reassembly",
      "expected an object, got an array"},
     {"UnknownReassembly", [](json& j) { j["reassembly"] = {{"timeout", 5}}; }, "$.reassembly.timeout",
-     "unknown key \"timeout\", expected one of: max_datagrams, max_fragments, timeout_ms"},
+     "unknown key \"timeout\", expected one of: max_datagrams, max_fragments, timeout_ms, max_per_source"},
+    {"ReassemblyPerSourceAboveTheTable",
+     [](json& j) { j["reassembly"] = {{"max_datagrams", 16}, {"max_per_source", 17}}; }, "$.reassembly.max_per_source",
+     "expected at most reassembly.max_datagrams (16), got 17"},
+    {"ReassemblyPerSourceZero", [](json& j) { j["reassembly"] = {{"max_per_source", 0}}; },
+     "$.reassembly.max_per_source", "expected an integer from 1 to 65536, got 0"},
     {"ReassemblyDatagramsZero", [](json& j) { j["reassembly"] = {{"max_datagrams", 0}}; }, "$.reassembly.max_datagrams",
      "expected an integer from 1 to 65536, got 0"},
     {"ReassemblyFragmentsAboveDpdk", [](json& j) { j["reassembly"] = {{"max_fragments", 9}}; },

@@ -384,8 +384,9 @@ void Rig::setup(const RigOptions& o) {
             if (!w->inject) fail("inject ring");
             rings_.push_back(w->inject);
         }
-        w->reassembly = dp::reassembly_create(cfg.reassembly.max_datagrams, cfg.reassembly.max_fragments,
-                                              uint64_t{cfg.reassembly.timeout_ms} * hz / 1000, socket);
+        w->reassembly =
+            dp::reassembly_create(cfg.reassembly.max_datagrams, cfg.reassembly.max_fragments,
+                                  cfg.reassembly.per_source(), uint64_t{cfg.reassembly.timeout_ms} * hz / 1000, socket);
         if (!w->reassembly) fail("reassembly table");
         w->now = rte_rdtsc();
     }
@@ -664,6 +665,7 @@ std::vector<ToControl> Rig::to_control() {
         const dp::HeldNextHop& h = dp::held_of(m, shared.next_hop_field);
         t.next_hop = h.v4;
         t.advertisement = h.what == dp::kHeldAdvertisement;
+        t.arp_answer = h.what == dp::kHeldArpAnswer;
         std::copy(std::begin(h.v6), std::end(h.v6), t.next_hop6.begin());
         out.push_back(std::move(t));
         rte_pktmbuf_free(m);

@@ -123,6 +123,7 @@ struct ToControl {
     uint32_t next_hop = 0;       // the dynfield (host order)
     Ip6Addr next_hop6{};         // the dynfield's IPv6 next hop (an IPv6 frame held for NS)
     bool advertisement = false;  // a Neighbor Advertisement passed on (held.h)
+    bool arp_answer = false;     // the local stage's answer to a moved neighbour's ARP request (held.h)
 };
 
 // An input frame for a burst.

@@ -9,6 +9,7 @@
 // table.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <rte_byteorder.h>
 #include <rte_cycles.h>
 
 #include <algorithm>
@@ -79,6 +80,36 @@ TEST_F(DataplaneTest, OutgoingDatagramInFragmentsLeavesTranslatedWholeAndCutForT
     EXPECT_EQ(r.w().counters.reassembled, 1u);
     EXPECT_EQ(r.w().counters.fragmented, 1u);
     EXPECT_EQ(r.total_drops(), 0u);
+}
+
+// A device that cannot transmit chained mbufs (no multi-segment transmit): the fragments a
+// datagram is cut into for the MTU, each a header mbuf chained to the data it refers to, leave in
+// one buffer each, byte for byte the same, with no mbuf left behind; on a port that can send
+// chains they stay chains.
+TEST_F(DataplaneTest, PortWithoutMultiSegmentTransmitGetsEachFrameInOneBuffer) {
+    Rig& r = start();
+    Bytes payload = pattern(3000);
+    Bytes dgram = udp_ip(kPod10, 40000, kServer, 5353, payload, IpOpt{.id = 0x5151});
+    auto send = [&] {
+        std::vector<Bytes> in;
+        for (const Bytes& f : fragments(dgram, 1480))
+            in.push_back(r.from_pod(kPod10, f));
+        r.process(0, burst(r.pods, in));
+        return r.tx(r.ext1);
+    };
+    const Bytes translated = udp_ip(kIngress, 40000, kServer, 5353, payload, IpOpt{.ttl = 63, .id = 0x5151});
+    auto chained = send();
+    ASSERT_EQ(chained.size(), 3u);
+    EXPECT_EQ(whole(chained), translated);
+    EXPECT_EQ(r.tx_segments(), (std::vector<uint16_t>{2, 2, 2})) << "a header mbuf and the data it refers to";
+
+    r.shared.single_segment_tx |= 1u << r.ext1;
+    auto copied = send();
+    ASSERT_EQ(copied.size(), 3u);
+    EXPECT_EQ(copied, chained) << "the same bytes";
+    EXPECT_EQ(r.tx_segments(), (std::vector<uint16_t>{1, 1, 1}));
+    EXPECT_EQ(r.total_drops(), 0u);
+    EXPECT_EQ(r.mbufs_in_use(), 0);
 }
 
 TEST_F(DataplaneTest, FragmentsOutOfOrderWithTheFirstLastAreHeldUntilTheDatagramIsWhole) {
@@ -171,8 +202,10 @@ TEST_F(DataplaneTest, DatagramInMoreFragmentsThanTheLimitIsDroppedAndCounted) {
         << "every fragment dropped, once";
 }
 
+// One source may hold the whole table when max_per_source says so; past it, a new datagram is
+// refused as reassembly_table_full (the table's own hash buckets may refuse one a little sooner).
 TEST_F(DataplaneTest, ReassemblyTableHoldsAtMostItsDatagramsAndCountsTheRest) {
-    Rig& r = start();
+    Rig& r = start({.configure = [](config::Config& c) { c.reassembly.max_per_source = c.reassembly.max_datagrams; }});
     ASSERT_EQ(r.cfg.reassembly.max_datagrams, 256u) << "the default";
     const unsigned n = r.cfg.reassembly.max_datagrams + 40;
     for (unsigned k = 0; k < n; ++k) {
@@ -180,16 +213,54 @@ TEST_F(DataplaneTest, ReassemblyTableHoldsAtMostItsDatagramsAndCountsTheRest) {
         r.process(r.pods, r.from_pod(kPod10, fragments(dgram, 1480)[0]));
     }
     EXPECT_TRUE(r.tx(r.ext1).empty());
-    EXPECT_GE(r.drops(DropReason::fragment), 40u);
-    EXPECT_LE(r.mbufs_in_use(), static_cast<int64_t>(r.cfg.reassembly.max_datagrams));
+    EXPECT_GE(r.drops(DropReason::reassembly_table_full), 40u);
+    EXPECT_EQ(r.drops(DropReason::fragment), 0u);
+    EXPECT_EQ(r.mbufs_in_use(), static_cast<int64_t>(n - r.drops(DropReason::reassembly_table_full)));
+    EXPECT_EQ(dp::reassembly_held(*r.w().reassembly), n - r.drops(DropReason::reassembly_table_full));
     r.drain_all();
-    EXPECT_EQ(r.drops(DropReason::fragment) + r.drops(DropReason::fragment_timeout), n);
+    EXPECT_EQ(r.drops(DropReason::reassembly_table_full) + r.drops(DropReason::fragment_timeout), n);
+    EXPECT_EQ(dp::reassembly_held(*r.w().reassembly), 0u);
+}
+
+// One source sending first fragments alone (each a datagram that never completes) holds at most
+// max_per_source datagrams (by default a quarter of the table); the rest are refused and counted
+// as reassembly_source_limit, and another source's datagram is still put together and leaves.
+// Its room comes back when its datagrams time out.
+TEST_F(DataplaneTest, OneSourceSendingFirstFragmentsCannotBlockAnother) {
+    Rig& r = start();
+    ASSERT_EQ(r.cfg.reassembly.per_source(), r.cfg.reassembly.max_datagrams / 4) << "the default";
+    const unsigned limit = r.cfg.reassembly.per_source();
+    const unsigned n = r.cfg.reassembly.max_datagrams + 40;
+    for (unsigned k = 0; k < n; ++k) {
+        Bytes dgram = udp_ip(kPod10, 40000, kServer, 53, pattern(1600), IpOpt{.id = static_cast<uint16_t>(k)});
+        r.process(r.pods, r.from_pod(kPod10, fragments(dgram, 1480)[0]));
+    }
+    EXPECT_EQ(r.drops(DropReason::reassembly_source_limit), n - limit);
+    const uint32_t pod10 = rte_cpu_to_be_32(kPod10), pod11 = rte_cpu_to_be_32(kPod11);
+    EXPECT_EQ(dp::reassembly_held_by(*r.w().reassembly, reinterpret_cast<const uint8_t*>(&pod10), false), limit);
+    EXPECT_EQ(r.mbufs_in_use(), static_cast<int64_t>(limit));
+
+    Bytes other = udp_ip(kPod11, 40001, kServer, 53, pattern(1600), IpOpt{.id = 7});
+    std::vector<Bytes> f = fragments(other, 1480);
+    ASSERT_EQ(f.size(), 2u);
+    r.process(0, burst(r.pods, {r.from_pod(kPod11, f[0]), r.from_pod(kPod11, f[1])}));
+    EXPECT_EQ(whole(r.tx(r.ext1)), udp_ip(kIngress, 40001, kServer, 53, pattern(1600), IpOpt{.ttl = 63, .id = 7}));
+    EXPECT_EQ(dp::reassembly_held_by(*r.w().reassembly, reinterpret_cast<const uint8_t*>(&pod11), false), 0u);
+    EXPECT_EQ(r.drops(DropReason::reassembly_table_full), 0u);
+
+    r.drain_all();
+    EXPECT_EQ(r.drops(DropReason::fragment_timeout), limit);
+    EXPECT_EQ(dp::reassembly_held_by(*r.w().reassembly, reinterpret_cast<const uint8_t*>(&pod10), false), 0u);
+    Bytes again = udp_ip(kPod10, 40000, kServer, 53, pattern(1600), IpOpt{.id = 9});
+    r.process(r.pods, r.from_pod(kPod10, fragments(again, 1480)[0]));
+    EXPECT_EQ(r.drops(DropReason::reassembly_source_limit), n - limit) << "the source may start one again";
+    EXPECT_EQ(r.mbufs_in_use(), 1);
 }
 
 // The `reassembly` section of the configuration sets the three bounds.
 TEST_F(DataplaneTest, ConfiguredReassemblyLimitsHold) {
     Rig& r = start({.configure = [](config::Config& c) {
-        c.reassembly = {.max_datagrams = 16, .max_fragments = 3, .timeout_ms = 50};
+        c.reassembly = {.max_datagrams = 16, .max_fragments = 3, .timeout_ms = 50, .max_per_source = 16};
     }});
     const uint64_t ms = rte_get_tsc_hz() / 1000;
     auto from_pod = [&](const std::vector<Bytes>& f) {
@@ -230,8 +301,9 @@ TEST_F(DataplaneTest, ConfiguredReassemblyLimitsHold) {
         r.process(r.pods, r.from_pod(kPod10, fragments(d, 1480)[0]));
     }
     EXPECT_LE(r.mbufs_in_use(), 16);
-    EXPECT_GE(r.drops(DropReason::fragment), 2u + 10u);
-    uint64_t refused = r.drops(DropReason::fragment) - 2;
+    EXPECT_GE(r.drops(DropReason::reassembly_table_full), 10u);
+    EXPECT_EQ(r.drops(DropReason::fragment), 2u);
+    uint64_t refused = r.drops(DropReason::reassembly_table_full);
     EXPECT_EQ(r.mbufs_in_use(), static_cast<int64_t>(26 - refused));
 
     // Held for 50 ms, not 2 s.
@@ -621,15 +693,32 @@ TEST_F(DataplaneTest, FragmentLimitsHoldForBothFamilies) {
         }
         {
             SCOPED_TRACE("the table full");
-            Rig& r = start(dual_stack());
+            RigOptions o = dual_stack();
+            auto base = o.configure;
+            o.configure = [base](config::Config& c) {
+                base(c);
+                c.reassembly.max_per_source = c.reassembly.max_datagrams;
+            };
+            Rig& r = start(o);
             const unsigned n = r.cfg.reassembly.max_datagrams + 40;
             for (unsigned k = 0; k < n; ++k)
                 r.process(r.pods, fam.fragments(1600, 1232, k)[0]);
             EXPECT_TRUE(r.tx(r.ext1).empty());
-            EXPECT_GE(r.drops(DropReason::fragment), 40u);
+            EXPECT_GE(r.drops(DropReason::reassembly_table_full), 40u);
             EXPECT_LE(r.mbufs_in_use(), static_cast<int64_t>(r.cfg.reassembly.max_datagrams));
             r.drain_all();
-            EXPECT_EQ(r.drops(DropReason::fragment) + r.drops(DropReason::fragment_timeout), n);
+            EXPECT_EQ(r.drops(DropReason::reassembly_table_full) + r.drops(DropReason::fragment_timeout), n);
+        }
+        {
+            SCOPED_TRACE("one source's share");
+            Rig& r = start(dual_stack());
+            const unsigned n = r.cfg.reassembly.max_datagrams;
+            for (unsigned k = 0; k < n; ++k)
+                r.process(r.pods, fam.fragments(1600, 1232, k)[0]);
+            EXPECT_EQ(r.drops(DropReason::reassembly_source_limit), n - r.cfg.reassembly.per_source());
+            EXPECT_EQ(r.mbufs_in_use(), static_cast<int64_t>(r.cfg.reassembly.per_source()));
+            r.drain_all();
+            EXPECT_EQ(r.drops(DropReason::fragment_timeout), r.cfg.reassembly.per_source());
         }
     }
 }
@@ -641,7 +730,7 @@ TEST_F(DataplaneTest, ConfiguredReassemblyLimitsHoldForIpv6) {
     auto base = o.configure;
     o.configure = [base](config::Config& c) {
         base(c);
-        c.reassembly = {.max_datagrams = 16, .max_fragments = 3, .timeout_ms = 50};
+        c.reassembly = {.max_datagrams = 16, .max_fragments = 3, .timeout_ms = 50, .max_per_source = 16};
     };
     Rig& r = start(o);
     const uint64_t ms = rte_get_tsc_hz() / 1000;
@@ -667,7 +756,8 @@ TEST_F(DataplaneTest, ConfiguredReassemblyLimitsHoldForIpv6) {
         r.process(r.pods, from_pod6(kPod10v6, fragments6(udp6_ip(kPod10v6, 40000, kServerV6, 53, pattern(1600)), 1232,
                                                          100 + k)[0]));
     EXPECT_LE(r.mbufs_in_use(), 16);
-    uint64_t refused = r.drops(DropReason::fragment) - 1;
+    EXPECT_EQ(r.drops(DropReason::fragment), 1u);
+    uint64_t refused = r.drops(DropReason::reassembly_table_full);
     EXPECT_GE(refused, 10u);
     r.advance(45 * ms);
     dp::reassembly_expire(r.w());

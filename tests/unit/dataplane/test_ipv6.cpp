@@ -92,14 +92,6 @@ std::vector<Case> input_cases() {
     c.push_back({"extension headers over 256 bytes", false,
                  pod6(udp6_ip(kPod10v6, 40000, kServerV6, 53, text6("q"), Ip6Opt{64, {{60, pad_options(264)}}})),
                  DropReason::ipv6_extension_header});
-    {
-        Bytes rh(6, 0);
-        rh[0] = 4;  // routing type (segment routing)
-        rh[1] = 1;  // segments left
-        c.push_back({"routing header with segments left", false,
-                     pod6(udp6_ip(kPod10v6, 40000, kServerV6, 53, text6("q"), Ip6Opt{64, {{43, rh}}})),
-                     DropReason::ipv6_extension_header});
-    }
     // A fragment is put together with the rest of its datagram (test_fragments6.cpp), unless an
     // extension header stands before its Fragment header, which rte_ip_frag does not take.
     c.push_back({"Fragment header behind another extension header", false,
@@ -341,6 +333,72 @@ TEST_F(DataplaneTest, NeighborDiscoveryFailingItsChecksIsDropped) {
         EXPECT_EQ(r.total_drops(), total + 1);
         EXPECT_TRUE(r.tx(r.ext1).empty());
     }
+}
+
+// RFC 6980: Neighbor Discovery never comes in fragments, and a forged one could hide its options
+// from a filter that way. Dropped and counted, neither answered nor handed to the control thread:
+// an atomic fragment, the first fragment of two (whose later one times out alone), an unsolicited
+// advertisement, and a solicitation behind a Destination Options header that fills its first
+// fragment, whose ICMPv6 type shows only once the datagram is put together.
+TEST_F(DataplaneTest, NeighborDiscoveryInFragmentsIsDroppedNeitherAnsweredNorLearned) {
+    Rig& r = start(dual_stack());
+    const Ip6Addr group = solicited_node(kExt1V6);
+    auto to_ext1 = [&](const Mac& dst, const Bytes& ip) { return ethernet(dst, kServerMac, kEtherIpv6, ip); };
+    const Bytes ns = ns6_ip(kServerV6, group, kExt1V6, kServerMac);
+    r.process(r.ext1, to_ext1(multicast_mac(group), ns));
+    ASSERT_EQ(r.tx(r.ext1).size(), 1u) << "whole, it is answered";
+
+    r.process(r.ext1, to_ext1(multicast_mac(group), fragment6_of(ns, 0, ns.size() - 40, false, 1)));
+    std::vector<Bytes> two = fragments6(ns6_ip(kServerV6, kExt1V6, kExt1V6, kServerMac), 16, 2);
+    ASSERT_EQ(two.size(), 2u);
+    r.process(0, {{r.ext1, to_ext1(kExt1Mac, two[0])}, {r.ext1, to_ext1(kExt1Mac, two[1])}});
+    static const Mac kMoved{0x52, 0x54, 0x00, 0x00, 0x10, 0x64};
+    Bytes na(4 + 16 + 8, 0);
+    na[0] = 0xa0;  // Router, Override
+    std::copy(kServerV6.begin(), kServerV6.end(), na.begin() + 4);
+    na[20] = 2;
+    na[21] = 1;
+    std::copy(kMoved.begin(), kMoved.end(), na.begin() + 22);
+    std::vector<Bytes> na2 = fragments6(icmp6_ip(kServerV6, ip6("ff02::1"), 136, 0, na, Ip6Opt{255}), 16, 3);
+    ASSERT_EQ(na2.size(), 2u);
+    const Mac all_nodes{0x33, 0x33, 0, 0, 0, 1};
+    r.process(0, {{r.ext1, to_ext1(all_nodes, na2[0])}, {r.ext1, to_ext1(all_nodes, na2[1])}});
+    const Bytes behind = ns6_ip(kServerV6, kExt1V6, kExt1V6, kServerMac, Ip6Opt{255, {{60, pad_options(8)}}});
+    r.process(0, {{r.ext1, to_ext1(kExt1Mac, fragment6_of(behind, 0, 8, true, 4))},
+                  {r.ext1, to_ext1(kExt1Mac, fragment6_of(behind, 8, behind.size() - 48, false, 4))}});
+
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_TRUE(r.to_control().empty());
+    EXPECT_EQ(r.drops(DropReason::ndp_fragmented), 4u);
+    EXPECT_EQ(r.drops(DropReason::multicast), 1u) << "the advertisement's later fragment, to all nodes";
+    EXPECT_EQ(r.total_drops(), 5u);
+    r.drain_all();
+    EXPECT_EQ(r.drops(DropReason::fragment_timeout), 1u) << "the solicitation's later fragment, held alone";
+    EXPECT_EQ(r.mbufs_in_use(), 0);
+}
+
+// A routing header with segments left is for the node its destination address names (RFC 8200
+// 4.4): on its way elsewhere it is translated and forwarded like any packet, header and all; to
+// the gateway's own or NAT addresses, where egw would have to follow it, it is dropped.
+TEST_F(DataplaneTest, RoutingHeaderWithSegmentsLeftIsForwardedUnlessForTheGateway) {
+    Rig& r = start(std_rig6::dual_stack());
+    Bytes rh(6, 0);
+    rh[0] = 4;  // routing type (segment routing)
+    rh[1] = 1;  // segments left
+    r.process(r.pods, pod6(udp6_ip(kPod10v6, 40000, kServerV6, 53, text6("q"), Ip6Opt{64, {{43, rh}}})));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(Bytes(frames[0].begin() + 14, frames[0].end()),
+              udp6_ip(kIngressV6, 40000, kServerV6, 53, text6("q"), Ip6Opt{63, {{43, rh}}}));
+    EXPECT_TRUE(checksums_valid(parse_frame(frames[0])));
+    EXPECT_EQ(r.total_drops(), 0u);
+
+    r.process(r.ext1, ext6(udp6_ip(kServerV6, 53, kIngressV6, 40000, text6("q"), Ip6Opt{64, {{43, rh}}})));
+    r.process(r.ext1, ext6(udp6_ip(kServerV6, 53, kExt1V6, 40000, text6("q"), Ip6Opt{64, {{43, rh}}})));
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::ipv6_extension_header), 2u);
+    EXPECT_EQ(r.total_drops(), 2u);
 }
 
 TEST_F(DataplaneTest, EchoRequestsToThePortsIpv6AddressesAreAnswered) {

@@ -662,6 +662,53 @@ TEST_F(DataplaneTest, ArpReplyGoesToTheControlThread) {
     EXPECT_EQ(r.total_drops(), 0u);
 }
 
+// A router that fails over to another MAC announces it with a gratuitous ARP request (sender and
+// target its own address), which is for no address of the gateway: from a neighbour the table
+// holds with another MAC it goes to the control thread as it came; one that repeats the MAC the
+// table has, or comes from an address the table does not hold, is dropped as before. A request
+// for the gateway's own address from a moved neighbour is answered to its new MAC, through the
+// control thread, which learns the MAC from the answer first.
+TEST_F(DataplaneTest, ArpFromAKnownNeighbourWithANewMacGoesToTheControlThread) {
+    Rig& r = start();
+    static const Mac kMoved{0x52, 0x54, 0x00, 0x00, 0x10, 0x65};
+    Bytes garp = ethernet(kBroadcast, kMoved, kEtherArp, arp_body(1, kMoved, kServerB, Mac{}, kServerB));
+    r.process(r.ext1, garp);
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    auto handed = r.to_control();
+    ASSERT_EQ(handed.size(), 1u);
+    EXPECT_EQ(handed[0].frame, garp);
+    EXPECT_EQ(handed[0].port, r.ext1);
+    EXPECT_FALSE(handed[0].arp_answer);
+    EXPECT_EQ(r.w().counters.to_control, 1u);
+    EXPECT_EQ(r.total_drops(), 0u);
+
+    // Nothing new: the MAC the table has, an address it does not hold.
+    r.process(r.ext1,
+              ethernet(kBroadcast, kServerBMac, kEtherArp, arp_body(1, kServerBMac, kServerB, Mac{}, kServerB)));
+    r.process(r.ext1, ethernet(kBroadcast, kMoved, kEtherArp, arp_body(1, kMoved, kUnresolved, Mac{}, kUnresolved)));
+    EXPECT_TRUE(r.to_control().empty());
+    EXPECT_EQ(r.drops(DropReason::local), 2u);
+
+    // A request for the port's address from the moved neighbour: answered to the new MAC, by way
+    // of the control thread.
+    r.process(r.ext1, ethernet(kBroadcast, kMoved, kEtherArp, arp_body(1, kMoved, kServerB, Mac{}, kExt1Addr)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    handed = r.to_control();
+    ASSERT_EQ(handed.size(), 1u);
+    EXPECT_TRUE(handed[0].arp_answer);
+    EXPECT_EQ(handed[0].frame,
+              ethernet(kMoved, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kExt1Addr, kMoved, kServerB)));
+    // From a neighbour whose MAC is the table's, answered at once as ever.
+    r.process(r.ext1,
+              ethernet(kBroadcast, kServerBMac, kEtherArp, arp_body(1, kServerBMac, kServerB, Mac{}, kExt1Addr)));
+    auto frames = r.tx(r.ext1);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0],
+              ethernet(kServerBMac, kExt1Mac, kEtherArp, arp_body(2, kExt1Mac, kExt1Addr, kServerBMac, kServerB)));
+    EXPECT_TRUE(r.to_control().empty());
+    EXPECT_EQ(r.drops(DropReason::local), 2u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Neighbours
 

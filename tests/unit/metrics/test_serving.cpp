@@ -74,6 +74,7 @@ bool set_up_runtime() {
     g_cfg = new config::Config;
     g_cfg->workers = {1, 2};
     g_cfg->mempool.mbufs = 1023;
+    g_cfg->reassembly.max_datagrams = 32;  // its fragments must fit the small pool
     g_cfg->mempool.cache = 32;
     g_cfg->sessions.max_sessions = 2048;
     g_cfg->arp.max_neighbors = 64;

@@ -93,6 +93,7 @@ bool set_up_runtime() {
     g_cfg->file = "test_neighbors";
     g_cfg->workers = {1};
     g_cfg->mempool.mbufs = 1023;
+    g_cfg->reassembly.max_datagrams = 32;  // its fragments must fit the small pool
     g_cfg->mempool.cache = 32;
     g_cfg->sessions.max_sessions = 1024;
     g_cfg->arp.max_neighbors = 64;
@@ -328,6 +329,7 @@ protected:
         char* d = rte_pktmbuf_append(m, static_cast<uint16_t>(bytes.size()));
         std::copy(bytes.begin(), bytes.end(), d);
         m->port = port;
+        dp::held_of(m, g_rt->shared().next_hop_field).what = dp::kHeldPacket;  // as a worker hands it over
         return m;
     }
     // A translated packet a worker found no MAC for: Ethernet header still to be written.
@@ -353,6 +355,41 @@ protected:
         f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
         addr(kExt1Addr);
         ASSERT_EQ(rte_ring_mp_enqueue(g_rt->shared().to_control, frame(f, ext1_)), 0);
+    }
+    // An ARP request from (`mac`, `from`) for `target`; a gratuitous one when they are the same.
+    std::vector<uint8_t> arp_request_frame(uint32_t from, uint32_t target, const Mac& mac) {
+        std::vector<uint8_t> f(kAllOnes.begin(), kAllOnes.end());
+        f.insert(f.end(), mac.begin(), mac.end());
+        f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x01});
+        auto addr = [&](uint32_t a) {
+            for (int s = 24; s >= 0; s -= 8)
+                f.push_back(static_cast<uint8_t>(a >> s));
+        };
+        f.insert(f.end(), mac.begin(), mac.end());
+        addr(from);
+        f.insert(f.end(), 6, 0x00);
+        addr(target);
+        return f;
+    }
+    // The local stage's answer to `ip` at `mac` (a moved neighbour's request for ext1's address).
+    std::vector<uint8_t> arp_answer_frame(uint32_t ip, const Mac& mac) {
+        std::vector<uint8_t> f(mac.begin(), mac.end());
+        f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
+        f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x02});
+        auto addr = [&](uint32_t a) {
+            for (int s = 24; s >= 0; s -= 8)
+                f.push_back(static_cast<uint8_t>(a >> s));
+        };
+        f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
+        addr(kExt1Addr);
+        f.insert(f.end(), mac.begin(), mac.end());
+        addr(ip);
+        return f;
+    }
+    void hand_over(const std::vector<uint8_t>& bytes, uint32_t what = dp::kHeldPacket) {
+        rte_mbuf* m = frame(bytes, ext1_);
+        dp::held_of(m, g_rt->shared().next_hop_field).what = what;
+        ASSERT_EQ(rte_ring_mp_enqueue(g_rt->shared().to_control, m), 0);
     }
     // What egw sends to ask for `ip` on ext1: broadcast, or to `dst` (a probe).
     std::vector<uint8_t> request(uint32_t ip, const Mac& dst) {
@@ -467,6 +504,47 @@ TEST_F(Aging, AnsweredProbeKeepsTheMac) {
     }
     EXPECT_EQ(resolver_->invalidated(), 0u);
     EXPECT_EQ(resolver_->probes_sent(), 1u);
+}
+
+// A router that fails over to another MAC says so with a gratuitous ARP request. A known
+// neighbour's entry takes the new MAC at once (the workers send to it from their next packet),
+// stale: in use, it is probed at the new MAC right away, and the answer makes it reachable. A
+// request that repeats the MAC the entry has changes nothing; one from an address nobody asked
+// for creates no entry. The local stage's answer to a moved neighbour's request for ext1's
+// address teaches the same, and then leaves as it is.
+TEST_F(Aging, GratuitousArpMovesAKnownNeighbourAtOnce) {
+    const Mac kHopMac3{0x52, 0x54, 0x00, 0x00, 0x20, 0x64};
+    constexpr uint32_t kStranger = ip4(192, 0, 2, 150);
+    resolve_at(0, kHop, kHopMac);
+    hand_over(arp_request_frame(kHop, kHop, kHopMac));
+    hand_over(arp_request_frame(kStranger, kStranger, kHopMac2));
+    EXPECT_TRUE(poll_at(100).empty());
+    EXPECT_EQ(state_of(kHop), "reachable");
+    EXPECT_EQ(state_of(kStranger), "") << "nobody asked for it";
+
+    hand_over(arp_request_frame(kHop, kHop, kHopMac2));
+    EXPECT_TRUE(poll_at(200).empty());
+    EXPECT_EQ(use(kHop), kHopMac2) << "the new MAC, without waiting for the old one to stop answering";
+    EXPECT_EQ(state_of(kHop), "stale");
+    auto probe = tick_at(1000);
+    ASSERT_EQ(probe.size(), 1u);
+    EXPECT_EQ(probe[0].bytes, request(kHop, kHopMac2)) << "probed at the new MAC";
+    EXPECT_EQ(state_of(kHop), "probing");
+    arp_reply(kHop, kHopMac2);
+    EXPECT_TRUE(poll_at(1100).empty());
+    EXPECT_EQ(state_of(kHop), "reachable");
+    EXPECT_EQ(use(kHop), kHopMac2);
+
+    const std::vector<uint8_t> answer = arp_answer_frame(kHop, kHopMac3);
+    hand_over(answer, dp::kHeldArpAnswer);
+    auto sent = poll_at(1200);
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_EQ(sent[0].port, ext1_);
+    EXPECT_EQ(sent[0].bytes, answer);
+    EXPECT_EQ(use(kHop), kHopMac3);
+    EXPECT_EQ(state_of(kHop), "stale");
+    EXPECT_EQ(resolver_->invalidated(), 0u);
+    EXPECT_EQ(resolver_->held_dropped(), 0u);
 }
 
 // An entry no packet uses is not probed when it goes stale, and is freed after unused_s: its slot
@@ -725,20 +803,60 @@ TEST_F(Ipv6Resolution, AdvertisementsAreLearnedOnlyAsRfc4861Says) {
 
     held6(kHop6, 1);
     ASSERT_EQ(poll_at(10).size(), 1u);
-    advert(kHop6, 0x20, &kHopMac);
     advert(kHop6, 0x60, nullptr);
     EXPECT_TRUE(poll_at(20).empty());
-    EXPECT_EQ(state_of6(kHop6), "incomplete");
+    EXPECT_EQ(state_of6(kHop6), "incomplete") << "no target link-layer address: nothing to learn";
 
-    advert(kHop6, 0x40, &kHopMac);
-    ASSERT_EQ(poll_at(30).size(), 1u);
+    // Unsolicited: the MAC is taken, stale (RFC 4861 7.2.5); the held packet leaves.
+    advert(kHop6, 0x20, &kHopMac);
+    ASSERT_EQ(poll_at(25).size(), 1u);
     EXPECT_EQ(use6(kHop6), kHopMac);
+    EXPECT_EQ(state_of6(kHop6), "stale");
+    advert(kHop6, 0x40, &kHopMac);
+    EXPECT_TRUE(poll_at(30).empty());
+    EXPECT_EQ(state_of6(kHop6), "reachable") << "solicited: confirmed";
     advert(kHop6, 0x40, &kHopMac2);
     EXPECT_TRUE(poll_at(40).empty());
     EXPECT_EQ(use6(kHop6), kHopMac) << "no Override: the known MAC stays";
+    EXPECT_EQ(state_of6(kHop6), "stale") << "but it is no longer trusted";
     advert(kHop6, 0x20, &kHopMac2);
     EXPECT_TRUE(poll_at(50).empty());
     EXPECT_EQ(use6(kHop6), kHopMac2) << "Override: the host moved";
+}
+
+// A router that fails over announces its new MAC with an unsolicited advertisement with Override:
+// taken at once, stale until a probe at the new MAC confirms it. The Router flag of the last
+// advertisement is recorded, and a router clearing it is counted.
+TEST_F(Ipv6Resolution, FailoverAdvertisementMovesTheEntryAndTheRouterFlagIsRecorded) {
+    auto router_of6 = [&](const Ip6& ip) {
+        for (const auto& v : resolver_->list())
+            if (v.ip == net::IpAddr::from_v6(ip.data())) return v.router;
+        return std::string("?");
+    };
+    held6(kHop6, 1);
+    ASSERT_EQ(poll_at(0).size(), 1u);
+    EXPECT_EQ(router_of6(kHop6), "") << "not said yet";
+    advert(kHop6, 0xe0, &kHopMac);
+    ASSERT_EQ(poll_at(10).size(), 1u);
+    EXPECT_EQ(router_of6(kHop6), "yes");
+
+    advert(kHop6, 0xa0, &kHopMac2);
+    EXPECT_TRUE(poll_at(100).empty());
+    EXPECT_EQ(use6(kHop6), kHopMac2);
+    EXPECT_EQ(state_of6(kHop6), "stale");
+    auto probe = tick_at(1000);
+    ASSERT_EQ(probe.size(), 1u);
+    EXPECT_EQ(probe[0].bytes, solicitation(kHop6, kExt1V6, &kHopMac2)) << "probed at the new MAC";
+    advert(kHop6, 0xe0, &kHopMac2);
+    EXPECT_TRUE(poll_at(1100).empty());
+    EXPECT_EQ(state_of6(kHop6), "reachable");
+    EXPECT_EQ(resolver_->routers_lost(), 0u);
+
+    advert(kHop6, 0x60, &kHopMac2);
+    EXPECT_TRUE(poll_at(1200).empty());
+    EXPECT_EQ(router_of6(kHop6), "no");
+    EXPECT_EQ(resolver_->routers_lost(), 1u);
+    EXPECT_EQ(use6(kHop6), kHopMac2) << "still the neighbour's MAC";
 }
 
 // Aging as for ARP: stale and in use, probed by unicast solicitations to the address and the MAC

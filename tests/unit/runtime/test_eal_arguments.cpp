@@ -18,6 +18,24 @@ std::string after(const std::vector<std::string>& a, const std::string& flag) {
     return it == a.end() || it + 1 == a.end() ? "" : *(it + 1);
 }
 
+// Fragments held for reassembly take mbufs of the pool: a configuration whose tables could hold
+// more than the pool has is refused at start, naming the settings; one they fit in passes.
+TEST(ReassemblyPool, TablesThatCouldHoldMoreThanThePoolAreRefused) {
+    config::Config cfg;
+    cfg.file = "egw.json";
+    cfg.workers = {1, 2};
+    cfg.reassembly.max_datagrams = 256;
+    cfg.reassembly.max_fragments = 8;
+    EXPECT_EQ(Runtime::reassembly_pool_shortfall(cfg, 2 * 256 * 7), "");
+    EXPECT_EQ(Runtime::reassembly_pool_shortfall(cfg, 2 * 256 * 7 - 1),
+              "egw.json: reassembly: the reassembly tables of 2 worker(s) may hold 3584 fragments "
+              "(reassembly.max_datagrams 256 x (reassembly.max_fragments 8 - 1) each), more than the 3583 mbufs of "
+              "mempool.mbufs, which must also fill the receive rings and carry the traffic: raise mempool.mbufs or "
+              "lower reassembly.max_datagrams or reassembly.max_fragments");
+    cfg.reassembly.max_fragments = 2;
+    EXPECT_EQ(Runtime::reassembly_pool_shortfall(cfg, 2 * 256), "");
+}
+
 TEST(EalArguments, PlainLcoreListGoesToDashL) {
     config::Config cfg;
     cfg.eal.lcores = "0-2,4";
