@@ -60,10 +60,11 @@ void refused_whole(Worker& w, uint16_t port) {
 // A chained frame copied into one mbuf of frag_direct (the runtime checked that a frame of the
 // port's MTU fits one); nullptr when there is no mbuf or room.
 rte_mbuf* copied_whole(Worker& w, rte_mbuf* m) {
+    if (unlikely(m->pkt_len > UINT16_MAX)) return nullptr;
     rte_mbuf* c = rte_pktmbuf_alloc(w.shared->frag_direct);
     if (unlikely(!c)) return nullptr;
     char* d = rte_pktmbuf_append(c, static_cast<uint16_t>(m->pkt_len));
-    if (unlikely(!d || m->pkt_len > UINT16_MAX)) {
+    if (unlikely(!d)) {
         rte_pktmbuf_free(c);
         return nullptr;
     }
