@@ -58,7 +58,9 @@ inline void flow_owners_init(FlowOwners& o, unsigned n_workers, unsigned entries
 }
 
 // The Toeplitz hash of `words` 32-bit words of input (host order, as the bytes go on the wire):
-// for every set bit of the input, the 32 bits of the key that start at it.
+// for every set bit of the input, the 32 bits of the key that start at it. DPDK's rte_softrss()
+// (rte_thash.h) gives the same hash but tests all 32 bits of every word; on a port without RSS
+// every packet from inside is hashed here, so this walks only the set bits.
 inline uint32_t toeplitz(const FlowOwners& o, const uint32_t* in, unsigned words) {
     uint32_t h = 0;
     for (unsigned j = 0; j < words; ++j)
