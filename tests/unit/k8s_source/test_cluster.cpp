@@ -1227,6 +1227,16 @@ protected:
         }
     }
 
+    // Over `d` no reflector watching and failing at once and no gateway not serving
+    // (watch_status_for), and no Service moved since revision `from`.
+    void expect_serving_and_unmoved_for(std::chrono::milliseconds d, long from) {
+        std::vector<std::string> faults;
+        watch_status_for(d, faults);
+        EXPECT_TRUE(faults.empty()) << joined(faults);
+        const auto moves = moves_since(from);
+        EXPECT_TRUE(moves.empty()) << joined(moves);
+    }
+
     size_t refused_requests() {
         size_t n = 0;
         const json log = server_->control_get("requests");
@@ -1245,12 +1255,8 @@ TEST_F(ClusterFaultTest, ApiServerRestartRefusingForTwoSecondsMovesNothing) {
     const uint64_t pauses = leader->stats().pauses;
 
     server_->control("disrupt", {{"outage", 1}, {"warmUp", 2}});
-    std::vector<std::string> faults;
-    watch_status_for(3s + kSettle, faults);
-    EXPECT_TRUE(faults.empty()) << joined(faults);
+    expect_serving_and_unmoved_for(3s + kSettle, from);
     EXPECT_GT(refused_requests(), 0u) << "the warm-up refused nothing";
-    const auto moves = moves_since(from);
-    EXPECT_TRUE(moves.empty()) << joined(moves);
     expect_recovered_with_every_host_kept();
     // The leader paused for the outage and decided again from the API's state.
     if (Controller* now = current_leader(); now == leader) {
@@ -1281,11 +1287,7 @@ TEST_F(ClusterFaultTest, QuietWatchesAfterARestartAreHealthyOnceOpen) {
             states += "\n  " + name + " " + r.name + (r.watching ? " watching" : "") + (r.failing ? " failing" : "") +
                       " " + r.last_error;
     EXPECT_TRUE(all_healthy) << states;
-    std::vector<std::string> faults;
-    watch_status_for(kSettle, faults);
-    EXPECT_TRUE(faults.empty()) << joined(faults);
-    const auto moves = moves_since(from);
-    EXPECT_TRUE(moves.empty()) << joined(moves);
+    expect_serving_and_unmoved_for(kSettle, from);
     expect_recovered_with_every_host_kept();
 }
 
@@ -1296,11 +1298,7 @@ TEST_F(ClusterFaultTest, TwentySecondOutageThenRestartMovesNothing) {
     const long from = revision();
     server_->control("disrupt", {{"outage", 20}, {"warmUp", 2}});
     std::this_thread::sleep_for(20s);
-    std::vector<std::string> faults;
-    watch_status_for(2s + kSettle, faults);
-    EXPECT_TRUE(faults.empty()) << joined(faults);
-    const auto moves = moves_since(from);
-    EXPECT_TRUE(moves.empty()) << joined(moves);
+    expect_serving_and_unmoved_for(2s + kSettle, from);
     expect_recovered_with_every_host_kept();
 }
 
@@ -1312,15 +1310,11 @@ TEST_F(ClusterFaultTest, LeaseUpdatesRefusedForFifteenSecondsMovesNothing) {
     server_->control(
         "disrupt",
         {{"forbid", json::array({{{"verbs", {"update", "create"}}, {"path", "/leases"}, {"seconds", 15}}})}});
-    std::vector<std::string> faults;
-    watch_status_for(15s + kSettle, faults);
-    EXPECT_TRUE(faults.empty()) << joined(faults);
+    expect_serving_and_unmoved_for(15s + kSettle, from);
     size_t refused = 0;
     for (const auto& r : server_->requests("update", "/leases/"))
         refused += r["code"] == 403;
     EXPECT_GT(refused, 0u) << "the Lease updates were not refused";
-    const auto moves = moves_since(from);
-    EXPECT_TRUE(moves.empty()) << joined(moves);
     expect_recovered_with_every_host_kept();
 }
 
@@ -1346,11 +1340,7 @@ TEST_F(ClusterFaultTest, LeaderWhoseOwnLeaseWritesFailJudgesNoLeaseExpired) {
     server_->control("disrupt", {{"forbid", json::array({{{"verbs", {"update", "create"}}, {"path", "/leases"}}})}});
     std::this_thread::sleep_for(4s);  // the leader's deadline and the follower's Lease are long past
     server_->control("disrupt", {{"clear", true}});
-    std::vector<std::string> faults;
-    watch_status_for(kSettle, faults);
-    EXPECT_TRUE(faults.empty()) << joined(faults);
-    const auto moves = moves_since(from);
-    EXPECT_TRUE(moves.empty()) << joined(moves);
+    expect_serving_and_unmoved_for(kSettle, from);
     expect_recovered_with_every_host_kept();
 }
 

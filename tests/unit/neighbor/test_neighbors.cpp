@@ -342,49 +342,34 @@ protected:
         *RTE_MBUF_DYNFIELD(m, g_rt->shared().next_hop_field, uint32_t*) = next_hop;
         ASSERT_EQ(rte_ring_mp_enqueue(g_rt->shared().to_control, m), 0);
     }
-    void arp_reply(uint32_t from, const Mac& mac) {
-        std::vector<uint8_t> f(kExt1Mac.begin(), kExt1Mac.end());
-        f.insert(f.end(), mac.begin(), mac.end());
-        f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x02});
+    // An Ethernet frame of ARP for IPv4 (RFC 826): `op` 1 a request, 2 a reply.
+    static std::vector<uint8_t> arp_frame(const Mac& eth_dst, const Mac& eth_src, uint8_t op, const Mac& sha,
+                                          uint32_t spa, const Mac& tha, uint32_t tpa) {
+        std::vector<uint8_t> f(eth_dst.begin(), eth_dst.end());
+        f.insert(f.end(), eth_src.begin(), eth_src.end());
+        f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, op});
         auto addr = [&](uint32_t a) {
             for (int s = 24; s >= 0; s -= 8)
                 f.push_back(static_cast<uint8_t>(a >> s));
         };
-        f.insert(f.end(), mac.begin(), mac.end());
-        addr(from);
-        f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
-        addr(kExt1Addr);
-        ASSERT_EQ(rte_ring_mp_enqueue(g_rt->shared().to_control, frame(f, ext1_)), 0);
+        f.insert(f.end(), sha.begin(), sha.end());
+        addr(spa);
+        f.insert(f.end(), tha.begin(), tha.end());
+        addr(tpa);
+        return f;
+    }
+    void arp_reply(uint32_t from, const Mac& mac) {
+        ASSERT_EQ(rte_ring_mp_enqueue(g_rt->shared().to_control,
+                                      frame(arp_frame(kExt1Mac, mac, 2, mac, from, kExt1Mac, kExt1Addr), ext1_)),
+                  0);
     }
     // An ARP request from (`mac`, `from`) for `target`; a gratuitous one when they are the same.
     std::vector<uint8_t> arp_request_frame(uint32_t from, uint32_t target, const Mac& mac) {
-        std::vector<uint8_t> f(kAllOnes.begin(), kAllOnes.end());
-        f.insert(f.end(), mac.begin(), mac.end());
-        f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x01});
-        auto addr = [&](uint32_t a) {
-            for (int s = 24; s >= 0; s -= 8)
-                f.push_back(static_cast<uint8_t>(a >> s));
-        };
-        f.insert(f.end(), mac.begin(), mac.end());
-        addr(from);
-        f.insert(f.end(), 6, 0x00);
-        addr(target);
-        return f;
+        return arp_frame(kAllOnes, mac, 1, mac, from, Mac{}, target);
     }
     // The local stage's answer to `ip` at `mac` (a moved neighbour's request for ext1's address).
     std::vector<uint8_t> arp_answer_frame(uint32_t ip, const Mac& mac) {
-        std::vector<uint8_t> f(mac.begin(), mac.end());
-        f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
-        f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x02});
-        auto addr = [&](uint32_t a) {
-            for (int s = 24; s >= 0; s -= 8)
-                f.push_back(static_cast<uint8_t>(a >> s));
-        };
-        f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
-        addr(kExt1Addr);
-        f.insert(f.end(), mac.begin(), mac.end());
-        addr(ip);
-        return f;
+        return arp_frame(mac, kExt1Mac, 2, kExt1Mac, kExt1Addr, mac, ip);
     }
     void hand_over(const std::vector<uint8_t>& bytes, uint32_t what = dp::kHeldPacket) {
         rte_mbuf* m = frame(bytes, ext1_);
@@ -393,18 +378,7 @@ protected:
     }
     // What egw sends to ask for `ip` on ext1: broadcast, or to `dst` (a probe).
     std::vector<uint8_t> request(uint32_t ip, const Mac& dst) {
-        std::vector<uint8_t> f(dst.begin(), dst.end());
-        f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
-        f.insert(f.end(), {0x08, 0x06, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x01});
-        auto addr = [&](uint32_t a) {
-            for (int s = 24; s >= 0; s -= 8)
-                f.push_back(static_cast<uint8_t>(a >> s));
-        };
-        f.insert(f.end(), kExt1Mac.begin(), kExt1Mac.end());
-        addr(kExt1Addr);
-        f.insert(f.end(), 6, 0x00);
-        addr(ip);
-        return f;
+        return arp_frame(dst, kExt1Mac, 1, kExt1Mac, kExt1Addr, Mac{}, ip);
     }
     // A worker sending to `ip` through its slot; the MAC it would write, or nullopt.
     std::optional<Mac> use(uint32_t ip) {
