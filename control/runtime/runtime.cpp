@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "control/runtime/runtime.h"
 
+#include "control/runtime/buffers.h"
 #include "control/runtime/mbuf_pool.h"
 #include "control/runtime/pod_limit.h"
 
@@ -40,26 +41,23 @@ unsigned main_socket() {
 
 }  // namespace
 
-// The receive side of a port's MTU: frames up to MTU + Ethernet header must fit an mbuf, or the
-// device must chain mbufs (scatter); fragments leave as chains, so the device must send them.
-void Runtime::configure_mtu(const config::PortConfig& pc, const std::string& field, const rte_eth_dev_info& info,
-                            rte_eth_conf& conf) const {
-    std::string where = cfg_.file + ": " + field + ": ";
+// The port's MTU against the device's limits and the pool's buffers (control/runtime/buffers.h):
+// refused here, before the device is configured, when a frame of the MTU could not be received or
+// sent.
+BufferPlan Runtime::configure_mtu(const config::PortConfig& pc, const std::string& field, const rte_eth_dev_info& info,
+                                  rte_eth_conf& conf) const {
+    std::string where = cfg_.file + ": " + field;
     if (pc.mtu > info.max_mtu || pc.mtu < info.min_mtu)
-        throw RuntimeError(where + "port " + pc.name + " (" + pc.device + ") takes an MTU from " +
+        throw RuntimeError(where + ": port " + pc.name + " (" + pc.device + ") takes an MTU from " +
                            std::to_string(info.min_mtu) + " to " + std::to_string(info.max_mtu) + ", got " +
                            std::to_string(pc.mtu));
     conf.rxmode.mtu = pc.mtu;
-    unsigned buffer = cfg_.mempool.data_room > RTE_PKTMBUF_HEADROOM ? cfg_.mempool.data_room - RTE_PKTMBUF_HEADROOM : 0;
-    unsigned frame = pc.mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN;
-    if (frame > buffer) {
-        if (!(info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER))
-            throw RuntimeError(where + "an MTU of " + std::to_string(pc.mtu) + " needs mempool.data_room of at least " +
-                               std::to_string(frame + RTE_PKTMBUF_HEADROOM) + " (port " + pc.name +
-                               " cannot chain mbufs on receive), got " + std::to_string(cfg_.mempool.data_room));
-        conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
-    }
-    if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    BufferPlan plan = plan_buffers(where, pc.name, pc.device, pc.mtu, cfg_.mempool.data_room, info.rx_offload_capa,
+                                   info.tx_offload_capa);
+    if (!plan.error.empty()) throw RuntimeError(plan.error);
+    if (plan.rx_scatter) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+    if (plan.tx_multi_segs) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    return plan;
 }
 
 // The device's own MTU (net_af_packet sets it on the kernel interface). A device without an MTU
@@ -289,7 +287,7 @@ void Runtime::setup(unsigned mbufs) {
             spdlog::info("port {}: RSS over {} across {} queues", pc.name, describe_rss(plan.rss_hf), plan.rx_queues);
         }
         if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
-        configure_mtu(pc, "$.ports[" + std::to_string(port_index) + "].mtu", info, conf);
+        BufferPlan buffers = configure_mtu(pc, "$.ports[" + std::to_string(port_index) + "].mtu", info, conf);
         if (int rc = rte_eth_dev_configure(pi.id, pi.rx_queues, static_cast<uint16_t>(n_workers), &conf); rc != 0)
             throw RuntimeError("port " + pc.name + ": configure: " + errstr(rc));
         apply_mtu(pi.id, pc, "$.ports[" + std::to_string(port_index) + "].mtu");
@@ -306,19 +304,8 @@ void Runtime::setup(unsigned mbufs) {
         for (uint16_t q = 0; q < n_workers; ++q)
             if (int rc = rte_eth_tx_queue_setup(pi.id, q, txd, pi.socket, nullptr); rc != 0)
                 throw RuntimeError("port " + pc.name + ": tx queue " + std::to_string(q) + ": " + errstr(rc));
-        if (!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) {
-            // Fragments leave as chains (a header mbuf and the data it refers to), and so do
-            // reassembled datagrams and jumbo frames received in pieces: for this device each is
-            // copied into one buffer, which must then hold a frame of the port's MTU.
-            unsigned buffer =
-                cfg_.mempool.data_room > RTE_PKTMBUF_HEADROOM ? cfg_.mempool.data_room - RTE_PKTMBUF_HEADROOM : 0;
-            unsigned frame = pc.mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN;
-            if (frame > buffer)
-                throw RuntimeError(cfg_.file + ": $.ports[" + std::to_string(port_index) + "].mtu: port " + pc.name +
-                                   " (" + pc.device + ") cannot transmit chained mbufs, so a frame of its MTU of " +
-                                   std::to_string(pc.mtu) + " must fit one buffer: mempool.data_room of at least " +
-                                   std::to_string(frame + RTE_PKTMBUF_HEADROOM) + ", got " +
-                                   std::to_string(cfg_.mempool.data_room));
+        if (buffers.single_segment_tx) {
+            // Fragments, reassembled datagrams and jumbo frames received in pieces leave as chains.
             shared_.single_segment_tx |= 1u << pi.id;
             spdlog::info(
                 "port {}: the device cannot transmit chained mbufs; chained frames leave copied into one "

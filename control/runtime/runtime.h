@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "control/runtime/buffers.h"
 #include "control/runtime/queues.h"
 #include "control/runtime/steering.h"
 #include "dataplane/worker.h"
@@ -72,8 +73,8 @@ public:
 
 private:
     void program_reta(const PortInfo& p);
-    void configure_mtu(const config::PortConfig& pc, const std::string& field, const rte_eth_dev_info& info,
-                       rte_eth_conf& conf) const;
+    BufferPlan configure_mtu(const config::PortConfig& pc, const std::string& field, const rte_eth_dev_info& info,
+                             rte_eth_conf& conf) const;
     void apply_mtu(uint16_t port_id, const config::PortConfig& pc, const std::string& field) const;
 
     const config::Config& cfg_;
