@@ -59,13 +59,22 @@ inline uint16_t probe_next(const Worker& w, uint32_t& x) {
 }
 
 // Whether `port` (network order) of `proto` on `nat_ip` is a Service's port on its ingress IP.
-// ICMP identifiers are no Service's.
+// ICMP identifiers are no Service's. Asked only when some Service lists ports (any_service_ports),
+// so that a gateway without ingress pays one test per new session, not a lookup per candidate.
 inline bool service_port(const PolicySnapshot& p, uint32_t nat_ip, uint8_t proto, uint16_t port) {
     return p.ingress_service(rte_be_to_cpu_32(nat_ip), proto, rte_be_to_cpu_16(port)) != FlatMap::kMissing;
 }
 
 inline bool service_port(const PolicySnapshot& p, const Ip6& nat_ip, uint8_t proto, uint16_t port) {
     return p.ingress_service6(nat_ip.b, proto, rte_be_to_cpu_16(port)) != Ip6Map::kMissing;
+}
+
+inline bool any_service_ports(const PolicySnapshot& p, const Session&) {
+    return p.ingress_ports.size() != 0;
+}
+
+inline bool any_service_ports(const PolicySnapshot& p, const Session6&) {
+    return p.ingress_ports6[0].size() + p.ingress_ports6[1].size() != 0;
 }
 
 // Picks a NAT port for `s` (tuple and nat_ip set) in this worker's block, keeping the pod's port
@@ -76,7 +85,8 @@ inline bool allocate_port(const Worker& w, const PolicySnapshot& p, Session& s, 
                           uint32_t& h_chosen) {
     const SessionTable& st = w.sessions;
     FlowKey k{s.remote_ip, s.nat_ip, s.remote_port, 0, s.proto, {}};
-    if (pod_port_in_block(w, s.pod_port) && !service_port(p, s.nat_ip, s.proto, s.pod_port)) {
+    const bool reserved = unlikely(any_service_ports(p, s));
+    if (pod_port_in_block(w, s.pod_port) && !(reserved && service_port(p, s.nat_ip, s.proto, s.pod_port))) {
         k.dport = s.pod_port;
         uint32_t h = hint ? hint[0] : st.key_hash(k);
         if (st.find_outside(k, h) == SessionTable::kNone) {
@@ -88,7 +98,7 @@ inline bool allocate_port(const Worker& w, const PolicySnapshot& p, Session& s, 
     uint32_t x = probe_seed(s.pod_ip, s.pod_port, s.remote_ip, s.remote_port);
     for (unsigned i = 0; i < kProbeAttempts; ++i) {
         k.dport = probe_next(w, x);
-        if (unlikely(service_port(p, s.nat_ip, s.proto, k.dport))) continue;
+        if (reserved && service_port(p, s.nat_ip, s.proto, k.dport)) continue;
         uint32_t h = hint && i == 0 ? hint[1] : st.key_hash(k);
         if (st.find_outside(k, h) == SessionTable::kNone) {
             s.nat_port = k.dport;
@@ -112,7 +122,8 @@ inline bool allocate_port6(const Worker& w, const PolicySnapshot& p, Session6& s
                            uint32_t& h_chosen) {
     const SessionTable6& st = w.sessions6;
     FlowKey6 k = SessionTable6::outside_key(s);
-    if (pod_port_in_block(w, s.pod_port) && !service_port(p, s.nat_ip, s.proto, s.pod_port)) {
+    const bool reserved = unlikely(any_service_ports(p, s));
+    if (pod_port_in_block(w, s.pod_port) && !(reserved && service_port(p, s.nat_ip, s.proto, s.pod_port))) {
         k.dport = s.pod_port;
         uint32_t h = hint ? hint[0] : st.key_hash(k);
         if (st.find_outside(k, h) == SessionTable6::kNone) {
@@ -124,7 +135,7 @@ inline bool allocate_port6(const Worker& w, const PolicySnapshot& p, Session6& s
     uint32_t x = probe_seed6(s.pod_ip.b, s.pod_port, s.remote_ip.b, s.remote_port);
     for (unsigned i = 0; i < kProbeAttempts; ++i) {
         k.dport = probe_next(w, x);
-        if (unlikely(service_port(p, s.nat_ip, s.proto, k.dport))) continue;
+        if (reserved && service_port(p, s.nat_ip, s.proto, k.dport)) continue;
         uint32_t h = hint && i == 0 ? hint[1] : st.key_hash(k);
         if (st.find_outside(k, h) == SessionTable6::kNone) {
             s.nat_port = k.dport;
