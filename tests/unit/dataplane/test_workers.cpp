@@ -668,7 +668,7 @@ TEST_F(DataplaneTest, SteeringFallsBackToSoftwareWhereTheDeviceHasNoRteFlow) {
     std::vector<control::PortBlock> blocks{{r.w(0).nat_port_lo, r.w(0).nat_port_hi},
                                            {r.w(1).nat_port_lo, r.w(1).nat_port_hi}};
     control::Steering st;
-    st.update({kIngress});  // the first policy is published before the ports start
+    st.update(std::vector<uint32_t>{kIngress});  // the first policy is published before the ports start
     st.init({{r.ext1, "ext1", 2}, {r.ext2, "ext2", 1}}, blocks);
     ASSERT_EQ(st.ports().size(), 2u);
     const auto& ext1 = st.ports()[0];
@@ -683,7 +683,7 @@ TEST_F(DataplaneTest, SteeringFallsBackToSoftwareWhereTheDeviceHasNoRteFlow) {
     EXPECT_EQ(ext2.reason, "1 receive queue(s) for 2 workers: queue w is not worker w's");
     EXPECT_EQ(st.nat_ips(), (std::vector<uint32_t>{kIngress}));
     // A later change of NAT addresses touches no software port.
-    st.update({kIngress, kExt1Addr});
+    st.update(std::vector<uint32_t>{kIngress, kExt1Addr});
     EXPECT_TRUE(st.ports()[0].flows.empty());
     EXPECT_EQ(st.rules_of(kExt1Addr).size(), 36u);
 
