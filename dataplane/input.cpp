@@ -509,10 +509,10 @@ __attribute__((always_inline)) inline void begin_lookup(const Table& t, LookupQu
 // A common packet (its next step not yet in any mask) that another worker owns: marked for the
 // hand-off. A common packet is TCP or UDP and no fragment, so where its port hashes as egwd set
 // it up, the NIC's hash is the flow's.
-inline bool handed_off(const Worker& w, Burst& b, unsigned i, const rte_mbuf* m) {
+inline bool handed_off(const Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, const rte_mbuf* m) {
     PacketMeta& pk = b.pkt[i];
     const bool hw = (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH) && (w.shared->flow_owners.hardware >> m->port & 1);
-    unsigned owner = owner_of(w, pk, hw ? &m->hash.rss : nullptr);
+    unsigned owner = owner_of(w, p, pk, hw ? &m->hash.rss : nullptr);
     if (owner == w.index) return false;
     pk.owner = static_cast<uint8_t>(owner);
     pk.next = Next::handoff;
@@ -540,14 +540,14 @@ void input_burst(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
         // again), or bound for nat_lookup, which sets their session (none for IPv6 on a worker
         // without an IPv6 table). Every other packet's session is none from its parse on.
         if (likely(parse_common(w, p, m, pk))) {
-            if (Multi && handed_off(w, b, i, m)) continue;
+            if (Multi && handed_off(w, p, b, i, m)) continue;
             begin_lookup(w.sessions, b.lookup4, queued4, i, pk.dir, pk.key, pk.key_hash);
             pk.next = Next::nat_lookup;
             to_lookup |= 1u << i;
             continue;
         }
         if (parse_common6(w, p, m, pk)) {
-            if (Multi && handed_off(w, b, i, m)) continue;
+            if (Multi && handed_off(w, p, b, i, m)) continue;
             if (w.sessions6.capacity())
                 begin_lookup(w.sessions6, b.lookup6, queued6, i, pk.dir, pk.key6, pk.key_hash);
             else
@@ -582,7 +582,7 @@ void input_burst(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
             continue;
         }
         if constexpr (Multi) {
-            unsigned owner = owner_of(w, pk);
+            unsigned owner = owner_of(w, p, pk);
             if (owner != w.index) {
                 pk.owner = static_cast<uint8_t>(owner);
                 b.set_next(i, Next::handoff);
