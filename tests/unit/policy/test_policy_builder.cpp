@@ -880,6 +880,52 @@ TEST(PolicyBuilder, ConfigurationChangesGiveWhatABuildFromScratchGives) {
     }
 }
 
+// The configuration's tables are made once per configuration, not per publication, and keep the
+// routes as programmed for the CLI: connected ones (masked, on the port) then static ones, each
+// in its VRF; an address the port has no room for has no route.
+TEST(PolicyBuilder, ConfigurationTablesAreMadeOnlyWhenTheConfigurationChanges) {
+    config::Config cfg = test_config_dual();
+    for (unsigned i = 0; i < dp::kMaxPortAddresses; ++i)  // the ninth IPv4 address has no room
+        cfg.ports[0].addresses.push_back(*net::parse_prefix("10.254." + std::to_string(i) + ".1/24"));
+    PolicyBuilder b(cfg, {0, 1, 2}, kMacs);
+    EXPECT_EQ(b.config_tables(), nullptr);
+    auto s1 = b.apply({});
+    const ConfigTables* tables = b.config_tables();
+    ASSERT_NE(tables, nullptr);
+    auto s2 = b.apply({});
+    EXPECT_EQ(b.config_tables(), tables) << "nothing changed: the same tables";
+    EXPECT_EQ(s2->route_generation, s1->route_generation);
+
+    auto line = [&](const ProgrammedRoute& r) {
+        return std::to_string(r.vrf) + " " + net::to_string(r.prefix) + " " + r.port + " " +
+               (r.via ? net::to_string(*r.via) : "-") + (r.connected ? " connected" : " static");
+    };
+    std::vector<std::string> got;
+    for (const auto& r : b.config_tables()->routes())
+        got.push_back(line(r));
+    const std::vector<std::string> want = {
+        "0 10.255.255.0/24 pods - connected",     "0 fd00:ff::/64 pods - connected",
+        "0 10.254.0.0/24 pods - connected",       "0 10.254.1.0/24 pods - connected",
+        "0 10.254.2.0/24 pods - connected",       "0 10.254.3.0/24 pods - connected",
+        "0 10.254.4.0/24 pods - connected",       "0 10.254.5.0/24 pods - connected",
+        "0 10.254.6.0/24 pods - connected",       "0 192.0.2.0/24 ext - connected",
+        "0 2001:db8:2::/64 ext - connected",      "0 192.0.2.0/24 ext - connected",
+        "0 2001:db8:113::/64 ext - connected",    "1 198.51.100.0/24 blue - connected",
+        "1 2001:db8:3::/64 blue - connected",     "0 0.0.0.0/0 ext 192.0.2.254 static",
+        "0 ::/0 ext 2001:db8:2::fe static",       "0 2001:db8:2::/64 ext - static",
+        "1 0.0.0.0/0 blue 198.51.100.254 static", "1 2001:db8:77::/48 blue fe80::fe static"};
+    EXPECT_EQ(got, want);
+
+    cfg.routes[1].via = net::parse_ip("2001:db8:2::fd");
+    auto s3 = b.apply({});
+    EXPECT_NE(b.config_tables(), tables) << "a route changed: new tables";
+    EXPECT_EQ(s3->route_generation, s3->generation);
+    EXPECT_EQ(line(b.config_tables()->routes()[16]), "0 ::/0 ext 2001:db8:2::fd static");
+    const uint8_t dst[16] = {0x20, 0x01, 0x0d, 0xb8, 0x99};
+    ASSERT_NE(s3->lookup_route6(0, dst), nullptr);
+    EXPECT_EQ(net::IpAddr::from_v6(s3->lookup_route6(0, dst)->gateway.b), *net::parse_ip("2001:db8:2::fd"));
+}
+
 // Past the id limit, Services get no id and are left out; they get one, in key order, once
 // others are gone.
 TEST(PolicyBuilder, ServicesOverTheIdLimitGetIdsAsOthersGo) {
