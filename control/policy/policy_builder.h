@@ -16,10 +16,11 @@
 //   state changed: their old endpoints, ingress IPs and ports are unclaimed, their new ones
 //   claimed, and only the keys they touched are looked up again (claims.h says who owns a key).
 // So the cost of a snapshot is proportional to what changed, for IPv4 and IPv6 alike, plus a copy
-// of flat arrays (a few MiB at 100,000 endpoints); no walk over every Service happens unless a
-// VRF changes (every Service is then resolved again). The result is the same as building
-// everything from scratch with the same history (tests/unit/policy/test_policy_builder.cpp
-// checks that after every step of random changes, both families, configuration changes too).
+// of flat arrays (a few MiB at 100,000 endpoints). No walk over every Service happens but when a
+// VRF changes (every Service is then resolved again) or the configuration does (the NAT
+// addresses are made again from the ingress IPs: the ports answering for them may move). The result is the same as
+// building everything from scratch with the same history (tests/unit/policy/test_policy_builder.cpp checks that after
+// every step of random changes, both families, configuration changes too).
 #pragma once
 
 #include <array>
