@@ -17,6 +17,7 @@
 #include "dataplane/drop_reason.h"
 #include "dataplane/flow_owner.h"
 #include "dataplane/gateway_icmp_error_kinds.h"
+#include "dataplane/service_counters.h"
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
 #include "dataplane/tables/policy.h"
@@ -144,16 +145,11 @@ inline const uint64_t& counter_of(const WorkerCounters& c, WorkerCounter which) 
 // family; the second only the allocation failures, counted on a path that drops the packet.
 // sessions_created/closed count both families, sessions6_created/closed the IPv6 ones of them
 // (as the worker's own counters do), so that each NAT address's sessions can be told per family.
+// The fields are the list's (service_counters.h), in its order.
 struct alignas(64) ServiceCounters {
-    uint64_t packets_out;
-    uint64_t bytes_out;
-    uint64_t packets_in;
-    uint64_t bytes_in;
-    uint64_t sessions_created;
-    uint64_t sessions_closed;
-    uint64_t sessions6_created;
-    uint64_t sessions6_closed;
-    uint64_t port_alloc_failures;
+#define EGW_X(name, part, status, telemetry, metric, direction, help, default_metric, default_help) uint64_t name;
+    EGW_SERVICE_COUNTERS(EGW_X)
+#undef EGW_X
 };
 static_assert(offsetof(ServiceCounters, sessions6_closed) < 64, "a session's counters share the packets' line");
 static_assert(sizeof(ServiceCounters) == 128);

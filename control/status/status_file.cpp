@@ -60,24 +60,20 @@ nlohmann::json collect_status(const StatusInputs& in) {
         j["endpoints"] = s.endpoint_ipv4s.size();
         j["programmed"] = v.programmed;
         j["programmed_ipv6"] = v.programmed6;
-        uint64_t po = 0, bo = 0, pi = 0, bi = 0, sc = 0, sx = 0, pf = 0;
+        // The list's counters with a status key, summed over the workers, and the open sessions.
+        uint64_t sums[dp::kServiceCounterCount] = {};
         for (auto* w : workers) {
             const dp::ServiceCounters& c = w->service_counters[v.id];
-            po += rd(c.packets_out);
-            bo += rd(c.bytes_out);
-            pi += rd(c.packets_in);
-            bi += rd(c.bytes_in);
-            sc += rd(c.sessions_created);
-            sx += rd(c.sessions_closed);
-            pf += rd(c.port_alloc_failures);
+#define EGW_X(name, part, status, telemetry, metric, direction, help, default_metric, default_help) \
+    sums[static_cast<unsigned>(dp::ServiceCounter::name)] += rd(c.name);
+            EGW_SERVICE_COUNTERS(EGW_X)
+#undef EGW_X
         }
-        j["packets_out"] = po;
-        j["bytes_out"] = bo;
-        j["packets_in"] = pi;
-        j["bytes_in"] = bi;
-        j["sessions_created"] = sc;
-        j["sessions_active"] = sc >= sx ? sc - sx : 0;
-        j["port_alloc_failures"] = pf;
+        for (unsigned i = 0; i < dp::kServiceCounterCount; ++i)
+            if (*dp::kServiceCounterInfo[i].status) j[dp::kServiceCounterInfo[i].status] = sums[i];
+        const uint64_t created = sums[static_cast<unsigned>(dp::ServiceCounter::sessions_created)];
+        const uint64_t closed = sums[static_cast<unsigned>(dp::ServiceCounter::sessions_closed)];
+        j["sessions_active"] = created >= closed ? created - closed : 0;
         services.push_back(j);
     }
     doc["services"] = services;
