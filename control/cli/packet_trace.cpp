@@ -220,8 +220,9 @@ std::string describe_step(const dp::TraceStep& s, const dp::TraceStep* tuple_bef
         j["vrf"] = s.vrf;
         j["via_ingress"] = s.via_ingress;
     }
+    // The stage that chose the egress port and next hop says both; output repeats the port.
     bool routed = next == dp::Next::output && static_cast<dp::ProfiledStage>(s.stage) != dp::ProfiledStage::output;
-    if (routed || next == dp::Next::transmit) {
+    if (next == dp::Next::output || next == dp::Next::transmit) {
         line += ", port " + port_name(v, s.out_port);
         j["port"] = port_name(v, s.out_port);
     }
