@@ -116,6 +116,12 @@ struct TraceBuffer {
     TracePacket* packets = nullptr;      // [capacity]
 };
 
+// Whether a worker with this buffer may still take packets: once it is full, or the workers
+// have taken N together, its bursts take the ordinary path again.
+inline bool trace_taking(const TraceBuffer& t) {
+    return t.used < t.capacity && t.shared->taken.load(std::memory_order_relaxed) < t.shared->limit;
+}
+
 // One burst's traced packets (worker.cpp runs the stages with it while the worker's trace pointer
 // is set). Worker only.
 class BurstTracer {

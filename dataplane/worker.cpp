@@ -70,7 +70,7 @@ __attribute__((noinline)) void process_traced(Worker& w, const PolicySnapshot& p
 
 void worker_process_burst(Worker& w, const PolicySnapshot& p, rte_mbuf** pkts, uint16_t n) {
     // The one test tracing costs while it is off.
-    if (TraceBuffer* t = w.trace.load(std::memory_order_acquire); unlikely(t != nullptr)) {
+    if (TraceBuffer* t = w.trace.load(std::memory_order_acquire); unlikely(t != nullptr) && trace_taking(*t)) {
         process_traced(w, p, *t, pkts, n);
         return;
     }
