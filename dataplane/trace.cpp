@@ -41,6 +41,22 @@ bool has_session(ProfiledStage s) {
            s == ProfiledStage::icmp_error;
 }
 
+// Whether output will find the next hop's MAC, read as it reads the table (or the packet waits in
+// the control thread for ARP or NS). Traced packets only.
+bool next_hop_known(const Worker& w, const PacketMeta& pk, bool v6) {
+    uint8_t mac[6];
+    if (v6) {
+        const NeighborTable6* nt = w.shared->neighbors6;
+        if (!nt) return false;
+        uint32_t slot = nt->find(pk.out_port, pk.next_hop6.b);
+        return slot != NeighborTable6::kNone && nt->mac(slot, mac);
+    }
+    const NeighborTable* nt = w.shared->neighbors;
+    if (!nt) return false;
+    uint32_t slot = nt->find(pk.out_port, pk.next_hop);
+    return slot != NeighborTable::kNone && nt->mac(slot, mac);
+}
+
 bool in_tx_buffer(const TxBuffer& tx, const rte_mbuf* m) {
     for (uint16_t k = 0; k < tx.n; ++k)
         if (tx.pkts[k] == m) return true;
@@ -164,9 +180,14 @@ void BurstTracer::before_output(const Burst& b) {
     uint32_t leaving = (b.pending(Next::output) | b.pending(Next::transmit) | b.pending(Next::drop)) & mask_;
     for_each_packet(leaving, [&](unsigned i) {
         TracePacket& tp = t_.packets[slot_[i]];
+        const PacketMeta& pk = b.pkt[i];
         tp.after_len = copy_head(b.m[i], tp.after);
-        tp.outcome =
-            static_cast<uint8_t>(b.pkt[i].next == Next::drop ? TraceOutcome::dropped : TraceOutcome::not_queued);
+        auto outcome = TraceOutcome::not_queued;
+        if (pk.next == Next::drop)
+            outcome = TraceOutcome::dropped;
+        else if (pk.next == Next::output && !next_hop_known(w_, pk, flag(pk.v6)))
+            outcome = TraceOutcome::held;
+        tp.outcome = static_cast<uint8_t>(outcome);
     });
 }
 

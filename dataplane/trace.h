@@ -80,10 +80,12 @@ struct TraceStep {
 enum class TraceOutcome : uint8_t {
     dropped,     // freed by output, counted under the last step's reason
     queued,      // in the port's transmit buffer, headers after as it will leave
-    not_queued,  // left output otherwise: held for the next hop's ARP/NS, cut into fragments, or
-                 // sent already with a full transmit buffer (headers after: before output)
+    not_queued,  // left output otherwise: cut into fragments, or sent already with a full transmit
+                 // buffer (headers after: as it reached output)
     handed_off,  // given to the owning worker (its own trace shows the rest when it matches)
     gone,        // given away before output (a fragment held for reassembly, the control thread)
+    held,        // to the control thread until the next hop answers ARP or NS (or dropped as
+                 // neighbor_unresolved when that queue is full); headers as it reached output
 };
 
 struct TracePacket {

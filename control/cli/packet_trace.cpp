@@ -151,6 +151,8 @@ const char* outcome_key(uint8_t o) {
         return "not_queued";
     case dp::TraceOutcome::handed_off:
         return "handed_off";
+    case dp::TraceOutcome::held:
+        return "held";
     default:
         return "gone";
     }
@@ -163,7 +165,9 @@ const char* outcome_name(uint8_t o) {
     case dp::TraceOutcome::queued:
         return "queued for transmit";
     case dp::TraceOutcome::not_queued:
-        return "left output unqueued (held for the next hop, fragmented, or sent with a full buffer)";
+        return "left output unqueued (cut into fragments, or sent with a full transmit buffer)";
+    case dp::TraceOutcome::held:
+        return "held for the next hop's ARP or NS (in the control thread)";
     case dp::TraceOutcome::handed_off:
         return "handed off to its owning worker";
     default:

@@ -174,6 +174,24 @@ TEST_F(DataplaneTest, TraceShowsTheDropReasonAndTheIcmpErrorGenerated) {
     EXPECT_TRUE(r.sessions().empty());
 }
 
+// A next hop with no MAC yet: output gives the packet to the control thread, and the trace says
+// so (the headers after are those it reached output with: translated, Ethernet not yet written).
+TEST_F(DataplaneTest, TraceSaysAPacketIsHeldForItsNextHop) {
+    Rig& r = start();
+    RigTrace t(r, every_packet(), 10);
+    r.process(r.pods, r.from_pod(kPod10, udp_ip(kPod10, 40000, kUnresolved, 53)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    auto held = r.to_control();
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_EQ(held[0].next_hop, kUnresolved);
+    ASSERT_EQ(t.published(), 1u);
+    const dp::TracePacket& p = t.packet(0);
+    EXPECT_EQ(p.outcome, static_cast<uint8_t>(dp::TraceOutcome::held));
+    EXPECT_EQ(addr_of(p.steps[2].next_hop), kUnresolved);
+    dp::FrameSummary after = dp::summarize_frame(p.after, p.after_len);
+    EXPECT_EQ(addr_of(after.src), kIngress);
+}
+
 // A frame input refuses: the drop at input with its reason, dropped by output, no headers but
 // those it came with.
 TEST_F(DataplaneTest, TraceShowsADropAtTheStageThatDecidedIt) {
