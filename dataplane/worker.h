@@ -206,6 +206,7 @@ struct TxBuffer {
 };
 
 struct Reassembly;
+struct TraceBuffer;
 
 struct alignas(64) Worker {
     unsigned index = 0;  // 0..n_workers-1; also the RCU thread id and tx queue
@@ -219,6 +220,8 @@ struct alignas(64) Worker {
     rte_ring* handoff_in[kMaxWorkers]{};   // [w]: packets from worker w (single producer/consumer)
     rte_ring* handoff_out[kMaxWorkers]{};  // [w]: packets for worker w
     rte_ring* inject = nullptr;            // from the control thread: finished frames to transmit
+    // The packet trace (trace.h): set by the control thread while tracing; read once per burst.
+    std::atomic<TraceBuffer*> trace{nullptr};
     uint64_t now = 0;
     uint32_t sweep_cursor = 0;
     SweepPace sweep_pace;

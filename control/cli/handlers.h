@@ -34,6 +34,11 @@ Reply show_routes(Context& ctx, const Args& a);
 Reply show_neighbors(Context& ctx, const Args& a);
 Reply show_arp(Context& ctx, const Args& a);
 
+// trace
+Reply trace_start(Context& ctx, const Args& a);
+Reply trace_stop(Context& ctx, const Args& a);
+Reply show_trace(Context& ctx, const Args& a);
+
 // system
 Reply show_lcores(Context& ctx, const Args& a);
 Reply show_k8s(Context& ctx, const Args& a);
