@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "dataplane/stages.h"
 #include "tests/unit/dataplane/rig.h"
 
 namespace egw::test {
@@ -262,6 +263,28 @@ TEST_F(DataplaneTest, VlanMtuHoldsItsOwnDatagrams) {
         EXPECT_EQ(p.src, kRedAddr);
         EXPECT_TRUE(p.ip_csum_ok);
     }
+}
+
+// A frame for the VLAN in an mbuf with no headroom left for the tag (a pod's datagram received
+// into the start of its buffer): dropped and counted, never sent untagged.
+TEST_F(DataplaneTest, VlanFrameWithoutHeadroomForTheTagIsDropped) {
+    Rig& r = start(vlan_rig());
+    Bytes frame = r.from_pod(kPod20, udp_ip(kPod20, 4000, kFar, 53, {1}));
+    rte_mbuf* m = rte_pktmbuf_alloc(r.pool());
+    ASSERT_NE(m, nullptr);
+    m->data_off = 0;
+    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())), frame.data(), frame.size());
+    m->port = r.pods;
+    dp::worker_process_burst(r.w(), r.policy(), &m, 1);
+    dp::worker_flush(r.w());
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::vlan_no_headroom), 1u);
+    EXPECT_EQ(r.total_drops(), 1u);
+    // With headroom, the same datagram leaves tagged.
+    r.process(r.pods, frame);
+    std::vector<Bytes> out = r.tx(r.ext1);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(untag(out[0]), kVid);
 }
 
 }  // namespace
