@@ -265,6 +265,37 @@ TEST_F(DataplaneTest, VlanMtuHoldsItsOwnDatagrams) {
     }
 }
 
+// Neighbor Discovery per VLAN: a Solicitation for the VLAN's IPv6 address, tagged, is answered
+// with an Advertisement tagged the same, from the parent's MAC; the parent does not answer for it.
+TEST_F(DataplaneTest, NeighborSolicitationForTheVlanAddressIsAnsweredTagged) {
+    const Ip6Addr vlan6 = ip6("2001:db8:64::1"), host6 = ip6("2001:db8:64::100");
+    RigOptions o = vlan_rig();
+    auto base = o.configure;
+    o.configure = [base, vlan6](config::Config& c) {
+        base(c);
+        c.ports.back().addresses.push_back(net::IpPrefix{net::IpAddr::from_v6(vlan6.data()), 64});
+    };
+    Rig& r = start(o);
+    const Ip6Addr group = solicited_node(vlan6);
+    Bytes ns = ethernet(multicast_mac(group), kRedServerMac, kEtherIpv6, ns6_ip(host6, group, vlan6, kRedServerMac));
+    r.process(r.ext1, tagged(kVid, ns));
+    std::vector<Bytes> out = r.tx(r.ext1);
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(untag(out[0]), kVid);
+    Parsed na = single(out);
+    ASSERT_TRUE(na.ok) << na.error;
+    EXPECT_TRUE(checksums_valid(na));
+    EXPECT_EQ(na.ether_type, kEtherIpv6);
+    EXPECT_EQ(na.eth_dst, kRedServerMac);
+    EXPECT_EQ(na.eth_src, kExt1Mac);
+    EXPECT_EQ(na.icmp_type, 136);
+    EXPECT_EQ(na.src6, vlan6);
+    EXPECT_EQ(na.dst6, host6);
+    // Untagged, on the parent, the VLAN's address is not the parent's.
+    r.process(r.ext1, ns);
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+}
+
 // A frame for the VLAN in an mbuf with no headroom left for the tag (a pod's datagram received
 // into the start of its buffer): dropped and counted, never sent untagged.
 TEST_F(DataplaneTest, VlanFrameWithoutHeadroomForTheTagIsDropped) {
