@@ -22,6 +22,7 @@
 #include "dataplane/tables/neighbor_table6.h"
 #include "dataplane/tables/policy.h"
 #include "dataplane/tables/session_table.h"
+#include "dataplane/vlan.h"
 #include "dataplane/worker_counters.h"
 
 struct rte_mbuf;
@@ -110,6 +111,7 @@ struct DataplaneShared {
     uint64_t sweep_pass_ticks = 0;
     uint64_t sweep_step_max_ticks = 0;
     FlowOwners flow_owners;  // which worker owns a flow from inside (flow_owner.h)
+    VlanPorts vlans;         // 802.1Q sub-ports (vlan.h); set before the workers start
     std::atomic<bool> stop{false};
 };
 
@@ -127,6 +129,10 @@ struct WorkerCounters {
     uint64_t tx_refused[kMaxPorts];
     uint64_t tx_stalls[kMaxPorts];
     uint64_t tx_stalled[kMaxPorts];
+    // Per VLAN sub-port (by logical port id, vlan.h): tagged frames input took to it, and frames
+    // output tagged for it (the tx counters above count what the device then refused).
+    uint64_t vlan_rx_packets[kMaxPorts];
+    uint64_t vlan_tx_packets[kMaxPorts];
 };
 
 // The field of each WorkerCounter, for readers that go through the list.
@@ -213,7 +219,7 @@ struct alignas(64) Worker {
     DataplaneShared* shared = nullptr;
     RxQueue rxq[kMaxPorts * 2]{};
     unsigned n_rxq = 0;
-    uint16_t n_ports = 0;      // DPDK port ids 0..n_ports-1 are egw's ports
+    uint16_t n_ports = 0;      // logical ports 0..n_ports-1 are egw's (DPDK port ids and VLAN sub-ports, vlan.h)
     uint16_t nat_port_lo = 0;  // this worker's block of the NAT port range, inclusive
     uint16_t nat_port_hi = 0;
     uint32_t port_block = 0;               // size of every worker's block

@@ -86,6 +86,9 @@ const Command kCommands[] = {
      "how replies reach the worker owning their session, per outside port: rte_flow rules (listed in testpmd "
      "syntax) or software hand-off, and hand-offs per worker",
      show_steering},
+    {"show vlans", "ports",
+     "the 802.1Q VLAN sub-ports: parent port, VLAN id, role, VRF, MTU, addresses, tagged frames received and sent",
+     show_vlans},
     {"clear port stats PORTS", "ports", "reset the statistics and extended statistics of one port or all",
      clear_port_stats},
     {"clear counters", "ports",

@@ -17,6 +17,7 @@ Reply clear_port_stats(Context& ctx, const Args& a);
 Reply show_port_info(Context& ctx, const Args& a);
 Reply clear_counters(Context& ctx, const Args& a);
 Reply show_steering(Context& ctx, const Args& a);
+Reply show_vlans(Context& ctx, const Args& a);
 
 // services
 Reply show_services(Context& ctx, const Args& a);

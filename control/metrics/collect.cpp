@@ -342,6 +342,41 @@ void write_sessions(Writer& w, const ControlView& v, const Readings& r) {
     w.sample(kSessionsCapacity, {"IPv6"}, v.max_sessions_ipv6);
 }
 
+// --- VLANs ------------------------------------------------------------------------------------
+
+constexpr Family kVlanInfo{"vlan_info",
+                           Type::gauge,
+                           "Always 1 for every configured VLAN sub-port; labels give its parent port, VLAN id, "
+                           "role and VRF",
+                           {"port", "parent", "vlan", "role", "vrf"}};
+constexpr Family kVlanPackets{"vlan_packets_total",
+                              Type::counter,
+                              "Tagged frames of the VLAN: received (taken off its parent's device to the VLAN) "
+                              "and transmitted (tagged for it)",
+                              {"port", "direction"}};
+constexpr Family kVlanTxRefused{"vlan_tx_refused_total",
+                                Type::counter,
+                                "Frames of the VLAN its parent's transmit queues refused; each is also a tx_full drop",
+                                {"port"}};
+
+}  // namespace
+
+void write_vlans(Writer& w, const std::vector<VlanReading>& vlans) {
+    w.family(kVlanInfo);
+    for (const VlanReading& v : vlans)
+        w.sample(kVlanInfo, {v.name, v.parent, std::to_string(v.vlan), v.role, v.vrf}, uint64_t{1});
+    w.family(kVlanPackets);
+    for (const VlanReading& v : vlans) {
+        w.sample(kVlanPackets, {v.name, "rx"}, v.rx_packets);
+        w.sample(kVlanPackets, {v.name, "tx"}, v.tx_packets);
+    }
+    w.family(kVlanTxRefused);
+    for (const VlanReading& v : vlans)
+        w.sample(kVlanTxRefused, {v.name}, v.tx_refused);
+}
+
+namespace {
+
 // --- ports ------------------------------------------------------------------------------------
 
 constexpr Family kPortInfo{"port_info",

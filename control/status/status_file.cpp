@@ -98,6 +98,26 @@ nlohmann::json collect_status(const StatusInputs& in) {
     }
     doc["ports"] = ports;
 
+    // VLAN sub-ports: their frames are counted by their parent's device too (the ports above).
+    json vlans = json::array();
+    for (const auto& p : rt.vlan_ports()) {
+        uint64_t rx = 0, tx = 0;
+        for (auto* w : workers) {
+            rx += rd(w->counters.vlan_rx_packets[p.id]);
+            tx += rd(w->counters.vlan_tx_packets[p.id]);
+        }
+        PortTx ptx = read_port_tx(workers, p.id);
+        vlans.push_back({{"name", p.name},
+                         {"id", p.id},
+                         {"parent", p.parent},
+                         {"vlan", p.vlan},
+                         {"rx_packets", rx},
+                         {"tx_packets", tx},
+                         {"tx_refused", ptx.refused},
+                         {"tx_stalls", ptx.stalls}});
+    }
+    doc["vlans"] = vlans;
+
     json drops = json::object();
     for (unsigned r = 0; r < dp::kDropReasonCount; ++r) {
         uint64_t n = 0;
@@ -135,8 +155,9 @@ nlohmann::json collect_status(const StatusInputs& in) {
     doc["workers"] = wjs;
 
     std::map<uint16_t, std::string> port_names;
-    for (const auto& p : rt.ports())
-        port_names[p.id] = p.name;
+    for (const auto* list : {&rt.ports(), &rt.vlan_ports()})
+        for (const auto& p : *list)
+            port_names[p.id] = p.name;
     if (in.max_sessions == 0) {
         doc["sessions"] = json::array();
     } else {

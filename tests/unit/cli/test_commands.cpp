@@ -68,6 +68,7 @@ TEST_F(CommandsTest, EveryCommandParses) {
     EXPECT_EQ(pattern("show port stats 1"), "show port stats PORTS");
     EXPECT_EQ(pattern("show port stats pods"), "show port stats PORTS");
     EXPECT_EQ(pattern("show port xstats ext1"), "show port xstats PORT");
+    EXPECT_EQ(pattern("show vlans"), "show vlans");
     EXPECT_EQ(pattern("clear port stats all"), "clear port stats PORTS");
     EXPECT_EQ(pattern("show services"), "show services [namespace NS]");
     EXPECT_EQ(pattern("show services namespace kube-system"), "show services [namespace NS]");
