@@ -15,6 +15,16 @@
 
 namespace egw::dp {
 
+namespace {
+// MADV_COLLAPSE, Linux's value: glibc declares it from 2.37 on. A kernel older than 6.1 refuses it
+// (EINVAL), which allocate() ignores.
+#if defined(MADV_COLLAPSE)
+constexpr int kMadviseCollapse = MADV_COLLAPSE;
+#else
+constexpr int kMadviseCollapse = 25;
+#endif
+}  // namespace
+
 // Both families share this code (explicitly instantiated at the end); only the key, the session
 // and the pod address differ (SessionFamily4, SessionFamily6 in the header).
 
@@ -68,6 +78,14 @@ bool BasicSessionTable<F>::allocate(const char* name, size_t bytes, int socket) 
     // kernel zeroes a page for it) each time a create reaches an untouched part of the pool,
     // which is a system call's cost on the packet path, paid while sessions are filling.
     if (madvise(memory_, len, MADV_POPULATE_WRITE) != 0) std::memset(memory_, 0, len);
+    // Where the faults above fell back to 4 KiB pages (no free 2 MiB page at that moment), ask
+    // the kernel to gather them into 2 MiB pages now. Which sets of a physically indexed L2 a
+    // line takes depends, on 4 KiB pages, on the frames the kernel happened to hand out, which
+    // differ on every start; when the lines a worker touches fill much of its L2 (10,000 flows)
+    // one start's frames conflict more than the next one's (docs/performance.md, "Run to run").
+    // On 2 MiB pages the sets follow the region's own layout, which is fixed (2 MiB-aligned).
+    // Best effort, like MADV_HUGEPAGE: kernels before 6.1 refuse it.
+    (void)madvise(memory_, len, kMadviseCollapse);
     return true;
 }
 
