@@ -21,17 +21,20 @@
 // line). The hash is keyed with random multipliers drawn when the table is made (see hash() in
 // session_table.cpp), so a pod cannot pick flows that pile up in one bucket chain. Buckets are
 // kept at most half full below the full size, and at most five eighths full at it (with every
-// session of `capacity` in use: kFullLoadNum / kFullLoadDen); an insert that finds its bucket full moves on to the next
-// one and counts in the full one that an entry went past it; a lookup stops at the first bucket that no live entry went
-// past. Deleting empties the slot and takes the entry's count back off the buckets it went past, so chains shrink again
-// as sessions come and go. Growth: the bucket arrays start at kInitialBuckets and double whenever they are three
-// eighths full, up to the size `capacity` needs. A few thousand sessions then live in a few hundred KiB of buckets
-// instead of being spread over the tens of MiB a million-session table has (every hit reads its bucket: one line per
-// packet that stays in L2, or not). A doubling is done in slices between bursts (grow_step()), never all at once: the
-// old arrays' chains move over home by home into the new (empty) ones; meanwhile a key whose old home has not moved yet
-// is looked up, added and removed in the old arrays, every other key in the new ones. An insert that would make the old
-// arrays more than half full finishes the doubling on the spot, so the half-full bound holds whatever the rate of new
-// sessions. Publication: none; other threads never touch either table. The control thread asks for a copy
+// session of `capacity` in use: kFullLoadNum / kFullLoadDen); an insert that finds its bucket
+// full moves on to the next one and counts in the full one that an entry went past it; a lookup
+// stops at the first bucket that no live entry went past. Deleting empties the slot and takes the
+// entry's count back off the buckets it went past, so chains shrink again as sessions come and go.
+// Growth: the bucket arrays start at kInitialBuckets and double whenever they are three eighths
+// full, up to the size `capacity` needs. A few thousand sessions then live in a few hundred KiB of
+// buckets instead of being spread over the tens of MiB a million-session table has (every hit
+// reads its bucket: one line per packet that stays in L2, or not). A doubling is done in slices
+// between bursts (grow_step()), never all at once: the old arrays' chains move over home by home
+// into the new (empty) ones; meanwhile a key whose old home has not moved yet is looked up, added
+// and removed in the old arrays, every other key in the new ones. An insert that would make the
+// old arrays more than half full finishes the doubling on the spot, so the half-full bound holds
+// whatever the rate of new sessions.
+// Publication: none; other threads never touch either table. The control thread asks for a copy
 // (Worker::dump_*: the listing walks the IPv4 table's slots, then the IPv6 table's) and the
 // worker fills it between bursts.
 // Reclamation: a session is freed on the spot by its worker (expiry sweep, policy change, TCP
