@@ -216,10 +216,10 @@ TEST_F(CommandsTest, MessagesNameTheOffendingWord) {
 
 TEST_F(CommandsTest, Completion) {
     EXPECT_EQ(candidates(""), (std::vector<std::string>{"clear", "help", "quit", "reload", "set", "show", "trace"}));
-    EXPECT_EQ(
-        candidates("show "),
-        (std::vector<std::string>{"arp", "config", "drops", "icmp", "k8s", "lcores", "neighbors", "port", "routes",
-                                  "service", "services", "sessions", "snat", "steering", "trace", "version", "vrfs"}));
+    EXPECT_EQ(candidates("show "),
+              (std::vector<std::string>{"arp", "config", "drops", "icmp", "k8s", "lcores", "neighbors", "port",
+                                        "routes", "service", "services", "sessions", "snat", "steering", "trace",
+                                        "version", "vlans", "vrfs"}));
     EXPECT_EQ(candidates("show port "), (std::vector<std::string>{"info", "stats", "xstats"}));
     EXPECT_EQ(candidates("clear "), (std::vector<std::string>{"counters", "port", "sessions"}));
     EXPECT_EQ(candidates("show service "), (std::vector<std::string>{"default/db", "default/web", "shop/cart"}));

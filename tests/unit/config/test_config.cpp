@@ -882,7 +882,8 @@ const ErrorCase kCases[] = {
     {"UnknownMempool", [](json& j) { j["mempool"] = {{"size", 1}}; }, "$.mempool.size",
      "unknown key \"size\", expected one of: mbufs, cache, data_room"},
     {"UnknownPort", [](json& j) { j["ports"][1]["ip"] = "1.2.3.4"; }, "$.ports[1].ip",
-     "unknown key \"ip\", expected one of: name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc, queues"},
+     "unknown key \"ip\", expected one of: name, device, parent, vlan, role, vrf, addresses, mac, mtu, rx_desc, "
+     "tx_desc, queues"},
     {"UnknownNeighbor",
      [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2.9", "mac": "02:00:00:00:00:09", "ttl": 1}])"); },
      "$.neighbors[0].ttl", "unknown key \"ttl\", expected one of: port, ip, mac"},
@@ -1319,7 +1320,8 @@ const ErrorCase kCases[] = {
      },
      "$.ports[0].device", "expected a PCI device listed in $.eal.pci_allow, got \"0000:01:00.0\""},
     {"PortDeviceEmpty", [](json& j) { j["ports"][1]["device"] = ""; }, "$.ports[1].device",
-     "expected a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\", got \"\""},
+     "expected a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\" (or \"parent\" and \"vlan\" for a "
+     "VLAN), got \"\""},
     {"PortBadRole", [](json& j) { j["ports"][1]["role"] = "external"; }, "$.ports[1].role",
      "expected \"inside\" or \"outside\", got \"external\""},
     {"PortUnknownVrf", [](json& j) { j["ports"][1]["vrf"] = "red"; }, "$.ports[1].vrf",
