@@ -143,8 +143,9 @@ public:
                     snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
                     continue;
                 }
+                const net::IpAddr network = c.network();  // one object: begin() and end() of the same bytes
                 dp::Ip6 net;
-                std::copy(c.network().bytes().begin(), c.network().bytes().end(), net.b);
+                std::copy(network.bytes().begin(), network.bytes().end(), net.b);
                 snap->cluster_cidrs6.emplace_back(net, c.len);
             }
         std::vector<std::pair<uint64_t, uint32_t>> nodes;
