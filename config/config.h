@@ -54,6 +54,10 @@ using PortRole = dp::PortRole;  // inside or outside (none is not configurable)
 // (dp::kMaxPorts, which the runtime checks it against).
 inline constexpr unsigned kMaxPortsWithVlans = 16;
 
+// Addresses a port may have of each family (dp::kMaxPortAddresses: the port table holds that many
+// of each, and the policy builder checks it is the same number).
+inline constexpr unsigned kMaxAddressesPerFamily = 8;
+
 struct PortConfig {
     std::string name;    // egw's name for the port, used everywhere else in the file
     std::string device;  // DPDK device name: "net_tap0", "net_pcap0", "0000:01:00.0"; "" for a VLAN

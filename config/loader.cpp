@@ -879,6 +879,12 @@ private:
                                     fail(path, "expected an address unique in VRF " + quote(p.vrf) + ", got " +
                                                    net::to_string(a.addr) + " which port " + quote(other.name) +
                                                    " already has");
+                    if (std::count_if(p.addresses.begin(), p.addresses.end(), [&](const IpPrefix& a2) {
+                            return a2.addr.is_v6() == a.addr.is_v6();
+                        }) == kMaxAddressesPerFamily)
+                        fail(path, std::string("expected at most ") + std::to_string(kMaxAddressesPerFamily) +
+                                       (a.addr.is_v6() ? " IPv6" : " IPv4") + " addresses on a port, got " +
+                                       net::to_string(a.addr) + " as one more");
                     p.addresses.push_back(a);
                 }
             }

@@ -6,6 +6,9 @@
 
 namespace egw::control {
 
+// The loader refuses a port address past what the port table holds, so none is dropped here.
+static_assert(config::kMaxAddressesPerFamily == dp::kMaxPortAddresses);
+
 int vrf_index(const config::Config& cfg, const std::string& network) {
     if (network.empty()) return dp::kDefaultVrf;
     const config::VrfConfig* v = cfg.find_vrf(network);
@@ -82,7 +85,7 @@ void ConfigTables::add_port(const config::Config& cfg, size_t index, uint16_t id
             }
             continue;
         }
-        if (pp.n_addrs == dp::kMaxPortAddresses) break;
+        if (pp.n_addrs == dp::kMaxPortAddresses) continue;
         pp.addrs[pp.n_addrs] = a.addr.v4();
         pp.prefix_len[pp.n_addrs] = a.len;
         ++pp.n_addrs;

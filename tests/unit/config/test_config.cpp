@@ -1336,6 +1336,18 @@ const ErrorCase kCases[] = {
      "$.ports", "expected at least one port with role \"outside\", got none"},
     {"NoInsidePort", [](json& j) { j["ports"][0]["role"] = "outside"; }, "$.ports",
      "expected at least one port with role \"inside\", got none"},
+    {"NinthIpv4AddressOnAPort",
+     [](json& j) {
+         for (int i = 0; i < 8; ++i)
+             j["ports"][0]["addresses"].push_back("10.250." + std::to_string(i) + ".1/24");
+     },
+     "$.ports[0].addresses[8]", "expected at most 8 IPv4 addresses on a port, got 10.250.7.1 as one more"},
+    {"NinthIpv6AddressOnAPort",
+     [](json& j) {
+         for (int i = 0; i < 9; ++i)
+             j["ports"][0]["addresses"].push_back("fd00:250:" + std::to_string(i) + "::1/64");
+     },
+     "$.ports[0].addresses[9]", "expected at most 8 IPv6 addresses on a port, got fd00:250:8::1 as one more"},
     {"AddressOctetTooBig", [](json& j) { j["ports"][0]["addresses"][0] = "10.0.0.300/24"; }, "$.ports[0].addresses[0]",
      "expected an IPv4 or IPv6 prefix like 10.0.0.1/24 or 2001:db8::1/64, got \"10.0.0.300/24\""},
     {"AddressWithoutLength", [](json& j) { j["ports"][0]["addresses"][0] = "10.244.1.1"; }, "$.ports[0].addresses[0]",
