@@ -20,7 +20,7 @@
 #include "dataplane/chain.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/ipv6.h"
-#include "dataplane/nat66.h"
+#include "dataplane/family.h"
 #include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"
 #include "dataplane/stages.h"
@@ -133,7 +133,7 @@ void error6_in2out(Worker& w, Burst& b, unsigned i, Session6& s) {
 
 void error6_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
     PacketMeta& pk = b.pkt[i];
-    if (s.in_port == kPortUnset && !route_to_pod(p, s)) {
+    if (s.in_port == kPortUnset && !Ipv6::route_to_pod(p, s)) {
         b.drop(i, DropReason::no_route);
         return;
     }

@@ -73,9 +73,10 @@ inline uint32_t csum_delta_ip6(const uint8_t* old, const uint8_t* now) {
 
 // The end every translated packet shares: the session is seen, its Service counts the packet,
 // and the packet goes on toward the side it was translated for. `Marked`: only marked for output
-// (Burst::mark_output()), for a stage that settles its masks once at its end.
-template <bool Marked = false>
-inline void send_translated_out(Worker& w, Burst& b, unsigned i, Session& s) {
+// (Burst::mark_output()), for a stage that settles its masks once at its end. `S`: Session or
+// Session6, whose next hops say the family to output.
+template <bool Marked = false, class S>
+inline void send_translated_out(Worker& w, Burst& b, unsigned i, S& s) {
     s.last_seen = w.now;
     ServiceCounters& sc = w.service_counters[s.service_id];
     count(sc.packets_out);
@@ -86,8 +87,8 @@ inline void send_translated_out(Worker& w, Burst& b, unsigned i, Session& s) {
         b.to_output(i, s.out_port, s.out_next_hop, &s.out_neighbor);
 }
 
-template <bool Marked = false>
-inline void send_translated_in(Worker& w, Burst& b, unsigned i, Session& s) {
+template <bool Marked = false, class S>
+inline void send_translated_in(Worker& w, Burst& b, unsigned i, S& s) {
     s.last_seen = w.now;
     ServiceCounters& sc = w.service_counters[s.service_id];
     count(sc.packets_in);
@@ -96,30 +97,6 @@ inline void send_translated_in(Worker& w, Burst& b, unsigned i, Session& s) {
         b.mark_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
     else
         b.to_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
-}
-
-template <bool Marked = false>
-inline void send_translated_out(Worker& w, Burst& b, unsigned i, Session6& s) {
-    s.last_seen = w.now;
-    ServiceCounters& sc = w.service_counters[s.service_id];
-    count(sc.packets_out);
-    count(sc.bytes_out, b.m[i]->pkt_len);
-    if constexpr (Marked)
-        b.mark_output6(i, s.out_port, s.out_next_hop.b, &s.out_neighbor);
-    else
-        b.to_output6(i, s.out_port, s.out_next_hop.b, &s.out_neighbor);
-}
-
-template <bool Marked = false>
-inline void send_translated_in(Worker& w, Burst& b, unsigned i, Session6& s) {
-    s.last_seen = w.now;
-    ServiceCounters& sc = w.service_counters[s.service_id];
-    count(sc.packets_in);
-    count(sc.bytes_in, b.m[i]->pkt_len);
-    if constexpr (Marked)
-        b.mark_output6(i, s.in_port, s.in_next_hop.b, &s.in_neighbor);
-    else
-        b.to_output6(i, s.in_port, s.in_next_hop.b, &s.in_neighbor);
 }
 
 }  // namespace egw::dp

@@ -28,7 +28,7 @@
 #include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ingress.h"
 #include "dataplane/ip_forward.h"
-#include "dataplane/nat66.h"
+#include "dataplane/family.h"
 #include "dataplane/nat_ports.h"
 #include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"

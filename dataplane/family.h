@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The address family as a compile-time parameter of the packet path's stages. A stage written
+// once, `template <class F>`, is instantiated for Ipv4 and Ipv6 below, and asks the traits only
+// for what differs between them: the IP header and where the packet's is, the session and its
+// table, the hop rule (TTL, hop limit), the egress MTU rule (Fragmentation Needed for a DF
+// datagram, Packet Too Big), the gateway's own ICMP or ICMPv6 errors, the route back to a pod,
+// and the NAT's rewrite of an address with its checksum (IPv4 folds its header checksum and the
+// TTL decrement into one update; IPv6 has no header checksum). Everything is inline and
+// resolved at compile time: an instantiation costs what the hand-written body for its family
+// cost, and no stage switches on the family per packet beyond choosing the instantiation.
+//
+// classify.h and ingress.h extend these traits with what the classification of a new flow and
+// ingress to a served ingress IP read of each family (Family4 : Ingress4 : Ipv4, and IPv6 alike).
+#pragma once
+
+#include <rte_branch_prediction.h>
+#include <rte_byteorder.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+
+#include <cstring>
+
+#include "dataplane/burst.h"
+#include "dataplane/checksum.h"
+#include "dataplane/gateway_icmp_error.h"
+#include "dataplane/ip_forward.h"
+#include "dataplane/ipv6.h"
+#include "dataplane/mtu.h"
+
+namespace egw::dp {
+
+struct Ipv4 {
+    using Header = rte_ipv4_hdr;
+    using SessionEntry = Session;
+    static constexpr IcmpError kTimeExceeded = IcmpError::time_exceeded;
+    static constexpr IcmpError kNoRoute = IcmpError::net_unreachable;
+
+    static Header* header(const PacketMeta& pk) { return pk.ip; }
+    static SessionTable& sessions(Worker& w) { return w.sessions; }
+
+    static bool hop_expires(const Header* ip) { return ttl_expires(ip); }
+    // A destination or source that must never be forwarded: IPv4 has none input lets through.
+    static bool unforwardable(Burst&, unsigned, const Header*) { return false; }
+    // The datagram may not leave `port` as it is, nor in fragments (mtu.h).
+    static bool too_big(const PolicySnapshot& p, uint16_t port, const rte_mbuf*, const Header* ip) {
+        return too_big_for(p, port, ip);
+    }
+    static void refuse_too_big(const PolicySnapshot& p, Burst& b, unsigned i, uint16_t port) {
+        dp::refuse_too_big(p, b, i, port);
+    }
+
+    // Fills a session's way back to its pod, on its first reply: in the default table, where the
+    // inside routes are (the Service's VRF governs its endpoints' egress, "from <endpoint> lookup
+    // <table>", and its own default route would send the reply straight back out). False when
+    // there is no route.
+    static bool route_to_pod(const PolicySnapshot& p, Session& s) {
+        uint32_t pod = rte_be_to_cpu_32(s.pod_ip);
+        const NextHop* nh = p.lookup_route(kDefaultVrf, pod);
+        if (unlikely(!nh)) return false;
+        s.in_port = nh->port;
+        s.in_next_hop = nh->gateway ? nh->gateway : pod;
+        s.in_neighbor = NeighborTable::kNone;
+        return true;
+    }
+
+    // Forwarding: the route in table `vrf` toward the packet's destination, the next hop of a
+    // route (the gateway, or the destination itself when on-link) or of the ingress next hop,
+    // and the hop count's decrement of an untranslated packet.
+    using NextHopEntry = NextHop;
+    using HopAddress = uint32_t;  // host order
+    static constexpr uint32_t kNoNeighbor = NeighborTable::kNone;
+    static const NextHop* route(const PolicySnapshot& p, uint8_t vrf, const Header* ip) {
+        return p.lookup_route(vrf, rte_be_to_cpu_32(ip->dst_addr));
+    }
+    static HopAddress next_hop(const NextHop& nh, const Header* ip) {
+        return nh.gateway ? nh.gateway : rte_be_to_cpu_32(ip->dst_addr);
+    }
+    static const NextHop& ingress_next_hop(const PolicySnapshot& p) { return p.ingress_next_hop; }
+    static HopAddress ingress_gateway(const NextHop& nh) { return nh.gateway; }
+    static void decrement_hops(Header* ip) { ip->hdr_checksum = csum_apply(ip->hdr_checksum, ttl_decrement(ip)); }
+
+    // The NAT's rewrite of the source (toward the remote side) or destination (toward the pod)
+    // address, with the hop count's decrement: one checksum update for both.
+    static void translate_source(Header* ip, const Session& s) {
+        ip->src_addr = s.nat_ip;
+        ip->hdr_checksum = csum_apply(ip->hdr_checksum, s.l3_delta, ttl_decrement(ip));
+    }
+    static void translate_destination(Header* ip, const Session& s) {
+        ip->dst_addr = s.pod_ip;
+        ip->hdr_checksum = csum_apply(ip->hdr_checksum, csum_delta_invert(s.l3_delta), ttl_decrement(ip));
+    }
+};
+
+struct Ipv6 {
+    using Header = rte_ipv6_hdr;
+    using SessionEntry = Session6;
+    static constexpr IcmpError kTimeExceeded = IcmpError::time_exceeded6;
+    static constexpr IcmpError kNoRoute = IcmpError::no_route6;
+
+    static Header* header(const PacketMeta& pk) { return pk.ip6; }
+    static SessionTable6& sessions(Worker& w) { return w.sessions6; }
+
+    static bool hop_expires(const Header* ip6) { return hop_limit_expires(ip6); }
+    // Input filters these already; whatever sends a packet to forwarding, multicast and
+    // link-local addresses never leave (RFC 4291 2.5.6): dropped, true.
+    static bool unforwardable(Burst& b, unsigned i, const Header* ip6) {
+        if (unlikely(ip6_is_multicast(ip6->dst_addr))) {
+            b.drop(i, DropReason::multicast);
+            return true;
+        }
+        if (unlikely(ip6_is_link_local(ip6->dst_addr) || ip6_is_link_local(ip6->src_addr))) {
+            b.drop(i, DropReason::link_local);
+            return true;
+        }
+        return false;
+    }
+    // Never fragmented by a router: too big is answered with Packet Too Big (mtu.h).
+    static bool too_big(const PolicySnapshot& p, uint16_t port, const rte_mbuf* m, const Header* ip6) {
+        return too_big_for6(p, port, m, ip6);
+    }
+    static void refuse_too_big(const PolicySnapshot& p, Burst& b, unsigned i, uint16_t port) {
+        refuse_too_big6(p, b, i, port);
+    }
+
+    static bool route_to_pod(const PolicySnapshot& p, Session6& s) {
+        const NextHop6* nh = p.lookup_route6(kDefaultVrf, s.pod_ip.b);
+        if (unlikely(!nh)) return false;
+        s.in_port = nh->port;
+        s.in_next_hop = nh->on_link ? s.pod_ip : nh->gateway;
+        s.in_neighbor = NeighborTable6::kNone;
+        return true;
+    }
+
+    using NextHopEntry = NextHop6;
+    using HopAddress = const uint8_t*;  // network order
+    static constexpr uint32_t kNoNeighbor = NeighborTable6::kNone;
+    static const NextHop6* route(const PolicySnapshot& p, uint8_t vrf, const Header* ip6) {
+        return p.lookup_route6(vrf, ip6->dst_addr);
+    }
+    static HopAddress next_hop(const NextHop6& nh, const Header* ip6) {
+        return nh.on_link ? ip6->dst_addr : nh.gateway.b;
+    }
+    static const NextHop6& ingress_next_hop(const PolicySnapshot& p) { return p.ingress_next_hop6; }
+    static HopAddress ingress_gateway(const NextHop6& nh) { return nh.gateway.b; }
+    static void decrement_hops(Header* ip6) { --ip6->hop_limits; }
+
+    // No header checksum: the address's change is in the session's one transport delta, which
+    // covers the pseudo-header for TCP, UDP and ICMPv6 alike.
+    static void translate_source(Header* ip6, const Session6& s) {
+        std::memcpy(ip6->src_addr, s.nat_ip.b, 16);
+        --ip6->hop_limits;
+    }
+    static void translate_destination(Header* ip6, const Session6& s) {
+        std::memcpy(ip6->dst_addr, s.pod_ip.b, 16);
+        --ip6->hop_limits;
+    }
+};
+
+}  // namespace egw::dp
