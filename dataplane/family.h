@@ -27,17 +27,20 @@
 #include "dataplane/ip_forward.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/mtu.h"
+#include "dataplane/nat_rewrite.h"
 
 namespace egw::dp {
 
 struct Ipv4 {
     using Header = rte_ipv4_hdr;
     using SessionEntry = Session;
+    using Sessions = SessionTable;
     static constexpr IcmpError kTimeExceeded = IcmpError::time_exceeded;
     static constexpr IcmpError kNoRoute = IcmpError::net_unreachable;
 
     static Header* header(const PacketMeta& pk) { return pk.ip; }
-    static SessionTable& sessions(Worker& w) { return w.sessions; }
+    static Sessions& sessions(Worker& w) { return w.sessions; }
+    static const Sessions& sessions(const Worker& w) { return w.sessions; }
 
     static bool hop_expires(const Header* ip) { return ttl_expires(ip); }
     // A destination or source that must never be forwarded: IPv4 has none input lets through.
@@ -80,6 +83,36 @@ struct Ipv4 {
     static HopAddress ingress_gateway(const NextHop& nh) { return nh.gateway; }
     static void decrement_hops(Header* ip) { ip->hdr_checksum = csum_apply(ip->hdr_checksum, ttl_decrement(ip)); }
 
+    // A new session (nat_slow.cpp): its tuple from the packet's key, the NAT address and route
+    // the classification chose, its checksum deltas (RFC 1624: TCP's and UDP's cover the addresses
+    // through the pseudo-header, ICMP's does not), and a table full of live sessions made room in.
+    static constexpr bool kIpv6 = false;
+    static void take_tuple(Session& s, const PacketMeta& pk) {
+        s.pod_ip = pk.key.src;
+        s.remote_ip = pk.key.dst;
+        s.pod_port = pk.key.sport;
+        s.remote_port = pk.key.dport;
+        s.proto = pk.key.proto;
+    }
+    static uint32_t nat_ip(const NewFlow& f) { return f.nat_ip; }
+    static void aim_out(Session& s, const NewFlow& f) {
+        s.out_port = f.nh->port;
+        s.out_next_hop = f.nh->gateway ? f.nh->gateway : rte_be_to_cpu_32(s.remote_ip);
+    }
+    static void set_deltas(Session& s) {
+        uint32_t l3 = csum_delta32(s.pod_ip, s.nat_ip);
+        s.l3_delta = csum_delta_fold(l3);
+        uint32_t port_delta = csum_delta16(s.pod_port, s.nat_port);
+        s.l4_delta = csum_delta_fold(s.proto == IPPROTO_ICMP ? port_delta : l3 + port_delta);
+    }
+    // The outside key of the session an outgoing packet will open, but for the NAT port the
+    // probe fills in, and the pod the session counts against.
+    static FlowKey planned_outside_key(const PacketMeta& pk) {
+        return FlowKey{pk.key.dst, pk.flow.nat_ip, pk.key.dport, 0, pk.key.proto, {}};
+    }
+    static uint32_t pod_of(const PacketMeta& pk) { return pk.key.src; }
+    static bool reclaim_expired(Worker& w, const PolicySnapshot& p) { return worker_reclaim_expired(w, p); }
+
     // The NAT's rewrite of the source (toward the remote side) or destination (toward the pod)
     // address, with the hop count's decrement: one checksum update for both.
     static void translate_source(Header* ip, const Session& s) {
@@ -95,11 +128,13 @@ struct Ipv4 {
 struct Ipv6 {
     using Header = rte_ipv6_hdr;
     using SessionEntry = Session6;
+    using Sessions = SessionTable6;
     static constexpr IcmpError kTimeExceeded = IcmpError::time_exceeded6;
     static constexpr IcmpError kNoRoute = IcmpError::no_route6;
 
     static Header* header(const PacketMeta& pk) { return pk.ip6; }
-    static SessionTable6& sessions(Worker& w) { return w.sessions6; }
+    static Sessions& sessions(Worker& w) { return w.sessions6; }
+    static const Sessions& sessions(const Worker& w) { return w.sessions6; }
 
     static bool hop_expires(const Header* ip6) { return hop_limit_expires(ip6); }
     // Input filters these already; whatever sends a packet to forwarding, multicast and
@@ -144,6 +179,39 @@ struct Ipv6 {
     static const NextHop6& ingress_next_hop(const PolicySnapshot& p) { return p.ingress_next_hop6; }
     static HopAddress ingress_gateway(const NextHop6& nh) { return nh.gateway.b; }
     static void decrement_hops(Header* ip6) { --ip6->hop_limits; }
+
+    // Its one checksum delta covers the source address (the pseudo-header) and the port of TCP,
+    // UDP and ICMPv6 alike.
+    static constexpr bool kIpv6 = true;
+    static void take_tuple(Session6& s, const PacketMeta& pk) {
+        std::memcpy(s.pod_ip.b, pk.key6.src, 16);
+        std::memcpy(s.remote_ip.b, pk.key6.dst, 16);
+        s.pod_port = pk.key6.sport;
+        s.remote_port = pk.key6.dport;
+        s.proto = pk.key6.proto;
+    }
+    static const Ip6& nat_ip(const NewFlow& f) { return f.nat_ip6; }
+    static void aim_out(Session6& s, const NewFlow& f) {
+        s.out_port = f.nh6->port;
+        s.out_next_hop = f.nh6->on_link ? s.remote_ip : f.nh6->gateway;
+    }
+    static void set_deltas(Session6& s) {
+        s.l4_delta = csum_delta_fold(csum_delta_ip6(s.pod_ip.b, s.nat_ip.b) + csum_delta16(s.pod_port, s.nat_port));
+    }
+    static FlowKey6 planned_outside_key(const PacketMeta& pk) {
+        FlowKey6 k{};
+        std::memcpy(k.src, pk.key6.dst, 16);
+        std::memcpy(k.dst, pk.flow.nat_ip6.b, 16);
+        k.sport = pk.key6.dport;
+        k.proto = pk.key6.proto;
+        return k;
+    }
+    static Ip6 pod_of(const PacketMeta& pk) {
+        Ip6 pod;
+        std::memcpy(pod.b, pk.key6.src, 16);
+        return pod;
+    }
+    static bool reclaim_expired(Worker& w, const PolicySnapshot& p) { return worker_reclaim_expired6(w, p); }
 
     // No header checksum: the address's change is in the session's one transport delta, which
     // covers the pseudo-header for TCP, UDP and ICMPv6 alike.
