@@ -160,13 +160,14 @@ void write_icmp(rte_icmp_hdr* icmp, const PacketMeta& pk) {
     std::memcpy(&icmp->icmp_ident, &aux, 4);
 }
 
-// Rewrites packet i into the error: Ethernet to the sender, IPv4 from the port's address, ICMP
-// with the quote.
+// Rewrites packet i into the error: Ethernet to the sender, IPv4 from the address the packet was
+// sent to when it was the gateway's own (answers_own_address()), else from the port's address,
+// ICMP with the quote.
 void build(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
     const PortPolicy& pp = p.ports[m->port];
     rte_ether_addr peer_mac = rte_pktmbuf_mtod(m, rte_ether_hdr*)->src_addr;
     uint32_t peer = pk.ip->src_addr;
-    uint32_t own = be32(source_address(pp, rte_be_to_cpu_32(peer)));
+    uint32_t own = answers_own_address(pk.icmp) ? pk.ip->dst_addr : be32(source_address(pp, rte_be_to_cpu_32(peer)));
 
     uint8_t* start = make_room(m, reinterpret_cast<uint8_t*>(pk.ip), kHeaders, len);
     auto* ip = reinterpret_cast<rte_ipv4_hdr*>(write_ethernet(start, peer_mac, pp, RTE_ETHER_TYPE_IPV4) + 1);
@@ -234,10 +235,7 @@ void build6(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t
     rte_ether_addr peer_mac = rte_pktmbuf_mtod(m, rte_ether_hdr*)->src_addr;
     uint8_t peer[16], own[16];
     std::memcpy(peer, pk.ip6->src_addr, 16);
-    // RFC 4443 2.2(a): an answer to a packet sent to one of the gateway's own addresses comes
-    // from that address.
-    const bool to_us = pk.icmp == IcmpError::port_unreachable6 || pk.icmp == IcmpError::admin_prohibited6;
-    std::memcpy(own, to_us ? pk.ip6->dst_addr : source_address6(pp, peer), 16);
+    std::memcpy(own, answers_own_address(pk.icmp) ? pk.ip6->dst_addr : source_address6(pp, peer), 16);
 
     uint8_t* start = make_room(m, reinterpret_cast<uint8_t*>(pk.ip6), kHeaders6, len);
     auto* ip6 = reinterpret_cast<rte_ipv6_hdr*>(write_ethernet(start, peer_mac, pp, RTE_ETHER_TYPE_IPV6) + 1);
