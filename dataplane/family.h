@@ -113,6 +113,32 @@ struct Ipv4 {
     static uint32_t pod_of(const PacketMeta& pk) { return pk.key.src; }
     static bool reclaim_expired(Worker& w, const PolicySnapshot& p) { return worker_reclaim_expired(w, p); }
 
+    // An ICMP error about a session's packet (nat_icmp_error.cpp): the outer header's source
+    // (toward the remote) or destination (toward the pod) rewritten from whatever address it held,
+    // with the hop decrement; returns what the ICMP checksum must add for it (ICMP has no
+    // pseudo-header: nothing). The quoted header's destination or source, with its checksum.
+    static Header* quote_header(const PacketMeta& pk) { return pk.inner_ip; }
+    static uint32_t error_outer_source(Header* ip, const Session& s) {
+        uint32_t delta = csum_delta32(ip->src_addr, s.nat_ip);
+        ip->src_addr = s.nat_ip;
+        ip->hdr_checksum = csum_apply(ip->hdr_checksum, delta + ttl_decrement(ip));
+        return 0;
+    }
+    static uint32_t error_outer_destination(Header* ip, const Session& s) {
+        uint32_t delta = csum_delta32(ip->dst_addr, s.pod_ip);
+        ip->dst_addr = s.pod_ip;
+        ip->hdr_checksum = csum_apply(ip->hdr_checksum, delta + ttl_decrement(ip));
+        return 0;
+    }
+    static void quote_destination(Header* in, const Session& s) {
+        in->dst_addr = s.nat_ip;
+        in->hdr_checksum = csum_apply(in->hdr_checksum, s.l3_delta);
+    }
+    static void quote_source(Header* in, const Session& s) {
+        in->src_addr = s.pod_ip;
+        in->hdr_checksum = csum_apply(in->hdr_checksum, csum_delta_invert(s.l3_delta));
+    }
+
     // The NAT's rewrite of the source (toward the remote side) or destination (toward the pod)
     // address, with the hop count's decrement: one checksum update for both.
     static void translate_source(Header* ip, const Session& s) {
@@ -212,6 +238,23 @@ struct Ipv6 {
         return pod;
     }
     static bool reclaim_expired(Worker& w, const PolicySnapshot& p) { return worker_reclaim_expired6(w, p); }
+
+    // ICMPv6's checksum covers the outer pseudo-header: it changes by the outer address replaced.
+    static Header* quote_header(const PacketMeta& pk) { return pk.inner_ip6; }
+    static uint32_t error_outer_source(Header* ip6, const Session6& s) {
+        uint32_t delta = csum_delta_ip6(ip6->src_addr, s.nat_ip.b);
+        std::memcpy(ip6->src_addr, s.nat_ip.b, 16);
+        --ip6->hop_limits;
+        return delta;
+    }
+    static uint32_t error_outer_destination(Header* ip6, const Session6& s) {
+        uint32_t delta = csum_delta_ip6(ip6->dst_addr, s.pod_ip.b);
+        std::memcpy(ip6->dst_addr, s.pod_ip.b, 16);
+        --ip6->hop_limits;
+        return delta;
+    }
+    static void quote_destination(Header* in, const Session6& s) { std::memcpy(in->dst_addr, s.nat_ip.b, 16); }
+    static void quote_source(Header* in, const Session6& s) { std::memcpy(in->src_addr, s.pod_ip.b, 16); }
 
     // No header checksum: the address's change is in the session's one transport delta, which
     // covers the pseudo-header for TCP, UDP and ICMPv6 alike.
