@@ -140,6 +140,17 @@ DropReason parse_ports(PacketMeta& pk, uint8_t proto, uint16_t& sport, uint16_t&
     }
 }
 
+// An echo of either family into `key` (pk.key or pk.key6): its identifier plays the pod-side
+// port, the source on the way out, the destination back.
+template <class Key>
+inline void take_echo(PacketMeta& pk, const rte_icmp_hdr* ih, Key& key) {
+    pk.kind = Kind::icmp_echo;
+    if (pk.dir == Dir::in2out)
+        key.sport = ih->icmp_ident;
+    else
+        key.dport = ih->icmp_ident;
+}
+
 // The L4 part of a valid IPv4 packet: kind and key ports. Returns a drop reason, or count when
 // the packet goes on.
 DropReason parse_l4(PacketMeta& pk) {
@@ -157,12 +168,7 @@ DropReason parse_l4(PacketMeta& pk) {
     auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
     uint8_t want_echo = pk.dir == Dir::in2out ? RTE_IP_ICMP_ECHO_REQUEST : RTE_IP_ICMP_ECHO_REPLY;
     if (ih->icmp_type == want_echo) {
-        pk.kind = Kind::icmp_echo;
-        // The identifier plays the pod-side port: source on the way out, destination back.
-        if (pk.dir == Dir::in2out)
-            pk.key.sport = ih->icmp_ident;
-        else
-            pk.key.dport = ih->icmp_ident;
+        take_echo(pk, ih, pk.key);
         return DropReason::count;
     }
     if (!is_icmp_error(ih->icmp_type)) {
@@ -201,11 +207,7 @@ DropReason parse_icmp6(PacketMeta& pk) {
     auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
     uint8_t type = ih->icmp_type;
     if (type == (pk.dir == Dir::in2out ? kIcmp6EchoRequest : kIcmp6EchoReply)) {
-        pk.kind = Kind::icmp_echo;
-        if (pk.dir == Dir::in2out)
-            pk.key6.sport = ih->icmp_ident;
-        else
-            pk.key6.dport = ih->icmp_ident;
+        take_echo(pk, ih, pk.key6);
         return DropReason::count;
     }
     if (is_ndp(type)) {
