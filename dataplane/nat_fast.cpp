@@ -56,24 +56,32 @@ void stage_nat_lookup(Worker& w, Burst& b) {
 
 namespace {
 
-// One body per direction for both families (family.h): the hop rule, the way back to the pod on
-// a session's first reply, the egress MTU, the TCP tracking, then the rewrite. `Marked`: a packet
-// that leaves for output is only marked (Burst::mark_output()), for the fast path's loop, which
-// moves its marked packets at its end.
-template <class F, bool Marked>
-__attribute__((always_inline)) inline void translate_in2out(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
-                                                            typename F::SessionEntry& s) {
+// One body for both families (family.h) and both ways (`Out`: from the pod toward the remote
+// side, else back toward the pod): the hop rule, the way back to the pod on a session's first
+// reply, the egress MTU, the TCP tracking, then the rewrite. `Marked`: a packet that leaves for
+// output is only marked (Burst::mark_output()), for the fast path's loop, which moves its marked
+// packets at its end.
+template <class F, bool Out, bool Marked>
+__attribute__((always_inline)) inline void translate_way(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
+                                                         typename F::SessionEntry& s) {
     PacketMeta& pk = b.pkt[i];
     typename F::Header* ip = F::header(pk);
     if (unlikely(F::hop_expires(ip))) {
         reply_icmp_error(b, i, F::kTimeExceeded, DropReason::ttl_exceeded);
         return;
     }
-    if (F::too_big(p, s.out_port, b.m[i], ip)) {
-        F::refuse_too_big(p, b, i, s.out_port);
+    if constexpr (!Out) {
+        if (unlikely(s.in_port == kPortUnset) && !F::route_to_pod(p, s)) {
+            reply_icmp_error(b, i, F::kNoRoute, DropReason::no_route);
+            return;
+        }
+    }
+    const uint16_t egress = Out ? s.out_port : s.in_port;
+    if (F::too_big(p, egress, b.m[i], ip)) {
+        F::refuse_too_big(p, b, i, egress);
         return;
     }
-    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, F::sessions(w).tcp(pk.session), pk, true))) {
+    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, F::sessions(w).tcp(pk.session), pk, Out))) {
         b.drop(i, DropReason::tcp_rst_out_of_window);
         return;
     }
@@ -81,39 +89,14 @@ __attribute__((always_inline)) inline void translate_in2out(Worker& w, const Pol
     // metadata and the session as the compiler sees it, which made it read them again after each.
     const Kind kind = pk.kind;
     uint8_t* const l4 = pk.l4;
-    const uint16_t nat_port = s.nat_port, l4_delta = s.l4_delta;
-    F::translate_source(ip, s);
-    set_l4_port<true>(kind, l4, nat_port, l4_delta);
-    send_translated_out<Marked>(w, b, i, s);
-}
-
-template <class F, bool Marked>
-__attribute__((always_inline)) inline void translate_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
-                                                            typename F::SessionEntry& s) {
-    PacketMeta& pk = b.pkt[i];
-    typename F::Header* ip = F::header(pk);
-    if (unlikely(F::hop_expires(ip))) {
-        reply_icmp_error(b, i, F::kTimeExceeded, DropReason::ttl_exceeded);
-        return;
-    }
-    if (unlikely(s.in_port == kPortUnset) && !F::route_to_pod(p, s)) {
-        reply_icmp_error(b, i, F::kNoRoute, DropReason::no_route);
-        return;
-    }
-    if (F::too_big(p, s.in_port, b.m[i], ip)) {
-        F::refuse_too_big(p, b, i, s.in_port);
-        return;
-    }
-    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, F::sessions(w).tcp(pk.session), pk, false))) {
-        b.drop(i, DropReason::tcp_rst_out_of_window);
-        return;
-    }
-    const Kind kind = pk.kind;
-    uint8_t* const l4 = pk.l4;
-    const uint16_t pod_port = s.pod_port, l4_delta = csum_delta_invert(s.l4_delta);
-    F::translate_destination(ip, s);
-    set_l4_port<false>(kind, l4, pod_port, l4_delta);
-    send_translated_in<Marked>(w, b, i, s);
+    const uint16_t port = Out ? s.nat_port : s.pod_port;
+    const uint16_t l4_delta = Out ? s.l4_delta : csum_delta_invert(s.l4_delta);
+    if constexpr (Out)
+        F::translate_source(ip, s);
+    else
+        F::translate_destination(ip, s);
+    set_l4_port<Out>(kind, l4, port, l4_delta);
+    send_translated<Out, Marked>(w, b, i, s);
 }
 
 // Inlined into the fast path's loop, with the two translations above (a call per packet costs
@@ -126,9 +109,9 @@ __attribute__((always_inline)) inline void translate(Worker& w, const PolicySnap
     if (pk.kind == Kind::icmp_error)
         b.set_next(i, Next::icmp_error);
     else if (pk.dir == Dir::in2out)
-        translate_in2out<F, Marked>(w, p, b, i, s);
+        translate_way<F, true, Marked>(w, p, b, i, s);
     else
-        translate_out2in<F, Marked>(w, p, b, i, s);
+        translate_way<F, false, Marked>(w, p, b, i, s);
 }
 
 // The fast path's loop over the hits of one family: a hit of the current epoch is translated,
