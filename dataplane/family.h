@@ -4,14 +4,17 @@
 // once, `template <class F>`, is instantiated for Ipv4 and Ipv6 below, and asks the traits only
 // for what differs between them: the IP header and where the packet's is, the session and its
 // table, the hop rule (TTL, hop limit), the egress MTU rule (Fragmentation Needed for a DF
-// datagram, Packet Too Big), the gateway's own ICMP or ICMPv6 errors, the route back to a pod,
-// and the NAT's rewrite of an address with its checksum (IPv4 folds its header checksum and the
-// TTL decrement into one update; IPv6 has no header checksum). Everything is inline and
+// datagram, Packet Too Big), the gateway's own ICMP or ICMPv6 errors, routes and next hops, the
+// route back to a pod, the NAT's rewrite of an address with its checksum (IPv4 folds its header
+// checksum and the TTL decrement into one update; IPv6 has no header checksum), a new session's
+// tuple, NAT address and deltas, and an ICMP error's outer and quoted rewrite. Everything is inline and
 // resolved at compile time: an instantiation costs what the hand-written body for its family
 // cost, and no stage switches on the family per packet beyond choosing the instantiation.
 //
 // classify.h and ingress.h extend these traits with what the classification of a new flow and
-// ingress to a served ingress IP read of each family (Family4 : Ingress4 : Ipv4, and IPv6 alike).
+// ingress to a served ingress IP read of each family (Family4 : Ingress4 : Ipv4, and IPv6 alike);
+// input.cpp and gateway_icmp_error.cpp with what the common packet's parse and the gateway's own
+// errors read (CommonIpv4, ErrorIpv4, ...).
 #pragma once
 
 #include <rte_branch_prediction.h>
