@@ -287,37 +287,64 @@ struct LastHop {
 using LastHop4 = LastHop<NeighborTable::Key>;
 using LastHop6 = LastHop<NeighborTable6::Key>;
 
-// IPv6: the same with the IPv6 table, the slot cache checked against (port, next hop) alike.
-void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop6& last) {
-    const uint8_t* nh = pk.next_hop6.b;
-    const NeighborTable6::Key key = NeighborTable6::make_key(pk.out_port, nh);
+// Toward a packet's next hop, one body for both families (`Ipv6`): the next hop's MAC from the
+// burst's last one, or the slot the packet's session or forwarding cached, or the neighbour table
+// (the cached slot is a hint: the table may have given it to another next hop since, aged out or
+// recycled; resolve_word() checks the key and a mismatch means a fresh lookup); held for the
+// control thread when unresolved (a gateway without IPv6 neighbours has no IPv6 table: every
+// IPv6 next hop is); then the Ethernet header and transmit, in fragments when the frame is larger
+// than the port's MTU (an IPv6 datagram put together here leaves by emit(), which cuts it).
+template <bool Ipv6, class Table, class Last>
+__attribute__((always_inline)) inline void send_to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m,
+                                                            const PacketMeta& pk, Table* DataplaneShared::*table,
+                                                            Last& last) {
+    const auto next_hop = Ipv6 ? pk.next_hop6.b : nullptr;
+    const typename Table::Key key = [&] {
+        if constexpr (Ipv6)
+            return Table::make_key(pk.out_port, next_hop);
+        else
+            return Table::make_key(pk.out_port, pk.next_hop);
+    }();
     if (unlikely(key != last.key)) {
-        NeighborTable6* nt = w.shared->neighbors6;
-        uint32_t slot = nt ? *pk.neighbor : NeighborTable6::kNone;
+        Table* nt = w.shared->*table;
+        uint32_t slot = Ipv6 && !nt ? Table::kNone : *pk.neighbor;
         uint64_t mac;
-        if (nt && (slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac))) {
-            slot = nt->find(pk.out_port, nh);
+        if ((!Ipv6 || nt) && unlikely(slot == Table::kNone || !nt->resolve_word(slot, key, mac))) {
+            if constexpr (Ipv6)
+                slot = nt->find(pk.out_port, next_hop);
+            else
+                slot = nt->find(pk.out_port, pk.next_hop);
             *pk.neighbor = slot;
-            if (slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac)) slot = NeighborTable6::kNone;
+            if (slot == Table::kNone || !nt->resolve_word(slot, key, mac)) slot = Table::kNone;
         }
-        if (unlikely(slot == NeighborTable6::kNone)) {
-            rte_pktmbuf_mtod(m, rte_ether_hdr*)->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
+        if (unlikely(slot == Table::kNone)) {
+            if constexpr (Ipv6) rte_pktmbuf_mtod(m, rte_ether_hdr*)->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
             m->port = pk.out_port;
             HeldNextHop& h = held_of(m, w.shared->next_hop_field);
-            h.v4 = 0;
+            h.v4 = Ipv6 ? 0 : pk.next_hop;
             h.what = kHeldPacket;
-            std::memcpy(h.v6, pk.next_hop6.b, 16);
+            if constexpr (Ipv6) std::memcpy(h.v6, next_hop, 16);
             hold(w, m);
             return;
         }
-        last.remember(w, p, key, mac, p.eth_src6[pk.out_port], pk.out_port);
+        last.remember(w, p, key, mac, Ipv6 ? p.eth_src6[pk.out_port] : p.eth_src4[pk.out_port], pk.out_port);
     }
     write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), last.mac, last.src);
-    // A datagram put together here leaves by emit(), in fragments if need be.
-    if (unlikely((m->ol_flags & reassembled6_flag) || m->pkt_len > last.frame_max))
-        emit(w, p, m, pk.out_port);
-    else
-        tx_enqueue(w, *last.tx, m);
+    if constexpr (Ipv6) {
+        if (unlikely((m->ol_flags & reassembled6_flag) || m->pkt_len > last.frame_max))
+            emit(w, p, m, pk.out_port);
+        else
+            tx_enqueue(w, *last.tx, m);
+    } else {
+        if (unlikely(m->pkt_len > last.frame_max))
+            fragment<false>(w, m, pk.out_port, p.ports[pk.out_port].mtu);
+        else
+            tx_enqueue(w, *last.tx, m);
+    }
+}
+
+void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop6& last) {
+    send_to_next_hop<true>(w, p, m, pk, &DataplaneShared::neighbors6, last);
 }
 
 inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop4& last,
@@ -326,33 +353,7 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
         to_next_hop6(w, p, m, pk, last6);
         return;
     }
-    const uint64_t key = NeighborTable::make_key(pk.out_port, pk.next_hop);
-    if (unlikely(key != last.key)) {
-        NeighborTable& nt = *w.shared->neighbors;
-        // The cached slot is a hint: the table may have given it to another next hop since (aged
-        // out, recycled); resolve() checks the key and a mismatch means a fresh lookup.
-        uint32_t slot = *pk.neighbor;
-        uint64_t mac;
-        if (unlikely(slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac))) {
-            slot = nt.find(pk.out_port, pk.next_hop);
-            *pk.neighbor = slot;
-            if (slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac)) slot = NeighborTable::kNone;
-        }
-        if (unlikely(slot == NeighborTable::kNone)) {
-            m->port = pk.out_port;
-            HeldNextHop& h = held_of(m, w.shared->next_hop_field);
-            h.v4 = pk.next_hop;
-            h.what = kHeldPacket;
-            hold(w, m);
-            return;
-        }
-        last.remember(w, p, key, mac, p.eth_src4[pk.out_port], pk.out_port);
-    }
-    write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), last.mac, last.src);
-    if (unlikely(m->pkt_len > last.frame_max))
-        fragment<false>(w, m, pk.out_port, p.ports[pk.out_port].mtu);
-    else
-        tx_enqueue(w, *last.tx, m);
+    send_to_next_hop<false>(w, p, m, pk, &DataplaneShared::neighbors, last);
 }
 
 }  // namespace
