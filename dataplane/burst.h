@@ -179,13 +179,12 @@ struct Burst {
         set_next(i, Next::ip_forward);
     }
 
-    // Toward output: translated or routed to `port` via `next_hop`, with the neighbour slot cache
-    // `neighbor` (a session's, or none).
-    void to_output(unsigned i, uint16_t port, uint32_t next_hop, uint32_t* neighbor) {
+    // Toward output: translated or routed to `port` via `next_hop` (IPv4: host order; IPv6: 16
+    // bytes, network order), with the neighbour slot cache `neighbor` (a session's, or none).
+    template <class Hop>
+    void to_output(unsigned i, uint16_t port, const Hop& next_hop, uint32_t* neighbor) {
         PacketMeta& pk = pkt[i];
-        pk.out_port = port;
-        pk.next_hop = next_hop;
-        pk.neighbor = neighbor;
+        aim(pk, port, next_hop, neighbor);
         set_next(i, Next::output);
     }
 
@@ -193,11 +192,10 @@ struct Burst {
     // (nat_fast.cpp): the next step is written, the masks are not, so the packet's bit stays in
     // the stage's own mask until then. It saves each packet set_next()'s read-modify-write of two
     // mask words, which every packet's waits for the one before it to finish.
-    void mark_output(unsigned i, uint16_t port, uint32_t next_hop, uint32_t* neighbor) {
+    template <class Hop>
+    void mark_output(unsigned i, uint16_t port, const Hop& next_hop, uint32_t* neighbor) {
         PacketMeta& pk = pkt[i];
-        pk.out_port = port;
-        pk.next_hop = next_hop;
-        pk.neighbor = neighbor;
+        aim(pk, port, next_hop, neighbor);
         pk.next = Next::output;
     }
     // The end of stage `s`, which marked the packets `marked` with mark_output().
@@ -206,21 +204,20 @@ struct Burst {
         waiting[static_cast<unsigned>(Next::output)] |= marked;
     }
 
-    // The same for IPv6: toward `next_hop6` (16 bytes, network order) on `port`.
-    void to_output6(unsigned i, uint16_t port, const uint8_t* next_hop6, uint32_t* neighbor) {
-        PacketMeta& pk = pkt[i];
+private:
+    // Where output sends the packet; the next hop's type says its family.
+    static void aim(PacketMeta& pk, uint16_t port, uint32_t next_hop, uint32_t* neighbor) {
         pk.out_port = port;
-        __builtin_memcpy(pk.next_hop6.b, next_hop6, 16);
+        pk.next_hop = next_hop;
         pk.neighbor = neighbor;
-        set_next(i, Next::output);
     }
-    // mark_output() for IPv6.
-    void mark_output6(unsigned i, uint16_t port, const uint8_t* next_hop6, uint32_t* neighbor) {
-        PacketMeta& pk = pkt[i];
+    static void aim(PacketMeta& pk, uint16_t port, const uint8_t* next_hop6, uint32_t* neighbor) {
         pk.out_port = port;
         __builtin_memcpy(pk.next_hop6.b, next_hop6, 16);
         pk.neighbor = neighbor;
-        pk.next = Next::output;
+    }
+    static void aim(PacketMeta& pk, uint16_t port, const Ip6& next_hop6, uint32_t* neighbor) {
+        aim(pk, port, next_hop6.b, neighbor);
     }
 };
 

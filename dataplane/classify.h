@@ -63,8 +63,6 @@ inline void route_flow(NewFlow& f, uint8_t vrf, uint32_t service_id = kDefaultPo
 struct Family4 : Ingress4 {
     static constexpr uint8_t kIcmpProto = IPPROTO_ICMP;
     static constexpr IcmpError kAdminProhibited = IcmpError::admin_prohibited;
-    static constexpr IcmpError kTimeExceeded = IcmpError::time_exceeded;
-    static constexpr IcmpError kNoRoute = IcmpError::net_unreachable;
 
     static uint8_t l4_proto(const PacketMeta& pk) { return pk.ip->next_proto_id; }
     static bool to_gateway(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
@@ -94,9 +92,8 @@ struct Family4 : Ingress4 {
         return p.endpoints.find(rte_be_to_cpu_32(pk.ip->src_addr));
     }
     static ServiceMode mode(const ServicePolicy& s) { return s.mode; }
-    static bool hop_expires(const PacketMeta& pk) { return ttl_expires(pk.ip); }
     // The route in the flow's VRF (falling through to the default table); false when none.
-    static bool route(const PolicySnapshot& p, const PacketMeta& pk, NewFlow& f) {
+    static bool find_route(const PolicySnapshot& p, const PacketMeta& pk, NewFlow& f) {
         f.nh = p.lookup_route(f.vrf, rte_be_to_cpu_32(pk.ip->dst_addr));
         return f.nh != nullptr;
     }
@@ -113,6 +110,18 @@ struct Family4 : Ingress4 {
         f.masquerade = true;
         return true;
     }
+    // Back from outside with no session (nat_slow's miss_incoming): an echo request, an address
+    // of the receiving port, and the NAT address entry of the destination (F::kMissing if none).
+    static bool echo_request(const PacketMeta& pk) {
+        return pk.ip->next_proto_id == IPPROTO_ICMP &&
+               reinterpret_cast<const rte_icmp_hdr*>(pk.l4)->icmp_type == RTE_IP_ICMP_ECHO_REQUEST;
+    }
+    static bool to_port_address(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
+        return p.is_port_address(rx_port, rte_be_to_cpu_32(pk.ip->dst_addr));
+    }
+    static uint32_t nat_address_flags(const PolicySnapshot& p, const PacketMeta& pk) {
+        return p.nat_addresses.find(rte_be_to_cpu_32(pk.ip->dst_addr));
+    }
 };
 
 // The same of IPv6: its own ICMPv6 errors (gateway_icmp_error_kinds.h), the hop limit, the IPv6 routes, the
@@ -121,8 +130,6 @@ struct Family4 : Ingress4 {
 struct Family6 : Ingress6 {
     static constexpr uint8_t kIcmpProto = kIp6Icmp;
     static constexpr IcmpError kAdminProhibited = IcmpError::admin_prohibited6;
-    static constexpr IcmpError kTimeExceeded = IcmpError::time_exceeded6;
-    static constexpr IcmpError kNoRoute = IcmpError::no_route6;
 
     static uint8_t l4_proto(const PacketMeta& pk) { return pk.l4_proto; }
     // The receiving port's addresses (its link-local one included) and the NAT addresses.
@@ -148,8 +155,7 @@ struct Family6 : Ingress6 {
         return p.endpoints6.find(pk.ip6->src_addr);
     }
     static ServiceMode mode(const ServicePolicy& s) { return s.mode6; }
-    static bool hop_expires(const PacketMeta& pk) { return hop_limit_expires(pk.ip6); }
-    static bool route(const PolicySnapshot& p, const PacketMeta& pk, NewFlow& f) {
+    static bool find_route(const PolicySnapshot& p, const PacketMeta& pk, NewFlow& f) {
         f.nh6 = p.lookup_route6(f.vrf, pk.ip6->dst_addr);
         return f.nh6 != nullptr;
     }
@@ -164,6 +170,15 @@ struct Family6 : Ingress6 {
         f.nat_ip6 = out.addrs6[0];
         f.masquerade = true;
         return true;
+    }
+    static bool echo_request(const PacketMeta& pk) {
+        return pk.l4_proto == kIp6Icmp && pk.l4_len >= sizeof(rte_icmp_hdr) && pk.l4[0] == kIcmp6EchoRequest;
+    }
+    static bool to_port_address(const PolicySnapshot& p, uint16_t rx_port, const PacketMeta& pk) {
+        return p.is_port_address6(rx_port, pk.ip6->dst_addr);
+    }
+    static uint32_t nat_address_flags(const PolicySnapshot& p, const PacketMeta& pk) {
+        return p.nat_addresses6.find(pk.ip6->dst_addr);
     }
 };
 static_assert(FlatMap::kMissing == Ip6Map::kMissing, "the families' tables say \"none\" alike");
@@ -217,9 +232,9 @@ inline void classify_translation(const PolicySnapshot& p, const PacketMeta& pk, 
     // An error about a flow we hold no session for: nothing to translate it against.
     if (pk.kind == Kind::icmp_error) return drop_flow(f, DropReason::no_session);
     // Before anything is rewritten, so that the Time Exceeded quotes the pod's own header.
-    if (unlikely(F::hop_expires(pk))) return reject_flow(f, F::kTimeExceeded, DropReason::ttl_exceeded);
+    if (unlikely(F::hop_expires(F::header(pk)))) return reject_flow(f, F::kTimeExceeded, DropReason::ttl_exceeded);
     f.vrf = svc ? svc->vrf : kDefaultVrf;
-    if (unlikely(!F::route(p, pk, f))) return reject_flow(f, F::kNoRoute, DropReason::no_route);
+    if (unlikely(!F::find_route(p, pk, f))) return reject_flow(f, F::kNoRoute, DropReason::no_route);
     if (!F::nat_address(p, svc, f)) return drop_flow(f, DropReason::no_route);
     f.action = NewFlow::Action::translate;
     f.version = svc ? svc->version : p.default_version;

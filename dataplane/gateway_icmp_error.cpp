@@ -33,6 +33,7 @@
 
 #include "dataplane/address_filter.h"
 #include "dataplane/checksum.h"
+#include "dataplane/family.h"
 #include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/stages.h"
@@ -97,17 +98,6 @@ uint32_t source_address(const PortPolicy& pp, uint32_t peer) {
     return pp.addrs[0];
 }
 
-// How many bytes of the datagram the error quotes: as many as the 576-byte rule allows of what
-// the first segment holds.
-inline uint32_t quote_length(const rte_mbuf* m, const PacketMeta& pk) {
-    uint32_t offset =
-        static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(pk.ip) - rte_pktmbuf_mtod(m, const uint8_t*));
-    uint32_t len = rte_be_to_cpu_16(pk.ip->total_length);
-    uint32_t held = m->data_len - offset;
-    if (len > held) len = held;
-    return len < kIcmpErrorMaxQuote ? len : kIcmpErrorMaxQuote;
-}
-
 // Whether an error's `headers` fit in front of the `len` bytes of its quote at `quote`: in the
 // headroom, or in the buffer with the quote moved back. For both families.
 inline bool fits(const rte_mbuf* m, const void* quote, uint32_t headers, uint32_t len) {
@@ -160,33 +150,6 @@ void write_icmp(rte_icmp_hdr* icmp, const PacketMeta& pk) {
     std::memcpy(&icmp->icmp_ident, &aux, 4);
 }
 
-// Rewrites packet i into the error: Ethernet to the sender, IPv4 from the port's address, ICMP
-// with the quote.
-void build(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
-    const PortPolicy& pp = p.ports[m->port];
-    rte_ether_addr peer_mac = rte_pktmbuf_mtod(m, rte_ether_hdr*)->src_addr;
-    uint32_t peer = pk.ip->src_addr;
-    uint32_t own = be32(source_address(pp, rte_be_to_cpu_32(peer)));
-
-    uint8_t* start = make_room(m, reinterpret_cast<uint8_t*>(pk.ip), kHeaders, len);
-    auto* ip = reinterpret_cast<rte_ipv4_hdr*>(write_ethernet(start, peer_mac, pp, RTE_ETHER_TYPE_IPV4) + 1);
-    ip->version_ihl = RTE_IPV4_VHL_DEF;
-    ip->type_of_service = kTos;
-    ip->total_length = be16(static_cast<uint16_t>(sizeof(rte_ipv4_hdr) + sizeof(rte_icmp_hdr) + len));
-    ip->packet_id = 0;
-    ip->fragment_offset = 0;
-    ip->time_to_live = kTtl;
-    ip->next_proto_id = IPPROTO_ICMP;
-    ip->src_addr = own;
-    ip->dst_addr = peer;
-    ip->hdr_checksum = 0;
-    ip->hdr_checksum = rte_ipv4_cksum(ip);
-
-    auto* icmp = reinterpret_cast<rte_icmp_hdr*>(ip + 1);
-    write_icmp(icmp, pk);
-    icmp->icmp_cksum = csum_finish(csum_partial(icmp, sizeof(rte_icmp_hdr) + len));
-}
-
 // IPv6 ------------------------------------------------------------------------------------------
 
 constexpr uint32_t kHeaders6 = sizeof(rte_ether_hdr) + sizeof(rte_ipv6_hdr) + sizeof(rte_icmp_hdr);  // 62
@@ -220,41 +183,101 @@ const uint8_t* source_address6(const PortPolicy& pp, const uint8_t* peer) {
     return pp.n_addrs6 ? pp.addrs6[0].b : pp.link_local.b;
 }
 
-inline uint32_t quote_length6(const rte_mbuf* m, const PacketMeta& pk) {
-    uint32_t offset =
-        static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(pk.ip6) - rte_pktmbuf_mtod(m, const uint8_t*));
-    uint32_t len = sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(pk.ip6->payload_len);
+// Both families --------------------------------------------------------------------------------
+
+// What the error's builder reads and writes of each family: the datagram's length, how much of
+// it an error may quote, the error's own IP header, and (ICMPv6) the pseudo-header's sum.
+struct ErrorIpv4 : Ipv4 {
+    using Address = uint32_t;  // network order
+    static constexpr uint32_t kHeaders = dp::kHeaders;
+    static constexpr uint32_t kMaxQuote = kIcmpErrorMaxQuote;
+    static constexpr uint16_t kEtherType = RTE_ETHER_TYPE_IPV4;
+    static uint32_t datagram_length(const Header* ip) { return rte_be_to_cpu_16(ip->total_length); }
+    static Address source(const Header* ip) { return ip->src_addr; }
+    static Address destination(const Header* ip) { return ip->dst_addr; }
+    static Address port_address(const PortPolicy& pp, Address peer) {
+        return be32(source_address(pp, rte_be_to_cpu_32(peer)));
+    }
+    static void write_header(Header* ip, Address own, Address peer, uint32_t icmp_len) {
+        ip->version_ihl = RTE_IPV4_VHL_DEF;
+        ip->type_of_service = kTos;
+        ip->total_length = be16(static_cast<uint16_t>(sizeof(rte_ipv4_hdr) + icmp_len));
+        ip->packet_id = 0;
+        ip->fragment_offset = 0;
+        ip->time_to_live = kTtl;
+        ip->next_proto_id = IPPROTO_ICMP;
+        ip->src_addr = own;
+        ip->dst_addr = peer;
+        ip->hdr_checksum = 0;
+        ip->hdr_checksum = rte_ipv4_cksum(ip);
+    }
+    static uint32_t pseudo_sum(const Header*, uint32_t) { return 0; }
+};
+
+struct ErrorIpv6 : Ipv6 {
+    // Copied out of the packet: the error's headers may be written over the old ones.
+    using Address = dp::Ip6;
+    static constexpr uint32_t kHeaders = kHeaders6;
+    static constexpr uint32_t kMaxQuote = kIcmp6ErrorMaxQuote;
+    static constexpr uint16_t kEtherType = RTE_ETHER_TYPE_IPV6;
+    static uint32_t datagram_length(const Header* ip6) {
+        return sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len);
+    }
+    static Address source(const Header* ip6) { return copy(ip6->src_addr); }
+    static Address destination(const Header* ip6) { return copy(ip6->dst_addr); }
+    static Address port_address(const PortPolicy& pp, const Address& peer) { return copy(source_address6(pp, peer.b)); }
+    static void write_header(Header* ip6, const Address& own, const Address& peer, uint32_t icmp_len) {
+        ip6->vtc_flow = be32(0x60000000u | uint32_t{kTos} << 20);
+        ip6->payload_len = be16(static_cast<uint16_t>(icmp_len));
+        ip6->proto = kIp6Icmp;
+        ip6->hop_limits = kTtl;
+        std::memcpy(ip6->src_addr, own.b, 16);
+        std::memcpy(ip6->dst_addr, peer.b, 16);
+    }
+    static uint32_t pseudo_sum(const Header* ip6, uint32_t icmp_len) {
+        const uint32_t pseudo[2] = {be32(icmp_len), be32(kIp6Icmp)};
+        return csum_partial(pseudo, sizeof pseudo, csum_partial(ip6->src_addr, 32));
+    }
+
+private:
+    static Address copy(const uint8_t* a) {
+        Address r;
+        std::memcpy(r.b, a, 16);
+        return r;
+    }
+};
+
+// How many bytes of the datagram the error quotes: as many as the family's rule (576 bytes for
+// IPv4, 1280 for IPv6) allows of what the first segment holds.
+template <class F>
+uint32_t quote_length(const rte_mbuf* m, const PacketMeta& pk) {
+    const typename F::Header* ip = F::header(pk);
+    uint32_t offset = static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(ip) - rte_pktmbuf_mtod(m, const uint8_t*));
+    uint32_t len = F::datagram_length(ip);
     uint32_t held = m->data_len - offset;
     if (len > held) len = held;
-    return len < kIcmp6ErrorMaxQuote ? len : kIcmp6ErrorMaxQuote;
+    return len < F::kMaxQuote ? len : F::kMaxQuote;
 }
 
-void build6(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
+// Rewrites packet i into the error: Ethernet to the sender; IP from the address the packet was
+// sent to when it was the gateway's own (answers_own_address()), else from the receiving port's
+// address on the sender's subnet or prefix; ICMP or ICMPv6 with the quote.
+template <class F>
+void build(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t len) {
     const PortPolicy& pp = p.ports[m->port];
     rte_ether_addr peer_mac = rte_pktmbuf_mtod(m, rte_ether_hdr*)->src_addr;
-    uint8_t peer[16], own[16];
-    std::memcpy(peer, pk.ip6->src_addr, 16);
-    // RFC 4443 2.2(a): an answer to a packet sent to one of the gateway's own addresses comes
-    // from that address.
-    const bool to_us = pk.icmp == IcmpError::port_unreachable6 || pk.icmp == IcmpError::admin_prohibited6;
-    std::memcpy(own, to_us ? pk.ip6->dst_addr : source_address6(pp, peer), 16);
+    typename F::Header* received = F::header(pk);
+    const typename F::Address peer = F::source(received);
+    const typename F::Address own = answers_own_address(pk.icmp) ? F::destination(received) : F::port_address(pp, peer);
 
-    uint8_t* start = make_room(m, reinterpret_cast<uint8_t*>(pk.ip6), kHeaders6, len);
-    auto* ip6 = reinterpret_cast<rte_ipv6_hdr*>(write_ethernet(start, peer_mac, pp, RTE_ETHER_TYPE_IPV6) + 1);
+    uint8_t* start = make_room(m, reinterpret_cast<uint8_t*>(received), F::kHeaders, len);
+    auto* ip = reinterpret_cast<typename F::Header*>(write_ethernet(start, peer_mac, pp, F::kEtherType) + 1);
     const uint32_t icmp_len = sizeof(rte_icmp_hdr) + len;
-    ip6->vtc_flow = be32(0x60000000u | uint32_t{kTos} << 20);
-    ip6->payload_len = be16(static_cast<uint16_t>(icmp_len));
-    ip6->proto = kIp6Icmp;
-    ip6->hop_limits = kTtl;
-    std::memcpy(ip6->src_addr, own, 16);
-    std::memcpy(ip6->dst_addr, peer, 16);
+    F::write_header(ip, own, peer, icmp_len);
 
-    auto* icmp = reinterpret_cast<rte_icmp_hdr*>(ip6 + 1);
+    auto* icmp = reinterpret_cast<rte_icmp_hdr*>(ip + 1);
     write_icmp(icmp, pk);
-    const uint32_t pseudo[2] = {be32(icmp_len), be32(kIp6Icmp)};
-    uint32_t sum = csum_partial(ip6->src_addr, 32);
-    sum = csum_partial(pseudo, sizeof pseudo, sum);
-    icmp->icmp_cksum = csum_finish(csum_partial(icmp, icmp_len, sum));
+    icmp->icmp_cksum = csum_finish(csum_partial(icmp, icmp_len, F::pseudo_sum(ip, icmp_len)));
 }
 
 }  // namespace
@@ -267,10 +290,10 @@ void stage_icmp_reply(Worker& w, const PolicySnapshot& p, Burst& b) {
         bool answer;
         if (pk.v6) {
             pk.icmp = as_icmp6(pk.icmp);
-            len = quote_length6(m, pk);
+            len = quote_length<ErrorIpv6>(m, pk);
             answer = pk.icmp != IcmpError::count && may_answer6(m, pk) && likely(fits(m, pk.ip6, kHeaders6, len));
         } else {
-            len = quote_length(m, pk);
+            len = quote_length<ErrorIpv4>(m, pk);
             answer = may_answer(w, p, m, pk) && likely(fits(m, pk.ip, kHeaders, len));
         }
         if (!answer) {
@@ -283,9 +306,9 @@ void stage_icmp_reply(Worker& w, const PolicySnapshot& p, Burst& b) {
             return;
         }
         if (pk.v6)
-            build6(p, m, pk, len);
+            build<ErrorIpv6>(p, m, pk, len);
         else
-            build(p, m, pk, len);
+            build<ErrorIpv4>(p, m, pk, len);
         count(w.counters.icmp_sent[static_cast<unsigned>(pk.icmp)]);
         pk.out_port = m->port;
         b.set_next(i, Next::transmit);

@@ -68,6 +68,23 @@ inline constexpr bool icmp_error_is6(IcmpError e) {
     return e >= IcmpError::time_exceeded6 && e < IcmpError::count;
 }
 
+// Whether `e` answers a packet sent to one of the gateway's own addresses (its ports', its NAT
+// addresses, a served ingress IP), for both families: such an answer comes from the address the
+// packet was sent to (RFC 1122 3.2.2, RFC 4443 2.2(a)), every other error from the receiving
+// port's address on the sender's subnet (gateway_icmp_error.cpp).
+inline constexpr bool answers_own_address(IcmpError e) {
+    switch (e) {
+    case IcmpError::protocol_unreachable:
+    case IcmpError::port_unreachable:
+    case IcmpError::admin_prohibited:
+    case IcmpError::port_unreachable6:
+    case IcmpError::admin_prohibited6:
+        return true;
+    default:
+        return false;
+    }
+}
+
 // The ICMPv6 error that answers an IPv6 packet for which a stage asked `e` (a stage may name the
 // IPv4 kind); IcmpError::count where ICMPv6 has none egw sends (protocol unreachable: ICMPv6 says
 // it with a Parameter Problem pointing into the headers), and then nothing is sent.

@@ -38,13 +38,14 @@
 #include <rte_ip.h>
 
 #include "dataplane/burst.h"
+#include "dataplane/family.h"
 #include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ip_forward.h"
 
 namespace egw::dp {
 
 // What ingress reads of IPv4: the flow key, the ingress and NAT address tables, the next hop.
-struct Ingress4 {
+struct Ingress4 : Ipv4 {
     static constexpr uint32_t kMissing = FlatMap::kMissing;
     static const FlowKey& key(const PacketMeta& pk) { return pk.key; }
     // `ip` and `port` in network order, as in the key.
@@ -55,7 +56,7 @@ struct Ingress4 {
 };
 
 // The same of IPv6.
-struct Ingress6 {
+struct Ingress6 : Ipv6 {
     static constexpr uint32_t kMissing = Ip6Map::kMissing;
     static const FlowKey6& key(const PacketMeta& pk) { return pk.key6; }
     static uint32_t service(const PolicySnapshot& p, const uint8_t* ip, uint8_t proto, uint16_t port) {

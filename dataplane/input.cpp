@@ -18,6 +18,7 @@
 #include "dataplane/address_filter.h"
 #include "dataplane/chain.h"
 #include "dataplane/checksum.h"
+#include "dataplane/family.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/reassembly.h"
 #include "dataplane/stages.h"
@@ -139,6 +140,17 @@ DropReason parse_ports(PacketMeta& pk, uint8_t proto, uint16_t& sport, uint16_t&
     }
 }
 
+// An echo of either family into `key` (pk.key or pk.key6): its identifier plays the pod-side
+// port, the source on the way out, the destination back.
+template <class Key>
+inline void take_echo(PacketMeta& pk, const rte_icmp_hdr* ih, Key& key) {
+    pk.kind = Kind::icmp_echo;
+    if (pk.dir == Dir::in2out)
+        key.sport = ih->icmp_ident;
+    else
+        key.dport = ih->icmp_ident;
+}
+
 // The L4 part of a valid IPv4 packet: kind and key ports. Returns a drop reason, or count when
 // the packet goes on.
 DropReason parse_l4(PacketMeta& pk) {
@@ -156,12 +168,7 @@ DropReason parse_l4(PacketMeta& pk) {
     auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
     uint8_t want_echo = pk.dir == Dir::in2out ? RTE_IP_ICMP_ECHO_REQUEST : RTE_IP_ICMP_ECHO_REPLY;
     if (ih->icmp_type == want_echo) {
-        pk.kind = Kind::icmp_echo;
-        // The identifier plays the pod-side port: source on the way out, destination back.
-        if (pk.dir == Dir::in2out)
-            pk.key.sport = ih->icmp_ident;
-        else
-            pk.key.dport = ih->icmp_ident;
+        take_echo(pk, ih, pk.key);
         return DropReason::count;
     }
     if (!is_icmp_error(ih->icmp_type)) {
@@ -200,11 +207,7 @@ DropReason parse_icmp6(PacketMeta& pk) {
     auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
     uint8_t type = ih->icmp_type;
     if (type == (pk.dir == Dir::in2out ? kIcmp6EchoRequest : kIcmp6EchoReply)) {
-        pk.kind = Kind::icmp_echo;
-        if (pk.dir == Dir::in2out)
-            pk.key6.sport = ih->icmp_ident;
-        else
-            pk.key6.dport = ih->icmp_ident;
+        take_echo(pk, ih, pk.key6);
         return DropReason::count;
     }
     if (is_ndp(type)) {
@@ -412,108 +415,121 @@ __attribute__((always_inline)) inline bool to_port_mac(const PolicySnapshot& p, 
     return head << 16 == p.unicast_dst[port];
 }
 
+// What the common frame's parse reads of each family: the header's own test, with the datagram's
+// length (0: not the common packet), and where the packet's header and key go.
+struct CommonIpv4 : Ipv4 {
+    static constexpr uint16_t kEtherType = RTE_ETHER_TYPE_IPV4;
+    // Version 4, IHL 5, neither MF nor a fragment offset: bytes 0 and 6-7 of the header at once;
+    // the header checksum unless the NIC checked it.
+    static uint32_t datagram_length(const rte_mbuf* m, const Header* ip, uint32_t len) {
+        uint64_t head;
+        std::memcpy(&head, ip, sizeof head);
+        constexpr uint64_t kHeadMask = 0xff3f0000000000ffull, kHeadCommon = 0x45;
+        static_assert(RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN, "the header word is read little-endian");
+        uint32_t total = rte_be_to_cpu_16(ip->total_length);
+        if (unlikely((head & kHeadMask) != kHeadCommon || total < sizeof(Header) || total > len)) return 0;
+        if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
+            unlikely(!ipv4_header_checksum_ok(ip, sizeof(Header))))
+            return 0;
+        return total;
+    }
+    static uint8_t next_header(const Header* ip) { return ip->next_proto_id; }
+    static void set_header(PacketMeta& pk, Header* ip, uint8_t) { pk.ip = ip; }
+    // The key in two 8-byte stores, the widths its hash reads it back with (begin_lookup): a
+    // load that spans several narrower stores cannot be forwarded from them and waits until they
+    // reach the cache, which was the largest stall of this stage.
+    static void store_key(PacketMeta& pk, const Header* ip, uint8_t proto, uint32_t port_pair) {
+        uint64_t addresses, rest = proto;
+        std::memcpy(&addresses, reinterpret_cast<const uint8_t*>(ip) + offsetof(rte_ipv4_hdr, src_addr),
+                    sizeof addresses);  // src_addr, then dst_addr
+        rest = rest << 32 | port_pair;
+        static_assert(offsetof(rte_ipv4_hdr, dst_addr) == offsetof(rte_ipv4_hdr, src_addr) + 4 &&
+                      offsetof(FlowKey, dst) == 4 && offsetof(FlowKey, sport) == 8 && offsetof(FlowKey, dport) == 10 &&
+                      offsetof(FlowKey, proto) == 12);
+        auto* key = reinterpret_cast<uint8_t*>(&pk.key);
+        std::memcpy(key, &addresses, sizeof addresses);
+        std::memcpy(key + 8, &rest, sizeof rest);
+    }
+};
+
+struct CommonIpv6 : Ipv6 {
+    static constexpr uint16_t kEtherType = RTE_ETHER_TYPE_IPV6;
+    // Version 6; no header checksum; TCP or UDP right behind the fixed header (no extension
+    // headers, which common_l4 refuses as a protocol).
+    static uint32_t datagram_length(const rte_mbuf*, const Header* ip6, uint32_t len) {
+        uint32_t total = sizeof(Header) + rte_be_to_cpu_16(ip6->payload_len);
+        if (unlikely((ip6->vtc_flow & be32(0xf0000000)) != be32(0x60000000) || total > len)) return 0;
+        return total;
+    }
+    static uint8_t next_header(const Header* ip6) { return ip6->proto; }
+    static void set_header(PacketMeta& pk, Header* ip6, uint8_t proto) {
+        pk.ip = nullptr;
+        pk.ip6 = ip6;
+        pk.l4_proto = proto;
+    }
+    // The two addresses, adjacent in the header, in one copy; the ports, the protocol and the
+    // padding in one 8-byte store.
+    static void store_key(PacketMeta& pk, const Header* ip6, uint8_t proto, uint32_t port_pair) {
+        static_assert(offsetof(rte_ipv6_hdr, dst_addr) == offsetof(rte_ipv6_hdr, src_addr) + 16 &&
+                      offsetof(FlowKey6, dst) == 16 && offsetof(FlowKey6, sport) == 32 &&
+                      offsetof(FlowKey6, dport) == 34 && offsetof(FlowKey6, proto) == 36 && sizeof(FlowKey6) == 40);
+        auto* key = reinterpret_cast<uint8_t*>(&pk.key6);
+        std::memcpy(key, ip6->src_addr, 32);
+        uint64_t rest = uint64_t{proto} << 32 | port_pair;
+        std::memcpy(key + 32, &rest, sizeof rest);
+    }
+};
+
 // The common frame, judged with the fewest instructions: one mbuf, unicast to the receiving
-// port's MAC, IPv4 with a 20-byte header, not a fragment, TCP or UDP. Anything else returns false
-// untouched and parse() judges it: for a frame this accepts, parse() would go on with the same
-// metadata (the same tests, in an order that fails early on whatever is uncommon), or drop it for
-// its addresses. Those are not filtered here: a hit of a session of the current epoch has
-// addresses the filter passed, and nat_slow filters every other packet first (checked_epoch() in
-// nat_session.h).
-__attribute__((always_inline)) inline bool parse_common(const Worker& w, const PolicySnapshot& p, rte_mbuf* m,
-                                                        PacketMeta& pk) {
+// port's MAC, IPv4 with a 20-byte header and not a fragment, or IPv6 with no extension header,
+// TCP or UDP. Anything else returns false untouched and parse() judges it: for a frame this
+// accepts, parse() would go on with the same metadata (the same tests, in an order that fails
+// early on whatever is uncommon), or drop it for its addresses. Those are not filtered here: a
+// hit of a session of the current epoch has addresses the filter passed, and nat_slow filters
+// every other packet first (checked_epoch() in nat_session.h).
+template <class F>
+__attribute__((always_inline)) inline bool parse_common_of(const Worker& w, const PolicySnapshot& p, rte_mbuf* m,
+                                                           PacketMeta& pk) {
+    using Header = typename F::Header;
     uint16_t port = m->port;
-    if (unlikely(m->nb_segs != 1 || port >= w.n_ports || m->data_len < sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr)))
+    if (unlikely(m->nb_segs != 1 || port >= w.n_ports || m->data_len < sizeof(rte_ether_hdr) + sizeof(Header)))
         return false;
     const PortPolicy& pp = p.ports[port];
     auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    if (unlikely(eth->ether_type != be16(RTE_ETHER_TYPE_IPV4) || !to_port_mac(p, port, eth))) return false;
-    auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
-    // Version 4, IHL 5, neither MF nor a fragment offset: bytes 0 and 6-7 of the header at once.
-    uint64_t head;
-    std::memcpy(&head, ip, sizeof head);
-    constexpr uint64_t kHeadMask = 0xff3f0000000000ffull, kHeadCommon = 0x45;
-    static_assert(RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN, "the header word is read little-endian");
+    if (unlikely(eth->ether_type != be16(F::kEtherType) || !to_port_mac(p, port, eth))) return false;
+    auto* ip = reinterpret_cast<Header*>(eth + 1);
     uint32_t len = m->pkt_len - sizeof(rte_ether_hdr);
-    uint32_t total = rte_be_to_cpu_16(ip->total_length);
-    if (unlikely((head & kHeadMask) != kHeadCommon || total < sizeof(rte_ipv4_hdr) || total > len)) return false;
-    if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
-        unlikely(!ipv4_header_checksum_ok(ip, sizeof(rte_ipv4_hdr))))
-        return false;
-    uint8_t* l4 = reinterpret_cast<uint8_t*>(ip) + sizeof(rte_ipv4_hdr);
-    uint32_t l4_len = total - sizeof(rte_ipv4_hdr);
-    uint8_t proto = ip->next_proto_id;
+    uint32_t total = F::datagram_length(m, ip, len);
+    if (unlikely(total == 0)) return false;
+    uint8_t* l4 = reinterpret_cast<uint8_t*>(ip) + sizeof(Header);
+    uint32_t l4_len = total - sizeof(Header);
+    uint8_t proto = F::next_header(ip);
     Kind kind;
-    if (!common_l4<false>(l4, l4_len, proto, kind)) return false;
-    // Ethernet padding after the IPv4 datagram must not be translated or forwarded as data.
+    if (!common_l4<F::kIpv6>(l4, l4_len, proto, kind)) return false;
+    // Ethernet padding after the datagram must not be translated or forwarded as data.
     if (len > total) rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
     // TCP and UDP both have their ports in the first four bytes.
     uint32_t port_pair;
     std::memcpy(&port_pair, l4, sizeof port_pair);
-    pk.v6 = false;
+    pk.v6 = F::kIpv6;
     pk.kind = kind;
     pk.dir = pp.role == PortRole::inside ? Dir::in2out : Dir::out2in;
-    pk.ip = ip;
+    F::set_header(pk, ip, proto);
     pk.l4 = l4;
     pk.l4_len = l4_len;
-    // The key in two 8-byte stores, the widths its hash reads it back with (begin_lookup): a
-    // load that spans several narrower stores cannot be forwarded from them and waits until they
-    // reach the cache, which was the largest stall of this stage.
-    uint64_t addresses, rest = proto;
-    std::memcpy(&addresses, reinterpret_cast<const uint8_t*>(ip) + offsetof(rte_ipv4_hdr, src_addr),
-                sizeof addresses);  // src_addr, then dst_addr
-    rest = rest << 32 | port_pair;
-    static_assert(offsetof(rte_ipv4_hdr, dst_addr) == offsetof(rte_ipv4_hdr, src_addr) + 4 &&
-                  offsetof(FlowKey, dst) == 4 && offsetof(FlowKey, sport) == 8 && offsetof(FlowKey, dport) == 10 &&
-                  offsetof(FlowKey, proto) == 12);
-    auto* key = reinterpret_cast<uint8_t*>(&pk.key);
-    std::memcpy(key, &addresses, sizeof addresses);
-    std::memcpy(key + 8, &rest, sizeof rest);
+    F::store_key(pk, ip, proto, port_pair);
     return true;
 }
 
-// parse_common() for IPv6: one mbuf, unicast to the receiving port's MAC, TCP or UDP right
-// behind the fixed header (no extension headers). Anything else returns false untouched for
-// parse(), which would go on with the same metadata for a frame this accepts, or drop it for its
-// addresses: as for IPv4, those are left to nat_slow and to the session's epoch. Not inlined:
-// inside the burst loop it cost every IPv4 packet 4-6 instructions (callgrind), out of line 2.
+__attribute__((always_inline)) inline bool parse_common(const Worker& w, const PolicySnapshot& p, rte_mbuf* m,
+                                                        PacketMeta& pk) {
+    return parse_common_of<CommonIpv4>(w, p, m, pk);
+}
+
+// IPv6's, out of line: inside the burst loop it cost every IPv4 packet 4-6 instructions
+// (callgrind), out of line 2.
 __attribute__((noinline)) bool parse_common6(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMeta& pk) {
-    uint16_t port = m->port;
-    if (unlikely(m->nb_segs != 1 || port >= w.n_ports || m->data_len < sizeof(rte_ether_hdr) + sizeof(rte_ipv6_hdr)))
-        return false;
-    const PortPolicy& pp = p.ports[port];
-    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    if (unlikely(eth->ether_type != be16(RTE_ETHER_TYPE_IPV6) || !to_port_mac(p, port, eth))) return false;
-    auto* ip6 = reinterpret_cast<rte_ipv6_hdr*>(eth + 1);
-    uint32_t len = m->pkt_len - sizeof(rte_ether_hdr);
-    uint32_t total = sizeof(rte_ipv6_hdr) + rte_be_to_cpu_16(ip6->payload_len);
-    if (unlikely((ip6->vtc_flow & be32(0xf0000000)) != be32(0x60000000) || total > len)) return false;
-    const uint8_t* s = ip6->src_addr;
-    uint8_t* l4 = reinterpret_cast<uint8_t*>(ip6 + 1);
-    uint32_t l4_len = total - sizeof(rte_ipv6_hdr);
-    uint8_t proto = ip6->proto;
-    Kind kind;
-    if (!common_l4<true>(l4, l4_len, proto, kind)) return false;
-    if (len > total) rte_pktmbuf_trim(m, static_cast<uint16_t>(len - total));
-    uint32_t port_pair;
-    std::memcpy(&port_pair, l4, sizeof port_pair);
-    pk.v6 = true;
-    pk.kind = kind;
-    pk.dir = pp.role == PortRole::inside ? Dir::in2out : Dir::out2in;
-    pk.ip = nullptr;
-    pk.ip6 = ip6;
-    pk.l4_proto = proto;
-    pk.l4 = l4;
-    pk.l4_len = l4_len;
-    // The key as its hash reads it back (see parse_common): the two addresses, adjacent in the
-    // header, in one copy; the ports, the protocol and the padding in one 8-byte store.
-    static_assert(offsetof(rte_ipv6_hdr, dst_addr) == offsetof(rte_ipv6_hdr, src_addr) + 16 &&
-                  offsetof(FlowKey6, dst) == 16 && offsetof(FlowKey6, sport) == 32 && offsetof(FlowKey6, dport) == 34 &&
-                  offsetof(FlowKey6, proto) == 36 && sizeof(FlowKey6) == 40);
-    auto* key = reinterpret_cast<uint8_t*>(&pk.key6);
-    std::memcpy(key, s, 32);
-    uint64_t rest = uint64_t{proto} << 32 | port_pair;
-    std::memcpy(key + 32, &rest, sizeof rest);
-    return true;
+    return parse_common_of<CommonIpv6>(w, p, m, pk);
 }
 
 // How many keys of a lookup queue behind the newest input scans a key's bucket for its candidate

@@ -5,7 +5,7 @@
 // gateway serves it) are answered; ARP
 // replies go to the control thread, which owns the neighbour table, and so does any ARP request
 // (a gratuitous one included) whose sender is a neighbour the table holds with another MAC or
-// none (handed_over_arp); ICMP echo requests to the
+// none (hand_to_control); ICMP echo requests to the
 // gateway's addresses are answered back to the sender's MAC. IPv6: Neighbor Solicitations for the
 // same addresses (handle_ndp), Neighbor Advertisements to the control thread as ARP replies, and
 // echo requests to the port's IPv6 addresses. Anything else is dropped as local.
@@ -43,9 +43,10 @@ bool sender_moved(const Worker& w, uint16_t port, const rte_arp_hdr* arp) {
     return !t.mac(slot, known) || std::memcmp(known, arp->arp_data.arp_sha.addr_bytes, 6) != 0;
 }
 
-// Hands an ARP frame to the control thread; `what` tells it a neighbour's frame from the answer
-// this stage made to a moved neighbour's request (held.h).
-void handed_over_arp(Worker& w, Burst& b, unsigned i, uint32_t what) {
+// Hands a neighbour protocol frame (ARP, a Neighbor Advertisement) to the control thread; `what`
+// tells it a neighbour's frame from the answer this stage made to a moved neighbour's request
+// (held.h).
+void hand_to_control(Worker& w, Burst& b, unsigned i, uint32_t what) {
     rte_mbuf* m = b.m[i];
     held_of(m, w.shared->next_hop_field).what = what;
     if (rte_ring_mp_enqueue(w.shared->to_control, m) != 0) {
@@ -73,7 +74,7 @@ void handle_arp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     const PortPolicy& pp = p.ports[port];
     uint16_t op = rte_be_to_cpu_16(arp->arp_opcode);
     if (op == RTE_ARP_OP_REPLY) {
-        handed_over_arp(w, b, i, kHeldPacket);
+        hand_to_control(w, b, i, kHeldPacket);
         return;
     }
     if (op != RTE_ARP_OP_REQUEST) {
@@ -84,7 +85,7 @@ void handle_arp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     const bool moved = sender_moved(w, port, arp);
     if (!p.is_port_address(port, target) && !p.answers_arp_for_ingress(port, target)) {
         if (moved)
-            handed_over_arp(w, b, i, kHeldPacket);
+            hand_to_control(w, b, i, kHeldPacket);
         else
             b.drop(i, DropReason::local);
         return;
@@ -100,7 +101,7 @@ void handle_arp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     // The answer to a moved neighbour leaves through the control thread, which learns the new MAC
     // from its target fields first.
     if (moved)
-        handed_over_arp(w, b, i, kHeldArpAnswer);
+        hand_to_control(w, b, i, kHeldArpAnswer);
     else
         b.set_next(i, Next::transmit);
 }
@@ -143,7 +144,6 @@ uint32_t icmp6_sum(const rte_ipv6_hdr* ip6, const uint8_t* l4, uint32_t len) {
 // of RFC 4861 7.1.2 goes to the control thread, which learns the target's link-layer address when
 // it asked for it (control/neighbor); the dynfield marks it as an advertisement (held.h).
 void to_resolver(Worker& w, Burst& b, unsigned i) {
-    rte_mbuf* m = b.m[i];
     PacketMeta& pk = b.pkt[i];
     constexpr uint32_t kNaLen = 24;  // type, code, checksum, flags, target
     const bool solicited = pk.l4_len >= kNaLen && (pk.l4[4] & 0x40);
@@ -159,14 +159,7 @@ void to_resolver(Worker& w, Burst& b, unsigned i) {
         }
         off += len;
     }
-    HeldNextHop& h = held_of(m, w.shared->next_hop_field);
-    h.what = kHeldAdvertisement;
-    if (rte_ring_mp_enqueue(w.shared->to_control, m) != 0) {
-        b.drop(i, DropReason::neighbor_unresolved);
-        return;
-    }
-    count(w.counters.to_control);
-    b.set_next(i, Next::gone);
+    hand_to_control(w, b, i, kHeldAdvertisement);
 }
 
 // Neighbor Discovery (RFC 4861): a Neighbor Solicitation for one of the receiving port's IPv6

@@ -10,10 +10,8 @@
 
 #include <cstring>
 
+#include "dataplane/family.h"
 #include "dataplane/gateway_icmp_error.h"
-#include "dataplane/ip_forward.h"
-#include "dataplane/mtu.h"
-#include "dataplane/nat66.h"
 #include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"
 #include "dataplane/stages.h"
@@ -58,22 +56,32 @@ void stage_nat_lookup(Worker& w, Burst& b) {
 
 namespace {
 
-// `Marked`: a packet that leaves for output is only marked (Burst::mark_output()), for the fast
-// path's loop, which moves its marked packets at its end.
-template <bool Marked>
-__attribute__((always_inline)) inline void translate_in2out(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
-                                                            Session& s) {
+// One body for both families (family.h) and both ways (`Out`: from the pod toward the remote
+// side, else back toward the pod): the hop rule, the way back to the pod on a session's first
+// reply, the egress MTU, the TCP tracking, then the rewrite. `Marked`: a packet that leaves for
+// output is only marked (Burst::mark_output()), for the fast path's loop, which moves its marked
+// packets at its end.
+template <class F, bool Out, bool Marked>
+__attribute__((always_inline)) inline void translate_way(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
+                                                         typename F::SessionEntry& s) {
     PacketMeta& pk = b.pkt[i];
-    rte_ipv4_hdr* ip = pk.ip;
-    if (unlikely(ttl_expires(ip))) {
-        reply_icmp_error(b, i, IcmpError::time_exceeded, DropReason::ttl_exceeded);
+    typename F::Header* ip = F::header(pk);
+    if (unlikely(F::hop_expires(ip))) {
+        reply_icmp_error(b, i, F::kTimeExceeded, DropReason::ttl_exceeded);
         return;
     }
-    if (too_big_for(p, s.out_port, ip)) {
-        refuse_too_big(p, b, i, s.out_port);
+    if constexpr (!Out) {
+        if (unlikely(s.in_port == kPortUnset) && !F::route_to_pod(p, s)) {
+            reply_icmp_error(b, i, F::kNoRoute, DropReason::no_route);
+            return;
+        }
+    }
+    const uint16_t egress = Out ? s.out_port : s.in_port;
+    if (F::too_big(p, egress, b.m[i], ip)) {
+        F::refuse_too_big(p, b, i, egress);
         return;
     }
-    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, w.sessions.tcp(pk.session), pk, true))) {
+    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, F::sessions(w).tcp(pk.session), pk, Out))) {
         b.drop(i, DropReason::tcp_rst_out_of_window);
         return;
     }
@@ -81,141 +89,58 @@ __attribute__((always_inline)) inline void translate_in2out(Worker& w, const Pol
     // metadata and the session as the compiler sees it, which made it read them again after each.
     const Kind kind = pk.kind;
     uint8_t* const l4 = pk.l4;
-    const uint16_t nat_port = s.nat_port, l4_delta = s.l4_delta;
-    ip->src_addr = s.nat_ip;
-    ip->hdr_checksum = csum_apply(ip->hdr_checksum, s.l3_delta, ttl_decrement(ip));
-    set_l4_port<true>(kind, l4, nat_port, l4_delta);
-    send_translated_out<Marked>(w, b, i, s);
-}
-
-template <bool Marked>
-__attribute__((always_inline)) inline void translate_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
-                                                            Session& s) {
-    PacketMeta& pk = b.pkt[i];
-    rte_ipv4_hdr* ip = pk.ip;
-    if (unlikely(ttl_expires(ip))) {
-        reply_icmp_error(b, i, IcmpError::time_exceeded, DropReason::ttl_exceeded);
-        return;
-    }
-    if (unlikely(s.in_port == kPortUnset)) {
-        // Toward the pod in the default table, where the inside routes are: the Service's VRF
-        // governs its endpoints' egress ("from <endpoint> lookup <table>"), and its own default
-        // route would send the reply straight back out.
-        uint32_t pod = rte_be_to_cpu_32(s.pod_ip);
-        const NextHop* nh = p.lookup_route(kDefaultVrf, pod);
-        if (unlikely(!nh)) {
-            reply_icmp_error(b, i, IcmpError::net_unreachable, DropReason::no_route);
-            return;
-        }
-        s.in_port = nh->port;
-        s.in_next_hop = nh->gateway ? nh->gateway : pod;
-        s.in_neighbor = NeighborTable::kNone;
-    }
-    if (too_big_for(p, s.in_port, ip)) {
-        refuse_too_big(p, b, i, s.in_port);
-        return;
-    }
-    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, w.sessions.tcp(pk.session), pk, false))) {
-        b.drop(i, DropReason::tcp_rst_out_of_window);
-        return;
-    }
-    const Kind kind = pk.kind;
-    uint8_t* const l4 = pk.l4;
-    const uint16_t pod_port = s.pod_port, l4_delta = csum_delta_invert(s.l4_delta);
-    ip->dst_addr = s.pod_ip;
-    ip->hdr_checksum = csum_apply(ip->hdr_checksum, csum_delta_invert(s.l3_delta), ttl_decrement(ip));
-    set_l4_port<false>(kind, l4, pod_port, l4_delta);
-    send_translated_in<Marked>(w, b, i, s);
-}
-
-// IPv6: no header checksum; the hop limit is the TTL rule's (the same test, one lower on the
-// way); the transport checksum takes the session's one delta, which covers the address in the
-// pseudo-header for TCP, UDP and ICMPv6 alike.
-template <bool Marked>
-__attribute__((always_inline)) inline void translate6_in2out(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
-                                                             Session6& s) {
-    PacketMeta& pk = b.pkt[i];
-    rte_ipv6_hdr* ip6 = pk.ip6;
-    if (unlikely(hop_limit_expires(ip6))) {
-        reply_icmp_error(b, i, IcmpError::time_exceeded6, DropReason::ttl_exceeded);
-        return;
-    }
-    if (too_big_for6(p, s.out_port, b.m[i], ip6)) {
-        refuse_too_big6(p, b, i, s.out_port);
-        return;
-    }
-    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, w.sessions6.tcp(pk.session), pk, true))) {
-        b.drop(i, DropReason::tcp_rst_out_of_window);
-        return;
-    }
-    std::memcpy(ip6->src_addr, s.nat_ip.b, 16);
-    --ip6->hop_limits;
-    set_l4_port<true>(pk, s.nat_port, s.l4_delta);
-    send_translated_out<Marked>(w, b, i, s);
-}
-
-template <bool Marked>
-__attribute__((always_inline)) inline void translate6_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
-                                                             Session6& s) {
-    PacketMeta& pk = b.pkt[i];
-    rte_ipv6_hdr* ip6 = pk.ip6;
-    if (unlikely(hop_limit_expires(ip6))) {
-        reply_icmp_error(b, i, IcmpError::time_exceeded6, DropReason::ttl_exceeded);
-        return;
-    }
-    if (unlikely(s.in_port == kPortUnset) && !route_to_pod(p, s)) {
-        reply_icmp_error(b, i, IcmpError::no_route6, DropReason::no_route);
-        return;
-    }
-    if (too_big_for6(p, s.in_port, b.m[i], ip6)) {
-        refuse_too_big6(p, b, i, s.in_port);
-        return;
-    }
-    if (pk.kind == Kind::tcp && unlikely(!track_tcp(s, w.sessions6.tcp(pk.session), pk, false))) {
-        b.drop(i, DropReason::tcp_rst_out_of_window);
-        return;
-    }
-    std::memcpy(ip6->dst_addr, s.pod_ip.b, 16);
-    --ip6->hop_limits;
-    set_l4_port<false>(pk, s.pod_port, csum_delta_invert(s.l4_delta));
-    send_translated_in<Marked>(w, b, i, s);
+    const uint16_t port = Out ? s.nat_port : s.pod_port;
+    const uint16_t l4_delta = Out ? s.l4_delta : csum_delta_invert(s.l4_delta);
+    if constexpr (Out)
+        F::translate_source(ip, s);
+    else
+        F::translate_destination(ip, s);
+    set_l4_port<Out>(kind, l4, port, l4_delta);
+    send_translated<Out, Marked>(w, b, i, s);
 }
 
 // Inlined into the fast path's loop, with the two translations above (a call per packet costs
 // ~15 instructions of register saves, and the compiler stopped inlining them on its own once the
 // IPv6 translations sat beside them); the slow path calls it through nat_translate().
-template <bool Marked>
+template <class F, bool Marked>
 __attribute__((always_inline)) inline void translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
-                                                     Session& s) {
+                                                     typename F::SessionEntry& s) {
     PacketMeta& pk = b.pkt[i];
     if (pk.kind == Kind::icmp_error)
         b.set_next(i, Next::icmp_error);
     else if (pk.dir == Dir::in2out)
-        translate_in2out<Marked>(w, p, b, i, s);
+        translate_way<F, true, Marked>(w, p, b, i, s);
     else
-        translate_out2in<Marked>(w, p, b, i, s);
+        translate_way<F, false, Marked>(w, p, b, i, s);
 }
 
-template <bool Marked>
-__attribute__((always_inline)) inline void translate6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i,
-                                                      Session6& s) {
-    PacketMeta& pk = b.pkt[i];
-    if (pk.kind == Kind::icmp_error)
-        b.set_next(i, Next::icmp_error);
-    else if (pk.dir == Dir::in2out)
-        translate6_in2out<Marked>(w, p, b, i, s);
-    else
-        translate6_out2in<Marked>(w, p, b, i, s);
+// The fast path's loop over the hits of one family: a hit of the current epoch is translated,
+// one of an earlier epoch goes to the slow path. Returns the packets marked for output.
+template <class F>
+__attribute__((always_inline)) inline uint32_t translate_hits(Worker& w, const PolicySnapshot& p, Burst& b,
+                                                              uint32_t hits) {
+    uint32_t marked = 0;
+    const uint32_t gen = static_cast<uint32_t>(p.generation);
+    for_each_packet(hits, [&](unsigned i) {
+        typename F::SessionEntry& s = F::sessions(w).at(b.pkt[i].session);
+        if (likely(s.epoch == gen)) {
+            translate<F, true>(w, p, b, i, s);
+            marked |= uint32_t{b.pkt[i].next == Next::output} << i;
+        } else {
+            b.set_next(i, Next::nat_slow);
+        }
+    });
+    return marked;
 }
 
 }  // namespace
 
 void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s) {
-    translate<false>(w, p, b, i, s);
+    translate<Ipv4, false>(w, p, b, i, s);
 }
 
 void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
-    translate6<false>(w, p, b, i, s);
+    translate<Ipv6, false>(w, p, b, i, s);
 }
 
 void stage_nat_fast(Worker& w, const PolicySnapshot& p, Burst& b) {
@@ -225,28 +150,10 @@ void stage_nat_fast(Worker& w, const PolicySnapshot& p, Burst& b) {
     // instructions (callgrind).
     // A hit of an earlier epoch goes to the slow path, which filters its addresses and checks
     // its policy and routes again (nat_session.h).
-    uint32_t marked = 0;
     const uint32_t pending = b.pending(Next::nat_fast);
     const uint32_t six = pending & b.fast6;
-    const uint32_t gen = static_cast<uint32_t>(p.generation);
-    for_each_packet(pending & ~six, [&](unsigned i) {
-        Session& s = w.sessions.at(b.pkt[i].session);
-        if (likely(s.epoch == gen)) {
-            translate<true>(w, p, b, i, s);
-            marked |= uint32_t{b.pkt[i].next == Next::output} << i;
-        } else {
-            b.set_next(i, Next::nat_slow);
-        }
-    });
-    for_each_packet(six, [&](unsigned i) {
-        Session6& s = w.sessions6.at(b.pkt[i].session);
-        if (likely(s.epoch == gen)) {
-            translate6<true>(w, p, b, i, s);
-            marked |= uint32_t{b.pkt[i].next == Next::output} << i;
-        } else {
-            b.set_next(i, Next::nat_slow);
-        }
-    });
+    uint32_t marked = translate_hits<Ipv4>(w, p, b, pending & ~six);
+    marked |= translate_hits<Ipv6>(w, p, b, six);
     b.settle_marked(Next::nat_fast, marked);
 }
 

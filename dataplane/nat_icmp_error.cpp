@@ -20,7 +20,7 @@
 #include "dataplane/chain.h"
 #include "dataplane/ip_forward.h"
 #include "dataplane/ipv6.h"
-#include "dataplane/nat66.h"
+#include "dataplane/family.h"
 #include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"
 #include "dataplane/stages.h"
@@ -63,90 +63,51 @@ inline void update_icmp_checksum(const PacketMeta& pk, uint32_t delta) {
 // A pod reports an error about a packet it received from the remote: the quoted packet's
 // destination is the pod and must become the NAT address and port again. The error may come from
 // a router in front of the pod (path MTU discovery), so the outer source is not necessarily the
-// pod: its checksum delta is taken from the address being replaced.
-void error_in2out(Worker& w, Burst& b, unsigned i, Session& s) {
+// pod: its checksum delta is taken from the address being replaced. IPv6 the same way (family.h):
+// its headers have no checksum; the quoted transport header's checksum covers the quoted
+// pseudo-header, so the session's one delta (address and port) applies to it; the ICMPv6
+// checksum covers the outer pseudo-header and the whole message: it changes by the outer address
+// replaced and by the quote's span.
+template <class F>
+void error_in2out(Worker& w, Burst& b, unsigned i, typename F::SessionEntry& s) {
     PacketMeta& pk = b.pkt[i];
-    rte_ipv4_hdr* ip = pk.ip;
-    uint32_t outer_delta = csum_delta32(ip->src_addr, s.nat_ip);
-    ip->src_addr = s.nat_ip;
-    ip->hdr_checksum = csum_apply(ip->hdr_checksum, outer_delta + ttl_decrement(ip));
-    rte_ipv4_hdr* in = pk.inner_ip;
+    const uint32_t outer_delta = F::error_outer_source(F::header(pk), s);
+    typename F::Header* in = F::quote_header(pk);
     const uint32_t span = quote_span(in, pk);
     const uint16_t before = span_sum(in, span);
-    in->dst_addr = s.nat_ip;
-    in->hdr_checksum = csum_apply(in->hdr_checksum, s.l3_delta);
+    F::quote_destination(in, s);
     set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, false, s.nat_port, s.l4_delta);
-    update_icmp_checksum(pk, csum_delta16(before, span_sum(in, span)));
+    update_icmp_checksum(pk, outer_delta + csum_delta16(before, span_sum(in, span)));
     send_translated_out(w, b, i, s);
 }
 
 // An error about a packet we translated: its quoted source is the NAT address and port. It is
 // matched by the quote, so its outer destination need not be the session's NAT address: that
 // delta too is taken from the address being replaced.
-void error_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session& s) {
+template <class F>
+void error_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, typename F::SessionEntry& s) {
     PacketMeta& pk = b.pkt[i];
-    if (s.in_port == kPortUnset) {
-        uint32_t pod = rte_be_to_cpu_32(s.pod_ip);
-        const NextHop* nh = p.lookup_route(kDefaultVrf, pod);
-        if (unlikely(!nh)) {
-            b.drop(i, DropReason::no_route);
-            return;
-        }
-        s.in_port = nh->port;
-        s.in_next_hop = nh->gateway ? nh->gateway : pod;
-        s.in_neighbor = NeighborTable::kNone;
-    }
-    uint16_t l3_back = csum_delta_invert(s.l3_delta);
-    uint16_t l4_back = csum_delta_invert(s.l4_delta);
-    rte_ipv4_hdr* ip = pk.ip;
-    uint32_t outer_delta = csum_delta32(ip->dst_addr, s.pod_ip);
-    ip->dst_addr = s.pod_ip;
-    ip->hdr_checksum = csum_apply(ip->hdr_checksum, outer_delta + ttl_decrement(ip));
-    rte_ipv4_hdr* in = pk.inner_ip;
-    const uint32_t span = quote_span(in, pk);
-    const uint16_t before = span_sum(in, span);
-    in->src_addr = s.pod_ip;
-    in->hdr_checksum = csum_apply(in->hdr_checksum, l3_back);
-    set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, true, s.pod_port, l4_back);
-    update_icmp_checksum(pk, csum_delta16(before, span_sum(in, span)));
-    send_translated_in(w, b, i, s);
-}
-
-// ICMPv6 (Destination Unreachable, Packet Too Big, Time Exceeded, Parameter Problem) the same
-// way. IPv6 headers have no checksum; the quoted transport header's checksum covers the quoted
-// pseudo-header, so the session's one delta (address and port) applies to it; the ICMPv6
-// checksum covers the outer pseudo-header and the whole message: it changes by the outer address
-// replaced and by the quote's span.
-void error6_in2out(Worker& w, Burst& b, unsigned i, Session6& s) {
-    PacketMeta& pk = b.pkt[i];
-    rte_ipv6_hdr* ip6 = pk.ip6;
-    const uint32_t span = quote_span(pk.inner_ip6, pk);
-    const uint16_t before = span_sum(pk.inner_ip6, span);
-    const uint32_t outer_delta = csum_delta_ip6(ip6->src_addr, s.nat_ip.b);
-    std::memcpy(ip6->src_addr, s.nat_ip.b, 16);
-    --ip6->hop_limits;
-    std::memcpy(pk.inner_ip6->dst_addr, s.nat_ip.b, 16);
-    set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, false, s.nat_port, s.l4_delta);
-    update_icmp_checksum(pk, outer_delta + csum_delta16(before, span_sum(pk.inner_ip6, span)));
-    send_translated_out(w, b, i, s);
-}
-
-void error6_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Session6& s) {
-    PacketMeta& pk = b.pkt[i];
-    if (s.in_port == kPortUnset && !route_to_pod(p, s)) {
+    if (s.in_port == kPortUnset && !F::route_to_pod(p, s)) {
         b.drop(i, DropReason::no_route);
         return;
     }
-    rte_ipv6_hdr* ip6 = pk.ip6;
-    const uint32_t span = quote_span(pk.inner_ip6, pk);
-    const uint16_t before = span_sum(pk.inner_ip6, span);
-    const uint32_t outer_delta = csum_delta_ip6(ip6->dst_addr, s.pod_ip.b);
-    std::memcpy(ip6->dst_addr, s.pod_ip.b, 16);
-    --ip6->hop_limits;
-    std::memcpy(pk.inner_ip6->src_addr, s.pod_ip.b, 16);
+    const uint32_t outer_delta = F::error_outer_destination(F::header(pk), s);
+    typename F::Header* in = F::quote_header(pk);
+    const uint32_t span = quote_span(in, pk);
+    const uint16_t before = span_sum(in, span);
+    F::quote_source(in, s);
     set_inner_port(s.proto, pk.inner_l4, pk.inner_l4_len, true, s.pod_port, csum_delta_invert(s.l4_delta));
-    update_icmp_checksum(pk, outer_delta + csum_delta16(before, span_sum(pk.inner_ip6, span)));
+    update_icmp_checksum(pk, outer_delta + csum_delta16(before, span_sum(in, span)));
     send_translated_in(w, b, i, s);
+}
+
+template <class F>
+void translate_error(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+    typename F::SessionEntry& s = F::sessions(w).at(b.pkt[i].session);
+    if (b.pkt[i].dir == Dir::in2out)
+        error_in2out<F>(w, b, i, s);
+    else
+        error_out2in<F>(w, p, b, i, s);
 }
 
 }  // namespace
@@ -170,19 +131,10 @@ void stage_icmp_error(Worker& w, const PolicySnapshot& p, Burst& b) {
                 return;
             }
         }
-        if (b.pkt[i].v6) {
-            Session6& s6 = w.sessions6.at(b.pkt[i].session);
-            if (b.pkt[i].dir == Dir::in2out)
-                error6_in2out(w, b, i, s6);
-            else
-                error6_out2in(w, p, b, i, s6);
-            return;
-        }
-        Session& s = w.sessions.at(b.pkt[i].session);
-        if (b.pkt[i].dir == Dir::in2out)
-            error_in2out(w, b, i, s);
+        if (b.pkt[i].v6)
+            translate_error<Ipv6>(w, p, b, i);
         else
-            error_out2in(w, p, b, i, s);
+            translate_error<Ipv4>(w, p, b, i);
     });
 }
 

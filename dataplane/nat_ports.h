@@ -77,39 +77,7 @@ inline bool any_service_ports(const PolicySnapshot& p, const Session6&) {
     return p.ingress_ports6[0].size() + p.ingress_ports6[1].size() != 0;
 }
 
-// Picks a NAT port for `s` (tuple and nat_ip set) in this worker's block, keeping the pod's port
-// when it is free and no Service's (service_port). Returns false when kProbeAttempts candidates in a row were taken.
-// `hint`, when not null, holds the hashes of the first two candidates' outside keys (the pod's port, the first random
-// one) as planning computed them; on success `h_chosen` is the hash of the chosen port's outside key, for the create.
-inline bool allocate_port(const Worker& w, const PolicySnapshot& p, Session& s, const uint32_t* hint,
-                          uint32_t& h_chosen) {
-    const SessionTable& st = w.sessions;
-    FlowKey k{s.remote_ip, s.nat_ip, s.remote_port, 0, s.proto, {}};
-    const bool reserved = unlikely(any_service_ports(p, s));
-    if (pod_port_in_block(w, s.pod_port) && !(reserved && service_port(p, s.nat_ip, s.proto, s.pod_port))) {
-        k.dport = s.pod_port;
-        uint32_t h = hint ? hint[0] : st.key_hash(k);
-        if (st.find_outside(k, h) == SessionTable::kNone) {
-            s.nat_port = s.pod_port;
-            h_chosen = h;
-            return true;
-        }
-    }
-    uint32_t x = probe_seed(s.pod_ip, s.pod_port, s.remote_ip, s.remote_port);
-    for (unsigned i = 0; i < kProbeAttempts; ++i) {
-        k.dport = probe_next(w, x);
-        if (reserved && service_port(p, s.nat_ip, s.proto, k.dport)) continue;
-        uint32_t h = hint && i == 0 ? hint[1] : st.key_hash(k);
-        if (st.find_outside(k, h) == SessionTable::kNone) {
-            s.nat_port = k.dport;
-            h_chosen = h;
-            return true;
-        }
-    }
-    return false;
-}
-
-// The same for an IPv6 session, the addresses folded into the probe's seed.
+// The probe's seed of an IPv6 tuple: the addresses folded into 32 bits each.
 inline uint32_t probe_seed6(const uint8_t* pod_ip, uint16_t pod_port, const uint8_t* remote_ip, uint16_t remote_port) {
     uint32_t a[4], r[4];
     std::memcpy(a, pod_ip, 16);
@@ -117,27 +85,48 @@ inline uint32_t probe_seed6(const uint8_t* pod_ip, uint16_t pod_port, const uint
     return probe_seed(a[0] ^ a[1] ^ a[2] ^ a[3], pod_port, r[0] ^ r[1] ^ r[2] ^ r[3], remote_port);
 }
 
-// allocate_port() for an IPv6 session, `hint` as there.
-inline bool allocate_port6(const Worker& w, const PolicySnapshot& p, Session6& s, const uint32_t* hint,
-                           uint32_t& h_chosen) {
-    const SessionTable6& st = w.sessions6;
-    FlowKey6 k = SessionTable6::outside_key(s);
+// The probe's seed of a flow's tuple (its inside key), for either family.
+inline uint32_t probe_seed(const FlowKey& k) {
+    return probe_seed(k.src, k.sport, k.dst, k.dport);
+}
+inline uint32_t probe_seed(const FlowKey6& k) {
+    return probe_seed6(k.src, k.sport, k.dst, k.dport);
+}
+
+// The probe's seed of a session's tuple, for either family.
+inline uint32_t probe_seed(const Session& s) {
+    return probe_seed(s.pod_ip, s.pod_port, s.remote_ip, s.remote_port);
+}
+inline uint32_t probe_seed(const Session6& s) {
+    return probe_seed6(s.pod_ip.b, s.pod_port, s.remote_ip.b, s.remote_port);
+}
+
+// Picks a NAT port for `s` (tuple and nat_ip set; an F::SessionEntry of table `st`, the worker's
+// of its family) in this worker's block, keeping the pod's port when it is free and no Service's
+// (service_port). Returns false when kProbeAttempts candidates in a row were taken. `hint`, when
+// not null, holds the hashes of the first two candidates' outside keys (the pod's port, the first
+// random one) as planning computed them; on success `h_chosen` is the hash of the chosen port's
+// outside key, for the create.
+template <class Table, class S>
+inline bool allocate_port(const Worker& w, const Table& st, const PolicySnapshot& p, S& s, const uint32_t* hint,
+                          uint32_t& h_chosen) {
+    typename Table::Key k = Table::outside_key(s);
     const bool reserved = unlikely(any_service_ports(p, s));
     if (pod_port_in_block(w, s.pod_port) && !(reserved && service_port(p, s.nat_ip, s.proto, s.pod_port))) {
         k.dport = s.pod_port;
         uint32_t h = hint ? hint[0] : st.key_hash(k);
-        if (st.find_outside(k, h) == SessionTable6::kNone) {
+        if (st.find_outside(k, h) == Table::kNone) {
             s.nat_port = s.pod_port;
             h_chosen = h;
             return true;
         }
     }
-    uint32_t x = probe_seed6(s.pod_ip.b, s.pod_port, s.remote_ip.b, s.remote_port);
+    uint32_t x = probe_seed(s);
     for (unsigned i = 0; i < kProbeAttempts; ++i) {
         k.dport = probe_next(w, x);
         if (reserved && service_port(p, s.nat_ip, s.proto, k.dport)) continue;
         uint32_t h = hint && i == 0 ? hint[1] : st.key_hash(k);
-        if (st.find_outside(k, h) == SessionTable6::kNone) {
+        if (st.find_outside(k, h) == Table::kNone) {
             s.nat_port = k.dport;
             h_chosen = h;
             return true;

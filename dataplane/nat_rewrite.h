@@ -72,54 +72,32 @@ inline uint32_t csum_delta_ip6(const uint8_t* old, const uint8_t* now) {
 }
 
 // The end every translated packet shares: the session is seen, its Service counts the packet,
-// and the packet goes on toward the side it was translated for. `Marked`: only marked for output
-// (Burst::mark_output()), for a stage that settles its masks once at its end.
-template <bool Marked = false>
-inline void send_translated_out(Worker& w, Burst& b, unsigned i, Session& s) {
+// and the packet goes on toward the side it was translated for (`Out`: the remote side, else the
+// pod). `Marked`: only marked for output (Burst::mark_output()), for a stage that settles its
+// masks once at its end. `S`: Session or Session6, whose next hops say the family to output.
+template <bool Out, bool Marked = false, class S>
+inline void send_translated(Worker& w, Burst& b, unsigned i, S& s) {
     s.last_seen = w.now;
     ServiceCounters& sc = w.service_counters[s.service_id];
-    count(sc.packets_out);
-    count(sc.bytes_out, b.m[i]->pkt_len);
+    count(Out ? sc.packets_out : sc.packets_in);
+    count(Out ? sc.bytes_out : sc.bytes_in, b.m[i]->pkt_len);
+    const uint16_t port = Out ? s.out_port : s.in_port;
+    const auto& next_hop = Out ? s.out_next_hop : s.in_next_hop;
+    uint32_t* neighbor = Out ? &s.out_neighbor : &s.in_neighbor;
     if constexpr (Marked)
-        b.mark_output(i, s.out_port, s.out_next_hop, &s.out_neighbor);
+        b.mark_output(i, port, next_hop, neighbor);
     else
-        b.to_output(i, s.out_port, s.out_next_hop, &s.out_neighbor);
+        b.to_output(i, port, next_hop, neighbor);
 }
 
-template <bool Marked = false>
-inline void send_translated_in(Worker& w, Burst& b, unsigned i, Session& s) {
-    s.last_seen = w.now;
-    ServiceCounters& sc = w.service_counters[s.service_id];
-    count(sc.packets_in);
-    count(sc.bytes_in, b.m[i]->pkt_len);
-    if constexpr (Marked)
-        b.mark_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
-    else
-        b.to_output(i, s.in_port, s.in_next_hop, &s.in_neighbor);
+template <class S>
+inline void send_translated_out(Worker& w, Burst& b, unsigned i, S& s) {
+    send_translated<true>(w, b, i, s);
 }
 
-template <bool Marked = false>
-inline void send_translated_out(Worker& w, Burst& b, unsigned i, Session6& s) {
-    s.last_seen = w.now;
-    ServiceCounters& sc = w.service_counters[s.service_id];
-    count(sc.packets_out);
-    count(sc.bytes_out, b.m[i]->pkt_len);
-    if constexpr (Marked)
-        b.mark_output6(i, s.out_port, s.out_next_hop.b, &s.out_neighbor);
-    else
-        b.to_output6(i, s.out_port, s.out_next_hop.b, &s.out_neighbor);
-}
-
-template <bool Marked = false>
-inline void send_translated_in(Worker& w, Burst& b, unsigned i, Session6& s) {
-    s.last_seen = w.now;
-    ServiceCounters& sc = w.service_counters[s.service_id];
-    count(sc.packets_in);
-    count(sc.bytes_in, b.m[i]->pkt_len);
-    if constexpr (Marked)
-        b.mark_output6(i, s.in_port, s.in_next_hop.b, &s.in_neighbor);
-    else
-        b.to_output6(i, s.in_port, s.in_next_hop.b, &s.in_neighbor);
+template <class S>
+inline void send_translated_in(Worker& w, Burst& b, unsigned i, S& s) {
+    send_translated<false>(w, b, i, s);
 }
 
 }  // namespace egw::dp

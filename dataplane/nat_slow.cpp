@@ -28,7 +28,7 @@
 #include "dataplane/gateway_icmp_error.h"
 #include "dataplane/ingress.h"
 #include "dataplane/ip_forward.h"
-#include "dataplane/nat66.h"
+#include "dataplane/family.h"
 #include "dataplane/nat_ports.h"
 #include "dataplane/nat_rewrite.h"
 #include "dataplane/nat_session.h"
@@ -74,6 +74,27 @@ void prefetch_probed(const Table& st, const Burst& b, const unsigned* pos, const
     }
 }
 
+// The packets of one family whose creates planning prefetched for: `own`, whether the pod's own
+// port was hashed.
+struct ProbePlan {
+    unsigned pos[kBurst];
+    bool own[kBurst];
+    unsigned n = 0;
+};
+
+// Classifies outgoing packet i of family F and, when it will create a session, plans its ports.
+template <class F>
+void plan_one(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, ProbePlan& plan) {
+    PacketMeta& pk = b.pkt[i];
+    classify_untranslated<F>(p, b.m[i]->port, pk, pk.flow);
+    if (pk.flow.action == NewFlow::Action::translate) classify_translation<F>(p, pk, pk.flow);
+    if (pk.flow.action != NewFlow::Action::translate || pk.session != F::Sessions::kNone) return;
+    const auto& key = F::key(pk);
+    plan.own[plan.n] = plan_ports(w, F::sessions(w), pk, F::planned_outside_key(pk), key.sport, probe_seed(key), plan.n,
+                                  F::pod_of(pk));
+    plan.pos[plan.n++] = i;
+}
+
 // Classifies the burst's outgoing packets and prefetches what their creates will read. Pure
 // reads and prefetches: which packets open sessions, with which ports, is decided in the ordered
 // pass.
@@ -86,40 +107,16 @@ void plan_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, uint32_t outgoi
             outgoing6 |= 1u << i;
     });
     for_each_packet(outgoing6, [&](unsigned i) { p.endpoints6.prefetch(b.pkt[i].ip6->src_addr); });
-    unsigned pos[kBurst], pos6[kBurst];
-    bool own[kBurst], own6[kBurst];
-    unsigned n = 0, n6 = 0;
+    ProbePlan plan, plan6;
     for_each_packet(outgoing, [&](unsigned i) {
-        PacketMeta& pk = b.pkt[i];
-        pk.probe_hashed = false;
-        if (unlikely(pk.v6)) {
-            classify_untranslated<Family6>(p, b.m[i]->port, pk, pk.flow);
-            if (pk.flow.action == NewFlow::Action::translate) classify_translation<Family6>(p, pk, pk.flow);
-            if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable6::kNone) return;
-            const FlowKey6& key = pk.key6;
-            FlowKey6 k{};
-            std::memcpy(k.src, key.dst, 16);
-            std::memcpy(k.dst, pk.flow.nat_ip6.b, 16);
-            k.sport = key.dport;
-            k.proto = key.proto;
-            Ip6 pod;
-            std::memcpy(pod.b, key.src, 16);
-            own6[n6] = plan_ports(w, w.sessions6, pk, k, key.sport, probe_seed6(key.src, key.sport, key.dst, key.dport),
-                                  n6, pod);
-            pos6[n6++] = i;
-            return;
-        }
-        classify_untranslated<Family4>(p, b.m[i]->port, pk, pk.flow);
-        if (pk.flow.action == NewFlow::Action::translate) classify_translation<Family4>(p, pk, pk.flow);
-        if (pk.flow.action != NewFlow::Action::translate || pk.session != SessionTable::kNone) return;
-        const FlowKey& key = pk.key;
-        FlowKey k{key.dst, pk.flow.nat_ip, key.dport, 0, key.proto, {}};
-        own[n] =
-            plan_ports(w, w.sessions, pk, k, key.sport, probe_seed(key.src, key.sport, key.dst, key.dport), n, key.src);
-        pos[n++] = i;
+        b.pkt[i].probe_hashed = false;
+        if (unlikely(b.pkt[i].v6))
+            plan_one<Family6>(w, p, b, i, plan6);
+        else
+            plan_one<Family4>(w, p, b, i, plan);
     });
-    prefetch_probed(w.sessions, b, pos, own, n);
-    prefetch_probed(w.sessions6, b, pos6, own6, n6);
+    prefetch_probed(w.sessions, b, plan.pos, plan.own, plan.n);
+    prefetch_probed(w.sessions6, b, plan6.pos, plan6.own, plan6.n);
 }
 
 // Whether a pod's TCP segment may open a session: never an RST or a FIN (the end of something
@@ -149,122 +146,71 @@ void pod_refund(Worker& w, const Pod& pod) {
     if (w.shared->pod_session_limit && w.shared->pod_budget) w.shared->pod_budget->release(pod_budget_key(pod));
 }
 
-// Creates the session of an outgoing packet classified `translate`. Returns its index, or kNone
-// with the packet marked as a drop.
+// Creates the session of an outgoing packet classified `translate`, in the table of its family.
+// Returns its index, or kNone with the packet marked as a drop.
+template <class F>
 uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     const PacketMeta& pk = b.pkt[i];
     const NewFlow& f = pk.flow;
-    Session s{};
-    s.pod_ip = pk.key.src;
-    s.remote_ip = pk.key.dst;
-    s.pod_port = pk.key.sport;
-    s.remote_port = pk.key.dport;
-    s.proto = pk.key.proto;
+    typename F::Sessions& st = F::sessions(w);
+    constexpr uint32_t kNone = F::Sessions::kNone;
+    typename F::SessionEntry s{};
+    F::take_tuple(s, pk);
     s.vrf = f.vrf;
-    s.nat_ip = f.nat_ip;
+    s.nat_ip = F::nat_ip(f);
     s.in_use = f.masquerade ? kSessionMasquerade : 0;
     s.service_id = f.service_id;
     s.service_version = f.version;
     ServiceCounters& sc = w.service_counters[s.service_id];
     // One pod may not take the table: past its limit it is refused, whoever else waits.
-    if (!pod_admitted(w, w.sessions, s.pod_ip)) {
+    if (!pod_admitted(w, st, s.pod_ip)) {
         b.drop(i, DropReason::pod_session_limit);
-        return SessionTable::kNone;
+        return kNone;
     }
     // A full table may hold sessions that expired since the sweep last passed them: one of them
     // makes room before the new flow is refused (and before a port is chosen, since it frees one).
-    if (unlikely(w.sessions.active() == w.sessions.capacity()) && !worker_reclaim_expired(w, p)) {
+    if (unlikely(st.active() == st.capacity()) && !F::reclaim_expired(w, p)) {
         pod_refund(w, s.pod_ip);
         b.drop(i, DropReason::session_limit);
-        return SessionTable::kNone;
+        return kNone;
     }
     uint32_t h_outside = 0;
-    if (!allocate_port(w, p, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
+    if (!allocate_port(w, st, p, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
         pod_refund(w, s.pod_ip);
         count(sc.port_alloc_failures);
         b.drop(i, DropReason::port_exhausted);
-        return SessionTable::kNone;
+        return kNone;
     }
-    uint32_t dst = rte_be_to_cpu_32(pk.key.dst);
     s.epoch = checked_epoch(p, w.n_ports, s);
-    s.out_port = f.nh->port;
-    s.out_next_hop = f.nh->gateway ? f.nh->gateway : dst;
-    s.out_neighbor = NeighborTable::kNone;
+    F::aim_out(s, f);
+    s.out_neighbor = F::kNoNeighbor;
     s.in_port = kPortUnset;
-    s.in_neighbor = NeighborTable::kNone;
-    uint32_t l3 = csum_delta32(s.pod_ip, s.nat_ip);
-    s.l3_delta = csum_delta_fold(l3);
-    uint32_t port_delta = csum_delta16(s.pod_port, s.nat_port);
-    // TCP and UDP checksums cover the addresses through the pseudo-header; ICMP's does not.
-    s.l4_delta = csum_delta_fold(s.proto == IPPROTO_ICMP ? port_delta : l3 + port_delta);
+    s.in_neighbor = F::kNoNeighbor;
+    F::set_deltas(s);
     s.last_seen = w.now;
     // The miss lookup hashed the inside key (pk.key is the inside key of an outgoing packet).
-    uint32_t idx = w.sessions.create(s, pk.key_hash, h_outside);
-    if (idx == SessionTable::kNone) {
+    uint32_t idx = st.create(s, pk.key_hash, h_outside);
+    if (idx == kNone) {
         pod_refund(w, s.pod_ip);
         b.drop(i, DropReason::session_limit);
         return idx;
     }
     count(sc.sessions_created);
     count(w.counters.sessions_created);
+    if constexpr (F::kIpv6) {
+        count(sc.sessions6_created);
+        count(w.counters.sessions6_created);
+    }
     return idx;
 }
 
-// The IPv6 twin of create_session(): the same limits (per pod, table full after a reclaim, port
-// exhausted), the session in the IPv6 table. Its one checksum delta covers the source address
-// (the pseudo-header) and the port of TCP, UDP and ICMPv6 alike.
-uint32_t create_session6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
-    const PacketMeta& pk = b.pkt[i];
-    const NewFlow& f = pk.flow;
-    Session6 s{};
-    std::memcpy(s.pod_ip.b, pk.key6.src, 16);
-    std::memcpy(s.remote_ip.b, pk.key6.dst, 16);
-    s.pod_port = pk.key6.sport;
-    s.remote_port = pk.key6.dport;
-    s.proto = pk.key6.proto;
-    s.vrf = f.vrf;
-    s.nat_ip = f.nat_ip6;
-    s.in_use = f.masquerade ? kSessionMasquerade : 0;
-    s.service_id = f.service_id;
-    s.service_version = f.version;
-    ServiceCounters& sc = w.service_counters[s.service_id];
-    SessionTable6& st = w.sessions6;
-    if (!pod_admitted(w, st, s.pod_ip)) {
-        b.drop(i, DropReason::pod_session_limit);
-        return SessionTable6::kNone;
-    }
-    if (unlikely(st.active() == st.capacity()) && !worker_reclaim_expired6(w, p)) {
-        pod_refund(w, s.pod_ip);
-        b.drop(i, DropReason::session_limit);
-        return SessionTable6::kNone;
-    }
-    uint32_t h_outside = 0;
-    if (!allocate_port6(w, p, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
-        pod_refund(w, s.pod_ip);
-        count(sc.port_alloc_failures);
-        b.drop(i, DropReason::port_exhausted);
-        return SessionTable6::kNone;
-    }
-    s.epoch = checked_epoch(p, w.n_ports, s);
-    s.out_port = f.nh6->port;
-    s.out_next_hop = f.nh6->on_link ? s.remote_ip : f.nh6->gateway;
-    s.out_neighbor = NeighborTable6::kNone;
-    s.in_port = kPortUnset;
-    s.in_neighbor = NeighborTable6::kNone;
-    s.l4_delta = csum_delta_fold(csum_delta_ip6(s.pod_ip.b, s.nat_ip.b) + csum_delta16(s.pod_port, s.nat_port));
-    s.last_seen = w.now;
-    // The miss lookup hashed the inside key, as for IPv4.
-    uint32_t idx = st.create(s, pk.key_hash, h_outside);
-    if (idx == SessionTable6::kNone) {
-        pod_refund(w, s.pod_ip);
-        b.drop(i, DropReason::session_limit);
-        return idx;
-    }
-    count(sc.sessions_created);
-    count(sc.sessions6_created);
-    count(w.counters.sessions_created);
-    count(w.counters.sessions6_created);
-    return idx;
+// The session of an outgoing packet classified `translate`, made and used at once.
+template <class F>
+void open_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+    uint32_t idx = create_session<F>(w, p, b, i);
+    if (idx == F::Sessions::kNone) return;
+    b.pkt[i].session = idx;
+    nat_translate(w, p, b, i, F::sessions(w).at(idx));
 }
 
 void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
@@ -290,64 +236,30 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         b.drop(i, DropReason::tcp_not_opening);
         return;
     }
-    if (pk.v6) {
-        uint32_t idx6 = create_session6(w, p, b, i);
-        if (idx6 == SessionTable6::kNone) return;
-        pk.session = idx6;
-        nat_translate(w, p, b, i, w.sessions6.at(idx6));
-        return;
-    }
-    uint32_t idx = create_session(w, p, b, i);
-    if (idx == SessionTable::kNone) return;
-    pk.session = idx;
-    nat_translate(w, p, b, i, w.sessions.at(idx));
+    if (pk.v6)
+        open_session<Ipv6>(w, p, b, i);
+    else
+        open_session<Ipv4>(w, p, b, i);
 }
 
-// Back from outside with no session, IPv6: echo requests to the receiving port's addresses
-// answered; ingress to a served IPv6 ingress IP (ingress.h), else a NAT address has no session for
-// it; the port's own address otherwise has none either; elsewhere untouched routing when that is
-// the default action.
-void miss_incoming6(const PolicySnapshot& p, Burst& b, unsigned i) {
-    PacketMeta& pk = b.pkt[i];
-    const uint16_t rx_port = b.m[i]->port;
-    const uint8_t* dst = pk.ip6->dst_addr;
-    if (pk.l4_proto == kIp6Icmp && pk.l4_len >= sizeof(rte_icmp_hdr) && pk.l4[0] == kIcmp6EchoRequest &&
-        p.is_port_address6(rx_port, dst)) {
-        b.set_next(i, Next::local);
-        return;
-    }
-    if (uint32_t flags = p.nat_addresses6.find(dst); flags != Ip6Map::kMissing) {
-        if (!forward_ingress<Ingress6>(p, b, i, flags)) b.drop(i, DropReason::no_session);
-        return;
-    }
-    if (p.default_action == DefaultAction::route && !p.is_port_address6(rx_port, dst)) {
-        b.to_forward(i, p.ports[rx_port].vrf);
-        return;
-    }
-    b.drop(i, DropReason::no_session);
-}
-
-// Back from outside with no session.
+// Back from outside with no session, either family: echo requests to the receiving port's
+// addresses answered; ingress to a served ingress IP (ingress.h), else a NAT address has no
+// session for it; the port's own address otherwise has none either; elsewhere traffic of flows
+// that were routed untouched goes back untouched, but only when untouched routing is the policy.
+template <class F>
 void miss_incoming(const PolicySnapshot& p, Burst& b, unsigned i) {
-    PacketMeta& pk = b.pkt[i];
-    if (pk.v6) {
-        miss_incoming6(p, b, i);
-        return;
-    }
-    uint16_t rx_port = b.m[i]->port;
-    uint32_t dst = rte_be_to_cpu_32(pk.ip->dst_addr);
-    if (addressed_to_gateway(p, rx_port, dst, Dir::out2in) && pk.ip->next_proto_id == IPPROTO_ICMP &&
-        reinterpret_cast<rte_icmp_hdr*>(pk.l4)->icmp_type == RTE_IP_ICMP_ECHO_REQUEST) {
+    const PacketMeta& pk = b.pkt[i];
+    const uint16_t rx_port = b.m[i]->port;
+    const bool to_port = F::to_port_address(p, rx_port, pk);
+    if (to_port && F::echo_request(pk)) {
         b.set_next(i, Next::local);
         return;
     }
-    if (uint32_t flags = p.nat_addresses.find(dst); flags != FlatMap::kMissing) {
-        if (!forward_ingress<Ingress4>(p, b, i, flags)) b.drop(i, DropReason::no_session);
+    if (uint32_t flags = F::nat_address_flags(p, pk); flags != F::kMissing) {
+        if (!forward_ingress<F>(p, b, i, flags)) b.drop(i, DropReason::no_session);
         return;
     }
-    // Not addressed to a NAT address: traffic of flows that were routed untouched goes back
-    // untouched, but only when untouched routing is the policy.
-    if (p.default_action == DefaultAction::route) {
+    if (p.default_action == DefaultAction::route && !to_port) {
         b.to_forward(i, p.ports[rx_port].vrf);
         return;
     }
@@ -406,8 +318,10 @@ void stage_nat_slow(Worker& w, const PolicySnapshot& p, Burst& b) {
         }
         if (pk.dir == Dir::in2out)
             new_outgoing(w, p, b, i);
+        else if (pk.v6)
+            miss_incoming<Family6>(p, b, i);
         else
-            miss_incoming(p, b, i);
+            miss_incoming<Family4>(p, b, i);
     });
 }
 

@@ -14,7 +14,7 @@
 // for the burst): an IPv4 datagram
 // larger than the MTU is cut into fragments with rte_ip_frag, one that may not be (DF set, not
 // IPv4: routers never fragment IPv6) is dropped, so no frame longer than the MTU reaches a driver;
-// an IPv6 datagram the gateway put together from fragments is cut again (fragment6()). The stages refuse DF
+// an IPv6 datagram the gateway put together from fragments is cut again (fragment<true>()). The stages refuse DF
 // packets that are too big before they rewrite them (mtu.h); the check here also covers the
 // frames that went round the stages (held for ARP, injected).
 // The transmit buffers are sent by worker_flush() after the burst (or here when one fills up);
@@ -164,19 +164,31 @@ inline void tx_enqueue(Worker& w, rte_mbuf* m, uint16_t port) {
 // MTU of 576 makes 29; a 65,535-byte IPv6 datagram at IPv6's minimum of 1,280 makes 54).
 constexpr uint16_t kMaxFragmentsOut = 56;
 
-// Cuts the IPv4 datagram of frame `m` into fragments of at most `mtu` bytes and queues them on
-// `port`, each behind a copy of the frame's Ethernet header and with its own header checksum.
-void fragment(Worker& w, rte_mbuf* m, uint16_t port, uint16_t mtu) {
+// Cuts the datagram of frame `m` into fragments of at most `size` bytes and queues them on
+// `port`, each behind a copy of the frame's Ethernet header; one body for both families
+// (rte_ip_frag cuts each its own way). IPv4: any datagram without DF, each fragment with its own
+// header checksum. IPv6: only a datagram the gateway put together (reassembly.h), each fragment
+// behind the fixed header and a Fragment header of this worker's next identification
+// (rte_ip_frag copies only the fixed header into each fragment, which is all a datagram put
+// together here has in front of its fragmentable part).
+template <bool Ipv6>
+void fragment(Worker& w, rte_mbuf* m, uint16_t port, uint16_t size) {
     auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
-    if (eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) || (ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_DF_FLAG))) {
-        free_drop(w, m, DropReason::frag_needed);
-        return;
+    if constexpr (!Ipv6) {
+        auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
+        if (eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) ||
+            (ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_DF_FLAG))) {
+            free_drop(w, m, DropReason::frag_needed);
+            return;
+        }
     }
     rte_ether_hdr l2 = *eth;
     rte_pktmbuf_adj(m, sizeof l2);
     rte_mbuf* frags[kMaxFragmentsOut];
-    int n = rte_ipv4_fragment_packet(m, frags, kMaxFragmentsOut, mtu, w.shared->frag_direct, w.shared->frag_indirect);
+    int n = Ipv6 ? rte_ipv6_fragment_packet(m, frags, kMaxFragmentsOut, size, w.shared->frag_direct,
+                                            w.shared->frag_indirect)
+                 : rte_ipv4_fragment_packet(m, frags, kMaxFragmentsOut, size, w.shared->frag_direct,
+                                            w.shared->frag_indirect);
     if (unlikely(n <= 0)) {
         free_drop(w, m, DropReason::fragment_failed);
         return;
@@ -185,40 +197,18 @@ void fragment(Worker& w, rte_mbuf* m, uint16_t port, uint16_t mtu) {
     rte_pktmbuf_free(m);
     count(w.counters.fragmented);
     count(w.counters.fragments_out, static_cast<unsigned>(n));
+    const rte_be32_t id = Ipv6 ? rte_cpu_to_be_32(reassembly_fragment_id6(w)) : 0;
     for (int k = 0; k < n; ++k) {
         rte_mbuf* f = frags[k];
         auto* fe = reinterpret_cast<rte_ether_hdr*>(rte_pktmbuf_prepend(f, sizeof l2));
         *fe = l2;
-        auto* fip = reinterpret_cast<rte_ipv4_hdr*>(fe + 1);
-        fip->hdr_checksum = 0;
-        fip->hdr_checksum = rte_ipv4_cksum(fip);
-        f->ol_flags = 0;
-        tx_enqueue(w, f, port);
-    }
-}
-
-// Cuts an IPv6 datagram the gateway put together (reassembly.h) into fragments of at most
-// `size` bytes, each behind the fixed header and a Fragment header of this worker's next
-// identification, and queues them on `port`. rte_ip_frag copies only the fixed header into each
-// fragment, which is all a datagram put together here has in front of its fragmentable part.
-void fragment6(Worker& w, rte_mbuf* m, uint16_t port, uint16_t size) {
-    rte_ether_hdr l2 = *rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    rte_pktmbuf_adj(m, sizeof l2);
-    rte_mbuf* frags[kMaxFragmentsOut];
-    int n = rte_ipv6_fragment_packet(m, frags, kMaxFragmentsOut, size, w.shared->frag_direct, w.shared->frag_indirect);
-    if (unlikely(n <= 0)) {
-        free_drop(w, m, DropReason::fragment_failed);
-        return;
-    }
-    rte_pktmbuf_free(m);
-    count(w.counters.fragmented);
-    count(w.counters.fragments_out, static_cast<unsigned>(n));
-    const rte_be32_t id = rte_cpu_to_be_32(reassembly_fragment_id6(w));
-    for (int k = 0; k < n; ++k) {
-        rte_mbuf* f = frags[k];
-        auto* fe = reinterpret_cast<rte_ether_hdr*>(rte_pktmbuf_prepend(f, sizeof l2));
-        *fe = l2;
-        reinterpret_cast<rte_ipv6_fragment_ext*>(reinterpret_cast<rte_ipv6_hdr*>(fe + 1) + 1)->id = id;
+        if constexpr (Ipv6) {
+            reinterpret_cast<rte_ipv6_fragment_ext*>(reinterpret_cast<rte_ipv6_hdr*>(fe + 1) + 1)->id = id;
+        } else {
+            auto* fip = reinterpret_cast<rte_ipv4_hdr*>(fe + 1);
+            fip->hdr_checksum = 0;
+            fip->hdr_checksum = rte_ipv4_cksum(fip);
+        }
         f->ol_flags = 0;
         tx_enqueue(w, f, port);
     }
@@ -236,13 +226,13 @@ inline void emit(Worker& w, const PolicySnapshot& p, rte_mbuf* m, uint16_t port)
         uint16_t size = RTE_MAX(reassembled6_fragment_size(m), uint16_t{RTE_IPV6_MIN_MTU});
         size = RTE_MIN(size, mtu);
         if (m->pkt_len > uint32_t{size} + sizeof(rte_ether_hdr)) {
-            fragment6(w, m, port, size);
+            fragment<true>(w, m, port, size);
             return;
         }
         m->ol_flags = 0;
     }
     if (unlikely(m->pkt_len > uint32_t{mtu} + sizeof(rte_ether_hdr))) {
-        fragment(w, m, port, mtu);
+        fragment<false>(w, m, port, mtu);
         return;
     }
     tx_enqueue(w, m, port);
@@ -297,37 +287,64 @@ struct LastHop {
 using LastHop4 = LastHop<NeighborTable::Key>;
 using LastHop6 = LastHop<NeighborTable6::Key>;
 
-// IPv6: the same with the IPv6 table, the slot cache checked against (port, next hop) alike.
-void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop6& last) {
-    const uint8_t* nh = pk.next_hop6.b;
-    const NeighborTable6::Key key = NeighborTable6::make_key(pk.out_port, nh);
+// Toward a packet's next hop, one body for both families (`Ipv6`): the next hop's MAC from the
+// burst's last one, or the slot the packet's session or forwarding cached, or the neighbour table
+// (the cached slot is a hint: the table may have given it to another next hop since, aged out or
+// recycled; resolve_word() checks the key and a mismatch means a fresh lookup); held for the
+// control thread when unresolved (a gateway without IPv6 neighbours has no IPv6 table: every
+// IPv6 next hop is); then the Ethernet header and transmit, in fragments when the frame is larger
+// than the port's MTU (an IPv6 datagram put together here leaves by emit(), which cuts it).
+template <bool Ipv6, class Table, class Last>
+__attribute__((always_inline)) inline void send_to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m,
+                                                            const PacketMeta& pk, Table* DataplaneShared::*table,
+                                                            Last& last) {
+    const auto next_hop = Ipv6 ? pk.next_hop6.b : nullptr;
+    const typename Table::Key key = [&] {
+        if constexpr (Ipv6)
+            return Table::make_key(pk.out_port, next_hop);
+        else
+            return Table::make_key(pk.out_port, pk.next_hop);
+    }();
     if (unlikely(key != last.key)) {
-        NeighborTable6* nt = w.shared->neighbors6;
-        uint32_t slot = nt ? *pk.neighbor : NeighborTable6::kNone;
+        Table* nt = w.shared->*table;
+        uint32_t slot = Ipv6 && !nt ? Table::kNone : *pk.neighbor;
         uint64_t mac;
-        if (nt && (slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac))) {
-            slot = nt->find(pk.out_port, nh);
+        if ((!Ipv6 || nt) && unlikely(slot == Table::kNone || !nt->resolve_word(slot, key, mac))) {
+            if constexpr (Ipv6)
+                slot = nt->find(pk.out_port, next_hop);
+            else
+                slot = nt->find(pk.out_port, pk.next_hop);
             *pk.neighbor = slot;
-            if (slot == NeighborTable6::kNone || !nt->resolve_word(slot, key, mac)) slot = NeighborTable6::kNone;
+            if (slot == Table::kNone || !nt->resolve_word(slot, key, mac)) slot = Table::kNone;
         }
-        if (unlikely(slot == NeighborTable6::kNone)) {
-            rte_pktmbuf_mtod(m, rte_ether_hdr*)->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
+        if (unlikely(slot == Table::kNone)) {
+            if constexpr (Ipv6) rte_pktmbuf_mtod(m, rte_ether_hdr*)->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
             m->port = pk.out_port;
             HeldNextHop& h = held_of(m, w.shared->next_hop_field);
-            h.v4 = 0;
+            h.v4 = Ipv6 ? 0 : pk.next_hop;
             h.what = kHeldPacket;
-            std::memcpy(h.v6, pk.next_hop6.b, 16);
+            if constexpr (Ipv6) std::memcpy(h.v6, next_hop, 16);
             hold(w, m);
             return;
         }
-        last.remember(w, p, key, mac, p.eth_src6[pk.out_port], pk.out_port);
+        last.remember(w, p, key, mac, Ipv6 ? p.eth_src6[pk.out_port] : p.eth_src4[pk.out_port], pk.out_port);
     }
     write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), last.mac, last.src);
-    // A datagram put together here leaves by emit(), in fragments if need be.
-    if (unlikely((m->ol_flags & reassembled6_flag) || m->pkt_len > last.frame_max))
-        emit(w, p, m, pk.out_port);
-    else
-        tx_enqueue(w, *last.tx, m);
+    if constexpr (Ipv6) {
+        if (unlikely((m->ol_flags & reassembled6_flag) || m->pkt_len > last.frame_max))
+            emit(w, p, m, pk.out_port);
+        else
+            tx_enqueue(w, *last.tx, m);
+    } else {
+        if (unlikely(m->pkt_len > last.frame_max))
+            fragment<false>(w, m, pk.out_port, p.ports[pk.out_port].mtu);
+        else
+            tx_enqueue(w, *last.tx, m);
+    }
+}
+
+void to_next_hop6(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop6& last) {
+    send_to_next_hop<true>(w, p, m, pk, &DataplaneShared::neighbors6, last);
 }
 
 inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, LastHop4& last,
@@ -336,33 +353,7 @@ inline void to_next_hop(Worker& w, const PolicySnapshot& p, rte_mbuf* m, const P
         to_next_hop6(w, p, m, pk, last6);
         return;
     }
-    const uint64_t key = NeighborTable::make_key(pk.out_port, pk.next_hop);
-    if (unlikely(key != last.key)) {
-        NeighborTable& nt = *w.shared->neighbors;
-        // The cached slot is a hint: the table may have given it to another next hop since (aged
-        // out, recycled); resolve() checks the key and a mismatch means a fresh lookup.
-        uint32_t slot = *pk.neighbor;
-        uint64_t mac;
-        if (unlikely(slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac))) {
-            slot = nt.find(pk.out_port, pk.next_hop);
-            *pk.neighbor = slot;
-            if (slot == NeighborTable::kNone || !nt.resolve_word(slot, key, mac)) slot = NeighborTable::kNone;
-        }
-        if (unlikely(slot == NeighborTable::kNone)) {
-            m->port = pk.out_port;
-            HeldNextHop& h = held_of(m, w.shared->next_hop_field);
-            h.v4 = pk.next_hop;
-            h.what = kHeldPacket;
-            hold(w, m);
-            return;
-        }
-        last.remember(w, p, key, mac, p.eth_src4[pk.out_port], pk.out_port);
-    }
-    write_ethernet(rte_pktmbuf_mtod(m, rte_ether_hdr*), last.mac, last.src);
-    if (unlikely(m->pkt_len > last.frame_max))
-        fragment(w, m, pk.out_port, p.ports[pk.out_port].mtu);
-    else
-        tx_enqueue(w, *last.tx, m);
+    send_to_next_hop<false>(w, p, m, pk, &DataplaneShared::neighbors, last);
 }
 
 }  // namespace

@@ -296,7 +296,8 @@ TEST_F(DataplaneTest, AnIcmpErrorAboutAnIngressAnswerGoesIntoTheCluster) {
 
 // Hairpin: a pod connecting to a served ingress IP on one of its Service's ports is refused at
 // once (its connect fails with "host unreachable" instead of timing out), counted as the ICMP
-// error it got, and never forwarded.
+// error it got, and never forwarded. The refusal comes from the ingress IP the pod addressed, as
+// IPv6's does (RFC 1122 3.2.2, RFC 4443 2.2(a)).
 TEST_F(DataplaneTest, HairpinToAServedIngressIpIsRefusedWithAdministrativelyProhibited) {
     Rig& r = start(ingress_rig());
     Bytes syn = tcp_ip(kPod10, 40000, kIngress, 80, kSyn, {}, IpOpt{.ttl = 64, .id = 0x0707});
@@ -305,7 +306,7 @@ TEST_F(DataplaneTest, HairpinToAServedIngressIpIsRefusedWithAdministrativelyProh
     Parsed p = single(frames);
     ASSERT_TRUE(checksums_valid(p));
     EXPECT_EQ(frames[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
-                                  ipv4(kPodsAddr, kPod10, kProtoIcmp, icmp_error(3, 13, syn),
+                                  ipv4(kIngress, kPod10, kProtoIcmp, icmp_error(3, 13, syn),
                                        IpOpt{.ttl = 64, .id = 0, .tos = 0xc0})));
     // Another pod to another Service's address (shop's, in blue), UDP to web's.
     r.process(r.pods, r.from_pod(kPod20, tcp_ip(kPod20, 40001, kBlueIngress, 80, kSyn)));

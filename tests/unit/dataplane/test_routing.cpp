@@ -349,6 +349,23 @@ TEST_F(DataplaneTest, DefaultActionMasquerade) {
     EXPECT_EQ(r.default_counters().packets_in, 1u);
 }
 
+// From outside, a packet to the receiving port's own address that is not an echo request has no
+// session to take, whatever the default action (IPv4's twin of
+// Ipv6FromOutsideToThePortsOwnAddressesIsNeverRouted): under `route`, UDP and TCP to the outside
+// port's address are dropped as no_session, neither routed nor answered.
+TEST_F(DataplaneTest, FromOutsideToThePortsOwnAddressIsNeverRouted) {
+    RigOptions o;
+    o.configure = [](config::Config& c) { c.default_action = config::DefaultAction::route; };
+    Rig& r = start(o);
+    r.process(r.ext1, r.from_ext1(udp_ip(kServer, 5000, kExt1Addr, 53, {1})));
+    r.process(r.ext1, r.from_ext1(tcp_ip(kServer, 443, kExt1Addr, 40000, kSyn)));
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_TRUE(r.tx(r.ext2).empty());
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    EXPECT_EQ(r.drops(DropReason::no_session), 2u);
+    EXPECT_EQ(r.total_drops(), 2u);
+}
+
 TEST_F(DataplaneTest, DefaultActionRoute) {
     RigOptions o;
     o.configure = [](config::Config& c) { c.default_action = config::DefaultAction::route; };

@@ -116,6 +116,58 @@ protected:
     }
 };
 
+// A SYN that is never answered leaves a half-open session, which ends at the transitory timeout;
+// its Service counts the create and the close, the IPv6 one also as an IPv6 session (the IPv6
+// twin of test_nat.cpp's TcpHalfOpenSessionUsesTransitoryTimeout).
+TEST_F(TcpTest, TcpHalfOpenSessionEndsAtTheTransitoryTimeout) {
+    each_family([&](Rig& r, bool v6) {
+        Tcp c{r, 40010, v6};
+        EXPECT_EQ(c.out(kSyn, 1000, 0), 1u);
+        EXPECT_EQ(c.state(), dp::kTcpSeenInside);
+        r.advance(kTransitory / 2);
+        r.sweep();
+        ASSERT_TRUE(c.exists()) << "expired before the transitory timeout";
+        r.advance(kTransitory);
+        r.sweep();
+        EXPECT_FALSE(c.exists()) << "a half-open session outlived the transitory timeout";
+        EXPECT_EQ(r.w().counters.sessions_created, 1u);
+        EXPECT_EQ(r.w().counters.sessions6_created, v6 ? 1u : 0u);
+        EXPECT_EQ(r.w().counters.sessions_expired, 1u);
+        EXPECT_EQ(r.w().counters.sessions_closed, 1u);
+        EXPECT_EQ(r.svc(kWeb).sessions_created, 1u);
+        EXPECT_EQ(r.svc(kWeb).sessions6_created, v6 ? 1u : 0u);
+        EXPECT_EQ(r.svc(kWeb).sessions_closed, 1u);
+        EXPECT_EQ(r.total_drops(), 0u);
+    });
+}
+
+// Once both sides have been seen the session is established and idles at the established
+// timeout, not the transitory one; a close by both FINs brings the transitory one back (the IPv6
+// twin of test_nat.cpp's TcpSessionStateFollowsHandshakeAndClose).
+TEST_F(TcpTest, TcpEstablishedSessionOutlivesTheTransitoryTimeout) {
+    each_family([&](Rig& r, bool v6) {
+        Tcp c{r, 40011, v6};
+        EXPECT_EQ(c.out(kSyn, 1000, 0), 1u);
+        EXPECT_EQ(c.in(kSyn | kAck, 5000, 1001), 1u);
+        EXPECT_EQ(c.state(), dp::kTcpSeenInside | dp::kTcpSeenOutside);
+        EXPECT_EQ(c.out(kAck, 1001, 5001), 1u);
+        r.advance(kTransitory * 5);
+        r.sweep();
+        ASSERT_TRUE(c.exists()) << "an established session used the transitory timeout";
+        EXPECT_EQ(r.w().counters.sessions_expired, 0u);
+        EXPECT_EQ(c.out(kFin | kAck, 1001, 5001), 1u);
+        EXPECT_EQ(c.in(kFin | kAck, 5001, 1002), 1u);
+        EXPECT_EQ(c.state(),
+                  dp::kTcpSeenInside | dp::kTcpSeenOutside | dp::kTcpFinInside | dp::kTcpFinOutside | dp::kTcpClosing);
+        r.advance(kTransitory * 2);
+        r.sweep();
+        EXPECT_FALSE(c.exists()) << "a closing session outlived the transitory timeout";
+        EXPECT_EQ(r.w().counters.sessions_expired, 1u);
+        EXPECT_EQ(r.svc(kWeb).sessions_closed, 1u);
+        EXPECT_EQ(r.total_drops(), 0u);
+    });
+}
+
 // A handshake, data both ways, then the pod's FIN: half-closed, which outlives the transitory
 // timeout (the server may go on sending) and ends at the half-closed one; with both FINs the
 // session is closing and the transitory timeout applies.
