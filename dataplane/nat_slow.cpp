@@ -207,6 +207,7 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
     }
     count(sc.sessions_created);
     count(w.counters.sessions_created);
+    record_sync_event(w, SyncEventKind::create, s, s.last_seen + session_timeout(w.shared->timeouts, s));
     return idx;
 }
 
@@ -264,6 +265,7 @@ uint32_t create_session6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned 
     count(sc.sessions6_created);
     count(w.counters.sessions_created);
     count(w.counters.sessions6_created);
+    record_sync_event(w, SyncEventKind::create, s, s.last_seen + session_timeout(w.shared->timeouts, s));
     return idx;
 }
 
