@@ -136,6 +136,7 @@ py_suite traffic tests/e2e/test_traffic.py
 py_suite k8s-e2e tests/e2e/test_k8s_e2e.py
 py_suite cluster tests/e2e/test_cluster.py
 py_suite cli tests/e2e/test_cli.py
+py_suite sync tests/e2e/test_sync.py
 py_suite metrics tests/e2e/test_metrics.py
 py_suite deploy tests/e2e/test_deploy.py
 py_suite flags tests/e2e/test_flags.py
