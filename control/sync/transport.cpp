@@ -19,6 +19,7 @@ constexpr std::chrono::milliseconds kTickEvery{100};
 constexpr std::chrono::milliseconds kKeyPollEvery{1000};
 constexpr std::chrono::milliseconds kReceiveWait{5};
 constexpr size_t kDrainBatch = 256;
+constexpr size_t kReceiveBatch = 64;  // datagrams read before the rings are drained again
 
 std::string describe(const std::string& host, uint16_t port) {
     bool v6 = host.find(':') != std::string::npos;
@@ -226,7 +227,11 @@ void SyncService::run() {
             pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(full));
             oldest_pending = now;
         }
-        if (auto n = socket_.receive(buf, kReceiveWait)) {
+        // Whatever has queued up, then back to the rings: the wait is only for the first one.
+        auto wait = kReceiveWait;
+        for (size_t k = 0; k < kReceiveBatch; ++k, wait = std::chrono::milliseconds(0)) {
+            auto n = socket_.receive(buf, wait);
+            if (!n) break;
             auto r = endpoint_.receive(std::span<const uint8_t>(buf.data(), *n), Clock::now());
             {
                 std::lock_guard lock(stats_mutex_);

@@ -36,7 +36,7 @@ KEY = b"k" * 40
 HEADER = struct.Struct(">BBHHHIIQIIII")
 EVENT = struct.Struct(">BBBBHHIIHHHH16s16s16s")
 CLONE_NEWNET = 0x40000000
-TIMEOUT = 30.0
+TIMEOUT = 60.0  # from spawning egwd: its start (EAL, ports) on a loaded machine included
 
 
 def private_network():

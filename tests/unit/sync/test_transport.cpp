@@ -138,6 +138,8 @@ TEST_F(SyncTransport, WorkerEventsReachThePeerAsWireEvents) {
             EXPECT_EQ(e.remote, (egw::sync::Endpoint{ipv4_address(0x08080808), 443}));
         }
     }
+    // a's counters are written just after its sends: wait for them too.
+    EXPECT_TRUE(eventually([&] { return a.stats().events_out == 30; }));
     auto sa = a.stats();
     EXPECT_EQ(sa.events_out, 30u);
     EXPECT_GE(sa.datagrams_out, 2u);
