@@ -218,6 +218,25 @@ struct MetricsConfig {
     bool operator==(const MetricsConfig&) const = default;
 };
 
+// Session sync with the other gateways (docs/architecture.md, "Session sync"). Without a "sync"
+// section there is none.
+struct SyncPeerConfig {
+    uint32_t id = 0;
+    std::string host;  // an IPv4 or IPv6 literal, canonical
+    uint16_t port = 0;
+    bool operator==(const SyncPeerConfig&) const = default;
+};
+struct SyncConfig {
+    bool enabled = false;
+    uint32_t id = 0;   // this gateway's id on the wire, 1 or more, unique among the peers
+    std::string host;  // the UDP listen address on the sync network
+    uint16_t port = 0;
+    std::string key_file;  // the shared HMAC key, relative to the configuration file's directory
+    std::vector<SyncPeerConfig> peers;
+    unsigned mtu = 1500;  // of the sync network: how many events a datagram carries
+    bool operator==(const SyncConfig&) const = default;
+};
+
 struct Config {
     std::string file;  // the path it was loaded from
     EalConfig eal;
@@ -237,6 +256,7 @@ struct Config {
     NodeConfig node;
     StateConfig state;
     MetricsConfig metrics;
+    SyncConfig sync;
 
     // Every member, `file` included.
     bool operator==(const Config&) const = default;
@@ -271,6 +291,8 @@ std::string format_ipv4(uint32_t ip);
 std::string format_mac(const MacAddr& m);
 // "127.0.0.1:9469", "[::]:9469": the metrics listener as the configuration writes it.
 std::string format_listen(const MetricsConfig& m);
+// "10.0.0.1:7470", "[fd00::1]:7470".
+std::string format_host_port(const std::string& host, uint16_t port);
 
 const char* to_string(PortRole r);
 const char* to_string(DefaultAction a);

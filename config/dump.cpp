@@ -151,6 +151,17 @@ json metrics(const MetricsConfig& m) {
     return {{"enabled", m.enabled}, {"listen", format_listen(m)}};
 }
 
+json sync(const SyncConfig& c) {
+    json peers = json::array();
+    for (const SyncPeerConfig& p : c.peers)
+        peers.push_back({{"id", p.id}, {"address", format_host_port(p.host, p.port)}});
+    return {{"id", c.id},
+            {"listen", format_host_port(c.host, c.port)},
+            {"key_file", c.key_file},
+            {"peers", peers},
+            {"mtu", c.mtu}};
+}
+
 }  // namespace
 
 json to_json(const Config& c) {
@@ -177,6 +188,8 @@ json to_json(const Config& c) {
         if (c.ingress.via6) in["via6"] = net::to_string(*c.ingress.via6);
         j["ingress"] = in;
     }
+    // Only when on: an absent section is how the loader takes "no session sync".
+    if (c.sync.enabled) j["sync"] = sync(c.sync);
     return j;
 }
 

@@ -81,9 +81,13 @@ std::string format_ipv4(uint32_t ip) {
            "." + std::to_string(ip & 0xff);
 }
 
+std::string format_host_port(const std::string& host, uint16_t port) {
+    bool v6 = host.find(':') != std::string::npos;
+    return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 std::string format_listen(const MetricsConfig& m) {
-    bool v6 = m.host.find(':') != std::string::npos;
-    return (v6 ? "[" + m.host + "]" : m.host) + ":" + std::to_string(m.port);
+    return format_host_port(m.host, m.port);
 }
 
 std::string format_mac(const MacAddr& m) {
@@ -634,7 +638,7 @@ private:
     void read(const json& doc, Config& c) const {
         Obj top(*this, doc, "$",
                 {"eal", "workers", "mempool", "ports", "neighbors", "vrfs", "routes", "cluster", "default_action",
-                 "sessions", "arp", "icmp", "reassembly", "ingress", "node", "state", "metrics"},
+                 "sessions", "arp", "icmp", "reassembly", "ingress", "node", "state", "metrics", "sync"},
                 "a JSON object");
         LcoreSpec lcores = read_eal(top, c.eal);
         read_workers(top, c, lcores);
@@ -653,6 +657,7 @@ private:
         read_node(top, c.node);
         read_state(top, c.state);
         read_metrics(top, c.metrics);
+        read_sync(top, c.sync);
     }
 
     LcoreSpec read_eal(const Obj& top, EalConfig& e) const {
@@ -1357,25 +1362,69 @@ private:
         if (const json* v = o.get("listen")) {
             static const std::string what =
                 "an IP address and a TCP port like \"127.0.0.1:9469\", \"0.0.0.0:9469\" or \"[::]:9469\"";
-            const std::string& s = string(*v, o.at("listen"), what);
-            size_t colon = s.rfind(':');
-            std::string host = colon == std::string::npos ? "" : s.substr(0, colon);
-            bool ok = false;
-            if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-                in6_addr a6{};
-                char text[INET6_ADDRSTRLEN];
-                ok = ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &a6) == 1 &&
-                     ::inet_ntop(AF_INET6, &a6, text, sizeof text) != nullptr;
-                if (ok) host = text;  // canonical form, so equal addresses compare equal
-            } else if (auto ip = parse_ipv4(host)) {
-                ok = true;
-                host = format_ipv4(*ip);
-            }
-            uint64_t port = 0;
-            if (!ok || !parse_decimal(std::string_view(s).substr(colon + 1), 5, 65535, port) || port == 0)
-                expected(o.at("listen"), what, *v);
-            m.host = host;
-            m.port = static_cast<uint16_t>(port);
+            host_port(*v, o.at("listen"), what, m.host, m.port);
+        }
+    }
+
+    // "a.b.c.d:port" or "[v6]:port", the address in canonical form so equal ones compare equal.
+    void host_port(const json& v, const std::string& path, const std::string& what, std::string& host_out,
+                   uint16_t& port_out) const {
+        const std::string& s = string(v, path, what);
+        size_t colon = s.rfind(':');
+        std::string host = colon == std::string::npos ? "" : s.substr(0, colon);
+        bool ok = false;
+        if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+            in6_addr a6{};
+            char text[INET6_ADDRSTRLEN];
+            ok = ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &a6) == 1 &&
+                 ::inet_ntop(AF_INET6, &a6, text, sizeof text) != nullptr;
+            if (ok) host = text;
+        } else if (auto ip = parse_ipv4(host)) {
+            ok = true;
+            host = format_ipv4(*ip);
+        }
+        uint64_t port = 0;
+        if (!ok || !parse_decimal(std::string_view(s).substr(colon + 1), 5, 65535, port) || port == 0)
+            expected(path, what, v);
+        host_out = host;
+        port_out = static_cast<uint16_t>(port);
+    }
+
+    void read_sync(const Obj& top, SyncConfig& c) const {
+        const json* j = top.get("sync");
+        if (!j) return;
+        static const std::string section_what =
+            "an object like {\"id\": 1, \"listen\": \"10.0.0.1:7470\", \"key_file\": \"sync.key\", \"peers\": "
+            "[{\"id\": 2, \"address\": \"10.0.0.2:7470\"}]}";
+        Obj o(*this, *j, top.at("sync"), {"id", "listen", "key_file", "peers", "mtu"}, section_what);
+        c.enabled = true;
+        static const std::string id_what = "an integer from 1 to 4294967295";
+        c.id = static_cast<uint32_t>(integer(o.require("id", id_what), o.at("id"), 1, 4294967295u));
+        static const std::string addr_what =
+            "an IP address and a UDP port like \"10.0.0.1:7470\" or \"[fd00::1]:7470\"";
+        host_port(o.require("listen", addr_what), o.at("listen"), addr_what, c.host, c.port);
+        static const std::string key_what =
+            "the file of the key shared by the gateways, relative to the configuration file's directory, like "
+            "\"sync.key\"";
+        c.key_file = resolve(nonempty_string(o.require("key_file", key_what), o.at("key_file"), key_what));
+        opt_integer(o, "mtu", c.mtu, 576, 65535);
+        static const std::string peers_what =
+            "an array of the other gateways like [{\"id\": 2, \"address\": \"10.0.0.2:7470\"}]";
+        const json& pj = o.require("peers", peers_what);
+        array(pj, o.at("peers"), peers_what, true);
+        for (size_t i = 0; i < pj.size(); ++i) {
+            std::string path = index_path(o.at("peers"), i);
+            Obj po(*this, pj[i], path, {"id", "address"}, "an object like {\"id\": 2, \"address\": \"10.0.0.2:7470\"}");
+            SyncPeerConfig peer;
+            peer.id = static_cast<uint32_t>(integer(po.require("id", id_what), po.at("id"), 1, 4294967295u));
+            if (peer.id == c.id)
+                fail(po.at("id"),
+                     "expected another gateway's id, got this gateway's own (" + std::to_string(c.id) + ")");
+            for (const SyncPeerConfig& other : c.peers)
+                if (other.id == peer.id)
+                    fail(po.at("id"), "expected a unique id, got " + std::to_string(peer.id) + " twice");
+            host_port(po.require("address", addr_what), po.at("address"), addr_what, peer.host, peer.port);
+            c.peers.push_back(std::move(peer));
         }
     }
 

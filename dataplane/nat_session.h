@@ -13,6 +13,7 @@
 
 #include "dataplane/address_filter.h"
 #include "dataplane/burst.h"
+#include "dataplane/sync_record.h"
 #include "dataplane/worker.h"
 
 namespace egw::dp {
@@ -171,6 +172,7 @@ inline void close_session(Worker& w, Table& table, uint32_t idx) {
         count(sc.sessions6_closed);
         count(w.counters.sessions6_closed);
     }
+    record_sync_event(w, SyncEventKind::remove, s, 0);
     table.destroy(idx);
 }
 

@@ -201,6 +201,7 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
         count(sc.sessions6_created);
         count(w.counters.sessions6_created);
     }
+    record_sync_event(w, SyncEventKind::create, s, s.last_seen + session_timeout(w.shared->timeouts, s));
     return idx;
 }
 

@@ -18,6 +18,7 @@
 #include "dataplane/flow_owner.h"
 #include "dataplane/gateway_icmp_error_kinds.h"
 #include "dataplane/service_counters.h"
+#include "dataplane/sync_events.h"
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
 #include "dataplane/tables/policy.h"
@@ -246,6 +247,7 @@ struct alignas(64) Worker {
     uint64_t icmp_tat = 0;                        // the ICMP error bucket's theoretical arrival time (TSC)
     ServiceCounters* service_counters = nullptr;  // [kMaxServices]
     Reassembly* reassembly = nullptr;             // IPv4 fragments being put together (reassembly.h); none: dropped
+    SyncEventRing* sync_events = nullptr;         // session sync's events (sync_events.h); none: sync off
     StageProfile profile{};                       // only a -Dstage_profile=true build fills it
 
     // Session listing requested by the control thread: it sets dump_capacity and bumps

@@ -15,6 +15,8 @@ set -euo pipefail
 # valgrind: scripts/bench-instructions.sh counts the packet path's instructions with callgrind
 # (deterministic, unlike Mpps on a shared machine: docs/performance.md §2);
 # openssl: the TLS tests make their certificates;
+# libssl-dev: OpenSSL's libcrypto, for the HMAC-SHA256 of session sync (docs/architecture.md,
+# "Libraries"); libdpdk-dev pulls it in already, named here because egw links it itself.
 # dpdk-dev also brings dpdk-telemetry.py, which the telemetry test drives.
 # The demo's: the build of egwd and egwctl, and the tools scripts/demo.sh and scripts/netns.sh
 # run (tests/e2e/peer.py needs Python's standard library only).
@@ -22,6 +24,7 @@ demo_packages=(
   build-essential meson ninja-build pkg-config ccache
   dpdk libdpdk-dev
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcurl4-openssl-dev zlib1g-dev libcli11-dev
+  libssl-dev
   python3 iproute2 ethtool procps
 )
 packages=(

@@ -136,6 +136,7 @@ py_suite traffic tests/e2e/test_traffic.py
 py_suite k8s-e2e tests/e2e/test_k8s_e2e.py
 py_suite cluster tests/e2e/test_cluster.py
 py_suite cli tests/e2e/test_cli.py
+py_suite sync tests/e2e/test_sync.py
 py_suite metrics tests/e2e/test_metrics.py
 py_suite deploy tests/e2e/test_deploy.py
 py_suite flags tests/e2e/test_flags.py
@@ -206,14 +207,17 @@ fi
 
 # build-tsan: ThreadSanitizer on what runs concurrently: workers on their own threads while the
 # control thread publishes policies with RCU, rewrites neighbours and reads counters
-# (tests/unit/dataplane/test_concurrency.cpp). Only that program is built. meson.build makes
+# (tests/unit/dataplane/test_concurrency.cpp), and a worker's session sync event ring between its
+# producer and consumer threads (test_sync_events.cpp), and the sync thread between two gateways
+# (tests/unit/sync/test_transport.cpp). Only those programs are built. meson.build makes
 # DPDK's inline ring code use its C11 memory model there and the packet rig states the net_ring
 # PMD's hand-off (tests/unit/dataplane/rig.cpp), so TSan sees the orderings the rings provide.
 if [[ $sanitizers != *" tsan "* ]]; then
   echo "== build-tsan: not run (EGW_SANITIZERS=\"${sanitizers# }\")"
-elif sanitized_build build-tsan thread tests/unit/dataplane/test_dataplane_threads; then
+elif sanitized_build build-tsan thread tests/unit/dataplane/test_dataplane_threads tests/unit/dataplane/test_sync_events \
+  tests/unit/sync/test_sync_transport; then
   export TSAN_OPTIONS="log_path=$san_reports/tsan:halt_on_error=1:history_size=7:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp"
-  gtest_suites tsan-threads build-tsan --no-rebuild dataplane-threads
+  gtest_suites tsan-threads build-tsan --no-rebuild dataplane-threads sync-events sync-transport
   sanitizer_reports tsan-threads
   unset TSAN_OPTIONS
 else

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <netinet/in.h>
+#include <rte_cycles.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "control/manifests/manifest_dir.h"
 #include "control/metrics/exporter.h"
 #include "control/metrics/kubernetes.h"
+#include "control/sync/transport.h"
 #include "control/telemetry/commands.h"
 
 namespace egw::control {
@@ -143,6 +145,7 @@ void Daemon::setup() {
     if (k8s_) k8s_->start();
     reconcile(true);
     rt_->start_ports();
+    start_sync();
     rt_->launch_workers();
     spdlog::info("egwd running: node {}, {} port(s), {}", cfg_.node.name, rt_->ports().size(),
                  k8s_ ? "Kubernetes API " + k8s_->client().transport().credentials().server + ", election " +
@@ -267,11 +270,45 @@ void Daemon::loop(DaemonSignals signals) {
     }
 }
 
+// Session sync (docs/architecture.md, "Session sync"): a ring per worker, and the sync thread
+// that drains them to the peers. Standby tables do not exist yet, so what peers send is counted
+// and dropped.
+void Daemon::start_sync() {
+    const config::SyncConfig& sc = cfg_.sync;
+    if (!sc.enabled) return;
+    sync::SyncServiceConfig c;
+    c.self = sc.id;
+    c.listen_host = sc.host;
+    c.listen_port = sc.port;
+    c.key_file = sc.key_file;
+    c.mtu = sc.mtu;
+    for (const config::SyncPeerConfig& p : sc.peers)
+        c.peers.push_back({p.id, p.host, p.port});
+    c.tsc = [] { return rte_rdtsc(); };
+    c.tsc_hz = rt_->tsc_hz();
+    std::vector<dp::SyncEventRing*> rings;
+    for (size_t i = 0; i < rt_->workers().size(); ++i) {
+        sync_rings_.push_back(std::make_unique<dp::SyncEventRing>(kSyncRingEvents));
+        rings.push_back(sync_rings_.back().get());
+    }
+    try {
+        sync_ = std::make_unique<sync::SyncService>(std::move(c), rings);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(cfg_.file + ": " + e.what());
+    }
+    for (size_t i = 0; i < rings.size(); ++i)
+        rt_->workers()[i]->sync_events = rings[i];
+    sync_->start();
+    spdlog::info("session sync: gateway {} on {}, {} peer(s), events of {} worker(s)", sc.id,
+                 config::format_host_port(sc.host, sc.port), sc.peers.size(), rings.size());
+}
+
 void Daemon::shutdown() {
     spdlog::info("stopping");
     if (k8s_) k8s_->stop();  // the liveness and leader Leases are given up first: Services move at once
     exporter_->stop();
     rt_->stop_workers();
+    if (sync_) sync_->stop();
     if (!opt_.status_file.empty()) write_status(false, true);
     rt_->stop();
     publisher_->retire();

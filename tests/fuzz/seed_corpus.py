@@ -331,6 +331,52 @@ def packet_seeds():
     # A whole frame in a chain of 48-byte segments.
     put_(0x00, 0x40 | 0x10, eth(PODS_MAC, POD10_MAC, 0x0800, datagrams[1]))
 
+# ---- session sync datagrams (control/sync/wire.h; docs/architecture.md "Session sync") ----
+def sync_datagram(flags, sender, boot, counter, seq, ack=0, rng=(0, 0), events=()):
+    body = b"".join(events)
+    length = 40 + len(body) + 32
+    head = struct.pack(">BBHHHIIQIIII", 1, flags, len(events), length, 0, sender, boot, counter, seq, ack,
+                       rng[0], rng[1])
+    return head + body + b"\0" * 32  # the fuzz target signs it (its first byte's low bit)
+
+
+def v4mapped(a, b, c, d):
+    return b"\0" * 10 + b"\xff\xff" + bytes([a, b, c, d])
+
+
+def sync_event(kind=1, family=4, proto=6, tcp_state=3, vrf=0, left=30000, epoch=1, ports=(1000, 20000, 443)):
+    if family == 4:
+        addrs = v4mapped(10, 128, 0, 5) + v4mapped(192, 168, 10, 10) + v4mapped(8, 8, 8, 8)
+    else:
+        addrs = (bytes([0xfd] + [0] * 14 + [5]) + bytes([0x20, 0x01, 0x0d, 0xb8] + [0] * 11 + [1]) +
+                 bytes([0x20, 0x01, 0x0d, 0xb8] + [0] * 11 + [2]))
+    return struct.pack(">BBBBHHIIHHHH", kind, family, proto, tcp_state, vrf, 0, left, epoch, ports[0], ports[1],
+                       ports[2], 0) + addrs
+
+
+def sync_seeds():
+    ev = [sync_event(), sync_event(kind=2, tcp_state=7), sync_event(kind=3, proto=17, tcp_state=0),
+          sync_event(kind=4, family=6, proto=58, tcp_state=0), sync_event(family=6, proto=6, tcp_state=1)]
+
+    def stream(opts, datagrams):
+        return bytes([opts]) + b"".join(struct.pack(">H", len(d)) + d for d in datagrams)
+
+    in_order = [sync_datagram(0, 1, 9, 100 + i, 1 + i, events=ev[i:i + 2]) for i in range(4)]
+    put("sync", stream(1, in_order))
+    # A gap (sequence 2 missing), then the NACK's answer, a LOST range and a keep-alive.
+    put("sync", stream(1 | 20 << 1, [in_order[0], in_order[2], in_order[1],
+                                     sync_datagram(0x04, 1, 9, 200, 3, rng=(4, 6)),
+                                     sync_datagram(0x01, 1, 9, 201, 9, ack=1)]))
+    # The peer asks for what the receiver sent; then restarts (a new boot id).
+    put("sync", stream(1 | 100 << 1, [in_order[0], sync_datagram(0x03, 1, 9, 300, 1, ack=1, rng=(1, 3)),
+                                      sync_datagram(0, 1, 10, 400, 1, events=ev[:1])]))
+    # Replays, and the same datagrams unsigned (refused for their tag).
+    put("sync", stream(1, in_order[:2] + in_order[:2]))
+    put("sync", stream(0, in_order))
+    # A stranger, a wrong version, a large datagram.
+    put("sync", stream(1, [sync_datagram(0, 3, 9, 1, 1, events=ev[:1]), b"\x02" + in_order[0][1:],
+                           sync_datagram(0, 1, 9, 500, 1, events=ev * 40)]))
+
 
 def main():
     clear_seeds()
@@ -340,6 +386,7 @@ def main():
     watch_seeds()
     cli_seeds()
     packet_seeds()
+    sync_seeds()
     for t in sorted(written):
         print("%s: %d seeds" % (t, written[t]))
 

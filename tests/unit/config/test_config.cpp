@@ -5,6 +5,7 @@
 // (config/dump.cpp), by round trips through the loader.
 #include "config/config.h"
 #include "config/dump.h"
+#include "config/reload.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -59,6 +60,12 @@ json base() {
       "node": {"name": "gw-1"},
       "state": {"source": "files", "path": "manifests"}
     })");
+}
+
+// A valid "sync" section: this gateway 1, peers 2 and 3.
+json sync_section() {
+    return json::parse(R"({"id": 1, "listen": "10.0.0.1:7470", "key_file": "sync.key",
+                           "peers": [{"id": 2, "address": "10.0.0.2:7470"}, {"id": 3, "address": "[fd00::3]:7470"}]})");
 }
 
 // A VLAN port of `parent` with a /24 of its own in the default VRF.
@@ -866,7 +873,7 @@ TEST_P(FieldError, NamesPathAndExpectation) {
 
 const char* const kTopKeys =
     "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, icmp, reassembly, "
-    "ingress, node, state, metrics";
+    "ingress, node, state, metrics, sync";
 const char* const kPortKeys = "name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc, queues";
 
 #define J(text) json::parse(text)
@@ -875,7 +882,7 @@ const ErrorCase kCases[] = {
     // --- unknown keys, everywhere ------------------------------------------------------------
     {"UnknownTopLevel", [](json& j) { j["worker"] = {1}; }, "$.worker",
      "unknown key \"worker\", expected one of: eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, "
-     "default_action, sessions, arp, icmp, reassembly, ingress, node, state, metrics"},
+     "default_action, sessions, arp, icmp, reassembly, ingress, node, state, metrics, sync"},
     {"UnknownEal", [](json& j) { j["eal"]["lcore"] = "0-1"; }, "$.eal.lcore",
      "unknown key \"lcore\", expected one of: lcores, main_lcore, no_huge, memory_mb, file_prefix, vdevs, "
      "pci_allow, extra_args"},
@@ -1621,6 +1628,48 @@ const ErrorCase kCases[] = {
     {"MetricsListenIpv6NoBrackets", [](json& j) { j["metrics"] = {{"listen", "::1:9469"}}; }, "$.metrics.listen",
      "expected an IP address and a TCP port like \"127.0.0.1:9469\", \"0.0.0.0:9469\" or \"[::]:9469\", got "
      "\"::1:9469\""},
+
+    // --- sync ----------------------------------------------------------------------------------
+    {"SyncNotObject", [](json& j) { j["sync"] = 1; }, "$.sync",
+     "expected an object like {\"id\": 1, \"listen\": \"10.0.0.1:7470\", \"key_file\": \"sync.key\", \"peers\": "
+     "[{\"id\": 2, \"address\": \"10.0.0.2:7470\"}]}, got 1"},
+    {"UnknownSync", [](json& j) { j["sync"] = sync_section(); j["sync"]["port"] = 1; }, "$.sync.port",
+     "unknown key \"port\", expected one of: id, listen, key_file, peers, mtu"},
+    {"SyncIdMissing", [](json& j) { j["sync"] = sync_section(); j["sync"].erase("id"); }, "$.sync.id",
+     "missing required key, expected an integer from 1 to 4294967295"},
+    {"SyncIdZero", [](json& j) { j["sync"] = sync_section(); j["sync"]["id"] = 0; }, "$.sync.id",
+     "expected an integer from 1 to 4294967295, got 0"},
+    {"SyncIdTooLarge", [](json& j) { j["sync"] = sync_section(); j["sync"]["id"] = 4294967296; }, "$.sync.id",
+     "expected an integer from 1 to 4294967295, got 4294967296"},
+    {"SyncListenMissing", [](json& j) { j["sync"] = sync_section(); j["sync"].erase("listen"); }, "$.sync.listen",
+     "missing required key, expected an IP address and a UDP port like \"10.0.0.1:7470\" or \"[fd00::1]:7470\""},
+    {"SyncListenHostName", [](json& j) { j["sync"] = sync_section(); j["sync"]["listen"] = "gw-1:7470"; },
+     "$.sync.listen",
+     "expected an IP address and a UDP port like \"10.0.0.1:7470\" or \"[fd00::1]:7470\", got \"gw-1:7470\""},
+    {"SyncKeyFileMissing", [](json& j) { j["sync"] = sync_section(); j["sync"].erase("key_file"); }, "$.sync.key_file",
+     "missing required key, expected the file of the key shared by the gateways, relative to the configuration "
+     "file's directory, like \"sync.key\""},
+    {"SyncKeyFileEmpty", [](json& j) { j["sync"] = sync_section(); j["sync"]["key_file"] = ""; }, "$.sync.key_file",
+     "expected the file of the key shared by the gateways, relative to the configuration file's directory, like "
+     "\"sync.key\", got \"\""},
+    {"SyncMtuTooSmall", [](json& j) { j["sync"] = sync_section(); j["sync"]["mtu"] = 575; }, "$.sync.mtu",
+     "expected an integer from 576 to 65535, got 575"},
+    {"SyncPeersMissing", [](json& j) { j["sync"] = sync_section(); j["sync"].erase("peers"); }, "$.sync.peers",
+     "missing required key, expected an array of the other gateways like [{\"id\": 2, \"address\": "
+     "\"10.0.0.2:7470\"}]"},
+    {"SyncPeersEmpty", [](json& j) { j["sync"] = sync_section(); j["sync"]["peers"] = json::array(); },
+     "$.sync.peers",
+     "expected an array of the other gateways like [{\"id\": 2, \"address\": \"10.0.0.2:7470\"}], got an empty "
+     "array"},
+    {"UnknownSyncPeer", [](json& j) { j["sync"] = sync_section(); j["sync"]["peers"][0]["ip"] = "10.0.0.2"; },
+     "$.sync.peers[0].ip", "unknown key \"ip\", expected one of: id, address"},
+    {"SyncPeerIsSelf", [](json& j) { j["sync"] = sync_section(); j["sync"]["peers"][1]["id"] = 1; },
+     "$.sync.peers[1].id", "expected another gateway's id, got this gateway's own (1)"},
+    {"SyncPeerIdTwice", [](json& j) { j["sync"] = sync_section(); j["sync"]["peers"][1]["id"] = 2; },
+     "$.sync.peers[1].id", "expected a unique id, got 2 twice"},
+    {"SyncPeerAddressNoPort", [](json& j) { j["sync"] = sync_section(); j["sync"]["peers"][0]["address"] = "10.0.0.2"; },
+     "$.sync.peers[0].address",
+     "expected an IP address and a UDP port like \"10.0.0.1:7470\" or \"[fd00::1]:7470\", got \"10.0.0.2\""},
 };
 
 #undef J
@@ -1733,6 +1782,45 @@ TEST(Metrics, ListenAndEnabledLand) {
     EXPECT_EQ(format_listen(c.metrics), "[::]:9469");
     j["metrics"] = {{"listen", "[2001:DB8::1]:9100"}};
     EXPECT_EQ(load_text(j.dump(), kFile).metrics.host, "2001:db8::1");
+}
+
+json expect_round_trip(const Config& c);  // below, with the other round trips
+
+TEST(Sync, AbsentSectionMeansNoSync) {
+    Config c = load_text(base().dump(), kFile);
+    EXPECT_FALSE(c.sync.enabled);
+    EXPECT_FALSE(to_json(c).contains("sync"));
+}
+
+TEST(Sync, SectionLandsAndRoundTrips) {
+    json j = base();
+    j["sync"] = sync_section();
+    j["sync"]["mtu"] = 9000;
+    j["sync"]["peers"][1]["address"] = "[FD00:0::3]:7471";
+    Config c = load_text(j.dump(), "/etc/egw/egw.json");
+    EXPECT_TRUE(c.sync.enabled);
+    EXPECT_EQ(c.sync.id, 1u);
+    EXPECT_EQ(c.sync.host, "10.0.0.1");
+    EXPECT_EQ(c.sync.port, 7470);
+    EXPECT_EQ(c.sync.key_file, "/etc/egw/sync.key") << "relative to the configuration file";
+    EXPECT_EQ(c.sync.mtu, 9000u);
+    ASSERT_EQ(c.sync.peers.size(), 2u);
+    EXPECT_EQ(c.sync.peers[0], (SyncPeerConfig{2, "10.0.0.2", 7470}));
+    EXPECT_EQ(c.sync.peers[1], (SyncPeerConfig{3, "fd00::3", 7471}));
+    j["sync"].erase("mtu");
+    EXPECT_EQ(load_text(j.dump(), kFile).sync.mtu, 1500u) << "the default";
+    json dump = expect_round_trip(c);
+    EXPECT_EQ(dump["sync"]["peers"][1]["address"], "[fd00::3]:7471");
+}
+
+TEST(Sync, ChangingItNeedsARestart) {
+    json j = base();
+    j["sync"] = sync_section();
+    Config running = load_text(j.dump(), kFile);
+    j["sync"]["peers"][0]["address"] = "10.0.0.9:7470";
+    ConfigChanges ch = compare_for_reload(running, load_text(j.dump(), kFile));
+    EXPECT_TRUE(ch.live.empty());
+    EXPECT_EQ(ch.restart, (std::vector<std::string>{"sync.peers[0].address"}));
 }
 
 TEST(ShippedFiles, DemoServesMetricsOnLoopback) {

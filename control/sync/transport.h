@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The sync thread: drains the workers' event rings (dataplane/sync_events.h) into signed
+// datagrams for every peer and receives theirs, over a kernel UDP socket on the sync network.
+// A kernel socket and not a DPDK port: sync is a few thousand datagrams a second on the
+// management network, which the kernel handles at no cost to the workers, and it keeps working
+// whatever state the data-plane ports are in (docs/operations.md, "Session sync").
+#pragma once
+
+#include <sys/socket.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "control/sync/auth.h"
+#include "control/sync/endpoint.h"
+#include "control/sync/wire.h"
+#include "dataplane/sync_events.h"
+
+namespace egw::sync {
+
+// host: an IPv4 or IPv6 literal. Throws std::invalid_argument for anything else.
+sockaddr_storage socket_address(const std::string& host, uint16_t port);
+
+class UdpSocket {
+public:
+    // Bound to host:port. Throws std::runtime_error naming the address and the reason.
+    UdpSocket(const std::string& host, uint16_t port);
+    ~UdpSocket();
+    UdpSocket(const UdpSocket&) = delete;
+    UdpSocket& operator=(const UdpSocket&) = delete;
+
+    bool send_to(const sockaddr_storage& to, std::span<const uint8_t> bytes);
+    // A datagram, waiting up to `timeout`; nullopt when none came.
+    std::optional<size_t> receive(std::span<uint8_t> buf, std::chrono::milliseconds timeout);
+    uint16_t local_port() const;
+
+private:
+    int fd_ = -1;
+};
+
+struct SyncPeer {
+    uint32_t id = 0;
+    std::string host;
+    uint16_t port = 0;
+};
+
+struct SyncServiceConfig {
+    uint32_t self = 0;
+    std::string listen_host;
+    uint16_t listen_port = 0;  // 0: any (tests)
+    std::string key_file;
+    std::vector<SyncPeer> peers;
+    unsigned mtu = 1500;
+    // How long drained events may wait for more before a partial datagram leaves.
+    std::chrono::milliseconds flush_after{20};
+    // The workers' TSC and its rate, to turn an expiry into time left.
+    std::function<uint64_t()> tsc;
+    uint64_t tsc_hz = 1;
+    // The assignment epoch of a Service id (0 until the standby work gives it meaning).
+    std::function<uint32_t(uint32_t)> epoch_of;
+    // New events from a peer (called on the sync thread).
+    std::function<void(uint32_t peer, std::span<const Event>)> on_events;
+};
+
+// What `show sync` and the metrics will read; safe from any thread.
+struct SyncServiceStats {
+    uint64_t events_out = 0, events_in = 0, datagrams_out = 0, datagrams_in = 0, bytes_out = 0, bytes_in = 0;
+    uint64_t send_errors = 0;
+    uint64_t ring_drops = 0;  // events the workers dropped on a full ring
+    std::array<uint64_t, kRefusalCount> refused{};
+    std::optional<std::string> key_error;
+};
+
+// Events per datagram for a link MTU (IPv4 and UDP headers taken off; IPv6's are larger, and the
+// kernel fragments what does not fit rather than losing it).
+size_t events_per_datagram(unsigned mtu);
+
+// Turns a worker's event into the wire's: time left from the TSC expiry, addresses IPv4-mapped.
+Event to_wire(const dp::SyncEvent& e, uint64_t now_tsc, uint64_t tsc_hz, uint32_t epoch);
+
+class SyncService {
+public:
+    // Reads the key file and binds the socket; throws std::runtime_error naming what failed.
+    SyncService(SyncServiceConfig cfg, std::vector<dp::SyncEventRing*> rings);
+    ~SyncService();
+    void start();
+    void stop();
+    SyncServiceStats stats() const;
+    uint16_t local_port() const { return socket_.local_port(); }
+
+private:
+    void run();
+    void send_all(const std::vector<Outgoing>& out);
+    void drain(std::vector<Event>& pending);
+
+    SyncServiceConfig cfg_;
+    std::vector<dp::SyncEventRing*> rings_;
+    KeyRing keys_;
+    KeyFile key_file_;
+    SyncEndpoint endpoint_;
+    UdpSocket socket_;
+    std::map<uint32_t, sockaddr_storage> peer_addresses_;
+    std::atomic<bool> running_{false};
+    std::thread thread_;
+    mutable std::mutex stats_mutex_;
+    SyncServiceStats stats_;
+};
+
+}  // namespace egw::sync
