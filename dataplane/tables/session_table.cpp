@@ -104,8 +104,8 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
         return false;
     }
     capacity_ = capacity;
-    // Full size: the fewest buckets (a power of two) that hold `capacity` with at most five
-    // eighths of their slots in use. Below it the arrays double at three eighths and so stay at
+    // Full size: the fewest buckets (a power of two) that hold `capacity` with at most thirteen
+    // sixteenths of their slots in use. Below it the arrays double at three eighths and so stay at
     // most half full; only the last size fills past half, and only when the table is nearly full.
     // (Half full at capacity, rounded up to a power of two, left a million sessions over twice
     // the buckets they need: 101 of the 203 bytes per session were bucket arrays, most of them
@@ -121,11 +121,12 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
     size_t table_bytes = sizeof(Bucket) * part_buckets;
     size_t pool_bytes = sizeof(Entry) * size_t{capacity};
     size_t tcp_bytes = (sizeof(TcpWindow) * size_t{capacity} + 63) & ~size_t{63};
-    // Half as many slots again as sessions, in whole lines: never full, and at most two thirds
-    // full when every session is another pod's (a few pods with many sessions each is the usual
-    // case). Not rounded to a power of two (pod_home() scales the hash instead of masking it),
-    // which at 1,000,000 took twice the slots needed: 17 bytes per session where 12 do.
-    uint64_t pod_slots = std::max<uint64_t>(16, uint64_t{capacity} + uint64_t{capacity} / 2);
+    // Half as many slots again as pods that may hold sessions, in whole lines: at most two thirds
+    // full. Not rounded to a power of two (pod_home() scales the hash instead of masking it).
+    // Sized by the sessions (every session another pod's), they took 12 bytes per session at
+    // 1,000,000 where 1.8 do now.
+    pod_limit_ = std::min(capacity, kMaxPods);
+    uint64_t pod_slots = std::max<uint64_t>(16, uint64_t{pod_limit_} + uint64_t{pod_limit_} / 2);
     pod_slots = (pod_slots + 7) & ~uint64_t{7};
     pod_slots_ = static_cast<uint32_t>(pod_slots);
     size_t pod_bytes = (sizeof(PodCount) * pod_slots + 63) & ~size_t{63};
@@ -235,13 +236,13 @@ uint32_t BasicSessionTable<F>::find_outside(const Key& k, uint32_t h) const {
 
 template <class F>
 void BasicSessionTable<F>::insert(Chain c, uint32_t h, uint32_t idx) {
-    // The arrays are never more than five eighths full, so an empty slot is always found.
+    // The arrays are never more than thirteen sixteenths full, so an empty slot is always found.
     uint32_t b = h & c.mask;
     for (;;) {
         Bucket& bk = c.table[b];
         for (unsigned j = 0; j < kWays; ++j)
             if (bk.idx[j] == kEmpty) {
-                bk.sig[j] = h;
+                bk.sig[j] = signature(h);
                 bk.idx[j] = idx;
                 return;
             }
@@ -303,11 +304,29 @@ void BasicSessionTable<F>::make_room() {
 }
 
 template <class F>
+void BasicSessionTable<F>::prefetch_home_sessions(const Bucket* from, uint32_t home) const {
+    const Bucket& bk = from[home];
+    for (unsigned j = 0; j < kWays; ++j)
+        if (bk.idx[j] != kEmpty) rte_prefetch0(&pool_[bk.idx[j]]);
+}
+
+template <class F>
 void BasicSessionTable<F>::grow_slice() {
+    // The moves rehash each entry from its session (a signature is only part of the hash): the
+    // sessions of the homes a few ahead are on their way while these move.
+    constexpr uint32_t kAhead = 4;
     const uint32_t end = std::min(split_ + kMovePerStep, old_mask_ + 1);
+    for (uint32_t h = split_; h < end && h < split_ + kAhead; ++h) {
+        prefetch_home_sessions(old_inside_, h);
+        prefetch_home_sessions(old_outside_, h);
+    }
     for (uint32_t h = split_; h < end; ++h) {
-        move_home(Chain{old_inside_, old_mask_}, Chain{inside_, mask_}, h);
-        move_home(Chain{old_outside_, old_mask_}, Chain{outside_, mask_}, h);
+        if (h + kAhead < end) {
+            prefetch_home_sessions(old_inside_, h + kAhead);
+            prefetch_home_sessions(old_outside_, h + kAhead);
+        }
+        move_home<true>(Chain{old_inside_, old_mask_}, Chain{inside_, mask_}, h);
+        move_home<false>(Chain{old_outside_, old_mask_}, Chain{outside_, mask_}, h);
     }
     split_ = end;
     if (end == old_mask_ + 1) {
@@ -317,15 +336,19 @@ void BasicSessionTable<F>::grow_slice() {
 }
 
 // Moves every entry whose chain starts at `home` in `from` to its chain in `to`. Such entries sit
-// in `home` and in the buckets after it, up to the first one that nothing went past.
+// in `home` and in the buckets after it, up to the first one that nothing went past. An entry's
+// hash comes from its session's key.
 template <class F>
+template <bool Inside>
 void BasicSessionTable<F>::move_home(Chain from, Chain to, uint32_t home) {
     uint32_t b = home;
     for (;;) {
         Bucket& bk = from.table[b];
         for (unsigned j = 0; j < kWays; ++j) {
-            if (bk.idx[j] == kEmpty || (bk.sig[j] & from.mask) != home) continue;
-            insert(to, bk.sig[j], bk.idx[j]);
+            if (bk.idx[j] == kEmpty) continue;
+            const uint32_t h = hash_of(Inside, bk.idx[j]);
+            if ((h & from.mask) != home) continue;
+            insert(to, h, bk.idx[j]);
             erase_slot(from, home, b, j);
         }
         // Erasing only changes the counts of buckets before b: this one's still says whether
@@ -342,7 +365,7 @@ uint32_t BasicSessionTable<F>::create(const Entry& s) {
 
 template <class F>
 uint32_t BasicSessionTable<F>::create(const Entry& s, uint32_t h_inside, uint32_t h_outside) {
-    if (n_free_ == 0) return kNone;
+    if (n_free_ == 0 || !pod_add(F::pod_of(s))) return kNone;
     make_room();
     uint32_t idx = free_[--n_free_];
     if (idx >= handed_out_) handed_out_ = idx + 1;
@@ -351,7 +374,6 @@ uint32_t BasicSessionTable<F>::create(const Entry& s, uint32_t h_inside, uint32_
     tcp_[idx] = TcpWindow{};
     insert(chain<true>(h_inside), h_inside, idx);
     insert(chain<false>(h_outside), h_outside, idx);
-    pod_add(F::pod_of(s));
     ++active_;
     return idx;
 }
@@ -380,16 +402,21 @@ uint32_t BasicSessionTable<F>::pod_sessions(const Pod& pod) const {
 }
 
 template <class F>
-void BasicSessionTable<F>::pod_add(const Pod& pod) {
+bool BasicSessionTable<F>::pod_add(const Pod& pod) {
     // Never full: a pod has a slot only while it has a session, and there are more slots than
-    // sessions. The free marker (0.0.0.0, ::) is never a pod, so a session of it (only
+    // pod_limit_. The free marker (0.0.0.0, ::) is never a pod, so a session of it (only
     // ever made by a test of the table itself) is not counted.
-    if (F::pod_free(pod)) return;
+    if (F::pod_free(pod)) return true;
     uint32_t i = pod_home(pod);
     while (!F::pod_equal(pods_[i].pod, pod) && !F::pod_free(pods_[i].pod))
         i = pod_next(i);
-    pods_[i].pod = pod;
+    if (F::pod_free(pods_[i].pod)) {
+        if (pods_in_use_ == pod_limit_) return false;
+        ++pods_in_use_;
+        pods_[i].pod = pod;
+    }
     ++pods_[i].count;
+    return true;
 }
 
 template <class F>
@@ -401,6 +428,7 @@ void BasicSessionTable<F>::pod_remove(const Pod& pod) {
         i = pod_next(i);
     }
     if (--pods_[i].count) return;
+    --pods_in_use_;
     // Backward-shift deletion: later entries of the run that may live in the freed slot move
     // into it, so a lookup never stops early at a hole.
     for (uint32_t j = pod_next(i); !F::pod_free(pods_[j].pod); j = pod_next(j)) {

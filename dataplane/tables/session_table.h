@@ -15,12 +15,12 @@
 // type would make every IPv4 hit read two lines; two instances of one template keep IPv4 as it
 // was and cost IPv6 one more line per hit (prefetched with the first).
 //
-// The indexes are egw's own, not rte_hash: a bucket is one cache line of seven (signature,
-// session index) pairs, and the key is checked against the session itself, so a hit costs the
+// The indexes are egw's own, not rte_hash: a bucket is one cache line of ten (16-bit signature,
+// 32-bit session index) pairs, and the key is checked against the session itself, so a hit costs the
 // bucket line and the session line(s) that translation reads anyway (rte_hash adds a key-store
 // line). The hash is keyed with random multipliers drawn when the table is made (see hash() in
 // session_table.cpp), so a pod cannot pick flows that pile up in one bucket chain. Buckets are
-// kept at most half full below the full size, and at most five eighths full at it (with every
+// kept at most half full below the full size, and at most thirteen sixteenths full at it (with every
 // session of `capacity` in use: kFullLoadNum / kFullLoadDen); an insert that finds its bucket
 // full moves on to the next one and counts in the full one that an entry went past it; a lookup
 // stops at the first bucket that no live entry went past. Deleting empties the slot and takes the
@@ -379,9 +379,12 @@ public:
             grow_slice();
     }
     static constexpr uint32_t kInitialBuckets = 1024;
-    // The most the full-size arrays are filled with every session of `capacity` in use.
-    static constexpr unsigned kFullLoadNum = 5;
-    static constexpr unsigned kFullLoadDen = 8;
+    // Slots per bucket (see Bucket).
+    static constexpr unsigned kWays = 10;
+    // The most the full-size arrays are filled with every session of `capacity` in use: thirteen
+    // sixteenths, so that a capacity of 1,000,000 fits 131,072 buckets (76 % full).
+    static constexpr unsigned kFullLoadNum = 13;
+    static constexpr unsigned kFullLoadDen = 16;
     static constexpr uint32_t kMovePerStep = 256;
     // The session line the create `ahead` creates from now will fill (if no destroy comes first).
     void prefetch_free_slot(unsigned ahead) const {
@@ -400,7 +403,12 @@ public:
     void prefetch_tcp(uint32_t idx) const { __builtin_prefetch(&tcp_[idx], 1, 3); }
 
     // Sessions of the pod `pod` (network order) in this table, kept on create and destroy for the
-    // per-pod session limit.
+    // per-pod session limit. At most kMaxPods pods hold sessions at once: a create for one more
+    // pod is refused (kNone) as a create into a full pool is. The counts are sized by pods, not
+    // by sessions, since a million sessions come from far fewer pods; Kubernetes supports
+    // clusters of at most 150,000 pods, and each worker's table may see every one of them.
+    static constexpr uint32_t kMaxPods = 150000;
+    uint32_t pods_with_sessions() const { return pods_in_use_; }
     uint32_t pod_sessions(const Pod& pod) const;
     void prefetch_pod(const Pod& pod) const { __builtin_prefetch(&pods_[pod_home(pod)], 0, 3); }
     // With several workers the per-pod limit is one budget they share (pod_budget.h): a session
@@ -417,14 +425,20 @@ public:
 
 private:
     static constexpr uint32_t kEmpty = ~uint32_t{0};
-    static constexpr unsigned kWays = 7;
+    // Ten (signature, session index) pairs in a line: 16-bit signatures (the hash's high half)
+    // beside 32-bit indexes. Seven pairs of 32-bit signatures made 9.1 bytes a slot where this is
+    // 6.4, and at a million sessions needed twice the buckets (a power of two of seven-slot
+    // buckets cannot hold a million sessions in 131,072 of them). A signature no longer holds
+    // the whole hash, so a doubling rehashes the entries it moves from their sessions
+    // (move_home()); a lookup still reads the bucket line and the session line.
     struct alignas(64) Bucket {
-        uint32_t sig[kWays];
-        uint32_t idx[kWays];
+        uint16_t sig[kWays];
         uint32_t overflowed;  // live entries that went past this bucket because it was full
-        uint32_t unused;
+        uint32_t idx[kWays];
     };
     static_assert(sizeof(Bucket) == 64);
+    static_assert(offsetof(Bucket, overflowed) == 2 * kWays);
+    static uint16_t signature(uint32_t h) { return static_cast<uint16_t>(h >> 16); }
 
     // Keyed multiply-add over the key's 32-bit words (session_table.cpp says why).
     uint32_t hash(const Key& k) const {
@@ -435,20 +449,19 @@ private:
             h += hash_key_[i + 1] * w[i];
         return static_cast<uint32_t>(h >> 32);
     }
-    // Bit j set when signature j of the bucket is h: the seven signatures are compared at once (two
-    // SSE2 compares of four; the eighth lane is idx[0] and is masked off).
+    // Bit j set when signature j of the bucket is h's: the ten signatures are compared at once
+    // (eight in one SSE2 compare, the last two in a second whose other lanes are masked off).
     static unsigned sig_matches(const Bucket& bk, uint32_t h) {
 #if defined(__SSE2__)
-        __m128i key = _mm_set1_epi32(static_cast<int>(h));
+        __m128i key = _mm_set1_epi16(static_cast<short>(signature(h)));
         __m128i lo = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk.sig[0]));
-        __m128i hi = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk.sig[4]));
-        unsigned m = static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, key)))) |
-                     static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, key)))) << 4;
-        return m & ((1u << kWays) - 1);
+        __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&bk.sig[8]));
+        __m128i eq = _mm_packs_epi16(_mm_cmpeq_epi16(lo, key), _mm_cmpeq_epi16(hi, key));
+        return static_cast<unsigned>(_mm_movemask_epi8(eq)) & ((1u << kWays) - 1);
 #else
         unsigned m = 0;
         for (unsigned j = 0; j < kWays; ++j)
-            m |= static_cast<unsigned>(bk.sig[j] == h) << j;
+            m |= static_cast<unsigned>(bk.sig[j] == signature(h)) << j;
         return m;
 #endif
     }
@@ -485,6 +498,9 @@ private:
     void lookup_bulk(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const;
     bool allocate(const char* name, size_t bytes, int socket);
     static void insert(Chain c, uint32_t h, uint32_t idx);
+    uint32_t hash_of(bool inside, uint32_t idx) const {
+        return hash(inside ? F::inside_key(pool_[idx]) : F::outside_key(pool_[idx]));
+    }
     static void erase(Chain c, uint32_t h, uint32_t idx);
     // Empties slot j of bucket b, whose entry started at bucket `from`.
     static void erase_slot(Chain c, uint32_t from, uint32_t b, unsigned j);
@@ -500,10 +516,13 @@ private:
     // when the old arrays would be more than half full.
     void make_room();
     void grow_slice();
+    template <bool Inside>
     void move_home(Chain from, Chain to, uint32_t home);
+    // The sessions in the home bucket `home` of `from`, toward move_home()'s rehashing.
+    void prefetch_home_sessions(const Bucket* from, uint32_t home) const;
     // The pods' session counts: open addressing with linear probing over pod_slots_ slots, half
-    // as many again as sessions, so never full (at most two thirds, when every session is another
-    // pod's). A pod's home is its hash scaled to the slot count (no power of two needed).
+    // as many again as the pods that may hold sessions at once (pod_limit_), so never more than
+    // two thirds full. A pod's home is its hash scaled to the slot count (no power of two needed).
     struct PodCount {
         Pod pod;  // F::pod_free() when the slot is free
         uint32_t count;
@@ -518,7 +537,8 @@ private:
     uint32_t pod_distance(uint32_t from, uint32_t to) const {
         return to >= from ? to - from : to + pod_slots_ - from;
     }
-    void pod_add(const Pod& pod);
+    // False, and nothing counted, when `pod` is new and pod_limit_ pods hold sessions already.
+    bool pod_add(const Pod& pod);
     void pod_remove(const Pod& pod);
 
     uint64_t hash_key_[F::kHashWords + 1] = {};  // random multipliers of hash() (and pod_home())
@@ -535,6 +555,8 @@ private:
     TcpWindow* tcp_ = nullptr;
     PodCount* pods_ = nullptr;
     uint32_t pod_slots_ = 0;
+    uint32_t pod_limit_ = 0;  // min(capacity, kMaxPods)
+    uint32_t pods_in_use_ = 0;
     const PodBudget* pod_budget_ = nullptr;
     uint32_t* free_ = nullptr;  // stack of free indices
     uint32_t n_free_ = 0;

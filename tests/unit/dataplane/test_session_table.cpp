@@ -238,7 +238,7 @@ TYPED_TEST(SessionTables, SessionsStayFoundWhileTheBucketArraysDouble) {
     using Table = TypeParam;
     using Entry = typename Family<Table>::Entry;
     using Key = typename Table::Key;
-    constexpr uint32_t kCapacity = 40000;  // full size: 16384 buckets, four doublings from 1024
+    constexpr uint32_t kCapacity = 80000;  // full size: 16384 buckets, four doublings from 1024
     Table t;
     ASSERT_TRUE(t.init("st_grow", kCapacity, SOCKET_ID_ANY));
     ASSERT_EQ(t.bucket_count(), Table::kInitialBuckets);
@@ -350,8 +350,9 @@ TYPED_TEST(SessionTables, SessionsStayFoundWhileTheBucketArraysDouble) {
     EXPECT_EQ(t.bucket_count(), t.max_bucket_count());
     EXPECT_EQ(sizes_seen, 5u);  // 1024, 2048, 4096, 8192, 16384
     EXPECT_GT(checks_while_growing, 20u) << "no check fell inside a doubling";
-    // Never more than five eighths full at full size, with every session the table can hold.
-    EXPECT_LE(uint64_t{live.size()} * Table::kFullLoadDen, uint64_t{7} * Table::kFullLoadNum * t.bucket_count());
+    // Never more than thirteen sixteenths full at full size, with every session the table can hold.
+    EXPECT_LE(uint64_t{live.size()} * Table::kFullLoadDen,
+              uint64_t{Table::kWays} * Table::kFullLoadNum * t.bucket_count());
 }
 
 // Without grow_step() (a caller that never calls it) the inserts alone finish each doubling when
@@ -372,13 +373,14 @@ TYPED_TEST(SessionTables, InsertsFinishADoublingThatNoStepFinished) {
         ASSERT_NE(idx, Table::kNone);
         live.emplace_back(idx, s);
         // At most half of the slots of the arrays new entries can go to (during a doubling the
-        // old ones, half the current size), and five eighths of the full-size arrays.
+        // old ones, half the current size), and thirteen sixteenths of the full-size arrays.
         const uint64_t filling = t.growing() ? t.bucket_count() / 2 : t.bucket_count();
         if (t.bucket_count() == t.max_bucket_count() && !t.growing())
-            ASSERT_LE(uint64_t{t.active()} * Table::kFullLoadDen, uint64_t{7} * Table::kFullLoadNum * filling)
+            ASSERT_LE(uint64_t{t.active()} * Table::kFullLoadDen,
+                      uint64_t{Table::kWays} * Table::kFullLoadNum * filling)
                 << live.size() << " sessions";
         else
-            ASSERT_LE(uint64_t{t.active()} * 2, uint64_t{7} * filling) << live.size() << " sessions";
+            ASSERT_LE(uint64_t{t.active()} * 2, uint64_t{Table::kWays} * filling) << live.size() << " sessions";
         inserts_while_growing += t.growing();
     }
     EXPECT_EQ(t.create(Family<Table>::random(rng)), Table::kNone);
@@ -501,15 +503,15 @@ TYPED_TEST(SessionTables, PodCountsFollowCreatesAndDestroys) {
 // Creates take no page faults: every page of the table's region is resident once init() returns
 // (DPDK's hugepages are; the anonymous region egw maps without them is populated), so the pool's
 // untouched tail, the TCP windows and the buckets of every size cost no fault while sessions fill.
-// At full size the arrays fill past half (up to five eighths) once nearly every session of the
-// capacity is in use: 70,000 sessions in 16,384 buckets of seven is 61 %. Every session stays
+// At full size the arrays fill past half (up to thirteen sixteenths) once nearly every session of
+// the capacity is in use: 130,000 sessions in 16,384 buckets of ten is 79 %. Every session stays
 // findable through both indexes, in single and bulk lookups, while the table is full and after
 // churn at that fill, and the pool, not the buckets, is what runs out.
 TYPED_TEST(SessionTables, EverySessionIsFoundWhenTheFullSizeIsPastHalfFull) {
     using Table = TypeParam;
     using Entry = typename Family<Table>::Entry;
     using Key = typename Table::Key;
-    constexpr uint32_t kCapacity = 70000;
+    constexpr uint32_t kCapacity = 130000;
     Table t;
     ASSERT_TRUE(t.init("st_past_half", kCapacity, SOCKET_ID_ANY, 5));
     ASSERT_EQ(t.max_bucket_count(), 16384u);
@@ -548,7 +550,7 @@ TYPED_TEST(SessionTables, EverySessionIsFoundWhenTheFullSizeIsPastHalfFull) {
         if (::testing::Test::HasFatalFailure()) return;
         t.finish_growth();
         ASSERT_EQ(t.bucket_count(), 16384u);
-        ASSERT_GT(uint64_t{t.active()} * 2, uint64_t{7} * t.bucket_count()) << "not past half full";
+        ASSERT_GT(uint64_t{t.active()} * 4, uint64_t{3} * Table::kWays * t.bucket_count()) << "not past three quarters";
         EXPECT_EQ(t.create(Family<Table>::random(rng)), Table::kNone);
         check("full");
         if (::testing::Test::HasFatalFailure()) return;
@@ -587,6 +589,47 @@ TEST(SessionTable, BytesPerSessionAtAMillion) {
     }
 }
 
+// The pod counts are sized for kMaxPods pods, not one per session: with that many pods holding
+// sessions, a session of one more pod is refused, as one past the pool's end is, while the pods
+// that have sessions still get more; once a pod's last session ends, a new pod takes its place.
+TEST(SessionTable, SessionsOfMorePodsThanTheCountsHoldAreRefused) {
+    constexpr uint32_t kPods = SessionTable::kMaxPods;
+    SessionTable t;
+    ASSERT_TRUE(t.init("st_pod_limit", kPods + 1000, SOCKET_ID_ANY, 4));
+    auto session = [](uint32_t pod, uint16_t pod_port) {
+        Session s{};
+        s.pod_ip = htonl(0x0a000001u + pod);
+        s.remote_ip = htonl(0xc6336414);
+        s.pod_port = htons(pod_port);
+        s.remote_port = htons(443);
+        // A NAT address and port of its own for every session.
+        uint32_t n = pod * 2 + (pod_port & 1);
+        s.nat_ip = htonl(0xc0000000u + (n >> 16));
+        s.nat_port = htons(static_cast<uint16_t>(n));
+        s.proto = 6;
+        return s;
+    };
+    std::vector<uint32_t> first(kPods);
+    for (uint32_t pod = 0; pod < kPods; ++pod) {
+        first[pod] = t.create(session(pod, 1000));
+        ASSERT_NE(first[pod], SessionTable::kNone) << "pod " << pod;
+    }
+    EXPECT_EQ(t.pods_with_sessions(), kPods);
+    EXPECT_EQ(t.create(session(kPods, 1000)), SessionTable::kNone) << "a pod past the counts' size";
+    EXPECT_EQ(t.active(), kPods);
+    EXPECT_EQ(t.pod_sessions(session(kPods, 1000).pod_ip), 0u);
+    uint32_t second = t.create(session(17, 1001));
+    ASSERT_NE(second, SessionTable::kNone) << "a pod that has a session already";
+    EXPECT_EQ(t.pod_sessions(session(17, 1000).pod_ip), 2u);
+    t.destroy(first[3]);
+    EXPECT_EQ(t.pods_with_sessions(), kPods - 1);
+    uint32_t newcomer = t.create(session(kPods, 1000));
+    ASSERT_NE(newcomer, SessionTable::kNone) << "a pod in the place of one whose sessions ended";
+    EXPECT_EQ(t.find_inside(SessionTable::inside_key(session(kPods, 1000))), newcomer);
+    EXPECT_EQ(t.pod_sessions(session(kPods, 1000).pod_ip), 1u);
+    EXPECT_EQ(t.pods_with_sessions(), kPods);
+}
+
 TYPED_TEST(SessionTables, EveryPageIsResidentAfterInit) {
     using Table = TypeParam;
     constexpr uint32_t kCapacity = 200000;  // several MiB: pages that nothing but init() touched
@@ -612,7 +655,7 @@ TYPED_TEST(SessionTables, EveryPageIsResidentAfterInit) {
 // hash key, a pod can pick ports whose inside keys all start in one bucket (that is what the
 // unkeyed CRC32 allowed to anyone). Another table, keyed at random, spreads those same flows.
 TEST(SessionTable, HashIsKeyedSoChosenCollisionsDoNotCarryOver) {
-    constexpr uint32_t kCapacity = 4096;
+    constexpr uint32_t kCapacity = 8192;  // 1,024 buckets
     SessionTable known, other, other2;
     ASSERT_TRUE(known.init("st_hash_known", kCapacity, SOCKET_ID_ANY, 1));
     ASSERT_TRUE(other.init("st_hash_other", kCapacity, SOCKET_ID_ANY));
