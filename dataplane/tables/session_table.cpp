@@ -47,9 +47,9 @@ BasicSessionTable<F>::~BasicSessionTable() {
         rte_free(memory_);
 }
 
-// The table's memory is one region: the two bucket arrays, the pool and the free list. With
-// DPDK on hugepages it comes from DPDK's heap (NUMA-local, on those pages). Without them
-// (--no-huge) DPDK's heap is made of 4 KiB pages, and at a million sessions every lookup would
+// The table's memory is one region: the two bucket arrays, the pool, the TCP windows and the pod
+// counts. With DPDK on hugepages it comes from DPDK's heap (NUMA-local, on those pages). Without
+// them (--no-huge) DPDK's heap is made of 4 KiB pages, and at a million sessions every lookup would
 // also miss the TLB: so the region is anonymous memory aligned to 2 MiB and marked for
 // transparent huge pages. It is never given to a NIC, so it needs no IOVA.
 template <class F>
@@ -116,9 +116,10 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
         buckets <<= 1;
     max_mask_ = static_cast<uint32_t>(buckets - 1);
     mask_ = std::min(max_mask_, kInitialBuckets - 1);
-    // Per index: the full size's part, and the half size's when the arrays will ever double.
-    const uint64_t part_buckets = mask_ < max_mask_ ? buckets + buckets / 2 : buckets;
-    size_t table_bytes = sizeof(Bucket) * part_buckets;
+    // Per index: the full size's part. The half size's, when the arrays will ever double, is the
+    // pool's last slots (below).
+    const bool doubles = mask_ < max_mask_;
+    size_t table_bytes = sizeof(Bucket) * buckets;
     size_t pool_bytes = sizeof(Entry) * size_t{capacity};
     size_t tcp_bytes = (sizeof(TcpWindow) * size_t{capacity} + 63) & ~size_t{63};
     // Half as many slots again as pods that may hold sessions, in whole lines: at most two thirds
@@ -130,30 +131,40 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
     pod_slots = (pod_slots + 7) & ~uint64_t{7};
     pod_slots_ = static_cast<uint32_t>(pod_slots);
     size_t pod_bytes = (sizeof(PodCount) * pod_slots + 63) & ~size_t{63};
-    size_t free_bytes = (sizeof(uint32_t) * size_t{capacity} + 63) & ~size_t{63};
-    if (!allocate(name, 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes + free_bytes, socket)) return false;
+    if (!allocate(name, 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes, socket)) return false;
     auto* base = static_cast<uint8_t*>(memory_);
-    for (unsigned index = 0; index < 2; ++index) {
-        auto* part = reinterpret_cast<Bucket*>(base + index * table_bytes);
-        parts_[index][0] = part;
-        parts_[index][1] = part + buckets;  // unused when the arrays never double
-    }
     pool_ = reinterpret_cast<Entry*>(base + 2 * table_bytes);
     tcp_ = reinterpret_cast<TcpWindow*>(base + 2 * table_bytes + pool_bytes);
     pods_ = reinterpret_cast<PodCount*>(base + 2 * table_bytes + pool_bytes + tcp_bytes);
-    free_ = reinterpret_cast<uint32_t*>(base + 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes);
     std::memset(pods_, 0, pod_bytes);
+    // The half size's arrays (and the smaller ones of the same parity) live in the pool's last
+    // slots, which no session reaches while they are in use: slots are handed out lowest first,
+    // so no more than the most sessions ever open at once, and until the last doubling finishes
+    // that is at most half the half size's slots (make_room()): 2.5 per full-size bucket. A
+    // capacity that needs F buckets is more than 13/16 of F/2 buckets' slots, 4.06 per bucket,
+    // and the two arrays take 64 F bytes: F slots of 64 bytes (IPv4), F/2 of 128 (IPv6). From
+    // the end of that doubling on they are free, and the pool's slots again.
+    const size_t half_bytes = doubles ? sizeof(Bucket) * buckets : 0;
+    half_from_ = doubles ? static_cast<uint32_t>((pool_bytes - half_bytes) / sizeof(Entry)) : capacity;
+    for (unsigned index = 0; index < 2; ++index) {
+        parts_[index][0] = reinterpret_cast<Bucket*>(base + index * table_bytes);
+        parts_[index][1] = doubles ? reinterpret_cast<Bucket*>(reinterpret_cast<uint8_t*>(pool_) + pool_bytes -
+                                                               half_bytes + index * (half_bytes / 2))
+                                   : nullptr;
+    }
     // Every bucket of both parts empty: the arrays of every size start out empty, and a doubling
     // needs no clearing (and, without hugepages, takes no page faults) when it begins.
-    std::memset(base, 0xff, 2 * table_bytes);
     for (unsigned index = 0; index < 2; ++index)
-        for (uint64_t b = 0; b < part_buckets; ++b)
-            parts_[index][0][b].overflowed = 0;
+        for (unsigned part = 0; part < 2; ++part) {
+            const uint64_t n = part == 0 ? buckets : doubles ? buckets / 2 : 0;
+            for (uint64_t b = 0; b < n; ++b) {
+                std::memset(&parts_[index][part][b], 0xff, sizeof(Bucket));
+                parts_[index][part][b].overflowed = 0;
+            }
+        }
     inside_ = array_for(0, mask_);
     outside_ = array_for(1, mask_);
-    for (uint32_t i = 0; i < capacity; ++i)
-        free_[i] = capacity - 1 - i;
-    n_free_ = capacity;
+    free_head_ = kNone;
     return true;
 }
 
@@ -365,10 +376,13 @@ uint32_t BasicSessionTable<F>::create(const Entry& s) {
 
 template <class F>
 uint32_t BasicSessionTable<F>::create(const Entry& s, uint32_t h_inside, uint32_t h_outside) {
-    if (n_free_ == 0 || !pod_add(F::pod_of(s))) return kNone;
+    if (active_ == capacity_) return kNone;
+    // A slot past the ones ever handed out, while the half size's arrays may still be in use
+    // there: never, by the arithmetic in init(); refused rather than written over should it come.
+    if (free_head_ == kNone && handed_out_ >= half_from_ && half_arrays_live()) return kNone;
+    if (!pod_add(F::pod_of(s))) return kNone;
     make_room();
-    uint32_t idx = free_[--n_free_];
-    if (idx >= handed_out_) handed_out_ = idx + 1;
+    uint32_t idx = take_slot();
     pool_[idx] = s;
     pool_[idx].in_use = static_cast<uint8_t>(s.in_use | kSessionInUse);
     tcp_[idx] = TcpWindow{};
@@ -388,7 +402,9 @@ void BasicSessionTable<F>::destroy(uint32_t idx) {
     pod_remove(F::pod_of(s));
     if (pod_budget_) pod_budget_->release(pod_budget_key(F::pod_of(s)));
     s.in_use = 0;
-    free_[n_free_++] = idx;
+    // The free slot carries the list's link where its pod address was.
+    __builtin_memcpy(&s, &free_head_, sizeof(free_head_));
+    free_head_ = idx;
     --active_;
 }
 

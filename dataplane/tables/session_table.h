@@ -42,7 +42,8 @@
 // Memory: one region per table, allocated by the control thread in init(): DPDK's heap when DPDK
 // runs on hugepages, else anonymous memory on transparent huge pages, populated at once so that
 // no create takes a page fault (session_table.cpp). The bucket arrays of successive sizes
-// alternate between two parts of it (the full size, and half of it), so a doubling never writes
+// alternate between two parts of it (the full size, and half of it in the pool's last slots,
+// which no session reaches before the last doubling has finished), so a doubling never writes
 // over the arrays it reads.
 #pragma once
 
@@ -272,7 +273,7 @@ public:
     uint32_t capacity() const { return capacity_; }
     uint32_t active() const { return active_; }
     // Every session in use has an index below this: one past the highest slot ever handed out.
-    // The free stack hands out the lowest slots first, so it stays near the most sessions open
+    // Freed slots are taken again before any new one, so it stays at the most sessions open
     // at once, however large `capacity` is.
     uint32_t slots_handed_out() const { return handed_out_; }
 
@@ -387,8 +388,15 @@ public:
     static constexpr unsigned kFullLoadDen = 16;
     static constexpr uint32_t kMovePerStep = 256;
     // The session line the create `ahead` creates from now will fill (if no destroy comes first).
+    // Free slots that were used before are a list linked through the slots themselves: only its
+    // head is known without reading a slot (take_slot() prefetches the next one as it takes the
+    // head). Slots never handed out follow one another.
     void prefetch_free_slot(unsigned ahead) const {
-        if (ahead < n_free_) __builtin_prefetch(&pool_[free_[n_free_ - 1 - ahead]], 1, 3);
+        if (free_head_ != kNone) {
+            if (ahead == 0) __builtin_prefetch(&pool_[free_head_], 1, 3);
+        } else if (handed_out_ + ahead < capacity_) {
+            __builtin_prefetch(&pool_[handed_out_ + ahead], 1, 3);
+        }
     }
 
     Entry& at(uint32_t idx) { return pool_[idx]; }
@@ -418,7 +426,7 @@ public:
     static Key inside_key(const Entry& s) { return F::inside_key(s); }
     static Key outside_key(const Entry& s) { return F::outside_key(s); }
 
-    // The table's one region (buckets, pool, TCP windows, pod counts, free list), every page of
+    // The table's one region (buckets, pool, TCP windows, pod counts), every page of
     // it resident from init() on.
     const void* memory() const { return memory_; }
     size_t memory_bytes() const { return memory_bytes_; }
@@ -540,6 +548,19 @@ private:
     // False, and nothing counted, when `pod` is new and pod_limit_ pods hold sessions already.
     bool pod_add(const Pod& pod);
     void pod_remove(const Pod& pod);
+    // A free slot, taken: the list's head (a slot freed before), else the next never handed out.
+    uint32_t take_slot() {
+        if (free_head_ == kNone) return handed_out_++;
+        uint32_t idx = free_head_;
+        __builtin_memcpy(&free_head_, &pool_[idx], sizeof(free_head_));
+        if (free_head_ != kNone) __builtin_prefetch(&pool_[free_head_], 1, 3);
+        return idx;
+    }
+    // Whether the arrays of the half size (or smaller) may still be read: until the last doubling
+    // has finished.
+    bool half_arrays_live() const {
+        return mask_ < max_mask_ || growing();
+    }
 
     uint64_t hash_key_[F::kHashWords + 1] = {};  // random multipliers of hash() (and pod_home())
     Bucket* inside_ = nullptr;                   // the current arrays
@@ -558,8 +579,10 @@ private:
     uint32_t pod_limit_ = 0;  // min(capacity, kMaxPods)
     uint32_t pods_in_use_ = 0;
     const PodBudget* pod_budget_ = nullptr;
-    uint32_t* free_ = nullptr;  // stack of free indices
-    uint32_t n_free_ = 0;
+    // Free slots: those below handed_out_ that were used and freed, a LIFO list linked through
+    // their first four bytes (kNone ends it), then every slot from handed_out_ on.
+    uint32_t free_head_ = kNone;
+    uint32_t half_from_ = 0;  // the first pool slot the half size's arrays take (capacity_: none)
     uint32_t capacity_ = 0;
     uint32_t active_ = 0;
     uint32_t handed_out_ = 0;

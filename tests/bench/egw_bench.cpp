@@ -631,7 +631,7 @@ unsigned rss_queue(const Rig& r, const uint8_t* frame) {
 std::vector<Frame> reply_frames(const Rig& r, std::vector<uint8_t>& owner) {
     std::vector<Frame> out;
     for (const auto* w : r.workers)
-        for (uint32_t i = 0; i < w->sessions.capacity(); ++i) {
+        for (uint32_t i = 0; i < w->sessions.slots_handed_out(); ++i) {
             const dp::Session& s = w->sessions.at(i);
             if (!(s.in_use & dp::kSessionInUse)) continue;
             Frame f{};

@@ -428,8 +428,8 @@ TYPED_TEST(SessionTables, DestroyedSessionIsNotFoundAndItsSlotIsReused) {
 }
 
 // The expiry sweep walks only the slots below slots_handed_out(). Under churn that bound holds
-// every live session, and it is the most sessions ever open at once, not the capacity: the free
-// stack hands a never-used slot out only when every slot used before is live.
+// every live session, and it is the most sessions ever open at once, not the capacity: a
+// never-used slot is handed out only when every slot used before is live.
 TYPED_TEST(SessionTables, SlotsHandedOutHoldEveryLiveSessionAndFollowThePeak) {
     using Table = TypeParam;
     using Entry = typename Family<Table>::Entry;
@@ -571,21 +571,22 @@ TYPED_TEST(SessionTables, EverySessionIsFoundWhenTheFullSizeIsPastHalfFull) {
 
 // What a table made for 1,000,000 sessions takes per session (the figure egw-bench prints and
 // docs/architecture.md "Session table memory" breaks down): IPv4 64 (session) + 16 (TCP window)
-// + 4 (free list) + 12 (pod counts) + 50.3 (two indexes: 262,144 buckets each, and the half-size
-// part a doubling needs) = 146.3 bytes; IPv6 the same with a 128-byte session and 20-byte pod
-// slots. It was 201.5 and 290.6: the buckets sized for half full and then rounded up to a power
-// of two (524,288), and the pod counts twice the sessions rounded up likewise.
+// + 1.8 (pod counts for 150,000 pods) + 16.8 (two indexes of 131,072 ten-slot buckets; the half
+// size a doubling reads lives in the pool's last slots) = 98.6 bytes; IPv6 the same with a
+// 128-byte session and 20-byte pod slots, 165.3. It was 146.3 and 228.3 with seven-slot buckets
+// (262,144 per index) and their half size beside them, pod counts sized by the sessions and a
+// free list of slot indexes.
 TEST(SessionTable, BytesPerSessionAtAMillion) {
     constexpr uint32_t kCapacity = 1000000;
     {
         SessionTable t;
         ASSERT_TRUE(t.init("st_bytes4", kCapacity, SOCKET_ID_ANY, 1));
-        EXPECT_LE(static_cast<double>(t.memory_bytes()) / kCapacity, 147.0);
+        EXPECT_LE(static_cast<double>(t.memory_bytes()) / kCapacity, 98.7);
     }
     {
         dp::SessionTable6 t;
         ASSERT_TRUE(t.init("st_bytes6", kCapacity, SOCKET_ID_ANY, 1));
-        EXPECT_LE(static_cast<double>(t.memory_bytes()) / kCapacity, 229.0);
+        EXPECT_LE(static_cast<double>(t.memory_bytes()) / kCapacity, 165.4);
     }
 }
 
