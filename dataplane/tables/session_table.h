@@ -214,31 +214,27 @@ struct SessionFamily6 {
     using Entry = Session6;
     using Pod = Ip6;  // :: (never a pod: the input filter drops it as a source) marks a free slot
     static constexpr unsigned kHashWords = sizeof(Key) / 4;
-    static Key inside_key(const Entry& s) {
+    // One direction's key: its source and destination address and port, as its packets carry them.
+    static Key key_of(const Ip6& src, const Ip6& dst, uint16_t sport, uint16_t dport, uint8_t proto) {
         Key k{};
-        std::memcpy(k.src, s.pod_ip.b, 16);
-        std::memcpy(k.dst, s.remote_ip.b, 16);
-        k.sport = s.pod_port;
-        k.dport = s.remote_port;
-        k.proto = s.proto;
+        std::memcpy(k.src, src.b, 16);
+        std::memcpy(k.dst, dst.b, 16);
+        k.sport = sport;
+        k.dport = dport;
+        k.proto = proto;
         return k;
     }
-    static Key outside_key(const Entry& s) {
-        Key k{};
-        std::memcpy(k.src, s.remote_ip.b, 16);
-        std::memcpy(k.dst, s.nat_ip.b, 16);
-        k.sport = s.remote_port;
-        k.dport = s.nat_port;
-        k.proto = s.proto;
-        return k;
+    static bool key_is(const Key& k, const Ip6& src, const Ip6& dst, uint16_t sport, uint16_t dport, uint8_t proto) {
+        return ip6_equal(src.b, k.src) && ip6_equal(dst.b, k.dst) && sport == k.sport && dport == k.dport &&
+               proto == k.proto;
     }
+    static Key inside_key(const Entry& s) { return key_of(s.pod_ip, s.remote_ip, s.pod_port, s.remote_port, s.proto); }
+    static Key outside_key(const Entry& s) { return key_of(s.remote_ip, s.nat_ip, s.remote_port, s.nat_port, s.proto); }
     static bool inside_match(const Entry& s, const Key& k) {
-        return ip6_equal(s.pod_ip.b, k.src) && ip6_equal(s.remote_ip.b, k.dst) && s.pod_port == k.sport &&
-               s.remote_port == k.dport && s.proto == k.proto;
+        return key_is(k, s.pod_ip, s.remote_ip, s.pod_port, s.remote_port, s.proto);
     }
     static bool outside_match(const Entry& s, const Key& k) {
-        return ip6_equal(s.remote_ip.b, k.src) && ip6_equal(s.nat_ip.b, k.dst) && s.remote_port == k.sport &&
-               s.nat_port == k.dport && s.proto == k.proto;
+        return key_is(k, s.remote_ip, s.nat_ip, s.remote_port, s.nat_port, s.proto);
     }
     static Pod pod_of(const Entry& s) { return s.pod_ip; }
     static bool pod_free(const Pod& p) { return ip6_is_unspecified(p.b); }
