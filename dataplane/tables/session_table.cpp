@@ -23,6 +23,12 @@ constexpr int kMadviseCollapse = MADV_COLLAPSE;
 #else
 constexpr int kMadviseCollapse = 25;
 #endif
+
+// Whether a doubling from arrays of mask `mask` finds each entry's new home in its signature
+// (the hash's high 16 bits): when the bit it adds is one of them.
+bool splits_by_signature(uint32_t mask) {
+    return mask >= 0xffff;
+}
 }  // namespace
 
 // Both families share this code (explicitly instantiated at the end); only the key, the session
@@ -323,16 +329,18 @@ void BasicSessionTable<F>::prefetch_home_sessions(const Bucket* from, uint32_t h
 
 template <class F>
 void BasicSessionTable<F>::grow_slice() {
-    // The moves rehash each entry from its session (a signature is only part of the hash): the
-    // sessions of the homes a few ahead are on their way while these move.
+    // Below 65,536 buckets the moves rehash each entry from its session (the bit that picks its
+    // new home is not in its signature): the sessions of the homes a few ahead are on their way
+    // while these move. From there on only entries that went past their home are rehashed.
     constexpr uint32_t kAhead = 4;
+    const bool prefetch = !splits_by_signature(old_mask_);
     const uint32_t end = std::min(split_ + kMovePerStep, old_mask_ + 1);
-    for (uint32_t h = split_; h < end && h < split_ + kAhead; ++h) {
+    for (uint32_t h = split_; prefetch && h < end && h < split_ + kAhead; ++h) {
         prefetch_home_sessions(old_inside_, h);
         prefetch_home_sessions(old_outside_, h);
     }
     for (uint32_t h = split_; h < end; ++h) {
-        if (h + kAhead < end) {
+        if (prefetch && h + kAhead < end) {
             prefetch_home_sessions(old_inside_, h + kAhead);
             prefetch_home_sessions(old_outside_, h + kAhead);
         }
@@ -348,17 +356,26 @@ void BasicSessionTable<F>::grow_slice() {
 
 // Moves every entry whose chain starts at `home` in `from` to its chain in `to`. Such entries sit
 // in `home` and in the buckets after it, up to the first one that nothing went past. An entry's
-// hash comes from its session's key.
+// hash comes from its session's key, except where the bucket and the signature give all of it
+// that `to` needs: in `home` itself when nothing went past the bucket before it (so every entry
+// there starts there), once `from` has 65,536 buckets or more. Its home in `from` then gives the
+// hash's low 16 bits, the signature the high 16, among them the bit that picks its home in `to`.
 template <class F>
 template <bool Inside>
 void BasicSessionTable<F>::move_home(Chain from, Chain to, uint32_t home) {
+    const bool all_start_here = splits_by_signature(from.mask) && from.table[(home - 1) & from.mask].overflowed == 0;
     uint32_t b = home;
     for (;;) {
         Bucket& bk = from.table[b];
         for (unsigned j = 0; j < kWays; ++j) {
             if (bk.idx[j] == kEmpty) continue;
-            const uint32_t h = hash_of(Inside, bk.idx[j]);
-            if ((h & from.mask) != home) continue;
+            uint32_t h;
+            if (b == home && all_start_here) {
+                h = uint32_t{bk.sig[j]} << 16 | (home & 0xffff);
+            } else {
+                h = hash_of(Inside, bk.idx[j]);
+                if ((h & from.mask) != home) continue;
+            }
             insert(to, h, bk.idx[j]);
             erase_slot(from, home, b, j);
         }

@@ -355,6 +355,56 @@ TYPED_TEST(SessionTables, SessionsStayFoundWhileTheBucketArraysDouble) {
               uint64_t{Table::kWays} * Table::kFullLoadNum * t.bucket_count());
 }
 
+// From 65,536 buckets on, a doubling takes an entry's new home from its bucket and signature
+// instead of rehashing its session, wherever nothing went past the bucket before. Through the
+// doublings to 131,072 buckets, with sessions ending meanwhile, every session stays findable:
+// checked while the last doubling is under way and once it has finished.
+TYPED_TEST(SessionTables, SessionsStayFoundThroughDoublingsPast65536Buckets) {
+    using Table = TypeParam;
+    using Entry = typename Family<Table>::Entry;
+    constexpr uint32_t kCapacity = 600000;
+    Table t;
+    ASSERT_TRUE(t.init("st_grow_big", kCapacity, SOCKET_ID_ANY, 8));
+    ASSERT_EQ(t.max_bucket_count(), 131072u);
+    std::mt19937 rng(5);
+    std::vector<std::pair<uint32_t, Entry>> live;
+    std::set<std::string> in_keys, out_keys;
+    auto check = [&](const char* when) {
+        for (auto& [idx, s] : live) {
+            ASSERT_EQ(t.find_inside(Table::inside_key(s)), idx) << when;
+            ASSERT_EQ(t.find_outside(Table::outside_key(s)), idx) << when;
+        }
+    };
+    // Not under must_finish(): its 20 s would bound the whole fill, which a sanitizer build
+    // takes several times longer over; a lookup that never returns fails the test's timeout.
+    bool checked_in_last_doubling = false;
+    // The last doubling (65,536 to 131,072 buckets) starts past 245,760 sessions.
+    constexpr size_t kFill = 280000;
+    for (uint64_t op = 0; live.size() < kFill || t.growing(); ++op) {
+        if (op % 5 == 4) {
+            std::swap(live[rng() % live.size()], live.back());
+            t.destroy(live.back().first);
+            live.pop_back();
+        } else {
+            // Of 200 pods: the pod counts hold at most kMaxPods pods.
+            Entry s = fresh_session<Table>(rng, in_keys, out_keys);
+            s.pod_ip = Family<Table>::pod(static_cast<uint32_t>(op % 200));
+            uint32_t idx = t.create(s);
+            ASSERT_NE(idx, Table::kNone) << live.size() << " sessions";
+            live.emplace_back(idx, s);
+        }
+        if (op % 64 == 0) t.grow_step();
+        if (!checked_in_last_doubling && t.growing() && t.bucket_count() == 131072u) {
+            checked_in_last_doubling = true;
+            check("during the last doubling");
+            if (this->HasFatalFailure()) return;
+        }
+    }
+    check("after the last doubling");
+    EXPECT_TRUE(checked_in_last_doubling);
+    EXPECT_EQ(t.bucket_count(), 131072u);
+}
+
 // Without grow_step() (a caller that never calls it) the inserts alone finish each doubling when
 // the arrays would be more than half full: nothing is lost, and the table still fills up.
 TYPED_TEST(SessionTables, InsertsFinishADoublingThatNoStepFinished) {
