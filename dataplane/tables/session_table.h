@@ -433,8 +433,8 @@ private:
     // beside 32-bit indexes. Seven pairs of 32-bit signatures made 9.1 bytes a slot where this is
     // 6.4, and at a million sessions needed twice the buckets (a power of two of seven-slot
     // buckets cannot hold a million sessions in 131,072 of them). A signature no longer holds
-    // the whole hash, so a doubling rehashes the entries it moves from their sessions
-    // (move_home()); a lookup still reads the bucket line and the session line.
+    // the whole hash, so below 65,536 buckets a doubling rehashes the entries it moves from their
+    // sessions (move_home()); a lookup still reads the bucket line and the session line.
     struct alignas(64) Bucket {
         uint16_t sig[kWays];
         uint32_t overflowed;  // live entries that went past this bucket because it was full
