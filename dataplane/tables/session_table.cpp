@@ -23,6 +23,12 @@ constexpr int kMadviseCollapse = MADV_COLLAPSE;
 #else
 constexpr int kMadviseCollapse = 25;
 #endif
+
+// Whether a doubling from arrays of mask `mask` finds each entry's new home in its signature
+// (the hash's high 16 bits): when the bit it adds is one of them.
+bool splits_by_signature(uint32_t mask) {
+    return mask >= 0xffff;
+}
 }  // namespace
 
 // Both families share this code (explicitly instantiated at the end); only the key, the session
@@ -47,9 +53,9 @@ BasicSessionTable<F>::~BasicSessionTable() {
         rte_free(memory_);
 }
 
-// The table's memory is one region: the two bucket arrays, the pool and the free list. With
-// DPDK on hugepages it comes from DPDK's heap (NUMA-local, on those pages). Without them
-// (--no-huge) DPDK's heap is made of 4 KiB pages, and at a million sessions every lookup would
+// The table's memory is one region: the two bucket arrays, the pool, the TCP windows and the pod
+// counts. With DPDK on hugepages it comes from DPDK's heap (NUMA-local, on those pages). Without
+// them (--no-huge) DPDK's heap is made of 4 KiB pages, and at a million sessions every lookup would
 // also miss the TLB: so the region is anonymous memory aligned to 2 MiB and marked for
 // transparent huge pages. It is never given to a NIC, so it needs no IOVA.
 template <class F>
@@ -104,8 +110,8 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
         return false;
     }
     capacity_ = capacity;
-    // Full size: the fewest buckets (a power of two) that hold `capacity` with at most five
-    // eighths of their slots in use. Below it the arrays double at three eighths and so stay at
+    // Full size: the fewest buckets (a power of two) that hold `capacity` with at most thirteen
+    // sixteenths of their slots in use. Below it the arrays double at three eighths and so stay at
     // most half full; only the last size fills past half, and only when the table is nearly full.
     // (Half full at capacity, rounded up to a power of two, left a million sessions over twice
     // the buckets they need: 101 of the 203 bytes per session were bucket arrays, most of them
@@ -116,43 +122,55 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
         buckets <<= 1;
     max_mask_ = static_cast<uint32_t>(buckets - 1);
     mask_ = std::min(max_mask_, kInitialBuckets - 1);
-    // Per index: the full size's part, and the half size's when the arrays will ever double.
-    const uint64_t part_buckets = mask_ < max_mask_ ? buckets + buckets / 2 : buckets;
-    size_t table_bytes = sizeof(Bucket) * part_buckets;
+    // Per index: the full size's part. The half size's, when the arrays will ever double, is the
+    // pool's last slots (below).
+    const bool doubles = mask_ < max_mask_;
+    size_t table_bytes = sizeof(Bucket) * buckets;
     size_t pool_bytes = sizeof(Entry) * size_t{capacity};
     size_t tcp_bytes = (sizeof(TcpWindow) * size_t{capacity} + 63) & ~size_t{63};
-    // Half as many slots again as sessions, in whole lines: never full, and at most two thirds
-    // full when every session is another pod's (a few pods with many sessions each is the usual
-    // case). Not rounded to a power of two (pod_home() scales the hash instead of masking it),
-    // which at 1,000,000 took twice the slots needed: 17 bytes per session where 12 do.
-    uint64_t pod_slots = std::max<uint64_t>(16, uint64_t{capacity} + uint64_t{capacity} / 2);
+    // Half as many slots again as pods that may hold sessions, in whole lines: at most two thirds
+    // full. Not rounded to a power of two (pod_home() scales the hash instead of masking it).
+    // Sized by the sessions (every session another pod's), they took 12 bytes per session at
+    // 1,000,000 where 1.8 do now.
+    pod_limit_ = std::min(capacity, kMaxPods);
+    uint64_t pod_slots = std::max<uint64_t>(16, uint64_t{pod_limit_} + uint64_t{pod_limit_} / 2);
     pod_slots = (pod_slots + 7) & ~uint64_t{7};
     pod_slots_ = static_cast<uint32_t>(pod_slots);
     size_t pod_bytes = (sizeof(PodCount) * pod_slots + 63) & ~size_t{63};
-    size_t free_bytes = (sizeof(uint32_t) * size_t{capacity} + 63) & ~size_t{63};
-    if (!allocate(name, 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes + free_bytes, socket)) return false;
+    if (!allocate(name, 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes, socket)) return false;
     auto* base = static_cast<uint8_t*>(memory_);
-    for (unsigned index = 0; index < 2; ++index) {
-        auto* part = reinterpret_cast<Bucket*>(base + index * table_bytes);
-        parts_[index][0] = part;
-        parts_[index][1] = part + buckets;  // unused when the arrays never double
-    }
     pool_ = reinterpret_cast<Entry*>(base + 2 * table_bytes);
     tcp_ = reinterpret_cast<TcpWindow*>(base + 2 * table_bytes + pool_bytes);
     pods_ = reinterpret_cast<PodCount*>(base + 2 * table_bytes + pool_bytes + tcp_bytes);
-    free_ = reinterpret_cast<uint32_t*>(base + 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes);
     std::memset(pods_, 0, pod_bytes);
+    // The half size's arrays (and the smaller ones of the same parity) live in the pool's last
+    // slots, which no session reaches while they are in use: slots are handed out lowest first,
+    // so no more than the most sessions ever open at once, and until the last doubling finishes
+    // that is at most half the half size's slots (make_room()): 2.5 per full-size bucket. A
+    // capacity that needs F buckets is more than 13/16 of F/2 buckets' slots, 4.06 per bucket,
+    // and the two arrays take 64 F bytes: F slots of 64 bytes (IPv4), F/2 of 128 (IPv6). From
+    // the end of that doubling on they are free, and the pool's slots again.
+    const size_t half_bytes = doubles ? sizeof(Bucket) * buckets : 0;
+    half_from_ = doubles ? static_cast<uint32_t>((pool_bytes - half_bytes) / sizeof(Entry)) : capacity;
+    for (unsigned index = 0; index < 2; ++index) {
+        parts_[index][0] = reinterpret_cast<Bucket*>(base + index * table_bytes);
+        parts_[index][1] = doubles ? reinterpret_cast<Bucket*>(reinterpret_cast<uint8_t*>(pool_) + pool_bytes -
+                                                               half_bytes + index * (half_bytes / 2))
+                                   : nullptr;
+    }
     // Every bucket of both parts empty: the arrays of every size start out empty, and a doubling
     // needs no clearing (and, without hugepages, takes no page faults) when it begins.
-    std::memset(base, 0xff, 2 * table_bytes);
     for (unsigned index = 0; index < 2; ++index)
-        for (uint64_t b = 0; b < part_buckets; ++b)
-            parts_[index][0][b].overflowed = 0;
+        for (unsigned part = 0; part < 2; ++part) {
+            const uint64_t n = part == 0 ? buckets : doubles ? buckets / 2 : 0;
+            for (uint64_t b = 0; b < n; ++b) {
+                std::memset(&parts_[index][part][b], 0xff, sizeof(Bucket));
+                parts_[index][part][b].overflowed = 0;
+            }
+        }
     inside_ = array_for(0, mask_);
     outside_ = array_for(1, mask_);
-    for (uint32_t i = 0; i < capacity; ++i)
-        free_[i] = capacity - 1 - i;
-    n_free_ = capacity;
+    free_head_ = kNone;
     return true;
 }
 
@@ -235,13 +253,13 @@ uint32_t BasicSessionTable<F>::find_outside(const Key& k, uint32_t h) const {
 
 template <class F>
 void BasicSessionTable<F>::insert(Chain c, uint32_t h, uint32_t idx) {
-    // The arrays are never more than five eighths full, so an empty slot is always found.
+    // The arrays are never more than thirteen sixteenths full, so an empty slot is always found.
     uint32_t b = h & c.mask;
     for (;;) {
         Bucket& bk = c.table[b];
         for (unsigned j = 0; j < kWays; ++j)
             if (bk.idx[j] == kEmpty) {
-                bk.sig[j] = h;
+                bk.sig[j] = signature(h);
                 bk.idx[j] = idx;
                 return;
             }
@@ -303,11 +321,31 @@ void BasicSessionTable<F>::make_room() {
 }
 
 template <class F>
+void BasicSessionTable<F>::prefetch_home_sessions(const Bucket* from, uint32_t home) const {
+    const Bucket& bk = from[home];
+    for (unsigned j = 0; j < kWays; ++j)
+        if (bk.idx[j] != kEmpty) rte_prefetch0(&pool_[bk.idx[j]]);
+}
+
+template <class F>
 void BasicSessionTable<F>::grow_slice() {
+    // Below 65,536 buckets the moves rehash each entry from its session (the bit that picks its
+    // new home is not in its signature): the sessions of the homes a few ahead are on their way
+    // while these move. From there on only entries that went past their home are rehashed.
+    constexpr uint32_t kAhead = 4;
+    const bool prefetch = !splits_by_signature(old_mask_);
     const uint32_t end = std::min(split_ + kMovePerStep, old_mask_ + 1);
+    for (uint32_t h = split_; prefetch && h < end && h < split_ + kAhead; ++h) {
+        prefetch_home_sessions(old_inside_, h);
+        prefetch_home_sessions(old_outside_, h);
+    }
     for (uint32_t h = split_; h < end; ++h) {
-        move_home(Chain{old_inside_, old_mask_}, Chain{inside_, mask_}, h);
-        move_home(Chain{old_outside_, old_mask_}, Chain{outside_, mask_}, h);
+        if (prefetch && h + kAhead < end) {
+            prefetch_home_sessions(old_inside_, h + kAhead);
+            prefetch_home_sessions(old_outside_, h + kAhead);
+        }
+        move_home<true>(Chain{old_inside_, old_mask_}, Chain{inside_, mask_}, h);
+        move_home<false>(Chain{old_outside_, old_mask_}, Chain{outside_, mask_}, h);
     }
     split_ = end;
     if (end == old_mask_ + 1) {
@@ -317,15 +355,28 @@ void BasicSessionTable<F>::grow_slice() {
 }
 
 // Moves every entry whose chain starts at `home` in `from` to its chain in `to`. Such entries sit
-// in `home` and in the buckets after it, up to the first one that nothing went past.
+// in `home` and in the buckets after it, up to the first one that nothing went past. An entry's
+// hash comes from its session's key, except where the bucket and the signature give all of it
+// that `to` needs: in `home` itself when nothing went past the bucket before it (so every entry
+// there starts there), once `from` has 65,536 buckets or more. Its home in `from` then gives the
+// hash's low 16 bits, the signature the high 16, among them the bit that picks its home in `to`.
 template <class F>
+template <bool Inside>
 void BasicSessionTable<F>::move_home(Chain from, Chain to, uint32_t home) {
+    const bool all_start_here = splits_by_signature(from.mask) && from.table[(home - 1) & from.mask].overflowed == 0;
     uint32_t b = home;
     for (;;) {
         Bucket& bk = from.table[b];
         for (unsigned j = 0; j < kWays; ++j) {
-            if (bk.idx[j] == kEmpty || (bk.sig[j] & from.mask) != home) continue;
-            insert(to, bk.sig[j], bk.idx[j]);
+            if (bk.idx[j] == kEmpty) continue;
+            uint32_t h;
+            if (b == home && all_start_here) {
+                h = uint32_t{bk.sig[j]} << 16 | (home & 0xffff);
+            } else {
+                h = hash_of(Inside, bk.idx[j]);
+                if ((h & from.mask) != home) continue;
+            }
+            insert(to, h, bk.idx[j]);
             erase_slot(from, home, b, j);
         }
         // Erasing only changes the counts of buckets before b: this one's still says whether
@@ -342,16 +393,18 @@ uint32_t BasicSessionTable<F>::create(const Entry& s) {
 
 template <class F>
 uint32_t BasicSessionTable<F>::create(const Entry& s, uint32_t h_inside, uint32_t h_outside) {
-    if (n_free_ == 0) return kNone;
+    if (active_ == capacity_) return kNone;
+    // A slot past the ones ever handed out, while the half size's arrays may still be in use
+    // there: never, by the arithmetic in init(); refused rather than written over should it come.
+    if (free_head_ == kNone && handed_out_ >= half_from_ && half_arrays_live()) return kNone;
+    if (!pod_add(F::pod_of(s))) return kNone;
     make_room();
-    uint32_t idx = free_[--n_free_];
-    if (idx >= handed_out_) handed_out_ = idx + 1;
+    uint32_t idx = take_slot();
     pool_[idx] = s;
     pool_[idx].in_use = static_cast<uint8_t>(s.in_use | kSessionInUse);
     tcp_[idx] = TcpWindow{};
     insert(chain<true>(h_inside), h_inside, idx);
     insert(chain<false>(h_outside), h_outside, idx);
-    pod_add(F::pod_of(s));
     ++active_;
     return idx;
 }
@@ -366,7 +419,9 @@ void BasicSessionTable<F>::destroy(uint32_t idx) {
     pod_remove(F::pod_of(s));
     if (pod_budget_) pod_budget_->release(pod_budget_key(F::pod_of(s)));
     s.in_use = 0;
-    free_[n_free_++] = idx;
+    // The free slot carries the list's link where its pod address was.
+    __builtin_memcpy(&s, &free_head_, sizeof(free_head_));
+    free_head_ = idx;
     --active_;
 }
 
@@ -380,16 +435,21 @@ uint32_t BasicSessionTable<F>::pod_sessions(const Pod& pod) const {
 }
 
 template <class F>
-void BasicSessionTable<F>::pod_add(const Pod& pod) {
+bool BasicSessionTable<F>::pod_add(const Pod& pod) {
     // Never full: a pod has a slot only while it has a session, and there are more slots than
-    // sessions. The free marker (0.0.0.0, ::) is never a pod, so a session of it (only
+    // pod_limit_. The free marker (0.0.0.0, ::) is never a pod, so a session of it (only
     // ever made by a test of the table itself) is not counted.
-    if (F::pod_free(pod)) return;
+    if (F::pod_free(pod)) return true;
     uint32_t i = pod_home(pod);
     while (!F::pod_equal(pods_[i].pod, pod) && !F::pod_free(pods_[i].pod))
         i = pod_next(i);
-    pods_[i].pod = pod;
+    if (F::pod_free(pods_[i].pod)) {
+        if (pods_in_use_ == pod_limit_) return false;
+        ++pods_in_use_;
+        pods_[i].pod = pod;
+    }
     ++pods_[i].count;
+    return true;
 }
 
 template <class F>
@@ -401,6 +461,7 @@ void BasicSessionTable<F>::pod_remove(const Pod& pod) {
         i = pod_next(i);
     }
     if (--pods_[i].count) return;
+    --pods_in_use_;
     // Backward-shift deletion: later entries of the run that may live in the freed slot move
     // into it, so a lookup never stops early at a hole.
     for (uint32_t j = pod_next(i); !F::pod_free(pods_[j].pod); j = pod_next(j)) {

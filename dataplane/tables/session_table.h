@@ -15,12 +15,12 @@
 // type would make every IPv4 hit read two lines; two instances of one template keep IPv4 as it
 // was and cost IPv6 one more line per hit (prefetched with the first).
 //
-// The indexes are egw's own, not rte_hash: a bucket is one cache line of seven (signature,
-// session index) pairs, and the key is checked against the session itself, so a hit costs the
+// The indexes are egw's own, not rte_hash: a bucket is one cache line of ten (16-bit signature,
+// 32-bit session index) pairs, and the key is checked against the session itself, so a hit costs the
 // bucket line and the session line(s) that translation reads anyway (rte_hash adds a key-store
 // line). The hash is keyed with random multipliers drawn when the table is made (see hash() in
 // session_table.cpp), so a pod cannot pick flows that pile up in one bucket chain. Buckets are
-// kept at most half full below the full size, and at most five eighths full at it (with every
+// kept at most half full below the full size, and at most thirteen sixteenths full at it (with every
 // session of `capacity` in use: kFullLoadNum / kFullLoadDen); an insert that finds its bucket
 // full moves on to the next one and counts in the full one that an entry went past it; a lookup
 // stops at the first bucket that no live entry went past. Deleting empties the slot and takes the
@@ -42,7 +42,8 @@
 // Memory: one region per table, allocated by the control thread in init(): DPDK's heap when DPDK
 // runs on hugepages, else anonymous memory on transparent huge pages, populated at once so that
 // no create takes a page fault (session_table.cpp). The bucket arrays of successive sizes
-// alternate between two parts of it (the full size, and half of it), so a doubling never writes
+// alternate between two parts of it (the full size, and half of it in the pool's last slots,
+// which no session reaches before the last doubling has finished), so a doubling never writes
 // over the arrays it reads.
 #pragma once
 
@@ -213,31 +214,27 @@ struct SessionFamily6 {
     using Entry = Session6;
     using Pod = Ip6;  // :: (never a pod: the input filter drops it as a source) marks a free slot
     static constexpr unsigned kHashWords = sizeof(Key) / 4;
-    static Key inside_key(const Entry& s) {
+    // One direction's key: its source and destination address and port, as its packets carry them.
+    static Key key_of(const Ip6& src, const Ip6& dst, uint16_t sport, uint16_t dport, uint8_t proto) {
         Key k{};
-        std::memcpy(k.src, s.pod_ip.b, 16);
-        std::memcpy(k.dst, s.remote_ip.b, 16);
-        k.sport = s.pod_port;
-        k.dport = s.remote_port;
-        k.proto = s.proto;
+        std::memcpy(k.src, src.b, 16);
+        std::memcpy(k.dst, dst.b, 16);
+        k.sport = sport;
+        k.dport = dport;
+        k.proto = proto;
         return k;
     }
-    static Key outside_key(const Entry& s) {
-        Key k{};
-        std::memcpy(k.src, s.remote_ip.b, 16);
-        std::memcpy(k.dst, s.nat_ip.b, 16);
-        k.sport = s.remote_port;
-        k.dport = s.nat_port;
-        k.proto = s.proto;
-        return k;
+    static bool key_is(const Key& k, const Ip6& src, const Ip6& dst, uint16_t sport, uint16_t dport, uint8_t proto) {
+        return ip6_equal(src.b, k.src) && ip6_equal(dst.b, k.dst) && sport == k.sport && dport == k.dport &&
+               proto == k.proto;
     }
+    static Key inside_key(const Entry& s) { return key_of(s.pod_ip, s.remote_ip, s.pod_port, s.remote_port, s.proto); }
+    static Key outside_key(const Entry& s) { return key_of(s.remote_ip, s.nat_ip, s.remote_port, s.nat_port, s.proto); }
     static bool inside_match(const Entry& s, const Key& k) {
-        return ip6_equal(s.pod_ip.b, k.src) && ip6_equal(s.remote_ip.b, k.dst) && s.pod_port == k.sport &&
-               s.remote_port == k.dport && s.proto == k.proto;
+        return key_is(k, s.pod_ip, s.remote_ip, s.pod_port, s.remote_port, s.proto);
     }
     static bool outside_match(const Entry& s, const Key& k) {
-        return ip6_equal(s.remote_ip.b, k.src) && ip6_equal(s.nat_ip.b, k.dst) && s.remote_port == k.sport &&
-               s.nat_port == k.dport && s.proto == k.proto;
+        return key_is(k, s.remote_ip, s.nat_ip, s.remote_port, s.nat_port, s.proto);
     }
     static Pod pod_of(const Entry& s) { return s.pod_ip; }
     static bool pod_free(const Pod& p) { return ip6_is_unspecified(p.b); }
@@ -272,7 +269,7 @@ public:
     uint32_t capacity() const { return capacity_; }
     uint32_t active() const { return active_; }
     // Every session in use has an index below this: one past the highest slot ever handed out.
-    // The free stack hands out the lowest slots first, so it stays near the most sessions open
+    // Freed slots are taken again before any new one, so it stays at the most sessions open
     // at once, however large `capacity` is.
     uint32_t slots_handed_out() const { return handed_out_; }
 
@@ -379,13 +376,23 @@ public:
             grow_slice();
     }
     static constexpr uint32_t kInitialBuckets = 1024;
-    // The most the full-size arrays are filled with every session of `capacity` in use.
-    static constexpr unsigned kFullLoadNum = 5;
-    static constexpr unsigned kFullLoadDen = 8;
+    // Slots per bucket (see Bucket).
+    static constexpr unsigned kWays = 10;
+    // The most the full-size arrays are filled with every session of `capacity` in use: thirteen
+    // sixteenths, so that a capacity of 1,000,000 fits 131,072 buckets (76 % full).
+    static constexpr unsigned kFullLoadNum = 13;
+    static constexpr unsigned kFullLoadDen = 16;
     static constexpr uint32_t kMovePerStep = 256;
     // The session line the create `ahead` creates from now will fill (if no destroy comes first).
+    // Free slots that were used before are a list linked through the slots themselves: only its
+    // head is known without reading a slot (take_slot() prefetches the next one as it takes the
+    // head). Slots never handed out follow one another.
     void prefetch_free_slot(unsigned ahead) const {
-        if (ahead < n_free_) __builtin_prefetch(&pool_[free_[n_free_ - 1 - ahead]], 1, 3);
+        if (free_head_ != kNone) {
+            if (ahead == 0) __builtin_prefetch(&pool_[free_head_], 1, 3);
+        } else if (handed_out_ + ahead < capacity_) {
+            __builtin_prefetch(&pool_[handed_out_ + ahead], 1, 3);
+        }
     }
 
     Entry& at(uint32_t idx) { return pool_[idx]; }
@@ -400,7 +407,12 @@ public:
     void prefetch_tcp(uint32_t idx) const { __builtin_prefetch(&tcp_[idx], 1, 3); }
 
     // Sessions of the pod `pod` (network order) in this table, kept on create and destroy for the
-    // per-pod session limit.
+    // per-pod session limit. At most kMaxPods pods hold sessions at once: a create for one more
+    // pod is refused (kNone) as a create into a full pool is. The counts are sized by pods, not
+    // by sessions, since a million sessions come from far fewer pods; Kubernetes supports
+    // clusters of at most 150,000 pods, and each worker's table may see every one of them.
+    static constexpr uint32_t kMaxPods = 150000;
+    uint32_t pods_with_sessions() const { return pods_in_use_; }
     uint32_t pod_sessions(const Pod& pod) const;
     void prefetch_pod(const Pod& pod) const { __builtin_prefetch(&pods_[pod_home(pod)], 0, 3); }
     // With several workers the per-pod limit is one budget they share (pod_budget.h): a session
@@ -410,21 +422,27 @@ public:
     static Key inside_key(const Entry& s) { return F::inside_key(s); }
     static Key outside_key(const Entry& s) { return F::outside_key(s); }
 
-    // The table's one region (buckets, pool, TCP windows, pod counts, free list), every page of
+    // The table's one region (buckets, pool, TCP windows, pod counts), every page of
     // it resident from init() on.
     const void* memory() const { return memory_; }
     size_t memory_bytes() const { return memory_bytes_; }
 
 private:
     static constexpr uint32_t kEmpty = ~uint32_t{0};
-    static constexpr unsigned kWays = 7;
+    // Ten (signature, session index) pairs in a line: 16-bit signatures (the hash's high half)
+    // beside 32-bit indexes. Seven pairs of 32-bit signatures made 9.1 bytes a slot where this is
+    // 6.4, and at a million sessions needed twice the buckets (a power of two of seven-slot
+    // buckets cannot hold a million sessions in 131,072 of them). A signature no longer holds
+    // the whole hash, so below 65,536 buckets a doubling rehashes the entries it moves from their
+    // sessions (move_home()); a lookup still reads the bucket line and the session line.
     struct alignas(64) Bucket {
-        uint32_t sig[kWays];
-        uint32_t idx[kWays];
+        uint16_t sig[kWays];
         uint32_t overflowed;  // live entries that went past this bucket because it was full
-        uint32_t unused;
+        uint32_t idx[kWays];
     };
     static_assert(sizeof(Bucket) == 64);
+    static_assert(offsetof(Bucket, overflowed) == 2 * kWays);
+    static uint16_t signature(uint32_t h) { return static_cast<uint16_t>(h >> 16); }
 
     // Keyed multiply-add over the key's 32-bit words (session_table.cpp says why).
     uint32_t hash(const Key& k) const {
@@ -435,20 +453,19 @@ private:
             h += hash_key_[i + 1] * w[i];
         return static_cast<uint32_t>(h >> 32);
     }
-    // Bit j set when signature j of the bucket is h: the seven signatures are compared at once (two
-    // SSE2 compares of four; the eighth lane is idx[0] and is masked off).
+    // Bit j set when signature j of the bucket is h's: the ten signatures are compared at once
+    // (eight in one SSE2 compare, the last two in a second whose other lanes are masked off).
     static unsigned sig_matches(const Bucket& bk, uint32_t h) {
 #if defined(__SSE2__)
-        __m128i key = _mm_set1_epi32(static_cast<int>(h));
+        __m128i key = _mm_set1_epi16(static_cast<short>(signature(h)));
         __m128i lo = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk.sig[0]));
-        __m128i hi = _mm_load_si128(reinterpret_cast<const __m128i*>(&bk.sig[4]));
-        unsigned m = static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, key)))) |
-                     static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, key)))) << 4;
-        return m & ((1u << kWays) - 1);
+        __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&bk.sig[8]));
+        __m128i eq = _mm_packs_epi16(_mm_cmpeq_epi16(lo, key), _mm_cmpeq_epi16(hi, key));
+        return static_cast<unsigned>(_mm_movemask_epi8(eq)) & ((1u << kWays) - 1);
 #else
         unsigned m = 0;
         for (unsigned j = 0; j < kWays; ++j)
-            m |= static_cast<unsigned>(bk.sig[j] == h) << j;
+            m |= static_cast<unsigned>(bk.sig[j] == signature(h)) << j;
         return m;
 #endif
     }
@@ -485,6 +502,9 @@ private:
     void lookup_bulk(const Key* const* keys, unsigned n, uint32_t* idx, uint32_t* h) const;
     bool allocate(const char* name, size_t bytes, int socket);
     static void insert(Chain c, uint32_t h, uint32_t idx);
+    uint32_t hash_of(bool inside, uint32_t idx) const {
+        return hash(inside ? F::inside_key(pool_[idx]) : F::outside_key(pool_[idx]));
+    }
     static void erase(Chain c, uint32_t h, uint32_t idx);
     // Empties slot j of bucket b, whose entry started at bucket `from`.
     static void erase_slot(Chain c, uint32_t from, uint32_t b, unsigned j);
@@ -500,10 +520,13 @@ private:
     // when the old arrays would be more than half full.
     void make_room();
     void grow_slice();
+    template <bool Inside>
     void move_home(Chain from, Chain to, uint32_t home);
+    // The sessions in the home bucket `home` of `from`, toward move_home()'s rehashing.
+    void prefetch_home_sessions(const Bucket* from, uint32_t home) const;
     // The pods' session counts: open addressing with linear probing over pod_slots_ slots, half
-    // as many again as sessions, so never full (at most two thirds, when every session is another
-    // pod's). A pod's home is its hash scaled to the slot count (no power of two needed).
+    // as many again as the pods that may hold sessions at once (pod_limit_), so never more than
+    // two thirds full. A pod's home is its hash scaled to the slot count (no power of two needed).
     struct PodCount {
         Pod pod;  // F::pod_free() when the slot is free
         uint32_t count;
@@ -518,8 +541,22 @@ private:
     uint32_t pod_distance(uint32_t from, uint32_t to) const {
         return to >= from ? to - from : to + pod_slots_ - from;
     }
-    void pod_add(const Pod& pod);
+    // False, and nothing counted, when `pod` is new and pod_limit_ pods hold sessions already.
+    bool pod_add(const Pod& pod);
     void pod_remove(const Pod& pod);
+    // A free slot, taken: the list's head (a slot freed before), else the next never handed out.
+    uint32_t take_slot() {
+        if (free_head_ == kNone) return handed_out_++;
+        uint32_t idx = free_head_;
+        __builtin_memcpy(&free_head_, &pool_[idx], sizeof(free_head_));
+        if (free_head_ != kNone) __builtin_prefetch(&pool_[free_head_], 1, 3);
+        return idx;
+    }
+    // Whether the arrays of the half size (or smaller) may still be read: until the last doubling
+    // has finished.
+    bool half_arrays_live() const {
+        return mask_ < max_mask_ || growing();
+    }
 
     uint64_t hash_key_[F::kHashWords + 1] = {};  // random multipliers of hash() (and pod_home())
     Bucket* inside_ = nullptr;                   // the current arrays
@@ -535,9 +572,13 @@ private:
     TcpWindow* tcp_ = nullptr;
     PodCount* pods_ = nullptr;
     uint32_t pod_slots_ = 0;
+    uint32_t pod_limit_ = 0;  // min(capacity, kMaxPods)
+    uint32_t pods_in_use_ = 0;
     const PodBudget* pod_budget_ = nullptr;
-    uint32_t* free_ = nullptr;  // stack of free indices
-    uint32_t n_free_ = 0;
+    // Free slots: those below handed_out_ that were used and freed, a LIFO list linked through
+    // their first four bytes (kNone ends it), then every slot from handed_out_ on.
+    uint32_t free_head_ = kNone;
+    uint32_t half_from_ = 0;  // the first pool slot the half size's arrays take (capacity_: none)
     uint32_t capacity_ = 0;
     uint32_t active_ = 0;
     uint32_t handed_out_ = 0;

@@ -631,7 +631,7 @@ unsigned rss_queue(const Rig& r, const uint8_t* frame) {
 std::vector<Frame> reply_frames(const Rig& r, std::vector<uint8_t>& owner) {
     std::vector<Frame> out;
     for (const auto* w : r.workers)
-        for (uint32_t i = 0; i < w->sessions.capacity(); ++i) {
+        for (uint32_t i = 0; i < w->sessions.slots_handed_out(); ++i) {
             const dp::Session& s = w->sessions.at(i);
             if (!(s.in_use & dp::kSessionInUse)) continue;
             Frame f{};
@@ -937,7 +937,7 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, ")\n");
             rc = 1;
         }
-        // The free list handed out sessions in creation order, so replaying the flows in that
+        // The table handed out slots in creation order, so replaying the flows in that
         // order would read the session pool front to back and let the hardware prefetcher hide
         // the misses. Established traffic comes in no such order: replay it shuffled again.
         std::shuffle(frames.begin(), frames.end(), std::mt19937(2));
@@ -1006,7 +1006,8 @@ int main(int argc, char** argv) {
         "SNAT = the same + egw's pipeline (parse, bulk session lookup, translate, route, neighbour).\n"
         "new sessions/s = first pass over the flows, every packet opening a session.\n"
         "io-forward and SNAT replay the flows in another random order than the one they were created in.\n"
-        "memory/session = bytes of the session table (both hash indexes, 64-byte sessions, free list) / capacity"
+        "memory/session = bytes of the session table (both hash indexes, 64-byte sessions, TCP windows, pod counts) / "
+        "capacity"
         "%s.\n"
         "core check = TSC cycles per iteration of a fixed integer loop run before each round and after the last,\n"
         "lowest-highest: it rises when another thread shares this core or its clock falls, which slows SNAT far more\n"

@@ -721,7 +721,7 @@ const dp::ServiceCounters& Rig::default_counters(unsigned worker) const {
 std::vector<dp::Session> Rig::sessions(unsigned worker) const {
     std::vector<dp::Session> out;
     const dp::SessionTable& st = workers.at(worker)->sessions;
-    for (uint32_t i = 0; i < st.capacity(); ++i)
+    for (uint32_t i = 0; i < st.slots_handed_out(); ++i)
         if (st.at(i).in_use & dp::kSessionInUse) out.push_back(st.at(i));
     return out;
 }
@@ -729,7 +729,7 @@ std::vector<dp::Session> Rig::sessions(unsigned worker) const {
 std::vector<dp::Session6> Rig::sessions6(unsigned worker) const {
     std::vector<dp::Session6> out;
     const dp::SessionTable6& st = workers.at(worker)->sessions6;
-    for (uint32_t i = 0; i < st.capacity(); ++i)
+    for (uint32_t i = 0; i < st.slots_handed_out(); ++i)
         if (st.at(i).in_use & dp::kSessionInUse) out.push_back(st.at(i));
     return out;
 }

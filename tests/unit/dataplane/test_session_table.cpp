@@ -238,7 +238,7 @@ TYPED_TEST(SessionTables, SessionsStayFoundWhileTheBucketArraysDouble) {
     using Table = TypeParam;
     using Entry = typename Family<Table>::Entry;
     using Key = typename Table::Key;
-    constexpr uint32_t kCapacity = 40000;  // full size: 16384 buckets, four doublings from 1024
+    constexpr uint32_t kCapacity = 80000;  // full size: 16384 buckets, four doublings from 1024
     Table t;
     ASSERT_TRUE(t.init("st_grow", kCapacity, SOCKET_ID_ANY));
     ASSERT_EQ(t.bucket_count(), Table::kInitialBuckets);
@@ -350,8 +350,59 @@ TYPED_TEST(SessionTables, SessionsStayFoundWhileTheBucketArraysDouble) {
     EXPECT_EQ(t.bucket_count(), t.max_bucket_count());
     EXPECT_EQ(sizes_seen, 5u);  // 1024, 2048, 4096, 8192, 16384
     EXPECT_GT(checks_while_growing, 20u) << "no check fell inside a doubling";
-    // Never more than five eighths full at full size, with every session the table can hold.
-    EXPECT_LE(uint64_t{live.size()} * Table::kFullLoadDen, uint64_t{7} * Table::kFullLoadNum * t.bucket_count());
+    // Never more than thirteen sixteenths full at full size, with every session the table can hold.
+    EXPECT_LE(uint64_t{live.size()} * Table::kFullLoadDen,
+              uint64_t{Table::kWays} * Table::kFullLoadNum * t.bucket_count());
+}
+
+// From 65,536 buckets on, a doubling takes an entry's new home from its bucket and signature
+// instead of rehashing its session, wherever nothing went past the bucket before. Through the
+// doublings to 131,072 buckets, with sessions ending meanwhile, every session stays findable:
+// checked while the last doubling is under way and once it has finished.
+TYPED_TEST(SessionTables, SessionsStayFoundThroughDoublingsPast65536Buckets) {
+    using Table = TypeParam;
+    using Entry = typename Family<Table>::Entry;
+    constexpr uint32_t kCapacity = 600000;
+    Table t;
+    ASSERT_TRUE(t.init("st_grow_big", kCapacity, SOCKET_ID_ANY, 8));
+    ASSERT_EQ(t.max_bucket_count(), 131072u);
+    std::mt19937 rng(5);
+    std::vector<std::pair<uint32_t, Entry>> live;
+    std::set<std::string> in_keys, out_keys;
+    auto check = [&](const char* when) {
+        for (auto& [idx, s] : live) {
+            ASSERT_EQ(t.find_inside(Table::inside_key(s)), idx) << when;
+            ASSERT_EQ(t.find_outside(Table::outside_key(s)), idx) << when;
+        }
+    };
+    // Not under must_finish(): its 20 s would bound the whole fill, which a sanitizer build
+    // takes several times longer over; a lookup that never returns fails the test's timeout.
+    bool checked_in_last_doubling = false;
+    // The last doubling (65,536 to 131,072 buckets) starts past 245,760 sessions.
+    constexpr size_t kFill = 280000;
+    for (uint64_t op = 0; live.size() < kFill || t.growing(); ++op) {
+        if (op % 5 == 4) {
+            std::swap(live[rng() % live.size()], live.back());
+            t.destroy(live.back().first);
+            live.pop_back();
+        } else {
+            // Of 200 pods: the pod counts hold at most kMaxPods pods.
+            Entry s = fresh_session<Table>(rng, in_keys, out_keys);
+            s.pod_ip = Family<Table>::pod(static_cast<uint32_t>(op % 200));
+            uint32_t idx = t.create(s);
+            ASSERT_NE(idx, Table::kNone) << live.size() << " sessions";
+            live.emplace_back(idx, s);
+        }
+        if (op % 64 == 0) t.grow_step();
+        if (!checked_in_last_doubling && t.growing() && t.bucket_count() == 131072u) {
+            checked_in_last_doubling = true;
+            check("during the last doubling");
+            if (this->HasFatalFailure()) return;
+        }
+    }
+    check("after the last doubling");
+    EXPECT_TRUE(checked_in_last_doubling);
+    EXPECT_EQ(t.bucket_count(), 131072u);
 }
 
 // Without grow_step() (a caller that never calls it) the inserts alone finish each doubling when
@@ -372,13 +423,14 @@ TYPED_TEST(SessionTables, InsertsFinishADoublingThatNoStepFinished) {
         ASSERT_NE(idx, Table::kNone);
         live.emplace_back(idx, s);
         // At most half of the slots of the arrays new entries can go to (during a doubling the
-        // old ones, half the current size), and five eighths of the full-size arrays.
+        // old ones, half the current size), and thirteen sixteenths of the full-size arrays.
         const uint64_t filling = t.growing() ? t.bucket_count() / 2 : t.bucket_count();
         if (t.bucket_count() == t.max_bucket_count() && !t.growing())
-            ASSERT_LE(uint64_t{t.active()} * Table::kFullLoadDen, uint64_t{7} * Table::kFullLoadNum * filling)
+            ASSERT_LE(uint64_t{t.active()} * Table::kFullLoadDen,
+                      uint64_t{Table::kWays} * Table::kFullLoadNum * filling)
                 << live.size() << " sessions";
         else
-            ASSERT_LE(uint64_t{t.active()} * 2, uint64_t{7} * filling) << live.size() << " sessions";
+            ASSERT_LE(uint64_t{t.active()} * 2, uint64_t{Table::kWays} * filling) << live.size() << " sessions";
         inserts_while_growing += t.growing();
     }
     EXPECT_EQ(t.create(Family<Table>::random(rng)), Table::kNone);
@@ -426,8 +478,8 @@ TYPED_TEST(SessionTables, DestroyedSessionIsNotFoundAndItsSlotIsReused) {
 }
 
 // The expiry sweep walks only the slots below slots_handed_out(). Under churn that bound holds
-// every live session, and it is the most sessions ever open at once, not the capacity: the free
-// stack hands a never-used slot out only when every slot used before is live.
+// every live session, and it is the most sessions ever open at once, not the capacity: a
+// never-used slot is handed out only when every slot used before is live.
 TYPED_TEST(SessionTables, SlotsHandedOutHoldEveryLiveSessionAndFollowThePeak) {
     using Table = TypeParam;
     using Entry = typename Family<Table>::Entry;
@@ -501,15 +553,15 @@ TYPED_TEST(SessionTables, PodCountsFollowCreatesAndDestroys) {
 // Creates take no page faults: every page of the table's region is resident once init() returns
 // (DPDK's hugepages are; the anonymous region egw maps without them is populated), so the pool's
 // untouched tail, the TCP windows and the buckets of every size cost no fault while sessions fill.
-// At full size the arrays fill past half (up to five eighths) once nearly every session of the
-// capacity is in use: 70,000 sessions in 16,384 buckets of seven is 61 %. Every session stays
+// At full size the arrays fill past half (up to thirteen sixteenths) once nearly every session of
+// the capacity is in use: 130,000 sessions in 16,384 buckets of ten is 79 %. Every session stays
 // findable through both indexes, in single and bulk lookups, while the table is full and after
 // churn at that fill, and the pool, not the buckets, is what runs out.
 TYPED_TEST(SessionTables, EverySessionIsFoundWhenTheFullSizeIsPastHalfFull) {
     using Table = TypeParam;
     using Entry = typename Family<Table>::Entry;
     using Key = typename Table::Key;
-    constexpr uint32_t kCapacity = 70000;
+    constexpr uint32_t kCapacity = 130000;
     Table t;
     ASSERT_TRUE(t.init("st_past_half", kCapacity, SOCKET_ID_ANY, 5));
     ASSERT_EQ(t.max_bucket_count(), 16384u);
@@ -548,7 +600,7 @@ TYPED_TEST(SessionTables, EverySessionIsFoundWhenTheFullSizeIsPastHalfFull) {
         if (::testing::Test::HasFatalFailure()) return;
         t.finish_growth();
         ASSERT_EQ(t.bucket_count(), 16384u);
-        ASSERT_GT(uint64_t{t.active()} * 2, uint64_t{7} * t.bucket_count()) << "not past half full";
+        ASSERT_GT(uint64_t{t.active()} * 4, uint64_t{3} * Table::kWays * t.bucket_count()) << "not past three quarters";
         EXPECT_EQ(t.create(Family<Table>::random(rng)), Table::kNone);
         check("full");
         if (::testing::Test::HasFatalFailure()) return;
@@ -569,22 +621,64 @@ TYPED_TEST(SessionTables, EverySessionIsFoundWhenTheFullSizeIsPastHalfFull) {
 
 // What a table made for 1,000,000 sessions takes per session (the figure egw-bench prints and
 // docs/architecture.md "Session table memory" breaks down): IPv4 64 (session) + 16 (TCP window)
-// + 4 (free list) + 12 (pod counts) + 50.3 (two indexes: 262,144 buckets each, and the half-size
-// part a doubling needs) = 146.3 bytes; IPv6 the same with a 128-byte session and 20-byte pod
-// slots. It was 201.5 and 290.6: the buckets sized for half full and then rounded up to a power
-// of two (524,288), and the pod counts twice the sessions rounded up likewise.
+// + 1.8 (pod counts for 150,000 pods) + 16.8 (two indexes of 131,072 ten-slot buckets; the half
+// size a doubling reads lives in the pool's last slots) = 98.6 bytes; IPv6 the same with a
+// 128-byte session and 20-byte pod slots, 165.3. It was 146.3 and 228.3 with seven-slot buckets
+// (262,144 per index) and their half size beside them, pod counts sized by the sessions and a
+// free list of slot indexes.
 TEST(SessionTable, BytesPerSessionAtAMillion) {
     constexpr uint32_t kCapacity = 1000000;
     {
         SessionTable t;
         ASSERT_TRUE(t.init("st_bytes4", kCapacity, SOCKET_ID_ANY, 1));
-        EXPECT_LE(static_cast<double>(t.memory_bytes()) / kCapacity, 147.0);
+        EXPECT_LE(static_cast<double>(t.memory_bytes()) / kCapacity, 98.7);
     }
     {
         dp::SessionTable6 t;
         ASSERT_TRUE(t.init("st_bytes6", kCapacity, SOCKET_ID_ANY, 1));
-        EXPECT_LE(static_cast<double>(t.memory_bytes()) / kCapacity, 229.0);
+        EXPECT_LE(static_cast<double>(t.memory_bytes()) / kCapacity, 165.4);
     }
+}
+
+// The pod counts are sized for kMaxPods pods, not one per session: with that many pods holding
+// sessions, a session of one more pod is refused, as one past the pool's end is, while the pods
+// that have sessions still get more; once a pod's last session ends, a new pod takes its place.
+TEST(SessionTable, SessionsOfMorePodsThanTheCountsHoldAreRefused) {
+    constexpr uint32_t kPods = SessionTable::kMaxPods;
+    SessionTable t;
+    ASSERT_TRUE(t.init("st_pod_limit", kPods + 1000, SOCKET_ID_ANY, 4));
+    auto session = [](uint32_t pod, uint16_t pod_port) {
+        Session s{};
+        s.pod_ip = htonl(0x0a000001u + pod);
+        s.remote_ip = htonl(0xc6336414);
+        s.pod_port = htons(pod_port);
+        s.remote_port = htons(443);
+        // A NAT address and port of its own for every session.
+        uint32_t n = pod * 2 + (pod_port & 1);
+        s.nat_ip = htonl(0xc0000000u + (n >> 16));
+        s.nat_port = htons(static_cast<uint16_t>(n));
+        s.proto = 6;
+        return s;
+    };
+    std::vector<uint32_t> first(kPods);
+    for (uint32_t pod = 0; pod < kPods; ++pod) {
+        first[pod] = t.create(session(pod, 1000));
+        ASSERT_NE(first[pod], SessionTable::kNone) << "pod " << pod;
+    }
+    EXPECT_EQ(t.pods_with_sessions(), kPods);
+    EXPECT_EQ(t.create(session(kPods, 1000)), SessionTable::kNone) << "a pod past the counts' size";
+    EXPECT_EQ(t.active(), kPods);
+    EXPECT_EQ(t.pod_sessions(session(kPods, 1000).pod_ip), 0u);
+    uint32_t second = t.create(session(17, 1001));
+    ASSERT_NE(second, SessionTable::kNone) << "a pod that has a session already";
+    EXPECT_EQ(t.pod_sessions(session(17, 1000).pod_ip), 2u);
+    t.destroy(first[3]);
+    EXPECT_EQ(t.pods_with_sessions(), kPods - 1);
+    uint32_t newcomer = t.create(session(kPods, 1000));
+    ASSERT_NE(newcomer, SessionTable::kNone) << "a pod in the place of one whose sessions ended";
+    EXPECT_EQ(t.find_inside(SessionTable::inside_key(session(kPods, 1000))), newcomer);
+    EXPECT_EQ(t.pod_sessions(session(kPods, 1000).pod_ip), 1u);
+    EXPECT_EQ(t.pods_with_sessions(), kPods);
 }
 
 TYPED_TEST(SessionTables, EveryPageIsResidentAfterInit) {
@@ -612,7 +706,7 @@ TYPED_TEST(SessionTables, EveryPageIsResidentAfterInit) {
 // hash key, a pod can pick ports whose inside keys all start in one bucket (that is what the
 // unkeyed CRC32 allowed to anyone). Another table, keyed at random, spreads those same flows.
 TEST(SessionTable, HashIsKeyedSoChosenCollisionsDoNotCarryOver) {
-    constexpr uint32_t kCapacity = 4096;
+    constexpr uint32_t kCapacity = 8192;  // 1,024 buckets
     SessionTable known, other, other2;
     ASSERT_TRUE(known.init("st_hash_known", kCapacity, SOCKET_ID_ANY, 1));
     ASSERT_TRUE(other.init("st_hash_other", kCapacity, SOCKET_ID_ANY));
