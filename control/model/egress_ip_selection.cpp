@@ -44,16 +44,35 @@ EgressIPSelected EgressIPSelection::select(const ObjectSet& objects, const Egres
     return out;
 }
 
+void EgressIPSelection::match(const std::string& ns, const std::string& egress_ip) {
+    by_namespace_[ns].insert(egress_ip);
+}
+
+void EgressIPSelection::unmatch(const std::string& ns, const std::string& egress_ip) {
+    auto it = by_namespace_.find(ns);
+    if (it == by_namespace_.end()) return;
+    it->second.erase(egress_ip);
+    if (it->second.empty()) by_namespace_.erase(it);
+}
+
 bool EgressIPSelection::on_egress_ip(const ObjectSet& objects, const std::string& name) {
     auto eip = objects.egress_ips.find(name);
     auto have = selected_.find(name);
-    if (eip == objects.egress_ips.end()) {
-        if (have == selected_.end()) return false;
-        selected_.erase(have);
-        return true;
+    EgressIPSelected fresh;
+    if (eip != objects.egress_ips.end()) fresh = select(objects, eip->second);
+    if (have != selected_.end()) {
+        if (eip != objects.egress_ips.end() && have->second == fresh) return false;
+        for (const auto& ns : have->second.namespaces)
+            unmatch(ns, name);
+        if (eip == objects.egress_ips.end()) {
+            selected_.erase(have);
+            return true;
+        }
+    } else if (eip == objects.egress_ips.end()) {
+        return false;
     }
-    EgressIPSelected fresh = select(objects, eip->second);
-    if (have != selected_.end() && have->second == fresh) return false;
+    for (const auto& ns : fresh.namespaces)
+        match(ns, name);
     selected_.insert_or_assign(name, std::move(fresh));
     return true;
 }
@@ -72,6 +91,7 @@ void EgressIPSelection::on_namespace(const ObjectSet& objects, const std::string
         // of the selection (and of what `show` reports).
         if (matches) {
             sel.namespaces.insert(ns);
+            match(ns, name);
             for_each_in_namespace(objects.pods, ns, [&](auto it) {
                 const Pod& pod = it->second;
                 if (pod_selectable(pod) && selector_matches(eip->second.pod_selector, pod.meta.labels))
@@ -79,6 +99,7 @@ void EgressIPSelection::on_namespace(const ObjectSet& objects, const std::string
             });
         } else {
             sel.namespaces.erase(ns);
+            unmatch(ns, name);
             for_each_in_namespace(sel.pods, ns, [&](auto it) { sel.pods.erase(it); });
         }
         changed.push_back(name);
@@ -86,21 +107,23 @@ void EgressIPSelection::on_namespace(const ObjectSet& objects, const std::string
 }
 
 void EgressIPSelection::on_pod(const ObjectSet& objects, const std::string& key, std::vector<std::string>& changed) {
-    const std::string ns = namespace_of(key);
+    auto matching = by_namespace_.find(namespace_of(key));
+    if (matching == by_namespace_.end()) return;
     auto pod = objects.pods.find(key);
-    for (auto& [name, sel] : selected_) {
-        if (!sel.namespaces.count(ns)) continue;
+    for (const auto& name : matching->second) {
         auto eip = objects.egress_ips.find(name);
-        if (eip == objects.egress_ips.end()) continue;
+        auto sel = selected_.find(name);
+        if (eip == objects.egress_ips.end() || sel == selected_.end()) continue;
         const bool selects = pod != objects.pods.end() && pod_selectable(pod->second) &&
                              selector_matches(eip->second.pod_selector, pod->second.meta.labels);
-        auto have = sel.pods.find(key);
+        auto& pods = sel->second.pods;
+        auto have = pods.find(key);
         if (selects) {
-            if (have != sel.pods.end() && have->second == pod->second.ips) continue;
-            sel.pods.insert_or_assign(key, pod->second.ips);
+            if (have != pods.end() && have->second == pod->second.ips) continue;
+            pods.insert_or_assign(key, pod->second.ips);
         } else {
-            if (have == sel.pods.end()) continue;
-            sel.pods.erase(have);
+            if (have == pods.end()) continue;
+            pods.erase(have);
         }
         changed.push_back(name);
     }
@@ -141,6 +164,10 @@ std::vector<std::string> EgressIPSelection::rebuild(const ObjectSet& objects) {
     for (const auto& [name, sel] : selected_)
         if (!fresh.count(name)) changed.push_back(name);
     selected_ = std::move(fresh);
+    by_namespace_.clear();
+    for (const auto& [name, sel] : selected_)
+        for (const auto& ns : sel.namespaces)
+            match(ns, name);
     std::sort(changed.begin(), changed.end());
     return changed;
 }

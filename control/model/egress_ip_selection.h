@@ -5,10 +5,10 @@
 // A pod selects nothing while it is Succeeded or Failed, has no address yet, or is on the host's
 // network (its addresses are the node's).
 //
-// The selection keeps only its results; the objects stay in the ObjectSet it is handed on every
-// call, which must hold the change already. A change of one pod costs a look at each EgressIP
-// whose namespaces hold it; of a namespace, a walk over that namespace's pods for each EgressIP;
-// of an EgressIP, a walk over the pods of the namespaces it matches. Not thread-safe: its owner
+// The selection keeps only its results (and which EgressIPs match each namespace); the objects
+// stay in the ObjectSet it is handed on every call, which must hold the change already. A change
+// of one pod costs a look at each EgressIP whose namespaces hold it; of a namespace, a walk over that namespace's pods
+// for each EgressIP; of an EgressIP, a walk over the pods of the namespaces it matches. Not thread-safe: its owner
 // serialises the calls.
 #pragma once
 
@@ -53,7 +53,14 @@ private:
     void on_namespace(const ObjectSet& objects, const std::string& ns, std::vector<std::string>& changed);
     void on_pod(const ObjectSet& objects, const std::string& key, std::vector<std::string>& changed);
 
+    // Index namespace -> EgressIPs matching it and back into selected_[...].namespaces.
+    void match(const std::string& ns, const std::string& egress_ip);
+    void unmatch(const std::string& ns, const std::string& egress_ip);
+
     std::map<std::string, EgressIPSelected> selected_;  // by EgressIP name
+    // The EgressIPs whose namespaceSelector matches each namespace: a pod's change looks at these
+    // only, not at every EgressIP.
+    std::map<std::string, std::set<std::string>> by_namespace_;
 };
 
 }  // namespace egw::model

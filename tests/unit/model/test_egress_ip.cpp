@@ -363,6 +363,7 @@ TEST_F(Selection, NamespaceRelabelStartsAndStops) {
     EXPECT_EQ(put(namespace_("shop", {{"egress", "no"}})), Names{"eip"});
     EXPECT_TRUE(pods_of("eip").empty());
     EXPECT_TRUE(sel.find("eip")->namespaces.empty());
+    EXPECT_TRUE(put(pod("shop", "web-2", {}, {"10.128.0.9"})).empty());  // the namespace is out
     expect_consistent();
 
     // A matched namespace going away takes its pods with it.
@@ -433,6 +434,8 @@ TEST_F(Selection, EgressIPChangesAndRemoval) {
     EXPECT_EQ(remove(Kind::egress_ip, "eip"), Names{"eip"});
     EXPECT_EQ(sel.find("eip"), nullptr);
     EXPECT_EQ(pods_of("other"), Names{"b/q"});
+    EXPECT_TRUE(put(pod("a", "p", {}, {"10.0.0.9"})).empty());  // no EgressIP matches "a" any more
+    EXPECT_EQ(put(pod("b", "q", {}, {"10.0.0.4"})), Names{"other"});
     expect_consistent();
     // Other kinds do nothing.
     EXPECT_TRUE(sel.apply(objs, Kind::service, "a/p").empty());
