@@ -50,9 +50,17 @@ struct MempoolConfig {
 
 using PortRole = dp::PortRole;  // inside or outside (none is not configurable)
 
+// Ports a configuration may declare, VLANs included: each is a logical port of the data plane
+// (dp::kMaxPorts, which the runtime checks it against).
+inline constexpr unsigned kMaxPortsWithVlans = 16;
+
 struct PortConfig {
     std::string name;    // egw's name for the port, used everywhere else in the file
-    std::string device;  // DPDK device name: "net_tap0", "net_pcap0", "0000:01:00.0"
+    std::string device;  // DPDK device name: "net_tap0", "net_pcap0", "0000:01:00.0"; "" for a VLAN
+    // An 802.1Q VLAN of another port (a sub-port: docs/architecture.md#vlans): the parent port's
+    // name and the VLAN id (1..4094). A VLAN has no device, MAC or queues of its own.
+    std::string parent;
+    unsigned vlan = 0;  // 0: not a VLAN
     PortRole role = PortRole::inside;
     std::string vrf = "default";  // name of a declared VRF
     // IPv4 and IPv6 interface addresses in the order written; the first IPv4 one is the port's
@@ -63,6 +71,7 @@ struct PortConfig {
     unsigned rx_desc = 1024;
     unsigned tx_desc = 1024;
     unsigned queues = 0;  // receive queues; 0: one per worker (clamped to the device's maximum)
+    bool is_vlan() const { return vlan != 0; }
     bool operator==(const PortConfig&) const = default;
 };
 

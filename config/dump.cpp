@@ -27,13 +27,19 @@ json ports(const std::vector<PortConfig>& ps) {
     json out = json::array();
     for (const auto& p : ps) {
         json j = {{"name", p.name},
-                  {"device", p.device},
                   {"role", to_string(p.role)},
                   {"vrf", p.vrf},
                   {"addresses", prefixes(p.addresses)},
-                  {"mtu", p.mtu},
-                  {"rx_desc", p.rx_desc},
-                  {"tx_desc", p.tx_desc}};
+                  {"mtu", p.mtu}};
+        if (p.is_vlan()) {  // the device, MAC and queues are the parent's
+            j["parent"] = p.parent;
+            j["vlan"] = p.vlan;
+            out.push_back(std::move(j));
+            continue;
+        }
+        j["device"] = p.device;
+        j["rx_desc"] = p.rx_desc;
+        j["tx_desc"] = p.tx_desc;
         if (p.mac) j["mac"] = format_mac(*p.mac);  // absent: the device's own MAC
         if (p.queues) j["queues"] = p.queues;      // absent: one per worker
         out.push_back(std::move(j));

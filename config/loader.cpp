@@ -813,8 +813,14 @@ private:
         std::set<std::string> devices;
         for (size_t i = 0; i < j.size(); ++i) {
             Obj o(*this, j[i], index_path(top.at("ports"), i),
-                  {"name", "device", "role", "vrf", "addresses", "mac", "mtu", "rx_desc", "tx_desc", "queues"},
+                  {"name", "device", "parent", "vlan", "role", "vrf", "addresses", "mac", "mtu", "rx_desc", "tx_desc",
+                   "queues"},
                   "a port like {\"name\": \"ext1\", \"device\": \"net_af_packet0\", \"role\": \"outside\"}");
+            // Every port, VLANs included, is one of the data plane's logical ports (dp::kMaxPorts).
+            if (i == kMaxPortsWithVlans)
+                fail(index_path(top.at("ports"), i), "expected at most " + std::to_string(kMaxPortsWithVlans) +
+                                                         " ports (VLANs count as ports), got " +
+                                                         std::to_string(j.size()));
             PortConfig p;
 
             static const std::string name_what = "a port name of 1 to 32 characters from [A-Za-z0-9._-]";
@@ -824,13 +830,20 @@ private:
             if (c.find_port(p.name))
                 fail(o.at("name"), "expected each port name once, got " + quote(p.name) + " twice");
 
-            static const std::string dev_what = "a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\"";
-            p.device = nonempty_string(o.require("device", dev_what), o.at("device"), dev_what);
-            check_device(c.eal, p.device, o.at("device"));
-            std::string dev_key = p.device;
-            if (auto pci = normalize_pci(p.device)) dev_key = *pci;
-            if (!devices.insert(dev_key).second)
-                fail(o.at("device"), "expected each device in one port only, got " + quote(p.device) + " twice");
+            const PortConfig* parent = nullptr;
+            if (o.get("parent") || o.get("vlan")) {
+                parent = read_vlan(o, c, p);
+            } else {
+                static const std::string dev_what =
+                    "a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\" (or \"parent\" and \"vlan\" for "
+                    "a VLAN)";
+                p.device = nonempty_string(o.require("device", dev_what), o.at("device"), dev_what);
+                check_device(c.eal, p.device, o.at("device"));
+                std::string dev_key = p.device;
+                if (auto pci = normalize_pci(p.device)) dev_key = *pci;
+                if (!devices.insert(dev_key).second)
+                    fail(o.at("device"), "expected each device in one port only, got " + quote(p.device) + " twice");
+            }
 
             static const std::string role_what = "\"inside\" or \"outside\"";
             const json& role_j = o.require("role", role_what);
@@ -871,6 +884,11 @@ private:
             }
             if (const json* v = o.get("mac")) p.mac = unicast_mac(*v, o.at("mac"));
             opt_integer(o, "mtu", p.mtu, 68, 16128);
+            // The tag rides in the parent's frames, outside the IP MTU: a VLAN's datagrams are
+            // no larger than its parent's.
+            if (parent && p.mtu > parent->mtu)
+                fail(o.at("mtu"), "expected at most the MTU of parent port " + quote(parent->name) + " (" +
+                                      std::to_string(parent->mtu) + ") on a VLAN, got " + std::to_string(p.mtu));
             // RFC 8200 5: every link that carries IPv6 has an MTU of 1280 or more; below it the
             // port could neither send the packets IPv6 allows nor make them fit.
             if (p.mtu < 1280 &&
@@ -886,6 +904,35 @@ private:
             if (std::none_of(c.ports.begin(), c.ports.end(), [&](const PortConfig& p) { return p.role == r; }))
                 fail(top.at("ports"),
                      std::string("expected at least one port with role \"") + to_string(r) + "\", got none");
+    }
+
+    // A VLAN port's "parent" and "vlan" (and what it may not have): its parent, declared before
+    // it and not a VLAN itself, each VLAN id once per parent.
+    const PortConfig* read_vlan(const Obj& o, const Config& c, PortConfig& p) const {
+        static const std::string parent_what = "the name of a port declared before this one";
+        const json& parent_j = o.require("parent", parent_what);
+        p.parent = string(parent_j, o.at("parent"), parent_what);
+        const PortConfig* parent = c.find_port(p.parent);
+        if (!parent)
+            fail(o.at("parent"), "expected a port declared before this one in $.ports (" + port_names(c.ports) +
+                                     "), got " + describe(parent_j));
+        if (parent->is_vlan())
+            fail(o.at("parent"), "expected a port with a device as the parent (VLANs are not stacked), got " +
+                                     quote(p.parent) + ", itself a VLAN of " + quote(parent->parent));
+        static const std::string vlan_what = "a VLAN id from 1 to 4094";
+        const json& vlan_j = o.require("vlan", vlan_what);
+        if (!vlan_j.is_number_unsigned() || vlan_j.get<uint64_t>() < 1 || vlan_j.get<uint64_t>() > 4094)
+            expected(o.at("vlan"), vlan_what, vlan_j);
+        p.vlan = static_cast<unsigned>(vlan_j.get<uint64_t>());
+        for (const auto& other : c.ports)
+            if (other.parent == p.parent && other.vlan == p.vlan)
+                fail(o.at("vlan"), "expected each VLAN id once on port " + quote(p.parent) + ", got " +
+                                       std::to_string(p.vlan) + " which port " + quote(other.name) + " already has");
+        for (const char* own : {"device", "mac", "rx_desc", "tx_desc", "queues"})
+            if (o.get(own))
+                fail(o.at(own), std::string("expected no \"") + own + "\" on a VLAN (it uses its parent's), got " +
+                                    describe(*o.get(own)));
+        return parent;
     }
 
     static const VrfConfig* find_vrf_by_name(const std::vector<VrfConfig>& vrfs, const std::string& name) {

@@ -65,7 +65,9 @@ namespace egw::dp {
     X(reassembly_table_full, "fragment of a new datagram while the reassembly table holds reassembly.max_datagrams")   \
     X(tx_chain_not_copied,                                                                                             \
       "chained frame (a fragment, a reassembled datagram) for a port whose device cannot transmit chains, and no "     \
-      "free mbuf to copy it into")
+      "free mbuf to copy it into")                                                                                     \
+    X(unknown_vlan, "802.1Q-tagged frame whose VLAN id is no sub-port of the receiving port")                          \
+    X(vlan_no_headroom, "frame for a VLAN sub-port with no headroom left for its 802.1Q tag")
 
 enum class DropReason : uint8_t {
 #define EGW_X(name, help) name,

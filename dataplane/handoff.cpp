@@ -6,6 +6,7 @@
 #include <rte_ring.h>
 
 #include "dataplane/flow_owner.h"
+#include "dataplane/ingress.h"
 #include "dataplane/nat_ports.h"
 #include "dataplane/stages.h"
 
@@ -33,9 +34,13 @@ void worker_assign_port_block(Worker& w) {
 // key, are handed to that same worker. Coming back, the NAT destination port names the owner
 // (where rte_flow steers replies by port block this is already the receiving worker), and an
 // error from outside quotes the translated packet, so its NAT port too. Packets with no key stay
-// where they are, and so do replies to a port outside the NAT range (no session anywhere). IPv6
-// the same way: its NAT ports are cut into the same blocks (docs/architecture.md).
-unsigned owner_of(const Worker& w, const PacketMeta& pk, const uint32_t* hw_hash) {
+// where they are, and so do replies to a port outside the NAT range (no session anywhere). A
+// packet to a served ingress IP on one of its Service's ports (or an error quoting one) stays too
+// although the port lies in another worker's block: no NAT port is ever given out there
+// (nat_ports.h), so it is ingress, which holds no session and any worker forwards. That lookup is
+// made only for a packet the block would send away, never on the block's owner. IPv6 the same
+// way: its NAT ports are cut into the same blocks (docs/architecture.md).
+unsigned owner_of(const Worker& w, const PolicySnapshot& p, const PacketMeta& pk, const uint32_t* hw_hash) {
     if (pk.kind == Kind::other) return w.index;
     const DataplaneShared& sh = *w.shared;
     if (pk.dir == Dir::in2out) {
@@ -43,8 +48,12 @@ unsigned owner_of(const Worker& w, const PacketMeta& pk, const uint32_t* hw_hash
         return pk.v6 ? flow_owner(sh.flow_owners, pk.key6) : flow_owner(sh.flow_owners, pk.key);
     }
     uint16_t port = rte_be_to_cpu_16(pk.v6 ? pk.key6.dport : pk.key.dport);
-    if (port >= sh.nat_port_min && port <= sh.nat_port_max) return owner_of_port(sh, port);
-    return w.index;
+    if (port < sh.nat_port_min || port > sh.nat_port_max) return w.index;
+    unsigned block_owner = owner_of_port(sh, port);
+    if (block_owner == w.index) return block_owner;
+    const bool ingress = pk.v6 ? ingress_service_of<Ingress6>(p, pk, pk.key6.dst, pk.key6.dport) != Ingress6::kMissing
+                               : ingress_service_of<Ingress4>(p, pk, pk.key.dst, pk.key.dport) != Ingress4::kMissing;
+    return ingress ? w.index : block_owner;
 }
 
 void stage_handoff(Worker& w, Burst& b) {

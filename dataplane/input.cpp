@@ -21,10 +21,38 @@
 #include "dataplane/ipv6.h"
 #include "dataplane/reassembly.h"
 #include "dataplane/stages.h"
+#include "dataplane/vlan.h"
 
 namespace egw::dp {
 
 namespace {
+
+// Takes the 802.1Q tag off a frame of a device that has sub-ports (the tag in the frame, or as
+// the device delivered it in m->vlan_tci) and makes the frame its VLAN's, so that every stage
+// after input sees an untagged frame of that sub-port. A priority tag (VLAN id 0) and an untagged
+// frame stay on the device's own port. False for a VLAN id that is no sub-port of the device.
+inline bool untag(Worker& w, const VlanPorts& v, rte_mbuf* m) {
+    uint16_t vid;
+    if (m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED) {
+        vid = m->vlan_tci & kVlanIdMask;
+        m->ol_flags &= ~(RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED);
+    } else {
+        // Shorter, or a chain that splits the tag: parse() drops it for its tag.
+        if (unlikely(m->data_len < sizeof(rte_ether_hdr) + sizeof(rte_vlan_hdr))) return true;
+        auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+        if (eth->ether_type != RTE_BE16(kVlanEtherType)) return true;
+        vid = rte_be_to_cpu_16(reinterpret_cast<const rte_vlan_hdr*>(eth + 1)->vlan_tci) & kVlanIdMask;
+        // The addresses move up over the tag; the frame then starts four bytes later.
+        std::memmove(reinterpret_cast<uint8_t*>(eth) + sizeof(rte_vlan_hdr), eth, 2 * RTE_ETHER_ADDR_LEN);
+        rte_pktmbuf_adj(m, sizeof(rte_vlan_hdr));
+    }
+    if (vid == 0) return true;
+    uint16_t port = v.find(m->port, vid);
+    if (unlikely(port == VlanPorts::kNone)) return false;
+    m->port = port;
+    count(w.counters.vlan_rx_packets[port]);
+    return true;
+}
 
 inline bool same_mac(const uint8_t* a, const uint8_t* b) {
     uint32_t a4, b4;
@@ -297,6 +325,18 @@ DropReason parse(const Worker& w, const PolicySnapshot& p, rte_mbuf* m, PacketMe
     uint32_t len = m->pkt_len;
     if (unlikely(m->data_len < sizeof(rte_ether_hdr))) return DropReason::malformed;
     auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    // A tag input's VLAN step left on the frame: one on a device without sub-ports, or a second
+    // one. Only a priority tag (VLAN id 0) is taken off; the frame then stays on its port.
+    if (unlikely(eth->ether_type == RTE_BE16(kVlanEtherType))) {
+        if (m->data_len < sizeof(rte_ether_hdr) + sizeof(rte_vlan_hdr) ||
+            (rte_be_to_cpu_16(reinterpret_cast<const rte_vlan_hdr*>(eth + 1)->vlan_tci) & kVlanIdMask) != 0)
+            return DropReason::unknown_vlan;
+        std::memmove(reinterpret_cast<uint8_t*>(eth) + sizeof(rte_vlan_hdr), eth, 2 * RTE_ETHER_ADDR_LEN);
+        rte_pktmbuf_adj(m, sizeof(rte_vlan_hdr));
+        eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+        len = m->pkt_len;
+        if (unlikely(eth->ether_type == RTE_BE16(kVlanEtherType))) return DropReason::unknown_vlan;
+    }
     if (unlikely(m->port >= w.n_ports || p.ports[m->port].role == PortRole::none)) return DropReason::local;
     // Promiscuous ports see other hosts' unicast; only ours, broadcast and multicast go on.
     if (unlikely(!(eth->dst_addr.addr_bytes[0] & 1) && !same_mac(eth->dst_addr.addr_bytes, p.ports[m->port].mac)))
@@ -509,10 +549,10 @@ __attribute__((always_inline)) inline void begin_lookup(const Table& t, LookupQu
 // A common packet (its next step not yet in any mask) that another worker owns: marked for the
 // hand-off. A common packet is TCP or UDP and no fragment, so where its port hashes as egwd set
 // it up, the NIC's hash is the flow's.
-inline bool handed_off(const Worker& w, Burst& b, unsigned i, const rte_mbuf* m) {
+inline bool handed_off(const Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, const rte_mbuf* m) {
     PacketMeta& pk = b.pkt[i];
     const bool hw = (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH) && (w.shared->flow_owners.hardware >> m->port & 1);
-    unsigned owner = owner_of(w, pk, hw ? &m->hash.rss : nullptr);
+    unsigned owner = owner_of(w, p, pk, hw ? &m->hash.rss : nullptr);
     if (owner == w.index) return false;
     pk.owner = static_cast<uint8_t>(owner);
     pk.next = Next::handoff;
@@ -521,8 +561,9 @@ inline bool handed_off(const Worker& w, Burst& b, unsigned i, const rte_mbuf* m)
 }
 
 // stage_input() for one worker (`Multi` false: nothing is handed off) or several, so that the
-// common packet of a single worker does not test for a hand-off.
-template <bool Multi>
+// common packet of a single worker does not test for a hand-off; and with VLAN sub-ports
+// (`Vlans`) or without, so that a gateway without them does not look for tags.
+template <bool Multi, bool Vlans>
 void input_burst(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* pkts, unsigned n) {
     b.n = n;
     for (uint32_t& mask : b.waiting)
@@ -536,18 +577,27 @@ void input_burst(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
         rte_mbuf* m = pkts[i];
         PacketMeta& pk = b.pkt[i];
         b.m[i] = m;
+        if constexpr (Vlans) {
+            const VlanPorts& vlans = w.shared->vlans;
+            if (m->port < kMaxPorts && (vlans.devices >> m->port & 1) && unlikely(!untag(w, vlans, m))) {
+                pk.next = Next::drop;
+                pk.session = SessionTable::kNone;
+                b.drop(i, DropReason::unknown_vlan);
+                continue;
+            }
+        }
         // The common packets of either family: handed to their owner (whose input parses them
         // again), or bound for nat_lookup, which sets their session (none for IPv6 on a worker
         // without an IPv6 table). Every other packet's session is none from its parse on.
         if (likely(parse_common(w, p, m, pk))) {
-            if (Multi && handed_off(w, b, i, m)) continue;
+            if (Multi && handed_off(w, p, b, i, m)) continue;
             begin_lookup(w.sessions, b.lookup4, queued4, i, pk.dir, pk.key, pk.key_hash);
             pk.next = Next::nat_lookup;
             to_lookup |= 1u << i;
             continue;
         }
         if (parse_common6(w, p, m, pk)) {
-            if (Multi && handed_off(w, b, i, m)) continue;
+            if (Multi && handed_off(w, p, b, i, m)) continue;
             if (w.sessions6.capacity())
                 begin_lookup(w.sessions6, b.lookup6, queued6, i, pk.dir, pk.key6, pk.key_hash);
             else
@@ -582,7 +632,7 @@ void input_burst(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
             continue;
         }
         if constexpr (Multi) {
-            unsigned owner = owner_of(w, pk);
+            unsigned owner = owner_of(w, p, pk);
             if (owner != w.index) {
                 pk.owner = static_cast<uint8_t>(owner);
                 b.set_next(i, Next::handoff);
@@ -611,10 +661,17 @@ void input_burst(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* 
 }  // namespace
 
 void stage_input(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf* const* pkts, unsigned n) {
-    if (w.shared->n_workers > 1)
-        input_burst<true>(w, p, b, pkts, n);
-    else
-        input_burst<false>(w, p, b, pkts, n);
+    const bool vlans = w.shared->vlans.devices != 0;
+    if (w.shared->n_workers > 1) {
+        if (vlans)
+            input_burst<true, true>(w, p, b, pkts, n);
+        else
+            input_burst<true, false>(w, p, b, pkts, n);
+    } else if (vlans) {
+        input_burst<false, true>(w, p, b, pkts, n);
+    } else {
+        input_burst<false, false>(w, p, b, pkts, n);
+    }
 }
 
 }  // namespace egw::dp

@@ -14,6 +14,13 @@
 // of probes stays 1/(1 - fill) and kProbeAttempts misses in a row only happen when the block is
 // really full. The slow path's prefetch hints use the same sequence, so they load what the
 // probe reads.
+//
+// Service ports: on a NAT address that is also a served ingress IP, a port one of its Services
+// lists for the protocol (the snapshot's `ingress_ports`) is never given out, so that a packet
+// from outside to that address and port is always ingress, never a reply (ingress.h), and any
+// worker can forward it without asking the block's owner (handoff.cpp). A session that already
+// holds such a port when a Service starts listing it keeps it until it ends
+// (docs/architecture.md, "Ownership and steering").
 #pragma once
 
 #include <cstdint>
@@ -51,15 +58,35 @@ inline uint16_t probe_next(const Worker& w, uint32_t& x) {
     return be16(static_cast<uint16_t>(w.nat_port_lo + x % span));
 }
 
+// Whether `port` (network order) of `proto` on `nat_ip` is a Service's port on its ingress IP.
+// ICMP identifiers are no Service's. Asked only when some Service lists ports (any_service_ports),
+// so that a gateway without ingress pays one test per new session, not a lookup per candidate.
+inline bool service_port(const PolicySnapshot& p, uint32_t nat_ip, uint8_t proto, uint16_t port) {
+    return p.ingress_service(rte_be_to_cpu_32(nat_ip), proto, rte_be_to_cpu_16(port)) != FlatMap::kMissing;
+}
+
+inline bool service_port(const PolicySnapshot& p, const Ip6& nat_ip, uint8_t proto, uint16_t port) {
+    return p.ingress_service6(nat_ip.b, proto, rte_be_to_cpu_16(port)) != Ip6Map::kMissing;
+}
+
+inline bool any_service_ports(const PolicySnapshot& p, const Session&) {
+    return p.ingress_ports.size() != 0;
+}
+
+inline bool any_service_ports(const PolicySnapshot& p, const Session6&) {
+    return p.ingress_ports6[0].size() + p.ingress_ports6[1].size() != 0;
+}
+
 // Picks a NAT port for `s` (tuple and nat_ip set) in this worker's block, keeping the pod's port
-// when it is free. Returns false when kProbeAttempts candidates in a row were taken. `hint`, when
-// not null, holds the hashes of the first two candidates' outside keys (the pod's port, the first
-// random one) as planning computed them; on success `h_chosen` is the hash of the chosen port's
-// outside key, for the create.
-inline bool allocate_port(const Worker& w, Session& s, const uint32_t* hint, uint32_t& h_chosen) {
+// when it is free and no Service's (service_port). Returns false when kProbeAttempts candidates in a row were taken.
+// `hint`, when not null, holds the hashes of the first two candidates' outside keys (the pod's port, the first random
+// one) as planning computed them; on success `h_chosen` is the hash of the chosen port's outside key, for the create.
+inline bool allocate_port(const Worker& w, const PolicySnapshot& p, Session& s, const uint32_t* hint,
+                          uint32_t& h_chosen) {
     const SessionTable& st = w.sessions;
     FlowKey k{s.remote_ip, s.nat_ip, s.remote_port, 0, s.proto, {}};
-    if (pod_port_in_block(w, s.pod_port)) {
+    const bool reserved = unlikely(any_service_ports(p, s));
+    if (pod_port_in_block(w, s.pod_port) && !(reserved && service_port(p, s.nat_ip, s.proto, s.pod_port))) {
         k.dport = s.pod_port;
         uint32_t h = hint ? hint[0] : st.key_hash(k);
         if (st.find_outside(k, h) == SessionTable::kNone) {
@@ -71,6 +98,7 @@ inline bool allocate_port(const Worker& w, Session& s, const uint32_t* hint, uin
     uint32_t x = probe_seed(s.pod_ip, s.pod_port, s.remote_ip, s.remote_port);
     for (unsigned i = 0; i < kProbeAttempts; ++i) {
         k.dport = probe_next(w, x);
+        if (reserved && service_port(p, s.nat_ip, s.proto, k.dport)) continue;
         uint32_t h = hint && i == 0 ? hint[1] : st.key_hash(k);
         if (st.find_outside(k, h) == SessionTable::kNone) {
             s.nat_port = k.dport;
@@ -90,10 +118,12 @@ inline uint32_t probe_seed6(const uint8_t* pod_ip, uint16_t pod_port, const uint
 }
 
 // allocate_port() for an IPv6 session, `hint` as there.
-inline bool allocate_port6(const Worker& w, Session6& s, const uint32_t* hint, uint32_t& h_chosen) {
+inline bool allocate_port6(const Worker& w, const PolicySnapshot& p, Session6& s, const uint32_t* hint,
+                           uint32_t& h_chosen) {
     const SessionTable6& st = w.sessions6;
     FlowKey6 k = SessionTable6::outside_key(s);
-    if (pod_port_in_block(w, s.pod_port)) {
+    const bool reserved = unlikely(any_service_ports(p, s));
+    if (pod_port_in_block(w, s.pod_port) && !(reserved && service_port(p, s.nat_ip, s.proto, s.pod_port))) {
         k.dport = s.pod_port;
         uint32_t h = hint ? hint[0] : st.key_hash(k);
         if (st.find_outside(k, h) == SessionTable6::kNone) {
@@ -105,6 +135,7 @@ inline bool allocate_port6(const Worker& w, Session6& s, const uint32_t* hint, u
     uint32_t x = probe_seed6(s.pod_ip.b, s.pod_port, s.remote_ip.b, s.remote_port);
     for (unsigned i = 0; i < kProbeAttempts; ++i) {
         k.dport = probe_next(w, x);
+        if (reserved && service_port(p, s.nat_ip, s.proto, k.dport)) continue;
         uint32_t h = hint && i == 0 ? hint[1] : st.key_hash(k);
         if (st.find_outside(k, h) == SessionTable6::kNone) {
             s.nat_port = k.dport;

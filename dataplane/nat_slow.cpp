@@ -179,7 +179,7 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
         return SessionTable::kNone;
     }
     uint32_t h_outside = 0;
-    if (!allocate_port(w, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
+    if (!allocate_port(w, p, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
         pod_refund(w, s.pod_ip);
         count(sc.port_alloc_failures);
         b.drop(i, DropReason::port_exhausted);
@@ -239,7 +239,7 @@ uint32_t create_session6(Worker& w, const PolicySnapshot& p, Burst& b, unsigned 
         return SessionTable6::kNone;
     }
     uint32_t h_outside = 0;
-    if (!allocate_port6(w, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
+    if (!allocate_port6(w, p, s, pk.probe_hashed ? pk.probe_hash : nullptr, h_outside)) {
         pod_refund(w, s.pod_ip);
         count(sc.port_alloc_failures);
         b.drop(i, DropReason::port_exhausted);

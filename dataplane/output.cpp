@@ -17,7 +17,8 @@
 // an IPv6 datagram the gateway put together from fragments is cut again (fragment6()). The stages refuse DF
 // packets that are too big before they rewrite them (mtu.h); the check here also covers the
 // frames that went round the stages (held for ARP, injected).
-// The transmit buffers are sent by worker_flush() after the burst (or here when one fills up).
+// The transmit buffers are sent by worker_flush() after the burst (or here when one fills up);
+// a VLAN sub-port's buffer gets its 802.1Q tag then and leaves on its parent's device (send()).
 #include <rte_branch_prediction.h>
 #include <rte_ethdev.h>
 #include <rte_ether.h>
@@ -33,6 +34,7 @@
 #include "dataplane/held.h"
 #include "dataplane/reassembly.h"
 #include "dataplane/stages.h"
+#include "dataplane/vlan.h"
 
 namespace egw::dp {
 
@@ -98,13 +100,41 @@ void single_segments(Worker& w, TxBuffer& b) {
     b.n = kept;
 }
 
+// The 802.1Q tag of VLAN `vid` in every frame of the buffer of a sub-port (vlan.h), behind the
+// addresses: the frames were made, cut and held to the MTU as the sub-port's untagged ones, and
+// only their way onto the parent's device adds the tag.
+void tag(Worker& w, TxBuffer& b, uint16_t port, uint16_t vid) {
+    const rte_be16_t tpid = RTE_BE16(kVlanEtherType), tci = rte_cpu_to_be_16(vid);
+    uint16_t kept = 0;
+    for (uint16_t i = 0; i < b.n; ++i) {
+        rte_mbuf* m = b.pkts[i];
+        const char* untagged = rte_pktmbuf_mtod(m, const char*);
+        auto* eth = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, sizeof(rte_vlan_hdr)));
+        if (unlikely(!eth)) {
+            free_drop(w, m, DropReason::vlan_no_headroom);
+            continue;
+        }
+        std::memmove(eth, untagged, 2 * RTE_ETHER_ADDR_LEN);
+        std::memcpy(eth + 2 * RTE_ETHER_ADDR_LEN, &tpid, sizeof tpid);
+        std::memcpy(eth + 2 * RTE_ETHER_ADDR_LEN + sizeof tpid, &tci, sizeof tci);
+        b.pkts[kept++] = m;
+    }
+    b.n = kept;
+    count(w.counters.vlan_tx_packets[port], kept);
+}
+
 void send(Worker& w, uint16_t port) {
     TxBuffer& b = w.tx[port];
+    const VlanPorts& vlans = w.shared->vlans;
     if (unlikely(w.shared->single_segment_tx >> port & 1)) {
         single_segments(w, b);
         if (b.n == 0) return;
     }
-    uint16_t sent = rte_eth_tx_burst(port, static_cast<uint16_t>(w.index), b.pkts, b.n);
+    if (unlikely(vlans.tx_vid[port] != 0)) {
+        tag(w, b, port, vlans.tx_vid[port]);
+        if (b.n == 0) return;
+    }
+    uint16_t sent = rte_eth_tx_burst(vlans.tx_device[port], static_cast<uint16_t>(w.index), b.pkts, b.n);
     count(w.counters.tx_packets, sent);
     if (unlikely(sent < b.n)) {
         count(w.counters.tx_refused[port], b.n - sent);

@@ -79,8 +79,9 @@ void nat_translate(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, Ses
 
 // The worker owning the session of a parsed packet (handoff.cpp). `hw_hash`: the NIC's RSS hash
 // of a TCP or UDP packet from inside that is not a fragment, when its port hashes as egwd set it
-// up (FlowOwners::hardware); nullptr: the owner is worked out from the packet's key.
-unsigned owner_of(const Worker& w, const PacketMeta& pk, const uint32_t* hw_hash = nullptr);
+// up (FlowOwners::hardware); nullptr: the owner is worked out from the packet's key. `p` tells
+// ingress to a served ingress IP's Service ports, which stays where it arrived.
+unsigned owner_of(const Worker& w, const PolicySnapshot& p, const PacketMeta& pk, const uint32_t* hw_hash = nullptr);
 
 // Frames not made by the pipeline (the control thread's inject ring): transmitted on their
 // m->port, dropped when it is not one of egw's ports (output.cpp); held to the port's MTU.

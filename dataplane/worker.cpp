@@ -4,6 +4,7 @@
 // order), transmit, then the maintenance between bursts and the quiescent state.
 #include "dataplane/worker.h"
 
+#include <rte_branch_prediction.h>
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -12,32 +13,72 @@
 
 #include "dataplane/reassembly.h"
 #include "dataplane/stages.h"
+#include "dataplane/trace.h"
 
 namespace egw::dp {
 
-// The stage of step `s`, when the burst has packets for it.
+// The stage of step `s`, when the burst has packets for it; with a tracer, what it decided for
+// the traced ones (NoTracer's hooks fold away).
 #define EGW_STAGE(s, call)                                                                                      \
     do {                                                                                                        \
-        if (uint32_t pending_ = b.pending(Next::s))                                                             \
+        if (uint32_t pending_ = b.pending(Next::s)) {                                                           \
+            uint32_t traced_ = tracer.traced(pending_);                                                         \
             run_stage(w, ProfiledStage::s, static_cast<unsigned>(__builtin_popcount(pending_)), [&] { call; }); \
+            if (traced_) tracer.after(ProfiledStage::s, traced_, b);                                            \
+        }                                                                                                       \
     } while (0)
 
-void worker_process_burst(Worker& w, const PolicySnapshot& p, rte_mbuf** pkts, uint16_t n) {
+namespace {
+
+template <class Tracer>
+__attribute__((always_inline)) inline void process_chunk(Worker& w, const PolicySnapshot& p, Burst& b, rte_mbuf** pkts,
+                                                         unsigned chunk, Tracer& tracer) {
+    tracer.select(pkts, chunk);
+    run_stage(w, ProfiledStage::input, chunk, [&] { stage_input(w, p, b, pkts, chunk); });
+    if (uint32_t traced = tracer.traced(~0u)) tracer.after(ProfiledStage::input, traced, b);
+    EGW_STAGE(handoff, stage_handoff(w, b));
+    EGW_STAGE(nat_lookup, stage_nat_lookup(w, b));
+    EGW_STAGE(nat_fast, stage_nat_fast(w, p, b));
+    EGW_STAGE(nat_slow, stage_nat_slow(w, p, b));
+    EGW_STAGE(icmp_error, stage_icmp_error(w, p, b));
+    EGW_STAGE(local, stage_local(w, p, b));
+    EGW_STAGE(ip_forward, stage_ip_forward(w, p, b));
+    EGW_STAGE(icmp_reply, stage_icmp_reply(w, p, b));
+    unsigned out = static_cast<unsigned>(
+        __builtin_popcount(b.pending(Next::output) | b.pending(Next::transmit) | b.pending(Next::drop)));
+    tracer.before_output(b);
+    run_stage(w, ProfiledStage::output, out, [&] { stage_output(w, p, b); });
+    tracer.after_output(b);
+    tracer.finish();
+}
+
+// A burst of a worker that is tracing (trace.h): kept out of line, so that the burst loop that
+// runs while it is not stays as it was.
+__attribute__((noinline)) void process_traced(Worker& w, const PolicySnapshot& p, TraceBuffer& t, rte_mbuf** pkts,
+                                              uint16_t n) {
     Burst b;
     while (n > 0) {
         unsigned chunk = n > kBurst ? kBurst : n;
-        run_stage(w, ProfiledStage::input, chunk, [&] { stage_input(w, p, b, pkts, chunk); });
-        EGW_STAGE(handoff, stage_handoff(w, b));
-        EGW_STAGE(nat_lookup, stage_nat_lookup(w, b));
-        EGW_STAGE(nat_fast, stage_nat_fast(w, p, b));
-        EGW_STAGE(nat_slow, stage_nat_slow(w, p, b));
-        EGW_STAGE(icmp_error, stage_icmp_error(w, p, b));
-        EGW_STAGE(local, stage_local(w, p, b));
-        EGW_STAGE(ip_forward, stage_ip_forward(w, p, b));
-        EGW_STAGE(icmp_reply, stage_icmp_reply(w, p, b));
-        unsigned out = static_cast<unsigned>(
-            __builtin_popcount(b.pending(Next::output) | b.pending(Next::transmit) | b.pending(Next::drop)));
-        run_stage(w, ProfiledStage::output, out, [&] { stage_output(w, p, b); });
+        BurstTracer tracer(w, t);
+        process_chunk(w, p, b, pkts, chunk, tracer);
+        pkts += chunk;
+        n = static_cast<uint16_t>(n - chunk);
+    }
+}
+
+}  // namespace
+
+void worker_process_burst(Worker& w, const PolicySnapshot& p, rte_mbuf** pkts, uint16_t n) {
+    // The one test tracing costs while it is off.
+    if (TraceBuffer* t = w.trace.load(std::memory_order_acquire); unlikely(t != nullptr) && trace_taking(*t)) {
+        process_traced(w, p, *t, pkts, n);
+        return;
+    }
+    Burst b;
+    NoTracer none;
+    while (n > 0) {
+        unsigned chunk = n > kBurst ? kBurst : n;
+        process_chunk(w, p, b, pkts, chunk, none);
         pkts += chunk;
         n = static_cast<uint16_t>(n - chunk);
     }

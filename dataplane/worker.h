@@ -17,10 +17,12 @@
 #include "dataplane/drop_reason.h"
 #include "dataplane/flow_owner.h"
 #include "dataplane/gateway_icmp_error_kinds.h"
+#include "dataplane/service_counters.h"
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
 #include "dataplane/tables/policy.h"
 #include "dataplane/tables/session_table.h"
+#include "dataplane/vlan.h"
 #include "dataplane/worker_counters.h"
 
 struct rte_mbuf;
@@ -109,6 +111,7 @@ struct DataplaneShared {
     uint64_t sweep_pass_ticks = 0;
     uint64_t sweep_step_max_ticks = 0;
     FlowOwners flow_owners;  // which worker owns a flow from inside (flow_owner.h)
+    VlanPorts vlans;         // 802.1Q sub-ports (vlan.h); set before the workers start
     std::atomic<bool> stop{false};
 };
 
@@ -126,6 +129,10 @@ struct WorkerCounters {
     uint64_t tx_refused[kMaxPorts];
     uint64_t tx_stalls[kMaxPorts];
     uint64_t tx_stalled[kMaxPorts];
+    // Per VLAN sub-port (by logical port id, vlan.h): tagged frames input took to it, and frames
+    // output tagged for it (the tx counters above count what the device then refused).
+    uint64_t vlan_rx_packets[kMaxPorts];
+    uint64_t vlan_tx_packets[kMaxPorts];
 };
 
 // The field of each WorkerCounter, for readers that go through the list.
@@ -144,16 +151,11 @@ inline const uint64_t& counter_of(const WorkerCounters& c, WorkerCounter which) 
 // family; the second only the allocation failures, counted on a path that drops the packet.
 // sessions_created/closed count both families, sessions6_created/closed the IPv6 ones of them
 // (as the worker's own counters do), so that each NAT address's sessions can be told per family.
+// The fields are the list's (service_counters.h), in its order.
 struct alignas(64) ServiceCounters {
-    uint64_t packets_out;
-    uint64_t bytes_out;
-    uint64_t packets_in;
-    uint64_t bytes_in;
-    uint64_t sessions_created;
-    uint64_t sessions_closed;
-    uint64_t sessions6_created;
-    uint64_t sessions6_closed;
-    uint64_t port_alloc_failures;
+#define EGW_X(name, part, status, telemetry, metric, direction, help, default_metric, default_help) uint64_t name;
+    EGW_SERVICE_COUNTERS(EGW_X)
+#undef EGW_X
 };
 static_assert(offsetof(ServiceCounters, sessions6_closed) < 64, "a session's counters share the packets' line");
 static_assert(sizeof(ServiceCounters) == 128);
@@ -210,19 +212,22 @@ struct TxBuffer {
 };
 
 struct Reassembly;
+struct TraceBuffer;
 
 struct alignas(64) Worker {
     unsigned index = 0;  // 0..n_workers-1; also the RCU thread id and tx queue
     DataplaneShared* shared = nullptr;
     RxQueue rxq[kMaxPorts * 2]{};
     unsigned n_rxq = 0;
-    uint16_t n_ports = 0;      // DPDK port ids 0..n_ports-1 are egw's ports
+    uint16_t n_ports = 0;      // logical ports 0..n_ports-1 are egw's (DPDK port ids and VLAN sub-ports, vlan.h)
     uint16_t nat_port_lo = 0;  // this worker's block of the NAT port range, inclusive
     uint16_t nat_port_hi = 0;
     uint32_t port_block = 0;               // size of every worker's block
     rte_ring* handoff_in[kMaxWorkers]{};   // [w]: packets from worker w (single producer/consumer)
     rte_ring* handoff_out[kMaxWorkers]{};  // [w]: packets for worker w
     rte_ring* inject = nullptr;            // from the control thread: finished frames to transmit
+    // The packet trace (trace.h): set by the control thread while tracing; read once per burst.
+    std::atomic<TraceBuffer*> trace{nullptr};
     uint64_t now = 0;
     uint32_t sweep_cursor = 0;
     SweepPace sweep_pace;

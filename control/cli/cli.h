@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,8 @@ struct PortInfo;
 
 namespace egw::cli {
 
+class PacketTrace;
+
 struct Reply {
     bool ok = true;
     std::string text;     // for people
@@ -55,6 +58,8 @@ struct CliHost {
     std::function<nlohmann::json()> kubernetes;
     // Re-reads the configuration file and applies it or refuses it whole (egwd's, like SIGHUP).
     std::function<Reply()> reload;
+    // The packet trace the trace commands run (made by the first `trace start`).
+    std::shared_ptr<PacketTrace> trace = nullptr;
 };
 
 enum class Origin : uint8_t { console, socket };

@@ -133,6 +133,44 @@ Reply show_port_info(Context& ctx, const Args& a) {
     return ok(t.render(), rows);
 }
 
+Reply show_vlans(Context& ctx, const Args&) {
+    Table t({"port", "name", "parent", "vlan", "role", "vrf", "mtu", "addresses", "rx-packets", "tx-packets",
+             "tx-refused"});
+    json rows = json::array();
+    const json& status = ctx.status();
+    for (const auto& v : ctx.host.runtime.vlan_ports()) {
+        const config::PortConfig* pc = ctx.host.config.find_port(v.name);
+        if (!pc) continue;
+        std::string addresses;
+        json jaddrs = json::array();
+        for (const auto& a : pc->addresses) {
+            if (!addresses.empty()) addresses += ',';
+            addresses += net::to_string(a);
+            jaddrs.push_back(net::to_string(a));
+        }
+        json s = json::object();
+        if (status.contains("vlans"))
+            for (const auto& row : status["vlans"])
+                if (jstr(row["name"]) == v.name) s = row;
+        t.row({num(v.id), v.name, v.parent, num(v.vlan), config::to_string(pc->role), pc->vrf, num(pc->mtu),
+               addresses.empty() ? "-" : addresses, jnum(s["rx_packets"]), jnum(s["tx_packets"]),
+               jnum(s["tx_refused"])});
+        rows.push_back({{"id", v.id},
+                        {"name", v.name},
+                        {"parent", v.parent},
+                        {"vlan", v.vlan},
+                        {"role", config::to_string(pc->role)},
+                        {"vrf", pc->vrf},
+                        {"mtu", pc->mtu},
+                        {"addresses", jaddrs},
+                        {"rx_packets", s.value("rx_packets", uint64_t{0})},
+                        {"tx_packets", s.value("tx_packets", uint64_t{0})},
+                        {"tx_refused", s.value("tx_refused", uint64_t{0})}});
+    }
+    if (rows.empty()) return ok("no VLANs configured\n", rows);
+    return ok(t.render(), rows);
+}
+
 Reply clear_counters(Context& ctx, const Args&) {
     Args all;
     all.values["PORTS"] = "all";

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Section "routing": VRFs and routes as PolicyBuilder programs them from the configuration
-// (connected routes from port addresses, then static routes), and the neighbour table.
+// Section "routing": VRFs and routes as PolicyBuilder programmed them from the configuration
+// (its ConfigTables: connected routes from port addresses, then static routes), and the
+// neighbour table.
 #include <algorithm>
 
 #include "config/config.h"
@@ -22,17 +23,21 @@ struct RouteRow {
     std::string type;  // connected, static
 };
 
-std::vector<RouteRow> routes_of(const config::Config& cfg, const std::string& vrf) {
+// The routes of one VRF as the last snapshot holds them (connected routes from port addresses,
+// then static routes), not as the configuration file says them: what workers look up.
+std::vector<RouteRow> routes_of(const control::PolicyBuilder& policy, uint8_t vrf) {
     std::vector<RouteRow> out;
-    for (const auto& p : cfg.ports)
-        if (p.vrf == vrf)
-            for (const auto& a : p.addresses)
-                out.push_back({net::to_string(net::IpPrefix{a.network(), a.len}), "", p.name, "connected"});
-    for (const auto& r : cfg.routes)
+    const control::ConfigTables* tables = policy.config_tables();
+    if (!tables) return out;
+    for (const auto& r : tables->routes())
         if (r.vrf == vrf)
-            out.push_back({net::to_string(net::IpPrefix{r.prefix.network(), r.prefix.len}),
-                           r.via ? net::to_string(*r.via) : "", r.port, "static"});
+            out.push_back({net::to_string(r.prefix), r.via ? net::to_string(*r.via) : "", r.port,
+                           r.connected ? "connected" : "static"});
     return out;
+}
+
+uint8_t vrf_index_of(const config::Config& cfg, const config::VrfConfig& v) {
+    return static_cast<uint8_t>(&v - cfg.vrfs.data());
 }
 
 }  // namespace
@@ -53,7 +58,7 @@ Reply show_vrfs(Context& ctx, const Args&) {
                 out += (out.empty() ? "" : ",") + x;
             return or_dash(out);
         };
-        size_t routes = routes_of(cfg, v.name).size();
+        size_t routes = routes_of(ctx.host.policy, vrf_index_of(cfg, v)).size();
         t.row({v.name, num(v.table), joined(ports), num(routes), joined(services)});
         rows.push_back(
             {{"name", v.name}, {"table", v.table}, {"ports", ports}, {"routes", routes}, {"services", services}});
@@ -66,7 +71,7 @@ Reply show_routes(Context& ctx, const Args& a) {
     if (!v) return fail("no VRF \"" + a.get("VRF") + "\" (show vrfs lists them)");
     Table t({"prefix", "via", "port", "type"});
     json rows = json::array();
-    for (const auto& r : routes_of(ctx.host.config, v->name)) {
+    for (const auto& r : routes_of(ctx.host.policy, vrf_index_of(ctx.host.config, *v))) {
         t.row({r.prefix, or_dash(r.via), r.port, r.type});
         rows.push_back({{"prefix", r.prefix},
                         {"via", r.via.empty() ? json(nullptr) : json(r.via)},

@@ -104,8 +104,9 @@ Reply show_sessions(Context& ctx, const Args& a) {
     for (const auto& [k, id] : ctx.host.policy.ids())
         id_to_key[id] = k;
     std::map<uint16_t, std::string> port_names;
-    for (const auto& p : ctx.host.runtime.ports())
-        port_names[p.id] = p.name;
+    for (const auto* list : {&ctx.host.runtime.ports(), &ctx.host.runtime.vlan_ports()})
+        for (const auto& p : *list)
+            port_names[p.id] = p.name;
     uint64_t hz = rte_get_tsc_hz();
 
     Table t({"worker", "proto", "inside", "outside", "remote", "service", "port", "vrf", "state", "idle-ms"});

@@ -72,6 +72,7 @@ const Section kSections[] = {
     {"services", "EgressServices: status.host and why, programming, counters"},
     {"sessions", "NAPT sessions, SNAT port pools, closing sessions"},
     {"routing", "VRFs, routes and neighbours"},
+    {"trace", "packet trace: the next packets' way through the stages, with each stage's decision"},
     {"system", "lcores, drops, configuration, log level, help, quit"},
 };
 
@@ -85,6 +86,9 @@ const Command kCommands[] = {
      "how replies reach the worker owning their session, per outside port: rte_flow rules (listed in testpmd "
      "syntax) or software hand-off, and hand-offs per worker",
      show_steering},
+    {"show vlans", "ports",
+     "the 802.1Q VLAN sub-ports: parent port, VLAN id, role, VRF, MTU, addresses, tagged frames received and sent",
+     show_vlans},
     {"clear port stats PORTS", "ports", "reset the statistics and extended statistics of one port or all",
      clear_port_stats},
     {"clear counters", "ports",
@@ -113,6 +117,15 @@ const Command kCommands[] = {
     {"show routes vrf VRF", "routing", "connected and static routes of one VRF", show_routes},
     {"show neighbors", "routing", "the ARP table: static, learned and incomplete entries", show_neighbors},
     {"show arp", "routing", "ARP counters and the gratuitous ARPs still to be sent", show_arp},
+
+    {"trace start [N] [port PORT] [saddr IP] [daddr IP] [sport L4PORT] [dport L4PORT] [proto PROTO]", "trace",
+     "trace the next N packets (50 unless given, at most 1000, over all workers together) that match: received on "
+     "PORT, with that source or destination address or port (an address matches its family only), of that "
+     "protocol; replaces an earlier trace",
+     trace_start},
+    {"show trace", "trace", "the traced packets: worker, port, every stage's decision, headers on the way in and out",
+     show_trace},
+    {"trace stop", "trace", "stop taking packets; show trace still shows those taken", trace_stop},
 
     {"show lcores", "system", "the lcores and their busy and total TSC cycles", show_lcores},
     {"show k8s", "system", "the Kubernetes connection: per-kind sync state, last resourceVersion, leader", show_k8s},

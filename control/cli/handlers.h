@@ -17,6 +17,7 @@ Reply clear_port_stats(Context& ctx, const Args& a);
 Reply show_port_info(Context& ctx, const Args& a);
 Reply clear_counters(Context& ctx, const Args& a);
 Reply show_steering(Context& ctx, const Args& a);
+Reply show_vlans(Context& ctx, const Args& a);
 
 // services
 Reply show_services(Context& ctx, const Args& a);
@@ -33,6 +34,11 @@ Reply show_vrfs(Context& ctx, const Args& a);
 Reply show_routes(Context& ctx, const Args& a);
 Reply show_neighbors(Context& ctx, const Args& a);
 Reply show_arp(Context& ctx, const Args& a);
+
+// trace
+Reply trace_start(Context& ctx, const Args& a);
+Reply trace_stop(Context& ctx, const Args& a);
+Reply show_trace(Context& ctx, const Args& a);
 
 // system
 Reply show_lcores(Context& ctx, const Args& a);

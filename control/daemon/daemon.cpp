@@ -4,6 +4,7 @@
 #include "control/daemon/daemon.h"
 
 #include <fmt/format.h>
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -29,6 +30,21 @@ namespace egw::control {
 namespace {
 
 using model::ServiceState;
+
+// The publisher's NAT addresses as steering targets: a Service port of an ingress IP is left out
+// of its block's rules, so the NIC's RSS spreads connections to it (control/runtime/steering.h).
+std::map<uint32_t, ServicePorts> to_steering(const PolicyPublisher::NatAddresses& nat) {
+    std::map<uint32_t, ServicePorts> out;
+    for (const auto& [ip, ports] : nat) {
+        ServicePorts& sp = out[ip];
+        for (auto [proto, port] : ports)
+            if (proto == IPPROTO_TCP || proto == IPPROTO_UDP)
+                sp.push_back({proto == IPPROTO_TCP ? SteeredProto::tcp : SteeredProto::udp, port});
+        std::sort(sp.begin(), sp.end());
+        sp.erase(std::unique(sp.begin(), sp.end()), sp.end());
+    }
+    return out;
+}
 
 // Logs what changed in the evaluated Services, one line per Service and event, and records it in
 // `known` (the states as last logged). Costs what changed, not what there is. The first sync
@@ -118,9 +134,10 @@ void Daemon::setup() {
     // Replies to the NAT addresses are steered to their owners where the NIC can (the rules of a
     // new address go in before the first session can use it; software hand-off covers the rest).
     publisher_ = std::make_unique<PolicyPublisher>(
-        rt_->shared(),
-        PolicyPublisher::Hooks{[this](const std::vector<uint32_t>& nat_ips) { rt_->steering().update(nat_ips); },
-                               [this](double seconds) { exporter_->published(*builder_, seconds); }});
+        rt_->shared(), PolicyPublisher::Hooks{[this](const PolicyPublisher::NatAddresses& nat) {
+                                                  rt_->steering().update(to_steering(nat));
+                                              },
+                                              [this](double seconds) { exporter_->published(*builder_, seconds); }});
     manifests_ = std::make_unique<manifests::ManifestDir>(k8s_ ? std::string() : cfg_.state.path);
 
     if (k8s_) k8s_->start();

@@ -67,24 +67,59 @@ constexpr Family kServiceFamilyTranslated{"service_family_translated",
                                           "1 when this gateway translates the Service's endpoints of that address "
                                           "family now",
                                           {"namespace", "service", "family"}};
-constexpr Family kServicePackets{"service_packets_total",
-                                 Type::counter,
-                                 "Packets translated for the Service; direction egress is pod to outside, reply is "
-                                 "outside to pod",
-                                 {"namespace", "service", "direction"}};
-constexpr Family kServiceBytes{"service_bytes_total",
-                               Type::counter,
-                               "Bytes (whole Ethernet frames) translated for the Service, by direction",
-                               {"namespace", "service", "direction"}};
 constexpr Family kServiceSessions{
     "service_sessions_active", Type::gauge, "NAT sessions of the Service open now", {"namespace", "service"}};
-constexpr Family kServiceSessionsCreated{
-    "service_sessions_created_total", Type::counter, "NAT sessions created for the Service", {"namespace", "service"}};
-constexpr Family kServiceAllocFailures{"service_snat_allocation_failures_total",
-                                       Type::counter,
-                                       "New connections of the Service dropped because no NAT port was free toward "
-                                       "their destination",
-                                       {"namespace", "service"}};
+
+// The families of the per-Service counters (EGW_SERVICE_COUNTERS), per Service and for the
+// default action: a direction label on those that share their family with others. Counters
+// without a family get a placeholder that is never written.
+consteval Family service_family(const dp::ServiceCounterInfo& c) {
+    std::string_view name = *c.metric ? c.metric : "unexported_total";
+    if (*c.direction) return Family{name, Type::counter, c.help, {"namespace", "service", "direction"}};
+    return Family{name, Type::counter, c.help, {"namespace", "service"}};
+}
+
+consteval Family default_family(const dp::ServiceCounterInfo& c) {
+    std::string_view name = *c.default_metric ? c.default_metric : "unexported_total";
+    std::string_view help = *c.default_help ? c.default_help : c.help;
+    if (*c.direction) return Family{name, Type::counter, help, {"direction"}};
+    return Family{name, Type::counter, help};
+}
+
+constexpr Family kServiceFamilies[dp::kServiceCounterCount] = {
+#define EGW_X(name, part, status, telemetry, metric, direction, help, default_metric, default_help) \
+    service_family(dp::kServiceCounterInfo[static_cast<unsigned>(dp::ServiceCounter::name)]),
+    EGW_SERVICE_COUNTERS(EGW_X)
+#undef EGW_X
+};
+
+constexpr Family kDefaultFamilies[dp::kServiceCounterCount] = {
+#define EGW_X(name, part, status, telemetry, metric, direction, help, default_metric, default_help) \
+    default_family(dp::kServiceCounterInfo[static_cast<unsigned>(dp::ServiceCounter::name)]),
+    EGW_SERVICE_COUNTERS(EGW_X)
+#undef EGW_X
+};
+
+// Calls f(i) for the first counter of each family of one part, in the list's order.
+template <class F>
+void for_each_service_family(dp::ServiceCounterPart part, F&& f) {
+    for (unsigned i = 0; i < dp::kServiceCounterCount; ++i) {
+        const dp::ServiceCounterInfo& c = dp::kServiceCounterInfo[i];
+        if (c.part != part || !*c.metric) continue;
+        bool first = true;
+        for (unsigned j = 0; j < i && first; ++j)
+            first = std::string_view(dp::kServiceCounterInfo[j].metric) != c.metric;
+        if (first) f(i);
+    }
+}
+
+// The counters of one family, starting at its first one.
+template <class F>
+void for_each_in_family(unsigned first, F&& f) {
+    for (unsigned j = first; j < dp::kServiceCounterCount; ++j)
+        if (std::string_view(dp::kServiceCounterInfo[j].metric) == dp::kServiceCounterInfo[first].metric)
+            f(static_cast<dp::ServiceCounter>(j), dp::kServiceCounterInfo[j].direction);
+}
 
 constexpr Family kServicesKnown{"services_known", Type::gauge,
                                 "EgressServices egwd knows, served by this gateway or not"};
@@ -97,6 +132,23 @@ constexpr Family kServicesServed{"services_served", Type::gauge,
 // exporting every Service made each scrape 120,000 series (docs/metrics.md).
 bool exported(const ServiceEntry& s) {
     return s.programmed || s.serve_here;
+}
+
+void write_service_counters(Writer& w, const ControlView& v, const Readings& r, dp::ServiceCounterPart part) {
+    for_each_service_family(part, [&](unsigned first) {
+        const Family& f = kServiceFamilies[first];
+        w.family(f);
+        for (size_t i = 0; i < v.services.size(); ++i) {
+            const ServiceEntry& s = v.services[i];
+            if (!exported(s)) continue;
+            for_each_in_family(first, [&](dp::ServiceCounter c, const char* direction) {
+                if (*direction)
+                    w.sample(f, {s.ns, s.name, direction}, r.services[i][c]);
+                else
+                    w.sample(f, {s.ns, s.name}, r.services[i][c]);
+            });
+        }
+    });
 }
 
 void write_services(Writer& w, const ControlView& v, const Readings& r) {
@@ -128,64 +180,39 @@ void write_services(Writer& w, const ControlView& v, const Readings& r) {
             w.sample(kServiceFamilyTranslated, {s.ns, s.name, "IPv4"}, uint64_t{s.programmed});
             w.sample(kServiceFamilyTranslated, {s.ns, s.name, "IPv6"}, uint64_t{s.ipv6_translated});
         }
-    w.family(kServicePackets);
-    for (size_t i = 0; i < v.services.size(); ++i) {
-        if (!exported(v.services[i])) continue;
-        w.sample(kServicePackets, {v.services[i].ns, v.services[i].name, "egress"}, r.services[i].packets_out);
-        w.sample(kServicePackets, {v.services[i].ns, v.services[i].name, "reply"}, r.services[i].packets_in);
-    }
-    w.family(kServiceBytes);
-    for (size_t i = 0; i < v.services.size(); ++i) {
-        if (!exported(v.services[i])) continue;
-        w.sample(kServiceBytes, {v.services[i].ns, v.services[i].name, "egress"}, r.services[i].bytes_out);
-        w.sample(kServiceBytes, {v.services[i].ns, v.services[i].name, "reply"}, r.services[i].bytes_in);
-    }
+    write_service_counters(w, v, r, dp::ServiceCounterPart::traffic);
     w.family(kServiceSessions);
     for (size_t i = 0; i < v.services.size(); ++i)
         if (exported(v.services[i]))
             w.sample(kServiceSessions, {v.services[i].ns, v.services[i].name}, r.services_active[i]);
-    w.family(kServiceSessionsCreated);
-    for (size_t i = 0; i < v.services.size(); ++i)
-        if (exported(v.services[i]))
-            w.sample(kServiceSessionsCreated, {v.services[i].ns, v.services[i].name}, r.services[i].sessions_created);
-    w.family(kServiceAllocFailures);
-    for (size_t i = 0; i < v.services.size(); ++i)
-        if (exported(v.services[i]))
-            w.sample(kServiceAllocFailures, {v.services[i].ns, v.services[i].name}, r.services[i].port_alloc_failures);
+    write_service_counters(w, v, r, dp::ServiceCounterPart::sessions);
+    write_service_counters(w, v, r, dp::ServiceCounterPart::failures);
 }
 
 // --- traffic of no EgressService (the default action) ------------------------------------------
 
-constexpr Family kDefaultPackets{"default_action_packets_total",
-                                 Type::counter,
-                                 "Packets of pods that are endpoints of no served EgressService and were masqueraded "
-                                 "by the default action, by direction",
-                                 {"direction"}};
-constexpr Family kDefaultBytes{"default_action_bytes_total",
-                               Type::counter,
-                               "Bytes (whole Ethernet frames) masqueraded by the default action, by direction",
-                               {"direction"}};
 constexpr Family kDefaultSessions{"default_action_sessions_active", Type::gauge,
                                   "NAT sessions of the default action open now"};
-constexpr Family kDefaultSessionsCreated{"default_action_sessions_created_total", Type::counter,
-                                         "NAT sessions created by the default action"};
-constexpr Family kDefaultAllocFailures{"default_action_snat_allocation_failures_total", Type::counter,
-                                       "Connections of the default action dropped because no NAT port was free"};
+void write_default_counters(Writer& w, const ServiceCounters& c, dp::ServiceCounterPart part) {
+    for_each_service_family(part, [&](unsigned first) {
+        const Family& f = kDefaultFamilies[first];
+        w.family(f);
+        for_each_in_family(first, [&](dp::ServiceCounter which, const char* direction) {
+            if (*direction)
+                w.sample(f, {direction}, c[which]);
+            else
+                w.sample(f, {}, c[which]);
+        });
+    });
+}
 
 void write_default_action(Writer& w, const Readings& r) {
     const ServiceCounters& c = r.default_action;
-    w.family(kDefaultPackets);
-    w.sample(kDefaultPackets, {"egress"}, c.packets_out);
-    w.sample(kDefaultPackets, {"reply"}, c.packets_in);
-    w.family(kDefaultBytes);
-    w.sample(kDefaultBytes, {"egress"}, c.bytes_out);
-    w.sample(kDefaultBytes, {"reply"}, c.bytes_in);
+    write_default_counters(w, c, dp::ServiceCounterPart::traffic);
     w.family(kDefaultSessions);
     w.sample(kDefaultSessions, {}, c.sessions_active());
-    w.family(kDefaultSessionsCreated);
-    w.sample(kDefaultSessionsCreated, {}, c.sessions_created);
-    w.family(kDefaultAllocFailures);
-    w.sample(kDefaultAllocFailures, {}, c.port_alloc_failures);
+    write_default_counters(w, c, dp::ServiceCounterPart::sessions);
+    write_default_counters(w, c, dp::ServiceCounterPart::failures);
 }
 
 // --- NAT addresses ----------------------------------------------------------------------------
@@ -314,6 +341,41 @@ void write_sessions(Writer& w, const ControlView& v, const Readings& r) {
     w.sample(kSessionsCapacity, {"IPv4"}, v.max_sessions);
     w.sample(kSessionsCapacity, {"IPv6"}, v.max_sessions_ipv6);
 }
+
+// --- VLANs ------------------------------------------------------------------------------------
+
+constexpr Family kVlanInfo{"vlan_info",
+                           Type::gauge,
+                           "Always 1 for every configured VLAN sub-port; labels give its parent port, VLAN id, "
+                           "role and VRF",
+                           {"port", "parent", "vlan", "role", "vrf"}};
+constexpr Family kVlanPackets{"vlan_packets_total",
+                              Type::counter,
+                              "Tagged frames of the VLAN: received (taken off its parent's device to the VLAN) "
+                              "and transmitted (tagged for it)",
+                              {"port", "direction"}};
+constexpr Family kVlanTxRefused{"vlan_tx_refused_total",
+                                Type::counter,
+                                "Frames of the VLAN its parent's transmit queues refused; each is also a tx_full drop",
+                                {"port"}};
+
+}  // namespace
+
+void write_vlans(Writer& w, const std::vector<VlanReading>& vlans) {
+    w.family(kVlanInfo);
+    for (const VlanReading& v : vlans)
+        w.sample(kVlanInfo, {v.name, v.parent, std::to_string(v.vlan), v.role, v.vrf}, uint64_t{1});
+    w.family(kVlanPackets);
+    for (const VlanReading& v : vlans) {
+        w.sample(kVlanPackets, {v.name, "rx"}, v.rx_packets);
+        w.sample(kVlanPackets, {v.name, "tx"}, v.tx_packets);
+    }
+    w.family(kVlanTxRefused);
+    for (const VlanReading& v : vlans)
+        w.sample(kVlanTxRefused, {v.name}, v.tx_refused);
+}
+
+namespace {
 
 // --- ports ------------------------------------------------------------------------------------
 

@@ -31,6 +31,18 @@ struct ProcessInfo {
     uint64_t tsc_hz = 0;
 };
 
+// A VLAN sub-port (dataplane/vlan.h): what the configuration says of it, and the tagged frames
+// the workers took to it and sent for it (their parent's device counts them too).
+struct VlanReading {
+    std::string name, parent, role, vrf;
+    unsigned vlan = 0;
+    uint16_t id = 0;  // its logical port id
+    uint64_t rx_packets = 0, tx_packets = 0, tx_refused = 0;
+};
+
+// egw_vlan_info and egw_vlan_packets_total, one series per VLAN (the families with no VLAN).
+void write_vlans(Writer& w, const std::vector<VlanReading>& vlans);
+
 // Writes every family egwd itself exports. `ports` is parallel to view.ports.
 void write_metrics(Writer& w, const ControlView& view, const Readings& r, const std::vector<PortReading>& ports,
                    const ProcessInfo& process);

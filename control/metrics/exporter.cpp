@@ -54,6 +54,17 @@ Exporter::Exporter(const config::Config& cfg, control::Runtime& rt)
         const config::PortConfig* pc = cfg.find_port(p.name);
         ports_.push_back(PortEntry{p.name, p.device, pc ? config::to_string(pc->role) : "", pc ? pc->vrf : "", p.id});
     }
+    for (const auto& p : rt.vlan_ports()) {
+        const config::PortConfig* pc = cfg.find_port(p.name);
+        VlanReading v;
+        v.name = p.name;
+        v.parent = p.parent;
+        v.vlan = p.vlan;
+        v.id = p.id;
+        v.role = pc ? config::to_string(pc->role) : "";
+        v.vrf = pc ? pc->vrf : "";
+        vlans_.push_back(std::move(v));
+    }
     process_ = ProcessInfo{EGW_VERSION, dpdk_version(), unix_now(), rt.tsc_hz()};
 
     // Before the first publication the endpoints still answer, with generation 0.
@@ -254,12 +265,25 @@ std::string Exporter::metrics_text(std::string& error) const {
     Writer w(out);
     write_metrics(w, *v, r, read_ports(*v), process_);
     write_arp(w, arp_.load());
+    write_vlans(w, read_vlans());
     {
         std::lock_guard lock(extra_mu_);
         for (const auto& f : extra_)
             f(w);
     }
     error = w.error();
+    return out;
+}
+
+std::vector<VlanReading> Exporter::read_vlans() const {
+    std::vector<VlanReading> out = vlans_;
+    for (VlanReading& v : out) {
+        for (const dp::Worker* w : workers_) {
+            v.rx_packets += load_counter(w->counters.vlan_rx_packets[v.id]);
+            v.tx_packets += load_counter(w->counters.vlan_tx_packets[v.id]);
+        }
+        v.tx_refused = control::read_port_tx(workers_, v.id).refused;
+    }
     return out;
 }
 

@@ -64,6 +64,7 @@ public:
     std::span<dp::Worker* const> workers() const { return workers_; }
     Readings read(const ControlView& v) const;
     std::vector<PortReading> read_ports(const ControlView& v) const;
+    std::vector<VlanReading> read_vlans() const;
     const ProcessInfo& process() const { return process_; }
     // The whole exposition; `error` receives a writer error (then the text must not be served).
     std::string metrics_text(std::string& error) const;
@@ -86,6 +87,7 @@ private:
     const config::Config& cfg_;
     std::vector<dp::Worker*> workers_;
     std::vector<PortEntry> ports_;
+    std::vector<VlanReading> vlans_;  // without their counters
     ProcessInfo process_;
     ViewBox box_;
 

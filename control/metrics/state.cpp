@@ -11,20 +11,28 @@ const ServiceEntry* ControlView::find_service(std::string_view key) const {
     return it != services.end() && it->key == key ? &*it : nullptr;
 }
 
+uint64_t& ServiceCounters::operator[](dp::ServiceCounter which) {
+    switch (which) {
+#define EGW_X(name, part, status, telemetry, metric, direction, help, default_metric, default_help) \
+    case dp::ServiceCounter::name:                                                                  \
+        return name;
+        EGW_SERVICE_COUNTERS(EGW_X)
+#undef EGW_X
+    case dp::ServiceCounter::count:
+        break;
+    }
+    __builtin_unreachable();
+}
+
 ServiceCounters sum_service(std::span<dp::Worker* const> workers, uint32_t id) {
     ServiceCounters c;
     if (id >= dp::kMaxServices) return c;
     for (const dp::Worker* w : workers) {
         const dp::ServiceCounters& s = w->service_counters[id];
-        c.packets_out += load_counter(s.packets_out);
-        c.bytes_out += load_counter(s.bytes_out);
-        c.packets_in += load_counter(s.packets_in);
-        c.bytes_in += load_counter(s.bytes_in);
-        c.sessions_created += load_counter(s.sessions_created);
-        c.sessions_closed += load_counter(s.sessions_closed);
-        c.port_alloc_failures += load_counter(s.port_alloc_failures);
-        c.sessions6_created += load_counter(s.sessions6_created);
-        c.sessions6_closed += load_counter(s.sessions6_closed);
+#define EGW_X(name, part, status, telemetry, metric, direction, help, default_metric, default_help) \
+    c.name += load_counter(s.name);
+        EGW_SERVICE_COUNTERS(EGW_X)
+#undef EGW_X
     }
     return c;
 }
@@ -36,15 +44,12 @@ uint64_t minus(uint64_t v, uint64_t base) {
 }
 
 ServiceCounters minus(const ServiceCounters& c, const ServiceCounters& b) {
-    return ServiceCounters{minus(c.packets_out, b.packets_out),
-                           minus(c.bytes_out, b.bytes_out),
-                           minus(c.packets_in, b.packets_in),
-                           minus(c.bytes_in, b.bytes_in),
-                           minus(c.sessions_created, b.sessions_created),
-                           minus(c.sessions_closed, b.sessions_closed),
-                           minus(c.port_alloc_failures, b.port_alloc_failures),
-                           minus(c.sessions6_created, b.sessions6_created),
-                           minus(c.sessions6_closed, b.sessions6_closed)};
+    ServiceCounters out;
+#define EGW_X(name, part, status, telemetry, metric, direction, help, default_metric, default_help) \
+    out.name = minus(c.name, b.name);
+    EGW_SERVICE_COUNTERS(EGW_X)
+#undef EGW_X
+    return out;
 }
 
 }  // namespace

@@ -39,17 +39,17 @@
 
 namespace egw::metrics {
 
-// One Service's counters summed over the workers.
+// One Service's counters summed over the workers: the list's (dataplane/service_counters.h).
 struct ServiceCounters {
-    uint64_t packets_out = 0;  // egress: pod to outside
-    uint64_t bytes_out = 0;
-    uint64_t packets_in = 0;  // reply: outside to pod
-    uint64_t bytes_in = 0;
-    uint64_t sessions_created = 0;  // both families
-    uint64_t sessions_closed = 0;
-    uint64_t port_alloc_failures = 0;
-    uint64_t sessions6_created = 0;  // the IPv6 ones of them
-    uint64_t sessions6_closed = 0;
+#define EGW_X(name, part, status, telemetry, metric, direction, help, default_metric, default_help) uint64_t name = 0;
+    EGW_SERVICE_COUNTERS(EGW_X)
+#undef EGW_X
+
+    // The counter `which`, for readers that go through the list (dataplane/service_counters.h).
+    uint64_t& operator[](dp::ServiceCounter which);
+    uint64_t operator[](dp::ServiceCounter which) const {
+        return const_cast<ServiceCounters&>(*this)[which];
+    }
 
     uint64_t sessions_active() const {
         return sessions_created >= sessions_closed ? sessions_created - sessions_closed : 0;
@@ -58,7 +58,9 @@ struct ServiceCounters {
         return std::min(sessions6_created >= sessions6_closed ? sessions6_created - sessions6_closed : 0,
                         sessions_active());
     }
-    uint64_t sessions_active_ipv4() const { return sessions_active() - sessions_active_ipv6(); }
+    uint64_t sessions_active_ipv4() const {
+        return sessions_active() - sessions_active_ipv6();
+    }
     uint64_t sessions_active(net::Family f) const {
         return f == net::Family::v6 ? sessions_active_ipv6() : sessions_active_ipv4();
     }

@@ -121,15 +121,13 @@ std::string NeighborResolver::address(const NeighborKey& k) {
 }
 
 std::string NeighborResolver::port_name(uint16_t id) const {
-    for (const auto& p : rt_.ports())
-        if (p.id == id) return p.name;
-    return std::to_string(id);
+    const PortInfo* p = rt_.find_port(id);  // VLANs included
+    return p ? p->name : std::to_string(id);
 }
 
 uint16_t NeighborResolver::port_id(const std::string& name) const {
-    for (const auto& p : rt_.ports())
-        if (p.name == name) return p.id;
-    return 0;  // the loader checked every neighbour's port name
+    const PortInfo* p = rt_.find_port(name);
+    return p ? p->id : 0;  // the loader checked every neighbour's port name
 }
 
 void NeighborResolver::install_static() {

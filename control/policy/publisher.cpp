@@ -14,12 +14,19 @@ PolicyPublisher::PolicyPublisher(dp::DataplaneShared& shared, Hooks hooks)
     : shared_(shared), hooks_(std::move(hooks)) {}
 
 void PolicyPublisher::publish(std::unique_ptr<dp::PolicySnapshot> next) {
-    std::vector<uint32_t> nat_ips;
-    next->nat_addresses.for_each([&](uint64_t ip, uint32_t) { nat_ips.push_back(static_cast<uint32_t>(ip)); });
-    std::sort(nat_ips.begin(), nat_ips.end());
-    if (nat_ips != nat_ips_) {
-        if (hooks_.nat_addresses_changed) hooks_.nat_addresses_changed(nat_ips);
-        nat_ips_ = std::move(nat_ips);
+    NatAddresses nat_addresses;
+    next->nat_addresses.for_each([&](uint64_t ip, uint32_t) { nat_addresses[static_cast<uint32_t>(ip)]; });
+    // ingress_key(ip, proto, port): the Service ports of the NAT addresses that are ingress IPs.
+    next->ingress_ports.for_each([&](uint64_t key, uint32_t) {
+        auto it = nat_addresses.find(static_cast<uint32_t>(key >> 32));
+        if (it != nat_addresses.end())
+            it->second.emplace_back(static_cast<uint8_t>(key >> 16), static_cast<uint16_t>(key));
+    });
+    for (auto& [ip, ports] : nat_addresses)
+        std::sort(ports.begin(), ports.end());
+    if (nat_addresses != nat_addresses_) {
+        if (hooks_.nat_addresses_changed) hooks_.nat_addresses_changed(nat_addresses);
+        nat_addresses_ = std::move(nat_addresses);
     }
     const uint64_t generation = next->generation;
     const auto t0 = std::chrono::steady_clock::now();

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -26,10 +27,13 @@ namespace egw::control {
 
 class PolicyPublisher {
 public:
+    using NatAddresses = std::map<uint32_t, std::vector<std::pair<uint8_t, uint16_t>>>;
+
     struct Hooks {
-        // The new snapshot's NAT addresses (host order, sorted), when they are not the ones the
-        // last call was given (none before the first).
-        std::function<void(const std::vector<uint32_t>& nat_ips)> nat_addresses_changed;
+        // The new snapshot's NAT addresses (host order), each with the (IP protocol, port) pairs
+        // its Services take ingress on, sorted, when they are not what the last call was given
+        // (none before the first).
+        std::function<void(const NatAddresses& nat_addresses)> nat_addresses_changed;
         // After each publication, with the seconds it took.
         std::function<void(double seconds)> published;
     };
@@ -54,7 +58,7 @@ public:
 private:
     dp::DataplaneShared& shared_;
     Hooks hooks_;
-    std::vector<uint32_t> nat_ips_;  // as last given to nat_addresses_changed
+    NatAddresses nat_addresses_;  // as last given to nat_addresses_changed
     uint64_t publications_ = 0;
 };
 

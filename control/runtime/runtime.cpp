@@ -4,6 +4,7 @@
 #include "control/runtime/buffers.h"
 #include "control/runtime/mbuf_pool.h"
 #include "control/runtime/pod_limit.h"
+#include "control/runtime/vlans.h"
 
 #include "dataplane/held.h"
 #include "dataplane/reassembly.h"
@@ -135,17 +136,29 @@ Runtime::~Runtime() {
 }
 
 std::vector<uint16_t> Runtime::port_ids() const {
-    std::vector<uint16_t> ids;
-    for (const auto& p : ports_)
-        ids.push_back(p.id);
-    return ids;
+    return port_ids_;
 }
 
 std::vector<std::array<uint8_t, 6>> Runtime::port_macs() const {
     std::vector<std::array<uint8_t, 6>> macs(dp::kMaxPorts);
-    for (const auto& p : ports_)
-        macs[p.id] = p.mac;
+    for (const auto* list : {&ports_, &vlan_ports_})
+        for (const auto& p : *list)
+            macs[p.id] = p.mac;
     return macs;
+}
+
+const PortInfo* Runtime::find_port(const std::string& name) const {
+    for (const auto* list : {&ports_, &vlan_ports_})
+        for (const auto& p : *list)
+            if (p.name == name) return &p;
+    return nullptr;
+}
+
+const PortInfo* Runtime::find_port(uint16_t id) const {
+    for (const auto* list : {&ports_, &vlan_ports_})
+        for (const auto& p : *list)
+            if (p.id == id) return &p;
+    return nullptr;
 }
 
 unsigned Runtime::worker_socket(unsigned index) const {
@@ -233,8 +246,10 @@ void Runtime::setup(unsigned mbufs) {
     unsigned reta_entries = dp::kMaxRetaEntries;
     if (cfg_.ports.size() > dp::kMaxPorts)
         throw RuntimeError("at most " + std::to_string(dp::kMaxPorts) + " ports are supported");
+    port_ids_.assign(cfg_.ports.size(), 0);
     for (size_t port_index = 0; port_index < cfg_.ports.size(); ++port_index) {
         const config::PortConfig& pc = cfg_.ports[port_index];
+        if (pc.is_vlan()) continue;  // below, once every device has its id
         PortInfo pi;
         pi.name = pc.name;
         pi.device = pc.device;
@@ -328,7 +343,26 @@ void Runtime::setup(unsigned mbufs) {
             std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), pi.mac.begin());
             rte_eth_promiscuous_enable(pi.id);
         }
+        port_ids_[port_index] = pi.id;
         ports_.push_back(pi);
+    }
+    // VLANs: logical ports of their own on their parents' devices (dataplane/vlan.h). The
+    // parent's MTU already leaves room for the tag (configure_mtu()); nothing is set on the
+    // device, which passes tagged frames to egw as it passes any other.
+    if (std::string why = assign_vlan_ports(cfg_, port_ids_, shared_.vlans); !why.empty()) throw RuntimeError(why);
+    for (size_t port_index = 0; port_index < cfg_.ports.size(); ++port_index) {
+        const config::PortConfig& pc = cfg_.ports[port_index];
+        if (!pc.is_vlan()) continue;
+        const PortInfo* parent = find_port(pc.parent);
+        PortInfo pi = *parent;
+        pi.name = pc.name;
+        pi.id = port_ids_[port_index];
+        pi.vlan = static_cast<uint16_t>(pc.vlan);
+        pi.parent = pc.parent;
+        pi.parent_id = parent->id;
+        if (shared_.single_segment_tx >> parent->id & 1) shared_.single_segment_tx |= 1u << pi.id;
+        spdlog::info("port {}: VLAN {} of port {} (logical port {})", pi.name, pi.vlan, pi.parent, pi.id);
+        vlan_ports_.push_back(pi);
     }
 
     dp::flow_owners_init(shared_.flow_owners, n_workers, reta_entries);
@@ -337,8 +371,8 @@ void Runtime::setup(unsigned mbufs) {
 
     // Workers, their rings and receive queues.
     uint16_t n_ports = 0;
-    for (const auto& p : ports_)
-        n_ports = std::max<uint16_t>(n_ports, static_cast<uint16_t>(p.id + 1));
+    for (uint16_t id : port_ids_)
+        n_ports = std::max<uint16_t>(n_ports, static_cast<uint16_t>(id + 1));
     uint32_t per_worker = (cfg_.sessions.max_sessions + n_workers - 1) / n_workers;
     uint32_t per_worker6 = (cfg_.sessions.max_sessions_ipv6 + n_workers - 1) / n_workers;
     for (unsigned i = 0; i < n_workers; ++i) {
@@ -421,9 +455,8 @@ void Runtime::start_ports() {
         program_reta(p);
     }
     std::vector<Steering::OutsidePort> outside;
-    for (size_t i = 0; i < ports_.size(); ++i)
-        if (cfg_.ports[i].role == config::PortRole::outside)
-            outside.push_back({ports_[i].id, ports_[i].name, ports_[i].rx_queues});
+    for (const auto& p : ports_)
+        if (cfg_.find_port(p.name)->role == config::PortRole::outside) outside.push_back({p.id, p.name, p.rx_queues});
     std::vector<PortBlock> blocks;
     for (const auto* w : workers_)
         blocks.push_back({w->nat_port_lo, w->nat_port_hi});

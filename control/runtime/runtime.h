@@ -36,6 +36,11 @@ struct PortInfo {
     uint16_t reta_size = 0;      // the device's RSS redirection table (0: none, or RSS not in use)
     bool rss_hash_ours = false;  // hashes with dp::kRssKey and delivers the hash (dp::FlowOwners::hardware)
     unsigned socket = 0;         // NUMA socket of the device (the main lcore's for virtual devices)
+    // A VLAN (Runtime::vlan_ports()): `id` is its logical port id, `device` and `mac` its
+    // parent's, `parent_id` the parent's DPDK port id; 0 for a port with a device.
+    uint16_t vlan = 0;
+    std::string parent;
+    uint16_t parent_id = 0;
 };
 
 class Runtime {
@@ -62,11 +67,15 @@ public:
 
     dp::DataplaneShared& shared() { return shared_; }
     std::vector<dp::Worker*>& workers() { return workers_; }
-    const std::vector<PortInfo>& ports() const { return ports_; }
+    const std::vector<PortInfo>& ports() const { return ports_; }  // the ports with a device
+    const std::vector<PortInfo>& vlan_ports() const { return vlan_ports_; }
+    // The port or VLAN of that name or logical id, nullptr if none.
+    const PortInfo* find_port(const std::string& name) const;
+    const PortInfo* find_port(uint16_t id) const;
     rte_mempool* pool() const { return pool_; }    // the main lcore's socket's pool
     unsigned worker_socket(unsigned index) const;  // NUMA socket of worker `index`'s lcore
-    std::vector<uint16_t> port_ids() const;
-    std::vector<std::array<uint8_t, 6>> port_macs() const;  // indexed by DPDK port id
+    std::vector<uint16_t> port_ids() const;        // the logical port id of each of the config's ports, in order
+    std::vector<std::array<uint8_t, 6>> port_macs() const;  // indexed by logical port id
     uint64_t tsc_hz() const { return tsc_hz_; }
     Steering& steering() { return steering_; }
     const Steering& steering() const { return steering_; }
@@ -82,6 +91,8 @@ private:
     dp::PodBudget pod_budget_;  // shared_.pod_budget when it has one
     std::vector<dp::Worker*> workers_;
     std::vector<PortInfo> ports_;
+    std::vector<PortInfo> vlan_ports_;
+    std::vector<uint16_t> port_ids_;        // of cfg_.ports[i]
     rte_mempool* pool_on(unsigned socket);  // the pool of a socket, made on first use
 
     Steering steering_;

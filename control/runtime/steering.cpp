@@ -43,12 +43,25 @@ const char* to_string(Steering::Mode m) {
     return m == Steering::Mode::rte_flow ? "rte_flow" : "software";
 }
 
-std::vector<SteeringRule> steering_rules(uint32_t nat_ip, const std::vector<PortBlock>& blocks) {
+std::vector<SteeringRule> steering_rules(uint32_t nat_ip, const std::vector<PortBlock>& blocks,
+                                         const ServicePorts& service_ports) {
     std::vector<SteeringRule> out;
     for (SteeredProto proto : {SteeredProto::tcp, SteeredProto::udp, SteeredProto::icmp})
-        for (size_t w = 0; w < blocks.size(); ++w)
-            for (PortMatch m : split_port_range(blocks[w].lo, blocks[w].hi))
-                out.push_back(SteeringRule{nat_ip, proto, m, static_cast<uint16_t>(w)});
+        for (size_t w = 0; w < blocks.size(); ++w) {
+            // The block's ports in ascending runs between the Service ports that fall inside it.
+            uint32_t from = blocks[w].lo;
+            auto cut = [&](uint32_t to) {  // inclusive; nothing when the run is empty
+                if (from <= to)
+                    for (PortMatch m : split_port_range(static_cast<uint16_t>(from), static_cast<uint16_t>(to)))
+                        out.push_back(SteeringRule{nat_ip, proto, m, static_cast<uint16_t>(w)});
+            };
+            for (const ServicePort& sp : service_ports) {
+                if (sp.proto != proto || sp.port < blocks[w].lo || sp.port > blocks[w].hi) continue;
+                cut(uint32_t{sp.port} - 1);
+                from = uint32_t{sp.port} + 1;
+            }
+            cut(blocks[w].hi);
+        }
     return out;
 }
 
@@ -141,7 +154,21 @@ void Steering::init(const std::vector<OutsidePort>& ports, const std::vector<Por
         ports_.push_back(std::move(p));
     }
     // Addresses given before the ports existed (the first policy is published before they start).
-    update(std::vector<uint32_t>(nat_ips_));
+    std::map<uint32_t, ServicePorts> targets;
+    targets.swap(targets_);
+    update(targets);
+}
+
+std::vector<SteeringRule> Steering::rules_of(uint32_t nat_ip) const {
+    auto it = targets_.find(nat_ip);
+    return steering_rules(nat_ip, blocks_, it == targets_.end() ? ServicePorts{} : it->second);
+}
+
+std::vector<uint32_t> Steering::nat_ips() const {
+    std::vector<uint32_t> out;
+    for (const auto& [ip, ports] : targets_)
+        out.push_back(ip);
+    return out;
 }
 
 void Steering::fall_back(Port& p, const std::string& why) {
@@ -166,7 +193,7 @@ void Steering::destroy(Port& p, uint32_t nat_ip) {
 
 bool Steering::install(Port& p, uint32_t nat_ip) {
     std::vector<rte_flow*>& made = p.flows[nat_ip];
-    for (const SteeringRule& r : steering_rules(nat_ip, blocks_)) {
+    for (const SteeringRule& r : rules_of(nat_ip)) {
         if (r.proto == SteeredProto::icmp && !p.icmp) continue;
         FlowSpec spec(r);
         rte_flow_error err{};
@@ -192,19 +219,26 @@ bool Steering::install(Port& p, uint32_t nat_ip) {
 }
 
 void Steering::update(const std::vector<uint32_t>& nat_ips) {
-    std::vector<uint32_t> want = nat_ips;
-    std::sort(want.begin(), want.end());
-    want.erase(std::unique(want.begin(), want.end()), want.end());
+    std::map<uint32_t, ServicePorts> targets;
+    for (uint32_t ip : nat_ips)
+        targets[ip];
+    update(targets);
+}
+
+void Steering::update(const std::map<uint32_t, ServicePorts>& targets) {
+    std::map<uint32_t, ServicePorts> old;
+    old.swap(targets_);
+    targets_ = targets;
     for (Port& p : ports_) {
         if (p.mode != Mode::rte_flow) continue;
         for (auto it = p.flows.begin(); it != p.flows.end();) {
             uint32_t ip = (it++)->first;
-            if (!std::binary_search(want.begin(), want.end(), ip)) destroy(p, ip);
+            auto now = targets_.find(ip), before = old.find(ip);
+            if (now == targets_.end() || before == old.end() || now->second != before->second) destroy(p, ip);
         }
-        for (uint32_t ip : want)
+        for (const auto& [ip, ports] : targets_)
             if (!p.flows.count(ip) && !install(p, ip)) break;
     }
-    nat_ips_ = std::move(want);
 }
 
 void Steering::clear() {

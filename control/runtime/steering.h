@@ -46,9 +46,20 @@ struct SteeringRule {
     bool operator==(const SteeringRule&) const = default;
 };
 
+// A Service port on a NAT address that is also the Service's ingress IP. The allocator never
+// gives it out as a NAT port, so a packet to it is ingress, never a reply: no rule matches it,
+// and the device's RSS spreads such connections over the workers as it does any other traffic.
+struct ServicePort {
+    SteeredProto proto = SteeredProto::tcp;  // tcp or udp
+    uint16_t port = 0;
+    auto operator<=>(const ServicePort&) const = default;
+};
+using ServicePorts = std::vector<ServicePort>;  // sorted, no duplicates
+
 // Every rule for one NAT address: for each protocol, each worker's block (blocks[w] is worker
-// w's) cut by split_port_range, in that order.
-std::vector<SteeringRule> steering_rules(uint32_t nat_ip, const std::vector<PortBlock>& blocks);
+// w's) less the address's Service ports of that protocol, cut by split_port_range, in that order.
+std::vector<SteeringRule> steering_rules(uint32_t nat_ip, const std::vector<PortBlock>& blocks,
+                                         const ServicePorts& service_ports = {});
 
 // The rule in testpmd's syntax, for DPDK port `port_id`:
 //   flow create 2 ingress pattern eth / ipv4 dst is 192.0.2.50 / tcp dst spec 32768 dst mask 0xc000 / end
@@ -84,9 +95,13 @@ public:
     // Installs the rules of the NAT addresses update() was given before.
     void init(const std::vector<OutsidePort>& ports, const std::vector<PortBlock>& blocks);
 
-    // Makes the rules match `nat_ips` (host order): creates those of new addresses, destroys
-    // those of removed ones. A port whose device refuses a rule goes to software mode for good,
-    // with one log line, and its rules are destroyed.
+    // Makes the rules match `targets` (NAT address, host order -> its Service ports): creates
+    // those of new addresses, destroys those of removed ones, and remakes those of an address
+    // whose Service ports changed (its replies take the software hand-off meanwhile). A port
+    // whose device refuses a rule goes to software mode for good, with one log line, and its
+    // rules are destroyed.
+    void update(const std::map<uint32_t, ServicePorts>& targets);
+    // The same for addresses without Service ports.
     void update(const std::vector<uint32_t>& nat_ips);
 
     // Destroys every rule (before the ports stop).
@@ -95,8 +110,8 @@ public:
     const std::vector<Port>& ports() const { return ports_; }
     const std::vector<PortBlock>& blocks() const { return blocks_; }
     // The rules in force (or that would be, for a port in software mode) of one NAT address.
-    std::vector<SteeringRule> rules_of(uint32_t nat_ip) const { return steering_rules(nat_ip, blocks_); }
-    const std::vector<uint32_t>& nat_ips() const { return nat_ips_; }
+    std::vector<SteeringRule> rules_of(uint32_t nat_ip) const;
+    std::vector<uint32_t> nat_ips() const;
 
 private:
     bool install(Port& p, uint32_t nat_ip);
@@ -105,7 +120,7 @@ private:
 
     std::vector<Port> ports_;
     std::vector<PortBlock> blocks_;
-    std::vector<uint32_t> nat_ips_;
+    std::map<uint32_t, ServicePorts> targets_;
 };
 
 const char* to_string(Steering::Mode m);

@@ -60,24 +60,20 @@ nlohmann::json collect_status(const StatusInputs& in) {
         j["endpoints"] = s.endpoint_ipv4s.size();
         j["programmed"] = v.programmed;
         j["programmed_ipv6"] = v.programmed6;
-        uint64_t po = 0, bo = 0, pi = 0, bi = 0, sc = 0, sx = 0, pf = 0;
+        // The list's counters with a status key, summed over the workers, and the open sessions.
+        uint64_t sums[dp::kServiceCounterCount] = {};
         for (auto* w : workers) {
             const dp::ServiceCounters& c = w->service_counters[v.id];
-            po += rd(c.packets_out);
-            bo += rd(c.bytes_out);
-            pi += rd(c.packets_in);
-            bi += rd(c.bytes_in);
-            sc += rd(c.sessions_created);
-            sx += rd(c.sessions_closed);
-            pf += rd(c.port_alloc_failures);
+#define EGW_X(name, part, status, telemetry, metric, direction, help, default_metric, default_help) \
+    sums[static_cast<unsigned>(dp::ServiceCounter::name)] += rd(c.name);
+            EGW_SERVICE_COUNTERS(EGW_X)
+#undef EGW_X
         }
-        j["packets_out"] = po;
-        j["bytes_out"] = bo;
-        j["packets_in"] = pi;
-        j["bytes_in"] = bi;
-        j["sessions_created"] = sc;
-        j["sessions_active"] = sc >= sx ? sc - sx : 0;
-        j["port_alloc_failures"] = pf;
+        for (unsigned i = 0; i < dp::kServiceCounterCount; ++i)
+            if (*dp::kServiceCounterInfo[i].status) j[dp::kServiceCounterInfo[i].status] = sums[i];
+        const uint64_t created = sums[static_cast<unsigned>(dp::ServiceCounter::sessions_created)];
+        const uint64_t closed = sums[static_cast<unsigned>(dp::ServiceCounter::sessions_closed)];
+        j["sessions_active"] = created >= closed ? created - closed : 0;
         services.push_back(j);
     }
     doc["services"] = services;
@@ -101,6 +97,26 @@ nlohmann::json collect_status(const StatusInputs& in) {
                          {"tx_stalled_queues", tx.stalled_queues}});
     }
     doc["ports"] = ports;
+
+    // VLAN sub-ports: their frames are counted by their parent's device too (the ports above).
+    json vlans = json::array();
+    for (const auto& p : rt.vlan_ports()) {
+        uint64_t rx = 0, tx = 0;
+        for (auto* w : workers) {
+            rx += rd(w->counters.vlan_rx_packets[p.id]);
+            tx += rd(w->counters.vlan_tx_packets[p.id]);
+        }
+        PortTx ptx = read_port_tx(workers, p.id);
+        vlans.push_back({{"name", p.name},
+                         {"id", p.id},
+                         {"parent", p.parent},
+                         {"vlan", p.vlan},
+                         {"rx_packets", rx},
+                         {"tx_packets", tx},
+                         {"tx_refused", ptx.refused},
+                         {"tx_stalls", ptx.stalls}});
+    }
+    doc["vlans"] = vlans;
 
     json drops = json::object();
     for (unsigned r = 0; r < dp::kDropReasonCount; ++r) {
@@ -139,8 +155,9 @@ nlohmann::json collect_status(const StatusInputs& in) {
     doc["workers"] = wjs;
 
     std::map<uint16_t, std::string> port_names;
-    for (const auto& p : rt.ports())
-        port_names[p.id] = p.name;
+    for (const auto* list : {&rt.ports(), &rt.vlan_ports()})
+        for (const auto& p : *list)
+            port_names[p.id] = p.name;
     if (in.max_sessions == 0) {
         doc["sessions"] = json::array();
     } else {

@@ -105,13 +105,19 @@ int cmd_service(const char*, const char* params, rte_tel_data* d) {
         rte_tel_data_add_dict_int(d, "programmed_ipv6", s->ipv6_translated ? 1 : 0);
         add_string(d, "ingress_ipv6", s->ingress_ipv6);
         rte_tel_data_add_dict_u64(d, "endpoints_ipv6", s->endpoints_ipv6);
-        rte_tel_data_add_dict_u64(d, "packets_egress", c.packets_out);
-        rte_tel_data_add_dict_u64(d, "bytes_egress", c.bytes_out);
-        rte_tel_data_add_dict_u64(d, "packets_reply", c.packets_in);
-        rte_tel_data_add_dict_u64(d, "bytes_reply", c.bytes_in);
+        // The list's counters with a telemetry key (dataplane/service_counters.h), the open
+        // sessions between the traffic and the sessions as in /metrics.
+        auto add_part = [&](dp::ServiceCounterPart part) {
+            for (unsigned k = 0; k < dp::kServiceCounterCount; ++k) {
+                const dp::ServiceCounterInfo& info = dp::kServiceCounterInfo[k];
+                if (info.part == part && *info.telemetry)
+                    rte_tel_data_add_dict_u64(d, info.telemetry, c[static_cast<dp::ServiceCounter>(k)]);
+            }
+        };
+        add_part(dp::ServiceCounterPart::traffic);
         rte_tel_data_add_dict_u64(d, "sessions_active", r.services_active[i]);
-        rte_tel_data_add_dict_u64(d, "sessions_created", c.sessions_created);
-        rte_tel_data_add_dict_u64(d, "snat_allocation_failures", c.port_alloc_failures);
+        add_part(dp::ServiceCounterPart::sessions);
+        add_part(dp::ServiceCounterPart::failures);
         return 0;
     });
 }

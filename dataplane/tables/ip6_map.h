@@ -4,7 +4,8 @@
 // the IPv6 counterpart of FlatMap. The scope tells apart keys that share an address: a route's
 // VRF and prefix length, 0 elsewhere.
 //
-// Writer: the control thread, while preparing a policy version (build() allocates).
+// Writer: the control thread, while preparing a policy version: build() from a list, or a copy of
+// its own previous map patched with assign()/erase() (all three may allocate), as FlatMap.
 // Readers: worker lcores, through the PolicySnapshot that owns it, without locks.
 // Publication: never modified after the snapshot holding it is published; a change builds a new
 // snapshot (see policy.h). Reclamation: freed with its snapshot after an RCU grace period.
@@ -36,15 +37,17 @@ public:
 
     Ip6Map() { build({}); }
 
+    // The slot count build() gives `n` keys: a power of two, at least twice `n`.
+    static size_t capacity_for(size_t n) {
+        size_t cap = 16;
+        while (cap < n * 2)
+            cap <<= 1;
+        return cap;
+    }
+
     // Later duplicates of a key overwrite earlier ones.
     void build(const std::vector<Item>& items) {
-        size_t cap = 16;
-        while (cap < items.size() * 2)
-            cap <<= 1;
-        slots_.assign(cap, Slot{});
-        mask_ = static_cast<uint32_t>(cap - 1);
-        shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
-        size_ = 0;
+        reset(capacity_for(items.size()));
         for (const Item& it : items) {
             uint64_t hi, lo;
             std::memcpy(&hi, it.addr, 8);
@@ -53,6 +56,46 @@ public:
             if (!slots_[i].used) ++size_;
             slots_[i] = Slot{hi, lo, it.value, it.scope, 1};
         }
+    }
+
+    // Adds a key or replaces its value. Control thread, never on a published map. Grows the map
+    // (allocating) to stay at most half full.
+    void assign(const uint8_t* addr, uint16_t scope, uint32_t value) {
+        uint64_t hi, lo;
+        std::memcpy(&hi, addr, 8);
+        std::memcpy(&lo, addr + 8, 8);
+        size_t i = probe(hi, lo, scope);
+        if (!slots_[i].used) {
+            if ((size_ + 1) * 2 > slots_.size()) {
+                rehash(capacity_for(size_ + 1));
+                i = probe(hi, lo, scope);
+            }
+            ++size_;
+        }
+        slots_[i] = Slot{hi, lo, value, scope, 1};
+    }
+
+    // Removes a key; false when it was not there. Control thread, never on a published map.
+    // Backward-shift deletion and shrinking below an eighth full, for the reasons FlatMap::erase
+    // gives.
+    bool erase(const uint8_t* addr, uint16_t scope) {
+        uint64_t hi, lo;
+        std::memcpy(&hi, addr, 8);
+        std::memcpy(&lo, addr + 8, 8);
+        size_t hole = probe(hi, lo, scope);
+        if (!slots_[hole].used) return false;
+        for (size_t j = (hole + 1) & mask_; slots_[j].used; j = (j + 1) & mask_) {
+            size_t home = slot_of(slots_[j].hi, slots_[j].lo, slots_[j].scope);
+            bool home_after_hole = hole <= j ? hole < home && home <= j : hole < home || home <= j;
+            if (!home_after_hole) {
+                slots_[hole] = slots_[j];
+                hole = j;
+            }
+        }
+        slots_[hole] = Slot{};
+        --size_;
+        if (slots_.size() > 16 && size_ * 8 < slots_.size()) rehash(capacity_for(size_));
+        return true;
     }
 
     uint32_t find(const uint8_t* addr, uint16_t scope = 0) const {
@@ -72,6 +115,7 @@ public:
         __builtin_prefetch(&slots_[slot_of(hi, lo, scope)], 0, 3);
     }
     size_t size() const { return size_; }
+    size_t capacity() const { return slots_.size(); }
 
     // The most slots a lookup of a present key reads (1: none is displaced), for tests.
     size_t longest_probe() const {
@@ -119,6 +163,24 @@ private:
             if (!s.used || (s.hi == hi && s.lo == lo && s.scope == scope)) return i;
             i = (i + 1) & mask_;
         }
+    }
+
+    void reset(size_t cap) {
+        slots_.assign(cap, Slot{});
+        mask_ = static_cast<uint32_t>(cap - 1);
+        shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
+        size_ = 0;
+    }
+
+    void rehash(size_t cap) {
+        std::vector<Slot> old;
+        old.swap(slots_);
+        reset(cap);
+        for (const Slot& s : old)
+            if (s.used) {
+                slots_[probe(s.hi, s.lo, s.scope)] = s;
+                ++size_;
+            }
     }
 
     std::vector<Slot> slots_;

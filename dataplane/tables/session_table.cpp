@@ -15,6 +15,16 @@
 
 namespace egw::dp {
 
+namespace {
+// MADV_COLLAPSE, Linux's value: glibc declares it from 2.37 on. A kernel older than 6.1 refuses it
+// (EINVAL), which allocate() ignores.
+#if defined(MADV_COLLAPSE)
+constexpr int kMadviseCollapse = MADV_COLLAPSE;
+#else
+constexpr int kMadviseCollapse = 25;
+#endif
+}  // namespace
+
 // Both families share this code (explicitly instantiated at the end); only the key, the session
 // and the pod address differ (SessionFamily4, SessionFamily6 in the header).
 
@@ -68,6 +78,14 @@ bool BasicSessionTable<F>::allocate(const char* name, size_t bytes, int socket) 
     // kernel zeroes a page for it) each time a create reaches an untouched part of the pool,
     // which is a system call's cost on the packet path, paid while sessions are filling.
     if (madvise(memory_, len, MADV_POPULATE_WRITE) != 0) std::memset(memory_, 0, len);
+    // Where the faults above fell back to 4 KiB pages (no free 2 MiB page at that moment), ask
+    // the kernel to gather them into 2 MiB pages now. Which sets of a physically indexed L2 a
+    // line takes depends, on 4 KiB pages, on the frames the kernel happened to hand out, which
+    // differ on every start; when the lines a worker touches fill much of its L2 (10,000 flows)
+    // one start's frames conflict more than the next one's (docs/performance.md, "Run to run").
+    // On 2 MiB pages the sets follow the region's own layout, which is fixed (2 MiB-aligned).
+    // Best effort, like MADV_HUGEPAGE: kernels before 6.1 refuse it.
+    (void)madvise(memory_, len, kMadviseCollapse);
     return true;
 }
 
@@ -86,9 +104,13 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
         return false;
     }
     capacity_ = capacity;
-    // At most half of the slots in use at full size: 2 * capacity / 7 buckets, rounded up to a
-    // power of two. The arrays start at kInitialBuckets (or the full size when that is smaller).
-    uint64_t want = (uint64_t{capacity} * 2 + kWays - 1) / kWays;
+    // Full size: the fewest buckets (a power of two) that hold `capacity` with at most five
+    // eighths of their slots in use. Below it the arrays double at three eighths and so stay at
+    // most half full; only the last size fills past half, and only when the table is nearly full.
+    // (Half full at capacity, rounded up to a power of two, left a million sessions over twice
+    // the buckets they need: 101 of the 203 bytes per session were bucket arrays, most of them
+    // empty. docs/architecture.md "Session table memory".)
+    uint64_t want = (uint64_t{capacity} * kFullLoadDen + kWays * kFullLoadNum - 1) / (kWays * kFullLoadNum);
     uint64_t buckets = 8;
     while (buckets < want)
         buckets <<= 1;
@@ -99,11 +121,14 @@ bool BasicSessionTable<F>::init(const char* name, uint32_t capacity, int socket,
     size_t table_bytes = sizeof(Bucket) * part_buckets;
     size_t pool_bytes = sizeof(Entry) * size_t{capacity};
     size_t tcp_bytes = (sizeof(TcpWindow) * size_t{capacity} + 63) & ~size_t{63};
-    uint64_t pod_slots = 16;
-    while (pod_slots < uint64_t{capacity} * 2)
-        pod_slots <<= 1;
-    pods_mask_ = static_cast<uint32_t>(pod_slots - 1);
-    size_t pod_bytes = sizeof(PodCount) * pod_slots;
+    // Half as many slots again as sessions, in whole lines: never full, and at most two thirds
+    // full when every session is another pod's (a few pods with many sessions each is the usual
+    // case). Not rounded to a power of two (pod_home() scales the hash instead of masking it),
+    // which at 1,000,000 took twice the slots needed: 17 bytes per session where 12 do.
+    uint64_t pod_slots = std::max<uint64_t>(16, uint64_t{capacity} + uint64_t{capacity} / 2);
+    pod_slots = (pod_slots + 7) & ~uint64_t{7};
+    pod_slots_ = static_cast<uint32_t>(pod_slots);
+    size_t pod_bytes = (sizeof(PodCount) * pod_slots + 63) & ~size_t{63};
     size_t free_bytes = (sizeof(uint32_t) * size_t{capacity} + 63) & ~size_t{63};
     if (!allocate(name, 2 * table_bytes + pool_bytes + tcp_bytes + pod_bytes + free_bytes, socket)) return false;
     auto* base = static_cast<uint8_t*>(memory_);
@@ -210,7 +235,7 @@ uint32_t BasicSessionTable<F>::find_outside(const Key& k, uint32_t h) const {
 
 template <class F>
 void BasicSessionTable<F>::insert(Chain c, uint32_t h, uint32_t idx) {
-    // The arrays are never more than half full, so an empty slot is always found.
+    // The arrays are never more than five eighths full, so an empty slot is always found.
     uint32_t b = h & c.mask;
     for (;;) {
         Bucket& bk = c.table[b];
@@ -253,11 +278,11 @@ void BasicSessionTable<F>::erase(Chain c, uint32_t h, uint32_t idx) {
 template <class F>
 void BasicSessionTable<F>::make_room() {
     if (!growing()) {
-        // Three eighths full: double, so that the arrays are never more than half full. (A quarter
-        // moved a third more entries while filling, and left a million sessions spread over
-        // twice the buckets they need: docs/performance-log.md.) The arrays to come are empty
-        // already: init() emptied both parts, and a doubling leaves the arrays it moved away
-        // from empty again.
+        // Three eighths full: double, so that the arrays below full size are never more than half
+        // full. (A quarter moved a third more entries while filling, and left a million sessions
+        // spread over twice the buckets they need: docs/performance-log.md.) The arrays to come
+        // are empty already: init() emptied both parts, and a doubling leaves the arrays it
+        // moved away from empty again.
         if (mask_ < max_mask_ && uint64_t{active_ + 1} * 8 > uint64_t{3 * kWays} * (mask_ + 1)) {
             old_inside_ = inside_;
             old_outside_ = outside_;
@@ -348,7 +373,7 @@ void BasicSessionTable<F>::destroy(uint32_t idx) {
 template <class F>
 uint32_t BasicSessionTable<F>::pod_sessions(const Pod& pod) const {
     if (F::pod_free(pod)) return 0;
-    for (uint32_t i = pod_home(pod);; i = (i + 1) & pods_mask_) {
+    for (uint32_t i = pod_home(pod);; i = pod_next(i)) {
         if (F::pod_equal(pods_[i].pod, pod)) return pods_[i].count;
         if (F::pod_free(pods_[i].pod)) return 0;
     }
@@ -356,13 +381,13 @@ uint32_t BasicSessionTable<F>::pod_sessions(const Pod& pod) const {
 
 template <class F>
 void BasicSessionTable<F>::pod_add(const Pod& pod) {
-    // Never full: a pod has a slot only while it has a session, and there are twice as many
-    // slots as sessions. The free marker (0.0.0.0, ::) is never a pod, so a session of it (only
+    // Never full: a pod has a slot only while it has a session, and there are more slots than
+    // sessions. The free marker (0.0.0.0, ::) is never a pod, so a session of it (only
     // ever made by a test of the table itself) is not counted.
     if (F::pod_free(pod)) return;
     uint32_t i = pod_home(pod);
     while (!F::pod_equal(pods_[i].pod, pod) && !F::pod_free(pods_[i].pod))
-        i = (i + 1) & pods_mask_;
+        i = pod_next(i);
     pods_[i].pod = pod;
     ++pods_[i].count;
 }
@@ -373,15 +398,15 @@ void BasicSessionTable<F>::pod_remove(const Pod& pod) {
     uint32_t i = pod_home(pod);
     while (!F::pod_equal(pods_[i].pod, pod)) {
         if (F::pod_free(pods_[i].pod)) return;
-        i = (i + 1) & pods_mask_;
+        i = pod_next(i);
     }
     if (--pods_[i].count) return;
     // Backward-shift deletion: later entries of the run that may live in the freed slot move
     // into it, so a lookup never stops early at a hole.
-    for (uint32_t j = (i + 1) & pods_mask_; !F::pod_free(pods_[j].pod); j = (j + 1) & pods_mask_) {
+    for (uint32_t j = pod_next(i); !F::pod_free(pods_[j].pod); j = pod_next(j)) {
         uint32_t home = pod_home(pods_[j].pod);
         // Entry j may move to i when its home is not in the cyclic range (i, j].
-        if (((j - home) & pods_mask_) >= ((j - i) & pods_mask_)) {
+        if (pod_distance(home, j) >= pod_distance(i, j)) {
             pods_[i] = pods_[j];
             i = j;
         }

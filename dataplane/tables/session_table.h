@@ -20,10 +20,11 @@
 // bucket line and the session line(s) that translation reads anyway (rte_hash adds a key-store
 // line). The hash is keyed with random multipliers drawn when the table is made (see hash() in
 // session_table.cpp), so a pod cannot pick flows that pile up in one bucket chain. Buckets are
-// kept at most half full; an insert that finds its bucket full moves on to the next one and
-// counts in the full one that an entry went past it; a lookup stops at the first bucket that no
-// live entry went past. Deleting empties the slot and takes the entry's count back off the
-// buckets it went past, so chains shrink again as sessions come and go.
+// kept at most half full below the full size, and at most five eighths full at it (with every
+// session of `capacity` in use: kFullLoadNum / kFullLoadDen); an insert that finds its bucket
+// full moves on to the next one and counts in the full one that an entry went past it; a lookup
+// stops at the first bucket that no live entry went past. Deleting empties the slot and takes the
+// entry's count back off the buckets it went past, so chains shrink again as sessions come and go.
 // Growth: the bucket arrays start at kInitialBuckets and double whenever they are three eighths
 // full, up to the size `capacity` needs. A few thousand sessions then live in a few hundred KiB of
 // buckets instead of being spread over the tens of MiB a million-session table has (every hit
@@ -378,6 +379,9 @@ public:
             grow_slice();
     }
     static constexpr uint32_t kInitialBuckets = 1024;
+    // The most the full-size arrays are filled with every session of `capacity` in use.
+    static constexpr unsigned kFullLoadNum = 5;
+    static constexpr unsigned kFullLoadDen = 8;
     static constexpr uint32_t kMovePerStep = 256;
     // The session line the create `ahead` creates from now will fill (if no destroy comes first).
     void prefetch_free_slot(unsigned ahead) const {
@@ -497,14 +501,22 @@ private:
     void make_room();
     void grow_slice();
     void move_home(Chain from, Chain to, uint32_t home);
-    // The pods' session counts: open addressing with linear probing over pods_mask_ + 1 slots,
-    // at least twice as many as sessions, so never more than half full.
+    // The pods' session counts: open addressing with linear probing over pod_slots_ slots, half
+    // as many again as sessions, so never full (at most two thirds, when every session is another
+    // pod's). A pod's home is its hash scaled to the slot count (no power of two needed).
     struct PodCount {
         Pod pod;  // F::pod_free() when the slot is free
         uint32_t count;
     };
     uint32_t pod_home(const Pod& pod) const {
-        return F::pod_mix(pod, hash_key_) & pods_mask_;
+        return static_cast<uint32_t>((uint64_t{F::pod_mix(pod, hash_key_)} * pod_slots_) >> 32);
+    }
+    uint32_t pod_next(uint32_t i) const {
+        return i + 1 == pod_slots_ ? 0 : i + 1;
+    }
+    // Steps from slot `from` forward to slot `to`, wrapping at the end.
+    uint32_t pod_distance(uint32_t from, uint32_t to) const {
+        return to >= from ? to - from : to + pod_slots_ - from;
     }
     void pod_add(const Pod& pod);
     void pod_remove(const Pod& pod);
@@ -522,7 +534,7 @@ private:
     Entry* pool_ = nullptr;
     TcpWindow* tcp_ = nullptr;
     PodCount* pods_ = nullptr;
-    uint32_t pods_mask_ = 0;
+    uint32_t pod_slots_ = 0;
     const PodBudget* pod_budget_ = nullptr;
     uint32_t* free_ = nullptr;  // stack of free indices
     uint32_t n_free_ = 0;

@@ -7,9 +7,11 @@
 // the first build and p50/p99/max of one change, given to the builder both ways: build() with
 // every state (what the manifest directory and the tests do) and apply() with only the change
 // (what egwd does with the kubernetes source), to tell the builder's share of egw-k8s-bench's
-// change latency from the watch path's.
+// change latency from the watch path's. `--family 6` makes the Services IPv6-only (an IPv6
+// ingress IP and IPv6 endpoints, one of which each change replaces), so that the cost of a change
+// can be compared between the families.
 //
-//   egw-policy-bench [--services N] [--endpoints E] [--changes C]
+//   egw-policy-bench [--services N] [--endpoints E] [--changes C] [--family 4|6]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -31,10 +33,11 @@ struct Args {
     unsigned services = 10000;
     unsigned endpoints = 10;
     unsigned changes = 200;
+    unsigned family = 4;
 };
 
 [[noreturn]] void usage() {
-    std::fprintf(stderr, "usage: egw-policy-bench [--services N] [--endpoints E] [--changes C]\n");
+    std::fprintf(stderr, "usage: egw-policy-bench [--services N] [--endpoints E] [--changes C] [--family 4|6]\n");
     std::exit(2);
 }
 
@@ -50,10 +53,14 @@ Args parse(int argc, char** argv) {
             a.endpoints = v;
         else if (k == "--changes")
             a.changes = v;
+        else if (k == "--family")
+            a.family = v;
         else
             usage();
     }
-    if (a.services == 0 || a.services >= dp::kMaxServices || a.endpoints == 0 || a.endpoints > 16) usage();
+    if (a.services == 0 || a.services >= dp::kMaxServices || a.endpoints == 0 || a.endpoints > 16 ||
+        (a.family != 4 && a.family != 6))
+        usage();
     return a;
 }
 
@@ -71,6 +78,30 @@ double percentile(std::vector<double> v, double p) {
 // The addresses egw-k8s-bench uses: 32 per Service in 10.0.0.0/9, the upper half for replacements.
 uint32_t endpoint_ip(unsigned i, unsigned j) {
     return 0x0a000000u + i * 32 + j;
+}
+
+// The same numbering in fd00:10::/96 for IPv6, and ingress IPs in 2001:db8:64::/96.
+net::IpAddr v6(uint8_t prefix_byte, uint32_t low) {
+    uint8_t b[16] = {0xfd, 0x00, 0x00, 0x10};
+    if (prefix_byte) b[0] = 0x20, b[1] = 0x01, b[2] = 0x0d, b[3] = 0xb8, b[5] = prefix_byte;
+    for (int k = 0; k < 4; ++k)
+        b[12 + k] = static_cast<uint8_t>(low >> (24 - 8 * k));
+    return net::IpAddr::from_v6(b);
+}
+
+// Replaces the Service's first endpoint of the bench's family with the next spare address.
+void replace_endpoint(model::ServiceState& s, unsigned family, unsigned svc, unsigned spare) {
+    if (family == 4) {
+        auto& eps = s.endpoint_ipv4s;
+        eps.erase(eps.begin());
+        eps.push_back(endpoint_ip(svc, 16 + spare % 16));
+        std::sort(eps.begin(), eps.end());
+        return;
+    }
+    auto& eps = s.endpoint_ipv6s;
+    eps.erase(eps.begin());
+    eps.push_back(v6(0, endpoint_ip(svc, 16 + spare % 16)));
+    std::sort(eps.begin(), eps.end());
 }
 
 }  // namespace
@@ -92,9 +123,16 @@ int main(int argc, char** argv) {
         s.key = "bench/svc-" + std::to_string(i);
         s.status_host = "gw-1";
         s.serve_here = true;
-        s.ingress_ipv4 = 0x64400000u + i;
-        for (unsigned j = 0; j < a.endpoints; ++j)
-            s.endpoint_ipv4s.push_back(endpoint_ip(i, j));
+        for (unsigned j = 0; j < a.endpoints; ++j) {
+            if (a.family == 4)
+                s.endpoint_ipv4s.push_back(endpoint_ip(i, j));
+            else
+                s.endpoint_ipv6s.push_back(v6(0, endpoint_ip(i, j)));
+        }
+        if (a.family == 4)
+            s.ingress_ipv4 = 0x64400000u + i;
+        else
+            s.ingress_ipv6 = v6(0x64, i);
         s.endpoint_nodes = {"worker-0", "worker-1"};
         states.push_back(std::move(s));
     }
@@ -103,18 +141,16 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     auto snap = builder.build(states);
     const double first = ms(Clock::now() - t0);
-    std::printf("first build: %u Services, %zu endpoints   %8.1f ms\n", a.services, snap->endpoints.size(), first);
+    std::printf("first build: %u IPv%u Services, %zu endpoints   %8.1f ms\n", a.services, a.family,
+                snap->endpoints.size() + snap->endpoints6.size(), first);
 
     std::mt19937 rng(42);
     std::vector<unsigned> replaced(states.size());
     std::vector<double> full, delta;
     for (unsigned c = 0; c < 2 * a.changes; ++c) {
         size_t i = rng() % states.size();
-        auto& eps = states[i].endpoint_ipv4s;
         unsigned svc = static_cast<unsigned>(std::stoul(states[i].key.substr(states[i].key.find('-') + 1)));
-        eps.erase(eps.begin());
-        eps.push_back(endpoint_ip(svc, 16 + replaced[i]++ % 16));
-        std::sort(eps.begin(), eps.end());
+        replace_endpoint(states[i], a.family, svc, replaced[i]++);
         if (c % 2 == 0) {
             auto b0 = Clock::now();
             snap = builder.build(states);

@@ -415,5 +415,77 @@ class EdgeCasesE2E(unittest.TestCase):
         self.assert_alive()
 
 
+    # --- the packet trace ----------------------------------------------------------------------
+
+    def ctl(self, *args):
+        r = run([str(harness.egwctl_binary()), "-p", FILE_PREFIX, *map(str, args)], 10)
+        self.assertEqual(r.returncode, 0, f"egwctl {args}:\n{r.stdout}{r.stderr}")
+        return r.stdout
+
+    def traced(self):
+        return json.loads(self.ctl("--json", "show", "trace"))
+
+    def test_8_the_packet_trace_shows_each_stage_and_the_headers(self):
+        # A new flow of web's pod: translated to the ingress IP in nat_slow, which creates its
+        # session; out through ext1 toward the server.
+        # The server's MAC known first (a packet the trace does not match), so that the traced
+        # one leaves at once rather than waiting for ARP in the control thread.
+        out, r = self.in_ns("pods", STREAM, "probe-udp", EXT1, CLOSED_PORT, "--bind", f"{WEB_POD}:41019",
+                            "--timeout", 3)
+        self.assertEqual(out, "ECONNREFUSED", f"{r.stderr}\n{self.diag()}")
+        started = self.ctl("trace", "start", 1, "saddr", WEB_POD, "sport", 41020, "proto", "udp")
+        self.assertRegex(started, rf"^tracing the next 1 packet\(s\) of proto udp saddr {WEB_POD} sport 41020 on \d+ worker")
+        out, r = self.in_ns("pods", STREAM, "probe-udp", EXT1, CLOSED_PORT, "--bind", f"{WEB_POD}:41020",
+                            "--timeout", 3)
+        self.assertEqual(out, "ECONNREFUSED", f"{r.stderr}\n{self.diag()}")
+        got = harness.wait_for(lambda: self.traced()["packets"], 3, lambda: f"nothing traced\n{self.diag()}")
+        self.assertEqual(len(got), 1, got)
+        p = got[0]
+        self.assertEqual(p["port"], "pods")
+        self.assertEqual((p["before"]["src"], p["before"]["sport"], p["before"]["dst"], p["before"]["dport"]),
+                         (WEB_POD, 41020, EXT1, CLOSED_PORT), p)
+        stages = [s["stage"] for s in p["steps"]]
+        self.assertEqual(stages, ["input", "nat_lookup", "nat_slow", "output"], p)
+        slow = p["steps"][2]
+        self.assertEqual((slow["next"], slow["session_change"], slow["port"], slow["next_hop"]),
+                         ("output", "created", "ext1", EXT1), slow)
+        # The NAT address and port (41020 is outside this gateway's range 30000-30007).
+        nat_port = slow["headers"]["sport"]
+        self.assertEqual(slow["headers"]["src"], WEB_INGRESS, slow)
+        self.assertIn(nat_port, range(PORT_MIN, PORT_MAX + 1), slow)
+        self.assertEqual(p["outcome"], "queued", p)
+        self.assertEqual((p["after"]["src"], p["after"]["sport"], p["after"]["ttl"]),
+                         (WEB_INGRESS, nat_port, p["before"]["ttl"] - 1), p)
+        self.assertNotEqual(p["after"]["src_mac"], p["before"]["src_mac"], "the Ethernet header output wrote")
+        text = self.ctl("show", "trace")
+        self.assertIn("tracing: 1 of 1 packet(s)", text)
+        self.assertRegex(text, r"packet 1, worker \d+, port pods, [0-9.]+ ms after start")
+        self.assertIn(f"nat_slow -> output, session {slow['session']} created, port ext1 via {EXT1}; now "
+                      f"{WEB_INGRESS}.{nat_port} > {EXT1}.{CLOSED_PORT}", text)
+
+        # TTL 1: refused with the gateway's own Time Exceeded, built by icmp_reply, back to the pod.
+        self.ctl("trace", "start", 5, "saddr", WEB_POD, "sport", 41021)
+        out, r = self.in_ns("pods", STREAM, "ttl-probe", EXT1, 33437, "--bind", f"{WEB_POD}:41021", "--timeout", 3)
+        self.assertEqual(out, f"icmp 11 0 {PODS_GW}", f"{r.stderr}\n{self.diag()}")
+        got = self.traced()["packets"]
+        self.assertEqual(len(got), 1, got)
+        p = got[0]
+        refused = [s for s in p["steps"] if s["next"] == "icmp_reply"]
+        self.assertEqual([(s["icmp"], s["reason"]) for s in refused], [("time_exceeded", "ttl_exceeded")], p)
+        built = [s for s in p["steps"] if s["stage"] == "icmp_reply"]
+        self.assertEqual(len(built), 1, p)
+        self.assertTrue(built[0].get("icmp_generated"), p)
+        self.assertEqual((p["after"]["src"], p["after"]["dst"], p["after"]["icmp_type"]), (PODS_GW, WEB_POD, 11), p)
+
+        # Stopped: nothing more is taken, and what was stays.
+        self.assertIn("trace stopped: 1 packet(s) recorded", self.ctl("trace", "stop"))
+        self.in_ns("pods", STREAM, "ttl-probe", EXT1, 33437, "--bind", f"{WEB_POD}:41021", "--timeout", 1)
+        shown = self.traced()
+        self.assertFalse(shown["tracing"])
+        self.assertEqual(len(shown["packets"]), 1, shown)
+        self.assertIn("no trace running", self.ctl("trace", "stop"))
+        self.assert_alive()
+
+
 if __name__ == "__main__":
     unittest.main()

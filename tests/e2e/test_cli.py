@@ -706,7 +706,7 @@ class CliThroughEgwctl(unittest.TestCase):
 
     def test_bad_input_is_named(self):
         cases = [
-            (["frobnicate"], 'unknown command "frobnicate": expected one of clear, help, quit, reload, set, show'),
+            (["frobnicate"], 'unknown command "frobnicate": expected one of clear, help, quit, reload, set, show, trace'),
             (["show", "portz"], 'unknown word "portz" after "show"'),
             (["show"], 'incomplete command "show": expected one of '),
             (["show", "port", "stats"], 'missing PORTS (a port name or DPDK port id, or all) after "show port stats"'),

@@ -57,6 +57,11 @@
 //     the same frame sent whole in one mbuf gives (an ICMPv6 error of the gateway's own may quote
 //     less of a chain: what its first mbuf holds)
 //   - no mbuf is lost or freed twice
+//
+// Inputs of odd length run with the packet trace on (dataplane/trace.h: every packet taken, the
+// priming traffic too), so that its frame parser and its reading of every stage's decisions see
+// whatever the stages see; the invariants above hold the same with it, and every record it
+// publishes begins at input, holds at most kTraceMaxSteps steps and 128 bytes of each frame.
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
@@ -76,6 +81,7 @@
 
 #include "dataplane/held.h"
 #include "dataplane/reassembly.h"
+#include "dataplane/trace.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/unit/dataplane/rig.h"
 
@@ -466,6 +472,45 @@ void reset() {
 Bytes fix_checksums6(Bytes ip);
 
 // The state an input starts from: empty, primed (bit 4), then aged (bit 5).
+// The trace of an odd-length input, over the one worker.
+struct FuzzTrace {
+    dp::TraceShared shared;
+    std::unique_ptr<dp::TracePacket[]> packets = std::make_unique<dp::TracePacket[]>(dp::kTraceMaxPackets);
+    dp::TraceBuffer buffer;
+};
+FuzzTrace g_trace;
+
+void set_trace(bool on) {
+    dp::Worker& w = g_rig->w();
+    w.trace.store(nullptr);
+    if (!on) return;
+    g_trace.shared.limit = dp::kTraceMaxPackets;
+    g_trace.shared.taken.store(0);
+    g_trace.buffer.shared = &g_trace.shared;
+    g_trace.buffer.capacity = dp::kTraceMaxPackets;
+    g_trace.buffer.packets = g_trace.packets.get();
+    g_trace.buffer.used = 0;
+    g_trace.buffer.published.store(0);
+    w.trace.store(&g_trace.buffer);
+}
+
+void check_trace(const uint8_t* data, size_t size) {
+    if (!g_rig->w().trace.load()) return;
+    uint32_t n = g_trace.buffer.published.load();
+    if (n > dp::kTraceMaxPackets || n != g_trace.buffer.used)
+        fuzz::fail("trace published " + std::to_string(n) + " of " + std::to_string(g_trace.buffer.used) + ": " +
+                   hex(Bytes(data, data + size)));
+    for (uint32_t k = 0; k < n; ++k) {
+        const dp::TracePacket& p = g_trace.packets[k];
+        if (p.n_steps < 1 || p.n_steps > dp::kTraceMaxSteps || p.steps[0].stage != 0 ||
+            p.before_len > dp::kTraceHeadBytes || p.after_len > dp::kTraceHeadBytes)
+            fuzz::fail("trace record " + std::to_string(k) + " malformed (" + std::to_string(p.n_steps) +
+                       " steps): " + hex(Bytes(data, data + size)));
+        dp::summarize_frame(p.before, p.before_len);
+        dp::summarize_frame(p.after, p.after_len);
+    }
+}
+
 void start_state(uint8_t ctl) {
     Rig& r = *g_rig;
     reset();
@@ -694,6 +739,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint64_t flags = kFlags[ctl >> 6];
     const unsigned sel = (ctl >> 2) & 3;
 
+    set_trace(size % 2 == 1);
     start_state(ctl);
 
     const uint16_t ports[] = {r.pods, r.ext1, r.ext2, r.pods};
@@ -779,5 +825,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
     }
     }
+    check_trace(data, size);
     return 0;
 }

@@ -19,6 +19,9 @@ namespace {
 constexpr std::string_view kSessions =
     "show sessions [service SERVICE] [saddr IP] [daddr IP] [sport L4PORT] [dport L4PORT] [proto PROTO] [limit N]";
 
+constexpr std::string_view kTraceStart =
+    "trace start [N] [port PORT] [saddr IP] [daddr IP] [sport L4PORT] [dport L4PORT] [proto PROTO]";
+
 class CommandsTest : public ::testing::Test {
 protected:
     CommandsTest() : g(egw_grammar()) {
@@ -50,7 +53,7 @@ TEST_F(CommandsTest, TableIsWellFormed) {
         SCOPED_TRACE(std::string(c.pattern));
         std::string verb(c.pattern.substr(0, c.pattern.find(' ')));
         EXPECT_TRUE(verb == "show" || verb == "set" || verb == "clear" || verb == "reload" || verb == "help" ||
-                    verb == "quit")
+                    verb == "quit" || verb == "trace")
             << verb;
         EXPECT_NE(c.handler, nullptr);
         EXPECT_FALSE(c.help.empty());
@@ -65,6 +68,7 @@ TEST_F(CommandsTest, EveryCommandParses) {
     EXPECT_EQ(pattern("show port stats 1"), "show port stats PORTS");
     EXPECT_EQ(pattern("show port stats pods"), "show port stats PORTS");
     EXPECT_EQ(pattern("show port xstats ext1"), "show port xstats PORT");
+    EXPECT_EQ(pattern("show vlans"), "show vlans");
     EXPECT_EQ(pattern("clear port stats all"), "clear port stats PORTS");
     EXPECT_EQ(pattern("show services"), "show services [namespace NS]");
     EXPECT_EQ(pattern("show services namespace kube-system"), "show services [namespace NS]");
@@ -105,6 +109,10 @@ TEST_F(CommandsTest, EveryCommandParses) {
     EXPECT_EQ(pattern("help sessions"), "help [SECTION]");
     EXPECT_EQ(pattern("help all"), "help [SECTION]");
     EXPECT_EQ(pattern("quit"), "quit");
+    EXPECT_EQ(pattern("trace start"), kTraceStart);
+    EXPECT_EQ(pattern("trace start 10 port ext1 proto udp"), kTraceStart);
+    EXPECT_EQ(pattern("show trace"), "show trace");
+    EXPECT_EQ(pattern("trace stop"), "trace stop");
     // Each command of the table was parsed to above: a command added to it needs a line here.
     for (const auto& c : g.commands())
         EXPECT_TRUE(parsed.count(std::string(c.pattern))) << "no line above parses to \"" << c.pattern << "\"";
@@ -121,6 +129,27 @@ TEST_F(CommandsTest, SessionFiltersAreKeyedByKeyword) {
     EXPECT_EQ(r.args.get("limit"), "7");
     EXPECT_FALSE(r.args.has("daddr"));
     EXPECT_FALSE(r.args.has("sport"));
+}
+
+// The trace's filters are show sessions' words; its count stands alone, as vppctl's `trace add`.
+TEST_F(CommandsTest, TraceStartTakesACountAndTheSessionFilters) {
+    auto r = parse("trace start 20 dport 443 saddr fd00:10:244:1::10 proto tcp port pods --json");
+    ASSERT_NE(r.command, nullptr) << r.error;
+    EXPECT_TRUE(r.json);
+    EXPECT_EQ(r.args.get("N"), "20");
+    EXPECT_EQ(r.args.get("dport"), "443");
+    EXPECT_EQ(r.args.get("saddr"), "fd00:10:244:1::10");
+    EXPECT_EQ(r.args.get("proto"), "tcp");
+    EXPECT_EQ(r.args.get("port"), "pods");
+    EXPECT_FALSE(r.args.has("daddr"));
+    auto bare = parse("trace start");
+    ASSERT_NE(bare.command, nullptr) << bare.error;
+    EXPECT_FALSE(bare.args.has("N"));
+    for (const char* line : {"trace start 0", "trace start port nowhere", "trace start sport 65536",
+                             "trace start daddr 10.0.0", "trace start proto sctp", "trace", "trace go"})
+        EXPECT_EQ(parse(line).command, nullptr) << line;
+    EXPECT_EQ(pattern("tr st 5"), kTraceStart);
+    EXPECT_EQ(pattern("sh tr"), "show trace");
 }
 
 TEST_F(CommandsTest, SessionAddressFiltersTakeBothFamilies) {
@@ -174,7 +203,8 @@ TEST_F(CommandsTest, ArgumentsAreChecked) {
 
 TEST_F(CommandsTest, MessagesNameTheOffendingWord) {
     EXPECT_EQ(parse("frobnicate").error,
-              "unknown command \"frobnicate\": expected one of clear, help, quit, reload, set, show (help lists them)");
+              "unknown command \"frobnicate\": expected one of clear, help, quit, reload, set, show, trace (help lists "
+              "them)");
     EXPECT_EQ(parse("show sessions limit 0").error,
               "bad N \"0\" after \"show sessions limit\": expected a number from 1 to 1000000000; usage: show sessions "
               "[service SERVICE] [saddr IP] [daddr IP] [sport L4PORT] [dport L4PORT] [proto PROTO] [limit N]");
@@ -185,10 +215,11 @@ TEST_F(CommandsTest, MessagesNameTheOffendingWord) {
 }
 
 TEST_F(CommandsTest, Completion) {
-    EXPECT_EQ(candidates(""), (std::vector<std::string>{"clear", "help", "quit", "reload", "set", "show"}));
-    EXPECT_EQ(candidates("show "), (std::vector<std::string>{"arp", "config", "drops", "icmp", "k8s", "lcores",
-                                                             "neighbors", "port", "routes", "service", "services",
-                                                             "sessions", "snat", "steering", "version", "vrfs"}));
+    EXPECT_EQ(candidates(""), (std::vector<std::string>{"clear", "help", "quit", "reload", "set", "show", "trace"}));
+    EXPECT_EQ(candidates("show "),
+              (std::vector<std::string>{"arp", "config", "drops", "icmp", "k8s", "lcores", "neighbors", "port",
+                                        "routes", "service", "services", "sessions", "snat", "steering", "trace",
+                                        "version", "vlans", "vrfs"}));
     EXPECT_EQ(candidates("show port "), (std::vector<std::string>{"info", "stats", "xstats"}));
     EXPECT_EQ(candidates("clear "), (std::vector<std::string>{"counters", "port", "sessions"}));
     EXPECT_EQ(candidates("show service "), (std::vector<std::string>{"default/db", "default/web", "shop/cart"}));
@@ -199,7 +230,10 @@ TEST_F(CommandsTest, Completion) {
     EXPECT_EQ(candidates("set log level "),
               (std::vector<std::string>{"critical", "debug", "error", "info", "off", "trace", "warn"}));
     EXPECT_EQ(candidates("help "),
-              (std::vector<std::string>{"all", "ports", "routing", "services", "sessions", "system"}));
+              (std::vector<std::string>{"all", "ports", "routing", "services", "sessions", "system", "trace"}));
+    EXPECT_EQ(candidates("trace "), (std::vector<std::string>{"start", "stop"}));
+    EXPECT_EQ(candidates("trace start 5 proto udp "),
+              (std::vector<std::string>{"daddr", "dport", "port", "saddr", "sport"}));
     EXPECT_EQ(candidates("show sessions proto udp "),
               (std::vector<std::string>{"daddr", "dport", "limit", "saddr", "service", "sport"}));
     EXPECT_EQ(candidates("clear sessions service default/w"), (std::vector<std::string>{"default/web"}));

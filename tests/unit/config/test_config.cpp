@@ -61,6 +61,15 @@ json base() {
     })");
 }
 
+// A VLAN port of `parent` with a /24 of its own in the default VRF.
+json vlan_port(const std::string& name, const std::string& parent, unsigned vid) {
+    return {{"name", name},
+            {"parent", parent},
+            {"vlan", vid},
+            {"role", "outside"},
+            {"addresses", {"100.64." + std::to_string(vid % 256) + ".1/24"}}};
+}
+
 // Loads `text` and returns what() of the ConfigError, checking that file() and path() agree with
 // the message's prefix.
 std::string error_of(const std::string& text, const std::string& file = kFile) {
@@ -873,7 +882,8 @@ const ErrorCase kCases[] = {
     {"UnknownMempool", [](json& j) { j["mempool"] = {{"size", 1}}; }, "$.mempool.size",
      "unknown key \"size\", expected one of: mbufs, cache, data_room"},
     {"UnknownPort", [](json& j) { j["ports"][1]["ip"] = "1.2.3.4"; }, "$.ports[1].ip",
-     "unknown key \"ip\", expected one of: name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc, queues"},
+     "unknown key \"ip\", expected one of: name, device, parent, vlan, role, vrf, addresses, mac, mtu, rx_desc, "
+     "tx_desc, queues"},
     {"UnknownNeighbor",
      [](json& j) { j["neighbors"] = J(R"([{"port": "out", "ip": "192.0.2.9", "mac": "02:00:00:00:00:09", "ttl": 1}])"); },
      "$.neighbors[0].ttl", "unknown key \"ttl\", expected one of: port, ip, mac"},
@@ -1134,7 +1144,63 @@ const ErrorCase kCases[] = {
     {"MissingPortName", [](json& j) { j["ports"][1].erase("name"); }, "$.ports[1].name",
      "missing required key, expected a port name of 1 to 32 characters from [A-Za-z0-9._-]"},
     {"MissingPortDevice", [](json& j) { j["ports"][1].erase("device"); }, "$.ports[1].device",
-     "missing required key, expected a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\""},
+     "missing required key, expected a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\" (or \"parent\" "
+     "and \"vlan\" for a VLAN)"},
+
+    // --- VLANs (ports with a parent and a VLAN id) ----------------------------------------------
+    {"VlanIdZero", [](json& j) { j["ports"].push_back(vlan_port("v0", "out", 0)); }, "$.ports[3].vlan",
+     "expected a VLAN id from 1 to 4094, got 0"},
+    {"VlanIdTooLarge", [](json& j) { j["ports"].push_back(vlan_port("v4095", "out", 4095)); }, "$.ports[3].vlan",
+     "expected a VLAN id from 1 to 4094, got 4095"},
+    {"VlanIdNotANumber", [](json& j) { j["ports"].push_back(vlan_port("v", "out", 0)); j["ports"][3]["vlan"] = "100"; },
+     "$.ports[3].vlan", "expected a VLAN id from 1 to 4094, got \"100\""},
+    {"VlanWithoutId", [](json& j) { j["ports"].push_back(vlan_port("v", "out", 1)); j["ports"][3].erase("vlan"); },
+     "$.ports[3].vlan", "missing required key, expected a VLAN id from 1 to 4094"},
+    {"VlanIdWithoutParent", [](json& j) { j["ports"].push_back(vlan_port("v", "out", 1)); j["ports"][3].erase("parent"); },
+     "$.ports[3].parent", "missing required key, expected the name of a port declared before this one"},
+    {"VlanUnknownParent", [](json& j) { j["ports"].push_back(vlan_port("v", "nope", 100)); }, "$.ports[3].parent",
+     "expected a port declared before this one in $.ports (\"in\", \"out\", \"blue1\"), got \"nope\""},
+    {"VlanParentIsAVlan",
+     [](json& j) {
+         j["ports"].push_back(vlan_port("v100", "out", 100));
+         j["ports"].push_back(vlan_port("v7", "v100", 7));
+     },
+     "$.ports[4].parent",
+     "expected a port with a device as the parent (VLANs are not stacked), got \"v100\", itself a VLAN of \"out\""},
+    {"VlanIdTwiceOnAParent",
+     [](json& j) {
+         j["ports"].push_back(vlan_port("v100", "out", 100));
+         j["ports"].push_back(vlan_port("w100", "out", 100));
+     },
+     "$.ports[4].vlan", "expected each VLAN id once on port \"out\", got 100 which port \"v100\" already has"},
+    {"VlanMtuAboveParent",
+     [](json& j) {
+         j["ports"][1]["mtu"] = 1500;
+         j["ports"].push_back(vlan_port("v100", "out", 100));
+         j["ports"][3]["mtu"] = 1504;
+     },
+     "$.ports[3].mtu", "expected at most the MTU of parent port \"out\" (1500) on a VLAN, got 1504"},
+    {"VlanWithDevice",
+     [](json& j) {
+         j["ports"].push_back(vlan_port("v100", "out", 100));
+         j["ports"][3]["device"] = "net_tap1";
+     },
+     "$.ports[3].device", "expected no \"device\" on a VLAN (it uses its parent's), got \"net_tap1\""},
+    {"VlanWithMac",
+     [](json& j) {
+         j["ports"].push_back(vlan_port("v100", "out", 100));
+         j["ports"][3]["mac"] = "02:00:00:00:00:01";
+     },
+     "$.ports[3].mac", "expected no \"mac\" on a VLAN (it uses its parent's), got \"02:00:00:00:00:01\""},
+    {"TooManyPortsWithVlans",
+     [](json& j) {
+         for (unsigned v = 1; v <= 14; ++v) {
+             std::string name = "v";  // not "v" + to_string(): gcc 12 warns of a false overlap there
+             name += std::to_string(v);
+             j["ports"].push_back(vlan_port(name, "out", v));
+         }
+     },
+     "$.ports[16]", "expected at most 16 ports (VLANs count as ports), got 17"},
     {"MissingPortRole", [](json& j) { j["ports"][1].erase("role"); }, "$.ports[1].role",
      "missing required key, expected \"inside\" or \"outside\""},
     {"MissingCluster", [](json& j) { j.erase("cluster"); }, "$.cluster",
@@ -1254,7 +1320,8 @@ const ErrorCase kCases[] = {
      },
      "$.ports[0].device", "expected a PCI device listed in $.eal.pci_allow, got \"0000:01:00.0\""},
     {"PortDeviceEmpty", [](json& j) { j["ports"][1]["device"] = ""; }, "$.ports[1].device",
-     "expected a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\", got \"\""},
+     "expected a DPDK device name like \"net_af_packet0\" or \"0000:01:00.0\" (or \"parent\" and \"vlan\" for a "
+     "VLAN), got \"\""},
     {"PortBadRole", [](json& j) { j["ports"][1]["role"] = "external"; }, "$.ports[1].role",
      "expected \"inside\" or \"outside\", got \"external\""},
     {"PortUnknownVrf", [](json& j) { j["ports"][1]["vrf"] = "red"; }, "$.ports[1].vrf",
@@ -1708,6 +1775,34 @@ json expect_round_trip(const Config& c) {
                            << dump.dump(2) << "\nvs\n"
                            << to_json(back).dump(2);
     return dump;
+}
+
+TEST(Vlans, LoadAsPortsOfTheirParentAndRoundTrip) {
+    json j = base();
+    j["ports"][1]["mtu"] = 9000;
+    j["ports"].push_back(vlan_port("out-v100", "out", 100));
+    j["ports"][3]["vrf"] = "blue";
+    j["ports"][3]["mtu"] = 1500;
+    j["ports"].push_back(vlan_port("out-v4094", "out", 4094));
+    j["ports"].push_back(vlan_port("in-v100", "in", 100));  // the same VLAN id on another parent
+    j["ports"][5]["role"] = "inside";
+    Config c = load_text(j.dump(), kFile);
+    ASSERT_EQ(c.ports.size(), 6u);
+    const PortConfig& v = c.ports[3];
+    EXPECT_TRUE(v.is_vlan());
+    EXPECT_FALSE(c.ports[1].is_vlan());
+    EXPECT_EQ(v.parent, "out");
+    EXPECT_EQ(v.vlan, 100u);
+    EXPECT_EQ(v.device, "");
+    EXPECT_EQ(v.vrf, "blue");
+    EXPECT_EQ(v.mtu, 1500u);
+    EXPECT_EQ(c.ports[4].vlan, 4094u);
+    EXPECT_EQ(c.ports[4].mtu, 1500u) << "the default MTU";
+    EXPECT_EQ(c.ports[5].role, PortRole::inside);
+    json dumped = expect_round_trip(c);
+    EXPECT_EQ(dumped["ports"][3]["parent"], "out");
+    EXPECT_EQ(dumped["ports"][3]["vlan"], 100);
+    EXPECT_FALSE(dumped["ports"][3].contains("device"));
 }
 
 // Every key the loader reads, each set to something other than its default, written the way

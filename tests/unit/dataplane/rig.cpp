@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "control/runtime/pod_limit.h"
+#include "control/runtime/vlans.h"
 #include "dataplane/held.h"
 #include "dataplane/publish.h"
 #include "dataplane/reassembly.h"
@@ -53,6 +54,12 @@ config::PortConfig port_config(const std::string& name, config::PortRole role, c
     p.addresses = {addr};
     p.mac = cmac(mac);
     return p;
+}
+
+uint16_t port_id_of_name(const config::Config& cfg, const std::vector<uint16_t>& ids, const std::string& port) {
+    const config::PortConfig* pc = cfg.find_port(port);
+    if (!pc) throw std::runtime_error("test rig: no port " + port);
+    return ids.at(static_cast<size_t>(pc - cfg.ports.data()));
 }
 
 void fail(const std::string& what) {
@@ -329,11 +336,19 @@ void Rig::setup(const RigOptions& o) {
     std::vector<uint16_t> ids;
     std::vector<std::array<uint8_t, 6>> macs(dp::kMaxPorts);
     for (auto& pc : cfg.ports) {
+        if (pc.is_vlan()) {  // no device: an id of its own next, its parent's MAC
+            ids.push_back(0);
+            continue;
+        }
         uint16_t id = make_port(name("_" + pc.name));
         pc.device = ports_.back().device;
         ids.push_back(id);
         std::copy(std::begin(pc.mac->bytes), std::end(pc.mac->bytes), macs[id].begin());
     }
+    if (std::string why = control::assign_vlan_ports(cfg, ids, shared.vlans); !why.empty())
+        throw std::runtime_error("test rig: " + why);
+    for (size_t i = 0; i < cfg.ports.size(); ++i)
+        if (cfg.ports[i].is_vlan()) macs[ids[i]] = macs[port_id_of_name(cfg, ids, cfg.ports[i].parent)];
     ids_ = ids;
     auto id_of = [&](const std::string& port) { return port_id(port); };
     pods = id_of("pods");
@@ -353,8 +368,8 @@ void Rig::setup(const RigOptions& o) {
 
     // Workers, as control::Runtime::setup makes them.
     uint16_t n_ports = 0;
-    for (const auto& p : ports_)
-        n_ports = std::max<uint16_t>(n_ports, static_cast<uint16_t>(p.id + 1));
+    for (uint16_t id : ids)
+        n_ports = std::max<uint16_t>(n_ports, static_cast<uint16_t>(id + 1));
     for (unsigned i = 0; i < n_workers; ++i) {
         void* mem = rte_zmalloc(name("_worker").c_str(), sizeof(dp::Worker), RTE_CACHE_LINE_SIZE);
         if (!mem) fail("worker");
@@ -618,6 +633,7 @@ void Rig::process(unsigned worker, const std::vector<In>& burst) {
         pkts.push_back(mbuf_of(in.port, in.frame, in.segment));
         pkts.back()->ol_flags |= in.ol_flags;
         pkts.back()->hash.rss = in.rss_hash;
+        pkts.back()->vlan_tci = in.vlan_tci;
     }
     const dp::PolicySnapshot* p = shared.policy.current.load(std::memory_order_acquire);
     dp::worker_process_burst(w(worker), *p, pkts.data(), static_cast<uint16_t>(pkts.size()));

@@ -133,6 +133,7 @@ struct In {
     uint64_t ol_flags = 0;  // receive offload flags, as a NIC would set them
     unsigned segment = 0;   // > 0: the frame arrives as a chain of mbufs of at most this many bytes
     uint32_t rss_hash = 0;  // m->hash.rss, as a NIC delivers it with RTE_MBUF_F_RX_RSS_HASH
+    uint16_t vlan_tci = 0;  // m->vlan_tci, as a device that strips the tag delivers it (RTE_MBUF_F_RX_VLAN_STRIPPED)
 };
 
 class Rig {

@@ -41,6 +41,7 @@
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
 #include "dataplane/tables/pod_budget.h"
+#include "dataplane/trace.h"
 #include "tests/unit/dataplane/rig.h"
 
 namespace egw::test {
@@ -493,6 +494,81 @@ TEST_F(DataplaneTest, FourWorkerThreadsWithAQueueEachOwnWhatTheyReceiveAndGetThe
     RigOptions o = threaded(4);
     o.queue_per_worker = true;
     RssSpreadFlowsOverWorkerThreads(start(o), 4);
+}
+
+// The packet trace while two workers forward: the control thread reads the records the workers
+// publish as they go, and replaces the trace (its buffers freed after an RCU grace period, as
+// control/cli/packet_trace.cpp does) while they run. Every record it reads is whole: the frame a
+// pod sent, input first. Under ThreadSanitizer a record read before its publication, or a buffer
+// freed while a worker still writes it, is a reported race.
+TEST_F(DataplaneTest, PacketTraceReadAndReplacedWhileWorkersForward) {
+    Rig& r = start(threaded(2));
+    struct Trace {
+        dp::TraceShared shared;
+        std::vector<std::unique_ptr<dp::TracePacket[]>> storage;
+        std::vector<std::unique_ptr<dp::TraceBuffer>> buffers;
+    };
+    constexpr uint32_t kLimit = 40;
+    auto begin = [&] {
+        auto t = std::make_unique<Trace>();
+        t->shared.limit = kLimit;
+        for (dp::Worker* w : r.workers) {
+            t->storage.push_back(std::make_unique<dp::TracePacket[]>(kLimit));
+            auto b = std::make_unique<dp::TraceBuffer>();
+            b->shared = &t->shared;
+            b->capacity = kLimit;
+            b->packets = t->storage.back().get();
+            w->trace.store(b.get(), std::memory_order_release);
+            t->buffers.push_back(std::move(b));
+        }
+        return t;
+    };
+    auto end = [&](std::unique_ptr<Trace>& t) {
+        for (dp::Worker* w : r.workers)
+            w->trace.store(nullptr, std::memory_order_release);
+        uint64_t token = rte_rcu_qsbr_start(r.shared.qsbr);
+        while (!rte_rcu_qsbr_check(r.shared.qsbr, token, false))
+            std::this_thread::yield();
+        t.reset();
+    };
+    uint64_t records_read = 0;
+    auto read = [&](const Trace& t) {
+        for (const auto& b : t.buffers) {
+            uint32_t n = b->published.load(std::memory_order_acquire);
+            ASSERT_LE(n, kLimit);
+            for (uint32_t k = 0; k < n; ++k) {
+                const dp::TracePacket& p = b->packets[k];
+                Parsed f = parse_frame(Bytes(p.before, p.before + p.before_len));
+                EXPECT_EQ(f.src, kPod10);
+                EXPECT_EQ(f.dport, kDport);
+                ASSERT_GE(p.n_steps, 2u);
+                EXPECT_EQ(p.steps[0].stage, static_cast<uint8_t>(dp::ProfiledStage::input));
+            }
+            records_read += n;
+        }
+    };
+    Traffic traffic{r, {40000, 40001, 40002, 40003}, 4000};
+    std::unique_ptr<Trace> trace = begin();
+    unsigned restarts = 0;
+    {
+        WorkerThreads threads(r);
+        traffic.run(0, [&](unsigned) {
+            read(*trace);
+            // Replaced once full, so that each trace has had workers writing it.
+            if (trace->shared.taken.load(std::memory_order_relaxed) >= kLimit) {
+                read(*trace);
+                end(trace);
+                trace = begin();
+                ++restarts;
+            }
+        });
+    }
+    read(*trace);
+    end(trace);
+    EXPECT_EQ(traffic.received, traffic.total) << "tracing loses no packet";
+    EXPECT_GE(restarts, 10u);
+    EXPECT_GE(records_read, 10u * kLimit);
+    EXPECT_EQ(r.total_drops(), 0u);
 }
 
 TEST_F(DataplaneTest, CountersReadWhileWorkersCountNeverGoBackwards) {

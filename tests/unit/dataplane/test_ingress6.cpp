@@ -388,5 +388,38 @@ TEST_F(DataplaneTest, HairpinToAServedIpv6IngressIpIsRefusedWithAdministratively
     EXPECT_EQ(r.drops(DropReason::hairpin), 1u);
 }
 
+// Two workers, web listening on TCP 40000, a port of worker 1's block: a connection to it on the
+// IPv6 ingress IP received by worker 0 is forwarded by worker 0 with no hand-off (no session can
+// hold that port: nat_ports.h), and a pod's flow from its own port 40000, which worker 1 would
+// otherwise keep, is given another port of worker 1's block.
+TEST_F(DataplaneTest, Ipv6IngressToAServicePortInAnotherWorkersBlockStaysWhereItArrived) {
+    RigOptions o = ingress_rig();
+    o.workers = 2;
+    model::ServiceState s = web();
+    s.ports = {uint32_t{kProtoTcp} << 16 | 40000};
+    o.services = {s};
+    Rig& r = start(o);
+    ASSERT_EQ(dp::owner_of_port(r.shared, 40000), 1u);
+    Bytes syn = tcp6_ip(kServerV6, 51000, kIngressV6, 40000, kSyn, {}, Ip6Opt{64});
+    r.process(0, {{r.ext1, from_ext1_6(syn)}});
+    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
+    EXPECT_EQ(r.handoff_pending(0, 1), 0u);
+    auto in = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(in)));
+    EXPECT_EQ(in[0], to_cluster6(forwarded(syn)));
+    EXPECT_EQ(r.w(0).counters.ingress_in, 1u);
+
+    r.own_flows_from_inside_on(1);
+    r.process(1, {{r.pods, from_pod6(kPod10v6, tcp6_ip(kPod10v6, 40000, kServerV6, 80, kSyn))}});
+    Parsed out = single(r.tx(r.ext1));
+    ASSERT_TRUE(checksums_valid(out));
+    EXPECT_EQ(out.src6, kIngressV6);
+    EXPECT_NE(out.sport, 40000);
+    EXPECT_GE(out.sport, r.w(1).nat_port_lo);
+    EXPECT_LE(out.sport, r.w(1).nat_port_hi);
+    ASSERT_EQ(r.sessions6(1).size(), 1u);
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
+}
+
 }  // namespace
 }  // namespace egw::test

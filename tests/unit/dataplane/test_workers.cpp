@@ -279,6 +279,142 @@ TEST_F(DataplaneTest, PortBelowTheRangeGetsANatPortInTheReceiversBlock) {
     EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
 }
 
+// web listening on `ports` (protocol << 16 | port) at its ingress IP, with the ingress next hop set
+// (the cluster's router on the pods port), over two workers and the NAT range `lo`-`hi`.
+RigOptions serving_ingress(std::vector<uint32_t> ports, uint16_t lo = 1024, uint16_t hi = 65535) {
+    RigOptions o = two_workers();
+    model::ServiceState web = lb_service(kWeb, kIngress, {kPod10, kPod11});
+    web.ports = std::move(ports);
+    o.services = {web};
+    o.configure = [lo, hi](config::Config& c) {
+        c.sessions.port_min = lo;
+        c.sessions.port_max = hi;
+        c.ingress.via = net::IpAddr::from_v4(kPodsRouter);
+        c.ingress.port = "pods";
+    };
+    return o;
+}
+
+constexpr uint32_t service_port(uint8_t proto, uint16_t port) {
+    return uint32_t{proto} << 16 | port;
+}
+
+// A connection from outside to a Service's port on its ingress IP holds no session (ingress.h),
+// and no session holds that port (nat_ports.h): the worker that received it forwards it although
+// the port lies in another worker's block, with no hand-off; an ICMP error quoting it the same.
+// A reply to a session is still handed to the owner of its NAT port's block.
+TEST_F(DataplaneTest, IngressToAServicePortInAnotherWorkersBlockStaysWhereItArrived) {
+    Rig& r = start(serving_ingress({service_port(kProtoTcp, 40000)}));
+    ASSERT_EQ(dp::owner_of_port(r.shared, 40000), 1u);
+    Bytes syn = tcp_ip(kServer, 51000, kIngress, 40000, kSyn, {}, IpOpt{.ttl = 64, .id = 0x4242});
+    r.process(0, {{r.ext1, r.from_ext1(syn)}});
+    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
+    EXPECT_EQ(r.handoff_pending(0, 1), 0u);
+    auto in = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(in)));
+    EXPECT_EQ(in[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4,
+                              tcp_ip(kServer, 51000, kIngress, 40000, kSyn, {}, IpOpt{.ttl = 63, .id = 0x4242})));
+    EXPECT_EQ(r.w(0).counters.ingress_in, 1u);
+
+    // A router's error about the cluster's answer (its quote: ingress IP and Service port as the
+    // source) goes in with the connection, from worker 0 too.
+    Bytes answer = tcp_ip(kIngress, 40000, kServer, 51000, kSyn | kAck, {}, IpOpt{.ttl = 63});
+    Bytes error_in = ipv4(kServerB, kIngress, kProtoIcmp, icmp_error(3, 4, answer, 1400));
+    r.process(0, {{r.ext1, r.from_ext1(error_in, kServerBMac)}});
+    EXPECT_EQ(r.w(0).counters.handed_off, 0u);
+    EXPECT_EQ(r.handoff_pending(0, 1), 0u);
+    in = r.tx(r.pods);
+    ASSERT_EQ(in.size(), 1u);
+    EXPECT_EQ(in[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4,
+                              ipv4(kServerB, kIngress, kProtoIcmp, icmp_error(3, 4, answer, 1400), IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.w(0).counters.ingress_in, 2u);
+
+    // A session of worker 1: its reply, received by worker 0, is handed to worker 1.
+    r.own_flows_from_inside_on(1);
+    r.process(1, {{r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 45000, kServer, 80, kSyn))}});
+    Parsed out = single(r.tx(r.ext1));
+    ASSERT_EQ(r.sessions(1).size(), 1u);
+    ASSERT_EQ(dp::owner_of_port(r.shared, out.sport), 1u);
+    r.process(0, {{r.ext1, r.from_ext1(tcp_ip(kServer, 80, kIngress, out.sport, kSyn | kAck))}});
+    EXPECT_EQ(r.w(0).counters.handed_off, 1u);
+    EXPECT_EQ(r.handoff_pending(0, 1), 1u);
+    EXPECT_TRUE(r.tx(r.pods).empty());
+    r.poll(1);
+    auto back = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(back)));
+    EXPECT_EQ(back[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                                tcp_ip(kServer, 80, kPod10, 45000, kSyn | kAck, {}, IpOpt{.ttl = 63})));
+    EXPECT_TRUE(r.sessions(0).empty());
+    EXPECT_EQ(r.w(1).counters.ingress_in, 0u);
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
+}
+
+// A pod's flow is never given a Service's port on its ingress IP as its NAT port, not even the
+// pod's own port and not when it is the block's last free one; the same port of the other
+// protocol, which the Service does not list, is given out as before.
+TEST_F(DataplaneTest, NatPortsOnAnIngressIpLeaveOutItsServicesPorts) {
+    // Blocks 1000-1004 (worker 0) and 1005-1009; web listens on UDP 1002.
+    Rig& r = start(serving_ingress({service_port(kProtoUdp, 1002)}, 1000, 1009));
+    r.own_flows_from_inside_on(0);
+    std::set<uint16_t> given;
+    // The pod's own port first (1002, in worker 0's block), then others, until the block is full.
+    for (uint16_t pod_port : {uint16_t{1002}, uint16_t{2001}, uint16_t{2002}, uint16_t{2003}}) {
+        r.process(0, {{r.pods, r.from_pod(kPod10, udp_ip(kPod10, pod_port, kServer, 53, text("q")))}});
+        auto frames = r.tx(r.ext1);
+        ASSERT_EQ(frames.size(), 1u) << pod_port;
+        Parsed p = parse_frame(frames[0]);
+        EXPECT_EQ(p.src, kIngress);
+        given.insert(p.sport);
+    }
+    EXPECT_EQ(given, (std::set<uint16_t>{1000, 1001, 1003, 1004}));
+    EXPECT_EQ(r.sessions(0).size(), 4u);
+    r.process(0, {{r.pods, r.from_pod(kPod10, udp_ip(kPod10, 2004, kServer, 53, text("q")))}});
+    EXPECT_TRUE(r.tx(r.ext1).empty());
+    EXPECT_EQ(r.drops(DropReason::port_exhausted, 0), 1u) << "1002 is free but the Service's";
+    // TCP 1002 is no Service's port: the pod keeps it.
+    r.process(0, {{r.pods, r.from_pod(kPod10, tcp_ip(kPod10, 1002, kServer, 80, kSyn))}});
+    EXPECT_EQ(single(r.tx(r.ext1)).sport, 1002);
+    EXPECT_TRUE(r.sessions(1).empty());
+}
+
+// A session that holds a port when its Service starts listing it keeps the port until it ends:
+// its replies, received by its owner, still reach the pod (sessions are looked up first). New
+// flows are given other ports, and once the session has ended the port is ingress alone.
+TEST_F(DataplaneTest, ASessionHoldingAPortTheServiceStartsListingKeepsItUntilItEnds) {
+    Rig& r = start(serving_ingress({}, 1000, 1009));
+    r.own_flows_from_inside_on(0);
+    r.process(0, {{r.pods, r.from_pod(kPod10, udp_ip(kPod10, 1002, kServer, 53, text("q")))}});
+    ASSERT_EQ(single(r.tx(r.ext1)).sport, 1002);
+
+    model::ServiceState web = lb_service(kWeb, kIngress, {kPod10, kPod11});
+    web.ports = {service_port(kProtoUdp, 1002)};
+    r.publish({web});
+    r.process(0, {{r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 1002, text("a")))}});
+    auto back = r.tx(r.pods);
+    ASSERT_TRUE(checksums_valid(single(back)));
+    EXPECT_EQ(back[0], ethernet(kPod10Mac, kPodsMac, kEtherIpv4,
+                                udp_ip(kServer, 53, kPod10, 1002, text("a"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.w(0).counters.ingress_in, 0u);
+    // Another pod's flow from the same port, to another remote (toward which 1002 is free), is
+    // given another.
+    r.process(0, {{r.pods, r.from_pod(kPod11, udp_ip(kPod11, 1002, kServerB, 53, text("q")))}});
+    uint16_t other = single(r.tx(r.ext1)).sport;
+    EXPECT_NE(other, 1002);
+    EXPECT_GE(other, 1000);
+    EXPECT_LE(other, 1004);
+
+    r.advance(r.shared.timeouts.udp + 1);
+    r.sweep(0);
+    EXPECT_TRUE(r.sessions(0).empty());
+    r.process(0, {{r.ext1, r.from_ext1(udp_ip(kServer, 53, kIngress, 1002, text("a")))}});
+    auto in = r.tx(r.pods);
+    ASSERT_EQ(in.size(), 1u);
+    EXPECT_EQ(in[0], ethernet(kPodsRouterMac, kPodsMac, kEtherIpv4,
+                              udp_ip(kServer, 53, kIngress, 1002, text("a"), IpOpt{.ttl = 63})));
+    EXPECT_EQ(r.w(0).counters.ingress_in, 1u);
+    EXPECT_EQ(r.total_drops(0) + r.total_drops(1), 0u);
+}
+
 TEST_F(DataplaneTest, IcmpRepliesAreHandedOffByIdentifierAndQuotedPort) {
     Rig& r = start(two_workers());
     r.own_flows_from_inside_on(0);
@@ -532,7 +668,7 @@ TEST_F(DataplaneTest, SteeringFallsBackToSoftwareWhereTheDeviceHasNoRteFlow) {
     std::vector<control::PortBlock> blocks{{r.w(0).nat_port_lo, r.w(0).nat_port_hi},
                                            {r.w(1).nat_port_lo, r.w(1).nat_port_hi}};
     control::Steering st;
-    st.update({kIngress});  // the first policy is published before the ports start
+    st.update(std::vector<uint32_t>{kIngress});  // the first policy is published before the ports start
     st.init({{r.ext1, "ext1", 2}, {r.ext2, "ext2", 1}}, blocks);
     ASSERT_EQ(st.ports().size(), 2u);
     const auto& ext1 = st.ports()[0];
@@ -547,7 +683,7 @@ TEST_F(DataplaneTest, SteeringFallsBackToSoftwareWhereTheDeviceHasNoRteFlow) {
     EXPECT_EQ(ext2.reason, "1 receive queue(s) for 2 workers: queue w is not worker w's");
     EXPECT_EQ(st.nat_ips(), (std::vector<uint32_t>{kIngress}));
     // A later change of NAT addresses touches no software port.
-    st.update({kIngress, kExt1Addr});
+    st.update(std::vector<uint32_t>{kIngress, kExt1Addr});
     EXPECT_TRUE(st.ports()[0].flows.empty());
     EXPECT_EQ(st.rules_of(kExt1Addr).size(), 36u);
 

@@ -631,3 +631,38 @@ TEST(Write, NoPodAddressesOrPortsInLabels) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Write, VlanSeriesOnePerVlanAndFamiliesWithoutAny) {
+    std::string out;
+    Writer w(out);
+    VlanReading v;
+    v.name = "ext1-v100";
+    v.parent = "ext1";
+    v.vlan = 100;
+    v.role = "outside";
+    v.vrf = "red";
+    v.rx_packets = 7;
+    v.tx_packets = 9;
+    v.tx_refused = 2;
+    write_vlans(w, {v});
+    EXPECT_EQ(w.error(), "");
+    EXPECT_EQ(check_exposition(out), "") << out;
+    EXPECT_NE(
+        out.find("egw_vlan_info{port=\"ext1-v100\",parent=\"ext1\",vlan=\"100\",role=\"outside\",vrf=\"red\"} 1\n"),
+        std::string::npos)
+        << out;
+    EXPECT_NE(out.find("egw_vlan_packets_total{port=\"ext1-v100\",direction=\"rx\"} 7\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("egw_vlan_packets_total{port=\"ext1-v100\",direction=\"tx\"} 9\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("egw_vlan_tx_refused_total{port=\"ext1-v100\"} 2\n"), std::string::npos) << out;
+
+    std::string none;
+    Writer empty(none);
+    write_vlans(empty, {});
+    EXPECT_EQ(check_exposition(none), "") << none;
+    EXPECT_NE(none.find("# TYPE egw_vlan_packets_total counter\n"), std::string::npos) << none;
+    EXPECT_EQ(none.find("egw_vlan_packets_total{"), std::string::npos) << none;
+}
+
+}  // namespace

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <map>
+#include <random>
 #include <vector>
 
 #include "dataplane/tables/ip6_map.h"
@@ -78,6 +80,53 @@ TEST(Ip6Map, LaterDuplicatesWin) {
     EXPECT_EQ(m.size(), 2u);
     EXPECT_EQ(m.find(pod(1, 1).data()), 2u);
     EXPECT_EQ(m.find(pod(1, 1).data(), 7), 3u);
+}
+
+// The policy builder patches its own copies with assign() and erase(): after any sequence the map
+// holds exactly what a std::map given the same calls holds, at most half full, and it shrinks
+// back once emptied. Few keys in one /64 and two scopes, so probe runs overlap and wrap.
+TEST(Ip6Map, AssignAndEraseMatchAMap) {
+    for (uint32_t seed = 1; seed <= 10; ++seed) {
+        std::mt19937 rng(seed);
+        Ip6Map m;
+        std::map<std::pair<Addr, uint16_t>, uint32_t> want;
+        const uint32_t span = 64 + rng() % 4000;
+        auto expect_same = [&] {
+            ASSERT_EQ(m.size(), want.size());
+            for (const auto& [k, v] : want)
+                ASSERT_EQ(m.find(k.first.data(), k.second), v);
+            EXPECT_LE(m.size() * 2, m.capacity());
+            size_t n = 0;
+            m.for_each([&](const uint8_t*, uint16_t, uint32_t) { ++n; });
+            EXPECT_EQ(n, want.size());
+        };
+        for (int op = 0; op < 20000; ++op) {
+            const Addr a = pod(1, 1 + rng() % span);
+            const uint16_t scope = static_cast<uint16_t>(rng() % 2 * 443);
+            // Phases that mostly add, then mostly remove, so the map grows and shrinks.
+            const bool add = (op / 2500) % 2 == 0 ? rng() % 4 != 0 : rng() % 4 == 0;
+            if (add) {
+                const uint32_t v = static_cast<uint32_t>(rng());
+                m.assign(a.data(), scope, v);
+                want[{a, scope}] = v;
+            } else {
+                EXPECT_EQ(m.erase(a.data(), scope), want.erase({a, scope}) > 0);
+            }
+            if (op % 997 == 0) {
+                expect_same();
+                EXPECT_EQ(m.find(pod(2, 1 + rng() % span).data()), Ip6Map::kMissing);
+                if (HasFatalFailure()) return;
+            }
+        }
+        expect_same();
+        Ip6Map copy = m;
+        for (const auto& [k, v] : want)
+            ASSERT_TRUE(copy.erase(k.first.data(), k.second));
+        EXPECT_EQ(copy.size(), 0u);
+        EXPECT_EQ(copy.capacity(), 16u);
+        EXPECT_FALSE(copy.erase(pod(1, 1).data(), 0));
+        expect_same();  // the original is untouched by its copy's changes
+    }
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 // (only what changed) must give the same snapshot and views as Scratch after every step: ids
 // (reused after a Service is gone), versions, the first-by-name owner of a pod claimed twice,
 // the default policy's version, NAT addresses, ports and routes, and the route generation. Both
-// families: the Services have IPv6 ingress IPs and endpoints as well (the configuration's ports,
-// routes and cluster ranges are IPv4).
+// families: the Services have IPv6 ingress IPs and endpoints as well, and the configuration of
+// the random tests has IPv6 port addresses (one of them also an ingress IP), routes, cluster
+// ranges, a node IP and an IPv6 ingress next hop.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -55,55 +56,112 @@ public:
         if (last_action_ && *last_action_ != cfg_.default_action) ++default_version_;
         last_action_ = cfg_.default_action;
         std::vector<std::pair<uint64_t, uint32_t>> routes, nat;
-        std::map<uint8_t, std::set<uint8_t, std::greater<>>> lengths;
-        // The configuration's IPv4 ports and routes (test_config() has no IPv6 ones).
-        auto route = [&](uint8_t vrf, const net::IpPrefix& p, uint16_t port, uint32_t via) {
-            snap->next_hops.push_back(dp::NextHop{port, via});
-            routes.emplace_back(dp::PolicySnapshot::route_key(vrf, p.len, p.network4()),
-                                static_cast<uint32_t>(snap->next_hops.size() - 1));
-            lengths[vrf].insert(p.len);
+        std::map<uint8_t, std::set<uint8_t, std::greater<>>> lengths, lengths6;
+        std::map<net::IpAddr, uint32_t> nat6;  // IPv6 NAT address -> flags
+        // Per family, (VRF, prefix) -> (port, next hop): a later route for the same prefix wins.
+        std::map<std::tuple<uint8_t, uint8_t, uint32_t>, std::pair<uint16_t, uint32_t>> route4;
+        std::map<std::tuple<uint8_t, uint8_t, net::IpAddr>, std::pair<uint16_t, std::optional<net::IpAddr>>> route6;
+        // Every route given, in order, shadowed ones too: their list is what the route generation follows.
+        std::vector<std::tuple<uint8_t, net::IpPrefix, uint16_t, std::optional<net::IpAddr>>> given;
+        auto route = [&](uint8_t vrf, const net::IpPrefix& p, uint16_t port, const std::optional<net::IpAddr>& via) {
+            given.emplace_back(vrf, net::IpPrefix{p.network(), p.len}, port, via);
+            if (p.is_v4()) {
+                route4[{vrf, p.len, p.network4()}] = {port, via ? via->v4() : 0};
+                lengths[vrf].insert(p.len);
+            } else {
+                route6[{vrf, p.len, p.network()}] = {port, via};
+                lengths6[vrf].insert(p.len);
+            }
         };
         for (size_t i = 0; i < cfg_.ports.size(); ++i) {
             const auto& pc = cfg_.ports[i];
-            dp::PortPolicy& pp = snap->ports[port_ids_[i]];
+            const uint16_t id = port_ids_[i];
+            dp::PortPolicy& pp = snap->ports[id];
             pp.role = pc.role == config::PortRole::inside ? dp::PortRole::inside : dp::PortRole::outside;
             pp.vrf = static_cast<uint8_t>(vrf_of(pc.vrf));
-            std::copy(macs_[port_ids_[i]].begin(), macs_[port_ids_[i]].end(), pp.mac);
+            pp.mtu = static_cast<uint16_t>(pc.mtu);
+            const auto& mac = macs_[id];
+            std::copy(mac.begin(), mac.end(), pp.mac);
+            // fe80::/64 with the modified EUI-64 of the MAC (RFC 4291 2.5.1).
+            const uint8_t ll[16] = {
+                0xfe,   0x80,   0,    0,    0,      0,      0,     0, static_cast<uint8_t>(mac[0] ^ 2),
+                mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
+            std::copy(std::begin(ll), std::end(ll), pp.link_local.b);
             for (const auto& a : pc.addresses) {
-                if (!a.is_v4()) continue;
-                if (pp.n_addrs == dp::kMaxPortAddresses) break;
+                if (a.is_v6()) {
+                    const auto& b = a.addr.bytes();
+                    std::copy(b.begin(), b.end(), pp.addrs6[pp.n_addrs6].b);
+                    pp.prefix_len6[pp.n_addrs6++] = a.len;
+                    route(pp.vrf, a, id, std::nullopt);
+                    if (pc.role == config::PortRole::outside) nat6[a.addr] |= dp::kNatPortAddress;
+                    continue;
+                }
                 pp.addrs[pp.n_addrs] = a.addr.v4();
                 pp.prefix_len[pp.n_addrs++] = a.len;
-                route(pp.vrf, a, port_ids_[i], 0);
+                route(pp.vrf, a, id, std::nullopt);
                 if (pc.role == config::PortRole::outside) nat.emplace_back(a.addr.v4(), dp::kNatPortAddress);
             }
         }
+        snap->index_ports();
         for (const auto& r : cfg_.routes)
-            if (r.prefix.is_v4())
-                route(static_cast<uint8_t>(vrf_of(r.vrf)), r.prefix,
-                      port_ids_[static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data())],
-                      r.via ? r.via->v4() : 0);
+            route(static_cast<uint8_t>(vrf_of(r.vrf)), r.prefix,
+                  port_ids_[static_cast<size_t>(cfg_.find_port(r.port) - cfg_.ports.data())], r.via);
+        for (const auto& [where, to] : route4) {
+            snap->next_hops.push_back(dp::NextHop{to.first, to.second});
+            routes.emplace_back(
+                dp::PolicySnapshot::route_key(std::get<0>(where), std::get<1>(where), std::get<2>(where)),
+                static_cast<uint32_t>(snap->next_hops.size() - 1));
+        }
         snap->routes.build(routes);
+        std::vector<dp::Ip6Map::Item> routes6;
+        for (const auto& [where, to] : route6) {
+            dp::NextHop6 nh;
+            nh.port = to.first;
+            nh.on_link = !to.second;
+            if (to.second) std::copy(to.second->bytes().begin(), to.second->bytes().end(), nh.gateway.b);
+            snap->next_hops6.push_back(nh);
+            dp::Ip6Map::Item it{};
+            std::copy(std::get<2>(where).bytes().begin(), std::get<2>(where).bytes().end(), it.addr);
+            it.scope = dp::PolicySnapshot::route_scope6(std::get<0>(where), std::get<1>(where));
+            it.value = static_cast<uint32_t>(snap->next_hops6.size() - 1);
+            routes6.push_back(it);
+        }
+        snap->routes6.build(routes6);
         // The generation of the last snapshot whose routes differ from the one before.
-        std::vector<std::tuple<uint64_t, uint16_t, uint32_t>> route_list;
-        for (auto [key, nh] : routes)
-            route_list.emplace_back(key, snap->next_hops[nh].port, snap->next_hops[nh].gateway);
-        std::sort(route_list.begin(), route_list.end());
-        if (route_list != last_routes_) {
-            last_routes_ = route_list;
+        if (given != last_routes_) {
+            last_routes_ = given;
             route_generation_ = snap->generation;
         }
         snap->route_generation = route_generation_;
         for (auto& [vrf, lens] : lengths)
             snap->vrf_prefix_lengths[vrf].assign(lens.begin(), lens.end());
-        for (const auto& c : cfg_.cluster.pod_cidrs)
-            if (c.is_v4()) snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
-        for (const auto& c : cfg_.cluster.service_cidrs)
-            if (c.is_v4()) snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
+        for (auto& [vrf, lens] : lengths6)
+            snap->vrf_prefix_lengths6[vrf].assign(lens.begin(), lens.end());
+        for (const auto* cidrs : {&cfg_.cluster.pod_cidrs, &cfg_.cluster.service_cidrs})
+            for (const auto& c : *cidrs) {
+                if (c.is_v4()) {
+                    snap->cluster_cidrs.emplace_back(c.network4(), c.mask4());
+                    continue;
+                }
+                const net::IpAddr network = c.network();  // one object: begin() and end() of the same bytes
+                dp::Ip6 net;
+                std::copy(network.bytes().begin(), network.bytes().end(), net.b);
+                snap->cluster_cidrs6.emplace_back(net, c.len);
+            }
         std::vector<std::pair<uint64_t, uint32_t>> nodes;
-        for (const auto& ip : cfg_.cluster.node_ips)
-            if (ip.is_v4()) nodes.emplace_back(ip.v4(), 1);
+        std::vector<dp::Ip6Map::Item> nodes6;
+        for (const auto& ip : cfg_.cluster.node_ips) {
+            if (ip.is_v4()) {
+                nodes.emplace_back(ip.v4(), 1);
+                continue;
+            }
+            dp::Ip6Map::Item it{};
+            std::copy(ip.bytes().begin(), ip.bytes().end(), it.addr);
+            it.value = 1;
+            nodes6.push_back(it);
+        }
         snap->node_ips.build(nodes);
+        snap->node_ips6.build(nodes6);
 
         std::set<std::string> present;
         for (const auto& s : services)
@@ -120,7 +178,6 @@ public:
         std::map<uint32_t, uint32_t> owner;      // pod -> id of the first claim
         std::map<uint64_t, uint32_t> ingress;    // (ingress IP, protocol, port) -> id of the first claim
         std::map<net::IpAddr, uint32_t> owner6;  // IPv6 pod -> id of the first claim
-        std::map<net::IpAddr, uint32_t> nat6;    // IPv6 ingress IP -> flags
         std::array<std::map<std::pair<net::IpAddr, uint16_t>, uint32_t>, 2> ingress6;  // [UDP?] (IP, port) -> id
         std::map<uint32_t, Programmed> programmed;
         views.clear();
@@ -248,6 +305,14 @@ public:
                             cfg_.ingress.via->v4()};
             snap->has_ingress_next_hop = true;
         }
+        if (cfg_.ingress.via6) {
+            snap->ingress_next_hop6.port =
+                port_ids_[static_cast<size_t>(cfg_.find_port(cfg_.ingress.port) - cfg_.ports.data())];
+            snap->ingress_next_hop6.on_link = false;
+            std::copy(cfg_.ingress.via6->bytes().begin(), cfg_.ingress.via6->bytes().end(),
+                      snap->ingress_next_hop6.gateway.b);
+            snap->has_ingress_next_hop6 = true;
+        }
         return snap;
     }
 
@@ -283,7 +348,7 @@ private:
     std::map<uint32_t, Programmed> last_;
     std::set<uint32_t> served_;
     std::set<net::IpAddr> served6_;
-    std::vector<std::tuple<uint64_t, uint16_t, uint32_t>> last_routes_;
+    std::vector<std::tuple<uint8_t, net::IpPrefix, uint16_t, std::optional<net::IpAddr>>> last_routes_;
     uint64_t route_generation_ = 0;
 };
 
@@ -325,8 +390,11 @@ std::string dump(const dp::PolicySnapshot& s) {
             o << " " << int(b);
         for (unsigned i = 0; i < pp.n_addrs; ++i)
             o << " " << ip(pp.addrs[i]) << "/" << int(pp.prefix_len[i]);
-        o << "\n";
+        for (unsigned i = 0; i < pp.n_addrs6; ++i)
+            o << " " << ip6(pp.addrs6[i].b) << "/" << int(pp.prefix_len6[i]);
+        o << " link-local " << ip6(pp.link_local.b) << " mtu " << pp.mtu << "\n";
     }
+    o << "smallest mtu " << s.smallest_mtu << " broadcasts " << s.n_port_broadcasts << "\n";
     EXPECT_EQ(s.services.size(), dp::kMaxServices);
     for (size_t id = 0; id < s.services.size(); ++id) {
         const auto& sp = s.services[id];
@@ -365,6 +433,26 @@ std::string dump(const dp::PolicySnapshot& s) {
                 o << " " << int(l);
             o << "\n";
         }
+    for (const auto& e : entries6(s.routes6)) {
+        // "address scope -> next hop index": the index depends on the order routes went in.
+        const size_t arrow = e.rfind(" -> ");
+        const dp::NextHop6& nh = s.next_hops6.at(std::stoul(e.substr(arrow + 4)));
+        o << "route6 " << e.substr(0, arrow) << " -> port " << nh.port << " on-link " << nh.on_link << " via "
+          << ip6(nh.gateway.b) << "\n";
+    }
+    for (size_t vrf = 0; vrf < s.vrf_prefix_lengths6.size(); ++vrf)
+        if (!s.vrf_prefix_lengths6[vrf].empty()) {
+            o << "lengths6 " << vrf;
+            for (uint8_t l : s.vrf_prefix_lengths6[vrf])
+                o << " " << int(l);
+            o << "\n";
+        }
+    for (const auto& [n, len] : s.cluster_cidrs6)
+        o << "cluster6 " << ip6(n.b) << "/" << int(len) << "\n";
+    for (const auto& e : entries6(s.node_ips6))
+        o << "node6 " << e << "\n";
+    o << "ingress next hop6 " << s.has_ingress_next_hop6 << " port " << s.ingress_next_hop6.port << " via "
+      << ip6(s.ingress_next_hop6.gateway.b) << "\n";
     // Every key the workers may look up lands where find() reaches it.
     for (auto [k, v] : entries(s.endpoints))
         EXPECT_EQ(s.endpoints.find(k), v);
@@ -392,6 +480,31 @@ std::string dump(const std::vector<ServiceView>& views) {
         o << "\n";
     }
     return o.str();
+}
+
+// test_config() with IPv6 in every part the configuration decides: port addresses (the outside
+// one's second address is also an ingress IP the random Services use), routes of both kinds,
+// cluster ranges, a node IP and the ingress next hop.
+config::Config test_config_dual() {
+    return config::load_text(R"({
+      "eal": {"vdevs": ["net_null0", "net_null1", "net_null2"]}, "workers": [1],
+      "vrfs": [{"name": "blue", "table": 100}, {"name": "red", "table": 200}],
+      "ports": [{"name": "pods", "device": "net_null0", "role": "inside",
+                 "addresses": ["10.255.255.1/24", "fd00:ff::1/64"]},
+                {"name": "ext", "device": "net_null1", "role": "outside", "mtu": 9000,
+                 "addresses": ["192.0.2.1/24", "2001:db8:2::1/64", "192.0.2.2/24", "2001:db8:113::1/64"]},
+                {"name": "blue", "device": "net_null2", "role": "outside", "vrf": "blue",
+                 "addresses": ["198.51.100.1/24", "2001:db8:3::1/64"]}],
+      "routes": [{"prefix": "0.0.0.0/0", "port": "ext", "via": "192.0.2.254"},
+                 {"prefix": "::/0", "port": "ext", "via": "2001:db8:2::fe"},
+                 {"prefix": "2001:db8:2::/64", "port": "ext"},
+                 {"vrf": "blue", "prefix": "0.0.0.0/0", "port": "blue", "via": "198.51.100.254"},
+                 {"vrf": "blue", "prefix": "2001:db8:77::/48", "port": "blue", "via": "fe80::fe"}],
+      "cluster": {"pod_cidrs": ["10.0.0.0/16", "fd00:10::/64"], "service_cidrs": ["10.96.0.0/12", "fd00:96::/108"],
+                  "node_ips": ["172.16.0.1", "fd00:ff::10"]},
+      "ingress": {"via": "10.255.255.2", "via6": "fd00:ff::2", "port": "pods"},
+      "node": {"name": "gw-1"}, "state": {"source": "kubernetes"}})",
+                             "test.json");
 }
 
 config::Config test_config() {
@@ -681,7 +794,7 @@ private:
 
 TEST(PolicyBuilder, ChangesGiveWhatABuildFromScratchGives) {
     for (uint32_t seed = 1; seed <= 40; ++seed) {
-        config::Config cfg = test_config();
+        config::Config cfg = test_config_dual();
         Trio t(cfg);
         World w(seed);
         for (unsigned i = 0; i < 150; ++i) {
@@ -693,17 +806,28 @@ TEST(PolicyBuilder, ChangesGiveWhatABuildFromScratchGives) {
     }
 }
 
-// The configuration is read on every build: routes, port addresses and VRF names may change
-// between two, and a VRF change re-resolves every Service although none changed.
+// An address toggled on a port: removed when there, appended when not.
+void toggle_address(config::PortConfig& port, const char* prefix) {
+    const net::IpPrefix p = *net::parse_prefix(prefix);
+    auto it = std::find(port.addresses.begin(), port.addresses.end(), p);
+    if (it != port.addresses.end())
+        port.addresses.erase(it);
+    else
+        port.addresses.push_back(p);
+}
+
+// The configuration is compared on every build: routes, port addresses and VRF names of both
+// families may change between two, and a VRF change re-resolves every Service although none
+// changed.
 TEST(PolicyBuilder, ConfigurationChangesGiveWhatABuildFromScratchGives) {
-    config::Config cfg = test_config();
+    config::Config cfg = test_config_dual();
     Trio t(cfg);
     World w(7);
-    for (unsigned i = 0; i < 120; ++i) {
+    for (unsigned i = 0; i < 200; ++i) {
         std::string what = "step " + std::to_string(i) + ":";
         ServiceDelta d;
         if (i % 10 == 5) {
-            switch ((i / 10) % 5) {
+            switch ((i / 10) % 8) {
             case 0:
                 cfg.vrfs[0].table = cfg.vrfs[0].table == 100 ? 101 : 100;
                 what += " blue renumbered";
@@ -724,14 +848,29 @@ TEST(PolicyBuilder, ConfigurationChangesGiveWhatABuildFromScratchGives) {
                 what += " default action changed";
                 break;
             }
-            default:
+            case 4:
                 // An outside address that is also some Services' ingress IP comes and goes.
-                if (cfg.ports[1].addresses.size() == 2)
-                    cfg.ports[1].addresses.pop_back();
-                else
-                    cfg.ports[1].addresses.push_back(cfg.ports[1].addresses[0]),
-                        cfg.ports[1].addresses[1].addr = net::IpAddr::from_v4(0xc0000202u);
+                toggle_address(cfg.ports[1], "192.0.2.2/24");
                 what += " outside address";
+                break;
+            case 5:
+                // The same for IPv6 (2001:db8:113::1 is an ingress IP of the random Services).
+                toggle_address(cfg.ports[1], "2001:db8:113::1/64");
+                what += " outside IPv6 address";
+                break;
+            case 6:
+                cfg.routes[1].via = net::parse_ip(
+                    net::to_string(*cfg.routes[1].via) == "2001:db8:2::fe" ? "2001:db8:2::fd" : "2001:db8:2::fe");
+                what += " IPv6 default route moved";
+                break;
+            default:
+                // The blue network's only outside port becomes inside and back: its ingress IPs
+                // are then answered on the default network's ports.
+                cfg.ports[2].role = cfg.ports[2].role == config::PortRole::outside ? config::PortRole::inside
+                                                                                   : config::PortRole::outside;
+                cfg.cluster.node_ips.back() = *net::parse_ip(
+                    net::to_string(cfg.cluster.node_ips.back()) == "fd00:ff::10" ? "fd00:ff::11" : "fd00:ff::10");
+                what += " blue port role, IPv6 node IP";
                 break;
             }
         } else {
@@ -740,6 +879,52 @@ TEST(PolicyBuilder, ConfigurationChangesGiveWhatABuildFromScratchGives) {
         t.step(w.states, d, what);
         if (HasFatalFailure()) return;
     }
+}
+
+// The configuration's tables are made once per configuration, not per publication, and keep the
+// routes as programmed for the CLI: connected ones (masked, on the port) then static ones, each
+// in its VRF; an address the port has no room for has no route.
+TEST(PolicyBuilder, ConfigurationTablesAreMadeOnlyWhenTheConfigurationChanges) {
+    config::Config cfg = test_config_dual();
+    for (unsigned i = 0; i < dp::kMaxPortAddresses; ++i)  // the ninth IPv4 address has no room
+        cfg.ports[0].addresses.push_back(*net::parse_prefix("10.254." + std::to_string(i) + ".1/24"));
+    PolicyBuilder b(cfg, {0, 1, 2}, kMacs);
+    EXPECT_EQ(b.config_tables(), nullptr);
+    auto s1 = b.apply({});
+    const ConfigTables* tables = b.config_tables();
+    ASSERT_NE(tables, nullptr);
+    auto s2 = b.apply({});
+    EXPECT_EQ(b.config_tables(), tables) << "nothing changed: the same tables";
+    EXPECT_EQ(s2->route_generation, s1->route_generation);
+
+    auto line = [&](const ProgrammedRoute& r) {
+        return std::to_string(r.vrf) + " " + net::to_string(r.prefix) + " " + r.port + " " +
+               (r.via ? net::to_string(*r.via) : "-") + (r.connected ? " connected" : " static");
+    };
+    std::vector<std::string> got;
+    for (const auto& r : b.config_tables()->routes())
+        got.push_back(line(r));
+    const std::vector<std::string> want = {
+        "0 10.255.255.0/24 pods - connected",     "0 fd00:ff::/64 pods - connected",
+        "0 10.254.0.0/24 pods - connected",       "0 10.254.1.0/24 pods - connected",
+        "0 10.254.2.0/24 pods - connected",       "0 10.254.3.0/24 pods - connected",
+        "0 10.254.4.0/24 pods - connected",       "0 10.254.5.0/24 pods - connected",
+        "0 10.254.6.0/24 pods - connected",       "0 192.0.2.0/24 ext - connected",
+        "0 2001:db8:2::/64 ext - connected",      "0 192.0.2.0/24 ext - connected",
+        "0 2001:db8:113::/64 ext - connected",    "1 198.51.100.0/24 blue - connected",
+        "1 2001:db8:3::/64 blue - connected",     "0 0.0.0.0/0 ext 192.0.2.254 static",
+        "0 ::/0 ext 2001:db8:2::fe static",       "0 2001:db8:2::/64 ext - static",
+        "1 0.0.0.0/0 blue 198.51.100.254 static", "1 2001:db8:77::/48 blue fe80::fe static"};
+    EXPECT_EQ(got, want);
+
+    cfg.routes[1].via = net::parse_ip("2001:db8:2::fd");
+    auto s3 = b.apply({});
+    EXPECT_NE(b.config_tables(), tables) << "a route changed: new tables";
+    EXPECT_EQ(s3->route_generation, s3->generation);
+    EXPECT_EQ(line(b.config_tables()->routes()[16]), "0 ::/0 ext 2001:db8:2::fd static");
+    const uint8_t dst[16] = {0x20, 0x01, 0x0d, 0xb8, 0x99};
+    ASSERT_NE(s3->lookup_route6(0, dst), nullptr);
+    EXPECT_EQ(net::IpAddr::from_v6(s3->lookup_route6(0, dst)->gateway.b), *net::parse_ip("2001:db8:2::fd"));
 }
 
 // Past the id limit, Services get no id and are left out; they get one, in key order, once

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <tuple>
 
 #include "dataplane/worker.h"
 
@@ -22,13 +23,19 @@ using egw::control::PolicyPublisher;
 namespace dp = egw::dp;
 using namespace std::chrono_literals;
 
-std::unique_ptr<dp::PolicySnapshot> snapshot(uint64_t generation, std::vector<uint32_t> nat_ips = {}) {
+// `ingress`: (ingress IP, IP protocol, Service port) served.
+std::unique_ptr<dp::PolicySnapshot> snapshot(uint64_t generation, std::vector<uint32_t> nat_ips = {},
+                                             std::vector<std::tuple<uint32_t, uint8_t, uint16_t>> ingress = {}) {
     auto s = std::make_unique<dp::PolicySnapshot>();
     s->generation = generation;
     std::vector<std::pair<uint64_t, uint32_t>> items;
     for (uint32_t ip : nat_ips)
         items.emplace_back(ip, 0);
     s->nat_addresses.build(items);
+    items.clear();
+    for (auto [ip, proto, port] : ingress)
+        items.emplace_back(dp::PolicySnapshot::ingress_key(ip, proto, port), 0);
+    s->ingress_ports.build(items);
     return s;
 }
 
@@ -44,10 +51,16 @@ bool wait_for(F cond, std::chrono::milliseconds limit = 5000ms) {
 }
 
 struct Recorder {
-    std::vector<std::vector<uint32_t>> nat_sets;
+    std::vector<std::vector<uint32_t>> nat_sets;  // the addresses of each call
+    std::vector<PolicyPublisher::NatAddresses> calls;
     std::vector<double> seconds;
     PolicyPublisher::Hooks hooks() {
-        return {[this](const std::vector<uint32_t>& ips) { nat_sets.push_back(ips); },
+        return {[this](const PolicyPublisher::NatAddresses& nat) {
+                    calls.push_back(nat);
+                    nat_sets.emplace_back();
+                    for (const auto& [ip, ports] : nat)
+                        nat_sets.back().push_back(ip);
+                },
                 [this](double s) { seconds.push_back(s); }};
     }
 };
@@ -84,6 +97,28 @@ TEST(PolicyPublisher, HandsOverTheSnapshotAndTellsOnlyChangedNatAddresses) {
     pub.retire();
     EXPECT_EQ(pub.current(), nullptr);
     EXPECT_EQ(shared.policy.current.load(), nullptr);
+}
+
+TEST(PolicyPublisher, TellsTheServicePortsOfNatAddressesThatAreIngressIps) {
+    // Steering leaves these out of its rules (control/runtime/steering.h); an ingress IP that is
+    // no NAT address has no rules to leave them out of.
+    dp::DataplaneShared shared;
+    Recorder rec;
+    PolicyPublisher pub(shared, rec.hooks());
+    pub.publish(
+        snapshot(1, {0xc0000232, 0xc0000201}, {{0xc0000232, 17, 53}, {0xc0000232, 6, 8080}, {0xc0000263, 6, 80}}));
+    ASSERT_EQ(rec.calls.size(), 1u);
+    using Ports = std::vector<std::pair<uint8_t, uint16_t>>;
+    EXPECT_EQ(rec.calls[0],
+              (PolicyPublisher::NatAddresses{{0xc0000201, {}}, {0xc0000232, Ports{{6, 8080}, {17, 53}}}}));
+    // The same addresses with one Service port fewer: a call.
+    pub.publish(snapshot(2, {0xc0000232, 0xc0000201}, {{0xc0000232, 6, 8080}}));
+    ASSERT_EQ(rec.calls.size(), 2u);
+    EXPECT_EQ(rec.calls[1], (PolicyPublisher::NatAddresses{{0xc0000201, {}}, {0xc0000232, Ports{{6, 8080}}}}));
+    // Only a port of an address that is no NAT address changed: none.
+    pub.publish(snapshot(3, {0xc0000232, 0xc0000201}, {{0xc0000232, 6, 8080}, {0xc0000263, 6, 443}}));
+    EXPECT_EQ(rec.calls.size(), 2u);
+    pub.retire();
 }
 
 TEST(PolicyPublisher, FirstSnapshotWithoutNatAddressesCallsNoHook) {

@@ -125,6 +125,58 @@ TEST(SteeringRules, TwoWorkersNeedTwelveRulesPerProtocol) {
     EXPECT_EQ(steering_rules(1, Workers(1, 1024, 65535).blocks).size(), 3u * 6u);
 }
 
+// The queue each port of `proto` is steered to by `rules` (-1: no rule matches it), checking that
+// no port is matched twice.
+std::vector<int> queues_by_port(const std::vector<SteeringRule>& rules, SteeredProto proto) {
+    std::vector<int> queue_of(65536, -1);
+    for (const auto& r : rules) {
+        if (r.proto != proto) continue;
+        uint32_t last = r.port.value | (~uint32_t{r.port.mask} & 0xffff);
+        for (uint32_t port = r.port.value; port <= last; ++port) {
+            EXPECT_EQ(queue_of[port], -1) << "port " << port << " matched twice";
+            queue_of[port] = r.queue;
+        }
+    }
+    return queue_of;
+}
+
+TEST(SteeringRules, AServicePortOfTheIngressIpIsLeftToRss) {
+    // The allocator never gives these out on this address, so a packet to one is ingress, which
+    // any worker forwards: no rule may pin it to its block's worker. Edges of blocks, a port
+    // outside the range and the other protocol's same port are all checked.
+    Workers ws(2, 1024, 65535);
+    ServicePorts holes{{SteeredProto::tcp, 1024},  {SteeredProto::tcp, 8080}, {SteeredProto::tcp, 33279},
+                       {SteeredProto::tcp, 65535}, {SteeredProto::udp, 53},   {SteeredProto::udp, 40000}};
+    auto rules = steering_rules(0xc0000232, ws.blocks, holes);
+    for (SteeredProto proto : {SteeredProto::tcp, SteeredProto::udp, SteeredProto::icmp}) {
+        SCOPED_TRACE(to_string(proto));
+        std::vector<int> queue_of = queues_by_port(rules, proto);
+        for (uint32_t port = 0; port < 65536; ++port) {
+            bool hole = std::count(holes.begin(), holes.end(), ServicePort{proto, static_cast<uint16_t>(port)}) > 0;
+            int want = port >= 1024 && !hole
+                           ? static_cast<int>(dp::owner_of_port(ws.shared, static_cast<uint16_t>(port)))
+                           : -1;
+            ASSERT_EQ(queue_of[port], want) << "port " << port;
+        }
+    }
+    // Without Service ports the rules are the plain blocks'.
+    EXPECT_EQ(steering_rules(0xc0000232, ws.blocks, {}), steering_rules(0xc0000232, ws.blocks));
+}
+
+TEST(SteeringRules, TheRulesOfAnAddressFollowItsServicePorts) {
+    Workers ws(2, 1024, 65535);
+    Steering st;
+    st.init({}, ws.blocks);
+    st.update(std::map<uint32_t, ServicePorts>{{0xc0000232, {{SteeredProto::tcp, 8080}}}, {0xc0000201, {}}});
+    EXPECT_EQ(st.nat_ips(), (std::vector<uint32_t>{0xc0000201, 0xc0000232}));
+    EXPECT_EQ(queues_by_port(st.rules_of(0xc0000232), SteeredProto::tcp)[8080], -1);
+    EXPECT_EQ(queues_by_port(st.rules_of(0xc0000201), SteeredProto::tcp)[8080], 0);
+    // The Service stops listing it: its block's worker gets it back.
+    st.update(std::map<uint32_t, ServicePorts>{{0xc0000232, {}}});
+    EXPECT_EQ(st.nat_ips(), (std::vector<uint32_t>{0xc0000232}));
+    EXPECT_EQ(queues_by_port(st.rules_of(0xc0000232), SteeredProto::tcp)[8080], 0);
+}
+
 TEST(SteeringRules, TestpmdSyntax) {
     EXPECT_EQ(testpmd_flow_create(2, SteeringRule{0xc0000232, SteeredProto::tcp, {32768, 0xfe00}, 0}),
               "flow create 2 ingress pattern eth / ipv4 dst is 192.0.2.50 / tcp dst spec 32768 dst mask 0xfe00 / end "
