@@ -36,6 +36,10 @@ void EgressIPWatch::log_when_synced() {
         if (!client_->wait_synced(std::chrono::milliseconds(200))) continue;
         std::lock_guard lk(mu_);
         client_->cache().read([&](const model::ObjectSet& objs) {
+            // The cache says it is synced before it hands the last list's changes to on_change(),
+            // so the selection may not hold them yet: select from what was listed, and the late
+            // changes then find nothing to change.
+            selection_changes_ += selection_.rebuild(objs).size();
             k8s::logger()->info("k8s: EgressIP sources listed: {} EgressIP(s), {} namespace(s), {} pod(s)",
                                 objs.egress_ips.size(), objs.namespaces.size(), objs.pods.size());
             for (const auto& [name, eip] : objs.egress_ips)
