@@ -235,7 +235,7 @@ class ListTest(ApiServerTest):
         status, doc = self.api.request("GET", "/apis/k8s.ovn.org/v1")
         self.assertEqual(status, 200)
         names = {r["name"] for r in doc["resources"]}
-        self.assertEqual(names, {"egressservices", "egressservices/status", "egressips", "egressips/status"})
+        self.assertEqual(names, {"egressservices", "egressservices/status", "egressips"})
         eip = next(r for r in doc["resources"] if r["name"] == "egressips")
         self.assertEqual((eip["kind"], eip["namespaced"]), ("EgressIP", False))
         status, doc = self.api.request("GET", "/apis")
@@ -595,30 +595,37 @@ class ValidationTest(ApiServerTest):
                 self.assertEqual((status, st["reason"]), (400, "BadRequest"), st)
                 self.assertIn(f'strict decoding error: unknown field "{field}"', st["message"])
         self.assertEqual(self.api.request("GET", EIPS + "/eip-a")[0], 404)
-        # Cluster-scoped: created without a namespace, not found under one. Create drops status.
+        # Cluster-scoped: created without a namespace, not found under one. There is no status
+        # subresource (upstream's CRD has none): create keeps status, and /status does not exist.
         status, out = self.api.request("POST", EIPS, eip)
         self.assertEqual(status, 201, out)
         self.assertNotIn("namespace", out["metadata"])
-        self.assertNotIn("status", out)
+        self.assertEqual(out["status"], eip["status"])
         self.assertEqual(self.api.request("GET", "/apis/k8s.ovn.org/v1/namespaces/default/egressips/eip-a")[0], 404)
-        # status is a subresource: the main resource keeps it, /status changes only it.
-        status, out = self.api.request("PATCH", EIPS + "/eip-a/status",
-                                       {"status": {"items": [{"node": "gw-1", "egressIP": "192.0.2.10"}]},
-                                        "spec": {"egressIPs": ["198.51.100.1"]}},
+        for method in ("GET", "PATCH", "PUT"):
+            with self.subTest(method=method):
+                status, _ = self.api.request(method, EIPS + "/eip-a/status", {"status": {"items": []}},
+                                             ctype="application/merge-patch+json")
+                self.assertEqual(status, 404)
+        # A write to the object changes status with it, and counts in metadata.generation.
+        status, out = self.api.request("PATCH", EIPS + "/eip-a",
+                                       {"status": {"items": [{"node": "gw-2", "egressIP": "2001:db8::10"}]}},
                                        ctype="application/merge-patch+json")
         self.assertEqual(status, 200, out)
-        self.assertEqual(out["status"]["items"], [{"node": "gw-1", "egressIP": "192.0.2.10"}])
+        self.assertEqual(out["status"]["items"], [{"node": "gw-2", "egressIP": "2001:db8::10"}])
         self.assertEqual(out["spec"]["egressIPs"], ["192.0.2.10", "2001:db8::10"])
-        status, out = self.api.request("PATCH", EIPS + "/eip-a", {"spec": {"egressIPs": ["198.51.100.1"]},
-                                                                "status": {"items": []}},
-                                       ctype="application/merge-patch+json")
-        self.assertEqual((status, out["spec"]["egressIPs"]), (200, ["198.51.100.1"]), out)
+        self.assertEqual(out["metadata"]["generation"], 2)
+        out["status"] = {"items": [{"node": "gw-1", "egressIP": "192.0.2.10"}]}
+        status, out = self.api.request("PUT", EIPS + "/eip-a", out)
+        self.assertEqual(status, 200, out)
         self.assertEqual(out["status"]["items"], [{"node": "gw-1", "egressIP": "192.0.2.10"}])
-        self.assertInvalid(self.api.request("PATCH", EIPS + "/eip-a/status", {"status": {"items": [{"node": "x"}]}},
+        self.assertEqual(out["metadata"]["generation"], 3)
+        # The status schema holds for writes to the object.
+        self.assertInvalid(self.api.request("PATCH", EIPS + "/eip-a", {"status": {"items": [{"node": "x"}]}},
                                             ctype="application/merge-patch+json"),
                            "EgressIP", "eip-a", "status.items[0].egressIP", "Required value",
                            reason="FieldValueRequired", group="k8s.ovn.org")
-        status, st = self.api.request("PATCH", EIPS + "/eip-a/status",
+        status, st = self.api.request("PATCH", EIPS + "/eip-a",
                                       {"status": {"items": [{"node": "x", "egressIP": "192.0.2.10", "ip": "y"}]}},
                                       ctype="application/merge-patch+json")
         self.assertEqual((status, st.get("reason")), (400, "BadRequest"), st)

@@ -171,8 +171,9 @@ def _check_crd(name, doc, problems):
 
 
 def _check_egress_ip_crd(name, doc, problems):
-    """The EgressIP CRD as upstream defines it: cluster-scoped, short name eip, v1 with the status
-    subresource, its three printer columns, and the fields egw reads."""
+    """The EgressIP CRD as upstream defines it: cluster-scoped, short name eip, v1 without
+    subresources (status is written with the object), its three printer columns, and the fields
+    egw reads."""
     spec = doc.get("spec", {})
     if (spec.get("group"), spec.get("scope")) != ("k8s.ovn.org", "Cluster"):
         problems.append(f"{name}: EgressIP CRD must be group k8s.ovn.org, scope Cluster")
@@ -187,8 +188,8 @@ def _check_egress_ip_crd(name, doc, problems):
     v1 = versions[0]
     if v1.get("served") is not True or v1.get("storage") is not True:
         problems.append(f"{name}: v1 must be served and stored")
-    if v1.get("subresources") != {"status": {}}:
-        problems.append(f"{name}: v1 must have the status subresource (and only it)")
+    if v1.get("subresources", {}) != {}:
+        problems.append(f"{name}: v1 must have no subresources (upstream writes status with the object)")
     columns = [(c.get("name"), c.get("jsonPath")) for c in v1.get("additionalPrinterColumns") or []]
     if columns != [("EgressIPs", ".spec.egressIPs[*]"), ("Assigned Node", ".status.items[*].node"),
                    ("Assigned EgressIPs", ".status.items[*].egressIP")]:
