@@ -8,7 +8,10 @@
 #include <cctype>
 #include <limits>
 
+#include "control/k8s/client.h"
 #include "control/k8s_source/egress_ip_assignment.h"
+#include "control/k8s_source/egress_ip_status.h"
+#include "tests/unit/k8s/apiserver_process.h"
 
 namespace egw::k8s_source {
 namespace {
@@ -57,6 +60,8 @@ struct Case {
     std::map<std::string, std::vector<Placed>> want;  // status.items after, per EgressIP
     std::vector<Unhostable> want_unhostable;
 };
+
+using nlohmann::json;
 
 // gtest prints a failing case by its title rather than its bytes.
 void PrintTo(const Case& c, std::ostream* os) {
@@ -231,6 +236,106 @@ TEST(EgressIPAssignment, NoNodesReportsEveryAddress) {
     ASSERT_EQ(got.unhostable.size(), 2u);
     EXPECT_EQ(got.unhostable[0].reason, kNoSubnet);
     EXPECT_EQ(got.unhostable[1].ip, ip("2001:db8::10"));
+}
+
+// The status write against the test API server, which serves EgressIP as upstream's CRD does (no
+// status subresource): a merge patch of the object, conditional, with a fresh read after a 409.
+class EgressIPStatusWriteTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        server_ = std::make_unique<k8s::testing::ApiServerProcess>(std::vector<std::string>{});
+        k8s::Credentials c;
+        c.server = server_->url();
+        c.source = "test";
+        client_ = std::make_unique<k8s::Client>(c, k8s::ClientOptions{});
+    }
+    json stored() {
+        auto r = server_->call("GET", "/apis/k8s.ovn.org/v1/egressips/eip");
+        return r.status == 200 ? r.body : json();
+    }
+    void upsert(const std::vector<std::string>& ips, const json& items = nullptr) {
+        json o = {{"apiVersion", "k8s.ovn.org/v1"},
+                  {"kind", "EgressIP"},
+                  {"metadata", {{"name", "eip"}}},
+                  {"spec", {{"egressIPs", ips}, {"namespaceSelector", {{"matchLabels", {{"env", "prod"}}}}}}}};
+        if (!items.is_null()) o["status"] = {{"items", items}};
+        server_->control("upsert", o);
+    }
+    std::string rv() { return stored()["metadata"]["resourceVersion"]; }
+    k8s::WriteResult write(const std::vector<std::string>& ips, const std::vector<Placed>& placed,
+                           const std::string& version) {
+        std::vector<net::IpAddr> addrs;
+        for (const auto& a : ips)
+            addrs.push_back(ip(a));
+        std::vector<model::EgressIPStatusItem> items;
+        for (const auto& p : placed)
+            items.push_back(model::EgressIPStatusItem{p.node, ip(p.ip)});
+        return write_egress_ip_status(client_->writer(), "eip", addrs, items, version);
+    }
+    size_t patches() { return server_->requests("patch", "/egressips/eip").size(); }
+
+    std::unique_ptr<k8s::testing::ApiServerProcess> server_;
+    std::unique_ptr<k8s::Client> client_;
+};
+
+TEST_F(EgressIPStatusWriteTest, WritesItemsWithTheObjectAndLeavesSpecAlone) {
+    upsert({"192.0.2.10", "2001:db8::10"});
+    k8s::WriteResult w =
+        write({"192.0.2.10", "2001:db8::10"}, {{"gw-1", "192.0.2.10"}, {"gw-2", "2001:db8::10"}}, rv());
+    ASSERT_TRUE(w.ok()) << w.error;
+    EXPECT_TRUE(w.written);
+    const json o = stored();
+    EXPECT_EQ(o["status"]["items"], json::parse(R"([{"node":"gw-1","egressIP":"192.0.2.10"},
+                                                    {"node":"gw-2","egressIP":"2001:db8::10"}])"));
+    EXPECT_EQ(o["spec"]["egressIPs"], json::parse(R"(["192.0.2.10","2001:db8::10"])"));
+    // One PATCH of the object itself: there is no /status to write to.
+    const auto reqs = server_->requests("patch", "/egressips/eip");
+    ASSERT_EQ(reqs.size(), 1u);
+    EXPECT_EQ(reqs[0]["path"].get<std::string>().find("/status"), std::string::npos);
+    // Items that are gone from the assignment are gone from status: the list is replaced whole.
+    w = write({"192.0.2.10", "2001:db8::10"}, {{"gw-1", "192.0.2.10"}}, rv());
+    ASSERT_TRUE(w.ok()) << w.error;
+    EXPECT_EQ(stored()["status"]["items"], json::parse(R"([{"node":"gw-1","egressIP":"192.0.2.10"}])"));
+}
+
+TEST_F(EgressIPStatusWriteTest, AConflictReadsAgainAndWritesOnTheNewVersion) {
+    upsert({"192.0.2.10"});
+    const std::string old = rv();
+    upsert({"192.0.2.10"}, json::parse(R"([{"node":"gw-9","egressIP":"192.0.2.10"}])"));  // someone wrote
+    k8s::WriteResult w = write({"192.0.2.10"}, {{"gw-1", "192.0.2.10"}}, old);
+    ASSERT_TRUE(w.ok()) << w.error;
+    EXPECT_TRUE(w.written);
+    EXPECT_EQ(stored()["status"]["items"], json::parse(R"([{"node":"gw-1","egressIP":"192.0.2.10"}])"));
+    EXPECT_EQ(patches(), 2u);  // the 409, then the write on the version read
+}
+
+TEST_F(EgressIPStatusWriteTest, AConflictWithTheSameItemsWritesNothing) {
+    upsert({"192.0.2.10"});
+    const std::string old = rv();
+    upsert({"192.0.2.10"}, json::parse(R"([{"node":"gw-1","egressIP":"192.0.2.10"}])"));
+    const std::string now = rv();
+    k8s::WriteResult w = write({"192.0.2.10"}, {{"gw-1", "192.0.2.10"}}, old);
+    ASSERT_TRUE(w.ok()) << w.error;
+    EXPECT_FALSE(w.written);
+    EXPECT_EQ(rv(), now);
+    EXPECT_EQ(patches(), 1u);
+}
+
+TEST_F(EgressIPStatusWriteTest, AConflictOnAChangedSpecWritesNothing) {
+    upsert({"192.0.2.10"});
+    const std::string old = rv();
+    upsert({"192.0.2.11"});  // the address changed since the assignment was made
+    k8s::WriteResult w = write({"192.0.2.10"}, {{"gw-1", "192.0.2.10"}}, old);
+    EXPECT_TRUE(w.conflict());
+    EXPECT_FALSE(w.written);
+    EXPECT_FALSE(stored().contains("status"));
+    EXPECT_EQ(patches(), 1u);
+}
+
+TEST_F(EgressIPStatusWriteTest, AGoneEgressIPIsNotFound) {
+    k8s::WriteResult w = write({"192.0.2.10"}, {{"gw-1", "192.0.2.10"}}, "");
+    EXPECT_TRUE(w.not_found());
+    EXPECT_FALSE(w.written);
 }
 
 }  // namespace
