@@ -3,7 +3,9 @@
 // See egress_ip_assignment.h.
 #include "control/k8s_source/egress_ip_assignment.h"
 
+#include <algorithm>
 #include <optional>
+#include <tuple>
 
 namespace egw::k8s_source {
 
@@ -125,6 +127,39 @@ EgressIPAssignment assign_egress_ips(const std::map<std::string, model::EgressIP
     }
     out.load = assigner.load();
     return out;
+}
+
+std::vector<EgressIPStatusWrite> status_writes(const std::map<std::string, model::EgressIP>& egress_ips,
+                                               const EgressIPAssignment& assignment) {
+    auto sorted = [](std::vector<model::EgressIPStatusItem> items) {
+        std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
+            return std::tie(a.egress_ip, a.node) < std::tie(b.egress_ip, b.node);
+        });
+        return items;
+    };
+    std::vector<EgressIPStatusWrite> out;
+    for (const auto& [name, eip] : egress_ips) {
+        auto it = assignment.items.find(name);
+        if (it == assignment.items.end()) continue;  // not assigned in this pass
+        if (sorted(eip.status_items) == sorted(it->second)) continue;
+        out.push_back(EgressIPStatusWrite{name, eip.egress_ips, it->second, eip.meta.resource_version});
+    }
+    return out;
+}
+
+UnhostableReports::Delta UnhostableReports::update(const std::vector<UnhostableEgressIP>& now) {
+    Delta d;
+    std::map<std::pair<std::string, net::IpAddr>, std::string> next;
+    for (const auto& u : now) {
+        auto key = std::make_pair(u.egress_ip, u.ip);
+        auto it = current_.find(key);
+        if (it == current_.end() || it->second != u.reason) d.reported.push_back(u);
+        next.emplace(std::move(key), u.reason);
+    }
+    for (const auto& [key, reason] : current_)
+        if (!next.count(key)) d.resolved.push_back(UnhostableEgressIP{key.first, key.second, reason});
+    current_ = std::move(next);
+    return d;
 }
 
 }  // namespace egw::k8s_source

@@ -23,6 +23,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/ip.h"
@@ -58,5 +59,34 @@ struct EgressIPAssignment {
 
 EgressIPAssignment assign_egress_ips(const std::map<std::string, model::EgressIP>& egress_ips,
                                      const std::vector<EgressIPNode>& nodes);
+
+// One status write the leader owes: the items for `name`, decided on its spec.egressIPs and
+// resourceVersion (write_egress_ip_status() in egress_ip_status.h takes exactly these).
+struct EgressIPStatusWrite {
+    std::string name;
+    std::vector<net::IpAddr> egress_ips;
+    std::vector<model::EgressIPStatusItem> items;
+    std::string resource_version;
+    bool operator==(const EgressIPStatusWrite&) const = default;
+};
+
+// The EgressIPs whose status.items differ from the assignment's, by name. The order of the items
+// does not count: status that holds the same pairs in another order is not written again.
+std::vector<EgressIPStatusWrite> status_writes(const std::map<std::string, model::EgressIP>& egress_ips,
+                                               const EgressIPAssignment& assignment);
+
+// Says each unhostable address once: update() returns the addresses that became unhostable (or
+// whose reason changed) since the last call, and those that no longer are (hosted now, or gone).
+class UnhostableReports {
+public:
+    struct Delta {
+        std::vector<UnhostableEgressIP> reported;
+        std::vector<UnhostableEgressIP> resolved;  // with the reason they had
+    };
+    Delta update(const std::vector<UnhostableEgressIP>& now);
+
+private:
+    std::map<std::pair<std::string, net::IpAddr>, std::string> current_;  // (EgressIP, address) -> reason
+};
 
 }  // namespace egw::k8s_source

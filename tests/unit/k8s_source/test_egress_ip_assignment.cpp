@@ -238,6 +238,69 @@ TEST(EgressIPAssignment, NoNodesReportsEveryAddress) {
     EXPECT_EQ(got.unhostable[1].ip, ip("2001:db8::10"));
 }
 
+model::EgressIP egress_ip_with(const std::string& name, const std::vector<std::string>& ips,
+                               const std::vector<Placed>& status, const std::string& rv = "7") {
+    model::EgressIP eip;
+    eip.meta.name = name;
+    eip.meta.resource_version = rv;
+    for (const auto& a : ips)
+        eip.egress_ips.push_back(ip(a));
+    for (const auto& s : status)
+        eip.status_items.push_back(model::EgressIPStatusItem{s.node, ip(s.ip)});
+    return eip;
+}
+
+// Only the objects whose pairs changed are written, with what write_egress_ip_status() needs.
+TEST(EgressIPAssignment, StatusWritesOnlyWhatChanged) {
+    std::map<std::string, model::EgressIP> eips = {
+        {"same",
+         egress_ip_with("same", {"192.0.2.10", "192.0.2.11"}, {{"gw-1", "192.0.2.10"}, {"gw-2", "192.0.2.11"}})},
+        {"reordered",
+         egress_ip_with("reordered", {"192.0.2.20", "192.0.2.21"}, {{"gw-2", "192.0.2.21"}, {"gw-1", "192.0.2.20"}})},
+        {"moved", egress_ip_with("moved", {"192.0.2.30"}, {{"gw-1", "192.0.2.30"}}, "42")},
+        {"new", egress_ip_with("new", {"2001:db8::40"}, {})},
+        {"unassigned", egress_ip_with("unassigned", {"192.0.2.50"}, {{"gw-9", "192.0.2.50"}})},
+    };
+    EgressIPAssignment a;
+    a.items["same"] = eips["same"].status_items;
+    a.items["reordered"] = {{"gw-1", ip("192.0.2.20")}, {"gw-2", ip("192.0.2.21")}};
+    a.items["moved"] = {{"gw-3", ip("192.0.2.30")}};
+    a.items["new"] = {{"gw-2", ip("2001:db8::40")}};
+    a.items["unassigned"] = {};
+    const std::vector<EgressIPStatusWrite> want = {
+        {"moved", {ip("192.0.2.30")}, {{"gw-3", ip("192.0.2.30")}}, "42"},
+        {"new", {ip("2001:db8::40")}, {{"gw-2", ip("2001:db8::40")}}, "7"},
+        {"unassigned", {ip("192.0.2.50")}, {}, "7"},
+    };
+    EXPECT_EQ(status_writes(eips, a), want);
+    // An object the pass did not assign (not in the result) is left alone.
+    a.items.erase("moved");
+    EXPECT_EQ(status_writes(eips, a).size(), 2u);
+}
+
+// An unhostable address is reported once, again when its reason changes, and resolved once.
+TEST(EgressIPAssignment, UnhostableAddressesAreReportedOnce) {
+    UnhostableReports reports;
+    const UnhostableEgressIP full{"a", ip("192.0.2.10"), kFull};
+    const UnhostableEgressIP dead{"a", ip("192.0.2.10"), kNoCandidate};
+    const UnhostableEgressIP other{"b", ip("2001:db8::1"), kNoSubnet};
+
+    auto d = reports.update({full, other});
+    EXPECT_EQ(d.reported, (std::vector<UnhostableEgressIP>{full, other}));
+    EXPECT_TRUE(d.resolved.empty());
+    d = reports.update({full, other});
+    EXPECT_TRUE(d.reported.empty());
+    EXPECT_TRUE(d.resolved.empty());
+    d = reports.update({dead, other});
+    EXPECT_EQ(d.reported, (std::vector<UnhostableEgressIP>{dead}));
+    EXPECT_TRUE(d.resolved.empty());
+    d = reports.update({other});
+    EXPECT_TRUE(d.reported.empty());
+    EXPECT_EQ(d.resolved, (std::vector<UnhostableEgressIP>{dead}));
+    d = reports.update({});
+    EXPECT_EQ(d.resolved, (std::vector<UnhostableEgressIP>{other}));
+}
+
 // The status write against the test API server, which serves EgressIP as upstream's CRD does (no
 // status subresource): a merge patch of the object, conditional, with a fresh read after a 409.
 class EgressIPStatusWriteTest : public ::testing::Test {
