@@ -58,8 +58,12 @@ void EgressIPWatch::log_egress_ip(const model::ObjectSet& objs, const std::strin
     }
     const model::EgressIPSelected* sel = selection_.find(name);
     std::string ips;
-    for (const auto& ip : eip->second.egress_ips)
-        ips += (ips.empty() ? "" : ", ") + net::to_string(ip);
+    for (const auto& ip : eip->second.egress_ips) {
+        // Appended piece by piece: `const char* + std::string` makes gcc 12 warn
+        // (-Wstringop-overflow, a false positive) when the function is inlined under LTO.
+        if (!ips.empty()) ips += ", ";
+        ips += net::to_string(ip);
+    }
     k8s::logger()->info("k8s: EgressIP {} ({}) selects {} pod(s) in {} namespace(s) (not served yet)", name,
                         ips.empty() ? "no address" : ips, sel ? sel->pods.size() : 0, sel ? sel->namespaces.size() : 0);
 }
