@@ -50,12 +50,16 @@ void EgressIPWatch::log_when_synced() {
     }
 }
 
-void EgressIPWatch::log_egress_ip(const model::ObjectSet& objs, const std::string& name) const {
+void EgressIPWatch::log_egress_ip(const model::ObjectSet& objs, const std::string& name) {
     auto eip = objs.egress_ips.find(name);
     if (eip == objs.egress_ips.end()) {
-        k8s::logger()->info("k8s: EgressIP {} is gone", name);
+        // The sync logger may have spoken for this state already (see on_change()).
+        if (logged_versions_.erase(name)) k8s::logger()->info("k8s: EgressIP {} is gone", name);
         return;
     }
+    std::string& logged = logged_versions_[name];
+    if (logged == eip->second.meta.resource_version) return;
+    logged = eip->second.meta.resource_version;
     const model::EgressIPSelected* sel = selection_.find(name);
     std::string ips;
     for (const auto& ip : eip->second.egress_ips) {
@@ -75,7 +79,9 @@ void EgressIPWatch::on_change(const k8s::Change& c) {
         selection_changes_ += changed.size();
         // An EgressIP's own change is worth a line; the pods and namespaces that move its
         // selection are many, and show in the counts. Before the first lists are all in, the
-        // sync logger speaks for them.
+        // sync logger speaks for them. The cache says it is synced before it hands the last
+        // list's changes here, so a change may reach this after the sync logger logged the same
+        // version: log_egress_ip() says each version once.
         if (c.kind == model::Kind::egress_ip && synced_logged_) log_egress_ip(objs, c.key);
     });
 }

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -71,14 +72,16 @@ public:
 private:
     void on_change(const k8s::Change& c);
     void log_when_synced();
-    // Caller holds mu_.
-    void log_egress_ip(const model::ObjectSet& objs, const std::string& name) const;
+    // Caller holds mu_. Says nothing for a version (or an absence) already said.
+    void log_egress_ip(const model::ObjectSet& objs, const std::string& name);
 
     std::unique_ptr<k8s::Client> client_;
     mutable std::mutex mu_;  // guards selection_, the counters and synced_logged_
     model::EgressIPSelection selection_;
     uint64_t selection_changes_ = 0;
     bool synced_logged_ = false;  // the first lists have been logged: log each EgressIP change
+    // The resourceVersion of each EgressIP whose line was logged last (guarded by mu_).
+    std::map<std::string, std::string> logged_versions_;
     std::thread sync_logger_;
     std::atomic<bool> stopping_{false};
 };
