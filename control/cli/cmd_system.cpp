@@ -96,7 +96,9 @@ Reply show_lcores(Context& ctx, const Args&) {
 // "election", "live_nodes", "status_writes", "label_writes", "write_failures",
 // "resources": [{"name", "resource", "synced", "watching", "failing", "resource_version",
 // "lists", "list_failures", "expired", "watches", "watch_closed", "watch_failures", "events",
-// "bookmarks", "failures", "current_until", "last_error"}]} (k8s_source::describe()).
+// "bookmarks", "failures", "current_until", "last_error"}], "egress_ips": null or {"synced",
+// "served", "objects", "namespaces", "pods", "selection_changes", "selected": [{"name",
+// "egress_ips", "namespaces", "pods", "pod_ips"}]}} (k8s_source::describe()).
 Reply show_k8s(Context& ctx, const Args&) {
     if (!ctx.host.kubernetes)
         return fail("show k8s: the state source is \"files\" (" + ctx.host.config.state.path +
@@ -117,6 +119,14 @@ Reply show_k8s(Context& ctx, const Args&) {
                        "   live gateways: " + jnum(j["live_nodes"]) + "   status writes: " + jnum(j["status_writes"]) +
                        "   label writes: " + jnum(j["label_writes"]) +
                        "   write failures: " + jnum(j["write_failures"]) + "\n";
+    if (const json& e = j["egress_ips"]; e.is_object()) {
+        size_t selected = 0;
+        for (const auto& s : e["selected"])
+            selected += s["pods"].get<size_t>();
+        text += "EgressIP (sources only, not served yet): " + jnum(e["objects"]) + " object(s), " +
+                jnum(e["namespaces"]) + " namespace(s), " + jnum(e["pods"]) + " pod(s) kept, " +
+                std::to_string(selected) + " pod selection(s)\n";
+    }
     return ok(text, j);
 }
 

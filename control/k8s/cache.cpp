@@ -19,6 +19,12 @@ const ResourceType& resource_for(model::Kind kind) {
         return resources::nodes;
     case model::Kind::lease:
         return resources::leases;
+    case model::Kind::egress_ip:
+        return resources::egress_ips;
+    case model::Kind::namespace_:
+        return resources::namespaces;
+    case model::Kind::pod:
+        return resources::pods;
     }
     return resources::nodes;
 }
@@ -43,6 +49,15 @@ void with_map(Set& s, model::Kind kind, F&& f) {
         break;
     case model::Kind::lease:
         f(s.leases);
+        break;
+    case model::Kind::egress_ip:
+        f(s.egress_ips);
+        break;
+    case model::Kind::namespace_:
+        f(s.namespaces);
+        break;
+    case model::Kind::pod:
+        f(s.pods);
         break;
     }
 }
@@ -100,7 +115,7 @@ private:
 
 Cache::Cache() {
     for (auto k : {model::Kind::egress_service, model::Kind::service, model::Kind::endpoint_slice, model::Kind::node,
-                   model::Kind::lease})
+                   model::Kind::lease, model::Kind::egress_ip, model::Kind::namespace_, model::Kind::pod})
         handlers_[k] = std::make_unique<KindHandler>(*this, k);
 }
 

@@ -22,6 +22,9 @@ const ResourceType services{"", "v1", "services", "Service", true};
 const ResourceType endpoint_slices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true};
 const ResourceType nodes{"", "v1", "nodes", "Node", false};
 const ResourceType leases{"coordination.k8s.io", "v1", "leases", "Lease", true};
+const ResourceType egress_ips{"k8s.ovn.org", "v1", "egressips", "EgressIP", false};
+const ResourceType namespaces{"", "v1", "namespaces", "Namespace", false};
+const ResourceType pods{"", "v1", "pods", "Pod", true};
 }  // namespace resources
 
 }  // namespace egw::k8s

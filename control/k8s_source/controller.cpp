@@ -30,6 +30,7 @@ Controller::Controller(k8s::Credentials creds, ControllerOptions opts, k8s::Clie
                                                : "default";
     client_opts.lease_namespace = lease_ns_;
     if (opts_.grace.count() <= 0) opts_.grace = 2 * opts_.retry_period;
+    if (opts_.watch_egress_ips) egress_ips_ = std::make_unique<EgressIPWatch>(creds, client_opts);
     client_ = std::make_unique<k8s::Client>(std::move(creds), std::move(client_opts));
     leases_ = std::make_unique<LeaseKeeper>(*client_, opts_, identity_, lease_ns_, [this] { decider_->wake(); });
     decider_ = std::make_unique<HostDecider>(*client_, *leases_, opts_, identity_);
@@ -60,6 +61,7 @@ void Controller::start() {
         opts_.node_name, to_string(opts_.election), lease_ns_, opts_.lease_duration.count(),
         opts_.renew_deadline.count(), opts_.retry_period.count(), opts_.grace.count());
     client_->start();
+    if (egress_ips_) egress_ips_->start();
     leases_->start();
     if (opts_.election == ElectionMode::leader) decider_->start();
 }
@@ -75,6 +77,7 @@ void Controller::abandon() {
     leases_->join();
     decider_->join();
     client_->stop();
+    if (egress_ips_) egress_ips_->stop();
     leases_->end_leadership();
 }
 

@@ -9,6 +9,9 @@
 //                 leader that cannot renew before its renew deadline stops deciding at once;
 //   external      another controller writes status.host; egwd only follows it.
 //
+// With ControllerOptions::watch_egress_ips, it also owns the EgressIPWatch (egress_ip_watch.h:
+// EgressIP sources and selection, with a client of its own), which touches none of the above.
+//
 // Parts: the Controller owns the client, the LeaseKeeper (lease_keeper.h: both Leases), the
 // HostDecider (host_decider.h: the leader's decisions and write-backs) and the ServingView
 // (serving_view.h: what this gateway programs); it makes, starts and stops them, feeds them the
@@ -53,6 +56,7 @@
 
 #include "config/config.h"
 #include "control/k8s_source/decisions.h"
+#include "control/k8s_source/egress_ip_watch.h"
 #include "control/k8s_source/host_decider.h"
 #include "control/k8s_source/lease_keeper.h"
 #include "control/k8s_source/options.h"
@@ -131,6 +135,8 @@ public:
     const std::string& lease_namespace() const { return lease_ns_; }
     const ControllerOptions& options() const { return opts_; }
     k8s::Client& client() { return *client_; }
+    // EgressIP sources and selection; nullptr unless ControllerOptions::watch_egress_ips.
+    EgressIPWatch* egress_ips() { return egress_ips_.get(); }
 
 private:
     void on_change(const k8s::Change& c);
@@ -141,6 +147,7 @@ private:
     std::unique_ptr<k8s::Client> client_;
     std::unique_ptr<LeaseKeeper> leases_;   // the Lease thread
     std::unique_ptr<HostDecider> decider_;  // the decider thread (started in mode leader only)
+    std::unique_ptr<EgressIPWatch> egress_ips_;
 
     std::mutex mu_;  // start() and stop()
     bool started_ = false;

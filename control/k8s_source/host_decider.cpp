@@ -232,6 +232,10 @@ std::vector<std::string> HostDecider::keys_for(const std::vector<k8s::Change>& c
             case model::Kind::lease:
                 leases = true;
                 break;
+            case model::Kind::egress_ip:
+            case model::Kind::namespace_:
+            case model::Kind::pod:
+                break;  // EgressIP selection (its own client) does not touch EgressService decisions
             }
         }
         // A Service or its endpoints matter only with an EgressService of the same name (or one

@@ -30,6 +30,9 @@ struct ControllerOptions {
     unsigned write_concurrency = 4;                  // status PATCHes in flight at once (WriterPool)
     std::chrono::milliseconds write_backoff_initial{200};
     std::chrono::milliseconds write_backoff_max{10000};
+    // Also list and watch EgressIPs, Namespaces and Pods (egress_ip_watch.h), with a client of
+    // their own. egwd's kubernetes source sets it; the election's tests leave it off.
+    bool watch_egress_ips = false;
 };
 
 }  // namespace egw::k8s_source

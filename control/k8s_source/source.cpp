@@ -29,6 +29,7 @@ std::unique_ptr<Controller> make_source(const config::Config& cfg, const std::st
     o.renew_deadline = std::chrono::milliseconds(cfg.state.renew_deadline_ms);
     o.retry_period = std::chrono::milliseconds(cfg.state.retry_period_ms);
     o.pod_cidrs = cfg.cluster.pod_cidrs;
+    o.watch_egress_ips = true;
 
     k8s::ClientOptions co;
     co.http.user_agent = "egwd/" + cfg.node.name;
@@ -39,24 +40,33 @@ std::unique_ptr<Controller> make_source(const config::Config& cfg, const std::st
 nlohmann::json describe(Controller& c) {
     ControllerStats st = c.stats();
     nlohmann::json resources = nlohmann::json::array();
-    for (const auto& r : c.client().status())
-        resources.push_back({{"name", r.name},
-                             {"resource", r.resource},
-                             {"synced", r.synced},
-                             {"watching", r.watching},
-                             {"failing", r.failing},
-                             {"resource_version", r.resource_version},
-                             {"lists", r.lists},
-                             {"list_failures", r.list_failures},
-                             {"expired", r.expired},
-                             {"watches", r.watches},
-                             {"watch_closed", r.watch_closed},
-                             {"watch_failures", r.watch_failures},
-                             {"events", r.events},
-                             {"bookmarks", r.bookmarks},
-                             {"failures", r.failures},
-                             {"current_until", r.current_until},
-                             {"last_error", r.last_error}});
+    auto add = [&resources](const std::vector<k8s::ReflectorStatus>& reflectors) {
+        for (const auto& r : reflectors)
+            resources.push_back({{"name", r.name},
+                                 {"resource", r.resource},
+                                 {"synced", r.synced},
+                                 {"watching", r.watching},
+                                 {"failing", r.failing},
+                                 {"resource_version", r.resource_version},
+                                 {"lists", r.lists},
+                                 {"list_failures", r.list_failures},
+                                 {"expired", r.expired},
+                                 {"watches", r.watches},
+                                 {"watch_closed", r.watch_closed},
+                                 {"watch_failures", r.watch_failures},
+                                 {"events", r.events},
+                                 {"bookmarks", r.bookmarks},
+                                 {"failures", r.failures},
+                                 {"current_until", r.current_until},
+                                 {"last_error", r.last_error}});
+    };
+    add(c.client().status());
+    // EgressIP's reflectors are listed with the others; null when the source does not watch them.
+    nlohmann::json egress_ips = nullptr;
+    if (EgressIPWatch* w = c.egress_ips()) {
+        egress_ips = to_json(w->stats());
+        add(w->client().status());
+    }
     return {{"synced", st.synced},
             {"leader", st.leader},
             {"leader_identity", st.leader_identity},
@@ -72,7 +82,8 @@ nlohmann::json describe(Controller& c) {
             {"write_failures", st.write_failures},
             {"lease_renewals", st.lease_renewals},
             {"leader_transitions", st.leader_transitions},
-            {"resources", resources}};
+            {"resources", resources},
+            {"egress_ips", egress_ips}};
 }
 
 }  // namespace egw::k8s_source

@@ -27,7 +27,8 @@ std::unique_ptr<Controller> make_source(const config::Config& cfg, const std::st
 std::optional<config::Election> parse_election(const std::string& s);
 
 // The connection and election state for people and scripts (`egwctl show k8s`): per-kind
-// reflector state from the client, and the controller's counters.
+// reflector state from the clients, the controller's counters, and (key "egress_ips") what the
+// EgressIP sources hold and select.
 nlohmann::json describe(Controller& c);
 
 }  // namespace egw::k8s_source

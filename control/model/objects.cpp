@@ -10,6 +10,8 @@
 #include <cctype>
 #include <utility>
 
+#include "control/model/rules.h"
+
 namespace egw::model {
 
 using nlohmann::json;
@@ -23,12 +25,15 @@ struct KindInfo {
     bool namespaced;
 };
 
-constexpr std::array<KindInfo, 5> kKinds{{
+constexpr std::array<KindInfo, 8> kKinds{{
     {Kind::egress_service, "EgressService", "k8s.ovn.org/v1", true},
     {Kind::service, "Service", "v1", true},
     {Kind::endpoint_slice, "EndpointSlice", "discovery.k8s.io/v1", true},
     {Kind::node, "Node", "v1", false},
     {Kind::lease, "Lease", "coordination.k8s.io/v1", true},
+    {Kind::egress_ip, "EgressIP", "k8s.ovn.org/v1", false},
+    {Kind::namespace_, "Namespace", "v1", false},
+    {Kind::pod, "Pod", "v1", true},
 }};
 
 const KindInfo& info(Kind k) {
@@ -388,7 +393,136 @@ Lease parse_lease(const json& j, const std::string& path) {
     return l;
 }
 
+// A selector that must be one Kubernetes accepts (metav1.LabelSelectorAsSelector): In and NotIn
+// carry values, Exists and DoesNotExist none, keys and values are label syntax. parse_selector has
+// already refused an unknown operator.
+LabelSelector parse_strict_selector(const json& s, const std::string& path) {
+    if (!s.is_object()) expected(path, "an object", s);
+    LabelSelector sel = parse_selector(s, path);
+    for (size_t i = 0; i < sel.match_expressions.size(); ++i) {
+        const auto& r = sel.match_expressions[i];
+        const std::string vpath = child(element(child(path, "matchExpressions"), i), "values");
+        const bool takes_values = r.op == "In" || r.op == "NotIn";
+        if (takes_values && r.values.empty()) fail(vpath, "operator " + r.op + " needs at least one value");
+        if (!takes_values && !r.values.empty()) fail(vpath, "operator " + r.op + " takes no values");
+    }
+    std::string why;
+    if (!selector_valid(sel, &why)) fail(path, why);
+    return sel;
+}
+
+net::IpAddr ip_value(const json& v, const std::string& path) {
+    std::string s = string_value(v, path);
+    auto ip = net::parse_ip(s);
+    if (!ip) fail(path, "expected an IPv4 or IPv6 address, got " + json(s).dump());
+    return *ip;
+}
+
+EgressIP parse_egress_ip(const json& j, const std::string& path) {
+    EgressIP e;
+    e.meta = parse_meta(j, path, false);
+    const json* spec = object_field(j, "spec", path);
+    const std::string spath = child(path, "spec");
+    if (!spec) fail(spath, "required field is missing");
+    const json* ips = array_field(*spec, "egressIPs", spath);
+    const std::string ipath = child(spath, "egressIPs");
+    if (!ips) fail(ipath, "required field is missing");
+    for (size_t i = 0; i < ips->size(); ++i) {
+        net::IpAddr ip = ip_value((*ips)[i], element(ipath, i));
+        for (const auto& seen : e.egress_ips) {
+            if (seen == ip) fail(element(ipath, i), "address " + net::to_string(ip) + " is listed twice");
+        }
+        e.egress_ips.push_back(ip);
+    }
+    const json* ns_sel = field(*spec, "namespaceSelector");
+    if (!ns_sel) fail(child(spath, "namespaceSelector"), "required field is missing");
+    e.namespace_selector = parse_strict_selector(*ns_sel, child(spath, "namespaceSelector"));
+    if (const json* pod_sel = field(*spec, "podSelector")) {
+        e.pod_selector = parse_strict_selector(*pod_sel, child(spath, "podSelector"));
+    }
+    if (const json* status = object_field(j, "status", path)) {
+        const std::string stpath = child(path, "status");
+        if (const json* items = array_field(*status, "items", stpath)) {
+            const std::string itpath = child(stpath, "items");
+            for (size_t i = 0; i < items->size(); ++i) {
+                const json& it = (*items)[i];
+                const std::string epath = element(itpath, i);
+                if (!it.is_object()) expected(epath, "an object", it);
+                EgressIPStatusItem item;
+                item.node = required_string(it, "node", epath);
+                const json* ip = field(it, "egressIP");
+                if (!ip) fail(child(epath, "egressIP"), "required field is missing");
+                item.egress_ip = ip_value(*ip, child(epath, "egressIP"));
+                e.status_items.push_back(std::move(item));
+            }
+        }
+    }
+    return e;
+}
+
+Namespace parse_namespace(const json& j, const std::string& path) {
+    Namespace n;
+    n.meta = parse_meta(j, path, false);
+    n.meta.uid = std::string{};  // releases the buffer: nothing reads a namespace's uid
+    return n;
+}
+
+Pod parse_pod(const json& j, const std::string& path) {
+    Pod p;
+    p.meta = parse_meta(j, path, true);
+    p.meta.uid = std::string{};  // releases the buffer: nothing reads a pod's uid
+    if (const json* spec = object_field(j, "spec", path)) {
+        const std::string spath = child(path, "spec");
+        p.node = string_field(*spec, "nodeName", spath);
+        if (const json* hn = field(*spec, "hostNetwork")) {
+            if (!hn->is_boolean()) expected(child(spath, "hostNetwork"), "a boolean", *hn);
+            p.host_network = hn->get<bool>();
+        }
+    }
+    const json* status = object_field(j, "status", path);
+    if (!status) return p;
+    const std::string stpath = child(path, "status");
+    const std::string phase =
+        one_of(*status, "phase", stpath, {"Pending", "Running", "Succeeded", "Failed", "Unknown"}, true);
+    p.phase = phase == "Running"     ? PodPhase::running
+              : phase == "Succeeded" ? PodPhase::succeeded
+              : phase == "Failed"    ? PodPhase::failed
+              : phase == "Unknown"   ? PodPhase::unknown
+                                     : PodPhase::pending;
+    if (const json* ips = array_field(*status, "podIPs", stpath); ips && !ips->empty()) {
+        const std::string ipath = child(stpath, "podIPs");
+        for (size_t i = 0; i < ips->size(); ++i) {
+            const json& e = (*ips)[i];
+            const std::string epath = element(ipath, i);
+            if (!e.is_object()) expected(epath, "an object", e);
+            const json* ip = field(e, "ip");
+            if (!ip) fail(child(epath, "ip"), "required field is missing");
+            p.ips.push_back(ip_value(*ip, child(epath, "ip")));
+        }
+    } else if (const json* ip = field(*status, "podIP")) {
+        p.ips.push_back(ip_value(*ip, child(stpath, "podIP")));
+    }
+    p.ips.shrink_to_fit();
+    return p;
+}
+
 }  // namespace
+
+const char* to_string(PodPhase p) {
+    switch (p) {
+    case PodPhase::pending:
+        return "Pending";
+    case PodPhase::running:
+        return "Running";
+    case PodPhase::succeeded:
+        return "Succeeded";
+    case PodPhase::failed:
+        return "Failed";
+    case PodPhase::unknown:
+        return "Unknown";
+    }
+    return "Unknown";
+}
 
 ObjectError::ObjectError(std::string path, std::string message)
     : std::runtime_error(path + ": " + message), path_(std::move(path)), message_(std::move(message)) {}
@@ -429,8 +563,14 @@ Kind kind_of(const Object& o) {
                 return Kind::endpoint_slice;
             else if constexpr (std::is_same_v<T, Node>)
                 return Kind::node;
-            else
+            else if constexpr (std::is_same_v<T, Lease>)
                 return Kind::lease;
+            else if constexpr (std::is_same_v<T, EgressIP>)
+                return Kind::egress_ip;
+            else if constexpr (std::is_same_v<T, Namespace>)
+                return Kind::namespace_;
+            else
+                return Kind::pod;
         },
         o);
 }
@@ -458,8 +598,9 @@ Object parse_object(const json& j, const std::string& path) {
     const std::string kind = required_string(j, "kind", path);
     auto k = kind_from_string(kind);
     if (!k) {
-        fail(child(path, "kind"), "unsupported kind " + json(kind).dump() + " (apiVersion " + json(api_version).dump() +
-                                      "); egw reads EgressService, Service, EndpointSlice, Node and Lease");
+        fail(child(path, "kind"),
+             "unsupported kind " + json(kind).dump() + " (apiVersion " + json(api_version).dump() +
+                 "); egw reads EgressService, Service, EndpointSlice, Node, Lease, EgressIP, Namespace and Pod");
     }
     if (api_version != info(*k).api_version) {
         fail(child(path, "apiVersion"), std::string("expected \"") + info(*k).api_version + "\" for kind " + kind +
@@ -476,6 +617,12 @@ Object parse_object(const json& j, const std::string& path) {
         return parse_node(j, path);
     case Kind::lease:
         return parse_lease(j, path);
+    case Kind::egress_ip:
+        return parse_egress_ip(j, path);
+    case Kind::namespace_:
+        return parse_namespace(j, path);
+    case Kind::pod:
+        return parse_pod(j, path);
     }
     fail(path, "unreachable");
 }
@@ -495,8 +642,14 @@ void ObjectSet::upsert(Object o) {
                 endpoint_slices.insert_or_assign(key, std::move(v));
             else if constexpr (std::is_same_v<T, Node>)
                 nodes.insert_or_assign(key, std::move(v));
-            else
+            else if constexpr (std::is_same_v<T, Lease>)
                 leases.insert_or_assign(key, std::move(v));
+            else if constexpr (std::is_same_v<T, EgressIP>)
+                egress_ips.insert_or_assign(key, std::move(v));
+            else if constexpr (std::is_same_v<T, Namespace>)
+                namespaces.insert_or_assign(key, std::move(v));
+            else
+                pods.insert_or_assign(key, std::move(v));
         },
         std::move(o));
 }
@@ -513,6 +666,12 @@ bool ObjectSet::erase(Kind kind, const std::string& key) {
         return nodes.erase(key) > 0;
     case Kind::lease:
         return leases.erase(key) > 0;
+    case Kind::egress_ip:
+        return egress_ips.erase(key) > 0;
+    case Kind::namespace_:
+        return namespaces.erase(key) > 0;
+    case Kind::pod:
+        return pods.erase(key) > 0;
     }
     return false;
 }
@@ -534,12 +693,19 @@ bool ObjectSet::contains(Kind kind, const std::string& key) const {
         return nodes.count(key) > 0;
     case Kind::lease:
         return leases.count(key) > 0;
+    case Kind::egress_ip:
+        return egress_ips.count(key) > 0;
+    case Kind::namespace_:
+        return namespaces.count(key) > 0;
+    case Kind::pod:
+        return pods.count(key) > 0;
     }
     return false;
 }
 
 size_t ObjectSet::size() const {
-    return egress_services.size() + services.size() + endpoint_slices.size() + nodes.size() + leases.size();
+    return egress_services.size() + services.size() + endpoint_slices.size() + nodes.size() + leases.size() +
+           egress_ips.size() + namespaces.size() + pods.size();
 }
 
 }  // namespace egw::model

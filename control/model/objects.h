@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/ip.h"
+
 namespace egw::model {
 
 struct ObjectMeta {
@@ -119,23 +121,64 @@ struct Lease {
     bool operator==(const Lease&) const = default;
 };
 
-using Object = std::variant<EgressService, Service, EndpointSlice, Node, Lease>;
+// One entry of an EgressIP's status.items: which node an egress IP is assigned to.
+struct EgressIPStatusItem {
+    std::string node;
+    net::IpAddr egress_ip;
+    bool operator==(const EgressIPStatusItem&) const = default;
+};
 
-enum class Kind { egress_service, service, endpoint_slice, node, lease };
+// k8s.ovn.org/v1 EgressIP (cluster-scoped). Its selectors are checked when parsed (an operator's
+// values, label syntax): a selector Kubernetes would reject never reaches selection.
+struct EgressIP {
+    ObjectMeta meta;
+    std::vector<net::IpAddr> egress_ips;  // spec.egressIPs, either family, in order, each once
+    LabelSelector namespace_selector;     // spec.namespaceSelector (required)
+    // spec.podSelector; absent and {} alike select every pod of the matched namespaces.
+    LabelSelector pod_selector;
+    std::vector<EgressIPStatusItem> status_items;  // status.items, in order
+    bool operator==(const EgressIP&) const = default;
+};
 
-// "EgressService", "Service", "EndpointSlice", "Node", "Lease".
+// v1 Namespace: only its labels matter (namespaceSelector).
+struct Namespace {
+    ObjectMeta meta;
+    bool operator==(const Namespace&) const = default;
+};
+
+enum class PodPhase : uint8_t { pending, running, succeeded, failed, unknown };
+
+const char* to_string(PodPhase p);  // "Pending", "Running", ...
+
+// v1 Pod, reduced to what EgressIP selection reads: labels, addresses, node, phase and whether it
+// is on the host's network. metadata.uid is not kept (nothing looks a pod up by it), so a pod
+// costs its names, labels and addresses (docs/kubernetes.md, "EgressIP", gives the measured size).
+struct Pod {
+    ObjectMeta meta;
+    std::vector<net::IpAddr> ips;  // status.podIPs (status.podIP when only that is set), in order
+    std::string node;              // spec.nodeName, "" while unscheduled
+    PodPhase phase = PodPhase::pending;
+    bool host_network = false;  // spec.hostNetwork: its addresses are the node's
+    bool operator==(const Pod&) const = default;
+};
+
+using Object = std::variant<EgressService, Service, EndpointSlice, Node, Lease, EgressIP, Namespace, Pod>;
+
+enum class Kind { egress_service, service, endpoint_slice, node, lease, egress_ip, namespace_, pod };
+
+// "EgressService", "Service", "EndpointSlice", "Node", "Lease", "EgressIP", "Namespace", "Pod".
 const char* to_string(Kind k);
 // The kind named by a `kind` string as above; nullopt for anything else.
 std::optional<Kind> kind_from_string(std::string_view kind);
 // The apiVersion egw reads for the kind ("k8s.ovn.org/v1", "v1", "discovery.k8s.io/v1", ...).
 const char* api_version_of(Kind k);
-// Whether the kind is namespaced (everything but Node).
+// Whether the kind is namespaced (everything but Node, EgressIP and Namespace).
 bool is_namespaced(Kind k);
 
 Kind kind_of(const Object& o);
 const ObjectMeta& meta_of(const Object& o);
 ObjectMeta& meta_of(Object& o);
-// "namespace/name" for namespaced kinds, "name" for nodes: the key of ObjectSet's maps.
+// "namespace/name" for namespaced kinds, "name" for cluster-scoped ones: the key of ObjectSet's maps.
 std::string key_of(const ObjectMeta& meta);
 std::string key_of(const Object& o);
 
@@ -168,6 +211,9 @@ struct ObjectSet {
     std::map<std::string, EndpointSlice> endpoint_slices;
     std::map<std::string, Node> nodes;
     std::map<std::string, Lease> leases;
+    std::map<std::string, EgressIP> egress_ips;
+    std::map<std::string, Namespace> namespaces;
+    std::map<std::string, Pod> pods;
 
     // Inserts or replaces the object under its key.
     void upsert(Object o);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """A small Kubernetes API server for egw's control-plane tests.
 
-It serves the five kinds egw reads (Node, Service, EndpointSlice, EgressService, Lease) the way
+It serves the kinds egw reads (Node, Service, EndpointSlice, EgressService, Lease, and for EgressIP:
+EgressIP, Namespace, Pod) the way
 kube-apiserver does over JSON, from an in-memory multi-version store that behaves like etcd: one
 global resourceVersion counter, every write gets the next revision, and history is kept until it
 is compacted.
@@ -29,14 +30,18 @@ Protocol points it reproduces:
   * get, create (POST, 409 AlreadyExists), update (PUT, resourceVersion precondition -> 409
     Conflict), patch (merge-patch+json, json-patch+json, and strategic-merge-patch+json for
     built-in kinds only; 415 otherwise), delete.
-  * the status subresource of Node, Service and EgressService: a write to the main resource keeps
-    the stored status, a write to /status changes only status. metadata.generation counts spec
-    changes of custom resources. Writes that change nothing do not create a revision.
+  * the status subresource of Node, Service, EgressService and Pod: a write to the main resource keeps
+    the stored status, a write to /status changes only status. EgressIP has none (upstream's CRD
+    declares no subresources): its status is written with the object, and /status is 404.
+    metadata.generation counts changes of custom resources other than metadata (and status, where
+    it is a subresource). Writes that change nothing do not create a revision.
   * bearer-token authentication (--token as --token-user, --admin-token unrestricted), and client
     certificates over TLS (--client-ca, the user is the common name); errors are Status objects
     (kind Status, code, reason, message, details).
   * validation of writes as kube-apiserver does it (validation.py): label keys and values, the
-    EgressService CRD's schema (docker/k8s/crd-egressservice.yaml; unknown fields pruned), Lease
+    EgressService CRD's schema (docker/k8s/crd-egressservice.yaml; unknown fields pruned), the
+    EgressIP CRD's (docker/k8s/crd-egressip.yaml; unknown fields refused, as fieldValidation=Strict
+    does), Lease
     fields and MicroTime; 422 Invalid with details.causes, or 400 for an undecodable body.
   * RBAC authorization (--rbac docker/k8s/rbac.yaml, authz.py): a request outside the rules gets
     403 Forbidden with kube-apiserver's message.
@@ -127,6 +132,9 @@ RESOURCES = [
     Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True, False, True),
     Resource("k8s.ovn.org", "v1", "egressservices", "EgressService", True, True, False),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, False, True),
+    Resource("k8s.ovn.org", "v1", "egressips", "EgressIP", False, False, False),
+    Resource("", "v1", "namespaces", "Namespace", False, False, True),
+    Resource("", "v1", "pods", "Pod", True, True, True),
 ]
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 BY_KIND = {r.kind: r for r in RESOURCES}
@@ -522,9 +530,10 @@ class Store:
             if field in old_meta:
                 meta[field] = old_meta[field]
         if not res.builtin:
+            ignored = ("metadata", "status", "apiVersion", "kind") if res.status else ("metadata", "apiVersion", "kind")
+
             def spec_of(o):
-                return {k: v for k, v in o.items()
-                        if k not in ("metadata", "status", "apiVersion", "kind")}
+                return {k: v for k, v in o.items() if k not in ignored}
             gen = old_meta.get("generation", 1)
             meta["generation"] = gen + 1 if spec_of(new) != spec_of(old) else gen
         new["apiVersion"] = res.api_version

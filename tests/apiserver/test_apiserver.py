@@ -24,6 +24,7 @@ SVCS = "/api/v1/namespaces/default/services"
 ES = "/apis/k8s.ovn.org/v1/namespaces/default/egressservices"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/egw/leases"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
+EIPS = "/apis/k8s.ovn.org/v1/egressips"
 
 
 def node(name, labels=None):
@@ -211,7 +212,7 @@ class ListTest(ApiServerTest):
         self.assertEqual([o["metadata"]["name"] for o in lst["items"]], ["a"])
 
     def test_errors_are_status_objects(self):
-        status, st = self.api.request("GET", "/api/v1/pods")
+        status, st = self.api.request("GET", "/api/v1/configmaps")
         self.assertEqual((status, st["kind"], st["reason"]), (404, "Status", "NotFound"))
         status, st = self.api.request("GET", "/apis/k8s.ovn.org/v1/namespaces/default/egressfirewalls")
         self.assertEqual(status, 404)
@@ -234,7 +235,9 @@ class ListTest(ApiServerTest):
         status, doc = self.api.request("GET", "/apis/k8s.ovn.org/v1")
         self.assertEqual(status, 200)
         names = {r["name"] for r in doc["resources"]}
-        self.assertEqual(names, {"egressservices", "egressservices/status"})
+        self.assertEqual(names, {"egressservices", "egressservices/status", "egressips"})
+        eip = next(r for r in doc["resources"] if r["name"] == "egressips")
+        self.assertEqual((eip["kind"], eip["namespaced"]), ("EgressIP", False))
         status, doc = self.api.request("GET", "/apis")
         self.assertIn("coordination.k8s.io", {g["name"] for g in doc["groups"]})
 
@@ -563,6 +566,87 @@ class ValidationTest(ApiServerTest):
         self.assertEqual(self.api.request("PATCH", ES + "/e", {"spec": {"sourceIPBy": "x"}},
                                           ctype="application/merge-patch+json")[0], 422)
         self.assertEqual(self.api.request("GET", ES + "/e")[1]["spec"]["sourceIPBy"], "LoadBalancerIP")
+
+    def test_egress_ip_schema_scope_and_status(self):
+        eip = {"apiVersion": "k8s.ovn.org/v1", "kind": "EgressIP", "metadata": {"name": "eip-a"},
+               "spec": {"egressIPs": ["192.0.2.10", "2001:db8::10"],
+                        "namespaceSelector": {"matchLabels": {"env": "prod"}}},
+               "status": {"items": [{"node": "gw-1", "egressIP": "192.0.2.10"}]}}
+        # Required fields and types, as the CRD's schema says.
+        bad = json.loads(json.dumps(eip))
+        del bad["spec"]["namespaceSelector"]
+        self.assertInvalid(self.api.request("POST", EIPS, bad), "EgressIP", "eip-a", "spec.namespaceSelector",
+                           "Required value", reason="FieldValueRequired", group="k8s.ovn.org")
+        bad = json.loads(json.dumps(eip))
+        bad["spec"]["egressIPs"] = "192.0.2.10"
+        self.assertInvalid(self.api.request("POST", EIPS, bad), "EgressIP", "eip-a", "spec.egressIPs",
+                           "must be of type array", reason="FieldValueTypeInvalid", group="k8s.ovn.org")
+        # An unknown field is refused, not pruned, and nothing is stored.
+        for where in ("spec", "podSelector"):
+            bad = json.loads(json.dumps(eip))
+            if where == "spec":
+                bad["spec"]["egressIP"] = "192.0.2.1"
+                field = "spec.egressIP"
+            else:
+                bad["spec"]["podSelector"] = {"matchLabel": {"app": "web"}}
+                field = "spec.podSelector.matchLabel"
+            with self.subTest(field=field):
+                status, st = self.api.request("POST", EIPS, bad)
+                self.assertEqual((status, st["reason"]), (400, "BadRequest"), st)
+                self.assertIn(f'strict decoding error: unknown field "{field}"', st["message"])
+        self.assertEqual(self.api.request("GET", EIPS + "/eip-a")[0], 404)
+        # Cluster-scoped: created without a namespace, not found under one. There is no status
+        # subresource (upstream's CRD has none): create keeps status, and /status does not exist.
+        status, out = self.api.request("POST", EIPS, eip)
+        self.assertEqual(status, 201, out)
+        self.assertNotIn("namespace", out["metadata"])
+        self.assertEqual(out["status"], eip["status"])
+        self.assertEqual(self.api.request("GET", "/apis/k8s.ovn.org/v1/namespaces/default/egressips/eip-a")[0], 404)
+        for method in ("GET", "PATCH", "PUT"):
+            with self.subTest(method=method):
+                status, _ = self.api.request(method, EIPS + "/eip-a/status", {"status": {"items": []}},
+                                             ctype="application/merge-patch+json")
+                self.assertEqual(status, 404)
+        # A write to the object changes status with it, and counts in metadata.generation.
+        status, out = self.api.request("PATCH", EIPS + "/eip-a",
+                                       {"status": {"items": [{"node": "gw-2", "egressIP": "2001:db8::10"}]}},
+                                       ctype="application/merge-patch+json")
+        self.assertEqual(status, 200, out)
+        self.assertEqual(out["status"]["items"], [{"node": "gw-2", "egressIP": "2001:db8::10"}])
+        self.assertEqual(out["spec"]["egressIPs"], ["192.0.2.10", "2001:db8::10"])
+        self.assertEqual(out["metadata"]["generation"], 2)
+        out["status"] = {"items": [{"node": "gw-1", "egressIP": "192.0.2.10"}]}
+        status, out = self.api.request("PUT", EIPS + "/eip-a", out)
+        self.assertEqual(status, 200, out)
+        self.assertEqual(out["status"]["items"], [{"node": "gw-1", "egressIP": "192.0.2.10"}])
+        self.assertEqual(out["metadata"]["generation"], 3)
+        # The status schema holds for writes to the object.
+        self.assertInvalid(self.api.request("PATCH", EIPS + "/eip-a", {"status": {"items": [{"node": "x"}]}},
+                                            ctype="application/merge-patch+json"),
+                           "EgressIP", "eip-a", "status.items[0].egressIP", "Required value",
+                           reason="FieldValueRequired", group="k8s.ovn.org")
+        status, st = self.api.request("PATCH", EIPS + "/eip-a",
+                                      {"status": {"items": [{"node": "x", "egressIP": "192.0.2.10", "ip": "y"}]}},
+                                      ctype="application/merge-patch+json")
+        self.assertEqual((status, st.get("reason")), (400, "BadRequest"), st)
+        self.assertIn('strict decoding error: unknown field "status.items[0].ip"', st["message"])
+
+    def test_namespaces_and_pods(self):
+        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {"env": "prod"}}}
+        self.assertEqual(self.api.request("POST", "/api/v1/namespaces", ns)[0], 201)
+        status, out = self.api.request("GET", "/api/v1/namespaces/shop")
+        self.assertEqual((status, out["metadata"]["labels"]), (200, {"env": "prod"}))
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "labels": {"app": "web"}},
+               "spec": {"nodeName": "worker-1"}}
+        self.assertEqual(self.api.request("POST", "/api/v1/namespaces/shop/pods", pod)[0], 201)
+        # A pod's addresses are status, written by its kubelet through /status.
+        status, out = self.api.request("PATCH", "/api/v1/namespaces/shop/pods/web-1/status",
+                                       {"status": {"phase": "Running", "podIPs": [{"ip": "10.128.0.5"}]}},
+                                       ctype="application/merge-patch+json")
+        self.assertEqual((status, out["status"]["podIPs"]), (200, [{"ip": "10.128.0.5"}]), out)
+        status, out = self.api.request("GET", "/api/v1/pods?labelSelector=app%3Dweb")
+        self.assertEqual([i["metadata"]["name"] for i in out["items"]], ["web-1"])
+        self.assertEqual(self.api.request("GET", "/api/v1/namespaces/shop/status")[0], 404)
 
     def test_lease_fields_and_micro_time(self):
         def lease(**spec):

@@ -13,6 +13,9 @@ the kind (a Lease time that is not a MicroTime) is a 400 BadRequest, as in the r
   * EgressService: the openAPIV3Schema of docker/k8s/crd-egressservice.yaml (types, the
     sourceIPBy enum, required fields), checked with python3-jsonschema; fields the schema does not
     know are pruned, as a structural schema does.
+  * EgressIP: the openAPIV3Schema of docker/k8s/crd-egressip.yaml, checked the same way, but a
+    field the schema does not know is refused (400, "strict decoding error: unknown field"), as
+    kube-apiserver does for a client asking fieldValidation=Strict (kubectl's default).
   * Lease: acquireTime and renewTime are MicroTime (RFC 3339 with exactly six fractional digits),
     leaseDurationSeconds > 0, leaseTransitions >= 0, holderIdentity a string.
 """
@@ -58,6 +61,7 @@ VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric c
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CRD_PATH = os.path.join(HERE, "..", "..", "docker", "k8s", "crd-egressservice.yaml")
+EGRESS_IP_CRD_PATH = os.path.join(HERE, "..", "..", "docker", "k8s", "crd-egressip.yaml")
 
 
 class FieldError:
@@ -169,19 +173,55 @@ def label_errors(obj):
 # EgressService: the CRD's schema
 
 
-_crd_schema = None
+_crd_schemas = {}
+
+
+def _v1_schema(path):
+    """The openAPIV3Schema of version v1 of the CRD in `path` (read once)."""
+    if path not in _crd_schemas:
+        yaml = debian_module("yaml")
+        with open(path) as f:
+            crd = yaml.safe_load(f)
+        versions = crd["spec"]["versions"]
+        _crd_schemas[path] = next(v for v in versions if v["name"] == "v1")["schema"]["openAPIV3Schema"]
+    return _crd_schemas[path]
 
 
 def egress_service_schema():
-    """The openAPIV3Schema of the EgressService CRD (read once)."""
-    global _crd_schema
-    if _crd_schema is None:
-        yaml = debian_module("yaml")
-        with open(CRD_PATH) as f:
-            crd = yaml.safe_load(f)
-        versions = crd["spec"]["versions"]
-        _crd_schema = next(v for v in versions if v["name"] == "v1")["schema"]["openAPIV3Schema"]
-    return _crd_schema
+    """The openAPIV3Schema of the EgressService CRD."""
+    return _v1_schema(CRD_PATH)
+
+
+def egress_ip_schema():
+    """The openAPIV3Schema of the EgressIP CRD."""
+    return _v1_schema(EGRESS_IP_CRD_PATH)
+
+
+def unknown_fields(obj, schema, path=""):
+    """The paths of obj ("spec.foo", "spec.egressIPs[0]"...) that the structural schema does not
+    know, in order: what a strict decoder refuses (apiVersion, kind and metadata are not checked)."""
+    out = []
+    if not isinstance(schema, dict):
+        return out
+    if isinstance(obj, dict) and schema.get("type") == "object":
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            return out
+        for k, v in obj.items():
+            here = f"{path}.{k}" if path else k
+            if not path and k in ("apiVersion", "kind", "metadata"):
+                continue
+            if props is not None and k in props:
+                out += unknown_fields(v, props[k], here)
+            elif isinstance(extra, dict):
+                out += unknown_fields(v, extra, here)
+            elif props is not None or extra is not None:
+                out.append(here)
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for i, v in enumerate(obj):
+            out += unknown_fields(v, schema["items"], f"{path}[{i}]")
+    return out
 
 
 def prune(obj, schema, top=True):
@@ -294,6 +334,12 @@ def validate(kind, obj):
     if kind == "EgressService":
         schema = egress_service_schema()
         obj = prune(copy.deepcopy(obj), schema)
+        errs += schema_errors(obj, schema)
+    elif kind == "EgressIP":
+        schema = egress_ip_schema()
+        unknown = unknown_fields(obj, schema)
+        if unknown:
+            raise DecodeError("strict decoding error: " + ", ".join(f'unknown field "{u}"' for u in unknown))
         errs += schema_errors(obj, schema)
     elif kind == "Lease":
         errs += lease_checks(obj)

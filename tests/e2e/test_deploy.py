@@ -127,6 +127,9 @@ def _check_common(name, doc, problems):
 
 
 def _check_crd(name, doc, problems):
+    if doc["metadata"]["name"] == "egressips.k8s.ovn.org":
+        _check_egress_ip_crd(name, doc, problems)
+        return
     spec = doc.get("spec", {})
     want = {"group": "k8s.ovn.org", "scope": "Namespaced"}
     for k, v in want.items():
@@ -165,6 +168,47 @@ def _check_crd(name, doc, problems):
     status = _get(schema, "properties", "status", default={})
     if _get(status, "properties", "host", "type") != "string" or status.get("required") != ["host"]:
         problems.append(f"{name}: status.host must be a required string")
+
+
+def _check_egress_ip_crd(name, doc, problems):
+    """The EgressIP CRD as upstream defines it: cluster-scoped, short name eip, v1 without
+    subresources (status is written with the object), its three printer columns, and the fields
+    egw reads."""
+    spec = doc.get("spec", {})
+    if (spec.get("group"), spec.get("scope")) != ("k8s.ovn.org", "Cluster"):
+        problems.append(f"{name}: EgressIP CRD must be group k8s.ovn.org, scope Cluster")
+    names = {"kind": "EgressIP", "listKind": "EgressIPList", "plural": "egressips", "singular": "egressip",
+             "shortNames": ["eip"]}
+    if spec.get("names") != names:
+        problems.append(f"{name}: CRD names {spec.get('names')} != {names}")
+    versions = spec.get("versions") or []
+    if [v.get("name") for v in versions] != ["v1"]:
+        problems.append(f"{name}: CRD must have exactly version v1")
+        return
+    v1 = versions[0]
+    if v1.get("served") is not True or v1.get("storage") is not True:
+        problems.append(f"{name}: v1 must be served and stored")
+    if v1.get("subresources", {}) != {}:
+        problems.append(f"{name}: v1 must have no subresources (upstream writes status with the object)")
+    columns = [(c.get("name"), c.get("jsonPath")) for c in v1.get("additionalPrinterColumns") or []]
+    if columns != [("EgressIPs", ".spec.egressIPs[*]"), ("Assigned Node", ".status.items[*].node"),
+                   ("Assigned EgressIPs", ".status.items[*].egressIP")]:
+        problems.append(f"{name}: printer columns {columns}")
+    schema = _get(v1, "schema", "openAPIV3Schema", default={})
+    spec_schema = _get(schema, "properties", "spec", default={})
+    if spec_schema.get("required") != ["egressIPs", "namespaceSelector"]:
+        problems.append(f"{name}: spec must require egressIPs and namespaceSelector")
+    if _get(spec_schema, "properties", "egressIPs", "items", "type") != "string":
+        problems.append(f"{name}: spec.egressIPs must be a list of strings")
+    for sel in ("namespaceSelector", "podSelector"):
+        selector = _get(spec_schema, "properties", sel, default={})
+        if set(_get(selector, "properties", default={})) != {"matchLabels", "matchExpressions"}:
+            problems.append(f"{name}: spec.{sel} must be a LabelSelector")
+        if _get(selector, "properties", "matchExpressions", "items", "required") != ["key", "operator"]:
+            problems.append(f"{name}: spec.{sel} matchExpressions items need key and operator")
+    item = _get(schema, "properties", "status", "properties", "items", "items", default={})
+    if item.get("required") != ["egressIP", "node"]:
+        problems.append(f"{name}: status.items[] must require egressIP and node")
 
 
 def _check_rbac(docs, problems):
@@ -495,7 +539,7 @@ class Manifests(unittest.TestCase):
         self.assertEqual(k["kind"], "Kustomization")
         for f in k["resources"]:
             self.assertTrue((K8S / f).is_file(), f)
-        self.assertEqual(set(k["resources"]), {"namespace.yaml", "crd-egressservice.yaml", "rbac.yaml",
+        self.assertEqual(set(k["resources"]), {"namespace.yaml", "crd-egressservice.yaml", "crd-egressip.yaml", "rbac.yaml",
                                                "configmap.yaml", "daemonset.yaml", "networkpolicy.yaml"})
 
     def test_every_object_is_a_kind_of_the_schemas(self):

@@ -36,6 +36,8 @@ import test_metrics  # noqa: E402  (the exposition read through promtool, and th
 
 EGWCTL = harness.egwctl_binary()
 RESOURCES = ("egressservices", "services", "endpointslices", "nodes", "leases")
+# Watched for EgressIP by a client of their own (docs/kubernetes.md, "EgressIP").
+EGRESS_IP_RESOURCES = ("egressips", "namespaces", "pods")
 PEER = HERE / "peer.py"
 DEMO_CONFIG = REPO / "config" / "demo.json"
 
@@ -319,8 +321,12 @@ class KubernetesSourceE2E(unittest.TestCase):
         r = run([str(EGWCTL), "-p", FILE_PREFIX, "--json", "show", "k8s"], 20)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         resources = json.loads(r.stdout)["resources"]
-        self.assertEqual(sorted(res["resource"] for res in resources), sorted(RESOURCES))
+        # `show k8s` also lists EgressIP's reflectors, which have no metrics yet.
+        self.assertEqual(sorted(res["resource"] for res in resources), sorted(RESOURCES + EGRESS_IP_RESOURCES))
         for res in resources:
+            if res["resource"] in EGRESS_IP_RESOURCES:
+                self.assertTrue(res["synced"] and res["watching"], res)
+                continue
             name = res["resource"]
             self.assertEqual(res["lists"] - 1, v(f, "egw_k8s_relists_total", resource=name), res)
             self.assertEqual(res["list_failures"], v(f, "egw_k8s_list_failures_total", resource=name), res)
@@ -516,6 +522,52 @@ class KubernetesSourceE2E(unittest.TestCase):
             api.delete("Service", "dual")
         harness.eventually_consistently(lambda: labelled() == [], CONVERGE_TIMEOUT, HOLD_STATE,
                                         lambda: f"{dual_label} still on {labelled()}\n{self.diag()}")
+
+    def test_10_egress_ip_sources_follow_namespace_and_pod_relabels(self):
+        # Sources and selection only: what egwd holds is read from `show k8s` and its log, since
+        # nothing of EgressIP reaches the data plane yet.
+        api = self.h.api
+
+        def selected():
+            r = run([str(EGWCTL), "-p", FILE_PREFIX, "--json", "show", "k8s"], 20)
+            j = json.loads(r.stdout)["egress_ips"] if r.returncode == 0 else {}
+            return {e["name"]: (e["namespaces"], e["pods"], e["pod_ips"]) for e in j.get("selected", [])}
+
+        def expect(want, what):
+            self.wait_for(lambda: selected().get("eip-shop") == want, CONVERGE_TIMEOUT,
+                          lambda: f"{what}: want {want}, got {selected()}\n{tail(self.egwd_log_path)}")
+
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"namespace": "shop", "name": "web-1", "labels": {"app": "web"}},
+               "spec": {"nodeName": "worker-1"},
+               "status": {"phase": "Running", "podIPs": [{"ip": "10.128.7.5"}, {"ip": "fd00:10:128::7:5"}]}}
+        try:
+            api.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {}}})
+            api.upsert(pod)
+            api.upsert({"apiVersion": "k8s.ovn.org/v1", "kind": "EgressIP", "metadata": {"name": "eip-shop"},
+                        "spec": {"egressIPs": ["192.0.2.70", "2001:db8::70"],
+                                 "namespaceSelector": {"matchLabels": {"egress": "shop"}},
+                                 "podSelector": {"matchExpressions": [{"key": "app", "operator": "In",
+                                                                       "values": ["web"]}]}}})
+            expect((0, 0, 0), "the namespace is not labelled")
+            api.upsert({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": "shop", "labels": {"egress": "shop"}}})
+            expect((1, 1, 2), "the namespace labelled in")
+            api.upsert({**pod, "metadata": {**pod["metadata"], "labels": {"app": "db"}}})
+            expect((1, 0, 0), "the pod labelled out")
+            api.upsert(pod)
+            expect((1, 1, 2), "the pod labelled back")
+            api.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {}}})
+            expect((0, 0, 0), "the namespace labelled out")
+            log = self.egwd_log_path.read_text(errors="replace")
+            self.assertIn("EgressIP eip-shop (192.0.2.70, 2001:db8::70) selects", log)
+            table = run([str(EGWCTL), "-p", FILE_PREFIX, "show", "k8s"], 20).stdout
+            self.assertIn("EgressIP (sources only, not served yet): 1 object(s)", table)
+        finally:
+            api.delete("EgressIP", "eip-shop", namespace="")
+            api.delete("Pod", "web-1", namespace="shop")
+            api.delete("Namespace", "shop", namespace="")
+        self.wait_for(lambda: "eip-shop" not in selected(), CONVERGE_TIMEOUT, lambda: f"{selected()}")
 
     def test_98_rbac_grants_exactly_what_egwd_asked_for(self):
         # The test API server authorizes egwd with docker/k8s/rbac.yaml and logs every request with

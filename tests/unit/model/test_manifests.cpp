@@ -563,3 +563,61 @@ TEST(DemoManifests, ParseAndEvaluate) {
     EXPECT_EQ(web.ip_families, (std::vector<std::string>{"IPv4", "IPv6"}));
     EXPECT_EQ(web.ip_family_policy, "RequireDualStack");
 }
+
+// The files source reads EgressIP's kinds as the kubernetes source does: a Pod without a
+// namespace is in "default", an EgressIP and a Namespace are cluster-scoped, and an EgressIP with
+// a selector Kubernetes would refuse is an error naming the file and the field.
+TEST_F(ManifestTest, EgressIPNamespacesAndPods) {
+    write("eip.yaml", R"(apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+  labels: {env: prod}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-1
+  labels: {app: web}
+spec: {nodeName: worker-1}
+status:
+  phase: Running
+  podIPs: [{ip: 10.128.0.5}, {ip: "fd00::5"}]
+---
+apiVersion: k8s.ovn.org/v1
+kind: EgressIP
+metadata: {name: prod}
+spec:
+  egressIPs: [192.0.2.10]
+  namespaceSelector: {matchLabels: {env: prod}}
+  podSelector:
+    matchExpressions: [{key: app, operator: NotIn, values: [db]}]
+)");
+    ManifestDir md(dir.string());
+    auto r = md.scan();
+    EXPECT_TRUE(r.errors.empty()) << joined(r.errors);
+    const auto& objs = md.objects();
+    ASSERT_EQ(objs.namespaces.count("shop"), 1u);
+    EXPECT_EQ(objs.namespaces.at("shop").meta.labels.at("env"), "prod");
+    ASSERT_EQ(objs.pods.count("default/web-1"), 1u);
+    EXPECT_EQ(objs.pods.at("default/web-1").ips.size(), 2u);
+    ASSERT_EQ(objs.egress_ips.count("prod"), 1u);
+    EXPECT_EQ(objs.egress_ips.at("prod").pod_selector.match_expressions.at(0).op, "NotIn");
+
+    write("bad.yaml", R"(apiVersion: k8s.ovn.org/v1
+kind: EgressIP
+metadata: {name: bad}
+spec:
+  egressIPs: [192.0.2.11]
+  namespaceSelector:
+    matchExpressions: [{key: env, operator: Exists, values: [prod]}]
+)");
+    r = md.scan();
+    ASSERT_EQ(r.errors.size(), 1u) << joined(r.errors);
+    EXPECT_NE(r.errors[0].find("bad.yaml"), std::string::npos) << r.errors[0];
+    EXPECT_NE(r.errors[0].find("spec.namespaceSelector.matchExpressions[0].values: operator Exists takes no values"),
+              std::string::npos)
+        << r.errors[0];
+    EXPECT_EQ(md.objects().egress_ips.count("bad"), 0u);
+    EXPECT_EQ(md.objects().egress_ips.count("prod"), 1u);  // the rest is kept
+}

@@ -172,7 +172,7 @@ TEST(Objects, MetadataAndKindErrors) {
     j = json::parse(R"({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}})");
     EXPECT_EQ(error_of(j),
               "$.kind: unsupported kind \"Deployment\" (apiVersion \"apps/v1\"); egw reads "
-              "EgressService, Service, EndpointSlice, Node and Lease");
+              "EgressService, Service, EndpointSlice, Node, Lease, EgressIP, Namespace and Pod");
 
     EXPECT_EQ(error_of(json::array()), "$: expected a Kubernetes object, got an array");
 }
@@ -186,7 +186,11 @@ TEST(Objects, SupportedKinds) {
     EXPECT_FALSE(egw::model::is_supported_kind("discovery.k8s.io/v1beta1", "EndpointSlice"));
     EXPECT_FALSE(egw::model::is_supported_kind("v1", "ConfigMap"));
     EXPECT_FALSE(egw::model::is_supported_kind("v1", "List"));
-    EXPECT_FALSE(egw::model::is_supported_kind("k8s.ovn.org/v1", "EgressIP"));
+    EXPECT_TRUE(egw::model::is_supported_kind("k8s.ovn.org/v1", "EgressIP"));
+    EXPECT_TRUE(egw::model::is_supported_kind("v1", "Namespace"));
+    EXPECT_TRUE(egw::model::is_supported_kind("v1", "Pod"));
+    EXPECT_FALSE(egw::model::is_supported_kind("k8s.ovn.org/v1", "EgressQoS"));
+    EXPECT_FALSE(egw::model::is_supported_kind("v1", "EgressIP"));
 }
 
 TEST(Objects, Service) {

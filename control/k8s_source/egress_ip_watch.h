@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// EgressIP sources (docs/kubernetes.md, "EgressIP"): EgressIPs, Namespaces and Pods, listed and
+// watched with the same reflectors as the EgressService kinds (bookmarks, relist on 410, backoff),
+// and which pods each EgressIP selects, kept up to date one change at a time.
+//
+// It has a k8s::Client of its own, so that the EgressService path is untouched by it: a cluster
+// without the EgressIP CRD, or RBAC without pods, costs failing reflectors here (logged once per
+// streak, shown by `show k8s`) and nothing else; the EgressService cache never holds the pods, and
+// its sync, liveness and decisions do not wait for them.
+//
+// Nothing is programmed into the data plane yet: the selection is kept, logged once every kind
+// has been listed (one line per EgressIP) and then whenever an EgressIP changes, and reported by
+// stats() (`show k8s`, key "egress_ips").
+//
+// Threads: the client's reflectors call on_change(), serialised by a mutex; a thread of its own
+// waits for the first lists to log what they brought; stats() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "control/k8s/client.h"
+#include "control/model/egress_ip_selection.h"
+
+namespace egw::k8s_source {
+
+struct EgressIPSelectedStats {
+    std::string name;
+    std::vector<std::string> egress_ips;  // spec.egressIPs, canonical text
+    size_t namespaces = 0;                // matched by namespaceSelector
+    size_t pods = 0;                      // selected pods
+    size_t pod_ips = 0;                   // their addresses
+};
+
+struct EgressIPWatchStats {
+    bool synced = false;  // the three kinds have been listed once
+    size_t egress_ip_objects = 0;
+    size_t namespaces = 0;
+    size_t pods = 0;
+    uint64_t selection_changes = 0;               // EgressIPs whose selection changed, summed over changes
+    std::vector<EgressIPSelectedStats> selected;  // by name
+};
+
+class EgressIPWatch {
+public:
+    static std::vector<model::Kind> kinds();  // EgressIP, Namespace, Pod
+
+    // Throws k8s::CredentialError as k8s::Client does.
+    EgressIPWatch(k8s::Credentials creds, k8s::ClientOptions opts);
+    ~EgressIPWatch();
+    EgressIPWatch(const EgressIPWatch&) = delete;
+    EgressIPWatch& operator=(const EgressIPWatch&) = delete;
+
+    void start();
+    void stop();
+
+    EgressIPWatchStats stats() const;
+    // The pod addresses one EgressIP selects, sorted (empty when unknown).
+    std::vector<net::IpAddr> selected_ips(const std::string& egress_ip) const;
+    k8s::Client& client() { return *client_; }
+
+private:
+    void on_change(const k8s::Change& c);
+    void log_when_synced();
+    // Caller holds mu_. Says nothing for a version (or an absence) already said.
+    void log_egress_ip(const model::ObjectSet& objs, const std::string& name);
+
+    std::unique_ptr<k8s::Client> client_;
+    mutable std::mutex mu_;  // guards selection_, the counters and synced_logged_
+    model::EgressIPSelection selection_;
+    uint64_t selection_changes_ = 0;
+    bool synced_logged_ = false;  // the first lists have been logged: log each EgressIP change
+    // The resourceVersion of each EgressIP whose line was logged last (guarded by mu_).
+    std::map<std::string, std::string> logged_versions_;
+    std::thread sync_logger_;
+    std::atomic<bool> stopping_{false};
+};
+
+// stats() as JSON, for `show k8s`.
+nlohmann::json to_json(const EgressIPWatchStats& s);
+
+}  // namespace egw::k8s_source
