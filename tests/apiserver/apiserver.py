@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """A small Kubernetes API server for egw's control-plane tests.
 
-It serves the five kinds egw reads (Node, Service, EndpointSlice, EgressService, Lease) the way
-kube-apiserver does over JSON, from an in-memory multi-version store that behaves like etcd: one
-global resourceVersion counter, every write gets the next revision, and history is kept until it
-is compacted.
+It serves the kinds egw reads (Node, Service, EndpointSlice, EgressService, Lease; and EgressFirewall,
+which no state source of egw watches yet) the way kube-apiserver does over JSON, from an in-memory
+multi-version store that behaves like etcd: one global resourceVersion counter, every write gets
+the next revision, and history is kept until it is compacted.
 
 Protocol points it reproduces:
   * list: resourceVersion of the list, limit + continue (each page is read from the snapshot of the
@@ -29,14 +29,15 @@ Protocol points it reproduces:
   * get, create (POST, 409 AlreadyExists), update (PUT, resourceVersion precondition -> 409
     Conflict), patch (merge-patch+json, json-patch+json, and strategic-merge-patch+json for
     built-in kinds only; 415 otherwise), delete.
-  * the status subresource of Node, Service and EgressService: a write to the main resource keeps
+  * the status subresource of Node, Service, EgressService and EgressFirewall: a write to the main resource keeps
     the stored status, a write to /status changes only status. metadata.generation counts spec
     changes of custom resources. Writes that change nothing do not create a revision.
   * bearer-token authentication (--token as --token-user, --admin-token unrestricted), and client
     certificates over TLS (--client-ca, the user is the common name); errors are Status objects
     (kind Status, code, reason, message, details).
   * validation of writes as kube-apiserver does it (validation.py): label keys and values, the
-    EgressService CRD's schema (docker/k8s/crd-egressservice.yaml; unknown fields pruned), Lease
+    EgressService CRD's schema (docker/k8s/crd-egressservice.yaml; unknown fields pruned), the
+    EgressFirewall CRD's (tests/apiserver/crd-egressfirewall.yaml), Lease
     fields and MicroTime; 422 Invalid with details.causes, or 400 for an undecodable body.
   * RBAC authorization (--rbac docker/k8s/rbac.yaml, authz.py): a request outside the rules gets
     403 Forbidden with kube-apiserver's message.
@@ -126,6 +127,7 @@ RESOURCES = [
     Resource("", "v1", "services", "Service", True, True, True),
     Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True, False, True),
     Resource("k8s.ovn.org", "v1", "egressservices", "EgressService", True, True, False),
+    Resource("k8s.ovn.org", "v1", "egressfirewalls", "EgressFirewall", True, True, False),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, False, True),
 ]
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}

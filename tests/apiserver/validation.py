@@ -13,6 +13,9 @@ the kind (a Lease time that is not a MicroTime) is a 400 BadRequest, as in the r
   * EgressService: the openAPIV3Schema of docker/k8s/crd-egressservice.yaml (types, the
     sourceIPBy enum, required fields), checked with python3-jsonschema; fields the schema does not
     know are pruned, as a structural schema does.
+  * EgressFirewall: the same with the schema of tests/apiserver/crd-egressfirewall.yaml (Allow or
+    Deny, exactly one destination, TCP/UDP/SCTP, ports 1-65535, a dnsName pattern), with
+    kube-apiserver's wording for patterns, bounds and property counts.
   * Lease: acquireTime and renewTime are MicroTime (RFC 3339 with exactly six fractional digits),
     leaseDurationSeconds > 0, leaseTransitions >= 0, holderIdentity a string.
 """
@@ -58,11 +61,13 @@ VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric c
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CRD_PATH = os.path.join(HERE, "..", "..", "docker", "k8s", "crd-egressservice.yaml")
+# OVN-Kubernetes installs this one; egw ships no copy, so the test server keeps its own.
+EGRESS_FIREWALL_CRD_PATH = os.path.join(HERE, "crd-egressfirewall.yaml")
 
 
 class FieldError:
-    """One field.Error: reason is FieldValueInvalid, FieldValueRequired, FieldValueNotSupported or
-    FieldValueTypeInvalid."""
+    """One field.Error: reason is FieldValueInvalid, FieldValueRequired, FieldValueNotSupported,
+    FieldValueTypeInvalid or FieldValueTooMany."""
 
     def __init__(self, reason, field, detail, value=None, has_value=True):
         self.reason = reason
@@ -79,6 +84,8 @@ class FieldError:
             return f"Unsupported value: {json.dumps(self.value)}: {self.detail}"
         if self.reason == "FieldValueTypeInvalid":
             return f"Invalid value: {json.dumps(self.value)}: {self.detail}"
+        if self.reason == "FieldValueTooMany":
+            return f"Too many: {self.value}: {self.detail}"
         return f"Invalid value: {render(self.value)}: {self.detail}"
 
 
@@ -184,6 +191,21 @@ def egress_service_schema():
     return _crd_schema
 
 
+_egress_firewall_schema = None
+
+
+def egress_firewall_schema():
+    """The openAPIV3Schema of the EgressFirewall CRD (read once)."""
+    global _egress_firewall_schema
+    if _egress_firewall_schema is None:
+        yaml = debian_module("yaml")
+        with open(EGRESS_FIREWALL_CRD_PATH) as f:
+            crd = yaml.safe_load(f)
+        versions = crd["spec"]["versions"]
+        _egress_firewall_schema = next(v for v in versions if v["name"] == "v1")["schema"]["openAPIV3Schema"]
+    return _egress_firewall_schema
+
+
 def prune(obj, schema, top=True):
     """Drops what a structural schema does not specify (apiVersion, kind and metadata stay)."""
     if not isinstance(schema, dict):
@@ -238,6 +260,19 @@ def schema_errors(obj, schema):
             out.append(FieldError("FieldValueTypeInvalid", field,
                                   f"{field} in body must be of type {e.validator_value}: {json.dumps(got)}",
                                   got))
+        elif e.validator == "pattern":
+            out.append(FieldError("FieldValueInvalid", field,
+                                  f"{field} in body should match '{e.validator_value}'", e.instance))
+        elif e.validator in ("minimum", "maximum"):
+            than = "greater" if e.validator == "minimum" else "less"
+            out.append(FieldError("FieldValueInvalid", field,
+                                  f"{field} in body should be {than} than or equal to {e.validator_value}",
+                                  e.instance))
+        elif e.validator == "maxProperties":
+            out.append(FieldError("FieldValueTooMany", field,
+                                  f"must have at most {e.validator_value} items", len(e.instance)))
+        elif e.validator == "minProperties":
+            out.append(FieldError("FieldValueRequired", field, "", has_value=False))
         else:
             out.append(FieldError("FieldValueInvalid", field, e.message, e.instance))
     return out
@@ -293,6 +328,10 @@ def validate(kind, obj):
     errs = label_errors(obj)
     if kind == "EgressService":
         schema = egress_service_schema()
+        obj = prune(copy.deepcopy(obj), schema)
+        errs += schema_errors(obj, schema)
+    elif kind == "EgressFirewall":
+        schema = egress_firewall_schema()
         obj = prune(copy.deepcopy(obj), schema)
         errs += schema_errors(obj, schema)
     elif kind == "Lease":
