@@ -85,7 +85,8 @@ inline uint32_t firewall_result(uint32_t rule_index, bool deny) {
 class EgressFirewallTable {
 public:
     // Compiles the rules into a table for policy `version`. On failure returns nullptr and says
-    // why in *error (a rule out of range, or rte_acl's own error for a context it cannot make).
+    // why in *error, which must not be null (a rule out of range, or rte_acl's own error for a
+    // context it cannot make). Control thread only: it allocates.
     static std::unique_ptr<EgressFirewallTable> build(const FirewallAclRule* rules, size_t n, uint32_t version,
                                                       std::string* error);
     ~EgressFirewallTable();

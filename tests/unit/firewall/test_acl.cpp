@@ -124,6 +124,25 @@ TEST(FirewallAcl, FirstMatchPortsFamiliesAndNamespaces) {
     }
 }
 
+// Tables of the same version live side by side (the published one and its replacement being built)
+// and each keeps its own rules after the other is gone: rte_acl_create() would hand back an
+// existing context of the same name.
+TEST(FirewallAcl, TablesOfOneVersionAreIndependent) {
+    const std::vector<FirewallRule> deny = {{FirewallAction::deny, cidr("10.0.0.0/8"), {}}};
+    const std::vector<FirewallRule> allow = {{FirewallAction::allow, cidr("10.0.0.0/8"), {}},
+                                             {FirewallAction::deny, cidr("2001:db8::/32"), {}}};
+    auto a = build({{"a", &deny, model::resolve_egress_firewall(deny, {}, {})}}, 5);
+    auto b = build({{"b", &allow, model::resolve_egress_firewall(allow, {}, {})}}, 5);
+    ASSERT_TRUE(a && b);
+    const FirewallFlow to_10{ip("10.1.2.3"), IPPROTO_UDP, 53};
+    EXPECT_EQ(verdict_of(classify(*a, 1, to_10)), (FirewallVerdict{FirewallAction::deny, 0}));
+    EXPECT_EQ(verdict_of(classify(*b, 1, to_10)), (FirewallVerdict{FirewallAction::allow, 0}));
+    a.reset();
+    EXPECT_EQ(verdict_of(classify(*b, 1, to_10)), (FirewallVerdict{FirewallAction::allow, 0}));
+    EXPECT_EQ(verdict_of(classify(*b, 1, {ip("2001:db8::1"), IPPROTO_TCP, 1})),
+              (FirewallVerdict{FirewallAction::deny, 1}));
+}
+
 TEST(FirewallAcl, NoRulesClassifiesEverythingAsNoMatch) {
     std::string error;
     auto t = dp::EgressFirewallTable::build(nullptr, 0, 1, &error);
