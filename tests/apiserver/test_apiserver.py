@@ -22,6 +22,7 @@ SERVER = os.path.join(HERE, "apiserver.py")
 NODES = "/api/v1/nodes"
 SVCS = "/api/v1/namespaces/default/services"
 ES = "/apis/k8s.ovn.org/v1/namespaces/default/egressservices"
+EF = "/apis/k8s.ovn.org/v1/namespaces/default/egressfirewalls"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/egw/leases"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
 EIPS = "/apis/k8s.ovn.org/v1/egressips"
@@ -214,7 +215,7 @@ class ListTest(ApiServerTest):
     def test_errors_are_status_objects(self):
         status, st = self.api.request("GET", "/api/v1/configmaps")
         self.assertEqual((status, st["kind"], st["reason"]), (404, "Status", "NotFound"))
-        status, st = self.api.request("GET", "/apis/k8s.ovn.org/v1/namespaces/default/egressfirewalls")
+        status, st = self.api.request("GET", "/apis/k8s.ovn.org/v1/namespaces/default/egressqoses")
         self.assertEqual(status, 404)
         status, st = self.api.request("GET", NODES + "/missing")
         self.assertEqual((status, st["reason"], st["details"]["name"]), (404, "NotFound", "missing"))
@@ -235,7 +236,8 @@ class ListTest(ApiServerTest):
         status, doc = self.api.request("GET", "/apis/k8s.ovn.org/v1")
         self.assertEqual(status, 200)
         names = {r["name"] for r in doc["resources"]}
-        self.assertEqual(names, {"egressservices", "egressservices/status", "egressips"})
+        self.assertEqual(names, {"egressservices", "egressservices/status", "egressips", "egressfirewalls",
+                                 "egressfirewalls/status"})
         eip = next(r for r in doc["resources"] if r["name"] == "egressips")
         self.assertEqual((eip["kind"], eip["namespaced"]), ("EgressIP", False))
         status, doc = self.api.request("GET", "/apis")
@@ -528,6 +530,48 @@ class ValidationTest(ApiServerTest):
                                        ctype="application/merge-patch+json")
         self.assertEqual((status, out["metadata"]["labels"]), (200, ok))
         self.assertEqual(self.api.request("GET", SVCS + "/s")[0], 404)
+
+    def test_egress_firewall_schema(self):
+        def firewall(*rules):
+            return {"apiVersion": "k8s.ovn.org/v1", "kind": "EgressFirewall",
+                    "metadata": {"name": "default", "namespace": "default"}, "spec": {"egress": list(rules)}}
+
+        cidr = {"cidrSelector": "192.0.2.0/24"}
+        for fw, field, fragment, reason in (
+                (firewall({"type": "allow", "to": cidr}), "spec.egress[0].type",
+                 "spec.egress[0].type in body should match '^Allow|Deny$'", "FieldValueInvalid"),
+                (firewall({"type": "Deny"}), "spec.egress[0].to", "Required value", "FieldValueRequired"),
+                (firewall({"type": "Deny", "to": {}}), "spec.egress[0].to", "Required value", "FieldValueRequired"),
+                (firewall({"type": "Deny", "to": {"cidrSelector": "10.0.0.0/8", "dnsName": "a.example"}}),
+                 "spec.egress[0].to", "Too many: 2: must have at most 1 items", "FieldValueTooMany"),
+                (firewall({"type": "Deny", "to": {"dnsName": "a..example"}}), "spec.egress[0].to.dnsName",
+                 "should match", "FieldValueInvalid"),
+                (firewall({"type": "Deny", "to": cidr, "ports": [{"protocol": "ICMP", "port": 1}]}),
+                 "spec.egress[0].ports[0].protocol", "should match '^TCP|UDP|SCTP$'", "FieldValueInvalid"),
+                (firewall({"type": "Deny", "to": cidr, "ports": [{"protocol": "TCP", "port": 0}]}),
+                 "spec.egress[0].ports[0].port", "Invalid value: 0: spec.egress[0].ports[0].port in body should be "
+                 "greater than or equal to 1", "FieldValueInvalid"),
+                (firewall({"type": "Deny", "to": cidr, "ports": [{"protocol": "TCP", "port": 65536}]}),
+                 "spec.egress[0].ports[0].port", "should be less than or equal to 65535", "FieldValueInvalid"),
+                (firewall({"type": "Deny", "to": cidr, "ports": [{"protocol": "TCP"}]}),
+                 "spec.egress[0].ports[0].port", "Required value", "FieldValueRequired")):
+            with self.subTest(fw=fw["spec"]):
+                self.assertInvalid(self.api.request("POST", EF, fw), "EgressFirewall", "default", field, fragment,
+                                   reason=reason, group="k8s.ovn.org")
+        self.assertEqual(self.api.request("GET", EF + "/default")[0], 404)
+        # A valid one is stored with unknown fields pruned, and its status is a subresource.
+        fw = firewall({"type": "Allow", "to": {"dnsName": "*.example.com"},
+                       "ports": [{"protocol": "UDP", "port": 53}]},
+                      {"type": "Deny", "to": {"nodeSelector": {"matchLabels": {"role": "db"}}}, "extra": 1})
+        status, out = self.api.request("POST", EF, fw)
+        self.assertEqual(status, 201, out)
+        self.assertEqual(out["spec"]["egress"][1],
+                         {"type": "Deny", "to": {"nodeSelector": {"matchLabels": {"role": "db"}}}})
+        applied = {"status": {"status": "EgressFirewall Rules applied"}}
+        status, out = self.api.request("PATCH", EF + "/default/status", applied, ctype="application/merge-patch+json")
+        self.assertEqual((status, out["status"]), (200, {"status": "EgressFirewall Rules applied"}))
+        _, lst = self.api.request("GET", "/apis/k8s.ovn.org/v1/egressfirewalls")
+        self.assertEqual([(o["kind"], o["metadata"]["name"]) for o in lst["items"]], [("EgressFirewall", "default")])
 
     def test_egress_service_schema(self):
         es = egress_service("e")

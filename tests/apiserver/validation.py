@@ -16,6 +16,9 @@ the kind (a Lease time that is not a MicroTime) is a 400 BadRequest, as in the r
   * EgressIP: the openAPIV3Schema of docker/k8s/crd-egressip.yaml, checked the same way, but a
     field the schema does not know is refused (400, "strict decoding error: unknown field"), as
     kube-apiserver does for a client asking fieldValidation=Strict (kubectl's default).
+  * EgressFirewall: the same with the schema of tests/apiserver/crd-egressfirewall.yaml (Allow or
+    Deny, exactly one destination, TCP/UDP/SCTP, ports 1-65535, a dnsName pattern), with
+    kube-apiserver's wording for patterns, bounds and property counts.
   * Lease: acquireTime and renewTime are MicroTime (RFC 3339 with exactly six fractional digits),
     leaseDurationSeconds > 0, leaseTransitions >= 0, holderIdentity a string.
 """
@@ -62,11 +65,13 @@ VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric c
 HERE = os.path.dirname(os.path.abspath(__file__))
 CRD_PATH = os.path.join(HERE, "..", "..", "docker", "k8s", "crd-egressservice.yaml")
 EGRESS_IP_CRD_PATH = os.path.join(HERE, "..", "..", "docker", "k8s", "crd-egressip.yaml")
+# OVN-Kubernetes installs this one; egw ships no copy, so the test server keeps its own.
+EGRESS_FIREWALL_CRD_PATH = os.path.join(HERE, "crd-egressfirewall.yaml")
 
 
 class FieldError:
-    """One field.Error: reason is FieldValueInvalid, FieldValueRequired, FieldValueNotSupported or
-    FieldValueTypeInvalid."""
+    """One field.Error: reason is FieldValueInvalid, FieldValueRequired, FieldValueNotSupported,
+    FieldValueTypeInvalid or FieldValueTooMany."""
 
     def __init__(self, reason, field, detail, value=None, has_value=True):
         self.reason = reason
@@ -83,6 +88,8 @@ class FieldError:
             return f"Unsupported value: {json.dumps(self.value)}: {self.detail}"
         if self.reason == "FieldValueTypeInvalid":
             return f"Invalid value: {json.dumps(self.value)}: {self.detail}"
+        if self.reason == "FieldValueTooMany":
+            return f"Too many: {self.value}: {self.detail}"
         return f"Invalid value: {render(self.value)}: {self.detail}"
 
 
@@ -224,6 +231,21 @@ def unknown_fields(obj, schema, path=""):
     return out
 
 
+_egress_firewall_schema = None
+
+
+def egress_firewall_schema():
+    """The openAPIV3Schema of the EgressFirewall CRD (read once)."""
+    global _egress_firewall_schema
+    if _egress_firewall_schema is None:
+        yaml = debian_module("yaml")
+        with open(EGRESS_FIREWALL_CRD_PATH) as f:
+            crd = yaml.safe_load(f)
+        versions = crd["spec"]["versions"]
+        _egress_firewall_schema = next(v for v in versions if v["name"] == "v1")["schema"]["openAPIV3Schema"]
+    return _egress_firewall_schema
+
+
 def prune(obj, schema, top=True):
     """Drops what a structural schema does not specify (apiVersion, kind and metadata stay)."""
     if not isinstance(schema, dict):
@@ -278,6 +300,19 @@ def schema_errors(obj, schema):
             out.append(FieldError("FieldValueTypeInvalid", field,
                                   f"{field} in body must be of type {e.validator_value}: {json.dumps(got)}",
                                   got))
+        elif e.validator == "pattern":
+            out.append(FieldError("FieldValueInvalid", field,
+                                  f"{field} in body should match '{e.validator_value}'", e.instance))
+        elif e.validator in ("minimum", "maximum"):
+            than = "greater" if e.validator == "minimum" else "less"
+            out.append(FieldError("FieldValueInvalid", field,
+                                  f"{field} in body should be {than} than or equal to {e.validator_value}",
+                                  e.instance))
+        elif e.validator == "maxProperties":
+            out.append(FieldError("FieldValueTooMany", field,
+                                  f"must have at most {e.validator_value} items", len(e.instance)))
+        elif e.validator == "minProperties":
+            out.append(FieldError("FieldValueRequired", field, "", has_value=False))
         else:
             out.append(FieldError("FieldValueInvalid", field, e.message, e.instance))
     return out
@@ -340,6 +375,10 @@ def validate(kind, obj):
         unknown = unknown_fields(obj, schema)
         if unknown:
             raise DecodeError("strict decoding error: " + ", ".join(f'unknown field "{u}"' for u in unknown))
+        errs += schema_errors(obj, schema)
+    elif kind == "EgressFirewall":
+        schema = egress_firewall_schema()
+        obj = prune(copy.deepcopy(obj), schema)
         errs += schema_errors(obj, schema)
     elif kind == "Lease":
         errs += lease_checks(obj)

@@ -76,6 +76,22 @@ def manifest_seeds():
         put("manifest", b"\x01" + s.encode() if s.lstrip().startswith(("{", "[")) else b"\x00" + s.encode())
 
 
+# ---- EgressFirewall objects: JSON text; the unit tests' rule lists, wrapped in an object ----
+def egress_firewall_seeds():
+    for s in raw_strings("tests/unit/model/test_egress_firewall.cpp"):
+        put("egress_firewall", json.dumps({
+            "apiVersion": "k8s.ovn.org/v1", "kind": "EgressFirewall",
+            "metadata": {"name": "default", "namespace": "web"},
+            "spec": {"egress": json.loads(s)}}))
+    for egress in ([], [{"type": "Deny", "to": {"cidrSelector": "0.0.0.0/0"}}],
+                   [{"type": "Allow", "to": {"dnsName": "*.Example.COM."}, "ports": [{"protocol": "SCTP"}]},
+                    {"type": "Deny", "to": {"nodeSelector": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}},
+                    {"type": "Deny", "to": {"cidrSelector": "2001:db8::1/33"}, "ports": [{"protocol": "UDP", "port": 53}]}]):
+        put("egress_firewall", json.dumps({
+            "apiVersion": "k8s.ovn.org/v1", "kind": "EgressFirewall",
+            "metadata": {"name": "default", "namespace": "web"}, "spec": {"egress": egress}}))
+
+
 # ---- kubeconfig: byte 0 picks the context ----
 def kubeconfig_seeds():
     for s in raw_strings("tests/unit/k8s/test_credentials.cpp"):
@@ -382,6 +398,7 @@ def main():
     clear_seeds()
     config_seeds()
     manifest_seeds()
+    egress_firewall_seeds()
     kubeconfig_seeds()
     watch_seeds()
     cli_seeds()
