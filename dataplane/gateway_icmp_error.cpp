@@ -64,20 +64,6 @@ inline bool is_icmp_query(uint8_t type) {
     }
 }
 
-// RFC 1812 4.3.2.7: whether the packet may be answered with an ICMP error at all.
-bool may_answer(const Worker& w, const PolicySnapshot& p, const rte_mbuf* m, const PacketMeta& pk) {
-    auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
-    if (eth->dst_addr.addr_bytes[0] & 1) return false;
-    const rte_ipv4_hdr* ip = pk.ip;
-    if (ip->fragment_offset & be16(RTE_IPV4_HDR_OFFSET_MASK)) return false;
-    uint32_t src = rte_be_to_cpu_32(ip->src_addr);
-    uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
-    if (is_multicast(dst) || is_limited_broadcast(dst) || is_directed_broadcast(p, w.n_ports, dst)) return false;
-    if (!is_single_host(p, w.n_ports, src)) return false;
-    if (ip->next_proto_id == IPPROTO_ICMP && (pk.l4_len == 0 || !is_icmp_query(pk.l4[0]))) return false;
-    return p.ports[m->port].n_addrs > 0;
-}
-
 // A token bucket in its GCRA form: one timestamp, the time at which the bucket would be full again
 // (`icmp_tat`), instead of a token count and a refill time.
 bool take_token(Worker& w) {
@@ -157,20 +143,6 @@ constexpr uint32_t kHeaders6 = sizeof(rte_ether_hdr) + sizeof(rte_ipv6_hdr) + si
 constexpr uint32_t kIcmp6ErrorMaxLength = 1280;
 constexpr uint32_t kIcmp6ErrorMaxQuote = kIcmp6ErrorMaxLength - sizeof(rte_ipv6_hdr) - sizeof(rte_icmp_hdr);
 
-// RFC 4443 2.4(e): whether the IPv6 packet may be answered with an ICMPv6 error at all.
-bool may_answer6(const rte_mbuf* m, const PacketMeta& pk) {
-    auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
-    if (eth->dst_addr.addr_bytes[0] & 1) return false;
-    const uint8_t* src = pk.ip6->src_addr;
-    if (ip6_is_multicast(pk.ip6->dst_addr) || ip6_is_multicast(src) || ip6_is_unspecified(src) ||
-        ip6_is_loopback(src) || ip6_is_v4_mapped(src))
-        return false;
-    // An ICMPv6 error (types below 128) or a redirect, or a message too short to tell.
-    if (pk.l4_proto == kIp6Icmp && (pk.l4_len == 0 || pk.l4[0] < kIcmp6EchoRequest || pk.l4[0] == kNdpRedirect))
-        return false;
-    return true;
-}
-
 // The receiving port's global address on the sender's prefix, else its first, else its
 // link-local address.
 const uint8_t* source_address6(const PortPolicy& pp, const uint8_t* peer) {
@@ -212,6 +184,22 @@ struct ErrorIpv4 : Ipv4 {
         ip->hdr_checksum = rte_ipv4_cksum(ip);
     }
     static uint32_t pseudo_sum(const Header*, uint32_t) { return 0; }
+
+    // RFC 1812 4.3.2.7's never-cases beyond the link-layer multicast or broadcast frame: a
+    // fragment other than the first, an IP broadcast or multicast destination, a source that
+    // does not name one host, an ICMP error (any ICMP message but a query, or one too short to
+    // tell); and a receiving port without an address to answer from.
+    static IcmpError error_kind(IcmpError asked) { return asked; }
+    static bool never_answered(const Worker& w, const PolicySnapshot& p, const PacketMeta& pk) {
+        const Header* ip = pk.ip;
+        if (ip->fragment_offset & be16(RTE_IPV4_HDR_OFFSET_MASK)) return true;
+        uint32_t src = rte_be_to_cpu_32(ip->src_addr);
+        uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
+        if (is_multicast(dst) || is_limited_broadcast(dst) || is_directed_broadcast(p, w.n_ports, dst)) return true;
+        if (!is_single_host(p, w.n_ports, src)) return true;
+        return ip->next_proto_id == IPPROTO_ICMP && (pk.l4_len == 0 || !is_icmp_query(pk.l4[0]));
+    }
+    static bool has_address(const PortPolicy& pp) { return pp.n_addrs > 0; }
 };
 
 struct ErrorIpv6 : Ipv6 {
@@ -238,6 +226,20 @@ struct ErrorIpv6 : Ipv6 {
         const uint32_t pseudo[2] = {be32(icmp_len), be32(kIp6Icmp)};
         return csum_partial(pseudo, sizeof pseudo, csum_partial(ip6->src_addr, 32));
     }
+
+    // RFC 4443 2.4(e)'s never-cases beyond the link-layer multicast or broadcast frame: a
+    // multicast destination, a source that names no single node, an ICMPv6 error (types below
+    // 128) or redirect, or a message too short to tell. A port always has its link-local address
+    // to answer from.
+    static IcmpError error_kind(IcmpError asked) { return as_icmp6(asked); }
+    static bool never_answered(const Worker&, const PolicySnapshot&, const PacketMeta& pk) {
+        const uint8_t* src = pk.ip6->src_addr;
+        if (ip6_is_multicast(pk.ip6->dst_addr) || ip6_is_multicast(src) || ip6_is_unspecified(src) ||
+            ip6_is_loopback(src) || ip6_is_v4_mapped(src))
+            return true;
+        return pk.l4_proto == kIp6Icmp && (pk.l4_len == 0 || pk.l4[0] < kIcmp6EchoRequest || pk.l4[0] == kNdpRedirect);
+    }
+    static bool has_address(const PortPolicy&) { return true; }
 
 private:
     static Address copy(const uint8_t* a) {
@@ -280,38 +282,45 @@ void build(const PolicySnapshot& p, rte_mbuf* m, const PacketMeta& pk, uint32_t 
     icmp->icmp_cksum = csum_finish(csum_partial(icmp, icmp_len, F::pseudo_sum(ip, icmp_len)));
 }
 
+// Whether the packet may be answered with an error at all: never in a link-layer multicast or
+// broadcast frame (both RFCs), nor in the family's own never-cases, nor when the family has no
+// error for what the stage asked.
+template <class F>
+bool may_answer(const Worker& w, const PolicySnapshot& p, const rte_mbuf* m, const PacketMeta& pk) {
+    if (pk.icmp == IcmpError::count) return false;
+    if (rte_pktmbuf_mtod(m, const rte_ether_hdr*)->dst_addr.addr_bytes[0] & 1) return false;
+    return !F::never_answered(w, p, pk) && F::has_address(p.ports[m->port]);
+}
+
+template <class F>
+void reply(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+    PacketMeta& pk = b.pkt[i];
+    rte_mbuf* m = b.m[i];
+    pk.icmp = F::error_kind(pk.icmp);
+    const uint32_t len = quote_length<F>(m, pk);
+    if (!may_answer<F>(w, p, m, pk) || unlikely(!fits(m, F::header(pk), F::kHeaders, len))) {
+        b.drop(i, pk.reason);
+        return;
+    }
+    if (!take_token(w)) {
+        count(w.counters.icmp_rate_limited);
+        b.drop(i, pk.reason);
+        return;
+    }
+    build<F>(p, m, pk, len);
+    count(w.counters.icmp_sent[static_cast<unsigned>(pk.icmp)]);
+    pk.out_port = m->port;
+    b.set_next(i, Next::transmit);
+}
+
 }  // namespace
 
 void stage_icmp_reply(Worker& w, const PolicySnapshot& p, Burst& b) {
     for_each_packet(b.pending(Next::icmp_reply), [&](unsigned i) {
-        PacketMeta& pk = b.pkt[i];
-        rte_mbuf* m = b.m[i];
-        uint32_t len;
-        bool answer;
-        if (pk.v6) {
-            pk.icmp = as_icmp6(pk.icmp);
-            len = quote_length<ErrorIpv6>(m, pk);
-            answer = pk.icmp != IcmpError::count && may_answer6(m, pk) && likely(fits(m, pk.ip6, kHeaders6, len));
-        } else {
-            len = quote_length<ErrorIpv4>(m, pk);
-            answer = may_answer(w, p, m, pk) && likely(fits(m, pk.ip, kHeaders, len));
-        }
-        if (!answer) {
-            b.drop(i, pk.reason);
-            return;
-        }
-        if (!take_token(w)) {
-            count(w.counters.icmp_rate_limited);
-            b.drop(i, pk.reason);
-            return;
-        }
-        if (pk.v6)
-            build<ErrorIpv6>(p, m, pk, len);
+        if (b.pkt[i].v6)
+            reply<ErrorIpv6>(w, p, b, i);
         else
-            build<ErrorIpv4>(p, m, pk, len);
-        count(w.counters.icmp_sent[static_cast<unsigned>(pk.icmp)]);
-        pk.out_port = m->port;
-        b.set_next(i, Next::transmit);
+            reply<ErrorIpv4>(w, p, b, i);
     });
 }
 

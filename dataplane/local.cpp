@@ -21,6 +21,7 @@
 
 #include "dataplane/chain.h"
 #include "dataplane/checksum.h"
+#include "dataplane/family.h"
 #include "dataplane/held.h"
 #include "dataplane/ipv6.h"
 #include "dataplane/ndp.h"
@@ -104,32 +105,6 @@ void handle_arp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         hand_to_control(w, b, i, kHeldArpAnswer);
     else
         b.set_next(i, Next::transmit);
-}
-
-void answer_echo(const PolicySnapshot& p, Burst& b, unsigned i) {
-    rte_mbuf* m = b.m[i];
-    PacketMeta& pk = b.pkt[i];
-    auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
-    if (pk.l4_len < sizeof(rte_icmp_hdr) || ih->icmp_type != RTE_IP_ICMP_ECHO_REQUEST) {
-        b.drop(i, DropReason::local);
-        return;
-    }
-    auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-    uint16_t old_word, new_word;
-    std::memcpy(&old_word, ih, 2);
-    ih->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
-    std::memcpy(&new_word, ih, 2);
-    ih->icmp_cksum = csum_apply_icmp(ih->icmp_cksum, csum_delta16(old_word, new_word));
-    uint32_t peer = pk.ip->src_addr;
-    pk.ip->src_addr = pk.ip->dst_addr;
-    pk.ip->dst_addr = peer;
-    pk.ip->time_to_live = 64;
-    pk.ip->hdr_checksum = 0;
-    pk.ip->hdr_checksum = rte_ipv4_cksum(pk.ip);
-    eth->dst_addr = eth->src_addr;
-    std::memcpy(eth->src_addr.addr_bytes, p.ports[m->port].mac, 6);
-    pk.out_port = m->port;
-    b.set_next(i, Next::transmit);
 }
 
 // The ICMPv6 checksum sum of `len` bytes at `l4` under the pseudo-header of `ip6` (not folded).
@@ -239,22 +214,55 @@ void handle_ndp(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
     b.set_next(i, Next::transmit);
 }
 
-// An ICMPv6 echo request to one of the receiving port's IPv6 addresses, answered in place. The
-// checksum changes only by the type: the pseudo-header sums the two addresses either way round.
-void answer_echo6(const PolicySnapshot& p, Burst& b, unsigned i) {
+// What an echo's answer changes of each family: the ICMP types, the checksum's update (ICMP keeps
+// a zero result as 0xffff), and the IP header turned back to the sender with a fresh hop count
+// (IPv4's header checksum recomputed; IPv6 has none, and ICMPv6's pseudo-header sums the two
+// addresses either way round).
+struct EchoIpv4 : Ipv4 {
+    static constexpr uint8_t kRequest = RTE_IP_ICMP_ECHO_REQUEST;
+    static constexpr uint8_t kReply = RTE_IP_ICMP_ECHO_REPLY;
+    static uint16_t apply(uint16_t checksum, uint32_t delta) { return csum_apply_icmp(checksum, delta); }
+    static void turn_around(rte_ipv4_hdr* ip) {
+        uint32_t peer = ip->src_addr;
+        ip->src_addr = ip->dst_addr;
+        ip->dst_addr = peer;
+        ip->time_to_live = 64;
+        ip->hdr_checksum = 0;
+        ip->hdr_checksum = rte_ipv4_cksum(ip);
+    }
+};
+
+struct EchoIpv6 : Ipv6 {
+    static constexpr uint8_t kRequest = kIcmp6EchoRequest;
+    static constexpr uint8_t kReply = kIcmp6EchoReply;
+    static uint16_t apply(uint16_t checksum, uint32_t delta) { return csum_apply(checksum, delta); }
+    static void turn_around(rte_ipv6_hdr* ip6) {
+        uint8_t peer[16];
+        std::memcpy(peer, ip6->src_addr, 16);
+        std::memcpy(ip6->src_addr, ip6->dst_addr, 16);
+        std::memcpy(ip6->dst_addr, peer, 16);
+        ip6->hop_limits = 64;
+    }
+};
+
+// An echo request to one of the gateway's addresses, answered in place back to the sender's MAC;
+// any other ICMP message that classification sent here is dropped as local (only IPv4's may be
+// one: IPv6 sends only echo requests here).
+template <class F>
+void answer_echo(const PolicySnapshot& p, Burst& b, unsigned i) {
     rte_mbuf* m = b.m[i];
     PacketMeta& pk = b.pkt[i];
     auto* ih = reinterpret_cast<rte_icmp_hdr*>(pk.l4);
+    if (pk.l4_len < sizeof(rte_icmp_hdr) || ih->icmp_type != F::kRequest) {
+        b.drop(i, DropReason::local);
+        return;
+    }
     uint16_t old_word, new_word;
     std::memcpy(&old_word, ih, 2);
-    ih->icmp_type = kIcmp6EchoReply;
+    ih->icmp_type = F::kReply;
     std::memcpy(&new_word, ih, 2);
-    ih->icmp_cksum = csum_apply(ih->icmp_cksum, csum_delta16(old_word, new_word));
-    uint8_t peer[16];
-    std::memcpy(peer, pk.ip6->src_addr, 16);
-    std::memcpy(pk.ip6->src_addr, pk.ip6->dst_addr, 16);
-    std::memcpy(pk.ip6->dst_addr, peer, 16);
-    pk.ip6->hop_limits = 64;
+    ih->icmp_cksum = F::apply(ih->icmp_cksum, csum_delta16(old_word, new_word));
+    F::turn_around(F::header(pk));
     auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
     eth->dst_addr = eth->src_addr;
     std::memcpy(eth->src_addr.addr_bytes, p.ports[m->port].mac, 6);
@@ -271,9 +279,9 @@ void stage_local(Worker& w, const PolicySnapshot& p, Burst& b) {
         else if (b.pkt[i].kind == Kind::ndp)
             handle_ndp(w, p, b, i);
         else if (b.pkt[i].v6)
-            answer_echo6(p, b, i);
+            answer_echo<EchoIpv6>(p, b, i);
         else
-            answer_echo(p, b, i);
+            answer_echo<EchoIpv4>(p, b, i);
     });
 }
 

@@ -45,9 +45,10 @@ inline uint16_t span_sum(const void* quote, uint32_t span) {
 
 // Whether the ICMP or ICMPv6 message's own checksum is right, summed over the whole message
 // however many mbufs hold it; ICMPv6's over its pseudo-header too (RFC 4443 2.3).
+template <class F>
 bool icmp_checksum_ok(const rte_mbuf* m, const PacketMeta& pk) {
     uint32_t sum = 0;
-    if (pk.v6) {
+    if constexpr (F::kIpv6) {
         const uint32_t pseudo[2] = {rte_cpu_to_be_32(pk.l4_len), rte_cpu_to_be_32(kIp6Icmp)};
         sum = csum_partial(pk.ip6->src_addr, 32);
         sum = csum_partial(pseudo, sizeof pseudo, sum);
@@ -101,10 +102,30 @@ void error_out2in(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i, type
     send_translated_in(w, b, i, s);
 }
 
+// One ICMP or ICMPv6 error about a session's packet: the hop rule and the message's checksum
+// checked before anything is rewritten, then translated by the session it quotes.
 template <class F>
 void translate_error(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
-    typename F::SessionEntry& s = F::sessions(w).at(b.pkt[i].session);
-    if (b.pkt[i].dir == Dir::in2out)
+    PacketMeta& pk = b.pkt[i];
+    if (unlikely(F::hop_expires(F::header(pk)))) {
+        b.drop(i, DropReason::ttl_exceeded);
+        return;
+    }
+    if (unlikely(!icmp_checksum_ok<F>(b.m[i], pk))) {
+        b.drop(i, DropReason::icmp_checksum);
+        return;
+    }
+    // A create in nat_slow may have reclaimed an expired session to make room, and this
+    // error's session may be that one (an error does not refresh the session it quotes).
+    if (unlikely(w.counters.sessions_closed != b.closed_at_lookup)) {
+        pk.session = lookup_again(w, pk);
+        if (pk.session == SessionTable::kNone) {
+            b.drop(i, DropReason::no_session);
+            return;
+        }
+    }
+    typename F::SessionEntry& s = F::sessions(w).at(pk.session);
+    if (pk.dir == Dir::in2out)
         error_in2out<F>(w, b, i, s);
     else
         error_out2in<F>(w, p, b, i, s);
@@ -114,23 +135,6 @@ void translate_error(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
 
 void stage_icmp_error(Worker& w, const PolicySnapshot& p, Burst& b) {
     for_each_packet(b.pending(Next::icmp_error), [&](unsigned i) {
-        if (unlikely(b.pkt[i].v6 ? hop_limit_expires(b.pkt[i].ip6) : ttl_expires(b.pkt[i].ip))) {
-            b.drop(i, DropReason::ttl_exceeded);
-            return;
-        }
-        if (unlikely(!icmp_checksum_ok(b.m[i], b.pkt[i]))) {
-            b.drop(i, DropReason::icmp_checksum);
-            return;
-        }
-        // A create in nat_slow may have reclaimed an expired session to make room, and this
-        // error's session may be that one (an error does not refresh the session it quotes).
-        if (unlikely(w.counters.sessions_closed != b.closed_at_lookup)) {
-            b.pkt[i].session = lookup_again(w, b.pkt[i]);
-            if (b.pkt[i].session == SessionTable::kNone) {
-                b.drop(i, DropReason::no_session);
-                return;
-            }
-        }
         if (b.pkt[i].v6)
             translate_error<Ipv6>(w, p, b, i);
         else

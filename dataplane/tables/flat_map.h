@@ -8,37 +8,37 @@
 // Publication: never modified after the snapshot holding it is published; a change builds a new
 // snapshot (see policy.h). Reclamation: freed with its snapshot after an RCU grace period.
 //
-// Linear probing over a power-of-two slot array kept at most half full, so a miss ends within a
-// couple of cache lines. Keys are IPv4 addresses or packed route keys; ~0 marks an empty slot.
+// Linear probing over a power-of-two slot array kept at most half full (LinearProbe, which Ip6Map
+// shares), so a miss ends within a couple of cache lines. Keys are IPv4 addresses or packed route keys; ~0 marks an
+// empty slot.
 #pragma once
 
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "dataplane/tables/linear_probe.h"
+
 namespace egw::dp {
 
-class FlatMap {
+struct FlatMapSlot {
+    uint64_t key = ~uint64_t{0};  // ~0: vacant
+    uint32_t value = 0;
+};
+
+class FlatMap : public LinearProbe<FlatMap, FlatMapSlot> {
 public:
     static constexpr uint64_t kEmpty = ~uint64_t{0};
     static constexpr uint32_t kMissing = ~uint32_t{0};
 
     FlatMap() { build({}); }
 
-    // The slot count build() gives `n` keys: a power of two, at least twice `n`.
-    static size_t capacity_for(size_t n) {
-        size_t cap = 16;
-        while (cap < n * 2)
-            cap <<= 1;
-        return cap;
-    }
-
     // Later duplicates of a key overwrite earlier ones.
     void build(const std::vector<std::pair<uint64_t, uint32_t>>& items) {
         reset(capacity_for(items.size()));
         for (auto& [k, v] : items) {
             size_t i = probe(k);
-            if (slots_[i].key == kEmpty) ++size_;
+            if (vacant(slots_[i])) ++size_;
             slots_[i] = Slot{k, v};
         }
     }
@@ -46,15 +46,7 @@ public:
     // Adds a key or replaces its value. Control thread, never on a published map. Grows the map
     // (allocating) to stay at most half full.
     void assign(uint64_t key, uint32_t value) {
-        size_t i = probe(key);
-        if (slots_[i].key == kEmpty) {
-            if ((size_ + 1) * 2 > slots_.size()) {
-                rehash(capacity_for(size_ + 1));
-                i = probe(key);
-            }
-            ++size_;
-        }
-        slots_[i] = Slot{key, value};
+        place(probe(key), Slot{key, value}, [&] { return probe(key); });
     }
 
     // Makes room for `n` keys in all, so that a large batch of assign() grows the map once.
@@ -64,26 +56,11 @@ public:
     }
 
     // Removes a key; false when it was not there. Control thread, never on a published map.
-    // Shrinks the map (allocating) once it is less than an eighth full, so that a map that held
-    // many keys does not keep costing its size in every copy; the gap to the growth threshold
-    // keeps a key that comes and goes at the boundary from rehashing every time.
+    // Shrinks the map (allocating) once it is less than an eighth full (LinearProbe::vacate).
     bool erase(uint64_t key) {
-        size_t hole = probe(key);
-        if (slots_[hole].key == kEmpty) return false;
-        // Backward-shift deletion instead of tombstones: later members of the probe run move
-        // into the hole unless their home slot lies after it, so a lookup can still stop at the
-        // first empty slot.
-        for (size_t j = (hole + 1) & mask_; slots_[j].key != kEmpty; j = (j + 1) & mask_) {
-            size_t home = slot_of(slots_[j].key);
-            bool home_after_hole = hole <= j ? hole < home && home <= j : hole < home || home <= j;
-            if (!home_after_hole) {
-                slots_[hole] = slots_[j];
-                hole = j;
-            }
-        }
-        slots_[hole] = Slot{kEmpty, 0};
-        --size_;
-        if (slots_.size() > 16 && size_ * 8 < slots_.size()) rehash(capacity_for(size_));
+        size_t at = probe(key);
+        if (vacant(slots_[at])) return false;
+        vacate(at);
         return true;
     }
 
@@ -102,8 +79,6 @@ public:
     // A hint for a find() to come: loads the key's home slot, so that a batch of lookups waits
     // for memory once rather than once per key. Changes nothing.
     void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[slot_of(key)], 0, 3); }
-    size_t size() const { return size_; }
-    size_t capacity() const { return slots_.size(); }
     size_t memory_bytes() const { return slots_.size() * sizeof(Slot); }
 
     template <class F>
@@ -113,10 +88,12 @@ public:
     }
 
 private:
-    struct Slot {
-        uint64_t key;
-        uint32_t value;
-    };
+    using Slot = FlatMapSlot;
+    friend class LinearProbe<FlatMap, FlatMapSlot>;
+
+    static bool vacant(const Slot& s) { return s.key == kEmpty; }
+    size_t home(const Slot& s) const { return slot_of(s.key); }
+    size_t probe_slot(const Slot& s) const { return probe(s.key); }
 
     size_t slot_of(uint64_t key) const {
         // Fibonacci hashing: the high bits of the product are well mixed even for sequential IPs.
@@ -125,32 +102,8 @@ private:
 
     // The slot holding `key`, or the empty slot where it would go.
     size_t probe(uint64_t key) const {
-        size_t i = slot_of(key);
-        while (slots_[i].key != kEmpty && slots_[i].key != key)
-            i = (i + 1) & mask_;
-        return i;
+        return probe_from(slot_of(key), [key](const Slot& s) { return s.key == key; });
     }
-
-    void reset(size_t cap) {
-        slots_.assign(cap, Slot{kEmpty, 0});
-        mask_ = cap - 1;
-        size_ = 0;
-    }
-
-    void rehash(size_t cap) {
-        std::vector<Slot> old;
-        old.swap(slots_);
-        reset(cap);
-        for (const Slot& s : old)
-            if (s.key != kEmpty) {
-                slots_[probe(s.key)] = s;
-                ++size_;
-            }
-    }
-
-    std::vector<Slot> slots_;
-    size_t mask_ = 0;
-    size_t size_ = 0;
 };
 
 }  // namespace egw::dp

@@ -10,7 +10,8 @@
 // Publication: never modified after the snapshot holding it is published; a change builds a new
 // snapshot (see policy.h). Reclamation: freed with its snapshot after an RCU grace period.
 //
-// Linear probing over a power-of-two array of 24-byte slots kept at most half full; the whole key
+// Linear probing over a power-of-two array of 24-byte slots kept at most half full (LinearProbe,
+// which FlatMap shares); the whole key
 // is in the slot, so a lookup reads no other memory. The slot is the top bits of a multiplicative
 // (Fibonacci) hash of both halves and the scope: every bit of the key reaches the top bits of a
 // product, so addresses handed out in sequence, which differ only in their last bytes (pods of
@@ -23,9 +24,20 @@
 #include <cstring>
 #include <vector>
 
+#include "dataplane/tables/linear_probe.h"
+
 namespace egw::dp {
 
-class Ip6Map {
+struct Ip6MapSlot {
+    uint64_t hi = 0;
+    uint64_t lo = 0;
+    uint32_t value = 0;
+    uint16_t scope = 0;
+    uint16_t used = 0;
+};
+static_assert(sizeof(Ip6MapSlot) == 24);
+
+class Ip6Map : public LinearProbe<Ip6Map, Ip6MapSlot> {
 public:
     static constexpr uint32_t kMissing = ~uint32_t{0};
 
@@ -37,64 +49,30 @@ public:
 
     Ip6Map() { build({}); }
 
-    // The slot count build() gives `n` keys: a power of two, at least twice `n`.
-    static size_t capacity_for(size_t n) {
-        size_t cap = 16;
-        while (cap < n * 2)
-            cap <<= 1;
-        return cap;
-    }
-
     // Later duplicates of a key overwrite earlier ones.
     void build(const std::vector<Item>& items) {
         reset(capacity_for(items.size()));
         for (const Item& it : items) {
-            uint64_t hi, lo;
-            std::memcpy(&hi, it.addr, 8);
-            std::memcpy(&lo, it.addr + 8, 8);
-            size_t i = probe(hi, lo, it.scope);
-            if (!slots_[i].used) ++size_;
-            slots_[i] = Slot{hi, lo, it.value, it.scope, 1};
+            const Slot s = slot(it.addr, it.scope, it.value);
+            size_t i = probe_slot(s);
+            if (vacant(slots_[i])) ++size_;
+            slots_[i] = s;
         }
     }
 
     // Adds a key or replaces its value. Control thread, never on a published map. Grows the map
     // (allocating) to stay at most half full.
     void assign(const uint8_t* addr, uint16_t scope, uint32_t value) {
-        uint64_t hi, lo;
-        std::memcpy(&hi, addr, 8);
-        std::memcpy(&lo, addr + 8, 8);
-        size_t i = probe(hi, lo, scope);
-        if (!slots_[i].used) {
-            if ((size_ + 1) * 2 > slots_.size()) {
-                rehash(capacity_for(size_ + 1));
-                i = probe(hi, lo, scope);
-            }
-            ++size_;
-        }
-        slots_[i] = Slot{hi, lo, value, scope, 1};
+        const Slot s = slot(addr, scope, value);
+        place(probe_slot(s), s, [&] { return probe_slot(s); });
     }
 
     // Removes a key; false when it was not there. Control thread, never on a published map.
-    // Backward-shift deletion and shrinking below an eighth full, for the reasons FlatMap::erase
-    // gives.
+    // Backward-shift deletion and shrinking below an eighth full, as FlatMap (LinearProbe::vacate).
     bool erase(const uint8_t* addr, uint16_t scope) {
-        uint64_t hi, lo;
-        std::memcpy(&hi, addr, 8);
-        std::memcpy(&lo, addr + 8, 8);
-        size_t hole = probe(hi, lo, scope);
-        if (!slots_[hole].used) return false;
-        for (size_t j = (hole + 1) & mask_; slots_[j].used; j = (j + 1) & mask_) {
-            size_t home = slot_of(slots_[j].hi, slots_[j].lo, slots_[j].scope);
-            bool home_after_hole = hole <= j ? hole < home && home <= j : hole < home || home <= j;
-            if (!home_after_hole) {
-                slots_[hole] = slots_[j];
-                hole = j;
-            }
-        }
-        slots_[hole] = Slot{};
-        --size_;
-        if (slots_.size() > 16 && size_ * 8 < slots_.size()) rehash(capacity_for(size_));
+        size_t at = probe_slot(slot(addr, scope, 0));
+        if (vacant(slots_[at])) return false;
+        vacate(at);
         return true;
     }
 
@@ -114,8 +92,6 @@ public:
         std::memcpy(&lo, addr + 8, 8);
         __builtin_prefetch(&slots_[slot_of(hi, lo, scope)], 0, 3);
     }
-    size_t size() const { return size_; }
-    size_t capacity() const { return slots_.size(); }
 
     // The most slots a lookup of a present key reads (1: none is displaced), for tests.
     size_t longest_probe() const {
@@ -123,8 +99,7 @@ public:
         for (size_t at = 0; at < slots_.size(); ++at) {
             const Slot& s = slots_[at];
             if (!s.used) continue;
-            size_t home = slot_of(s.hi, s.lo, s.scope);
-            longest = std::max(longest, ((at - home) & mask_) + 1);
+            longest = std::max(longest, ((at - home(s)) & mask_) + 1);
         }
         return longest;
     }
@@ -142,14 +117,22 @@ public:
     }
 
 private:
-    struct Slot {
-        uint64_t hi = 0;
-        uint64_t lo = 0;
-        uint32_t value = 0;
-        uint16_t scope = 0;
-        uint16_t used = 0;
-    };
-    static_assert(sizeof(Slot) == 24);
+    using Slot = Ip6MapSlot;
+    friend class LinearProbe<Ip6Map, Ip6MapSlot>;
+
+    static Slot slot(const uint8_t* addr, uint16_t scope, uint32_t value) {
+        Slot s;
+        std::memcpy(&s.hi, addr, 8);
+        std::memcpy(&s.lo, addr + 8, 8);
+        s.value = value;
+        s.scope = scope;
+        s.used = 1;
+        return s;
+    }
+    static bool vacant(const Slot& s) { return !s.used; }
+    size_t home(const Slot& s) const { return slot_of(s.hi, s.lo, s.scope); }
+    size_t probe_slot(const Slot& s) const { return probe(s.hi, s.lo, s.scope); }
+    void resized(size_t cap) { shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap)); }
 
     size_t slot_of(uint64_t hi, uint64_t lo, uint16_t scope) const {
         uint64_t h =
@@ -157,36 +140,11 @@ private:
         return static_cast<size_t>(h >> shift_);
     }
     size_t probe(uint64_t hi, uint64_t lo, uint16_t scope) const {
-        size_t i = slot_of(hi, lo, scope);
-        for (;;) {
-            const Slot& s = slots_[i];
-            if (!s.used || (s.hi == hi && s.lo == lo && s.scope == scope)) return i;
-            i = (i + 1) & mask_;
-        }
+        return probe_from(slot_of(hi, lo, scope),
+                          [&](const Slot& s) { return s.hi == hi && s.lo == lo && s.scope == scope; });
     }
 
-    void reset(size_t cap) {
-        slots_.assign(cap, Slot{});
-        mask_ = static_cast<uint32_t>(cap - 1);
-        shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
-        size_ = 0;
-    }
-
-    void rehash(size_t cap) {
-        std::vector<Slot> old;
-        old.swap(slots_);
-        reset(cap);
-        for (const Slot& s : old)
-            if (s.used) {
-                slots_[probe(s.hi, s.lo, s.scope)] = s;
-                ++size_;
-            }
-    }
-
-    std::vector<Slot> slots_;
-    uint32_t mask_ = 0;
     unsigned shift_ = 60;  // 64 - log2(slots): the product's top bits index the slots
-    size_t size_ = 0;
 };
 
 }  // namespace egw::dp
