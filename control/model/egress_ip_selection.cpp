@@ -80,7 +80,11 @@ bool EgressIPSelection::on_egress_ip(const ObjectSet& objects, const std::string
 void EgressIPSelection::on_namespace(const ObjectSet& objects, const std::string& ns,
                                      std::vector<std::string>& changed) {
     auto nsit = objects.namespaces.find(ns);
-    for (auto& [name, sel] : selected_) {
+    // Named references, not a structured binding: clang 14 (the fuzz build) cannot capture a
+    // binding in the lambdas below.
+    for (auto& entry : selected_) {
+        const std::string& name = entry.first;
+        auto& sel = entry.second;
         auto eip = objects.egress_ips.find(name);
         if (eip == objects.egress_ips.end()) continue;  // its own change is on its way
         const bool matches = nsit != objects.namespaces.end() &&
