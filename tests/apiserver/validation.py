@@ -231,19 +231,9 @@ def unknown_fields(obj, schema, path=""):
     return out
 
 
-_egress_firewall_schema = None
-
-
 def egress_firewall_schema():
-    """The openAPIV3Schema of the EgressFirewall CRD (read once)."""
-    global _egress_firewall_schema
-    if _egress_firewall_schema is None:
-        yaml = debian_module("yaml")
-        with open(EGRESS_FIREWALL_CRD_PATH) as f:
-            crd = yaml.safe_load(f)
-        versions = crd["spec"]["versions"]
-        _egress_firewall_schema = next(v for v in versions if v["name"] == "v1")["schema"]["openAPIV3Schema"]
-    return _egress_firewall_schema
+    """The openAPIV3Schema of the EgressFirewall CRD."""
+    return _v1_schema(EGRESS_FIREWALL_CRD_PATH)
 
 
 def prune(obj, schema, top=True):
