@@ -237,6 +237,14 @@ struct SyncConfig {
     bool operator==(const SyncConfig&) const = default;
 };
 
+// EgressIP on this gateway (docs/kubernetes.md, "EgressIP assignment"). Without an "egress_ip"
+// section the node may host any number of EgressIP addresses.
+inline constexpr uint32_t kMaxEgressIPCapacity = 1000000;
+struct EgressIPConfig {
+    std::optional<uint32_t> capacity;  // addresses the leader may assign to this node at most
+    bool operator==(const EgressIPConfig&) const = default;
+};
+
 struct Config {
     std::string file;  // the path it was loaded from
     EalConfig eal;
@@ -257,6 +265,7 @@ struct Config {
     StateConfig state;
     MetricsConfig metrics;
     SyncConfig sync;
+    EgressIPConfig egress_ip;
 
     // Every member, `file` included.
     bool operator==(const Config&) const = default;

@@ -190,6 +190,8 @@ json to_json(const Config& c) {
     }
     // Only when on: an absent section is how the loader takes "no session sync".
     if (c.sync.enabled) j["sync"] = sync(c.sync);
+    // Only when set: an absent capacity is how the loader takes "unlimited".
+    if (c.egress_ip.capacity) j["egress_ip"] = {{"capacity", *c.egress_ip.capacity}};
     return j;
 }
 

@@ -638,7 +638,7 @@ private:
     void read(const json& doc, Config& c) const {
         Obj top(*this, doc, "$",
                 {"eal", "workers", "mempool", "ports", "neighbors", "vrfs", "routes", "cluster", "default_action",
-                 "sessions", "arp", "icmp", "reassembly", "ingress", "node", "state", "metrics", "sync"},
+                 "sessions", "arp", "icmp", "reassembly", "ingress", "node", "state", "metrics", "sync", "egress_ip"},
                 "a JSON object");
         LcoreSpec lcores = read_eal(top, c.eal);
         read_workers(top, c, lcores);
@@ -658,6 +658,7 @@ private:
         read_state(top, c.state);
         read_metrics(top, c.metrics);
         read_sync(top, c.sync);
+        read_egress_ip(top, c.egress_ip);
     }
 
     LcoreSpec read_eal(const Obj& top, EalConfig& e) const {
@@ -1388,6 +1389,14 @@ private:
             expected(path, what, v);
         host_out = host;
         port_out = static_cast<uint16_t>(port);
+    }
+
+    void read_egress_ip(const Obj& top, EgressIPConfig& e) const {
+        const json* j = top.get("egress_ip");
+        if (!j) return;
+        Obj o(*this, *j, top.at("egress_ip"), {"capacity"}, "an object like {\"capacity\": 10}");
+        if (const json* v = o.get("capacity"))
+            e.capacity = static_cast<uint32_t>(integer(*v, o.at("capacity"), 0, kMaxEgressIPCapacity));
     }
 
     void read_sync(const Obj& top, SyncConfig& c) const {

@@ -873,7 +873,7 @@ TEST_P(FieldError, NamesPathAndExpectation) {
 
 const char* const kTopKeys =
     "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, icmp, reassembly, "
-    "ingress, node, state, metrics, sync";
+    "ingress, node, state, metrics, sync, egress_ip";
 const char* const kPortKeys = "name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc, queues";
 
 #define J(text) json::parse(text)
@@ -882,7 +882,7 @@ const ErrorCase kCases[] = {
     // --- unknown keys, everywhere ------------------------------------------------------------
     {"UnknownTopLevel", [](json& j) { j["worker"] = {1}; }, "$.worker",
      "unknown key \"worker\", expected one of: eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, "
-     "default_action, sessions, arp, icmp, reassembly, ingress, node, state, metrics, sync"},
+     "default_action, sessions, arp, icmp, reassembly, ingress, node, state, metrics, sync, egress_ip"},
     {"UnknownEal", [](json& j) { j["eal"]["lcore"] = "0-1"; }, "$.eal.lcore",
      "unknown key \"lcore\", expected one of: lcores, main_lcore, no_huge, memory_mb, file_prefix, vdevs, "
      "pci_allow, extra_args"},
@@ -1629,6 +1629,18 @@ const ErrorCase kCases[] = {
      "expected an IP address and a TCP port like \"127.0.0.1:9469\", \"0.0.0.0:9469\" or \"[::]:9469\", got "
      "\"::1:9469\""},
 
+    // --- egress_ip -----------------------------------------------------------------------------
+    {"EgressIPNotObject", [](json& j) { j["egress_ip"] = 3; }, "$.egress_ip",
+     "expected an object like {\"capacity\": 10}, got 3"},
+    {"UnknownEgressIP", [](json& j) { j["egress_ip"] = {{"max", 3}}; }, "$.egress_ip.max",
+     "unknown key \"max\", expected one of: capacity"},
+    {"EgressIPCapacityNegative", [](json& j) { j["egress_ip"] = {{"capacity", -1}}; }, "$.egress_ip.capacity",
+     "expected an integer from 0 to 1000000, got -1"},
+    {"EgressIPCapacityText", [](json& j) { j["egress_ip"] = {{"capacity", "10"}}; }, "$.egress_ip.capacity",
+     "expected an integer from 0 to 1000000, got \"10\""},
+    {"EgressIPCapacityTooLarge", [](json& j) { j["egress_ip"] = {{"capacity", 1000001}}; }, "$.egress_ip.capacity",
+     "expected an integer from 0 to 1000000, got 1000001"},
+
     // --- sync ----------------------------------------------------------------------------------
     {"SyncNotObject", [](json& j) { j["sync"] = 1; }, "$.sync",
      "expected an object like {\"id\": 1, \"listen\": \"10.0.0.1:7470\", \"key_file\": \"sync.key\", \"peers\": "
@@ -1811,6 +1823,22 @@ TEST(Sync, SectionLandsAndRoundTrips) {
     EXPECT_EQ(load_text(j.dump(), kFile).sync.mtu, 1500u) << "the default";
     json dump = expect_round_trip(c);
     EXPECT_EQ(dump["sync"]["peers"][1]["address"], "[fd00::3]:7471");
+}
+
+TEST(EgressIP, CapacityLandsRoundTripsAndNeedsARestart) {
+    json j = base();
+    EXPECT_EQ(load_text(j.dump(), kFile).egress_ip.capacity, std::nullopt) << "absent: unlimited";
+    j["egress_ip"] = {{"capacity", 0}};
+    EXPECT_EQ(load_text(j.dump(), kFile).egress_ip.capacity, 0u) << "0: the node hosts none";
+    j["egress_ip"] = {{"capacity", 12}};
+    Config running = load_text(j.dump(), kFile);
+    EXPECT_EQ(running.egress_ip.capacity, 12u);
+    json dump = expect_round_trip(running);
+    EXPECT_EQ(dump["egress_ip"]["capacity"], 12);
+    j["egress_ip"]["capacity"] = 13;
+    ConfigChanges ch = compare_for_reload(running, load_text(j.dump(), kFile));
+    EXPECT_TRUE(ch.live.empty());
+    EXPECT_EQ(ch.restart, (std::vector<std::string>{"egress_ip.capacity"})) << "published in the Lease at start";
 }
 
 TEST(Sync, ChangingItNeedsARestart) {
