@@ -9,6 +9,7 @@
 #include "control/k8s/log.h"
 #include "control/k8s/writer.h"
 #include "control/k8s_source/controller_internal.h"
+#include "control/k8s_source/gateway_facts.h"
 
 namespace egw::k8s_source {
 
@@ -31,6 +32,18 @@ void label_lease(json& lease) {
     json& labels = meta["labels"];
     if (!labels.is_object()) labels = json::object();
     labels["app.kubernetes.io/name"] = "egw";
+}
+
+// Puts `facts` into the Lease's annotations, and takes out the capacity a previous run published
+// when this one has none (unlimited).
+void annotate_lease(json& lease, const GatewayFacts& facts) {
+    json& meta = lease["metadata"];
+    if (!meta.is_object()) meta = json::object();
+    json& annotations = meta["annotations"];
+    if (!annotations.is_object()) annotations = json::object();
+    annotations.erase(kEgressIPCapacityAnnotation);
+    for (const auto& [key, value] : encode_gateway_facts(facts))
+        annotations[key] = value;
 }
 
 std::string lease_holder(const json& lease) {
@@ -270,6 +283,9 @@ bool LeaseKeeper::renew_liveness() {
     const std::string name = std::string(kLivenessLeasePrefix) + opts_.node_name;
     const int32_t duration = static_cast<int32_t>(opts_.lease_duration.count());
     const auto sent = SteadyClock::now();
+    const std::optional<GatewayFacts> facts =
+        opts_.watch_egress_ips ? std::optional(gateway_facts(opts_.outside_prefixes, opts_.egress_ip_capacity))
+                               : std::nullopt;
     auto res = write_lease(name, liveness_obj_, [&](json& lease, bool exists) {
         json& spec = lease["spec"];
         if (!spec.is_object()) spec = json::object();
@@ -279,6 +295,7 @@ bool LeaseKeeper::renew_liveness() {
         spec["leaseDurationSeconds"] = duration;
         spec["renewTime"] = now;
         label_lease(lease);
+        if (facts) annotate_lease(lease, *facts);
         return true;
     });
     note_own_write(res, sent);

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,10 @@ struct ControllerOptions {
     // Also list and watch EgressIPs, Namespaces and Pods (egress_ip_watch.h), with a client of
     // their own. egwd's kubernetes source sets it; the election's tests leave it off.
     bool watch_egress_ips = false;
+    // With watch_egress_ips: this gateway's outside port and VLAN prefixes and its EgressIP capacity
+    // (nullopt: unlimited), published on its liveness Lease for the leader (gateway_facts.h).
+    std::vector<net::IpPrefix> outside_prefixes;
+    std::optional<size_t> egress_ip_capacity;
 };
 
 }  // namespace egw::k8s_source

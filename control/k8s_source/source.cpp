@@ -30,6 +30,11 @@ std::unique_ptr<Controller> make_source(const config::Config& cfg, const std::st
     o.retry_period = std::chrono::milliseconds(cfg.state.retry_period_ms);
     o.pod_cidrs = cfg.cluster.pod_cidrs;
     o.watch_egress_ips = true;
+    // VLANs are ports of the configuration too, with a role of their own.
+    for (const config::PortConfig& p : cfg.ports)
+        if (p.role == config::PortRole::outside)
+            o.outside_prefixes.insert(o.outside_prefixes.end(), p.addresses.begin(), p.addresses.end());
+    if (cfg.egress_ip.capacity) o.egress_ip_capacity = *cfg.egress_ip.capacity;
 
     k8s::ClientOptions co;
     co.http.user_agent = "egwd/" + cfg.node.name;

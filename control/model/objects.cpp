@@ -382,6 +382,8 @@ Node parse_node(const json& j, const std::string& path) {
 Lease parse_lease(const json& j, const std::string& path) {
     Lease l;
     l.meta = parse_meta(j, path, true);
+    if (const json* m = field(j, "metadata"))
+        l.annotations = string_map_field(*m, "annotations", child(path, "metadata"));
     const json* spec = object_field(j, "spec", path);
     if (!spec) return l;
     const std::string spath = child(path, "spec");

@@ -118,6 +118,9 @@ struct Lease {
     std::string renew_time;              // RFC 3339 MicroTime as written, "" when absent
     std::string acquire_time;
     int32_t lease_transitions = 0;
+    // metadata.annotations: egw's liveness Leases carry the gateway's EgressIP facts there
+    // (control/k8s_source/gateway_facts.h).
+    std::map<std::string, std::string> annotations;
     bool operator==(const Lease&) const = default;
 };
 

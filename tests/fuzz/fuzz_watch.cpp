@@ -20,6 +20,7 @@
 #include "control/k8s/cache.h"
 #include "control/k8s/log.h"
 #include "control/k8s/watch_stream.h"
+#include "control/k8s_source/gateway_facts.h"
 #include "tests/fuzz/fuzz.h"
 
 namespace {
@@ -111,7 +112,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!cache.synced()) fuzz::fail("the cache is not synced after its list");
     model::ObjectSet snap = cache.snapshot();
     std::vector<k8s::Change> changes = cache.take_changes();
-    (void)snap;
+    // A Lease's annotations as the EgressIP leader reads them: usable facts say themselves again
+    // the same way; unusable ones host nothing.
+    for (const auto& [key, lease] : snap.leases) {
+        k8s_source::DecodedGatewayFacts d = k8s_source::decode_gateway_facts(lease.annotations);
+        if (!d.error.empty()) {
+            if (!d.facts.subnets.empty() || d.facts.capacity != size_t{0})
+                fuzz::fail("unusable EgressIP facts still offer subnets or capacity: " + d.error);
+            continue;
+        }
+        k8s_source::DecodedGatewayFacts again =
+            k8s_source::decode_gateway_facts(k8s_source::encode_gateway_facts(d.facts));
+        if (!again.error.empty() || again.facts != d.facts)
+            fuzz::fail("EgressIP facts do not read back as written: " + again.error);
+    }
     (void)changes;
     return 0;
 }

@@ -132,6 +132,16 @@ def watch_seeds():
     put("watch", bytes([2, 5, 5, 5, 5]) + b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}}\n')
     put("watch", bytes([0x80, 13, 0, 0, 0]) + b'{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"},"spec":{"s":"x\\"}{"}}}')
     put("watch", bytes([2, 3, 0, 0, 0]) + b'{"type":"RENAMED","object":{}}\n{"type":"ADDED"}\n[1]')
+    # Liveness Leases with the EgressIP facts a gateway publishes (good, then bad values).
+    for n, annotations in enumerate([
+        {"egw.io/outside-subnets": "10.1.0.0/24,2001:db8:1::/64", "egw.io/egress-ip-capacity": "12"},
+        {"egw.io/outside-subnets": ""},
+        {"egw.io/outside-subnets": "10.1.0.0/24,,10.2.0.0/33", "egw.io/egress-ip-capacity": "-1"},
+    ]):
+        lease = {"metadata": {"name": "egw-node-gw-%d" % n, "namespace": "egw-system", "resourceVersion": str(200 + n),
+                              "annotations": annotations},
+                 "spec": {"holderIdentity": "gw-%d" % n, "leaseDurationSeconds": 2}}
+        put("watch", bytes([4, 0, 0, 0, 0]) + (json.dumps({"type": "ADDED", "object": lease}) + "\n").encode())
 
 
 # ---- CLI: byte 0 = mode ----
