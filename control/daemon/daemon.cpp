@@ -233,7 +233,11 @@ cli::Reply Daemon::reload() {
 
 void Daemon::write_status(bool running, bool final_write) {
     StatusInputs in{*rt_, *builder_, *resolver_, running, final_write};
-    if (!write_status_file(opt_.status_file, collect_status(in)) && !final_write)
+    nlohmann::json doc = collect_status(in);
+    // What `show egressips` shows: the addresses assigned to this gateway, and on the leader the
+    // ones it cannot assign (docs/kubernetes.md, "EgressIP assignment").
+    if (k8s_) doc["egress_ips"] = k8s_source::describe(*k8s_)["egress_ips"];
+    if (!write_status_file(opt_.status_file, doc) && !final_write)
         spdlog::warn("cannot write status file {}", opt_.status_file);
 }
 

@@ -34,13 +34,25 @@ Controller::Controller(k8s::Credentials creds, ControllerOptions opts, k8s::Clie
     client_ = std::make_unique<k8s::Client>(std::move(creds), std::move(client_opts));
     leases_ = std::make_unique<LeaseKeeper>(*client_, opts_, identity_, lease_ns_, [this] { decider_->wake(); });
     decider_ = std::make_unique<HostDecider>(*client_, *leases_, opts_, identity_);
+    if (egress_ips_ && opts_.election == ElectionMode::leader) {
+        egress_ip_leader_ =
+            std::make_unique<EgressIPLeader>(*client_, *leases_, *egress_ips_, opts_, identity_, lease_ns_);
+        egress_ips_->set_egress_ip_listener([this] { egress_ip_leader_->wake(); });
+    }
     client_->cache().set_listener([this](const k8s::Change& c) { on_change(c); });
+}
+
+std::vector<AssignedEgressIP> Controller::assigned_egress_ips() const {
+    if (!egress_ips_) return {};
+    return egress_ips_->assigned_to(opts_.node_name);
 }
 
 void Controller::on_change(const k8s::Change& c) {
     if (c.kind == model::Kind::lease) leases_->on_lease_change(c);
     if (opts_.election != ElectionMode::leader) return;
     decider_->on_change(c);
+    // Liveness, the facts on the Leases and the egress-assignable label.
+    if (egress_ip_leader_ && (c.kind == model::Kind::lease || c.kind == model::Kind::node)) egress_ip_leader_->wake();
 }
 
 void Controller::set_serving_check(std::function<std::string()> check) {
@@ -64,6 +76,7 @@ void Controller::start() {
     if (egress_ips_) egress_ips_->start();
     leases_->start();
     if (opts_.election == ElectionMode::leader) decider_->start();
+    if (egress_ip_leader_) egress_ip_leader_->start();
 }
 
 void Controller::abandon() {
@@ -74,8 +87,10 @@ void Controller::abandon() {
     }
     leases_->request_stop();
     decider_->request_stop();
+    if (egress_ip_leader_) egress_ip_leader_->request_stop();
     leases_->join();
     decider_->join();
+    if (egress_ip_leader_) egress_ip_leader_->join();
     client_->stop();
     if (egress_ips_) egress_ips_->stop();
     leases_->end_leadership();
@@ -91,8 +106,10 @@ void Controller::stop() {
     }
     leases_->request_stop();
     decider_->request_stop();
+    if (egress_ip_leader_) egress_ip_leader_->request_stop();
     leases_->join();
     decider_->join();
+    if (egress_ip_leader_) egress_ip_leader_->join();
     // The decider has stopped: nothing can be written on this instance's behalf any more. The
     // liveness Lease goes first: the leader (this one or another) moves the Services at once.
     leases_->end_leadership();

@@ -10,7 +10,9 @@
 //   external      another controller writes status.host; egwd only follows it.
 //
 // With ControllerOptions::watch_egress_ips, it also owns the EgressIPWatch (egress_ip_watch.h:
-// EgressIP sources and selection, with a client of its own), which touches none of the above.
+// EgressIP sources and selection, with a client of its own), which touches none of the above, and
+// in mode leader the EgressIPLeader (egress_ip_leader.h: the leader's status.items), which reads
+// the Nodes and Leases of this client and the EgressIPs of that one.
 //
 // Parts: the Controller owns the client, the LeaseKeeper (lease_keeper.h: both Leases), the
 // HostDecider (host_decider.h: the leader's decisions and write-backs) and the ServingView
@@ -56,6 +58,7 @@
 
 #include "config/config.h"
 #include "control/k8s_source/decisions.h"
+#include "control/k8s_source/egress_ip_leader.h"
 #include "control/k8s_source/egress_ip_watch.h"
 #include "control/k8s_source/host_decider.h"
 #include "control/k8s_source/lease_keeper.h"
@@ -137,6 +140,11 @@ public:
     k8s::Client& client() { return *client_; }
     // EgressIP sources and selection; nullptr unless ControllerOptions::watch_egress_ips.
     EgressIPWatch* egress_ips() { return egress_ips_.get(); }
+    // The leader's EgressIP assignment; nullptr unless watch_egress_ips in mode leader.
+    const EgressIPLeader* egress_ip_leader() const { return egress_ip_leader_.get(); }
+    // The EgressIP addresses status.items assigns to this gateway's node, in both election modes
+    // (EgressIPWatch::assigned_to); empty without watch_egress_ips.
+    std::vector<AssignedEgressIP> assigned_egress_ips() const;
 
 private:
     void on_change(const k8s::Change& c);
@@ -148,6 +156,7 @@ private:
     std::unique_ptr<LeaseKeeper> leases_;   // the Lease thread
     std::unique_ptr<HostDecider> decider_;  // the decider thread (started in mode leader only)
     std::unique_ptr<EgressIPWatch> egress_ips_;
+    std::unique_ptr<EgressIPLeader> egress_ip_leader_;  // its thread (mode leader with watch_egress_ips)
 
     std::mutex mu_;  // start() and stop()
     bool started_ = false;

@@ -84,6 +84,7 @@ void EgressIPWatch::on_change(const k8s::Change& c) {
         // version: log_egress_ip() says each version once.
         if (c.kind == model::Kind::egress_ip && synced_logged_) log_egress_ip(objs, c.key);
     });
+    if (c.kind == model::Kind::egress_ip && egress_ip_listener_) egress_ip_listener_();
 }
 
 EgressIPWatchStats EgressIPWatch::stats() const {
@@ -100,6 +101,8 @@ EgressIPWatchStats EgressIPWatch::stats() const {
             e.name = name;
             for (const auto& ip : eip.egress_ips)
                 e.egress_ips.push_back(net::to_string(ip));
+            for (const auto& item : eip.status_items)
+                e.assigned.emplace_back(net::to_string(item.egress_ip), item.node);
             if (const model::EgressIPSelected* sel = selection_.find(name)) {
                 e.namespaces = sel->namespaces.size();
                 e.pods = sel->pods.size();
@@ -112,6 +115,24 @@ EgressIPWatchStats EgressIPWatch::stats() const {
     return s;
 }
 
+std::vector<AssignedEgressIP> assigned_to(const model::ObjectSet& objs, const std::string& node) {
+    std::vector<AssignedEgressIP> out;
+    for (const auto& [name, eip] : objs.egress_ips) {
+        for (const auto& ip : eip.egress_ips) {
+            for (const auto& item : eip.status_items) {
+                if (item.egress_ip != ip) continue;
+                if (item.node == node) out.push_back(AssignedEgressIP{name, ip});
+                break;  // only the first item of an address counts
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<AssignedEgressIP> EgressIPWatch::assigned_to(const std::string& node) const {
+    return client_->cache().read([&](const model::ObjectSet& objs) { return k8s_source::assigned_to(objs, node); });
+}
+
 std::vector<net::IpAddr> EgressIPWatch::selected_ips(const std::string& egress_ip) const {
     std::lock_guard lk(mu_);
     return selection_.selected_ips(egress_ip);
@@ -119,12 +140,17 @@ std::vector<net::IpAddr> EgressIPWatch::selected_ips(const std::string& egress_i
 
 nlohmann::json to_json(const EgressIPWatchStats& s) {
     nlohmann::json selected = nlohmann::json::array();
-    for (const auto& e : s.selected)
+    for (const auto& e : s.selected) {
+        nlohmann::json assigned = nlohmann::json::array();
+        for (const auto& [ip, node] : e.assigned)
+            assigned.push_back({{"egress_ip", ip}, {"node", node}});
         selected.push_back({{"name", e.name},
                             {"egress_ips", e.egress_ips},
+                            {"assigned", assigned},
                             {"namespaces", e.namespaces},
                             {"pods", e.pods},
                             {"pod_ips", e.pod_ips}});
+    }
     return {{"synced", s.synced},         {"served", false}, {"objects", s.egress_ip_objects},
             {"namespaces", s.namespaces}, {"pods", s.pods},  {"selection_changes", s.selection_changes},
             {"selected", selected}};

@@ -20,11 +20,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,7 +42,21 @@ struct EgressIPSelectedStats {
     size_t namespaces = 0;                // matched by namespaceSelector
     size_t pods = 0;                      // selected pods
     size_t pod_ips = 0;                   // their addresses
+    // status.items as the object says: (address, node), canonical text, in the object's order.
+    std::vector<std::pair<std::string, std::string>> assigned;
 };
+
+// One address status.items assigns to a node, with the EgressIP that holds it.
+struct AssignedEgressIP {
+    std::string egress_ip;  // the object's name
+    net::IpAddr ip;
+    bool operator==(const AssignedEgressIP&) const = default;
+};
+
+// The addresses status.items assigns to `node` in `objs`, by EgressIP name then spec order: only
+// those spec.egressIPs still holds, each once (a second item for an address does not count, as
+// for assign_egress_ips()).
+std::vector<AssignedEgressIP> assigned_to(const model::ObjectSet& objs, const std::string& node);
 
 struct EgressIPWatchStats {
     bool synced = false;  // the three kinds have been listed once
@@ -68,6 +84,14 @@ public:
     // The pod addresses one EgressIP selects, sorted (empty when unknown).
     std::vector<net::IpAddr> selected_ips(const std::string& egress_ip) const;
     k8s::Client& client() { return *client_; }
+    const k8s::Client& client() const { return *client_; }
+    // The EgressIP addresses this gateway is to serve: what status.items assigns to `node`, as the
+    // watch last saw it, whoever wrote it (egw's leader, or OVN-Kubernetes' cluster manager under
+    // --election=external). This is what the data path will translate to and answer ARP/ND for.
+    std::vector<AssignedEgressIP> assigned_to(const std::string& node) const;
+    // Called on a reflector's thread after every change of an EgressIP (not of a pod or namespace).
+    // Set it before start().
+    void set_egress_ip_listener(std::function<void()> listener) { egress_ip_listener_ = std::move(listener); }
 
 private:
     void on_change(const k8s::Change& c);
@@ -82,6 +106,7 @@ private:
     bool synced_logged_ = false;  // the first lists have been logged: log each EgressIP change
     // The resourceVersion of each EgressIP whose line was logged last (guarded by mu_).
     std::map<std::string, std::string> logged_versions_;
+    std::function<void()> egress_ip_listener_;
     std::thread sync_logger_;
     std::atomic<bool> stopping_{false};
 };

@@ -71,6 +71,26 @@ nlohmann::json describe(Controller& c) {
     if (EgressIPWatch* w = c.egress_ips()) {
         egress_ips = to_json(w->stats());
         add(w->client().status());
+        nlohmann::json here = nlohmann::json::array();
+        for (const auto& a : c.assigned_egress_ips())
+            here.push_back({{"name", a.egress_ip}, {"egress_ip", net::to_string(a.ip)}});
+        egress_ips["assigned_here"] = here;
+        // The leader's assignment; null on a follower's view of it and under --election=external.
+        nlohmann::json assigning = nullptr;
+        if (const EgressIPLeader* l = c.egress_ip_leader(); l && st.leader) {
+            const EgressIPLeaderStats ls = l->stats();
+            nlohmann::json unhostable = nlohmann::json::array();
+            for (const auto& u : ls.unhostable)
+                unhostable.push_back(
+                    {{"name", u.egress_ip}, {"egress_ip", net::to_string(u.ip)}, {"reason", u.reason}});
+            nlohmann::json problems = nlohmann::json::object();
+            for (const auto& [node, why] : ls.node_problems)
+                problems[node] = why;
+            assigning = {{"deciding", ls.deciding},           {"passes", ls.passes},
+                         {"status_writes", ls.status_writes}, {"write_failures", ls.write_failures},
+                         {"unhostable", unhostable},          {"node_problems", problems}};
+        }
+        egress_ips["assignment"] = assigning;
     }
     return {{"synced", st.synced},
             {"leader", st.leader},

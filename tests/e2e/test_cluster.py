@@ -6,7 +6,9 @@ Each egwd runs on two net_null ports (no traffic) with its own DPDK file prefix 
 daemons and alone writes status.host and the node label, each daemon programs its data plane from
 status.host (its --status-file), a leader killed with SIGKILL is replaced and the Service keeps or
 regains a host within the bound docs/kubernetes.md states for egwd's default timings, and a host
-stopped with SIGTERM gives its Leases up so that the Service moves within a second.
+stopped with SIGTERM gives its Leases up so that the Service moves within a second. The EgressIP
+test checks the leader's status.items: one address of an object per node, an address no gateway
+can host reported and not written, moves on a lost label and on a kill -9, stickiness otherwise.
 tests/unit/k8s_source/test_cluster.cpp covers the rules with three controllers in one process.
 
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_cluster.py
@@ -42,6 +44,7 @@ STOP_BOUND = 1.0                             # SIGTERM of the host -> its Servic
 NODES = ("gw-1", "gw-2")
 LABEL = "egress-service.k8s.ovn.org/default-web"
 HOLD = 2.0          # status.host and the label, once right, must stay so ("consistently")
+EGRESS_ASSIGNABLE = "k8s.ovn.org/egress-assignable"
 
 
 def egwd_config(node_name, kubeconfig, file_prefix):
@@ -226,6 +229,82 @@ class TwoGateways(unittest.TestCase):
         self.assertEqual(gone["spec"].get("holderIdentity", ""), "", gone)
         lead = self.api.get(lease_path + "egw-leader")
         self.assertEqual(lead["spec"].get("holderIdentity", ""), leader, lead)
+
+    # --- EgressIP ----------------------------------------------------------------------------
+
+    def egress_ip_items(self, name):
+        """status.items of EgressIP `name` as {address: node}."""
+        eip = self.api.get(f"/apis/k8s.ovn.org/v1/egressips/{name}") or {}
+        return {i["egressIP"]: i["node"] for i in (eip.get("status") or {}).get("items") or []}
+
+    def set_assignable(self, node_name, assignable):
+        labels = {EGRESS_ASSIGNABLE: "" if assignable else None}
+        code, out = self.api.request("PATCH", f"/api/v1/nodes/{node_name}", {"metadata": {"labels": labels}},
+                                     "application/merge-patch+json")
+        self.assertEqual(code, 200, out)
+
+    def assigned_here(self, node_name):
+        return sorted(a["egress_ip"] for a in (self.status(node_name).get("egress_ips") or {}).get("assigned_here", []))
+
+    def test_egress_ip_assignment_follows_liveness_and_the_label(self):
+        # Both gateways are egress-assignable with ext1 on 192.0.2.0/24. eip-a has two addresses
+        # there (one per node: never two of one object on a node) and one on no gateway's subnet
+        # (reported once, never written); eip-b has one more, which goes where there is room.
+        for n in NODES:
+            self.set_assignable(n, True)
+        selector = {"namespaceSelector": {"matchLabels": {"egress": "yes"}}}
+        self.api.upsert({"apiVersion": "k8s.ovn.org/v1", "kind": "EgressIP", "metadata": {"name": "eip-a"},
+                         "spec": {"egressIPs": ["192.0.2.80", "192.0.2.81", "203.0.113.7"], **selector}})
+        self.api.upsert({"apiVersion": "k8s.ovn.org/v1", "kind": "EgressIP", "metadata": {"name": "eip-b"},
+                         "spec": {"egressIPs": ["192.0.2.82"], **selector}})
+        for n in NODES:
+            self.start(n)
+        self.wait_for(lambda: len(self.leaders()) == 1, 15, "no single leader among the two egwd")
+        a = lambda: self.egress_ip_items("eip-a")  # noqa: E731
+        b = lambda: self.egress_ip_items("eip-b")  # noqa: E731
+        self.wait_for(lambda: len(a()) == 2 and len(b()) == 1, 15, lambda: f"eip-a {a()}, eip-b {b()}")
+        first_a, first_b = a(), b()
+        self.assertEqual(sorted(first_a), ["192.0.2.80", "192.0.2.81"])
+        self.assertEqual(sorted(first_a.values()), list(NODES), "one address of eip-a per node")
+        # Assignments stay put over a period, not only at first sight.
+        self.consistently(lambda: a() == first_a and b() == first_b, 0, lambda: f"eip-a {a()}, eip-b {b()}",
+                          duration=3 * LEASE_S)
+        (leader,) = self.leaders()
+        unhostable = "EgressIP eip-a: 203.0.113.7 is not assigned: no node has an outside subnet that contains it"
+        self.assertEqual(self.log(leader).count(unhostable), 1, tail(self.workdir / f"{leader}.log"))
+        # Each gateway sees what is assigned to it (the status file, the data path's seam later).
+        for n in NODES:
+            want = sorted([ip for ip, host in first_a.items() if host == n] + [ip for ip, host in first_b.items()
+                                                                                if host == n])
+            self.wait_for(lambda: self.assigned_here(n) == want, 5,
+                          lambda: f"{n} serves {self.assigned_here(n)}, want {want}")
+
+        # The node holding eip-b loses the label: eip-b moves to the other node, and eip-a's address
+        # there has no node left (the other already holds eip-a's second address).
+        holder = first_b["192.0.2.82"]
+        other = next(n for n in NODES if n != holder)
+        self.set_assignable(holder, False)
+        self.consistently(lambda: b() == {"192.0.2.82": other} and a() == {ip: n for ip, n in first_a.items()
+                                                                            if n == other},
+                          5, lambda: f"after {holder} lost the label: eip-a {a()}, eip-b {b()}")
+        # It gets the label back: eip-a's free address returns to it; eip-b stays where it is.
+        self.set_assignable(holder, True)
+        self.consistently(lambda: a() == first_a and b() == {"192.0.2.82": other}, 5,
+                          lambda: f"after {holder} was labelled again: eip-a {a()}, eip-b {b()}")
+
+        # kill -9 of the gateway that holds eip-b now: it moves back within the failover bound
+        # (a new leader's grace included when the leader was killed), plus slack for a loaded machine.
+        killed_at = time.monotonic()
+        self.procs[other].kill()
+        self.procs[other].wait(timeout=10)
+        self.wait_for(lambda: b() == {"192.0.2.82": holder}, KILL_BOUND + 1, lambda: f"eip-b {b()}", interval=0.02)
+        moved = time.monotonic() - killed_at
+        print(f"\n  {other} (leader: {other == leader}) killed -> eip-b on {holder} after {moved:.2f} s",
+              file=sys.stderr)
+        self.assertLess(moved, KILL_BOUND + 1)
+        self.consistently(lambda: b() == {"192.0.2.82": holder} and a() == {ip: n for ip, n in first_a.items()
+                                                                             if n == holder},
+                          5, lambda: f"after {other} was killed: eip-a {a()}, eip-b {b()}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The EgressIP facts a gateway publishes on its liveness Lease (control/k8s_source/gateway_facts.h):
-// what it writes, that it reads back the same, what bad annotations do.
+// what it writes, that it reads back the same, what bad annotations do; and assigned_to(), the
+// addresses status.items gives one node.
 #include <gtest/gtest.h>
 
+#include "control/k8s_source/egress_ip_watch.h"
 #include "control/k8s_source/gateway_facts.h"
 
 namespace egw::k8s_source {
@@ -122,6 +124,30 @@ TEST(GatewayFacts, TooManySubnetsAreRefused) {
     DecodedGatewayFacts d = decode_gateway_facts({{kOutsideSubnetsAnnotation, many}});
     EXPECT_NE(d.error, "");
     EXPECT_TRUE(d.facts.subnets.empty());
+}
+
+model::EgressIP egress_ip(const std::string& name, std::vector<std::string> ips,
+                          std::vector<std::pair<std::string, std::string>> items) {
+    model::EgressIP e;
+    e.meta.name = name;
+    for (const auto& i : ips)
+        e.egress_ips.push_back(ip(i));
+    for (const auto& [node, addr] : items)
+        e.status_items.push_back(model::EgressIPStatusItem{node, ip(addr)});
+    return e;
+}
+
+TEST(AssignedTo, TheNodesAddressesFromStatusItemsOnly) {
+    model::ObjectSet objs;
+    objs.egress_ips["b"] =
+        egress_ip("b", {"10.1.0.5", "2001:db8:1::5"}, {{"gw-1", "2001:db8:1::5"}, {"gw-2", "10.1.0.5"}});
+    // An item for an address no longer in spec, and a second item for one address: neither counts.
+    objs.egress_ips["a"] =
+        egress_ip("a", {"10.1.0.4"}, {{"gw-2", "10.1.0.4"}, {"gw-1", "10.1.0.4"}, {"gw-1", "10.9.9.9"}});
+    objs.egress_ips["c"] = egress_ip("c", {"10.1.0.6"}, {});
+    EXPECT_EQ(assigned_to(objs, "gw-1"), (std::vector<AssignedEgressIP>{{"b", ip("2001:db8:1::5")}}));
+    EXPECT_EQ(assigned_to(objs, "gw-2"), (std::vector<AssignedEgressIP>{{"a", ip("10.1.0.4")}, {"b", ip("10.1.0.5")}}));
+    EXPECT_TRUE(assigned_to(objs, "gw-3").empty());
 }
 
 }  // namespace
