@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <utility>
 
 #include "config/config.h"
 #include "config/dump.h"
@@ -128,6 +130,47 @@ Reply show_k8s(Context& ctx, const Args&) {
                 std::to_string(selected) + " pod selection(s)\n";
     }
     return ok(text, j);
+}
+
+// One row per address of every EgressIP, from the same JSON as show k8s ("egress_ips"): the node
+// status.items names for it, or why the leader left it out (on the leader only; elsewhere "-").
+Reply show_egressips(Context& ctx, const Args&) {
+    if (!ctx.host.kubernetes)
+        return fail("show egressips: the state source is \"files\" (" + ctx.host.config.state.path +
+                    "): egwd assigns EgressIPs only with the kubernetes source");
+    json j = ctx.host.kubernetes();
+    json e = j["egress_ips"];
+    if (!e.is_object()) return fail("show egressips: egwd does not watch EgressIPs");
+    std::map<std::pair<std::string, std::string>, std::string> unhostable;  // (name, address) -> reason
+    if (const json& a = e["assignment"]; a.is_object())
+        for (const auto& u : a["unhostable"])
+            unhostable[{u["name"].get<std::string>(), u["egress_ip"].get<std::string>()}] =
+                u["reason"].get<std::string>();
+    Table t({"egressip", "address", "node", "pods", "namespaces"});
+    for (const auto& s : e["selected"]) {
+        const std::string name = s["name"].get<std::string>();
+        for (const auto& ip : s["egress_ips"]) {
+            const std::string addr = ip.get<std::string>();
+            std::string node = "-";
+            for (const auto& item : s["assigned"])
+                if (item["egress_ip"] == addr) {
+                    node = item["node"].get<std::string>();
+                    break;
+                }
+            if (auto u = unhostable.find({name, addr}); u != unhostable.end()) node = "unassigned: " + u->second;
+            t.row({name, addr, node, jnum(s["pods"]), jnum(s["namespaces"])});
+        }
+    }
+    std::string text =
+        t.render() + "assigned to this gateway: " + std::to_string(e["assigned_here"].size()) + " address(es)   ";
+    if (const json& a = e["assignment"]; a.is_object())
+        text += "assigning: " + std::string(a["deciding"].get<bool>() ? "yes" : "waiting for fresh state") +
+                "   status writes: " + jnum(a["status_writes"]) + "   write failures: " + jnum(a["write_failures"]) +
+                "\n";
+    else
+        text += std::string("assigning: no (") +
+                (j["election"] == "external" ? "election external" : "not the leader") + ")\n";
+    return ok(text, e);
 }
 
 Reply show_drops(Context& ctx, const Args&) {

@@ -129,6 +129,10 @@ const Command kCommands[] = {
 
     {"show lcores", "system", "the lcores and their busy and total TSC cycles", show_lcores},
     {"show k8s", "system", "the Kubernetes connection: per-kind sync state, last resourceVersion, leader", show_k8s},
+    {"show egressips", "system",
+     "EgressIPs: each address, the node status.items assigns it to (or why the leader cannot), and the pods and "
+     "namespaces the object selects",
+     show_egressips},
     {"show drops", "system", "dropped packets by reason, summed over the workers", show_drops},
     {"show icmp", "system", "ICMP errors the gateway sent itself, by type, and those the rate limit held back",
      show_icmp},

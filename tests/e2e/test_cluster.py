@@ -95,7 +95,7 @@ class TwoGateways(unittest.TestCase):
 
     # --- helpers ---------------------------------------------------------------------------
 
-    def start(self, node_name):
+    def start(self, node_name, *flags):
         prefix = f"egw-cluster-{os.getpid()}-{node_name}"
         self.prefixes.append(prefix)
         cfg = self.workdir / f"{node_name}.json"
@@ -104,7 +104,8 @@ class TwoGateways(unittest.TestCase):
             self.logs[node_name].close()   # a restart: the old log is of a dead process
         self.logs[node_name] = open(self.workdir / f"{node_name}.log", "w")
         self.procs[node_name] = harness.spawn(
-            [str(self.egwd_bin), "-c", str(cfg), "--status-file", str(self.workdir / f"{node_name}.status.json")],
+            [str(self.egwd_bin), "-c", str(cfg), "--status-file", str(self.workdir / f"{node_name}.status.json"),
+             *flags],
             cwd=REPO, stdin=subprocess.DEVNULL, stdout=self.logs[node_name], stderr=subprocess.STDOUT)
 
     def log(self, node_name):
@@ -305,6 +306,38 @@ class TwoGateways(unittest.TestCase):
         self.consistently(lambda: b() == {"192.0.2.82": holder} and a() == {ip: n for ip, n in first_a.items()
                                                                              if n == holder},
                           5, lambda: f"after {other} was killed: eip-a {a()}, eip-b {b()}")
+
+    def test_egress_ip_under_external_election_is_followed_never_written(self):
+        # OVN-Kubernetes' cluster manager assigns (the test writes status.items as it would): each
+        # egwd serves what names its node, and none writes, even for an address it could host.
+        for n in NODES:
+            self.set_assignable(n, True)
+        items = [{"node": "gw-2", "egressIP": "192.0.2.90"}, {"node": "gw-1", "egressIP": "192.0.2.91"}]
+        self.api.upsert({"apiVersion": "k8s.ovn.org/v1", "kind": "EgressIP", "metadata": {"name": "eip-x"},
+                         "spec": {"egressIPs": ["192.0.2.90", "192.0.2.91", "192.0.2.92"],
+                                  "namespaceSelector": {"matchLabels": {"egress": "yes"}}},
+                         "status": {"items": items}})
+        for n in NODES:
+            self.start(n, "--election", "external")
+        self.wait_for(lambda: self.assigned_here("gw-1") == ["192.0.2.91"] and
+                      self.assigned_here("gw-2") == ["192.0.2.90"], 15,
+                      lambda: f"gw-1 serves {self.assigned_here('gw-1')}, gw-2 {self.assigned_here('gw-2')}")
+        # The cluster manager moves 192.0.2.90 to gw-1: gw-1 follows, gw-2 lets it go.
+        moved = [{"node": "gw-1", "egressIP": "192.0.2.90"}, {"node": "gw-1", "egressIP": "192.0.2.91"}]
+        code, out = self.api.request("PATCH", "/apis/k8s.ovn.org/v1/egressips/eip-x", {"status": {"items": moved}},
+                                     "application/merge-patch+json")
+        self.assertEqual(code, 200, out)
+        self.consistently(lambda: self.assigned_here("gw-1") == ["192.0.2.90", "192.0.2.91"] and
+                          self.assigned_here("gw-2") == [], 5,
+                          lambda: f"gw-1 serves {self.assigned_here('gw-1')}, gw-2 {self.assigned_here('gw-2')}",
+                          duration=2 * LEASE_S)
+        eip = self.api.get("/apis/k8s.ovn.org/v1/egressips/eip-x")
+        self.assertEqual(eip["status"]["items"], moved, "192.0.2.92 stays unassigned: egwd writes nothing")
+        written = [r for r in self.api.get_requests()
+                   if r["user"] == harness.EGWD_USER and r["verb"] in ("patch", "update") and "egressips" in r["path"]]
+        self.assertEqual(written, [])
+        for n in NODES:
+            self.assertNotIn("assigning EgressIPs", self.log(n))
 
 
 if __name__ == "__main__":

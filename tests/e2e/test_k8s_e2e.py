@@ -47,6 +47,7 @@ FILE_PREFIX = f"egw-k8s-e2e-{os.getpid()}"  # DPDK runtime directory of the egwd
 LEASE_NS = "egw-system"
 NODE = "gw-1"                               # egwd's node (config/demo.json)
 OTHER = "gw-2"                              # another gateway, alive through the test's Lease
+EGRESS_ASSIGNABLE = "k8s.ovn.org/egress-assignable"
 
 WEB_PODS = ("10.244.1.10", "10.244.1.11")
 WEB_INGRESS = "192.0.2.50"
@@ -563,11 +564,55 @@ class KubernetesSourceE2E(unittest.TestCase):
             self.assertIn("EgressIP eip-shop (192.0.2.70, 2001:db8::70) selects", log)
             table = run([str(EGWCTL), "-p", FILE_PREFIX, "show", "k8s"], 20).stdout
             self.assertIn("EgressIP (sources only, not served yet): 1 object(s)", table)
+            self.check_egress_ip_assignment()
         finally:
+            self.label_node(EGRESS_ASSIGNABLE, None)
             api.delete("EgressIP", "eip-shop", namespace="")
             api.delete("Pod", "web-1", namespace="shop")
             api.delete("Namespace", "shop", namespace="")
         self.wait_for(lambda: "eip-shop" not in selected(), CONVERGE_TIMEOUT, lambda: f"{selected()}")
+
+    def label_node(self, key, value):
+        """Sets (None: removes) one label of egwd's Node, as `kubectl label` does."""
+        code, out = self.h.api.request("PATCH", f"/api/v1/nodes/{NODE}", {"metadata": {"labels": {key: value}}},
+                                       "application/merge-patch+json")
+        self.assertEqual(code, 200, out)
+
+    def check_egress_ip_assignment(self):
+        # egwd leads: once its node is egress-assignable it takes 192.0.2.70 (on ext1's subnet);
+        # 2001:db8::70 is on no gateway's subnet and is reported once, never written. The first
+        # status write meets a 409, so the write reads the object back (a list by name) before it
+        # writes again.
+        api = self.h.api
+        path = "/apis/k8s.ovn.org/v1/egressips/eip-shop"
+        unhostable = "EgressIP eip-shop: 2001:db8::70 is not assigned: no node has an outside subnet that contains it"
+        self.wait_for(lambda: unhostable in self.egwd_log_path.read_text(errors="replace"), CONVERGE_TIMEOUT,
+                      lambda: f"2001:db8::70 not reported\n{tail(self.egwd_log_path)}")
+        before = len(api.get_requests())
+        api.control("faults", {"errors": [{"count": 1, "code": 409, "path": path, "verb": "patch"}]})
+        self.label_node(EGRESS_ASSIGNABLE, "")
+        want = [{"node": NODE, "egressIP": "192.0.2.70"}]
+
+        def items():
+            return ((api.get(path) or {}).get("status") or {}).get("items")
+        harness.eventually_consistently(lambda: items() == want, CONVERGE_TIMEOUT, HOLD_STATE,
+                                        lambda: f"status.items {items()}, want {want}\n{tail(self.egwd_log_path)}")
+        log = self.egwd_log_path.read_text(errors="replace")
+        self.assertEqual(log.count(unhostable), 1, "reported once")
+        # The read back is a list by name (the request log keeps no query; the reflector's watch is
+        # a watch, and it does not relist while its stream is unbroken).
+        sent = [(r["verb"], r["code"]) for r in api.get_requests()[before:]
+                if r["user"] == harness.EGWD_USER and r["verb"] in ("patch", "list")
+                and r["path"] in (path, "/apis/k8s.ovn.org/v1/egressips")]
+        self.assertEqual(sent, [("patch", 409), ("list", 200), ("patch", 200)])
+        # The seam the data path will read (the status file), and the CLI.
+        self.wait_for(lambda: (self.read_status() or {}).get("egress_ips", {}).get("assigned_here") ==
+                      [{"name": "eip-shop", "egress_ip": "192.0.2.70"}], CONVERGE_TIMEOUT,
+                      lambda: f"status file: {(self.read_status() or {}).get('egress_ips')}")
+        table = run([str(EGWCTL), "-p", FILE_PREFIX, "show", "egressips"], 20).stdout
+        self.assertRegex(table, rf"eip-shop +192\.0\.2\.70 +{NODE} ")
+        self.assertRegex(table, r"eip-shop +2001:db8::70 +unassigned: no node has an outside subnet that contains it")
+        self.assertIn("assigned to this gateway: 1 address(es)", table)
 
     def test_98_rbac_grants_exactly_what_egwd_asked_for(self):
         # The test API server authorizes egwd with docker/k8s/rbac.yaml and logs every request with
