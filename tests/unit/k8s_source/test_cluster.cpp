@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -128,6 +129,7 @@ protected:
         o.lease_namespace = kLeaseNs;
         o.election = mode;
         o.pod_cidrs = {egw::net::IpPrefix::from_v4(0x0a800000, 14)};  // 10.128.0.0/14
+        if (egress_ip_options_) egress_ip_options_(node, o);
         if (egwd_timings_) return o;
         o.lease_duration = kLease;
         o.renew_deadline = kDeadline;
@@ -316,6 +318,8 @@ protected:
     uint64_t status_before_ = 0, labels_before_ = 0;
     std::string reader_token_ = kToken;  // what the test reads with (an admin's when RBAC is on)
     bool egwd_timings_ = false;          // egwd's own defaults rather than the tests' faster ones
+    // Sets a node's EgressIP options (watch_egress_ips, its outside subnets and capacity).
+    std::function<void(const std::string&, ControllerOptions&)> egress_ip_options_;
 };
 
 // U1 and U2: a leader that starts on a cluster keeps the valid hosts, resets stale statuses and
@@ -784,6 +788,61 @@ TEST_F(ClusterTest, ExternalModeOnlyFollows) {
     // The liveness Lease is still kept.
     json lease = get("/apis/coordination.k8s.io/v1/namespaces/egw/leases/egw-node-node1");
     EXPECT_EQ(lease["spec"]["holderIdentity"], "node1");
+}
+
+json egress_ip_json(const std::string& name, const std::vector<std::string>& ips) {
+    return {{"apiVersion", "k8s.ovn.org/v1"},
+            {"kind", "EgressIP"},
+            {"metadata", {{"name", name}}},
+            {"spec", {{"egressIPs", ips}, {"namespaceSelector", {{"matchLabels", {{"egress", "yes"}}}}}}}};
+}
+
+// The leader's EgressIP assignment with two whole control planes: the facts each publishes on its
+// Lease (subnet, node1's capacity of one), fewest first, capacity, stickiness, a crashed node's
+// addresses left unassigned when the other is full, and each gateway's own addresses.
+TEST_F(ClusterTest, EgressIPAssignmentFollowsCapacityAndLiveness) {
+    egress_ip_options_ = [](const std::string& node, ControllerOptions& o) {
+        o.watch_egress_ips = true;
+        o.outside_prefixes = {*net::parse_prefix("192.0.2.1/24")};
+        if (node == "node1") o.egress_ip_capacity = 1;
+    };
+    for (const char* n : {"node1", "node2"})
+        upsert(node_json(n, {{kEgressAssignableLabel, ""}}));
+    for (const char* name : {"eip-a", "eip-b", "eip-c"})
+        upsert(egress_ip_json(name, {std::string("192.0.2.1") + static_cast<char>('0' + (name[4] - 'a'))}));
+    start("node1");
+    start("node2");
+    ASSERT_NE(wait_ready(), nullptr);
+    auto items = [&] {
+        std::map<std::string, std::string> out;  // EgressIP -> node
+        for (const char* name : {"eip-a", "eip-b", "eip-c"}) {
+            json e = get(std::string("/apis/k8s.ovn.org/v1/egressips/") + name);
+            if (!e.is_object() || !e.contains("status")) continue;
+            for (const auto& it : e["status"]["items"])
+                out[name] = it["node"];
+        }
+        return out;
+    };
+    // Both empty: eip-a to node1 (the tie goes to the name that sorts first), then node2 has the
+    // fewest, and node1 is full.
+    const std::map<std::string, std::string> want = {{"eip-a", "node1"}, {"eip-b", "node2"}, {"eip-c", "node2"}};
+    ASSERT_TRUE(eventually([&] { return items() == want; }, 8s)) << items().size();
+    EXPECT_TRUE(consistently([&] { return items() == want; }));
+    EXPECT_TRUE(eventually([&] {
+        return gw_["node1"]->assigned_egress_ips() ==
+                   std::vector<AssignedEgressIP>{{"eip-a", *net::parse_ip("192.0.2.10")}} &&
+               gw_["node2"]->assigned_egress_ips().size() == 2;
+    }));
+    // node2 crashes: node1 is full, so its addresses are unassigned, not guessed; eip-a stays.
+    gw_["node2"]->abandon();
+    const std::map<std::string, std::string> after = {{"eip-a", "node1"}};
+    ASSERT_TRUE(eventually([&] { return items() == after; }, 10s)) << items().size();
+    EXPECT_TRUE(consistently([&] { return items() == after; }));
+    const EgressIPLeader* leader = gw_["node1"]->egress_ip_leader();
+    ASSERT_NE(leader, nullptr);
+    EXPECT_TRUE(eventually([&] { return leader->stats().unhostable.size() == 2; }));
+    for (const auto& u : leader->stats().unhostable)
+        EXPECT_EQ(u.reason, "every node that could host it is at capacity") << u.egress_ip;
 }
 
 // A leader Lease with fields of the wrong type (someone else's, or hand-edited) is taken over
