@@ -237,6 +237,16 @@ struct SyncConfig {
     bool operator==(const SyncConfig&) const = default;
 };
 
+// What the control thread's policy needs beyond the routes and the state source. Without a
+// "policy" section every member has its default.
+struct PolicyConfig {
+    // The DNS servers that resolve EgressFirewall's dnsName rules (control/dns), in order, each
+    // "address:port" in canonical form ("10.0.0.53:53", "[fd00::53]:5353"). Empty: the
+    // nameservers of /etc/resolv.conf.
+    std::vector<std::string> dns_servers;
+    bool operator==(const PolicyConfig&) const = default;
+};
+
 struct Config {
     std::string file;  // the path it was loaded from
     EalConfig eal;
@@ -257,6 +267,7 @@ struct Config {
     StateConfig state;
     MetricsConfig metrics;
     SyncConfig sync;
+    PolicyConfig policy;
 
     // Every member, `file` included.
     bool operator==(const Config&) const = default;

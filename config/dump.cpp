@@ -190,6 +190,8 @@ json to_json(const Config& c) {
     }
     // Only when on: an absent section is how the loader takes "no session sync".
     if (c.sync.enabled) j["sync"] = sync(c.sync);
+    // Only when set: an absent section is how the loader takes the defaults.
+    if (!c.policy.dns_servers.empty()) j["policy"] = {{"dns_servers", c.policy.dns_servers}};
     return j;
 }
 
