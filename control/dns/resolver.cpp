@@ -113,7 +113,6 @@ struct Resolver::Impl {
         std::unique_ptr<Query> q(static_cast<Query*>(arg));
         if (status == ARES_EDESTRUCTION) return;
         std::vector<Answer> answers;
-        std::string error;
         if (status == ARES_SUCCESS) {
             int n = kMaxAnswers;
             if (q->type == RecordType::a) {
