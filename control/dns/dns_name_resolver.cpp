@@ -102,7 +102,7 @@ bool digits(std::string_view s, size_t at, size_t n, int& out) {
 
 // RFC 3339 date-time as Kubernetes writes metav1.Time: "2024-05-01T10:00:00Z", also with a
 // fraction and a numeric offset.
-std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view s) {
+std::optional<std::chrono::sys_time<std::chrono::microseconds>> parse_rfc3339(std::string_view s) {
     int y, mo, d, h, mi, sec;
     if (!digits(s, 0, 4, y) || s.size() < 20 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
         !digits(s, 8, 2, d) || (s[10] != 'T' && s[10] != 't') || !digits(s, 11, 2, h) || s[13] != ':' ||
@@ -145,7 +145,7 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
     tm.tm_min = mi;
     tm.tm_sec = sec;
     const time_t t = timegm(&tm);
-    return std::chrono::system_clock::from_time_t(t) - std::chrono::minutes(offset_min) + fraction;
+    return std::chrono::sys_seconds(std::chrono::seconds(t)) - std::chrono::minutes(offset_min) + fraction;
 }
 
 }  // namespace

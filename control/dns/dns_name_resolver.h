@@ -29,7 +29,9 @@ namespace egw::dns {
 struct ResolverAddress {
     net::IpAddr ip;
     uint32_t ttl_seconds = 0;
-    std::chrono::system_clock::time_point last_lookup;
+    // Microseconds, not the clock's nanoseconds: metav1.Time allows years 0000-9999, beyond the
+    // 292 years either side of 1970 that nanoseconds in 64 bits reach.
+    std::chrono::sys_time<std::chrono::microseconds> last_lookup;
     bool operator==(const ResolverAddress&) const = default;
 };
 

@@ -64,6 +64,23 @@ TEST(DnsNameResolver, ParsesSpecAndStatus) {
     EXPECT_TRUE(r.resolved[1].addresses.empty());
 }
 
+// metav1.Time takes years 0000-9999; nanoseconds since 1970 in 64 bits reach only 1678-2262 (the
+// fuzzer found year 0224 overflowing them).
+TEST(DnsNameResolver, LookupTimesOfAnyFourDigitYear) {
+    const json j = object("*.example.com.", json::array({
+                                                {{"dnsName", "a.example.com."},
+                                                 {"resolvedAddresses",
+                                                  {address("192.0.2.1", 30, "0224-05-01T10:00:00Z"),
+                                                   address("192.0.2.2", 30, "9999-12-31T23:59:59.999999Z")}}},
+                                            }));
+    const DnsNameResolver r = parse_dns_name_resolver(j);
+    auto micros = [](auto t) {
+        return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+    };
+    EXPECT_EQ(micros(r.resolved[0].addresses[0].last_lookup), -55087999200LL * 1000000);
+    EXPECT_EQ(micros(r.resolved[0].addresses[1].last_lookup), 253402300799LL * 1000000 + 999999);
+}
+
 TEST(DnsNameResolver, WithoutStatusNothingIsResolved) {
     const DnsNameResolver r = parse_dns_name_resolver(object("www.example.com.", nullptr));
     EXPECT_EQ(r.dns_name, "www.example.com");
