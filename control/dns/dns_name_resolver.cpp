@@ -24,8 +24,13 @@ std::string element(const std::string& path, size_t i) {
 std::string describe(const json& v) {
     if (v.is_object()) return "an object";
     if (v.is_array()) return "an array";
-    if (v.is_string() && v.get_ref<const std::string&>().size() > 64)
-        return json(v.get_ref<const std::string&>().substr(0, 61) + "...").dump();
+    if (v.is_string() && v.get_ref<const std::string&>().size() > 64) {
+        const std::string& s = v.get_ref<const std::string&>();
+        size_t cut = 61;
+        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80)
+            --cut;  // not inside a UTF-8 sequence: the dump would throw on half a character
+        return json(s.substr(0, cut) + "...").dump(-1, ' ', true, json::error_handler_t::replace);
+    }
     return v.dump(-1, ' ', true, json::error_handler_t::replace);
 }
 

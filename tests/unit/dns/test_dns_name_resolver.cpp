@@ -115,6 +115,11 @@ TEST(DnsNameResolver, NamesTheOffendingField) {
     EXPECT_EQ(error_of(j), "$.status.resolvedNames[0].dnsName: required field is missing");
     j = object("*.example.com.", json::object());
     EXPECT_EQ(error_of(j), "$.status.resolvedNames: expected an array, got an object");
+    // A long value is cut for the message, never inside a UTF-8 character (the fuzzer's find).
+    j = object("*.example.com.", nullptr);
+    j["apiVersion"] = std::string(60, 'a') + "\u00e9\u00e9\u00e9";
+    EXPECT_EQ(error_of(j),
+              "$.apiVersion: expected \"network.openshift.io/v1alpha1\", got \"" + std::string(60, 'a') + "...\"");
     j = object("*.example.com.", nullptr);
     j.erase("spec");
     EXPECT_EQ(error_of(j), "$.spec: required field is missing");
