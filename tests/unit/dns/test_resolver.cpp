@@ -15,8 +15,8 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,8 +28,6 @@
 #include <fstream>
 #include <functional>
 #include <thread>
-
-extern char** environ;
 
 namespace {
 
@@ -111,14 +109,49 @@ protected:
         for (auto& a : args)
             argv.push_back(a.data());
         argv.push_back(nullptr);
-        ASSERT_EQ(posix_spawnp(&dnsmasq_, "dnsmasq", nullptr, nullptr, argv.data(), environ), 0)
-            << "dnsmasq (dnsmasq-base) is needed";
+        // dnsmasq drops capabilities, which clears a parent-death signal, so a watchdog (a fork
+        // of this process, before any resolver thread exists) holds one instead: when this test
+        // process dies (a sanitizer's halt_on_error, a crash) the watchdog stops dnsmasq rather
+        // than leave it serving. The test signals the watchdog, which passes SIGHUP and SIGTERM on.
+        const pid_t parent = getpid();
+        dnsmasq_ = fork();
+        ASSERT_GE(dnsmasq_, 0) << std::strerror(errno);
+        if (dnsmasq_ == 0) run_watchdog(parent, argv.data());
         // Serving once it answers: the resolver would also just retry, but a test that starts
         // asking before the server listens would measure the retry, not the rule.
         Resolver probe(options());
         probe.set_names({"v4only.test"});
         ASSERT_TRUE(wait_until(probe, [](const Snapshot& s) { return s.at("v4only.test").a == LookupState::resolved; }))
-            << "dnsmasq did not answer";
+            << "dnsmasq did not answer (dnsmasq-base installed?)";
+    }
+
+    [[noreturn]] static void run_watchdog(pid_t parent, char** argv) {
+        sigset_t set;
+        sigemptyset(&set);
+        for (int sig : {SIGTERM, SIGHUP, SIGCHLD})
+            sigaddset(&set, sig);
+        sigprocmask(SIG_BLOCK, &set, nullptr);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(1);  // the test is already gone
+        const pid_t server = fork();
+        if (server == 0) {
+            sigprocmask(SIG_UNBLOCK, &set, nullptr);
+            execvp("dnsmasq", argv);
+            _exit(127);
+        }
+        while (true) {
+            int sig = 0;
+            sigwait(&set, &sig);
+            if (sig == SIGHUP) {
+                kill(server, SIGHUP);
+            } else if (sig == SIGTERM) {
+                kill(server, SIGTERM);
+                waitpid(server, nullptr, 0);
+                _exit(0);
+            } else if (waitpid(server, nullptr, WNOHANG) == server) {
+                _exit(1);  // dnsmasq ended by itself
+            }
+        }
     }
 
     void stop_dnsmasq() {
@@ -157,7 +190,7 @@ protected:
     }
 
     fs::path dir_;
-    pid_t dnsmasq_ = 0;
+    pid_t dnsmasq_ = 0;  // the watchdog of dnsmasq (start_dnsmasq)
 };
 
 TEST_F(ResolverAgainstDnsmasq, ResolvesANameToItsAAndAaaaAnswers) {
