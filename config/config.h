@@ -245,6 +245,16 @@ struct EgressIPConfig {
     bool operator==(const EgressIPConfig&) const = default;
 };
 
+// What the control thread's policy needs beyond the routes and the state source. Without a
+// "policy" section every member has its default.
+struct PolicyConfig {
+    // The DNS servers that resolve EgressFirewall's dnsName rules (control/dns), in order, each
+    // "address:port" in canonical form ("10.0.0.53:53", "[fd00::53]:5353"). Empty: the
+    // nameservers of /etc/resolv.conf.
+    std::vector<std::string> dns_servers;
+    bool operator==(const PolicyConfig&) const = default;
+};
+
 struct Config {
     std::string file;  // the path it was loaded from
     EalConfig eal;
@@ -266,6 +276,7 @@ struct Config {
     MetricsConfig metrics;
     SyncConfig sync;
     EgressIPConfig egress_ip;
+    PolicyConfig policy;
 
     // Every member, `file` included.
     bool operator==(const Config&) const = default;

@@ -192,6 +192,8 @@ json to_json(const Config& c) {
     if (c.sync.enabled) j["sync"] = sync(c.sync);
     // Only when set: an absent capacity is how the loader takes "unlimited".
     if (c.egress_ip.capacity) j["egress_ip"] = {{"capacity", *c.egress_ip.capacity}};
+    // Only when set: an absent section is how the loader takes the defaults.
+    if (!c.policy.dns_servers.empty()) j["policy"] = {{"dns_servers", c.policy.dns_servers}};
     return j;
 }
 

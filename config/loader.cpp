@@ -638,7 +638,7 @@ private:
     void read(const json& doc, Config& c) const {
         Obj top(*this, doc, "$",
                 {"eal", "workers", "mempool", "ports", "neighbors", "vrfs", "routes", "cluster", "default_action",
-                 "sessions", "arp", "icmp", "reassembly", "ingress", "node", "state", "metrics", "sync", "egress_ip"},
+                 "sessions", "arp", "icmp", "reassembly", "ingress", "node", "state", "metrics", "sync", "egress_ip", "policy"},
                 "a JSON object");
         LcoreSpec lcores = read_eal(top, c.eal);
         read_workers(top, c, lcores);
@@ -659,6 +659,7 @@ private:
         read_metrics(top, c.metrics);
         read_sync(top, c.sync);
         read_egress_ip(top, c.egress_ip);
+        read_policy(top, c.policy);
     }
 
     LcoreSpec read_eal(const Obj& top, EalConfig& e) const {
@@ -1434,6 +1435,37 @@ private:
                     fail(po.at("id"), "expected a unique id, got " + std::to_string(peer.id) + " twice");
             host_port(po.require("address", addr_what), po.at("address"), addr_what, peer.host, peer.port);
             c.peers.push_back(std::move(peer));
+        }
+    }
+
+    void read_policy(const Obj& top, PolicyConfig& p) const {
+        const json* j = top.get("policy");
+        if (!j) return;
+        Obj o(*this, *j, top.at("policy"), {"dns_servers"},
+              "an object like {\"dns_servers\": [\"10.96.0.10\", \"[fd00::53]:5353\"]}");
+        const json* servers = o.get("dns_servers");
+        if (!servers) return;
+        static const std::string list_what =
+            "an array of DNS servers like [\"10.96.0.10\", \"[fd00::53]:5353\"] (empty: those of /etc/resolv.conf)";
+        array(*servers, o.at("dns_servers"), list_what, false);
+        static const std::string what =
+            "a DNS server's IP address, optionally with a UDP port: \"10.96.0.10\", \"10.96.0.10:5353\", "
+            "\"fd00::53\" or \"[fd00::53]:5353\"";
+        for (size_t i = 0; i < servers->size(); ++i) {
+            const std::string path = index_path(o.at("dns_servers"), i);
+            const json& v = (*servers)[i];
+            const std::string& s = string(v, path, what);
+            std::string host;
+            uint16_t port = 53;
+            if (auto bare = net::parse_ip(s)) {
+                host = net::to_string(*bare);
+            } else {
+                host_port(v, path, what, host, port);
+            }
+            std::string canonical = format_host_port(host, port);
+            if (std::find(p.dns_servers.begin(), p.dns_servers.end(), canonical) != p.dns_servers.end())
+                fail(path, "expected each server once, got " + canonical + " twice");
+            p.dns_servers.push_back(std::move(canonical));
         }
     }
 

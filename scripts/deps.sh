@@ -15,6 +15,9 @@ set -euo pipefail
 # valgrind: scripts/bench-instructions.sh counts the packet path's instructions with callgrind
 # (deterministic, unlike Mpps on a shared machine: docs/performance.md §2);
 # openssl: the TLS tests make their certificates;
+# libc-ares-dev: c-ares, the DNS resolver library that resolves EgressFirewall's dnsName rules
+# (control/dns, docs/architecture.md "Libraries"); dnsmasq-base: the DNS server the resolver's
+# test asks (tests/unit/dns/test_resolver.cpp).
 # libssl-dev: OpenSSL's libcrypto, for the HMAC-SHA256 of session sync (docs/architecture.md,
 # "Libraries"); libdpdk-dev pulls it in already, named here because egw links it itself.
 # dpdk-dev also brings dpdk-telemetry.py, which the telemetry test drives.
@@ -24,14 +27,14 @@ demo_packages=(
   build-essential meson ninja-build pkg-config ccache
   dpdk libdpdk-dev
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcurl4-openssl-dev zlib1g-dev libcli11-dev
-  libssl-dev
+  libssl-dev libc-ares-dev
   python3 iproute2 ethtool procps
 )
 packages=(
   "${demo_packages[@]}"
   dpdk-dev
   libgtest-dev googletest
-  valgrind openssl iputils-ping netcat-openbsd curl
+  valgrind openssl dnsmasq-base iputils-ping netcat-openbsd curl
   clang-14 libclang-rt-14-dev clang-format-14
   python3-yaml python3-jsonschema python3-prometheus-client prometheus
   # tests/e2e/test_confinement.py: libseccomp's Python binding loads a filter made from the

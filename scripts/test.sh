@@ -209,15 +209,16 @@ fi
 # control thread publishes policies with RCU, rewrites neighbours and reads counters
 # (tests/unit/dataplane/test_concurrency.cpp), and a worker's session sync event ring between its
 # producer and consumer threads (test_sync_events.cpp), and the sync thread between two gateways
-# (tests/unit/sync/test_transport.cpp). Only those programs are built. meson.build makes
+# (tests/unit/sync/test_transport.cpp), and the DNS resolver's thread beside its owner
+# (tests/unit/dns/test_resolver.cpp). Only those programs are built. meson.build makes
 # DPDK's inline ring code use its C11 memory model there and the packet rig states the net_ring
 # PMD's hand-off (tests/unit/dataplane/rig.cpp), so TSan sees the orderings the rings provide.
 if [[ $sanitizers != *" tsan "* ]]; then
   echo "== build-tsan: not run (EGW_SANITIZERS=\"${sanitizers# }\")"
 elif sanitized_build build-tsan thread tests/unit/dataplane/test_dataplane_threads tests/unit/dataplane/test_sync_events \
-  tests/unit/sync/test_sync_transport; then
+  tests/unit/sync/test_sync_transport tests/unit/dns/test_dns_resolver; then
   export TSAN_OPTIONS="log_path=$san_reports/tsan:halt_on_error=1:history_size=7:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp"
-  gtest_suites tsan-threads build-tsan --no-rebuild dataplane-threads sync-events sync-transport
+  gtest_suites tsan-threads build-tsan --no-rebuild dataplane-threads sync-events sync-transport dns-resolver
   sanitizer_reports tsan-threads
   unset TSAN_OPTIONS
 else

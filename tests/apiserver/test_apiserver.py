@@ -573,6 +573,54 @@ class ValidationTest(ApiServerTest):
         _, lst = self.api.request("GET", "/apis/k8s.ovn.org/v1/egressfirewalls")
         self.assertEqual([(o["kind"], o["metadata"]["name"]) for o in lst["items"]], [("EgressFirewall", "default")])
 
+    def test_dns_name_resolver_schema(self):
+        dnr = "/apis/network.openshift.io/v1alpha1/namespaces/openshift-ovn-kubernetes/dnsnameresolvers"
+
+        def resolver(name, spec_name):
+            return {"apiVersion": "network.openshift.io/v1alpha1", "kind": "DNSNameResolver",
+                    "metadata": {"name": name, "namespace": "openshift-ovn-kubernetes"}, "spec": {"name": spec_name}}
+
+        for spec_name, fragment in (("www.example.com", "should match"),  # no final dot
+                                    ("example.", "should match"),         # one label
+                                    ("*.*.example.com.", "should match"),
+                                    ("WWW.example.com.", "should match")):
+            with self.subTest(spec_name=spec_name):
+                self.assertInvalid(self.api.request("POST", dnr, resolver("r", spec_name)), "DNSNameResolver", "r",
+                                   "spec.name", fragment, reason="FieldValueInvalid", group="network.openshift.io")
+        obj = resolver("r", "*.example.com.")
+        obj["spec"]["extra"] = 1
+        status, st = self.api.request("POST", dnr, obj)
+        self.assertEqual((status, st["reason"]), (400, "BadRequest"))
+        self.assertIn('unknown field "spec.extra"', st["message"])
+        self.assertEqual(self.api.request("GET", dnr + "/r")[0], 404)
+
+        status, out = self.api.request("POST", dnr, resolver("r", "*.example.com."))
+        self.assertEqual(status, 201, out)
+        good = {"status": {"resolvedNames": [
+            {"dnsName": "www.example.com.", "resolutionFailures": 0,
+             "resolvedAddresses": [{"ip": "192.0.2.1", "ttlSeconds": 30, "lastLookupTime": "2024-05-01T10:00:00Z"}]}]}}
+        status, out = self.api.request("PATCH", dnr + "/r/status", good, ctype="application/merge-patch+json")
+        self.assertEqual((status, out.get("status")), (200, good["status"]), out)
+        # Required fields of a resolved name and address, and metav1.Time.
+        bad = {"status": {"resolvedNames": [{"dnsName": "www.example.com."}]}}
+        self.assertInvalid(self.api.request("PATCH", dnr + "/r/status", bad, ctype="application/merge-patch+json"),
+                           "DNSNameResolver", "r", "status.resolvedNames[0].resolvedAddresses", "Required value",
+                           reason="FieldValueRequired", group="network.openshift.io")
+        bad = {"status": {"resolvedNames": [{"dnsName": "www.example.com.", "resolvedAddresses": [
+            {"ip": "192.0.2.1", "lastLookupTime": "2024-05-01T10:00:00Z"}]}]}}
+        self.assertInvalid(self.api.request("PATCH", dnr + "/r/status", bad, ctype="application/merge-patch+json"),
+                           "DNSNameResolver", "r", "status.resolvedNames[0].resolvedAddresses[0].ttlSeconds",
+                           "Required value", reason="FieldValueRequired", group="network.openshift.io")
+        bad = {"status": {"resolvedNames": [{"dnsName": "www.example.com.", "resolvedAddresses": [
+            {"ip": "192.0.2.1", "ttlSeconds": 30, "lastLookupTime": "yesterday"}]}]}}
+        status, st = self.api.request("PATCH", dnr + "/r/status", bad, ctype="application/merge-patch+json")
+        self.assertEqual((status, st["reason"]), (400, "BadRequest"))
+        # The refused writes changed nothing, and the list carries the kind (a custom resource).
+        _, out = self.api.request("GET", dnr + "/r")
+        self.assertEqual(out["status"], good["status"])
+        _, lst = self.api.request("GET", "/apis/network.openshift.io/v1alpha1/dnsnameresolvers")
+        self.assertEqual([(o["kind"], o["metadata"]["name"]) for o in lst["items"]], [("DNSNameResolver", "r")])
+
     def test_egress_service_schema(self):
         es = egress_service("e")
         es["spec"]["sourceIPBy"] = "NodeIP"

@@ -19,6 +19,10 @@ the kind (a Lease time that is not a MicroTime) is a 400 BadRequest, as in the r
   * EgressFirewall: the same with the schema of tests/apiserver/crd-egressfirewall.yaml (Allow or
     Deny, exactly one destination, TCP/UDP/SCTP, ports 1-65535, a dnsName pattern), with
     kube-apiserver's wording for patterns, bounds and property counts.
+  * DNSNameResolver: the schema of tests/apiserver/crd-dnsnameresolver.yaml (spec.name and each
+    resolved dnsName a lower-case name with the final dot, "*." allowed in front; each resolved
+    address's ip, ttlSeconds and lastLookupTime required), unknown fields refused as for EgressIP,
+    and a lastLookupTime that is not an RFC 3339 time a 400, as the decoder of metav1.Time does.
   * Lease: acquireTime and renewTime are MicroTime (RFC 3339 with exactly six fractional digits),
     leaseDurationSeconds > 0, leaseTransitions >= 0, holderIdentity a string.
 """
@@ -67,6 +71,8 @@ CRD_PATH = os.path.join(HERE, "..", "..", "docker", "k8s", "crd-egressservice.ya
 EGRESS_IP_CRD_PATH = os.path.join(HERE, "..", "..", "docker", "k8s", "crd-egressip.yaml")
 # OVN-Kubernetes installs this one; egw ships no copy, so the test server keeps its own.
 EGRESS_FIREWALL_CRD_PATH = os.path.join(HERE, "crd-egressfirewall.yaml")
+# OpenShift installs this one with its DNSNameResolver feature; egw ships no copy either.
+DNS_NAME_RESOLVER_CRD_PATH = os.path.join(HERE, "crd-dnsnameresolver.yaml")
 
 
 class FieldError:
@@ -183,15 +189,15 @@ def label_errors(obj):
 _crd_schemas = {}
 
 
-def _v1_schema(path):
-    """The openAPIV3Schema of version v1 of the CRD in `path` (read once)."""
-    if path not in _crd_schemas:
+def _v1_schema(path, version="v1"):
+    """The openAPIV3Schema of `version` of the CRD in `path` (read once)."""
+    if (path, version) not in _crd_schemas:
         yaml = debian_module("yaml")
         with open(path) as f:
             crd = yaml.safe_load(f)
         versions = crd["spec"]["versions"]
-        _crd_schemas[path] = next(v for v in versions if v["name"] == "v1")["schema"]["openAPIV3Schema"]
-    return _crd_schemas[path]
+        _crd_schemas[path, version] = next(v for v in versions if v["name"] == version)["schema"]["openAPIV3Schema"]
+    return _crd_schemas[path, version]
 
 
 def egress_service_schema():
@@ -234,6 +240,28 @@ def unknown_fields(obj, schema, path=""):
 def egress_firewall_schema():
     """The openAPIV3Schema of the EgressFirewall CRD."""
     return _v1_schema(EGRESS_FIREWALL_CRD_PATH)
+
+
+def dns_name_resolver_schema():
+    """The openAPIV3Schema of the DNSNameResolver CRD (v1alpha1)."""
+    return _v1_schema(DNS_NAME_RESOLVER_CRD_PATH, "v1alpha1")
+
+
+# metav1.Time: RFC 3339 to the second, with an optional fraction, "Z" or an offset.
+TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+
+
+def dns_name_resolver_times(obj):
+    """Raises DecodeError for a lastLookupTime the decoder of metav1.Time refuses."""
+    status = obj.get("status")
+    names = status.get("resolvedNames") if isinstance(status, dict) else None
+    for rn in names if isinstance(names, list) else []:
+        addrs = rn.get("resolvedAddresses") if isinstance(rn, dict) else None
+        for a in addrs if isinstance(addrs, list) else []:
+            t = a.get("lastLookupTime") if isinstance(a, dict) else None
+            if t is not None and (not isinstance(t, str) or not TIME_RE.match(t)):
+                raise DecodeError(f'parsing time {json.dumps(t)} as "2006-01-02T15:04:05Z07:00": cannot parse '
+                                  f'{json.dumps(t)} as "2006"')
 
 
 def prune(obj, schema, top=True):
@@ -369,6 +397,13 @@ def validate(kind, obj):
     elif kind == "EgressFirewall":
         schema = egress_firewall_schema()
         obj = prune(copy.deepcopy(obj), schema)
+        errs += schema_errors(obj, schema)
+    elif kind == "DNSNameResolver":
+        schema = dns_name_resolver_schema()
+        unknown = unknown_fields(obj, schema)
+        if unknown:
+            raise DecodeError("strict decoding error: " + ", ".join(f'unknown field "{u}"' for u in unknown))
+        dns_name_resolver_times(obj)
         errs += schema_errors(obj, schema)
     elif kind == "Lease":
         errs += lease_checks(obj)

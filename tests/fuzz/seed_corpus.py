@@ -92,6 +92,27 @@ def egress_firewall_seeds():
             "metadata": {"name": "default", "namespace": "web"}, "spec": {"egress": egress}}))
 
 
+def dns_name_resolver_seeds():
+    def obj(name, resolved):
+        o = {"apiVersion": "network.openshift.io/v1alpha1", "kind": "DNSNameResolver",
+             "metadata": {"name": "dns-1", "namespace": "openshift-ovn-kubernetes"}, "spec": {"name": name}}
+        if resolved is not None:
+            o["status"] = {"resolvedNames": resolved}
+        return json.dumps(o)
+
+    def addr(ip, ttl, when="2024-05-01T10:00:00Z"):
+        return {"ip": ip, "ttlSeconds": ttl, "lastLookupTime": when}
+
+    put("dns_name_resolver", obj("www.example.com.", None))
+    put("dns_name_resolver", obj("*.Example.COM.", [
+        {"dnsName": "www.example.com.", "resolvedAddresses": [addr("192.0.2.1", 30), addr("2001:db8::1", 5)],
+         "resolutionFailures": 0},
+        {"dnsName": "a.b.example.com.", "resolvedAddresses": [addr("198.51.100.1", 0, "2024-05-01T10:00:01.25+02:00")]},
+        {"dnsName": "*.example.com."}]))
+    put("dns_name_resolver", obj("*.example.com.", [{"dnsName": "x.example.com.",
+                                                     "resolvedAddresses": [addr("192.0.2.300", -1, "yesterday")]}]))
+
+
 # ---- kubeconfig: byte 0 picks the context ----
 def kubeconfig_seeds():
     for s in raw_strings("tests/unit/k8s/test_credentials.cpp"):
@@ -409,6 +430,7 @@ def main():
     config_seeds()
     manifest_seeds()
     egress_firewall_seeds()
+    dns_name_resolver_seeds()
     kubeconfig_seeds()
     watch_seeds()
     cli_seeds()

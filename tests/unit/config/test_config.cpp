@@ -873,7 +873,7 @@ TEST_P(FieldError, NamesPathAndExpectation) {
 
 const char* const kTopKeys =
     "eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, default_action, sessions, arp, icmp, reassembly, "
-    "ingress, node, state, metrics, sync, egress_ip";
+    "ingress, node, state, metrics, sync, egress_ip, policy";
 const char* const kPortKeys = "name, device, role, vrf, addresses, mac, mtu, rx_desc, tx_desc, queues";
 
 #define J(text) json::parse(text)
@@ -882,7 +882,7 @@ const ErrorCase kCases[] = {
     // --- unknown keys, everywhere ------------------------------------------------------------
     {"UnknownTopLevel", [](json& j) { j["worker"] = {1}; }, "$.worker",
      "unknown key \"worker\", expected one of: eal, workers, mempool, ports, neighbors, vrfs, routes, cluster, "
-     "default_action, sessions, arp, icmp, reassembly, ingress, node, state, metrics, sync, egress_ip"},
+     "default_action, sessions, arp, icmp, reassembly, ingress, node, state, metrics, sync, egress_ip, policy"},
     {"UnknownEal", [](json& j) { j["eal"]["lcore"] = "0-1"; }, "$.eal.lcore",
      "unknown key \"lcore\", expected one of: lcores, main_lcore, no_huge, memory_mb, file_prefix, vdevs, "
      "pci_allow, extra_args"},
@@ -1682,6 +1682,29 @@ const ErrorCase kCases[] = {
     {"SyncPeerAddressNoPort", [](json& j) { j["sync"] = sync_section(); j["sync"]["peers"][0]["address"] = "10.0.0.2"; },
      "$.sync.peers[0].address",
      "expected an IP address and a UDP port like \"10.0.0.1:7470\" or \"[fd00::1]:7470\", got \"10.0.0.2\""},
+    // --- policy --------------------------------------------------------------------------------
+    {"PolicyNotObject", [](json& j) { j["policy"] = J(R"(["10.96.0.10"])"); }, "$.policy",
+     "expected an object like {\"dns_servers\": [\"10.96.0.10\", \"[fd00::53]:5353\"]}, got an array"},
+    {"UnknownPolicy", [](json& j) { j["policy"] = J(R"({"dns": []})"); }, "$.policy.dns",
+     "unknown key \"dns\", expected one of: dns_servers"},
+    {"DnsServersNotArray", [](json& j) { j["policy"] = J(R"({"dns_servers": "10.96.0.10"})"); },
+     "$.policy.dns_servers",
+     "expected an array of DNS servers like [\"10.96.0.10\", \"[fd00::53]:5353\"] (empty: those of "
+     "/etc/resolv.conf), got \"10.96.0.10\""},
+    {"DnsServerHostName", [](json& j) { j["policy"] = J(R"({"dns_servers": ["10.96.0.10", "kube-dns"]})"); },
+     "$.policy.dns_servers[1]",
+     "expected a DNS server's IP address, optionally with a UDP port: \"10.96.0.10\", \"10.96.0.10:5353\", "
+     "\"fd00::53\" or \"[fd00::53]:5353\", got \"kube-dns\""},
+    {"DnsServerPortZero", [](json& j) { j["policy"] = J(R"({"dns_servers": ["10.96.0.10:0"]})"); },
+     "$.policy.dns_servers[0]",
+     "expected a DNS server's IP address, optionally with a UDP port: \"10.96.0.10\", \"10.96.0.10:5353\", "
+     "\"fd00::53\" or \"[fd00::53]:5353\", got \"10.96.0.10:0\""},
+    {"DnsServerNotString", [](json& j) { j["policy"] = J(R"({"dns_servers": [53]})"); },
+     "$.policy.dns_servers[0]",
+     "expected a DNS server's IP address, optionally with a UDP port: \"10.96.0.10\", \"10.96.0.10:5353\", "
+     "\"fd00::53\" or \"[fd00::53]:5353\", got 53"},
+    {"DnsServerTwice", [](json& j) { j["policy"] = J(R"({"dns_servers": ["10.96.0.10", "10.96.0.10:53"]})"); },
+     "$.policy.dns_servers[1]", "expected each server once, got 10.96.0.10:53 twice"},
 };
 
 #undef J
@@ -1849,6 +1872,34 @@ TEST(Sync, ChangingItNeedsARestart) {
     ConfigChanges ch = compare_for_reload(running, load_text(j.dump(), kFile));
     EXPECT_TRUE(ch.live.empty());
     EXPECT_EQ(ch.restart, (std::vector<std::string>{"sync.peers[0].address"}));
+}
+
+TEST(Policy, AbsentSectionMeansResolvConf) {
+    Config c = load_text(base().dump(), kFile);
+    EXPECT_TRUE(c.policy.dns_servers.empty());
+    EXPECT_FALSE(to_json(c).contains("policy"));
+}
+
+TEST(Policy, DnsServersAreCanonicalAndRoundTrip) {
+    json j = base();
+    j["policy"] = json::parse(R"({"dns_servers": ["10.96.0.10", "FD00:0::53", "10.96.0.11:5353", "[fd00::54]:53"]})");
+    Config c = load_text(j.dump(), kFile);
+    EXPECT_EQ(c.policy.dns_servers,
+              (std::vector<std::string>{"10.96.0.10:53", "[fd00::53]:53", "10.96.0.11:5353", "[fd00::54]:53"}));
+    json dump = expect_round_trip(c);
+    EXPECT_EQ(dump["policy"]["dns_servers"][1], "[fd00::53]:53");
+    j["policy"] = json::parse(R"({"dns_servers": []})");
+    EXPECT_TRUE(load_text(j.dump(), kFile).policy.dns_servers.empty());
+}
+
+TEST(Policy, ChangingDnsServersNeedsARestart) {
+    json j = base();
+    j["policy"] = json::parse(R"({"dns_servers": ["10.96.0.10"]})");
+    Config running = load_text(j.dump(), kFile);
+    j["policy"]["dns_servers"][0] = "10.96.0.11";
+    ConfigChanges ch = compare_for_reload(running, load_text(j.dump(), kFile));
+    EXPECT_TRUE(ch.live.empty());
+    EXPECT_EQ(ch.restart, (std::vector<std::string>{"policy.dns_servers[0]"}));
 }
 
 TEST(ShippedFiles, DemoServesMetricsOnLoopback) {
