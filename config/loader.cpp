@@ -637,8 +637,9 @@ private:
 
     void read(const json& doc, Config& c) const {
         Obj top(*this, doc, "$",
-                {"eal", "workers", "mempool", "ports", "neighbors", "vrfs", "routes", "cluster", "default_action",
-                 "sessions", "arp", "icmp", "reassembly", "ingress", "node", "state", "metrics", "sync", "egress_ip", "policy"},
+                {"eal",     "workers",        "mempool",  "ports", "neighbors", "vrfs",       "routes",
+                 "cluster", "default_action", "sessions", "arp",   "icmp",      "reassembly", "ingress",
+                 "node",    "state",          "metrics",  "sync",  "egress_ip", "policy"},
                 "a JSON object");
         LcoreSpec lcores = read_eal(top, c.eal);
         read_workers(top, c, lcores);
