@@ -89,6 +89,10 @@ public:
     // What the configuration decided at the last build (nullptr before the first).
     const ConfigTables* config_tables() const { return config_.get(); }
     std::string vrf_name(uint8_t index) const { return index < cfg_.vrfs.size() ? cfg_.vrfs[index].name : ""; }
+    // The EgressQoS table (egress_qos_table.h) every snapshot built from now on carries; the
+    // sessions of earlier ones take it up when the next snapshot makes them check their policy.
+    void set_egress_qos(dp::EgressQosTable table) { egress_qos_ = std::move(table); }
+    const dp::EgressQosTable& egress_qos() const { return egress_qos_; }
 
 private:
     // One Service to re-resolve: its new state, or nullptr when it is gone.
@@ -179,6 +183,7 @@ private:
     uint64_t generation_ = 0;
     // The generation since which the routes are unchanged (PolicySnapshot::route_generation).
     uint64_t route_generation_ = 0;
+    dp::EgressQosTable egress_qos_;
 };
 
 }  // namespace egw::control
