@@ -188,6 +188,7 @@ void Daemon::reconcile(bool force) {
             last_egress_qos_ = qos;
         }
         builder_->set_egress_qos(build_egress_qos_table(sel, manifests_->objects().pods));
+        builder_->set_egress_qos_views(egress_qos_views(qos, manifests_->objects().pods));
     }
     publisher_->publish(builder_->apply(delta));
     // The first delta with Services in it is the first sync (before it, with the kubernetes

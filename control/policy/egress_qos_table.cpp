@@ -70,4 +70,50 @@ dp::EgressQosTable build_egress_qos_table(const model::EgressQosSelection& selec
     return t;
 }
 
+namespace {
+
+std::string selector_text(const model::LabelSelector& sel) {
+    if (sel.empty()) return "all";
+    std::string s;
+    auto add = [&](const std::string& part) { s += (s.empty() ? "" : ",") + part; };
+    for (const auto& [k, v] : sel.match_labels)
+        add(k + "=" + v);
+    for (const auto& r : sel.match_expressions) {
+        std::string values;
+        for (const auto& v : r.values)
+            values += (values.empty() ? "" : "|") + v;
+        add(r.key + " " + r.op + (values.empty() ? "" : " " + values));
+    }
+    return s;
+}
+
+}  // namespace
+
+std::vector<EgressQosView> egress_qos_views(const std::map<std::string, model::EgressQoS>& objects,
+                                            const std::map<std::string, model::Pod>& pods) {
+    const model::EgressQosSelection sel = model::select_egress_qos(objects);
+    std::vector<EgressQosView> out;
+    for (const auto& [key, q] : objects) {
+        EgressQosView v;
+        v.key = key;
+        v.status = kEgressQosApplied;
+        for (const std::string& line : sel.ignored) {
+            if (line.rfind(key + ": ", 0) == 0) v.status = line.substr(key.size() + 2);
+        }
+        for (const model::QosRule& r : q.rules)
+            v.rules.push_back("dscp " + std::to_string(r.dscp) + " to " + (r.dst ? net::to_string(*r.dst) : "any") +
+                              " pods " + selector_text(r.pods));
+        if (v.status == kEgressQosApplied) {
+            for (const auto& [pkey, pod] : pods) {
+                if (pod.meta.namespace_ != q.meta.namespace_ || pod.host_network ||
+                    pod.phase == model::PodPhase::succeeded || pod.phase == model::PodPhase::failed)
+                    continue;
+                if (!model::rules_for_pod(q.rules, pod.meta.labels).empty()) ++v.pods;
+            }
+        }
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
 }  // namespace egw::control

@@ -10,7 +10,8 @@ fd00:10:244:1::30; the default action masquerades it) without the label.
 Each pod sends UDP datagrams to the host in ext1 with a TOS / traffic class it set itself (AF11,
 DSCP 10, with ECT(1) in the ECN bits: 0x29); tcpdump in ext1 reports what arrived. The matched
 pod's datagrams must arrive with DSCP 46 and the sender's ECN bits (0xb9), from web's ingress IP;
-the unmatched pod's with its own 0x29, masqueraded: through NAT44 and NAT66 both.
+the unmatched pod's with its own 0x29, masqueraded: through NAT44 and NAT66 both. The status
+file and `egwctl show egressqos` give upstream's "EgressQoS Rules applied".
 
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_egress_qos_e2e.py
 """
@@ -138,6 +139,20 @@ class EgressQosE2E(unittest.TestCase):
     def test_00_egwd_applied_the_egress_qos(self):
         harness.wait_for(lambda: "EgressQoS default/default: 1 rule(s) applied" in self.log_path.read_text(), 5,
                          lambda: f"no applied line in the log:\n{tail(self.log_path, 30)}")
+
+    def test_01_status_file_and_cli_say_rules_applied(self):
+        # egw owns policy with the files source: upstream's status string, in the status file and
+        # in `show egressqos`.
+        want = {"key": "default/default", "status": "EgressQoS Rules applied",
+                "rules": ["dscp 46 to any pods qos=voice"], "pods": 1}
+        harness.wait_for(lambda: (harness.read_status(self.status_file) or {}).get("egress_qos") == [want], 5,
+                         lambda: f"status file: {(harness.read_status(self.status_file) or {}).get('egress_qos')}")
+        r = harness.run([str(harness.egwctl_binary()), "-p", FILE_PREFIX, "--json", "show", "egressqos"], 10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), [want])
+        r = harness.run([str(harness.egwctl_binary()), "-p", FILE_PREFIX, "show", "egressqos", "namespace", "other"],
+                        10)
+        self.assertEqual((r.returncode, r.stdout), (0, "no EgressQoS in namespace other\n"), r.stderr)
 
     def test_10_a_matched_pod_leaves_with_the_rules_dscp_and_its_own_ecn_nat44(self):
         self.assertEqual(self.arrived(VOICE_POD[0], EXT1[0]), [(WEB_INGRESS[0], MARKED_TOS)] * COUNT)

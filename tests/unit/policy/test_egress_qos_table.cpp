@@ -91,3 +91,33 @@ TEST(EgressQosTable, PrefixLengthsThatAreNotWholeBytes) {
     r.len = 0;
     EXPECT_TRUE(dp::EgressQosTable::prefix_holds(r, v6("::1").data()));
 }
+
+TEST(EgressQosTable, ViewsSayAppliedOrWhyIgnored) {
+    auto object = [](const std::string& name, const char* egress) {
+        return model::parse_egress_qos(nlohmann::json{{"apiVersion", "k8s.ovn.org/v1"},
+                                                      {"kind", "EgressQoS"},
+                                                      {"metadata", {{"name", name}, {"namespace", "web"}}},
+                                                      {"spec", {{"egress", nlohmann::json::parse(egress)}}}});
+    };
+    const std::map<std::string, model::EgressQoS> objects{
+        {"web/default", object("default", R"([{"dscp": 46, "dstCIDR": "192.0.2.9/24",
+                                              "podSelector": {"matchLabels": {"app": "voice"},
+                                                              "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]}},
+                                             {"dscp": 0}])")},
+        {"web/extra", object("extra", R"([{"dscp": 8}])")}};
+    std::map<std::string, model::Pod> pods;
+    pods["web/a"] = pod("web", "a", {}, {"10.0.0.1"});
+    pods["web/b"] = pod("web", "b", {}, {"10.0.0.2"});
+    pods["web/b"].host_network = true;
+    pods["db/c"] = pod("db", "c", {}, {"10.0.0.3"});
+    const auto views = control::egress_qos_views(objects, pods);
+    ASSERT_EQ(views.size(), 2u);
+    EXPECT_EQ(views[0].key, "web/default");
+    EXPECT_EQ(views[0].status, "EgressQoS Rules applied");
+    EXPECT_EQ(views[0].rules, (std::vector<std::string>{"dscp 46 to 192.0.2.0/24 pods app=voice,tier In a|b",
+                                                        "dscp 0 to any pods all"}));
+    EXPECT_EQ(views[0].pods, 1u);  // a: b is on the host network, c in another namespace
+    EXPECT_EQ(views[1].key, "web/extra");
+    EXPECT_EQ(views[1].status, "ignored: only the EgressQoS named \"default\" applies in a namespace");
+    EXPECT_EQ(views[1].pods, 0u);
+}
