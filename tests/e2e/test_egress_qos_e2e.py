@@ -24,6 +24,7 @@ import sys
 import textwrap
 import time
 import unittest
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -98,8 +99,9 @@ class EgressQosE2E(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.rig = rig = harness.NamespaceRig.for_suite(cls, "qos", PREFIX, TAG, ipv6=True)
+        cls.metrics_port = harness.free_port()
         cls.config, manifests = peer.stage_config(DEMO_CONFIG, rig.workdir, FILE_PREFIX, iface_tag=TAG,
-                                                  metrics_listen=f"127.0.0.1:{harness.free_port()}")
+                                                  metrics_listen=f"127.0.0.1:{cls.metrics_port}")
         (manifests / "egress-qos.yaml").write_text(QOS_MANIFESTS)
         cls.status_file = rig.workdir / "status.json"
         cls.log_path = rig.log_path("egwd")
@@ -153,6 +155,15 @@ class EgressQosE2E(unittest.TestCase):
         r = harness.run([str(harness.egwctl_binary()), "-p", FILE_PREFIX, "show", "egressqos", "namespace", "other"],
                         10)
         self.assertEqual((r.returncode, r.stdout), (0, "no EgressQoS in namespace other\n"), r.stderr)
+
+    def test_02_metrics_give_the_rules_and_pods(self):
+        def scrape():
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+                return r.read().decode()
+        text = harness.wait_for(lambda: (lambda t: t if 'egw_egress_qos_pods{namespace="default"} 1' in t else None)(
+            scrape()), 5, lambda: "no egw_egress_qos_pods series")
+        self.assertIn('egw_egress_qos_rules{namespace="default"} 1\n', text)
+        self.assertIn("egw_egress_qos_ignored 0\n", text)
 
     def test_10_a_matched_pod_leaves_with_the_rules_dscp_and_its_own_ecn_nat44(self):
         self.assertEqual(self.arrived(VOICE_POD[0], EXT1[0]), [(WEB_INGRESS[0], MARKED_TOS)] * COUNT)
