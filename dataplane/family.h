@@ -146,7 +146,23 @@ struct Ipv4 {
     // address, with the hop count's decrement: one checksum update for both.
     static void translate_source(Header* ip, const Session& s) {
         ip->src_addr = s.nat_ip;
-        ip->hdr_checksum = csum_apply(ip->hdr_checksum, s.l3_delta, ttl_decrement(ip));
+        if (likely(!s.dscp_mark)) {
+            ip->hdr_checksum = csum_apply(ip->hdr_checksum, s.l3_delta, ttl_decrement(ip));
+            return;
+        }
+        // An EgressQoS mark: its change joins the TTL's in the one checksum update.
+        const uint16_t more = csum_add(ttl_decrement(ip), set_dscp(ip, static_cast<uint8_t>(s.dscp_mark)));
+        ip->hdr_checksum = csum_apply(ip->hdr_checksum, s.l3_delta, more);
+    }
+    // The DSCP of a mark (tables/egress_qos.h) into the TOS octet, its ECN bits kept. Returns the
+    // header checksum's delta: the first 16-bit word of the header (version and IHL, TOS) changed.
+    static uint16_t set_dscp(Header* ip, uint8_t mark) {
+        uint16_t old_word, new_word;
+        __builtin_memcpy(&old_word, ip, 2);
+        ip->type_of_service = static_cast<uint8_t>((ip->type_of_service & ~kDscpBits) | (mark & kDscpBits));
+        __builtin_memcpy(&new_word, ip, 2);
+        const uint32_t delta = csum_delta16(old_word, new_word);
+        return csum_add(static_cast<uint16_t>(delta), static_cast<uint16_t>(delta >> 16));
     }
     static void translate_destination(Header* ip, const Session& s) {
         ip->dst_addr = s.pod_ip;
@@ -264,6 +280,14 @@ struct Ipv6 {
     static void translate_source(Header* ip6, const Session6& s) {
         std::memcpy(ip6->src_addr, s.nat_ip.b, 16);
         --ip6->hop_limits;
+        if (unlikely(s.dscp_mark)) set_dscp(ip6, static_cast<uint8_t>(s.dscp_mark));
+    }
+    // The DSCP of a mark into the traffic class (bits 20-27 of the first word, DSCP its upper
+    // six), its ECN bits and the flow label kept. No IPv6 checksum covers it.
+    static void set_dscp(Header* ip6, uint8_t mark) {
+        constexpr uint32_t kDscpField = uint32_t{kDscpBits} << 20;
+        const uint32_t vtc = rte_be_to_cpu_32(ip6->vtc_flow);
+        ip6->vtc_flow = rte_cpu_to_be_32((vtc & ~kDscpField) | (uint32_t{mark} << 20 & kDscpField));
     }
     static void translate_destination(Header* ip6, const Session6& s) {
         std::memcpy(ip6->dst_addr, s.pod_ip.b, 16);

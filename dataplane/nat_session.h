@@ -29,7 +29,7 @@ inline uint32_t current_version(const PolicySnapshot& p, const S& s) {
 // one endpoint ends that endpoint's sessions, not those of the pods that stay.
 inline bool policy_holds(const PolicySnapshot& p, Session& s) {
     uint32_t version = current_version(p, s);
-    if (likely(version == s.service_version)) return true;
+    if (likely(session_version(version) == s.service_version)) return true;
     if (s.service_id == kDefaultPolicyId) {
         // Only masquerade makes default sessions; under another default action they end.
         if (p.default_action != DefaultAction::masquerade) return false;
@@ -37,7 +37,7 @@ inline bool policy_holds(const PolicySnapshot& p, Session& s) {
         // action only if its pod is not one of them.
         uint32_t sid = p.endpoints.find(rte_be_to_cpu_32(s.pod_ip));
         if (sid != FlatMap::kMissing && p.services[sid].mode != ServiceMode::inactive) return false;
-        s.service_version = version;
+        s.service_version = session_version(version);
         return true;
     }
     const ServicePolicy& sp = p.services[s.service_id];
@@ -46,19 +46,19 @@ inline bool policy_holds(const PolicySnapshot& p, Session& s) {
                 (sp.mode == ServiceMode::snat_ingress_ip ? !masquerade && rte_cpu_to_be_32(sp.nat_ip) == s.nat_ip
                                                          : sp.mode == ServiceMode::masquerade && masquerade);
     if (!same) return false;
-    s.service_version = version;
+    s.service_version = session_version(version);
     return true;
 }
 
 // The same for an IPv6 session, against the Service's IPv6 side (mode6, nat_ip6, endpoints6).
 inline bool policy_holds(const PolicySnapshot& p, Session6& s) {
     uint32_t version = current_version(p, s);
-    if (likely(version == s.service_version)) return true;
+    if (likely(session_version(version) == s.service_version)) return true;
     if (s.service_id == kDefaultPolicyId) {
         if (p.default_action != DefaultAction::masquerade) return false;
         uint32_t sid = p.endpoints6.find(s.pod_ip.b);
         if (sid != Ip6Map::kMissing && p.services[sid].mode6 != ServiceMode::inactive) return false;
-        s.service_version = version;
+        s.service_version = session_version(version);
         return true;
     }
     const ServicePolicy& sp = p.services[s.service_id];
@@ -67,8 +67,17 @@ inline bool policy_holds(const PolicySnapshot& p, Session6& s) {
                 (sp.mode6 == ServiceMode::snat_ingress_ip ? !masquerade && ip6_equal(sp.nat_ip6.b, s.nat_ip.b)
                                                           : sp.mode6 == ServiceMode::masquerade && masquerade);
     if (!same) return false;
-    s.service_version = version;
+    s.service_version = session_version(version);
     return true;
+}
+
+// The EgressQoS mark (tables/egress_qos.h) of a session's packets toward the remote side under
+// `p`: what its pod's rules give its remote address.
+inline uint8_t qos_mark(const PolicySnapshot& p, const Session& s) {
+    return p.egress_qos.mark4(rte_be_to_cpu_32(s.pod_ip), rte_be_to_cpu_32(s.remote_ip));
+}
+inline uint8_t qos_mark(const PolicySnapshot& p, const Session6& s) {
+    return p.egress_qos.mark6(s.pod_ip.b, s.remote_ip.b);
 }
 
 // Re-resolves the cached routes of a session. Returns false when the session can no longer be
@@ -124,6 +133,8 @@ template <class S>
 inline bool session_usable(const PolicySnapshot& p, unsigned n_ports, S& s) {
     if (likely(s.epoch == static_cast<uint32_t>(p.generation))) return true;
     if (!policy_holds(p, s)) return false;
+    // An EgressQoS change reaches the sessions made before it here, one publication later at most.
+    s.dscp_mark = qos_mark(p, s);
     if (static_cast<int32_t>(static_cast<uint32_t>(p.route_generation) - s.epoch) > 0 && !refresh_routes(p, s))
         return false;
     s.epoch = checked_epoch(p, n_ports, s);

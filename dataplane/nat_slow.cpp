@@ -160,7 +160,8 @@ uint32_t create_session(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i
     s.nat_ip = F::nat_ip(f);
     s.in_use = f.masquerade ? kSessionMasquerade : 0;
     s.service_id = f.service_id;
-    s.service_version = f.version;
+    s.service_version = session_version(f.version);
+    s.dscp_mark = qos_mark(p, s);
     ServiceCounters& sc = w.service_counters[s.service_id];
     // One pod may not take the table: past its limit it is refused, whoever else waits.
     if (!pod_admitted(w, st, s.pod_ip)) {

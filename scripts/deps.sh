@@ -40,6 +40,9 @@ packages=(
   # tests/e2e/test_confinement.py: libseccomp's Python binding loads a filter made from the
   # containers/common default seccomp profile, which golang-github-containers-common ships.
   python3-seccomp golang-github-containers-common util-linux
+  # tests/e2e/test_egress_qos_e2e.py: tcpdump on the far side reports the DSCP and ECN bits that
+  # arrived.
+  tcpdump
 )
 case ${1:-} in
   "") ;;

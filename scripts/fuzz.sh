@@ -6,7 +6,7 @@
 #
 #   scripts/fuzz.sh [--time SECONDS] [--results FILE.json] [TARGET...]
 #
-# TARGET: packet watch manifest config cli kubeconfig sync egress_firewall dns_name_resolver (default: all), each run for SECONDS
+# TARGET: packet watch manifest config cli kubeconfig sync egress_firewall dns_name_resolver egress_qos (default: all), each run for SECONDS
 # (default 25, or $FUZZ_TIME), one process each (-jobs 1: the machine is shared). New inputs go
 # to build-fuzz/fuzz-corpus/<target>/, kept between runs; fold the useful ones into the committed
 # corpus with -merge=1 (docs/testing.md). A crash, a sanitizer report, a violated invariant, a
@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(packet watch manifest config cli kubeconfig sync egress_firewall dns_name_resolver)
+[ ${#targets[@]} -gt 0 ] || targets=(packet watch manifest config cli kubeconfig sync egress_firewall dns_name_resolver egress_qos)
 
 dir=build-fuzz
 summary=()   # "target|passed|reason"

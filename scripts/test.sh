@@ -132,6 +132,7 @@ py_suite e2e-cases tests/e2e/test_cases_e2e.py
 py_suite mtu tests/e2e/test_mtu_e2e.py
 py_suite ipv6 tests/e2e/test_ipv6_e2e.py
 py_suite vlan tests/e2e/test_vlan_e2e.py
+py_suite egress-qos tests/e2e/test_egress_qos_e2e.py
 py_suite traffic tests/e2e/test_traffic.py
 py_suite k8s-e2e tests/e2e/test_k8s_e2e.py
 py_suite cluster tests/e2e/test_cluster.py

@@ -74,6 +74,23 @@ Reply show_services(Context& ctx, const Args& a) {
     return ok(text, rows);
 }
 
+// EgressQoS as the files source gave it: one row per object, its rules below it.
+Reply show_egressqos(Context& ctx, const Args& a) {
+    const std::string& ns = a.get("namespace");
+    Table t({"egressqos", "status", "pods", "rules"});
+    json rows = json::array();
+    for (const control::EgressQosView& v : ctx.host.policy.egress_qos_views()) {
+        if (!ns.empty() && namespace_of(v.key) != ns) continue;
+        std::string rules;
+        for (size_t i = 0; i < v.rules.size(); ++i)
+            rules += (i ? "; " : "") + std::to_string(i) + ": " + v.rules[i];
+        t.row({v.key, v.status, std::to_string(v.pods), rules.empty() ? "-" : rules});
+        rows.push_back({{"key", v.key}, {"status", v.status}, {"pods", v.pods}, {"rules", v.rules}});
+    }
+    if (rows.empty()) return ok(ns.empty() ? "no EgressQoS\n" : "no EgressQoS in namespace " + ns + "\n", rows);
+    return ok(t.render(), rows);
+}
+
 Reply show_service(Context& ctx, const Args& a) {
     const std::string& key = a.get("SERVICE");
     const control::ServiceView* view = nullptr;

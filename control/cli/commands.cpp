@@ -100,6 +100,10 @@ const Command kCommands[] = {
      "every EgressService: status.host, whether this gateway translates it and why not, counters", show_services},
     {"show service SERVICE", "services",
      "one EgressService: spec, status.host and why, ingress IPs, VRF, endpoints, counters", show_service},
+    {"show egressqos [namespace NS]", "services",
+     "the EgressQoS objects (the files source): status (\"EgressQoS Rules applied\" or why ignored), the pods "
+     "they mark, the rules in order",
+     show_egressqos},
 
     {"show sessions [service SERVICE] [saddr IP] [daddr IP] [sport L4PORT] [dport L4PORT] [proto PROTO] [limit N]",
      "sessions",

@@ -22,6 +22,7 @@ Reply show_vlans(Context& ctx, const Args& a);
 // services
 Reply show_services(Context& ctx, const Args& a);
 Reply show_service(Context& ctx, const Args& a);
+Reply show_egressqos(Context& ctx, const Args& a);
 
 // sessions
 Reply show_sessions(Context& ctx, const Args& a);

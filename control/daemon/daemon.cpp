@@ -16,6 +16,7 @@
 #include "config/reload.h"
 #include "control/cli/frontends.h"
 #include "control/neighbor/neighbor_resolver.h"
+#include "control/policy/egress_qos_table.h"
 #include "control/policy/policy_builder.h"
 #include "control/policy/publisher.h"
 #include "control/runtime/runtime.h"
@@ -175,6 +176,19 @@ void Daemon::reconcile(bool force) {
         if (!scan.changed && !force) return;
         delta = model::diff(last_states_,
                             model::evaluate_single_gateway(manifests_->objects(), self_, cfg_.cluster.pod_cidrs));
+        // EgressQoS: the table follows the objects and the pods' labels and addresses; each
+        // object is logged when it changes.
+        const auto& qos = manifests_->egress_qoses();
+        const model::EgressQosSelection sel = model::select_egress_qos(qos);
+        if (qos != last_egress_qos_) {
+            for (const auto& [ns, q] : sel.by_namespace)
+                spdlog::info("EgressQoS {}/{}: {} rule(s) applied", ns, q->meta.name, q->rules.size());
+            for (const auto& line : sel.ignored)
+                spdlog::warn("EgressQoS {}", line);
+            last_egress_qos_ = qos;
+        }
+        builder_->set_egress_qos(build_egress_qos_table(sel, manifests_->objects().pods));
+        builder_->set_egress_qos_views(egress_qos_views(qos, manifests_->objects().pods));
     }
     publisher_->publish(builder_->apply(delta));
     // The first delta with Services in it is the first sync (before it, with the kubernetes

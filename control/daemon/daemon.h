@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "control/model/egress_qos.h"
 #include "control/model/rules.h"
 
 namespace egw::k8s_source {
@@ -113,7 +114,8 @@ private:
     std::unique_ptr<cli::Frontends> cli_;
     std::unique_ptr<TxStallLog> tx_stalls_;
     model::GatewayIdentity self_;
-    std::map<std::string, model::ServiceState> last_states_;  // as last logged
+    std::map<std::string, model::ServiceState> last_states_;   // as last logged
+    std::map<std::string, model::EgressQoS> last_egress_qos_;  // the files source's, as last applied
     bool first_sync_logged_ = false;
 };
 

@@ -276,8 +276,9 @@ std::string describe_object(const json& j) {
 struct DocReader {
     std::string prefix;  // "<file>: " or "<file>: document N: "
     std::vector<model::Object>& objects;
-    std::vector<std::string>& fatal;  // the file keeps its last good objects
-    std::vector<std::string>& notes;  // reported, but the file is still used
+    std::vector<std::string>& fatal;                        // the file keeps its last good objects
+    std::vector<std::string>& notes;                        // reported, but the file is still used
+    std::vector<model::EgressQoS>* egress_qoses = nullptr;  // EgressQoS, which is no model::Object
 
     void read(const json& j, const std::string& path) {
         if (!j.is_object()) {
@@ -293,6 +294,10 @@ struct DocReader {
                 read_list(j, path, kind, api_it->get<std::string>());
                 return;
             }
+            if (kind == "EgressQoS" && egress_qoses && api_it->get<std::string>() == "k8s.ovn.org/v1") {
+                read_egress_qos(j, path);
+                return;
+            }
             if (!model::is_supported_kind(api_it->get<std::string>(), kind)) {
                 notes.push_back(prefix + path + ": skipping " + describe_object(j) +
                                 ": egw reads only v1 Service, v1 Node, discovery.k8s.io/v1 EndpointSlice, "
@@ -306,6 +311,16 @@ struct DocReader {
             model::ObjectMeta& meta = model::meta_of(o);
             if (model::is_namespaced(k) && meta.namespace_.empty()) meta.namespace_ = "default";
             objects.push_back(std::move(o));
+        } catch (const model::ObjectError& e) {
+            fatal.push_back(prefix + e.what());
+        }
+    }
+
+    void read_egress_qos(const json& j, const std::string& path) {
+        try {
+            model::EgressQoS q = model::parse_egress_qos(j, path);
+            if (q.meta.namespace_.empty()) q.meta.namespace_ = "default";
+            egress_qoses->push_back(std::move(q));
         } catch (const model::ObjectError& e) {
             fatal.push_back(prefix + e.what());
         }
@@ -420,13 +435,14 @@ void ManifestDir::read_file(const std::string& name, FileState& st, std::vector<
     const std::string text = buf.str();
 
     std::vector<model::Object> objects;
+    std::vector<model::EgressQoS> egress_qoses;
     std::vector<std::string> fatal;
     std::vector<std::string> notes;
     if (has_suffix(name, ".json")) {
         if (!blank(text)) {
             try {
                 json j = json::parse(text);
-                DocReader{name + ": ", objects, fatal, notes}.read(j, "$");
+                DocReader{name + ": ", objects, fatal, notes, &egress_qoses}.read(j, "$");
             } catch (const json::exception& e) {
                 // "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error ...",
                 // or out_of_range.406 for a number no double holds (1e400).
@@ -443,8 +459,8 @@ void ManifestDir::read_file(const std::string& name, FileState& st, std::vector<
             std::vector<json> docs = parse_yaml(text);
             for (size_t i = 0; i < docs.size(); ++i) {
                 if (docs[i].is_null()) continue;
-                DocReader{name + ": document " + std::to_string(i + 1) + ": ", objects, fatal, notes}.read(docs[i],
-                                                                                                           "$");
+                DocReader{name + ": document " + std::to_string(i + 1) + ": ", objects, fatal, notes, &egress_qoses}
+                    .read(docs[i], "$");
             }
         } catch (const std::runtime_error& e) {
             fatal.push_back(name + ": " + e.what());
@@ -456,6 +472,7 @@ void ManifestDir::read_file(const std::string& name, FileState& st, std::vector<
     st.ok = fatal.empty();
     if (st.ok) {
         st.objects = std::move(objects);
+        st.egress_qoses = std::move(egress_qoses);
     } else if (!st.objects.empty()) {
         errors.push_back(name + ": keeping the " + std::to_string(st.objects.size()) +
                          " object(s) it last gave until it is fixed");
@@ -484,8 +501,25 @@ bool ManifestDir::merge() {
             next.upsert(o);
         }
     }
-    const bool changed = !(next == merged_);
+    std::map<std::string, model::EgressQoS> next_qos;
+    std::map<std::string, std::string> qos_origin;
+    for (const auto& [name, st] : files_) {
+        for (const model::EgressQoS& q : st.egress_qoses) {
+            const std::string key = model::key_of(q.meta);
+            auto [it, fresh] = qos_origin.emplace(key, name);
+            if (!fresh) {
+                duplicate_errors_.push_back(name + ": EgressQoS " + key +
+                                            (it->second == name
+                                                 ? ": defined more than once; the first one is used"
+                                                 : ": also defined in " + it->second + ", which is used"));
+                continue;
+            }
+            next_qos.emplace(key, q);
+        }
+    }
+    const bool changed = !(next == merged_) || !(next_qos == merged_qos_);
     merged_ = std::move(next);
+    merged_qos_ = std::move(next_qos);
     return changed;
 }
 

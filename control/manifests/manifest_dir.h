@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "control/model/egress_qos.h"
 #include "control/model/objects.h"
 
 namespace egw::manifests {
@@ -38,6 +39,9 @@ public:
 
     // The merged objects of every file, as of the last scan().
     const model::ObjectSet& objects() const { return merged_; }
+    // The EgressQoS objects of every file (k8s.ovn.org/v1, parsed by model::parse_egress_qos),
+    // keyed "namespace/name", as of the last scan(); a change to them is a change of the scan.
+    const std::map<std::string, model::EgressQoS>& egress_qoses() const { return merged_qos_; }
 
     const std::string& dir() const { return dir_; }
 
@@ -52,6 +56,7 @@ private:
         FileVersion version;
         bool ok = false;                     // the current version parsed
         std::vector<model::Object> objects;  // last good objects, in file order
+        std::vector<model::EgressQoS> egress_qoses;
     };
 
     void read_file(const std::string& name, FileState& st, std::vector<std::string>& errors);
@@ -60,6 +65,7 @@ private:
     std::string dir_;
     std::map<std::string, FileState> files_;  // by file name, so merging goes in name order
     model::ObjectSet merged_;
+    std::map<std::string, model::EgressQoS> merged_qos_;
     std::set<std::string> reported_;             // standing errors (directory, duplicates) already reported
     std::vector<std::string> duplicate_errors_;  // from the last merge
 };

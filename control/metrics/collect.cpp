@@ -361,6 +361,35 @@ constexpr Family kVlanTxRefused{"vlan_tx_refused_total",
 
 }  // namespace
 
+namespace {
+
+constexpr Family kEgressQosRules{"egress_qos_rules",
+                                 Type::gauge,
+                                 "Rules of the namespace's applied EgressQoS (the one named default)",
+                                 {"namespace"}};
+constexpr Family kEgressQosPods{"egress_qos_pods",
+                                Type::gauge,
+                                "Pods of the namespace some rule of its EgressQoS selects: their sessions are marked",
+                                {"namespace"}};
+constexpr Family kEgressQosIgnored{
+    "egress_qos_ignored", Type::gauge, "EgressQoS objects ignored (not named default)", {}};
+
+}  // namespace
+
+void write_egress_qos(Writer& w, const std::vector<EgressQosEntry>& objects) {
+    w.family(kEgressQosRules);
+    for (const EgressQosEntry& q : objects)
+        if (q.applied) w.sample(kEgressQosRules, {q.ns}, q.rules);
+    w.family(kEgressQosPods);
+    for (const EgressQosEntry& q : objects)
+        if (q.applied) w.sample(kEgressQosPods, {q.ns}, q.pods);
+    uint64_t ignored = 0;
+    for (const EgressQosEntry& q : objects)
+        ignored += !q.applied;
+    w.family(kEgressQosIgnored);
+    w.sample(kEgressQosIgnored, {}, ignored);
+}
+
 void write_vlans(Writer& w, const std::vector<VlanReading>& vlans) {
     w.family(kVlanInfo);
     for (const VlanReading& v : vlans)

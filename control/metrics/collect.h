@@ -43,6 +43,10 @@ struct VlanReading {
 // egw_vlan_info and egw_vlan_packets_total, one series per VLAN (the families with no VLAN).
 void write_vlans(Writer& w, const std::vector<VlanReading>& vlans);
 
+// egw_egress_qos_rules and egw_egress_qos_pods, one series per namespace with an applied EgressQoS,
+// and egw_egress_qos_ignored (the families with no EgressQoS).
+void write_egress_qos(Writer& w, const std::vector<EgressQosEntry>& objects);
+
 // Writes every family egwd itself exports. `ports` is parallel to view.ports.
 void write_metrics(Writer& w, const ControlView& view, const Readings& r, const std::vector<PortReading>& ports,
                    const ProcessInfo& process);

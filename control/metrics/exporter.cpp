@@ -100,6 +100,11 @@ void Exporter::published(const control::PolicyBuilder& builder, double seconds) 
     v->max_sessions_ipv6 = base->max_sessions_ipv6;
     v->node = base->node;
     v->default_action = config::to_string(cfg_.default_action);  // a reload may have changed it
+    for (const control::EgressQosView& q : builder.egress_qos_views()) {
+        const size_t slash = q.key.find('/');
+        v->egress_qos.push_back(
+            {q.key.substr(0, slash), q.status == control::kEgressQosApplied, q.rules.size(), q.pods});
+    }
 
     // Services, with baselines for ids that changed hands (see state.h).
     std::set<uint32_t> live;
@@ -266,6 +271,7 @@ std::string Exporter::metrics_text(std::string& error) const {
     write_metrics(w, *v, r, read_ports(*v), process_);
     write_arp(w, arp_.load());
     write_vlans(w, read_vlans());
+    write_egress_qos(w, v->egress_qos);
     {
         std::lock_guard lock(extra_mu_);
         for (const auto& f : extra_)

@@ -112,6 +112,14 @@ struct WorkerEntry {
     unsigned lcore = 0;
 };
 
+// One EgressQoS object as the files source gave it (control/policy/egress_qos_table.h's view).
+struct EgressQosEntry {
+    std::string ns;
+    bool applied = false;  // the namespace's "default"; otherwise ignored
+    uint64_t rules = 0;
+    uint64_t pods = 0;  // pods its rules select
+};
+
 struct ControlView {
     uint64_t generation = 0;          // last published configuration generation; 0 = none yet
     double last_publish_seconds = 0;  // how long the last publication took
@@ -125,7 +133,8 @@ struct ControlView {
     uint64_t max_sessions = 0;                   // sessions.max: the IPv4 tables, all workers together
     uint64_t max_sessions_ipv6 = 0;              // sessions.max_ipv6: the IPv6 tables
     std::string node;
-    std::string default_action;  // "route", "masquerade" or "drop"
+    std::string default_action;              // "route", "masquerade" or "drop"
+    std::vector<EgressQosEntry> egress_qos;  // sorted by namespace, then name
 
     const ServiceEntry* find_service(std::string_view key) const;
 };

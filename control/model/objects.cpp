@@ -705,6 +705,10 @@ bool ObjectSet::contains(Kind kind, const std::string& key) const {
     return false;
 }
 
+LabelSelector parse_label_selector(const json& s, const std::string& path) {
+    return parse_strict_selector(s, path);
+}
+
 size_t ObjectSet::size() const {
     return egress_services.size() + services.size() + endpoint_slices.size() + nodes.size() + leases.size() +
            egress_ips.size() + namespaces.size() + pods.size();

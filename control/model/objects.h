@@ -207,6 +207,11 @@ bool is_supported_kind(std::string_view api_version, std::string_view kind);
 // written (a manifest reader applies "default" itself); for a Node it is dropped.
 Object parse_object(const nlohmann::json& j, const std::string& path = "$");
 
+// Parses a metav1.LabelSelector that must be one Kubernetes accepts (operators and their values,
+// label syntax), as EgressIP's selectors are; `path` names it in an error. For kinds parsed
+// outside parse_object (EgressQoS).
+LabelSelector parse_label_selector(const nlohmann::json& s, const std::string& path);
+
 // Everything a state source knows, keyed like key_of().
 struct ObjectSet {
     std::map<std::string, EgressService> egress_services;

@@ -613,6 +613,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     snap->nat_addresses6 = nat6_;
     snap->ingress_ports6 = ingress_ports6_;
     snap->default_version = default_version_;
+    snap->egress_qos = egress_qos_;
     return snap;
 }
 

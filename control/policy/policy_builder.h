@@ -35,6 +35,7 @@
 #include "config/config.h"
 #include "control/policy/claims.h"
 #include "control/policy/config_tables.h"
+#include "control/policy/egress_qos_table.h"
 #include "control/model/rules.h"
 #include "dataplane/tables/policy.h"
 
@@ -89,6 +90,13 @@ public:
     // What the configuration decided at the last build (nullptr before the first).
     const ConfigTables* config_tables() const { return config_.get(); }
     std::string vrf_name(uint8_t index) const { return index < cfg_.vrfs.size() ? cfg_.vrfs[index].name : ""; }
+    // The EgressQoS table (egress_qos_table.h) every snapshot built from now on carries; the
+    // sessions of earlier ones take it up when the next snapshot makes them check their policy.
+    void set_egress_qos(dp::EgressQosTable table) { egress_qos_ = std::move(table); }
+    const dp::EgressQosTable& egress_qos() const { return egress_qos_; }
+    // What `show egressqos` and the status file say of the objects the table came from.
+    void set_egress_qos_views(std::vector<EgressQosView> views) { egress_qos_views_ = std::move(views); }
+    const std::vector<EgressQosView>& egress_qos_views() const { return egress_qos_views_; }
 
 private:
     // One Service to re-resolve: its new state, or nullptr when it is gone.
@@ -179,6 +187,8 @@ private:
     uint64_t generation_ = 0;
     // The generation since which the routes are unchanged (PolicySnapshot::route_generation).
     uint64_t route_generation_ = 0;
+    dp::EgressQosTable egress_qos_;
+    std::vector<EgressQosView> egress_qos_views_;
 };
 
 }  // namespace egw::control

@@ -118,6 +118,12 @@ nlohmann::json collect_status(const StatusInputs& in) {
     }
     doc["vlans"] = vlans;
 
+    // EgressQoS, where egw owns policy (the files source): upstream's status string per object.
+    json qos = json::array();
+    for (const EgressQosView& v : in.policy.egress_qos_views())
+        qos.push_back({{"key", v.key}, {"status", v.status}, {"rules", v.rules}, {"pods", v.pods}});
+    doc["egress_qos"] = qos;
+
     json drops = json::object();
     for (unsigned r = 0; r < dp::kDropReasonCount; ++r) {
         uint64_t n = 0;

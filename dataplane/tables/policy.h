@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "dataplane/ipv6.h"
+#include "dataplane/tables/egress_qos.h"
 #include "dataplane/tables/flat_map.h"
 #include "dataplane/tables/ip6_map.h"
 #include "dataplane/tables/roles.h"
@@ -319,6 +320,9 @@ struct PolicySnapshot {
             if (p.addrs[i] == ip) return true;
         return false;
     }
+
+    // EgressQoS: each marked pod's rules, read when a session is made or revalidated.
+    EgressQosTable egress_qos;
 };
 
 // The published pointer. Lives in the shared data-plane state.

@@ -110,8 +110,12 @@ struct alignas(64) Session {
     uint8_t proto;
     uint8_t tcp_seen;
 
-    uint32_t service_version;  // the policy version this translation was made under
-    uint16_t service_id;       // 0: default-action masquerade
+    // The policy version this translation was made under, its low kSessionVersionBits bits; the
+    // byte left over is the EgressQoS mark of the packets toward the remote side
+    // (tables/egress_qos.h; 0: none), which the fast path reads beside the deltas.
+    uint32_t service_version : 24;
+    uint32_t dscp_mark : 8;
+    uint16_t service_id;  // 0: default-action masquerade
     uint8_t vrf;
     uint8_t in_use;  // SessionFlags
 
@@ -132,6 +136,13 @@ static_assert(sizeof(Session) == 64, "a session must stay one cache line");
 
 inline constexpr uint16_t kPortUnset = 0xffff;
 
+// A session keeps the low 24 bits of its policy version: a version that came round again to the
+// same 24 bits would have to pass 16.7 million changes of one Service while the session lay idle.
+inline constexpr unsigned kSessionVersionBits = 24;
+inline constexpr uint32_t session_version(uint32_t version) {
+    return version & ((uint32_t{1} << kSessionVersionBits) - 1);
+}
+
 enum SessionFlags : uint8_t {
     kSessionInUse = 1,
     kSessionMasquerade = 2,  // translated to the egress port's address, so bound to that port
@@ -150,7 +161,8 @@ struct alignas(64) Session6 {
     uint16_t nat_port;
     uint8_t proto;  // IPPROTO_TCP, IPPROTO_UDP or 58 (ICMPv6 echo)
     uint8_t tcp_seen;
-    uint32_t service_version;
+    uint32_t service_version : 24;  // as Session's
+    uint32_t dscp_mark : 8;
     uint16_t service_id;
     uint8_t vrf;
     uint8_t in_use;  // SessionFlags

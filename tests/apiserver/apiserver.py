@@ -3,10 +3,10 @@
 """A small Kubernetes API server for egw's control-plane tests.
 
 It serves the kinds egw reads (Node, Service, EndpointSlice, EgressService, Lease, and for EgressIP:
-EgressIP, Namespace, Pod; and EgressFirewall and DNSNameResolver, which no state source of egw
-watches yet) the way kube-apiserver does over JSON, from an in-memory multi-version store that
-behaves like etcd: one global resourceVersion counter, every write gets the next revision, and
-history is kept until it is compacted.
+EgressIP, Namespace, Pod; EgressFirewall and DNSNameResolver, which no state source of egw
+watches yet; EgressQoS) the way kube-apiserver does over JSON, from an in-memory multi-version
+store that behaves like etcd: one global resourceVersion counter, every write gets the next
+revision, and history is kept until it is compacted.
 
 Protocol points it reproduces:
   * list: resourceVersion of the list, limit + continue (each page is read from the snapshot of the
@@ -30,7 +30,7 @@ Protocol points it reproduces:
   * get, create (POST, 409 AlreadyExists), update (PUT, resourceVersion precondition -> 409
     Conflict), patch (merge-patch+json, json-patch+json, and strategic-merge-patch+json for
     built-in kinds only; 415 otherwise), delete.
-  * the status subresource of Node, Service, EgressService, EgressFirewall, DNSNameResolver and Pod: a write to the main resource keeps
+  * the status subresource of Node, Service, EgressService, EgressFirewall, DNSNameResolver, EgressQoS and Pod: a write to the main resource keeps
     the stored status, a write to /status changes only status. EgressIP has none (upstream's CRD
     declares no subresources): its status is written with the object, and /status is 404.
     metadata.generation counts changes of custom resources other than metadata (and status, where
@@ -42,7 +42,8 @@ Protocol points it reproduces:
     EgressService CRD's schema (docker/k8s/crd-egressservice.yaml; unknown fields pruned), the
     EgressIP CRD's (docker/k8s/crd-egressip.yaml; unknown fields refused, as fieldValidation=Strict
     does), the EgressFirewall CRD's (tests/apiserver/crd-egressfirewall.yaml), the DNSNameResolver
-    CRD's (tests/apiserver/crd-dnsnameresolver.yaml; strict, like EgressIP's), Lease
+    CRD's (tests/apiserver/crd-dnsnameresolver.yaml; strict, like EgressIP's), the EgressQoS CRD's
+    (tests/apiserver/crd-egressqos.yaml, strict as EgressIP's), Lease
     fields and MicroTime; 422 Invalid with details.causes, or 400 for an undecodable body.
   * RBAC authorization (--rbac docker/k8s/rbac.yaml, authz.py): a request outside the rules gets
     403 Forbidden with kube-apiserver's message.
@@ -134,6 +135,7 @@ RESOURCES = [
     Resource("k8s.ovn.org", "v1", "egressservices", "EgressService", True, True, False),
     Resource("k8s.ovn.org", "v1", "egressfirewalls", "EgressFirewall", True, True, False),
     Resource("network.openshift.io", "v1alpha1", "dnsnameresolvers", "DNSNameResolver", True, True, False),
+    Resource("k8s.ovn.org", "v1", "egressqoses", "EgressQoS", True, True, False),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, False, True),
     Resource("k8s.ovn.org", "v1", "egressips", "EgressIP", False, False, False),
     Resource("", "v1", "namespaces", "Namespace", False, False, True),

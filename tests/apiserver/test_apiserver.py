@@ -23,6 +23,7 @@ NODES = "/api/v1/nodes"
 SVCS = "/api/v1/namespaces/default/services"
 ES = "/apis/k8s.ovn.org/v1/namespaces/default/egressservices"
 EF = "/apis/k8s.ovn.org/v1/namespaces/default/egressfirewalls"
+EQ = "/apis/k8s.ovn.org/v1/namespaces/default/egressqoses"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/egw/leases"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
 EIPS = "/apis/k8s.ovn.org/v1/egressips"
@@ -215,7 +216,7 @@ class ListTest(ApiServerTest):
     def test_errors_are_status_objects(self):
         status, st = self.api.request("GET", "/api/v1/configmaps")
         self.assertEqual((status, st["kind"], st["reason"]), (404, "Status", "NotFound"))
-        status, st = self.api.request("GET", "/apis/k8s.ovn.org/v1/namespaces/default/egressqoses")
+        status, st = self.api.request("GET", "/apis/k8s.ovn.org/v1/adminpolicybasedexternalroutes")
         self.assertEqual(status, 404)
         status, st = self.api.request("GET", NODES + "/missing")
         self.assertEqual((status, st["reason"], st["details"]["name"]), (404, "NotFound", "missing"))
@@ -237,7 +238,7 @@ class ListTest(ApiServerTest):
         self.assertEqual(status, 200)
         names = {r["name"] for r in doc["resources"]}
         self.assertEqual(names, {"egressservices", "egressservices/status", "egressips", "egressfirewalls",
-                                 "egressfirewalls/status"})
+                                 "egressfirewalls/status", "egressqoses", "egressqoses/status"})
         eip = next(r for r in doc["resources"] if r["name"] == "egressips")
         self.assertEqual((eip["kind"], eip["namespaced"]), ("EgressIP", False))
         status, doc = self.api.request("GET", "/apis")
@@ -530,6 +531,48 @@ class ValidationTest(ApiServerTest):
                                        ctype="application/merge-patch+json")
         self.assertEqual((status, out["metadata"]["labels"]), (200, ok))
         self.assertEqual(self.api.request("GET", SVCS + "/s")[0], 404)
+
+    def test_egress_qos_schema(self):
+        def qos(*rules, name="default"):
+            return {"apiVersion": "k8s.ovn.org/v1", "kind": "EgressQoS",
+                    "metadata": {"name": name, "namespace": "default"}, "spec": {"egress": list(rules)}}
+
+        for obj, name, field, fragment, reason in (
+                (qos({"dscp": 64}), "default", "spec.egress[0].dscp", "should be less than or equal to 63",
+                 "FieldValueInvalid"),
+                (qos({"dscp": -1}), "default", "spec.egress[0].dscp", "should be greater than or equal to 0",
+                 "FieldValueInvalid"),
+                (qos({"dscp": "46"}), "default", "spec.egress[0].dscp", "must be of type integer", "FieldValueTypeInvalid"),
+                (qos({"dstCIDR": "10.0.0.0/8"}), "default", "spec.egress[0].dscp", "Required value",
+                 "FieldValueRequired"),
+                (qos({"dscp": 1, "dstCIDR": "10.0.0.0/33"}), "default", "spec.egress[0].dstCIDR",
+                 'must be of type cidr: "10.0.0.0/33"', "FieldValueInvalid"),
+                (qos({"dscp": 1, "dstCIDR": "10.0.0.1"}), "default", "spec.egress[0].dstCIDR", "must be of type cidr",
+                 "FieldValueInvalid"),
+                (qos({"dscp": 1}, name="extra"), "extra", "metadata.name", "should match '^default$'",
+                 "FieldValueInvalid")):
+            with self.subTest(obj=obj):
+                self.assertInvalid(self.api.request("POST", "/apis/k8s.ovn.org/v1/namespaces/default/egressqoses", obj),
+                                   "EgressQoS", name, field, fragment, reason=reason, group="k8s.ovn.org")
+        # Strict: a field the schema does not know is refused, not pruned.
+        status, st = self.api.request("POST", EQ, qos({"dscp": 1, "priority": 3}))
+        self.assertEqual((status, st["reason"]), (400, "BadRequest"), st)
+        self.assertIn('unknown field "spec.egress[0].priority"', st["message"])
+        self.assertEqual(self.api.request("GET", EQ + "/default")[0], 404)
+        q = qos({"dscp": 46, "dstCIDR": "2001:db8::/32", "podSelector": {"matchLabels": {"app": "voice"}}},
+                {"dscp": 0})
+        status, out = self.api.request("POST", EQ, q)
+        self.assertEqual((status, out["spec"]), (201, q["spec"]), out)
+        # The status is a subresource: a write to the object keeps it, /status changes only it.
+        applied = {"status": {"status": "EgressQoS Rules applied"}}
+        status, out = self.api.request("PATCH", EQ + "/default/status", applied, ctype="application/merge-patch+json")
+        self.assertEqual((status, out["status"]), (200, {"status": "EgressQoS Rules applied"}))
+        status, out = self.api.request("PATCH", EQ + "/default", {"spec": {"egress": [{"dscp": 8}]}, "status": {}},
+                                       ctype="application/merge-patch+json")
+        self.assertEqual((status, out["spec"]["egress"], out["status"]),
+                         (200, [{"dscp": 8}], {"status": "EgressQoS Rules applied"}))
+        _, lst = self.api.request("GET", "/apis/k8s.ovn.org/v1/egressqoses")
+        self.assertEqual([(o["kind"], o["metadata"]["name"]) for o in lst["items"]], [("EgressQoS", "default")])
 
     def test_egress_firewall_schema(self):
         def firewall(*rules):

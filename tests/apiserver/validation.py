@@ -23,6 +23,8 @@ the kind (a Lease time that is not a MicroTime) is a 400 BadRequest, as in the r
     resolved dnsName a lower-case name with the final dot, "*." allowed in front; each resolved
     address's ip, ttlSeconds and lastLookupTime required), unknown fields refused as for EgressIP,
     and a lastLookupTime that is not an RFC 3339 time a 400, as the decoder of metav1.Time does.
+  * EgressQoS: the schema of tests/apiserver/crd-egressqos.yaml (DSCP 0-63, dstCIDR of format
+    cidr, the name "default" only), unknown fields refused as for EgressIP.
   * Lease: acquireTime and renewTime are MicroTime (RFC 3339 with exactly six fractional digits),
     leaseDurationSeconds > 0, leaseTransitions >= 0, holderIdentity a string.
 """
@@ -73,6 +75,7 @@ EGRESS_IP_CRD_PATH = os.path.join(HERE, "..", "..", "docker", "k8s", "crd-egress
 EGRESS_FIREWALL_CRD_PATH = os.path.join(HERE, "crd-egressfirewall.yaml")
 # OpenShift installs this one with its DNSNameResolver feature; egw ships no copy either.
 DNS_NAME_RESOLVER_CRD_PATH = os.path.join(HERE, "crd-dnsnameresolver.yaml")
+EGRESS_QOS_CRD_PATH = os.path.join(HERE, "crd-egressqos.yaml")
 
 
 class FieldError:
@@ -264,6 +267,38 @@ def dns_name_resolver_times(obj):
                                   f'{json.dumps(t)} as "2006"')
 
 
+def egress_qos_schema():
+    """The openAPIV3Schema of the EgressQoS CRD."""
+    return _v1_schema(EGRESS_QOS_CRD_PATH)
+
+
+def egress_qos_checks(obj, schema):
+    """What schema_errors leaves out for EgressQoS: the metadata.name pattern (kube-apiserver
+    checks name and generateName against a CRD's metadata schema) and the cidr format."""
+    import ipaddress
+    out = []
+    name = (obj.get("metadata") or {}).get("name")
+    pattern = schema["properties"]["metadata"]["properties"]["name"]["pattern"]
+    if isinstance(name, str) and not re.search(pattern, name):
+        out.append(FieldError("FieldValueInvalid", "metadata.name",
+                              f"metadata.name in body should match '{pattern}'", name))
+    egress = (obj.get("spec") or {}).get("egress") if isinstance(obj.get("spec"), dict) else None
+    for i, rule in enumerate(egress if isinstance(egress, list) else []):
+        cidr = rule.get("dstCIDR") if isinstance(rule, dict) else None
+        if not isinstance(cidr, str):
+            continue
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+            ok = "/" in cidr
+        except ValueError:
+            ok = False
+        if not ok:
+            field = f"spec.egress[{i}].dstCIDR"
+            out.append(FieldError("FieldValueInvalid", field, f"{field} in body must be of type cidr: {json.dumps(cidr)}",
+                                  cidr))
+    return out
+
+
 def prune(obj, schema, top=True):
     """Drops what a structural schema does not specify (apiVersion, kind and metadata stay)."""
     if not isinstance(schema, dict):
@@ -405,6 +440,12 @@ def validate(kind, obj):
             raise DecodeError("strict decoding error: " + ", ".join(f'unknown field "{u}"' for u in unknown))
         dns_name_resolver_times(obj)
         errs += schema_errors(obj, schema)
+    elif kind == "EgressQoS":
+        schema = egress_qos_schema()
+        unknown = unknown_fields(obj, schema)
+        if unknown:
+            raise DecodeError("strict decoding error: " + ", ".join(f'unknown field "{u}"' for u in unknown))
+        errs += egress_qos_checks(obj, schema) + schema_errors(obj, schema)
     elif kind == "Lease":
         errs += lease_checks(obj)
     return obj, errs

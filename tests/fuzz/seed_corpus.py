@@ -113,6 +113,22 @@ def dns_name_resolver_seeds():
                                                      "resolvedAddresses": [addr("192.0.2.300", -1, "yesterday")]}]))
 
 
+# ---- EgressQoS objects: JSON text; the unit tests' rule lists, wrapped in an object ----
+def egress_qos_seeds():
+    for s in raw_strings("tests/unit/model/test_egress_qos.cpp"):
+        put("egress_qos", json.dumps({
+            "apiVersion": "k8s.ovn.org/v1", "kind": "EgressQoS",
+            "metadata": {"name": "default", "namespace": "web"},
+            "spec": {"egress": json.loads(s)}}))
+    for name, egress in (("default", []), ("other", [{"dscp": 8}]),
+                         ("default", [{"dscp": 46, "dstCIDR": "192.0.2.9/24", "podSelector": {"matchLabels": {"a": "b"}}},
+                                      {"dscp": 63, "dstCIDR": "2001:db8::/33"},
+                                      {"dscp": 0, "podSelector": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}])):
+        put("egress_qos", json.dumps({
+            "apiVersion": "k8s.ovn.org/v1", "kind": "EgressQoS",
+            "metadata": {"name": name, "namespace": "web"}, "spec": {"egress": egress}}))
+
+
 # ---- kubeconfig: byte 0 picks the context ----
 def kubeconfig_seeds():
     for s in raw_strings("tests/unit/k8s/test_credentials.cpp"):
@@ -431,6 +447,7 @@ def main():
     manifest_seeds()
     egress_firewall_seeds()
     dns_name_resolver_seeds()
+    egress_qos_seeds()
     kubeconfig_seeds()
     watch_seeds()
     cli_seeds()

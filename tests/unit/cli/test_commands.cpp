@@ -74,6 +74,8 @@ TEST_F(CommandsTest, EveryCommandParses) {
     EXPECT_EQ(pattern("show services namespace kube-system"), "show services [namespace NS]");
     EXPECT_EQ(pattern("show service shop/cart"), "show service SERVICE");
     EXPECT_EQ(pattern("show service other/not-known-yet"), "show service SERVICE") << "existence is the handler's";
+    EXPECT_EQ(pattern("show egressqos"), "show egressqos [namespace NS]");
+    EXPECT_EQ(pattern("show egressqos namespace web"), "show egressqos [namespace NS]");
     EXPECT_EQ(pattern("show sessions"), kSessions);
     EXPECT_EQ(pattern("show sessions limit 5 proto tcp dport 443 sport 1 daddr 1.2.3.4 saddr 10.0.0.1 service "
                       "default/web"),
@@ -217,10 +219,10 @@ TEST_F(CommandsTest, MessagesNameTheOffendingWord) {
 
 TEST_F(CommandsTest, Completion) {
     EXPECT_EQ(candidates(""), (std::vector<std::string>{"clear", "help", "quit", "reload", "set", "show", "trace"}));
-    EXPECT_EQ(candidates("show "),
-              (std::vector<std::string>{"arp", "config", "drops", "egressips", "icmp", "k8s", "lcores", "neighbors",
-                                        "port", "routes", "service", "services", "sessions", "snat", "steering",
-                                        "trace", "version", "vlans", "vrfs"}));
+    EXPECT_EQ(candidates("show "), (std::vector<std::string>{
+                                       "arp",    "config",    "drops", "egressips", "egressqos", "icmp",     "k8s",
+                                       "lcores", "neighbors", "port",  "routes",    "service",   "services", "sessions",
+                                       "snat",   "steering",  "trace", "version",   "vlans",     "vrfs"}));
     EXPECT_EQ(candidates("show port "), (std::vector<std::string>{"info", "stats", "xstats"}));
     EXPECT_EQ(candidates("clear "), (std::vector<std::string>{"counters", "port", "sessions"}));
     EXPECT_EQ(candidates("show service "), (std::vector<std::string>{"default/db", "default/web", "shop/cart"}));

@@ -634,6 +634,27 @@ TEST(Write, NoPodAddressesOrPortsInLabels) {
 
 namespace {
 
+TEST(Write, EgressQosSeriesPerAppliedNamespaceAndTheIgnoredCounted) {
+    std::string out;
+    Writer w(out);
+    write_egress_qos(w, {{"shop", true, 3, 12}, {"shop", false, 1, 0}, {"web", true, 1, 0}});
+    EXPECT_EQ(w.error(), "");
+    EXPECT_EQ(check_exposition(out), "") << out;
+    EXPECT_NE(out.find("egw_egress_qos_rules{namespace=\"shop\"} 3\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("egw_egress_qos_rules{namespace=\"web\"} 1\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("egw_egress_qos_pods{namespace=\"shop\"} 12\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("egw_egress_qos_pods{namespace=\"web\"} 0\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("egw_egress_qos_ignored 1\n"), std::string::npos) << out;
+    EXPECT_EQ(out.find("egw_egress_qos_rules{namespace=\"shop\"} 1\n"), std::string::npos) << out;
+
+    std::string none;
+    Writer empty(none);
+    write_egress_qos(empty, {});
+    EXPECT_EQ(check_exposition(none), "") << none;
+    EXPECT_NE(none.find("# TYPE egw_egress_qos_rules gauge\n"), std::string::npos) << none;
+    EXPECT_NE(none.find("egw_egress_qos_ignored 0\n"), std::string::npos) << none;
+}
+
 TEST(Write, VlanSeriesOnePerVlanAndFamiliesWithoutAny) {
     std::string out;
     Writer w(out);

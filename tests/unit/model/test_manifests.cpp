@@ -621,3 +621,50 @@ spec:
     EXPECT_EQ(md.objects().egress_ips.count("bad"), 0u);
     EXPECT_EQ(md.objects().egress_ips.count("prod"), 1u);  // the rest is kept
 }
+
+// EgressQoS objects (no model::Object kind of their own) are read beside the others: namespace
+// "default" when none is given, errors with the JSON path, a change is a change of the scan, a
+// duplicate across files reported, a pod's labels read from the same directory.
+TEST_F(ManifestTest, EgressQosIsReadBesideTheOtherKinds) {
+    const std::string qos =
+        "apiVersion: k8s.ovn.org/v1\nkind: EgressQoS\nmetadata:\n  name: default\nspec:\n"
+        "  egress:\n  - dscp: 46\n    dstCIDR: 192.0.2.0/24\n    podSelector:\n"
+        "      matchLabels: {app: voice}\n  - dscp: 8\n";
+    const std::string pod =
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {app: voice}\n"
+        "status:\n  phase: Running\n  podIP: 10.244.1.10\n";
+    write("qos.yaml", qos + "---\n" + pod);
+    ManifestDir md(dir.string());
+    auto r = md.scan();
+    EXPECT_TRUE(r.changed);
+    EXPECT_TRUE(r.errors.empty()) << joined(r.errors);
+    ASSERT_EQ(md.egress_qoses().size(), 1u);
+    const egw::model::EgressQoS& q = md.egress_qoses().at("default/default");
+    ASSERT_EQ(q.rules.size(), 2u);
+    EXPECT_EQ(q.rules[0].dscp, 46);
+    EXPECT_EQ(q.rules[1].dscp, 8);
+    EXPECT_EQ(md.objects().pods.at("default/p").meta.labels.at("app"), "voice");
+
+    write("qos.yaml", qos + "  - dscp: 99\n");
+    r = md.scan();
+    EXPECT_FALSE(r.changed);
+    ASSERT_GE(r.errors.size(), 1u);
+    EXPECT_EQ(r.errors[0], "qos.yaml: document 1: $.spec.egress[2].dscp: expected an integer 0-63, got 99");
+    EXPECT_EQ(md.egress_qoses().at("default/default").rules.size(), 2u);  // the last good version
+
+    write("qos.yaml", qos + "  - dscp: 10\n");
+    r = md.scan();
+    EXPECT_TRUE(r.changed);
+    EXPECT_EQ(md.egress_qoses().at("default/default").rules.size(), 3u);
+
+    write("z.yaml", qos);
+    r = md.scan();
+    EXPECT_FALSE(r.changed);
+    ASSERT_EQ(r.errors.size(), 1u) << joined(r.errors);
+    EXPECT_EQ(r.errors[0], "z.yaml: EgressQoS default/default: also defined in qos.yaml, which is used");
+
+    remove("z.yaml");
+    remove("qos.yaml");
+    EXPECT_TRUE(md.scan().changed);
+    EXPECT_TRUE(md.egress_qoses().empty());
+}
