@@ -25,6 +25,7 @@
 #include "control/manifests/manifest_dir.h"
 #include "control/metrics/exporter.h"
 #include "control/metrics/kubernetes.h"
+#include "control/daemon/standby_ports.h"
 #include "control/sync/transport.h"
 #include "control/telemetry/commands.h"
 
@@ -251,6 +252,7 @@ void Daemon::loop(DaemonSignals signals) {
             tx_stalls_->check(rt_->workers(), rt_->ports());
             next_tick = now + std::chrono::milliseconds(100);
         }
+        if (standby_ports_) standby_ports_->poll(now);
         if (*signals.reload) {
             *signals.reload = 0;
             reload();  // it logs its outcome
@@ -270,9 +272,9 @@ void Daemon::loop(DaemonSignals signals) {
     }
 }
 
-// Session sync (docs/architecture.md, "Session sync"): a ring per worker, and the sync thread
-// that drains them to the peers. Standby tables do not exist yet, so what peers send is counted
-// and dropped.
+// Session sync (docs/architecture.md, "Session sync"): a ring per worker, the sync thread that
+// drains them to the peers and keeps what the peers send in its standby table, and the standby
+// sessions' NAT ports reserved in the workers.
 void Daemon::start_sync() {
     const config::SyncConfig& sc = cfg_.sync;
     if (!sc.enabled) return;
@@ -286,6 +288,7 @@ void Daemon::start_sync() {
         c.peers.push_back({p.id, p.host, p.port});
     c.tsc = [] { return rte_rdtsc(); };
     c.tsc_hz = rt_->tsc_hz();
+    c.standby_max_sessions = sc.standby_max_sessions;
     std::vector<dp::SyncEventRing*> rings;
     for (size_t i = 0; i < rt_->workers().size(); ++i) {
         sync_rings_.push_back(std::make_unique<dp::SyncEventRing>(kSyncRingEvents));
@@ -298,6 +301,7 @@ void Daemon::start_sync() {
     }
     for (size_t i = 0; i < rings.size(); ++i)
         rt_->workers()[i]->sync_events = rings[i];
+    standby_ports_ = std::make_unique<StandbyPorts>(rt_->shared(), *sync_, rt_->workers());
     sync_->start();
     spdlog::info("session sync: gateway {} on {}, {} peer(s), events of {} worker(s)", sc.id,
                  config::format_host_port(sc.host, sc.port), sc.peers.size(), rings.size());
@@ -307,6 +311,7 @@ void Daemon::shutdown() {
     spdlog::info("stopping");
     if (k8s_) k8s_->stop();  // the liveness and leader Leases are given up first: Services move at once
     exporter_->stop();
+    standby_ports_.reset();  // while the workers still pass quiescent states
     rt_->stop_workers();
     if (sync_) sync_->stop();
     if (!opt_.status_file.empty()) write_status(false, true);

@@ -143,7 +143,8 @@ SyncService::SyncService(SyncServiceConfig cfg, std::vector<dp::SyncEventRing*> 
       keys_(read_key_file(cfg_.key_file)),
       key_file_(cfg_.key_file, keys_),
       endpoint_(endpoint_config(cfg_), keys_),
-      socket_(cfg_.listen_host, cfg_.listen_port) {
+      socket_(cfg_.listen_host, cfg_.listen_port),
+      standby_(cfg_.standby_max_sessions) {
     for (const SyncPeer& p : cfg_.peers)
         peer_addresses_[p.id] = socket_address(p.host, p.port);
 }
@@ -169,6 +170,11 @@ SyncServiceStats SyncService::stats() const {
     for (const dp::SyncEventRing* r : rings_)
         s.ring_drops += r->dropped();
     return s;
+}
+
+void SyncService::with_standby(const std::function<void(const StandbyTable&)>& read) const {
+    std::lock_guard lock(standby_mutex_);
+    read(standby_);
 }
 
 void SyncService::send_all(const std::vector<Outgoing>& out) {
@@ -242,13 +248,23 @@ void SyncService::run() {
                     stats_.events_in += r.events.size();
                 }
             }
-            if (r.accepted && !r.events.empty() && cfg_.on_events) cfg_.on_events(r.peer, r.events);
+            if (r.accepted && !r.events.empty()) {
+                {
+                    std::lock_guard lock(standby_mutex_);
+                    standby_.apply(r.peer, r.events, Clock::now());
+                    standby_version_.store(standby_.version(), std::memory_order_release);
+                }
+                if (cfg_.on_events) cfg_.on_events(r.peer, r.events);
+            }
             send_all(r.replies);
         }
         now = Clock::now();
         if (now - last_tick >= kTickEvery) {
             last_tick = now;
             send_all(endpoint_.tick(now));
+            std::lock_guard lock(standby_mutex_);
+            standby_.age(now);
+            standby_version_.store(standby_.version(), std::memory_order_release);
         }
         if (now - last_key_poll >= kKeyPollEvery) {
             last_key_poll = now;

@@ -23,6 +23,7 @@
 
 #include "control/sync/auth.h"
 #include "control/sync/endpoint.h"
+#include "control/sync/standby.h"
 #include "control/sync/wire.h"
 #include "dataplane/sync_events.h"
 
@@ -68,7 +69,9 @@ struct SyncServiceConfig {
     uint64_t tsc_hz = 1;
     // The assignment epoch of a Service id (0 until the standby work gives it meaning).
     std::function<uint32_t(uint32_t)> epoch_of;
-    // New events from a peer (called on the sync thread).
+    // Sessions the standby table holds at most (standby.h).
+    size_t standby_max_sessions = 1000000;
+    // New events from a peer, after the standby table took them (called on the sync thread).
     std::function<void(uint32_t peer, std::span<const Event>)> on_events;
 };
 
@@ -96,6 +99,10 @@ public:
     void start();
     void stop();
     SyncServiceStats stats() const;
+    // The standby table, read under the sync thread's lock (keep `read` short: events wait).
+    void with_standby(const std::function<void(const StandbyTable&)>& read) const;
+    // StandbyTable::version(), without the table.
+    uint64_t standby_version() const { return standby_version_.load(std::memory_order_acquire); }
     uint16_t local_port() const { return socket_.local_port(); }
 
 private:
@@ -114,6 +121,9 @@ private:
     std::thread thread_;
     mutable std::mutex stats_mutex_;
     SyncServiceStats stats_;
+    mutable std::mutex standby_mutex_;
+    StandbyTable standby_;
+    std::atomic<uint64_t> standby_version_{0};
 };
 
 }  // namespace egw::sync

@@ -172,6 +172,54 @@ TEST_F(SyncTransport, WorkerEventsReachThePeerAsWireEvents) {
     b.stop();
 }
 
+// What a peer sends lands in the standby table, read from another thread while the sync thread
+// writes it (this test runs under ThreadSanitizer too), and a deletion takes it out.
+TEST_F(SyncTransport, PeerEventsFillTheStandbyTable) {
+    egw::dp::SyncEventRing ring_a(4096), ring_b(64);
+    SyncServiceConfig ca = config(1), cb = config(2);
+    ca.listen_port = 7472;
+    cb.listen_port = 7473;
+    ca.peers = {{2, "127.0.0.1", 7473}};
+    cb.peers = {{1, "127.0.0.1", 7472}};
+    cb.standby_max_sessions = 1500;
+    SyncService a(ca, {&ring_a}), b(cb, {&ring_b});
+    a.start();
+    b.start();
+    for (uint16_t i = 0; i < 2000; ++i)
+        ASSERT_TRUE(ring_a.push(tcp_created(static_cast<uint16_t>(2000 + i))));
+    size_t seen = 0;
+    ASSERT_TRUE(eventually([&] {
+        b.with_standby([&](const StandbyTable& t) { seen = t.size() + t.stats().full; });
+        return seen >= 2000;
+    })) << "only "
+        << seen << " of 2000 events reached the standby table";
+    b.with_standby([&](const StandbyTable& t) {
+        EXPECT_EQ(t.size(), 1500u) << "the bound";
+        EXPECT_EQ(t.stats().full, 500u);
+        EXPECT_EQ(t.per_service().at(ipv4_address(0xc0a80a0a)), 1500u);
+        StandbyKey k{4, 6, {ipv4_address(0xc0a80a0a), 2001}, {ipv4_address(0x08080808), 443}};
+        const StandbySession* s = t.find(k);
+        ASSERT_NE(s, nullptr);
+        EXPECT_EQ(s->inside.port, 2000);
+        EXPECT_EQ(s->peer, 1u);
+        EXPECT_EQ(s->service_epoch, 107u);
+        auto left = s->expires - Clock::now();
+        EXPECT_GT(left, 20s) << "30 s left when sent";
+        EXPECT_LE(left, 30s);
+    });
+    EXPECT_GE(b.standby_version(), 1500u) << "a version per session added";
+    egw::dp::SyncEvent del = tcp_created(2000);
+    del.kind = egw::dp::SyncEventKind::remove;
+    ASSERT_TRUE(ring_a.push(del));
+    EXPECT_TRUE(eventually([&] {
+        size_t n = 0;
+        b.with_standby([&](const StandbyTable& t) { n = t.size(); });
+        return n == 1499;
+    }));
+    a.stop();
+    b.stop();
+}
+
 TEST(SyncTransportUnits, EventsPerDatagramFollowTheMtu) {
     EXPECT_EQ(events_per_datagram(1500), 19u);
     EXPECT_EQ(events_per_datagram(9000), 123u);

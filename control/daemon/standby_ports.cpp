@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "control/daemon/standby_ports.h"
+
+#include <arpa/inet.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+#include "control/cli/worker_requests.h"
+#include "control/sync/transport.h"
+#include "dataplane/publish.h"
+
+namespace egw::control {
+
+namespace {
+
+// A conflict stays visible: while there are some, the local sessions are checked again this
+// often even when the standby table did not change (they end, or the peer's session does).
+constexpr std::chrono::seconds kRecheckConflicts{5};
+
+}  // namespace
+
+dp::FlowKey outside_key4(const sync::StandbyKey& k) {
+    dp::FlowKey f{};
+    std::memcpy(&f.src, k.remote.addr.data() + 12, 4);
+    std::memcpy(&f.dst, k.outside.addr.data() + 12, 4);
+    f.sport = htons(k.remote.port);
+    f.dport = htons(k.outside.port);
+    f.proto = k.protocol;
+    return f;
+}
+
+dp::FlowKey6 outside_key6(const sync::StandbyKey& k) {
+    dp::FlowKey6 f{};
+    std::memcpy(f.src, k.remote.addr.data(), 16);
+    std::memcpy(f.dst, k.outside.addr.data(), 16);
+    f.sport = htons(k.remote.port);
+    f.dport = htons(k.outside.port);
+    f.proto = k.protocol;
+    return f;
+}
+
+StandbyPorts::StandbyPorts(dp::DataplaneShared& shared, const sync::SyncService& sync, std::vector<dp::Worker*> workers)
+    : shared_(shared), sync_(sync), workers_(std::move(workers)) {}
+
+StandbyPorts::~StandbyPorts() {
+    if (current_) delete dp::publish_reservations(shared_, nullptr);
+}
+
+void StandbyPorts::poll(std::chrono::steady_clock::time_point now) {
+    if (now < next_) return;
+    uint64_t version = sync_.standby_version();
+    bool recheck = stats_.conflicts > 0 && now - next_ >= kRecheckConflicts;
+    if (version == published_version_ && !recheck) return;
+    auto began = std::chrono::steady_clock::now();
+    if (version != published_version_) {
+        std::vector<dp::FlowKey> v4;
+        std::vector<dp::FlowKey6> v6;
+        sync_.with_standby([&](const sync::StandbyTable& t) {
+            published_version_ = t.version();
+            v4.reserve(t.size());
+            t.for_each([&](const sync::StandbyKey& k, const sync::StandbySession&) {
+                if (k.family == 4)
+                    v4.push_back(outside_key4(k));
+                else
+                    v6.push_back(outside_key6(k));
+            });
+        });
+        const dp::PortReservations* next = v4.empty() && v6.empty() ? nullptr : new dp::PortReservations(v4, v6);
+        delete dp::publish_reservations(shared_, next);
+        current_ = next;
+        stats_.reserved = next ? next->size() : 0;
+        ++stats_.publications;
+    }
+    check_conflicts();
+    auto took = std::chrono::steady_clock::now() - began;
+    next_ = now + std::max<std::chrono::steady_clock::duration>(kMinInterval, 10 * took);
+}
+
+void StandbyPorts::check_conflicts() {
+    uint64_t before = stats_.conflicts;
+    if (!current_) {
+        stats_.conflicts = 0;
+        return;
+    }
+    uint64_t found = 0;
+    stats_.check_error = cli::for_each_session(workers_, [&](const dp::Worker&, const dp::SessionRecord& r) {
+        bool held = r.v6 ? current_->reserved(dp::SessionFamily6::outside_key(r.session6))
+                         : current_->reserved(dp::SessionFamily4::outside_key(r.session));
+        if (held) ++found;
+        return true;
+    });
+    ++stats_.checks;
+    stats_.conflicts = found;
+    if (found > 0 && before == 0)
+        spdlog::warn(
+            "session sync: {} local session(s) hold NAT ports of a peer's sessions; taking those over "
+            "would find their ports taken",
+            found);
+    else if (found == 0 && before > 0)
+        spdlog::info("session sync: no local session holds a peer's NAT port any more");
+}
+
+}  // namespace egw::control
