@@ -129,6 +129,9 @@ const Command kCommands[] = {
 
     {"show lcores", "system", "the lcores and their busy and total TSC cycles", show_lcores},
     {"show k8s", "system", "the Kubernetes connection: per-kind sync state, last resourceVersion, leader", show_k8s},
+    {"show sync", "system",
+     "session sync: peers and their links, events and bytes each way, refusals, the standby sessions per Service",
+     show_sync},
     {"show drops", "system", "dropped packets by reason, summed over the workers", show_drops},
     {"show icmp", "system", "ICMP errors the gateway sent itself, by type, and those the rate limit held back",
      show_icmp},

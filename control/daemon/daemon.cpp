@@ -25,6 +25,7 @@
 #include "control/manifests/manifest_dir.h"
 #include "control/metrics/exporter.h"
 #include "control/metrics/kubernetes.h"
+#include "control/metrics/sync.h"
 #include "control/daemon/standby_ports.h"
 #include "control/sync/transport.h"
 #include "control/telemetry/commands.h"
@@ -133,6 +134,8 @@ void Daemon::setup() {
         source->set_serving_check([exporter] { return exporter->serving_problems(); });
         exporter_->add_readiness([source] { return source->serving_problems(); });
     }
+    // Before the exporter starts: its families are registered with it.
+    start_sync();
     exporter_->start();
     // Replies to the NAT addresses are steered to their owners where the NIC can (the rules of a
     // new address go in before the first session can use it; software hand-off covers the rest).
@@ -146,7 +149,6 @@ void Daemon::setup() {
     if (k8s_) k8s_->start();
     reconcile(true);
     rt_->start_ports();
-    start_sync();
     rt_->launch_workers();
     spdlog::info("egwd running: node {}, {} port(s), {}", cfg_.node.name, rt_->ports().size(),
                  k8s_ ? "Kubernetes API " + k8s_->client().transport().credentials().server + ", election " +
@@ -155,9 +157,11 @@ void Daemon::setup() {
 
     std::function<nlohmann::json()> k8s_view;
     if (k8s_) k8s_view = [this] { return k8s_source::describe(*k8s_); };
+    std::function<nlohmann::json()> sync_view;
+    if (sync_) sync_view = [this] { return sync_json(sync_->stats()); };
     cli_ = std::make_unique<cli::Frontends>(
         cli::CliHost{cfg_, *rt_, *builder_, *resolver_, k8s_ ? &k8s_->objects() : &manifests_->objects(), k8s_view,
-                     [this] { return reload(); }},
+                     sync_view, [this] { return reload(); }},
         opt_.interactive);
 }
 
@@ -302,6 +306,8 @@ void Daemon::start_sync() {
     for (size_t i = 0; i < rings.size(); ++i)
         rt_->workers()[i]->sync_events = rings[i];
     standby_ports_ = std::make_unique<StandbyPorts>(rt_->shared(), *sync_, rt_->workers());
+    sync::SyncService* service = sync_.get();
+    exporter_->add_families([service](metrics::Writer& w) { metrics::write_sync(w, service->stats()); });
     sync_->start();
     spdlog::info("session sync: gateway {} on {}, {} peer(s), events of {} worker(s)", sc.id,
                  config::format_host_port(sc.host, sc.port), sc.peers.size(), rings.size());

@@ -20,6 +20,64 @@ constexpr std::chrono::seconds kRecheckConflicts{5};
 
 }  // namespace
 
+nlohmann::json sync_json(const sync::SyncServiceStats& s) {
+    nlohmann::json peers = nlohmann::json::array();
+    for (const sync::SyncPeerStatus& p : s.peers) {
+        uint64_t acked = 0;
+        for (uint64_t n : p.link.ack_lag)
+            acked += n;
+        peers.push_back({{"id", p.id},
+                         {"address", p.address},
+                         {"up", p.alive},
+                         {"since_heard_s", p.since_heard_s},
+                         {"events_sent", p.link.events_sent},
+                         {"events_received", p.link.events_received},
+                         {"datagrams_sent", p.link.datagrams_sent},
+                         {"datagrams_received", p.link.datagrams_received},
+                         {"keepalives_sent", p.link.keepalives_sent},
+                         {"resent", p.link.resent},
+                         {"gaps", p.link.gaps},
+                         {"lost_in", p.link.lost},
+                         {"lost_out", p.link.lost_announced},
+                         {"evicted", p.link.evicted},
+                         {"duplicates", p.link.duplicates},
+                         {"peer_restarts", p.link.peer_restarts},
+                         {"unacknowledged", p.unacknowledged},
+                         {"acked", acked},
+                         {"ack_lag_seconds", p.link.ack_lag_seconds}});
+    }
+    nlohmann::json refused = nlohmann::json::object();
+    for (size_t r = 0; r < sync::kRefusalCount; ++r)
+        refused[std::string(sync::refusal_name(static_cast<sync::Refusal>(r)))] = s.refused[r];
+    nlohmann::json services = nlohmann::json::array();
+    for (const auto& [addr, n] : s.standby_per_service)
+        services.push_back({{"address", sync::address_text(addr)}, {"sessions", n}});
+    return {{"peers", peers},
+            {"events_out", s.events_out},
+            {"events_in", s.events_in},
+            {"datagrams_out", s.datagrams_out},
+            {"datagrams_in", s.datagrams_in},
+            {"bytes_out", s.bytes_out},
+            {"bytes_in", s.bytes_in},
+            {"send_errors", s.send_errors},
+            {"ring_drops", s.ring_drops},
+            {"refused", refused},
+            {"key_error", s.key_error ? nlohmann::json(*s.key_error) : nlohmann::json(nullptr)},
+            {"standby",
+             {{"sessions", s.standby_sessions},
+              {"max", s.standby_max},
+              {"created", s.standby.created},
+              {"updated", s.standby.updated},
+              {"removed", s.standby.removed},
+              {"remove_unknown", s.standby.remove_unknown},
+              {"aged", s.standby.aged},
+              {"full", s.standby.full},
+              {"stale_epoch", s.standby.stale_epoch},
+              {"reserved_ports", s.reserved_ports},
+              {"port_conflicts", s.port_conflicts},
+              {"services", services}}}};
+}
+
 dp::FlowKey outside_key4(const sync::StandbyKey& k) {
     dp::FlowKey f{};
     std::memcpy(&f.src, k.remote.addr.data() + 12, 4);
@@ -40,7 +98,7 @@ dp::FlowKey6 outside_key6(const sync::StandbyKey& k) {
     return f;
 }
 
-StandbyPorts::StandbyPorts(dp::DataplaneShared& shared, const sync::SyncService& sync, std::vector<dp::Worker*> workers)
+StandbyPorts::StandbyPorts(dp::DataplaneShared& shared, sync::SyncService& sync, std::vector<dp::Worker*> workers)
     : shared_(shared), sync_(sync), workers_(std::move(workers)) {}
 
 StandbyPorts::~StandbyPorts() {
@@ -73,6 +131,7 @@ void StandbyPorts::poll(std::chrono::steady_clock::time_point now) {
         ++stats_.publications;
     }
     check_conflicts();
+    sync_.set_port_stats(stats_.reserved, stats_.conflicts);
     auto took = std::chrono::steady_clock::now() - began;
     next_ = now + std::max<std::chrono::steady_clock::duration>(kMinInterval, 10 * took);
 }

@@ -13,18 +13,24 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "control/sync/standby.h"
 #include "dataplane/tables/port_reservations.h"
 
 namespace egw::sync {
 class SyncService;
-}
+struct SyncServiceStats;
+}  // namespace egw::sync
 namespace egw::dp {
 struct DataplaneShared;
 struct Worker;
 }  // namespace egw::dp
 
 namespace egw::control {
+
+// `show sync`'s data (docs/cli.md), from the sync thread's stats.
+nlohmann::json sync_json(const sync::SyncServiceStats& s);
 
 // A standby session's outside key as the workers' session table makes it (network order).
 dp::FlowKey outside_key4(const sync::StandbyKey& k);
@@ -42,7 +48,7 @@ class StandbyPorts {
 public:
     static constexpr std::chrono::milliseconds kMinInterval{100};
 
-    StandbyPorts(dp::DataplaneShared& shared, const sync::SyncService& sync, std::vector<dp::Worker*> workers);
+    StandbyPorts(dp::DataplaneShared& shared, sync::SyncService& sync, std::vector<dp::Worker*> workers);
     // Takes the set back from the workers (they must still be quiescing) and frees it.
     ~StandbyPorts();
     StandbyPorts(const StandbyPorts&) = delete;
@@ -57,7 +63,7 @@ private:
     void check_conflicts();
 
     dp::DataplaneShared& shared_;
-    const sync::SyncService& sync_;
+    sync::SyncService& sync_;
     std::vector<dp::Worker*> workers_;
     const dp::PortReservations* current_ = nullptr;
     uint64_t published_version_ = 0;

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
+
+#include <spdlog/spdlog.h>
 #include <stdexcept>
 
 namespace egw::sync {
@@ -172,6 +174,68 @@ SyncServiceStats SyncService::stats() const {
     return s;
 }
 
+std::string address_text(const Address& a) {
+    char text[INET6_ADDRSTRLEN] = "";
+    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::memcmp(a.data(), kMapped, 12) == 0)
+        inet_ntop(AF_INET, a.data() + 12, text, sizeof text);
+    else
+        inet_ntop(AF_INET6, a.data(), text, sizeof text);
+    return text;
+}
+
+void SyncService::set_port_stats(uint64_t reserved, uint64_t conflicts) {
+    std::lock_guard lock(stats_mutex_);
+    stats_.reserved_ports = reserved;
+    stats_.port_conflicts = conflicts;
+}
+
+// Sync thread, every tick: the peers' links and the standby table into the stats, and a log
+// line when a peer comes or goes (once per change, not per keep-alive).
+void SyncService::refresh_status(Clock::time_point now) {
+    std::vector<SyncPeerStatus> peers;
+    for (const SyncPeer& p : cfg_.peers) {
+        const Link* link = endpoint_.link(p.id);
+        if (!link) continue;
+        SyncPeerStatus st;
+        st.id = p.id;
+        st.address =
+            (p.host.find(':') != std::string::npos ? "[" + p.host + "]" : p.host) + ":" + std::to_string(p.port);
+        st.alive = link->peer_alive(now);
+        if (link->last_heard()) st.since_heard_s = std::chrono::duration<double>(now - *link->last_heard()).count();
+        st.unacknowledged = link->unacknowledged();
+        st.link = link->stats();
+        bool& was = peer_alive_[p.id];
+        if (st.alive != was) {
+            was = st.alive;
+            if (st.alive)
+                spdlog::info("session sync: peer {} ({}) is up", p.id, st.address);
+            else
+                spdlog::warn("session sync: peer {} ({}) is down: not heard for {:.1f} s", p.id, st.address,
+                             st.since_heard_s);
+        }
+        peers.push_back(std::move(st));
+    }
+    size_t sessions, max;
+    StandbyStats standby;
+    std::map<Address, size_t> per_service;
+    {
+        std::lock_guard lock(standby_mutex_);
+        standby_.age(now);
+        standby_version_.store(standby_.version(), std::memory_order_release);
+        sessions = standby_.size();
+        max = standby_.max_sessions();
+        standby = standby_.stats();
+        per_service = standby_.per_service();
+    }
+    std::lock_guard lock(stats_mutex_);
+    stats_.peers = std::move(peers);
+    stats_.standby_sessions = sessions;
+    stats_.standby_max = max;
+    stats_.standby = standby;
+    stats_.standby_per_service = std::move(per_service);
+}
+
 void SyncService::with_standby(const std::function<void(const StandbyTable&)>& read) const {
     std::lock_guard lock(standby_mutex_);
     read(standby_);
@@ -262,9 +326,7 @@ void SyncService::run() {
         if (now - last_tick >= kTickEvery) {
             last_tick = now;
             send_all(endpoint_.tick(now));
-            std::lock_guard lock(standby_mutex_);
-            standby_.age(now);
-            standby_version_.store(standby_.version(), std::memory_order_release);
+            refresh_status(now);
         }
         if (now - last_key_poll >= kKeyPollEvery) {
             last_key_poll = now;

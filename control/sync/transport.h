@@ -75,14 +75,34 @@ struct SyncServiceConfig {
     std::function<void(uint32_t peer, std::span<const Event>)> on_events;
 };
 
-// What `show sync` and the metrics will read; safe from any thread.
+// One peer as the sync thread saw it at its last tick (every 100 ms).
+struct SyncPeerStatus {
+    uint32_t id = 0;
+    std::string address;        // host:port
+    bool alive = false;         // heard within three keep-alive intervals
+    double since_heard_s = -1;  // -1: never heard
+    size_t unacknowledged = 0;  // datagrams kept for resending
+    LinkStats link;
+};
+
+// What `show sync` and the metrics read; safe from any thread.
 struct SyncServiceStats {
     uint64_t events_out = 0, events_in = 0, datagrams_out = 0, datagrams_in = 0, bytes_out = 0, bytes_in = 0;
     uint64_t send_errors = 0;
     uint64_t ring_drops = 0;  // events the workers dropped on a full ring
     std::array<uint64_t, kRefusalCount> refused{};
     std::optional<std::string> key_error;
+    std::vector<SyncPeerStatus> peers;  // in configuration order
+    // The standby table at the last tick.
+    size_t standby_sessions = 0, standby_max = 0;
+    StandbyStats standby;
+    std::map<Address, size_t> standby_per_service;
+    // The control thread's reserved ports (set_port_stats).
+    uint64_t reserved_ports = 0, port_conflicts = 0;
 };
+
+// An address of the wire (IPv4-mapped or IPv6) as text.
+std::string address_text(const Address& a);
 
 // Events per datagram for a link MTU (IPv4 and UDP headers taken off; IPv6's are larger, and the
 // kernel fragments what does not fit rather than losing it).
@@ -101,6 +121,8 @@ public:
     SyncServiceStats stats() const;
     // The standby table, read under the sync thread's lock (keep `read` short: events wait).
     void with_standby(const std::function<void(const StandbyTable&)>& read) const;
+    // What the control thread reserved in the workers and found in conflict (`show sync`).
+    void set_port_stats(uint64_t reserved, uint64_t conflicts);
     // StandbyTable::version(), without the table.
     uint64_t standby_version() const { return standby_version_.load(std::memory_order_acquire); }
     uint16_t local_port() const { return socket_.local_port(); }
@@ -109,6 +131,7 @@ private:
     void run();
     void send_all(const std::vector<Outgoing>& out);
     void drain(std::vector<Event>& pending);
+    void refresh_status(Clock::time_point now);
 
     SyncServiceConfig cfg_;
     std::vector<dp::SyncEventRing*> rings_;
@@ -117,6 +140,7 @@ private:
     SyncEndpoint endpoint_;
     UdpSocket socket_;
     std::map<uint32_t, sockaddr_storage> peer_addresses_;
+    std::map<uint32_t, bool> peer_alive_;  // as last logged (sync thread)
     std::atomic<bool> running_{false};
     std::thread thread_;
     mutable std::mutex stats_mutex_;

@@ -68,6 +68,12 @@ TEST(SyncLink, InOrderDatagramsAreDeliveredAndAcknowledgedCumulatively) {
     EXPECT_TRUE(ka[0].events.empty());
     p.to_a(ka[0]);
     EXPECT_EQ(p.a.unacknowledged(), 0u);
+    // Each waited 1 s for its acknowledgement: the bucket up to 1 s holds all three.
+    std::array<uint64_t, kAckLagBounds.size() + 1> lag{};
+    lag[9] = 3;
+    EXPECT_EQ(kAckLagBounds[9], 1.0);
+    EXPECT_EQ(p.a.stats().ack_lag, lag);
+    EXPECT_DOUBLE_EQ(p.a.stats().ack_lag_seconds, 3.0);
 }
 
 TEST(SyncLink, AcknowledgesOnItsOwnAfterAckEveryDatagrams) {
@@ -80,6 +86,8 @@ TEST(SyncLink, AcknowledgesOnItsOwnAfterAckEveryDatagrams) {
     EXPECT_EQ(p.b.stats().acks_sent, 1u);
     p.to_a(replies[0]);
     EXPECT_EQ(p.a.unacknowledged(), 0u);
+    EXPECT_EQ(p.a.stats().ack_lag[0], 4u) << "acknowledged at once: the first bucket";
+    EXPECT_DOUBLE_EQ(p.a.stats().ack_lag_seconds, 0.0);
     // The acknowledgement also rides on b's own data: the counter starts again.
     EXPECT_TRUE(p.to_b(p.a.send(events(5), p.now)).empty());
     Datagram from_b = p.b.send(events(50), p.now);
