@@ -99,6 +99,8 @@ struct SyncServiceStats {
     std::map<Address, size_t> standby_per_service;
     // The control thread's reserved ports (set_port_stats).
     uint64_t reserved_ports = 0, port_conflicts = 0;
+    // Bulk events queued (queue_bulk) and sent.
+    uint64_t bulk_queued = 0, bulk_sent = 0;
 };
 
 // An address of the wire (IPv4-mapped or IPv6) as text.
@@ -121,6 +123,11 @@ public:
     SyncServiceStats stats() const;
     // The standby table, read under the sync thread's lock (keep `read` short: events wait).
     void with_standby(const std::function<void(const StandbyTable&)>& read) const;
+    // Events to send to every peer in bulk (a dump of this gateway's sessions): queued here and
+    // sent by the sync thread after the workers' events, no faster than the peers acknowledge
+    // (kBulkWindowBytes in flight per peer), so that a dump does not overrun their sockets.
+    void queue_bulk(std::vector<Event> events);
+    static constexpr size_t kBulkWindowBytes = 128 * 1024;
     // What the control thread reserved in the workers and found in conflict (`show sync`).
     void set_port_stats(uint64_t reserved, uint64_t conflicts);
     // StandbyTable::version(), without the table.
@@ -132,6 +139,7 @@ private:
     void send_all(const std::vector<Outgoing>& out);
     void drain(std::vector<Event>& pending);
     void refresh_status(Clock::time_point now);
+    size_t send_bulk(size_t per_datagram, Clock::time_point now);
 
     SyncServiceConfig cfg_;
     std::vector<dp::SyncEventRing*> rings_;
@@ -148,6 +156,9 @@ private:
     mutable std::mutex standby_mutex_;
     StandbyTable standby_;
     std::atomic<uint64_t> standby_version_{0};
+    std::mutex bulk_mutex_;
+    std::vector<Event> bulk_;  // queued; sent from bulk_at_
+    size_t bulk_at_ = 0;
 };
 
 }  // namespace egw::sync
