@@ -257,6 +257,14 @@ void Daemon::loop(DaemonSignals signals) {
             next_tick = now + std::chrono::milliseconds(100);
         }
         if (standby_ports_) standby_ports_->poll(now);
+        if (sync_ && sync_->take_bulk_request()) {
+            // A peer that started or came back asks for this gateway's sessions.
+            std::string error;
+            auto dump = session_dump(rt_->workers(), rt_->shared(), rte_rdtsc(), rt_->tsc_hz(), error);
+            if (!error.empty()) spdlog::warn("session sync: bulk dump incomplete: {}", error);
+            spdlog::info("session sync: a peer asked for a dump: sending {} session(s)", dump.size());
+            sync_->queue_bulk(std::move(dump));
+        }
         if (*signals.reload) {
             *signals.reload = 0;
             reload();  // it logs its outcome

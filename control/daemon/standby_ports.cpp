@@ -8,7 +8,9 @@
 
 #include "control/cli/worker_requests.h"
 #include "control/sync/transport.h"
+#include "dataplane/nat_session.h"
 #include "dataplane/publish.h"
+#include "dataplane/sync_record.h"
 
 namespace egw::control {
 
@@ -43,6 +45,7 @@ nlohmann::json sync_json(const sync::SyncServiceStats& s) {
                          {"duplicates", p.link.duplicates},
                          {"peer_restarts", p.link.peer_restarts},
                          {"unacknowledged", p.unacknowledged},
+                         {"bulk_complete", p.bulk_complete},
                          {"acked", acked},
                          {"ack_lag_seconds", p.link.ack_lag_seconds}});
     }
@@ -62,6 +65,12 @@ nlohmann::json sync_json(const sync::SyncServiceStats& s) {
             {"send_errors", s.send_errors},
             {"ring_drops", s.ring_drops},
             {"refused", refused},
+            {"bulk",
+             {{"requests_sent", s.bulk_requests_sent},
+              {"requests_received", s.bulk_requests_received},
+              {"events_queued", s.bulk_queued},
+              {"events_sent", s.bulk_sent},
+              {"dumps_ended", s.bulk_dumps_ended}}},
             {"key_error", s.key_error ? nlohmann::json(*s.key_error) : nlohmann::json(nullptr)},
             {"standby",
              {{"sessions", s.standby_sessions},
@@ -76,6 +85,20 @@ nlohmann::json sync_json(const sync::SyncServiceStats& s) {
               {"reserved_ports", s.reserved_ports},
               {"port_conflicts", s.port_conflicts},
               {"services", services}}}};
+}
+
+std::vector<sync::Event> session_dump(const std::vector<dp::Worker*>& workers, const dp::DataplaneShared& shared,
+                                      uint64_t now_tsc, uint64_t tsc_hz, std::string& error) {
+    std::vector<sync::Event> out;
+    error = cli::for_each_session(workers, [&](const dp::Worker&, const dp::SessionRecord& r) {
+        auto event = [&](const auto& s) {
+            return dp::sync_event_of(dp::SyncEventKind::create, s,
+                                     s.last_seen + dp::session_timeout(shared.timeouts, s));
+        };
+        out.push_back(sync::to_wire(r.v6 ? event(r.session6) : event(r.session), now_tsc, tsc_hz, 0));
+        return true;
+    });
+    return out;
 }
 
 dp::FlowKey outside_key4(const sync::StandbyKey& k) {

@@ -32,6 +32,12 @@ namespace egw::control {
 // `show sync`'s data (docs/cli.md), from the sync thread's stats.
 nlohmann::json sync_json(const sync::SyncServiceStats& s);
 
+// Every session the workers hold as a creation event, for a peer's bulk request (listed as
+// `show sessions` does; the time left from the host's TSC now). `error`: a worker that did not
+// answer (what the others listed is returned).
+std::vector<sync::Event> session_dump(const std::vector<dp::Worker*>& workers, const dp::DataplaneShared& shared,
+                                      uint64_t now_tsc, uint64_t tsc_hz, std::string& error);
+
 // A standby session's outside key as the workers' session table makes it (network order).
 dp::FlowKey outside_key4(const sync::StandbyKey& k);
 dp::FlowKey6 outside_key6(const sync::StandbyKey& k);

@@ -63,6 +63,15 @@ constexpr Family kReserved{"sync_reserved_ports", Type::gauge,
 constexpr Family kConflicts{"sync_port_conflicts", Type::gauge,
                             "Local sessions holding a reserved port, at the control thread's last check"};
 
+constexpr Family kBulkComplete{"sync_bulk_complete",
+                               Type::gauge,
+                               "1 once the peer's whole dump (bulk sync) has arrived since this gateway asked for it",
+                               {"peer"}};
+constexpr Family kBulkEvents{"sync_bulk_events_total",
+                             Type::counter,
+                             "Events of this gateway's dumps for the peers: queued (sessions listed) and sent",
+                             {"state"}};
+
 std::string peer_label(uint32_t id) {
     return std::to_string(id);
 }
@@ -100,6 +109,13 @@ void write_sync(Writer& w, const sync::SyncServiceStats& s) {
         h.set(std::vector<uint64_t>(p.link.ack_lag.begin(), p.link.ack_lag.end()), p.link.ack_lag_seconds);
         w.histogram(kAckLag, {peer_label(p.id)}, h);
     }
+
+    w.family(kBulkComplete);
+    for (const auto& p : s.peers)
+        w.sample(kBulkComplete, {peer_label(p.id)}, uint64_t{p.bulk_complete});
+    w.family(kBulkEvents);
+    w.sample(kBulkEvents, {"queued"}, s.bulk_queued);
+    w.sample(kBulkEvents, {"sent"}, s.bulk_sent);
 
     w.family(kRefused);
     for (size_t r = 0; r < sync::kRefusalCount; ++r)

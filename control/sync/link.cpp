@@ -71,6 +71,21 @@ void Link::peer_restarted(uint32_t boot) {
     ahead_.clear();
     in_order_unacked_ = 0;
     resend_.clear();
+    // Its sessions are those of its new run: what it dumped before no longer counts.
+    bulk_end_seen_ = false;
+}
+
+Datagram Link::control(uint8_t flags, Clock::time_point now) {
+    // Only an end marker that follows this request counts: one in flight from an earlier dump
+    // would not cover what the peer created since.
+    if (flags & kFlagBulkRequest) bulk_end_seen_ = false;
+    return header_only(flags, now);
+}
+
+bool Link::take_bulk_request() {
+    bool r = bulk_requested_;
+    bulk_requested_ = false;
+    return r;
 }
 
 void Link::on_ack(uint32_t ack, Clock::time_point now) {
@@ -223,6 +238,11 @@ Link::Received Link::receive(const Datagram& d, Clock::time_point now) {
     if (h.flags & kFlagNack) on_nack(h.range_first, h.range_last, now, res.replies);
     if (h.flags & kFlagLost) on_lost(h.range_first, h.range_last);
     on_sequence(d, now, res);
+    if (h.flags & kFlagBulkRequest) bulk_requested_ = true;
+    if (h.flags & kFlagBulkEnd) {
+        bulk_end_seen_ = true;
+        bulk_end_ = h.sequence;
+    }
     return res;
 }
 

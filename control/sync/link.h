@@ -78,6 +78,16 @@ public:
     // A datagram from the peer whose tag has been verified.
     Received receive(const Datagram& d, Clock::time_point now);
 
+    // A datagram without events carrying `flags` (kFlagBulkRequest, kFlagBulkEnd): the end's
+    // sequence is the last one sent, so it follows the dump it ends.
+    Datagram control(uint8_t flags, Clock::time_point now);
+
+    // Bulk sync, receiving side: the peer asked for a dump (true once per request), and whether
+    // the peer's dump has arrived whole (its end marker, and every sequence number up to it).
+    bool take_bulk_request();
+    bool bulk_complete() const { return bulk_end_seen_ && expecting_ && !seq_after(bulk_end_, expected_ - 1); }
+    bool bulk_end_seen() const { return bulk_end_seen_; }
+
     // Call every 100 ms or so: the keep-alive when nothing was sent for a keep-alive interval,
     // and a NACK again for a gap that is still open.
     std::vector<Datagram> tick(Clock::time_point now);
@@ -138,6 +148,9 @@ private:
     std::set<uint32_t, SerialLess> ahead_;
     uint32_t in_order_unacked_ = 0;
     Clock::time_point last_nack_{};
+    bool bulk_requested_ = false;
+    bool bulk_end_seen_ = false;
+    uint32_t bulk_end_ = 0;
 };
 
 }  // namespace egw::sync

@@ -201,6 +201,7 @@ void SyncService::queue_bulk(std::vector<Event> events) {
         } else {
             bulk_.insert(bulk_.end(), events.begin(), events.end());
         }
+        bulk_end_due_ = true;
     }
     std::lock_guard lock(stats_mutex_);
     stats_.bulk_queued += n;
@@ -215,10 +216,13 @@ size_t SyncService::send_bulk(size_t per_datagram, Clock::time_point now) {
             room = std::min(room, window > link->unacknowledged() ? window - link->unacknowledged() : 0);
     if (room == 0) return 0;
     std::vector<Event> chunk;
+    bool end = false;
     {
         std::lock_guard lock(bulk_mutex_);
         size_t n = std::min(room * per_datagram, bulk_.size() - bulk_at_);
-        if (n == 0) return 0;
+        end = bulk_end_due_ && bulk_at_ + n == bulk_.size();
+        if (end) bulk_end_due_ = false;
+        if (n == 0 && !end) return 0;
         chunk.assign(bulk_.begin() + static_cast<std::ptrdiff_t>(bulk_at_),
                      bulk_.begin() + static_cast<std::ptrdiff_t>(bulk_at_ + n));
         bulk_at_ += n;
@@ -228,11 +232,27 @@ size_t SyncService::send_bulk(size_t per_datagram, Clock::time_point now) {
             bulk_at_ = 0;
         }
     }
-    send_all(endpoint_.send(chunk, per_datagram, now));
+    if (!chunk.empty()) send_all(endpoint_.send(chunk, per_datagram, now));
+    if (end) {
+        // After the dump's last datagram: its sequence number is the end's.
+        std::vector<Outgoing> out;
+        for (const SyncPeer& p : cfg_.peers)
+            out.push_back(endpoint_.control(p.id, kFlagBulkEnd, now));
+        send_all(out);
+    }
     std::lock_guard lock(stats_mutex_);
     stats_.bulk_sent += chunk.size();
     stats_.events_out += chunk.size();
+    stats_.bulk_dumps_ended += end;
     return chunk.size();
+}
+
+bool SyncService::bulk_complete() const {
+    std::lock_guard lock(stats_mutex_);
+    if (stats_.peers.size() != cfg_.peers.size()) return false;  // before the first tick
+    for (const SyncPeerStatus& p : stats_.peers)
+        if (p.alive && !p.bulk_complete) return false;
+    return true;
 }
 
 void SyncService::set_port_stats(uint64_t reserved, uint64_t conflicts) {
@@ -256,7 +276,20 @@ void SyncService::refresh_status(Clock::time_point now) {
         if (link->last_heard()) st.since_heard_s = std::chrono::duration<double>(now - *link->last_heard()).count();
         st.unacknowledged = link->unacknowledged();
         st.link = link->stats();
+        st.bulk_complete = link->bulk_complete();
         bool& was = peer_alive_[p.id];
+        bool came_up = st.alive && !was;
+        // A peer that is up and whose dump this gateway lacks is asked for one: when it comes
+        // up (this gateway starting, or the two meeting again), and again if no dump arrives.
+        auto asked = bulk_asked_.find(p.id);
+        if (st.alive &&
+            (came_up || (!st.bulk_complete && (asked == bulk_asked_.end() || now - asked->second >= kBulkRetry)))) {
+            send_all({endpoint_.control(p.id, kFlagBulkRequest, now)});
+            bulk_asked_[p.id] = now;
+            st.bulk_complete = false;
+            std::lock_guard lock(stats_mutex_);
+            ++stats_.bulk_requests_sent;
+        }
         if (st.alive != was) {
             was = st.alive;
             if (st.alive)
@@ -365,6 +398,11 @@ void SyncService::run() {
                     stats_.bytes_in += *n;
                     stats_.events_in += r.events.size();
                 }
+            }
+            if (r.accepted && endpoint_.take_bulk_request(r.peer)) {
+                bulk_wanted_.store(true);
+                std::lock_guard lock(stats_mutex_);
+                ++stats_.bulk_requests_received;
             }
             if (r.accepted && !r.events.empty()) {
                 {

@@ -78,10 +78,11 @@ struct SyncServiceConfig {
 // One peer as the sync thread saw it at its last tick (every 100 ms).
 struct SyncPeerStatus {
     uint32_t id = 0;
-    std::string address;        // host:port
-    bool alive = false;         // heard within three keep-alive intervals
-    double since_heard_s = -1;  // -1: never heard
-    size_t unacknowledged = 0;  // datagrams kept for resending
+    std::string address;         // host:port
+    bool alive = false;          // heard within three keep-alive intervals
+    double since_heard_s = -1;   // -1: never heard
+    size_t unacknowledged = 0;   // datagrams kept for resending
+    bool bulk_complete = false;  // its dump has arrived whole since this gateway asked for it
     LinkStats link;
 };
 
@@ -99,8 +100,9 @@ struct SyncServiceStats {
     std::map<Address, size_t> standby_per_service;
     // The control thread's reserved ports (set_port_stats).
     uint64_t reserved_ports = 0, port_conflicts = 0;
-    // Bulk events queued (queue_bulk) and sent.
+    // Bulk events queued (queue_bulk) and sent; dumps asked of the peers, asked by them, ended.
     uint64_t bulk_queued = 0, bulk_sent = 0;
+    uint64_t bulk_requests_sent = 0, bulk_requests_received = 0, bulk_dumps_ended = 0;
 };
 
 // An address of the wire (IPv4-mapped or IPv6) as text.
@@ -126,7 +128,18 @@ public:
     // Events to send to every peer in bulk (a dump of this gateway's sessions): queued here and
     // sent by the sync thread after the workers' events, no faster than the peers acknowledge
     // (kBulkWindowBytes in flight per peer), so that a dump does not overrun their sockets.
+    // A dump ends with an end marker to every peer once its last event has gone: queue a whole
+    // dump in one call.
     void queue_bulk(std::vector<Event> events);
+    // Whether a peer has asked for a dump since the last call (the control thread answers with
+    // queue_bulk() of this gateway's sessions).
+    bool take_bulk_request() { return bulk_wanted_.exchange(false); }
+    // Whether every peer that is up has sent its whole dump since this gateway asked (as of the
+    // last tick): the seam for keeping a gateway out of a Service's election until then. A
+    // peer's dump holds all its Services, so this is per peer, not per Service.
+    bool bulk_complete() const;
+    // How long a request waits for its dump before it is sent again.
+    static constexpr std::chrono::seconds kBulkRetry{10};
     static constexpr size_t kBulkWindowBytes = 128 * 1024;
     // What the control thread reserved in the workers and found in conflict (`show sync`).
     void set_port_stats(uint64_t reserved, uint64_t conflicts);
@@ -159,6 +172,9 @@ private:
     std::mutex bulk_mutex_;
     std::vector<Event> bulk_;  // queued; sent from bulk_at_
     size_t bulk_at_ = 0;
+    bool bulk_end_due_ = false;  // an end marker follows the queue's last event
+    std::atomic<bool> bulk_wanted_{false};
+    std::map<uint32_t, Clock::time_point> bulk_asked_;  // sync thread: when each peer was asked
 };
 
 }  // namespace egw::sync

@@ -138,10 +138,10 @@ class SyncEndToEnd(unittest.TestCase):
             self.assertTrue(3_500_000 < left <= 3_600_000, (inside, left))
         self.assertIn("session sync: gateway 1 on 127.0.0.1:", self.log_text())
 
-    def datagram(self, counter, sequence, events, key=KEY):
+    def datagram(self, counter, sequence, events, key=KEY, flags=0):
         """A signed datagram from gateway 2 (this test) carrying `events` (tuples in EVENT's order)."""
         length = 40 + 72 * len(events) + 32
-        body = HEADER.pack(1, 0, len(events), length, 0, 2, 77, counter, sequence, 0, 0, 0)
+        body = HEADER.pack(1, flags, len(events), length, 0, 2, 77, counter, sequence, 0, 0, 0)
         body += b"".join(EVENT.pack(*e) for e in events)
         return body + hmac.new(key, body, hashlib.sha256).digest()
 
@@ -209,6 +209,46 @@ class SyncEndToEnd(unittest.TestCase):
         self.assertIn("standby: 2 of at most 1000000 session(s), 2 port(s) reserved, 0 conflict(s)", text)
         self.assertIn("session sync: peer 2 (127.0.0.1:", self.log_text())
         self.assertIn(") is up", self.log_text())
+        self.assertEqual(view["peers"][0]["bulk_complete"], False, "this peer sent no dump")
+        self.assertGreaterEqual(view["bulk"]["requests_sent"], 1, "egwd asks a peer it hears for a dump")
+
+        # Bulk sync: asked for a dump, egwd sends every session of its workers (the capture's
+        # flows) as creations, then the end marker, whose sequence is the dump's last.
+        # What egwd sent so far (its workers' own creations) is read first: only the dump counts.
+        try:
+            while True:
+                self.peer.recv(65536)
+        except socket.timeout:
+            pass
+        counter += 1
+        self.peer.sendto(self.datagram(counter, 2, [], flags=0x08), ("127.0.0.1", egwd_port))
+        want = {(proto, inside) for proto, inside, *_ in (f for _, f in test_cli.FLOWS)}
+        got, end, last_seq = set(), None, 0
+        deadline = time.monotonic() + TIMEOUT
+        while end is None and time.monotonic() < deadline:
+            try:
+                h, evs = decode(self.peer.recv(65536))
+            except socket.timeout:
+                continue
+            if evs:
+                last_seq = max(last_seq, h[8])
+            for e in evs:
+                if e[0] == 1:
+                    got.add(({6: "tcp", 17: "udp", 1: "icmp"}[e[2]], f"{v4(e[12])}:{e[8]}"))
+            if h[1] & 0x10:
+                end = h
+        self.assertIsNotNone(end, f"no end of the dump:\n{self.log_text()}")
+        self.assertEqual(got, want)
+        self.assertEqual(end[8], last_seq, "the end's sequence is the dump's last")
+        self.assertIn("session sync: a peer asked for a dump: sending", self.log_text())
+
+        # This peer's own (empty) dump ends: egwd has it whole.
+        counter += 1
+        self.peer.sendto(self.datagram(counter, 2, [], flags=0x10), ("127.0.0.1", egwd_port))
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and not self.show_sync()["peers"][0]["bulk_complete"]:
+            time.sleep(0.1)
+        self.assertTrue(self.show_sync()["peers"][0]["bulk_complete"])
 
     def test_an_unreadable_key_file_stops_egwd_with_its_name(self):
         section = self.sync_section()

@@ -48,7 +48,10 @@ TEST(SyncFamilies, EverySeriesCarriesItsOwnValue) {
     p.link.ack_lag[0] = 4;  // <= 1 ms
     p.link.ack_lag[9] = 1;  // <= 1 s
     p.link.ack_lag_seconds = 1.002;
+    p.bulk_complete = true;
     s.peers = {p};
+    s.bulk_queued = 30;
+    s.bulk_sent = 25;
     s.standby_sessions = 3;
     s.standby_max = 100;
     s.standby.created = 4;
@@ -92,6 +95,9 @@ TEST(SyncFamilies, EverySeriesCarriesItsOwnValue) {
     EXPECT_EQ(m["egw_sync_standby_changes_total{change=\"removed\"}"], "1");
     EXPECT_EQ(m["egw_sync_reserved_ports"], "3");
     EXPECT_EQ(m["egw_sync_port_conflicts"], "1");
+    EXPECT_EQ(m["egw_sync_bulk_complete{peer=\"2\"}"], "1");
+    EXPECT_EQ(m["egw_sync_bulk_events_total{state=\"queued\"}"], "30");
+    EXPECT_EQ(m["egw_sync_bulk_events_total{state=\"sent\"}"], "25");
 }
 
 TEST(SyncFamilies, WithoutPeersOrStandbyTheFamiliesStillAppear) {

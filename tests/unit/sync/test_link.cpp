@@ -276,6 +276,30 @@ TEST(SyncLink, ARestartedPeerIsFollowedFromItsNewSequence) {
     EXPECT_EQ(p.b_applied.back(), 9u);
 }
 
+TEST(SyncLink, ABulkDumpIsCompleteOnceItsEndAndEverythingBeforeItArrived) {
+    Pair p;
+    // b asks a for a dump.
+    p.to_a(p.b.control(kFlagBulkRequest, p.now));
+    EXPECT_TRUE(p.a.take_bulk_request());
+    EXPECT_FALSE(p.a.take_bulk_request()) << "once per request";
+    Datagram d1 = p.a.send(events(1), p.now), d2 = p.a.send(events(2), p.now), d3 = p.a.send(events(3), p.now);
+    Datagram end = p.a.control(kFlagBulkEnd, p.now);
+    EXPECT_EQ(end.header.sequence, 3u);
+    p.to_b(d1);
+    p.to_b(d3);  // d2 lost for now
+    auto replies = p.to_b(end);
+    EXPECT_TRUE(p.b.bulk_end_seen());
+    EXPECT_FALSE(p.b.bulk_complete()) << "sequence 2 is missing";
+    p.to_b(d2);
+    EXPECT_TRUE(p.b.bulk_complete());
+    EXPECT_EQ(p.b_applied, (std::vector<uint32_t>{1, 3, 2}));
+    // Asking again forgets the end seen: only the next dump's end counts.
+    p.b.control(kFlagBulkRequest, p.now);
+    EXPECT_FALSE(p.b.bulk_complete());
+    p.to_b(p.a.control(kFlagBulkEnd, p.now));
+    EXPECT_TRUE(p.b.bulk_complete());
+}
+
 TEST(SyncLink, SequenceNumbersWrapAround) {
     Link b(config(2, 1));
     Clock::time_point now{};

@@ -249,6 +249,11 @@ TEST_F(SyncTransport, ABulkDumpReachesThePeerWhole) {
     SyncService a(ca, {&ring_a}), b(cb, {&ring_b});
     a.start();
     b.start();
+    // b asks a for its dump when it first hears a (a asks b too; b has nothing and says so).
+    ASSERT_TRUE(eventually([&] { return a.take_bulk_request(); })) << "no bulk request from b";
+    ASSERT_TRUE(eventually([&] { return b.take_bulk_request(); })) << "no bulk request from a";
+    b.queue_bulk({});
+    EXPECT_FALSE(b.bulk_complete()) << "a's dump has not come";
     auto began = std::chrono::steady_clock::now();
     a.queue_bulk(std::move(dump));
     size_t held = 0;
@@ -268,6 +273,11 @@ TEST_F(SyncTransport, ABulkDumpReachesThePeerWhole) {
     EXPECT_EQ(link.lost_announced, 0u) << "the window kept every datagram resendable";
     EXPECT_EQ(link.evicted, 0u);
     EXPECT_TRUE(eventually([&] { return b.stats().events_in == n; }));
+    EXPECT_TRUE(eventually([&] { return b.bulk_complete(); })) << "the end marker followed the dump";
+    EXPECT_TRUE(b.stats().peers.at(0).bulk_complete);
+    EXPECT_TRUE(eventually([&] { return a.bulk_complete(); })) << "b's empty dump ends too";
+    EXPECT_EQ(a.stats().bulk_dumps_ended, 1u);
+    EXPECT_GE(b.stats().bulk_requests_sent, 1u);
     a.stop();
     b.stop();
 }
