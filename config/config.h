@@ -234,6 +234,8 @@ struct SyncConfig {
     std::string key_file;  // the shared HMAC key, relative to the configuration file's directory
     std::vector<SyncPeerConfig> peers;
     unsigned mtu = 1500;  // of the sync network: how many events a datagram carries
+    // The peers' sessions kept in the standby table at most (docs/operations.md sizing).
+    uint32_t standby_max_sessions = 1000000;
     bool operator==(const SyncConfig&) const = default;
 };
 

@@ -155,11 +155,8 @@ json sync(const SyncConfig& c) {
     json peers = json::array();
     for (const SyncPeerConfig& p : c.peers)
         peers.push_back({{"id", p.id}, {"address", format_host_port(p.host, p.port)}});
-    return {{"id", c.id},
-            {"listen", format_host_port(c.host, c.port)},
-            {"key_file", c.key_file},
-            {"peers", peers},
-            {"mtu", c.mtu}};
+    return {{"id", c.id},   {"listen", format_host_port(c.host, c.port)},    {"key_file", c.key_file}, {"peers", peers},
+            {"mtu", c.mtu}, {"standby_max_sessions", c.standby_max_sessions}};
 }
 
 }  // namespace

@@ -1407,7 +1407,8 @@ private:
         static const std::string section_what =
             "an object like {\"id\": 1, \"listen\": \"10.0.0.1:7470\", \"key_file\": \"sync.key\", \"peers\": "
             "[{\"id\": 2, \"address\": \"10.0.0.2:7470\"}]}";
-        Obj o(*this, *j, top.at("sync"), {"id", "listen", "key_file", "peers", "mtu"}, section_what);
+        Obj o(*this, *j, top.at("sync"), {"id", "listen", "key_file", "peers", "mtu", "standby_max_sessions"},
+              section_what);
         c.enabled = true;
         static const std::string id_what = "an integer from 1 to 4294967295";
         c.id = static_cast<uint32_t>(integer(o.require("id", id_what), o.at("id"), 1, 4294967295u));
@@ -1419,6 +1420,7 @@ private:
             "\"sync.key\"";
         c.key_file = resolve(nonempty_string(o.require("key_file", key_what), o.at("key_file"), key_what));
         opt_integer(o, "mtu", c.mtu, 576, 65535);
+        opt_integer(o, "standby_max_sessions", c.standby_max_sessions, 1, 100000000);
         static const std::string peers_what =
             "an array of the other gateways like [{\"id\": 2, \"address\": \"10.0.0.2:7470\"}]";
         const json& pj = o.require("peers", peers_what);

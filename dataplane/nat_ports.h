@@ -103,19 +103,23 @@ inline uint32_t probe_seed(const Session6& s) {
 
 // Picks a NAT port for `s` (tuple and nat_ip set; an F::SessionEntry of table `st`, the worker's
 // of its family) in this worker's block, keeping the pod's port when it is free and no Service's
-// (service_port). Returns false when kProbeAttempts candidates in a row were taken. `hint`, when
-// not null, holds the hashes of the first two candidates' outside keys (the pod's port, the first
-// random one) as planning computed them; on success `h_chosen` is the hash of the chosen port's
-// outside key, for the create.
+// (service_port) and no peer's (port_reservations.h). Returns false when kProbeAttempts candidates in a row were taken.
+// `hint`, when not null, holds the hashes of the first two candidates' outside keys (the pod's port, the first random
+// one) as planning computed them; on success `h_chosen` is the hash of the chosen port's outside key, for the create.
 template <class Table, class S>
 inline bool allocate_port(const Worker& w, const Table& st, const PolicySnapshot& p, S& s, const uint32_t* hint,
                           uint32_t& h_chosen) {
     typename Table::Key k = Table::outside_key(s);
     const bool reserved = unlikely(any_service_ports(p, s));
+    // The peers' ports (session sync): asked only of a port the table has free.
+    const PortReservations* peers = w.shared ? w.shared->reservations.load(std::memory_order_acquire) : nullptr;
+    auto port_free = [&](uint32_t h) {
+        return st.find_outside(k, h) == Table::kNone && !(peers && peers->reserved(k));
+    };
     if (pod_port_in_block(w, s.pod_port) && !(reserved && service_port(p, s.nat_ip, s.proto, s.pod_port))) {
         k.dport = s.pod_port;
         uint32_t h = hint ? hint[0] : st.key_hash(k);
-        if (st.find_outside(k, h) == Table::kNone) {
+        if (port_free(h)) {
             s.nat_port = s.pod_port;
             h_chosen = h;
             return true;
@@ -126,7 +130,7 @@ inline bool allocate_port(const Worker& w, const Table& st, const PolicySnapshot
         k.dport = probe_next(w, x);
         if (reserved && service_port(p, s.nat_ip, s.proto, k.dport)) continue;
         uint32_t h = hint && i == 0 ? hint[1] : st.key_hash(k);
-        if (st.find_outside(k, h) == Table::kNone) {
+        if (port_free(h)) {
             s.nat_port = k.dport;
             h_chosen = h;
             return true;

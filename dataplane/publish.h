@@ -15,10 +15,8 @@
 
 namespace egw::dp {
 
-// Publishes `next` and returns the snapshot it replaced (nullptr at the first publication),
-// which no worker reads any more once this returns. Control thread only.
-inline const PolicySnapshot* publish_policy(DataplaneShared& shared, const PolicySnapshot* next) {
-    const PolicySnapshot* old = shared.policy.current.exchange(next, std::memory_order_acq_rel);
+// Returns once every worker has passed a quiescent state: none holds a pointer it read before.
+inline void wait_for_workers(DataplaneShared& shared) {
     if (shared.qsbr) {
         // What rte_rcu_qsbr_synchronize() does, written out: that function is compiled inside
         // DPDK, where ThreadSanitizer cannot see its acquire loads of the workers' counters and
@@ -29,6 +27,20 @@ inline const PolicySnapshot* publish_policy(DataplaneShared& shared, const Polic
         while (!rte_rcu_qsbr_check(shared.qsbr, token, false))
             std::this_thread::yield();
     }
+}
+
+// Publishes `next` and returns the snapshot it replaced (nullptr at the first publication),
+// which no worker reads any more once this returns. Control thread only.
+inline const PolicySnapshot* publish_policy(DataplaneShared& shared, const PolicySnapshot* next) {
+    const PolicySnapshot* old = shared.policy.current.exchange(next, std::memory_order_acq_rel);
+    wait_for_workers(shared);
+    return old;
+}
+
+// The same for the peers' NAT ports (port_reservations.h); `next` may be null (none).
+inline const PortReservations* publish_reservations(DataplaneShared& shared, const PortReservations* next) {
+    const PortReservations* old = shared.reservations.exchange(next, std::memory_order_acq_rel);
+    wait_for_workers(shared);
     return old;
 }
 

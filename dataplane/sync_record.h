@@ -15,11 +15,10 @@
 
 namespace egw::dp {
 
-// expires_tsc: when the session expires on this worker's clock (0 for a deletion).
+// The event of a session. expires_tsc: when the session expires on this host's TSC (0 for a
+// deletion). Also the control thread's, for a bulk dump of the sessions the workers list.
 template <class S>
-inline void record_sync_event(Worker& w, SyncEventKind kind, const S& s, uint64_t expires_tsc) {
-    SyncEventRing* ring = w.sync_events;
-    if (!ring) return;
+inline SyncEvent sync_event_of(SyncEventKind kind, const S& s, uint64_t expires_tsc) {
     SyncEvent e{};
     e.kind = kind;
     e.proto = s.proto;
@@ -41,7 +40,14 @@ inline void record_sync_event(Worker& w, SyncEventKind kind, const S& s, uint64_
         std::memcpy(e.outside_addr, &s.nat_ip, 4);
         std::memcpy(e.remote_addr, &s.remote_ip, 4);
     }
-    ring->push(e);  // a full ring counts the event it drops; the worker never waits
+    return e;
+}
+
+template <class S>
+inline void record_sync_event(Worker& w, SyncEventKind kind, const S& s, uint64_t expires_tsc) {
+    SyncEventRing* ring = w.sync_events;
+    if (!ring) return;
+    ring->push(sync_event_of(kind, s, expires_tsc));  // a full ring counts what it drops; never waits
 }
 
 }  // namespace egw::dp

@@ -22,6 +22,7 @@
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
 #include "dataplane/tables/policy.h"
+#include "dataplane/tables/port_reservations.h"
 #include "dataplane/tables/session_table.h"
 #include "dataplane/vlan.h"
 #include "dataplane/worker_counters.h"
@@ -112,7 +113,10 @@ struct DataplaneShared {
     uint64_t sweep_pass_ticks = 0;
     uint64_t sweep_step_max_ticks = 0;
     FlowOwners flow_owners;  // which worker owns a flow from inside (flow_owner.h)
-    VlanPorts vlans;         // 802.1Q sub-ports (vlan.h); set before the workers start
+    // The peers' NAT ports (session sync's standby sessions), published like the policy
+    // (publish.h); none while there is no standby session. Read only to allocate a port.
+    std::atomic<const PortReservations*> reservations{nullptr};
+    VlanPorts vlans;  // 802.1Q sub-ports (vlan.h); set before the workers start
     std::atomic<bool> stop{false};
 };
 

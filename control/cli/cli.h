@@ -56,6 +56,9 @@ struct CliHost {
     const model::ObjectSet* objects = nullptr;  // the state source's objects (specs for `show service`)
     // The kubernetes source's connection state (per-kind reflectors, election); empty with files.
     std::function<nlohmann::json()> kubernetes;
+    // Session sync's peers, counters and standby table (docs/cli.md, `show sync`); empty without
+    // a `sync` section.
+    std::function<nlohmann::json()> sync;
     // Re-reads the configuration file and applies it or refuses it whole (egwd's, like SIGHUP).
     std::function<Reply()> reload;
     // The packet trace the trace commands run (made by the first `trace start`).

@@ -173,6 +173,45 @@ Reply show_egressips(Context& ctx, const Args&) {
     return ok(text, e);
 }
 
+Reply show_sync(Context& ctx, const Args&) {
+    if (!ctx.host.sync) return fail("show sync: session sync is off (the configuration has no \"sync\" section)");
+    json j = ctx.host.sync();
+    Table peers({"peer", "address", "state", "last-heard", "events out/in", "datagrams out/in", "resent", "lost in/out",
+                 "unacked", "ack-lag avg", "bulk"});
+    for (const auto& p : j["peers"]) {
+        double heard = p["since_heard_s"].get<double>();
+        uint64_t acked = p["acked"].get<uint64_t>();
+        peers.row({jnum(p["id"]), p["address"].get<std::string>(), p["up"].get<bool>() ? "up" : "down",
+                   heard < 0 ? "never" : fmt::format("{:.1f}s ago", heard),
+                   jnum(p["events_sent"]) + "/" + jnum(p["events_received"]),
+                   jnum(p["datagrams_sent"]) + "/" + jnum(p["datagrams_received"]), jnum(p["resent"]),
+                   jnum(p["lost_in"]) + "/" + jnum(p["lost_out"]), jnum(p["unacknowledged"]),
+                   acked ? fmt::format("{:.1f}ms", 1000 * p["ack_lag_seconds"].get<double>() / acked) : "-",
+                   p["bulk_complete"].get<bool>() ? "complete" : "waiting"});
+    }
+    Table services({"service-address", "standby-sessions"});
+    for (const auto& s : j["standby"]["services"])
+        services.row({s["address"].get<std::string>(), jnum(s["sessions"])});
+    const json& st = j["standby"];
+    std::string refused;
+    for (const auto& [reason, n] : j["refused"].items())
+        if (n.get<uint64_t>() > 0) refused += (refused.empty() ? "" : ", ") + reason + " " + jnum(n);
+    std::string text = peers.render() + "events out " + jnum(j["events_out"]) + ", in " + jnum(j["events_in"]) +
+                       "; bytes out " + jnum(j["bytes_out"]) + ", in " + jnum(j["bytes_in"]) +
+                       "; dropped on full worker rings " + jnum(j["ring_drops"]) +
+                       "; refused: " + (refused.empty() ? "none" : refused) + "\n" +
+                       "standby: " + jnum(st["sessions"]) + " of at most " + jnum(st["max"]) + " session(s), " +
+                       jnum(st["reserved_ports"]) + " port(s) reserved, " + jnum(st["port_conflicts"]) +
+                       " conflict(s) with local sessions; refused full " + jnum(st["full"]) + ", stale epoch " +
+                       jnum(st["stale_epoch"]) + ", aged " + jnum(st["aged"]) + "\n" +
+                       (st["services"].empty() ? std::string() : services.render()) + "bulk: asked peers " +
+                       jnum(j["bulk"]["requests_sent"]) + " time(s), asked by peers " +
+                       jnum(j["bulk"]["requests_received"]) + ", dumps sent " + jnum(j["bulk"]["dumps_ended"]) + " (" +
+                       jnum(j["bulk"]["events_sent"]) + " of " + jnum(j["bulk"]["events_queued"]) + " event(s))\n";
+    if (!j["key_error"].is_null()) text += "key file: " + j["key_error"].get<std::string>() + "\n";
+    return ok(text, j);
+}
+
 Reply show_drops(Context& ctx, const Args&) {
     const json& drops = ctx.status()["drops"];
     Table t({"reason", "packets", "description"});

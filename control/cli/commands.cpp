@@ -137,6 +137,9 @@ const Command kCommands[] = {
      "EgressIPs: each address, the node status.items assigns it to (or why the leader cannot), and the pods and "
      "namespaces the object selects",
      show_egressips},
+    {"show sync", "system",
+     "session sync: peers and their links, events and bytes each way, refusals, the standby sessions per Service",
+     show_sync},
     {"show drops", "system", "dropped packets by reason, summed over the workers", show_drops},
     {"show icmp", "system", "ICMP errors the gateway sent itself, by type, and those the rate limit held back",
      show_icmp},

@@ -26,6 +26,8 @@
 #include "control/manifests/manifest_dir.h"
 #include "control/metrics/exporter.h"
 #include "control/metrics/kubernetes.h"
+#include "control/metrics/sync.h"
+#include "control/daemon/standby_ports.h"
 #include "control/sync/transport.h"
 #include "control/telemetry/commands.h"
 
@@ -133,6 +135,8 @@ void Daemon::setup() {
         source->set_serving_check([exporter] { return exporter->serving_problems(); });
         exporter_->add_readiness([source] { return source->serving_problems(); });
     }
+    // Before the exporter starts: its families are registered with it.
+    start_sync();
     exporter_->start();
     // Replies to the NAT addresses are steered to their owners where the NIC can (the rules of a
     // new address go in before the first session can use it; software hand-off covers the rest).
@@ -146,7 +150,6 @@ void Daemon::setup() {
     if (k8s_) k8s_->start();
     reconcile(true);
     rt_->start_ports();
-    start_sync();
     rt_->launch_workers();
     spdlog::info("egwd running: node {}, {} port(s), {}", cfg_.node.name, rt_->ports().size(),
                  k8s_ ? "Kubernetes API " + k8s_->client().transport().credentials().server + ", election " +
@@ -155,9 +158,11 @@ void Daemon::setup() {
 
     std::function<nlohmann::json()> k8s_view;
     if (k8s_) k8s_view = [this] { return k8s_source::describe(*k8s_); };
+    std::function<nlohmann::json()> sync_view;
+    if (sync_) sync_view = [this] { return sync_json(sync_->stats()); };
     cli_ = std::make_unique<cli::Frontends>(
         cli::CliHost{cfg_, *rt_, *builder_, *resolver_, k8s_ ? &k8s_->objects() : &manifests_->objects(), k8s_view,
-                     [this] { return reload(); }},
+                     sync_view, [this] { return reload(); }},
         opt_.interactive);
 }
 
@@ -269,6 +274,15 @@ void Daemon::loop(DaemonSignals signals) {
             tx_stalls_->check(rt_->workers(), rt_->ports());
             next_tick = now + std::chrono::milliseconds(100);
         }
+        if (standby_ports_) standby_ports_->poll(now);
+        if (sync_ && sync_->take_bulk_request()) {
+            // A peer that started or came back asks for this gateway's sessions.
+            std::string error;
+            auto dump = session_dump(rt_->workers(), rt_->shared(), rte_rdtsc(), rt_->tsc_hz(), error);
+            if (!error.empty()) spdlog::warn("session sync: bulk dump incomplete: {}", error);
+            spdlog::info("session sync: a peer asked for a dump: sending {} session(s)", dump.size());
+            sync_->queue_bulk(std::move(dump));
+        }
         if (*signals.reload) {
             *signals.reload = 0;
             reload();  // it logs its outcome
@@ -288,9 +302,9 @@ void Daemon::loop(DaemonSignals signals) {
     }
 }
 
-// Session sync (docs/architecture.md, "Session sync"): a ring per worker, and the sync thread
-// that drains them to the peers. Standby tables do not exist yet, so what peers send is counted
-// and dropped.
+// Session sync (docs/architecture.md, "Session sync"): a ring per worker, the sync thread that
+// drains them to the peers and keeps what the peers send in its standby table, and the standby
+// sessions' NAT ports reserved in the workers.
 void Daemon::start_sync() {
     const config::SyncConfig& sc = cfg_.sync;
     if (!sc.enabled) return;
@@ -304,6 +318,7 @@ void Daemon::start_sync() {
         c.peers.push_back({p.id, p.host, p.port});
     c.tsc = [] { return rte_rdtsc(); };
     c.tsc_hz = rt_->tsc_hz();
+    c.standby_max_sessions = sc.standby_max_sessions;
     std::vector<dp::SyncEventRing*> rings;
     for (size_t i = 0; i < rt_->workers().size(); ++i) {
         sync_rings_.push_back(std::make_unique<dp::SyncEventRing>(kSyncRingEvents));
@@ -316,6 +331,9 @@ void Daemon::start_sync() {
     }
     for (size_t i = 0; i < rings.size(); ++i)
         rt_->workers()[i]->sync_events = rings[i];
+    standby_ports_ = std::make_unique<StandbyPorts>(rt_->shared(), *sync_, rt_->workers());
+    sync::SyncService* service = sync_.get();
+    exporter_->add_families([service](metrics::Writer& w) { metrics::write_sync(w, service->stats()); });
     sync_->start();
     spdlog::info("session sync: gateway {} on {}, {} peer(s), events of {} worker(s)", sc.id,
                  config::format_host_port(sc.host, sc.port), sc.peers.size(), rings.size());
@@ -325,6 +343,7 @@ void Daemon::shutdown() {
     spdlog::info("stopping");
     if (k8s_) k8s_->stop();  // the liveness and leader Leases are given up first: Services move at once
     exporter_->stop();
+    standby_ports_.reset();  // while the workers still pass quiescent states
     rt_->stop_workers();
     if (sync_) sync_->stop();
     if (!opt_.status_file.empty()) write_status(false, true);

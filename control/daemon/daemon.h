@@ -49,6 +49,7 @@ class TxStallLog;
 class PolicyBuilder;
 class PolicyPublisher;
 class NeighborResolver;
+class StandbyPorts;
 
 // What the command line adds to the configuration.
 struct DaemonOptions {
@@ -104,6 +105,7 @@ private:
     std::vector<std::unique_ptr<dp::SpscRing<dp::SyncEvent>>> sync_rings_;
     std::unique_ptr<Runtime> rt_;
     std::unique_ptr<sync::SyncService> sync_;      // session sync (docs/architecture.md), or null
+    std::unique_ptr<StandbyPorts> standby_ports_;  // with sync: the peers' NAT ports in the workers
     std::unique_ptr<k8s_source::Controller> k8s_;  // the kubernetes source, or null
     std::unique_ptr<PolicyBuilder> builder_;
     std::unique_ptr<NeighborResolver> resolver_;

@@ -15,6 +15,15 @@ void Histogram::observe(double v) {
     ++count_;
 }
 
+void Histogram::set(std::vector<uint64_t> counts, double sum) {
+    counts.resize(bounds_.size() + 1);
+    counts_ = std::move(counts);
+    sum_ = sum;
+    count_ = 0;
+    for (uint64_t c : counts_)
+        count_ += c;
+}
+
 std::string escape_label_value(std::string_view v) {
     std::string out;
     out.reserve(v.size());

@@ -81,6 +81,8 @@ class Histogram {
 public:
     explicit Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1) {}
     void observe(double v);
+    // Counts kept elsewhere (one per bound, then +Inf; not cumulative) and their sum.
+    void set(std::vector<uint64_t> counts, double sum);
     const std::vector<double>& bounds() const { return bounds_; }
     const std::vector<uint64_t>& counts() const { return counts_; }  // not cumulative; last is +Inf
     double sum() const { return sum_; }

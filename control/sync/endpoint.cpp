@@ -71,6 +71,15 @@ SyncEndpoint::Received SyncEndpoint::receive(std::span<const uint8_t> bytes, Clo
     return res;
 }
 
+Outgoing SyncEndpoint::control(uint32_t peer, uint8_t flags, Clock::time_point now) {
+    return seal(peer, links_.at(peer)->control(flags, now));
+}
+
+bool SyncEndpoint::take_bulk_request(uint32_t peer) {
+    auto it = links_.find(peer);
+    return it != links_.end() && it->second->take_bulk_request();
+}
+
 std::vector<Outgoing> SyncEndpoint::tick(Clock::time_point now) {
     std::vector<Outgoing> out;
     for (auto& [peer, link] : links_)

@@ -55,6 +55,11 @@ public:
 
     std::vector<Outgoing> tick(Clock::time_point now);
 
+    // Bulk sync: a signed datagram without events carrying `flags` for one peer, and whether a
+    // peer has asked for a dump since the last call (see Link).
+    Outgoing control(uint32_t peer, uint8_t flags, Clock::time_point now);
+    bool take_bulk_request(uint32_t peer);
+
     const std::array<uint64_t, kRefusalCount>& refusals() const { return refusals_; }
     uint64_t accepted_with_previous_key() const { return previous_key_; }
     const Link* link(uint32_t peer) const;

@@ -43,7 +43,7 @@ Datagram Link::send(std::vector<Event> events, Clock::time_point now) {
         resend_.pop_front();
         ++stats_.evicted;
     }
-    resend_.push_back(Kept{d.header.sequence, d.events});
+    resend_.push_back(Kept{d.header.sequence, d.events, now});
     stamp(d, now);
     return d;
 }
@@ -71,11 +71,33 @@ void Link::peer_restarted(uint32_t boot) {
     ahead_.clear();
     in_order_unacked_ = 0;
     resend_.clear();
+    // Its sessions are those of its new run: what it dumped before no longer counts.
+    bulk_end_seen_ = false;
 }
 
-void Link::on_ack(uint32_t ack) {
-    while (!resend_.empty() && !seq_after(resend_.front().sequence, ack))
+Datagram Link::control(uint8_t flags, Clock::time_point now) {
+    // Only an end marker that follows this request counts: one in flight from an earlier dump
+    // would not cover what the peer created since.
+    if (flags & kFlagBulkRequest) bulk_end_seen_ = false;
+    return header_only(flags, now);
+}
+
+bool Link::take_bulk_request() {
+    bool r = bulk_requested_;
+    bulk_requested_ = false;
+    return r;
+}
+
+void Link::on_ack(uint32_t ack, Clock::time_point now) {
+    while (!resend_.empty() && !seq_after(resend_.front().sequence, ack)) {
+        double lag = std::chrono::duration<double>(now - resend_.front().sent).count();
+        size_t bucket = 0;
+        while (bucket < kAckLagBounds.size() && lag > kAckLagBounds[bucket])
+            ++bucket;
+        ++stats_.ack_lag[bucket];
+        stats_.ack_lag_seconds += lag;
         resend_.pop_front();
+    }
 }
 
 void Link::on_nack(uint32_t first, uint32_t last, Clock::time_point now, std::vector<Datagram>& out) {
@@ -212,10 +234,15 @@ Link::Received Link::receive(const Datagram& d, Clock::time_point now) {
     peer_boot_ = h.boot;
     heard_ = true;
     last_heard_ = now;
-    if (h.flags & kFlagAck) on_ack(h.ack);
+    if (h.flags & kFlagAck) on_ack(h.ack, now);
     if (h.flags & kFlagNack) on_nack(h.range_first, h.range_last, now, res.replies);
     if (h.flags & kFlagLost) on_lost(h.range_first, h.range_last);
     on_sequence(d, now, res);
+    if (h.flags & kFlagBulkRequest) bulk_requested_ = true;
+    if (h.flags & kFlagBulkEnd) {
+        bulk_end_seen_ = true;
+        bulk_end_ = h.sequence;
+    }
     return res;
 }
 

@@ -13,9 +13,11 @@
 // tag has been verified (endpoint.h); the replay window lives here because it is per sender.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -37,6 +39,11 @@ struct LinkConfig {
     std::chrono::milliseconds nack_retry{200};  // how soon an unanswered NACK is repeated
 };
 
+// Upper bounds of the acknowledgement lag's buckets (LinkStats::ack_lag), in seconds; one more
+// bucket holds the rest.
+inline constexpr std::array<double, 11> kAckLagBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                         0.1,   0.25,   0.5,   1.0,  2.5};
+
 struct LinkStats {
     uint64_t datagrams_sent = 0, events_sent = 0, keepalives_sent = 0, acks_sent = 0, nacks_sent = 0;
     uint64_t resent = 0;          // datagrams sent again for a NACK
@@ -48,6 +55,9 @@ struct LinkStats {
     uint64_t gaps = 0;           // sequence numbers found missing (NACKed)
     uint64_t lost = 0;           // sequence numbers given up (announced LOST, or past the window)
     uint64_t peer_restarts = 0;  // a new boot id from the peer
+    // From sending a datagram with events (the first time) to the peer's acknowledgement of it.
+    std::array<uint64_t, kAckLagBounds.size() + 1> ack_lag{};
+    double ack_lag_seconds = 0;  // their sum
 };
 
 class Link {
@@ -68,10 +78,23 @@ public:
     // A datagram from the peer whose tag has been verified.
     Received receive(const Datagram& d, Clock::time_point now);
 
+    // A datagram without events carrying `flags` (kFlagBulkRequest, kFlagBulkEnd): the end's
+    // sequence is the last one sent, so it follows the dump it ends.
+    Datagram control(uint8_t flags, Clock::time_point now);
+
+    // Bulk sync, receiving side: the peer asked for a dump (true once per request), and whether
+    // the peer's dump has arrived whole (its end marker, and every sequence number up to it).
+    bool take_bulk_request();
+    bool bulk_complete() const { return bulk_end_seen_ && expecting_ && !seq_after(bulk_end_, expected_ - 1); }
+    bool bulk_end_seen() const { return bulk_end_seen_; }
+
     // Call every 100 ms or so: the keep-alive when nothing was sent for a keep-alive interval,
     // and a NACK again for a gap that is still open.
     std::vector<Datagram> tick(Clock::time_point now);
 
+    std::optional<Clock::time_point> last_heard() const {
+        return heard_ ? std::optional<Clock::time_point>(last_heard_) : std::nullopt;
+    }
     bool peer_alive(Clock::time_point now) const { return heard_ && now - last_heard_ < 3 * cfg_.keepalive; }
     const LinkStats& stats() const { return stats_; }
     const LinkConfig& config() const { return cfg_; }
@@ -84,13 +107,14 @@ private:
     struct Kept {
         uint32_t sequence;
         std::vector<Event> events;
+        Clock::time_point sent;
     };
 
     Datagram header_only(uint8_t flags, Clock::time_point now);
     void stamp(Datagram& d, Clock::time_point now);
     bool fresh(uint64_t counter);
     void peer_restarted(uint32_t boot);
-    void on_ack(uint32_t ack);
+    void on_ack(uint32_t ack, Clock::time_point now);
     void on_nack(uint32_t first, uint32_t last, Clock::time_point now, std::vector<Datagram>& out);
     void on_lost(uint32_t first, uint32_t last);
     void on_sequence(const Datagram& d, Clock::time_point now, Received& res);
@@ -124,6 +148,9 @@ private:
     std::set<uint32_t, SerialLess> ahead_;
     uint32_t in_order_unacked_ = 0;
     Clock::time_point last_nack_{};
+    bool bulk_requested_ = false;
+    bool bulk_end_seen_ = false;
+    uint32_t bulk_end_ = 0;
 };
 
 }  // namespace egw::sync

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
+
+#include <spdlog/spdlog.h>
 #include <stdexcept>
 
 namespace egw::sync {
@@ -70,6 +72,13 @@ UdpSocket::UdpSocket(const std::string& host, uint16_t port) {
     sockaddr_storage addr = socket_address(host, port);
     fd_ = ::socket(addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) throw std::runtime_error("sync: socket: " + std::string(std::strerror(errno)));
+    // Room for a burst of the workers' events and a bulk window while the sync thread is busy:
+    // the kernel's default (about 200 KB, some 90 datagrams of 1,440 bytes) overflows at the
+    // first stall, and every loss costs a NACK round. FORCE lifts rmem_max for a privileged
+    // egwd; without the privilege the plain request is capped, which is still correct.
+    int rcvbuf = 4 << 20;
+    if (::setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) != 0)
+        ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     if (::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), length_of(addr)) != 0) {
         int err = errno;
         ::close(fd_);
@@ -143,7 +152,8 @@ SyncService::SyncService(SyncServiceConfig cfg, std::vector<dp::SyncEventRing*> 
       keys_(read_key_file(cfg_.key_file)),
       key_file_(cfg_.key_file, keys_),
       endpoint_(endpoint_config(cfg_), keys_),
-      socket_(cfg_.listen_host, cfg_.listen_port) {
+      socket_(cfg_.listen_host, cfg_.listen_port),
+      standby_(cfg_.standby_max_sessions) {
     for (const SyncPeer& p : cfg_.peers)
         peer_addresses_[p.id] = socket_address(p.host, p.port);
 }
@@ -169,6 +179,150 @@ SyncServiceStats SyncService::stats() const {
     for (const dp::SyncEventRing* r : rings_)
         s.ring_drops += r->dropped();
     return s;
+}
+
+std::string address_text(const Address& a) {
+    char text[INET6_ADDRSTRLEN] = "";
+    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::memcmp(a.data(), kMapped, 12) == 0)
+        inet_ntop(AF_INET, a.data() + 12, text, sizeof text);
+    else
+        inet_ntop(AF_INET6, a.data(), text, sizeof text);
+    return text;
+}
+
+void SyncService::queue_bulk(std::vector<Event> events) {
+    size_t n = events.size();
+    {
+        std::lock_guard lock(bulk_mutex_);
+        if (bulk_at_ == bulk_.size()) {
+            bulk_ = std::move(events);
+            bulk_at_ = 0;
+        } else {
+            bulk_.insert(bulk_.end(), events.begin(), events.end());
+        }
+        bulk_end_due_ = true;
+    }
+    std::lock_guard lock(stats_mutex_);
+    stats_.bulk_queued += n;
+}
+
+// Sync thread: as many bulk datagrams as every peer's window has room for; returns the events sent.
+size_t SyncService::send_bulk(size_t per_datagram, Clock::time_point now) {
+    size_t window = std::max<size_t>(1, SyncService::kBulkWindowBytes / datagram_size(per_datagram));
+    size_t room = window;
+    for (const SyncPeer& p : cfg_.peers)
+        if (const Link* link = endpoint_.link(p.id))
+            room = std::min(room, window > link->unacknowledged() ? window - link->unacknowledged() : 0);
+    if (room == 0) return 0;
+    std::vector<Event> chunk;
+    bool end = false;
+    {
+        std::lock_guard lock(bulk_mutex_);
+        size_t n = std::min(room * per_datagram, bulk_.size() - bulk_at_);
+        end = bulk_end_due_ && bulk_at_ + n == bulk_.size();
+        if (end) bulk_end_due_ = false;
+        if (n == 0 && !end) return 0;
+        chunk.assign(bulk_.begin() + static_cast<std::ptrdiff_t>(bulk_at_),
+                     bulk_.begin() + static_cast<std::ptrdiff_t>(bulk_at_ + n));
+        bulk_at_ += n;
+        if (bulk_at_ == bulk_.size()) {
+            bulk_.clear();
+            bulk_.shrink_to_fit();
+            bulk_at_ = 0;
+        }
+    }
+    if (!chunk.empty()) send_all(endpoint_.send(chunk, per_datagram, now));
+    if (end) {
+        // After the dump's last datagram: its sequence number is the end's.
+        std::vector<Outgoing> out;
+        for (const SyncPeer& p : cfg_.peers)
+            out.push_back(endpoint_.control(p.id, kFlagBulkEnd, now));
+        send_all(out);
+    }
+    std::lock_guard lock(stats_mutex_);
+    stats_.bulk_sent += chunk.size();
+    stats_.events_out += chunk.size();
+    stats_.bulk_dumps_ended += end;
+    return chunk.size();
+}
+
+bool SyncService::bulk_complete() const {
+    std::lock_guard lock(stats_mutex_);
+    if (stats_.peers.size() != cfg_.peers.size()) return false;  // before the first tick
+    for (const SyncPeerStatus& p : stats_.peers)
+        if (p.alive && !p.bulk_complete) return false;
+    return true;
+}
+
+void SyncService::set_port_stats(uint64_t reserved, uint64_t conflicts) {
+    std::lock_guard lock(stats_mutex_);
+    stats_.reserved_ports = reserved;
+    stats_.port_conflicts = conflicts;
+}
+
+// Sync thread, every tick: the peers' links and the standby table into the stats, and a log
+// line when a peer comes or goes (once per change, not per keep-alive).
+void SyncService::refresh_status(Clock::time_point now) {
+    std::vector<SyncPeerStatus> peers;
+    for (const SyncPeer& p : cfg_.peers) {
+        const Link* link = endpoint_.link(p.id);
+        if (!link) continue;
+        SyncPeerStatus st;
+        st.id = p.id;
+        st.address =
+            (p.host.find(':') != std::string::npos ? "[" + p.host + "]" : p.host) + ":" + std::to_string(p.port);
+        st.alive = link->peer_alive(now);
+        if (link->last_heard()) st.since_heard_s = std::chrono::duration<double>(now - *link->last_heard()).count();
+        st.unacknowledged = link->unacknowledged();
+        st.link = link->stats();
+        st.bulk_complete = link->bulk_complete();
+        bool& was = peer_alive_[p.id];
+        bool came_up = st.alive && !was;
+        // A peer that is up and whose dump this gateway lacks is asked for one: when it comes
+        // up (this gateway starting, or the two meeting again), and again if no dump arrives.
+        auto asked = bulk_asked_.find(p.id);
+        if (st.alive &&
+            (came_up || (!st.bulk_complete && (asked == bulk_asked_.end() || now - asked->second >= kBulkRetry)))) {
+            send_all({endpoint_.control(p.id, kFlagBulkRequest, now)});
+            bulk_asked_[p.id] = now;
+            st.bulk_complete = false;
+            std::lock_guard lock(stats_mutex_);
+            ++stats_.bulk_requests_sent;
+        }
+        if (st.alive != was) {
+            was = st.alive;
+            if (st.alive)
+                spdlog::info("session sync: peer {} ({}) is up", p.id, st.address);
+            else
+                spdlog::warn("session sync: peer {} ({}) is down: not heard for {:.1f} s", p.id, st.address,
+                             st.since_heard_s);
+        }
+        peers.push_back(std::move(st));
+    }
+    size_t sessions, max;
+    StandbyStats standby;
+    std::map<Address, size_t> per_service;
+    {
+        std::lock_guard lock(standby_mutex_);
+        standby_.age(now);
+        standby_version_.store(standby_.version(), std::memory_order_release);
+        sessions = standby_.size();
+        max = standby_.max_sessions();
+        standby = standby_.stats();
+        per_service = standby_.per_service();
+    }
+    std::lock_guard lock(stats_mutex_);
+    stats_.peers = std::move(peers);
+    stats_.standby_sessions = sessions;
+    stats_.standby_max = max;
+    stats_.standby = standby;
+    stats_.standby_per_service = std::move(per_service);
+}
+
+void SyncService::with_standby(const std::function<void(const StandbyTable&)>& read) const {
+    std::lock_guard lock(standby_mutex_);
+    read(standby_);
 }
 
 void SyncService::send_all(const std::vector<Outgoing>& out) {
@@ -227,8 +381,11 @@ void SyncService::run() {
             pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(full));
             oldest_pending = now;
         }
+        // A dump goes after the workers' events, paced by the peers' acknowledgements; while it
+        // lasts the receive does not wait, since those acknowledgements are what it waits for.
+        bool bulk_busy = send_bulk(per_datagram, now) > 0;
         // Whatever has queued up, then back to the rings: the wait is only for the first one.
-        auto wait = kReceiveWait;
+        auto wait = bulk_busy ? std::chrono::milliseconds(0) : kReceiveWait;
         for (size_t k = 0; k < kReceiveBatch; ++k, wait = std::chrono::milliseconds(0)) {
             auto n = socket_.receive(buf, wait);
             if (!n) break;
@@ -242,13 +399,26 @@ void SyncService::run() {
                     stats_.events_in += r.events.size();
                 }
             }
-            if (r.accepted && !r.events.empty() && cfg_.on_events) cfg_.on_events(r.peer, r.events);
+            if (r.accepted && endpoint_.take_bulk_request(r.peer)) {
+                bulk_wanted_.store(true);
+                std::lock_guard lock(stats_mutex_);
+                ++stats_.bulk_requests_received;
+            }
+            if (r.accepted && !r.events.empty()) {
+                {
+                    std::lock_guard lock(standby_mutex_);
+                    standby_.apply(r.peer, r.events, Clock::now());
+                    standby_version_.store(standby_.version(), std::memory_order_release);
+                }
+                if (cfg_.on_events) cfg_.on_events(r.peer, r.events);
+            }
             send_all(r.replies);
         }
         now = Clock::now();
         if (now - last_tick >= kTickEvery) {
             last_tick = now;
             send_all(endpoint_.tick(now));
+            refresh_status(now);
         }
         if (now - last_key_poll >= kKeyPollEvery) {
             last_key_poll = now;

@@ -222,6 +222,7 @@ HeaderResult decode_header(std::span<const uint8_t> bytes) {
     h.range_last = get32(p + kOffRangeLast);
     if ((h.flags & ~kKnownFlags) != 0 || (h.flags & kFlagNack && h.flags & kFlagLost))
         return refuse(Refusal::bad_flags);
+    if (h.flags & (kFlagBulkRequest | kFlagBulkEnd) && count != 0) return refuse(Refusal::bad_flags);
     // Fields a flag does not give meaning to are zero, so every datagram has one encoding.
     if (!(h.flags & kFlagAck) && h.ack != 0) return refuse(Refusal::bad_reserved);
     bool has_range = h.flags & (kFlagNack | kFlagLost);

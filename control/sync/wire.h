@@ -27,7 +27,11 @@ inline constexpr size_t kMaxEventsPerDatagram = (kMaxDatagramSize - kHeaderSize 
 inline constexpr uint8_t kFlagAck = 0x01;   // `ack` holds the sender's cumulative acknowledgement
 inline constexpr uint8_t kFlagNack = 0x02;  // range: sequence numbers the sender asks to be sent again
 inline constexpr uint8_t kFlagLost = 0x04;  // range: sequence numbers the sender can no longer resend
-inline constexpr uint8_t kKnownFlags = kFlagAck | kFlagNack | kFlagLost;
+// Bulk sync, on datagrams without events only: the sender asks for a dump of the receiver's
+// sessions; the sender's dump ends at `sequence` (every sequence number up to it has the dump).
+inline constexpr uint8_t kFlagBulkRequest = 0x08;
+inline constexpr uint8_t kFlagBulkEnd = 0x10;
+inline constexpr uint8_t kKnownFlags = kFlagAck | kFlagNack | kFlagLost | kFlagBulkRequest | kFlagBulkEnd;
 
 enum class EventKind : uint8_t { create = 1, state_change = 2, refresh = 3, remove = 4 };
 

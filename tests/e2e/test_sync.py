@@ -32,6 +32,7 @@ import harness  # noqa: E402
 import test_cli  # noqa: E402  (the configuration, flows and capture it replays)
 
 EGWD = harness.egwd_binary()
+EGWCTL = harness.egwctl_binary()
 KEY = b"k" * 40
 HEADER = struct.Struct(">BBHHHIIQIIII")
 EVENT = struct.Struct(">BBBBHHIIHHHH16s16s16s")
@@ -136,6 +137,118 @@ class SyncEndToEnd(unittest.TestCase):
             # The config's timeouts are an hour (TCP: the SYN's transitory one, also an hour).
             self.assertTrue(3_500_000 < left <= 3_600_000, (inside, left))
         self.assertIn("session sync: gateway 1 on 127.0.0.1:", self.log_text())
+
+    def datagram(self, counter, sequence, events, key=KEY, flags=0):
+        """A signed datagram from gateway 2 (this test) carrying `events` (tuples in EVENT's order)."""
+        length = 40 + 72 * len(events) + 32
+        body = HEADER.pack(1, flags, len(events), length, 0, 2, 77, counter, sequence, 0, 0, 0)
+        body += b"".join(EVENT.pack(*e) for e in events)
+        return body + hmac.new(key, body, hashlib.sha256).digest()
+
+    def show_sync(self):
+        r = subprocess.run([str(EGWCTL), "-p", self.prefix, "--json", "show", "sync"], capture_output=True, text=True,
+                           timeout=30)
+        if r.returncode != 0:
+            return None
+        return json.loads(r.stdout)
+
+    def test_a_peers_sessions_land_on_standby_and_show_sync_reports_them(self):
+        section = self.sync_section()
+        self.start(section)
+        egwd_port = int(section["listen"].rsplit(":", 1)[1])
+        mapped = lambda a: b"\0" * 10 + b"\xff\xff" + socket.inet_aton(a)
+        # Two TCP sessions of the Service address 198.51.100.7 and one of 198.51.100.8, 60 s left.
+        events = [(1, 4, 6, 3, 0, 0, 60000, 5, 40000 + i, 2000 + i, 443, 0, mapped("10.244.9.9"),
+                   mapped(addr), mapped("203.0.113.10")) for i, addr in
+                  enumerate(["198.51.100.7", "198.51.100.7", "198.51.100.8"])]
+        counter = int(time.time() * 1e6)
+        deadline = time.monotonic() + TIMEOUT
+        view = None
+        while time.monotonic() < deadline:
+            self.assertIsNone(self.proc.poll(), f"egwd exited:\n{self.log_text()}")
+            # Sent again until it is seen: egwd may not be listening yet (a duplicate is harmless).
+            counter += 1
+            self.peer.sendto(self.datagram(counter, 1, events), ("127.0.0.1", egwd_port))
+            view = self.show_sync()
+            if view and view["standby"]["sessions"] == 3 and view["peers"][0]["up"]:
+                break
+            time.sleep(0.2)
+        self.assertIsNotNone(view, f"show sync never answered:\n{self.log_text()}")
+        self.assertEqual(view["standby"]["sessions"], 3, view)
+        self.assertEqual(sorted((s["address"], s["sessions"]) for s in view["standby"]["services"]),
+                         [("198.51.100.7", 2), ("198.51.100.8", 1)])
+        peer = view["peers"][0]
+        self.assertEqual((peer["id"], peer["up"], peer["events_received"]), (2, True, 3), peer)
+        self.assertEqual(view["events_in"], 3)
+        self.assertEqual(view["standby"]["max"], 1000000)
+
+        # A forged datagram (another key) deleting one of them changes nothing and is counted.
+        delete = [(4,) + events[0][1:]]
+        counter += 1
+        self.peer.sendto(self.datagram(counter, 2, delete, key=b"x" * 40), ("127.0.0.1", egwd_port))
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and self.show_sync()["refused"]["bad_tag"] < 1:
+            time.sleep(0.1)
+        view = self.show_sync()
+        self.assertEqual(view["refused"]["bad_tag"], 1)
+        self.assertEqual(view["standby"]["sessions"], 3)
+        # The genuine one removes it.
+        counter += 1
+        self.peer.sendto(self.datagram(counter, 2, delete), ("127.0.0.1", egwd_port))
+        deadline = time.monotonic() + TIMEOUT
+        # The control thread republishes the reserved ports within 100 ms of the change.
+        while time.monotonic() < deadline and (self.show_sync()["standby"]["sessions"],
+                                                self.show_sync()["standby"]["reserved_ports"]) != (2, 2):
+            time.sleep(0.1)
+        view = self.show_sync()
+        self.assertEqual(view["standby"]["sessions"], 2, view)
+        self.assertEqual(view["standby"]["removed"], 1)
+        text = subprocess.run([str(EGWCTL), "-p", self.prefix, "show", "sync"], capture_output=True, text=True,
+                              timeout=30).stdout
+        self.assertRegex(text, r"\n +2 +127\.0\.0\.1:\d+ +up ")
+        self.assertIn("standby: 2 of at most 1000000 session(s), 2 port(s) reserved, 0 conflict(s)", text)
+        self.assertIn("session sync: peer 2 (127.0.0.1:", self.log_text())
+        self.assertIn(") is up", self.log_text())
+        self.assertEqual(view["peers"][0]["bulk_complete"], False, "this peer sent no dump")
+        self.assertGreaterEqual(view["bulk"]["requests_sent"], 1, "egwd asks a peer it hears for a dump")
+
+        # Bulk sync: asked for a dump, egwd sends every session of its workers (the capture's
+        # flows) as creations, then the end marker, whose sequence is the dump's last.
+        # What egwd sent so far (its workers' own creations) is read first: only the dump counts.
+        try:
+            while True:
+                self.peer.recv(65536)
+        except socket.timeout:
+            pass
+        counter += 1
+        self.peer.sendto(self.datagram(counter, 2, [], flags=0x08), ("127.0.0.1", egwd_port))
+        want = {(proto, inside) for proto, inside, *_ in (f for _, f in test_cli.FLOWS)}
+        got, end, last_seq = set(), None, 0
+        deadline = time.monotonic() + TIMEOUT
+        while end is None and time.monotonic() < deadline:
+            try:
+                h, evs = decode(self.peer.recv(65536))
+            except socket.timeout:
+                continue
+            if evs:
+                last_seq = max(last_seq, h[8])
+            for e in evs:
+                if e[0] == 1:
+                    got.add(({6: "tcp", 17: "udp", 1: "icmp"}[e[2]], f"{v4(e[12])}:{e[8]}"))
+            if h[1] & 0x10:
+                end = h
+        self.assertIsNotNone(end, f"no end of the dump:\n{self.log_text()}")
+        self.assertEqual(got, want)
+        self.assertEqual(end[8], last_seq, "the end's sequence is the dump's last")
+        self.assertIn("session sync: a peer asked for a dump: sending", self.log_text())
+
+        # This peer's own (empty) dump ends: egwd has it whole.
+        counter += 1
+        self.peer.sendto(self.datagram(counter, 2, [], flags=0x10), ("127.0.0.1", egwd_port))
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and not self.show_sync()["peers"][0]["bulk_complete"]:
+            time.sleep(0.1)
+        self.assertTrue(self.show_sync()["peers"][0]["bulk_complete"])
 
     def test_an_unreadable_key_file_stops_egwd_with_its_name(self):
         section = self.sync_section()

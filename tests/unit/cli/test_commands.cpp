@@ -105,6 +105,7 @@ TEST_F(CommandsTest, EveryCommandParses) {
     EXPECT_EQ(pattern("show arp"), "show arp");
     EXPECT_EQ(pattern("show k8s"), "show k8s");
     EXPECT_EQ(pattern("show egressips"), "show egressips");
+    EXPECT_EQ(pattern("show sync"), "show sync");
     EXPECT_EQ(pattern("show icmp"), "show icmp");
     EXPECT_EQ(pattern("reload config"), "reload config");
     EXPECT_EQ(pattern("set log level warn"), "set log level LEVEL");
@@ -222,7 +223,7 @@ TEST_F(CommandsTest, Completion) {
     EXPECT_EQ(candidates("show "), (std::vector<std::string>{
                                        "arp",    "config",    "drops", "egressips", "egressqos", "icmp",     "k8s",
                                        "lcores", "neighbors", "port",  "routes",    "service",   "services", "sessions",
-                                       "snat",   "steering",  "trace", "version",   "vlans",     "vrfs"}));
+                                       "snat",   "steering",  "sync",  "trace",     "version",   "vlans",    "vrfs"}));
     EXPECT_EQ(candidates("show port "), (std::vector<std::string>{"info", "stats", "xstats"}));
     EXPECT_EQ(candidates("clear "), (std::vector<std::string>{"counters", "port", "sessions"}));
     EXPECT_EQ(candidates("show service "), (std::vector<std::string>{"default/db", "default/web", "shop/cart"}));

@@ -1646,7 +1646,7 @@ const ErrorCase kCases[] = {
      "expected an object like {\"id\": 1, \"listen\": \"10.0.0.1:7470\", \"key_file\": \"sync.key\", \"peers\": "
      "[{\"id\": 2, \"address\": \"10.0.0.2:7470\"}]}, got 1"},
     {"UnknownSync", [](json& j) { j["sync"] = sync_section(); j["sync"]["port"] = 1; }, "$.sync.port",
-     "unknown key \"port\", expected one of: id, listen, key_file, peers, mtu"},
+     "unknown key \"port\", expected one of: id, listen, key_file, peers, mtu, standby_max_sessions"},
     {"SyncIdMissing", [](json& j) { j["sync"] = sync_section(); j["sync"].erase("id"); }, "$.sync.id",
      "missing required key, expected an integer from 1 to 4294967295"},
     {"SyncIdZero", [](json& j) { j["sync"] = sync_section(); j["sync"]["id"] = 0; }, "$.sync.id",
@@ -1666,6 +1666,12 @@ const ErrorCase kCases[] = {
      "\"sync.key\", got \"\""},
     {"SyncMtuTooSmall", [](json& j) { j["sync"] = sync_section(); j["sync"]["mtu"] = 575; }, "$.sync.mtu",
      "expected an integer from 576 to 65535, got 575"},
+    {"SyncStandbyBoundZero",
+     [](json& j) {
+         j["sync"] = sync_section();
+         j["sync"]["standby_max_sessions"] = 0;
+     },
+     "$.sync.standby_max_sessions", "expected an integer from 1 to 100000000, got 0"},
     {"SyncPeersMissing", [](json& j) { j["sync"] = sync_section(); j["sync"].erase("peers"); }, "$.sync.peers",
      "missing required key, expected an array of the other gateways like [{\"id\": 2, \"address\": "
      "\"10.0.0.2:7470\"}]"},
@@ -1831,6 +1837,7 @@ TEST(Sync, SectionLandsAndRoundTrips) {
     json j = base();
     j["sync"] = sync_section();
     j["sync"]["mtu"] = 9000;
+    j["sync"]["standby_max_sessions"] = 250000;
     j["sync"]["peers"][1]["address"] = "[FD00:0::3]:7471";
     Config c = load_text(j.dump(), "/etc/egw/egw.json");
     EXPECT_TRUE(c.sync.enabled);
@@ -1839,11 +1846,14 @@ TEST(Sync, SectionLandsAndRoundTrips) {
     EXPECT_EQ(c.sync.port, 7470);
     EXPECT_EQ(c.sync.key_file, "/etc/egw/sync.key") << "relative to the configuration file";
     EXPECT_EQ(c.sync.mtu, 9000u);
+    EXPECT_EQ(c.sync.standby_max_sessions, 250000u);
     ASSERT_EQ(c.sync.peers.size(), 2u);
     EXPECT_EQ(c.sync.peers[0], (SyncPeerConfig{2, "10.0.0.2", 7470}));
     EXPECT_EQ(c.sync.peers[1], (SyncPeerConfig{3, "fd00::3", 7471}));
     j["sync"].erase("mtu");
     EXPECT_EQ(load_text(j.dump(), kFile).sync.mtu, 1500u) << "the default";
+    j["sync"].erase("standby_max_sessions");
+    EXPECT_EQ(load_text(j.dump(), kFile).sync.standby_max_sessions, 1000000u) << "the default";
     json dump = expect_round_trip(c);
     EXPECT_EQ(dump["sync"]["peers"][1]["address"], "[fd00::3]:7471");
 }

@@ -33,6 +33,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -41,6 +42,8 @@
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
 #include "dataplane/tables/pod_budget.h"
+#include "dataplane/publish.h"
+#include "dataplane/tables/port_reservations.h"
 #include "dataplane/trace.h"
 #include "tests/unit/dataplane/rig.h"
 
@@ -200,6 +203,51 @@ TEST_F(DataplaneTest, ThousandsOfPoliciesPublishedWhileAWorkerForwards) {
     EXPECT_EQ(r.total_drops(), 0u);
     EXPECT_EQ(r.svc(kWeb).packets_out, t.total);
     EXPECT_EQ(r.sessions().size(), t.sports.size());
+}
+
+// Session sync's reserved ports (port_reservations.h) republished, a new set each round, while a
+// worker creates sessions: the old sets are freed as soon as publish_reservations returns (a
+// worker still reading one reads freed memory), and a port every set reserves is never given.
+TEST_F(DataplaneTest, ReservedPortsRepublishedWhileAWorkerAllocates) {
+    RigOptions o = threaded(1);
+    o.sessions_per_worker = 4096;  // a session per pod port below
+    Rig& r = start(o);
+    std::vector<uint16_t> sports;
+    for (uint16_t p = 41000; p < 43000; ++p)
+        sports.push_back(p);
+    Traffic t{r, sports, 4000};
+    auto key = [](uint16_t port) {
+        return dp::FlowKey{nbo32(kServer), nbo32(kIngress), nbo16(kDport), nbo16(port), kProtoUdp, {}};
+    };
+    unsigned published = 0;
+    {
+        WorkerThreads threads(r);
+        t.run(1000, [&](unsigned round) {
+            // The first half of the pods' ports always, and some churn that differs every round.
+            std::vector<dp::FlowKey> keys;
+            for (uint16_t p = 41000; p < 42000; ++p)
+                keys.push_back(key(p));
+            for (unsigned i = 0; i < round % 64; ++i)
+                keys.push_back(key(static_cast<uint16_t>(50000 + (round + i) % 1000)));
+            delete dp::publish_reservations(r.shared, new dp::PortReservations(keys, {}));
+            ++published;
+        });
+        delete dp::publish_reservations(r.shared, nullptr);
+    }
+    EXPECT_EQ(t.received, t.total);
+    EXPECT_GE(published, 1000u);
+    EXPECT_EQ(r.total_drops(), 0u);
+    ASSERT_EQ(t.nat_port_of.size(), sports.size());
+    std::set<uint16_t> given;
+    for (auto [sport, nat] : t.nat_port_of)
+        given.insert(nat);
+    EXPECT_EQ(given.size(), sports.size()) << "two flows share a port";
+    for (auto [sport, nat] : t.nat_port_of) {
+        if (sport < 42000)
+            EXPECT_NE(nat, sport) << "a reserved port went to a local flow";
+        else if (nat != sport)  // only when a flow whose own port was reserved drew it at random
+            EXPECT_TRUE(given.count(sport)) << "pod port " << sport << " was free but not kept";
+    }
 }
 
 TEST_F(DataplaneTest, NeighbourMacRewrittenInPlaceWhileAWorkerForwards) {

@@ -68,6 +68,12 @@ TEST(SyncLink, InOrderDatagramsAreDeliveredAndAcknowledgedCumulatively) {
     EXPECT_TRUE(ka[0].events.empty());
     p.to_a(ka[0]);
     EXPECT_EQ(p.a.unacknowledged(), 0u);
+    // Each waited 1 s for its acknowledgement: the bucket up to 1 s holds all three.
+    std::array<uint64_t, kAckLagBounds.size() + 1> lag{};
+    lag[9] = 3;
+    EXPECT_EQ(kAckLagBounds[9], 1.0);
+    EXPECT_EQ(p.a.stats().ack_lag, lag);
+    EXPECT_DOUBLE_EQ(p.a.stats().ack_lag_seconds, 3.0);
 }
 
 TEST(SyncLink, AcknowledgesOnItsOwnAfterAckEveryDatagrams) {
@@ -80,6 +86,8 @@ TEST(SyncLink, AcknowledgesOnItsOwnAfterAckEveryDatagrams) {
     EXPECT_EQ(p.b.stats().acks_sent, 1u);
     p.to_a(replies[0]);
     EXPECT_EQ(p.a.unacknowledged(), 0u);
+    EXPECT_EQ(p.a.stats().ack_lag[0], 4u) << "acknowledged at once: the first bucket";
+    EXPECT_DOUBLE_EQ(p.a.stats().ack_lag_seconds, 0.0);
     // The acknowledgement also rides on b's own data: the counter starts again.
     EXPECT_TRUE(p.to_b(p.a.send(events(5), p.now)).empty());
     Datagram from_b = p.b.send(events(50), p.now);
@@ -266,6 +274,30 @@ TEST(SyncLink, ARestartedPeerIsFollowedFromItsNewSequence) {
     EXPECT_EQ(p.b.stats().peer_restarts, 1u);
     EXPECT_EQ(p.b.expected(), 2u);
     EXPECT_EQ(p.b_applied.back(), 9u);
+}
+
+TEST(SyncLink, ABulkDumpIsCompleteOnceItsEndAndEverythingBeforeItArrived) {
+    Pair p;
+    // b asks a for a dump.
+    p.to_a(p.b.control(kFlagBulkRequest, p.now));
+    EXPECT_TRUE(p.a.take_bulk_request());
+    EXPECT_FALSE(p.a.take_bulk_request()) << "once per request";
+    Datagram d1 = p.a.send(events(1), p.now), d2 = p.a.send(events(2), p.now), d3 = p.a.send(events(3), p.now);
+    Datagram end = p.a.control(kFlagBulkEnd, p.now);
+    EXPECT_EQ(end.header.sequence, 3u);
+    p.to_b(d1);
+    p.to_b(d3);  // d2 lost for now
+    auto replies = p.to_b(end);
+    EXPECT_TRUE(p.b.bulk_end_seen());
+    EXPECT_FALSE(p.b.bulk_complete()) << "sequence 2 is missing";
+    p.to_b(d2);
+    EXPECT_TRUE(p.b.bulk_complete());
+    EXPECT_EQ(p.b_applied, (std::vector<uint32_t>{1, 3, 2}));
+    // Asking again forgets the end seen: only the next dump's end counts.
+    p.b.control(kFlagBulkRequest, p.now);
+    EXPECT_FALSE(p.b.bulk_complete());
+    p.to_b(p.a.control(kFlagBulkEnd, p.now));
+    EXPECT_TRUE(p.b.bulk_complete());
 }
 
 TEST(SyncLink, SequenceNumbersWrapAround) {

@@ -160,7 +160,11 @@ TEST(SyncWire, MalformedHeadersAreRefusedWithTheirReason) {
     EXPECT_EQ(refused(b), Refusal::bad_count);
 
     b = good;
-    b[1] = 0x08;
+    b[1] = 0x20;
+    EXPECT_EQ(refused(b), Refusal::bad_flags);
+    b[1] = kFlagBulkRequest;  // only without events
+    EXPECT_EQ(refused(b), Refusal::bad_flags);
+    b[1] = kFlagBulkEnd;
     EXPECT_EQ(refused(b), Refusal::bad_flags);
     b[1] = kFlagNack | kFlagLost;
     EXPECT_EQ(refused(b), Refusal::bad_flags);
