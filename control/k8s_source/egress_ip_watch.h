@@ -13,6 +13,10 @@
 // has been listed (one line per EgressIP) and then whenever an EgressIP changes, and reported by
 // stats() (`show k8s`, key "egress_ips").
 //
+// The same client lists and watches EgressFirewalls (namespaced): their enforcement needs the pods
+// this watch keeps. copy_firewall_objects() hands egwd's control thread what it compiles, and
+// firewall_changes() tells it when to look again (control/firewall/firewall_state.h).
+//
 // Threads: the client's reflectors call on_change(), serialised by a mutex; a thread of its own
 // waits for the first lists to log what they brought; stats() may be called from any thread.
 #pragma once
@@ -53,7 +57,7 @@ struct EgressIPWatchStats {
 
 class EgressIPWatch {
 public:
-    static std::vector<model::Kind> kinds();  // EgressIP, Namespace, Pod
+    static std::vector<model::Kind> kinds();  // EgressIP, Namespace, Pod, EgressFirewall
 
     // Throws k8s::CredentialError as k8s::Client does.
     EgressIPWatch(k8s::Credentials creds, k8s::ClientOptions opts);
@@ -68,6 +72,12 @@ public:
     // The pod addresses one EgressIP selects, sorted (empty when unknown).
     std::vector<net::IpAddr> selected_ips(const std::string& egress_ip) const;
     k8s::Client& client() { return *client_; }
+
+    // Moves whenever an EgressFirewall or a pod changed (and once when the kinds are first listed).
+    uint64_t firewall_changes() const { return firewall_changes_.load(std::memory_order_acquire); }
+    // Every EgressFirewall, and the pods of the namespaces that have one, into `out` (its other
+    // maps untouched), copied under the cache's lock.
+    void copy_firewall_objects(model::ObjectSet& out) const;
 
 private:
     void on_change(const k8s::Change& c);
@@ -84,6 +94,7 @@ private:
     std::map<std::string, std::string> logged_versions_;
     std::thread sync_logger_;
     std::atomic<bool> stopping_{false};
+    std::atomic<uint64_t> firewall_changes_{0};
 };
 
 // stats() as JSON, for `show k8s`.

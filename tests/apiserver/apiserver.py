@@ -3,7 +3,7 @@
 """A small Kubernetes API server for egw's control-plane tests.
 
 It serves the kinds egw reads (Node, Service, EndpointSlice, EgressService, Lease, and for EgressIP:
-EgressIP, Namespace, Pod; and EgressFirewall, which no state source of egw watches yet) the way
+EgressIP, Namespace, Pod; and EgressFirewall) the way
 kube-apiserver does over JSON, from an in-memory multi-version store that behaves like etcd: one
 global resourceVersion counter, every write gets the next revision, and history is kept until it
 is compacted.
