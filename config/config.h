@@ -237,6 +237,21 @@ struct SyncConfig {
     bool operator==(const SyncConfig&) const = default;
 };
 
+// `policy`: which other egress APIs egw enforces on its path (docs/configuration.md).
+struct PolicyConfig {
+    // egress_firewall as written ("enforce": true); unset, the state source's default:
+    // enforce_egress_firewall() says which.
+    std::optional<bool> egress_firewall;
+    bool egress_firewall_icmp = false;  // egress_firewall_reject "icmp": administratively prohibited
+    // EgressFirewall enforcement: by default on with the files source (egw is the only enforcement
+    // point a manifest directory has), off with kubernetes (OVN-Kubernetes enforces at the source
+    // node).
+    bool enforce_egress_firewall(StateSource source) const {
+        return egress_firewall.value_or(source == StateSource::files);
+    }
+    bool operator==(const PolicyConfig&) const = default;
+};
+
 struct Config {
     std::string file;  // the path it was loaded from
     EalConfig eal;
@@ -257,6 +272,7 @@ struct Config {
     StateConfig state;
     MetricsConfig metrics;
     SyncConfig sync;
+    PolicyConfig policy;
 
     // Every member, `file` included.
     bool operator==(const Config&) const = default;

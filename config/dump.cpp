@@ -181,6 +181,12 @@ json to_json(const Config& c) {
               {"node", node(c.node)},
               {"state", state(c.state)},
               {"metrics", metrics(c.metrics)}};
+    // Only what is set: an absent egress_firewall is the state source's default, which a reload
+    // changing the source must not see as a change of its own.
+    json policy = json::object();
+    if (c.policy.egress_firewall) policy["egress_firewall"] = *c.policy.egress_firewall ? "enforce" : "off";
+    if (c.policy.egress_firewall_icmp) policy["egress_firewall_reject"] = "icmp";
+    if (!policy.empty()) j["policy"] = policy;
     // Only when set: an absent section is how the loader takes "no ingress next hop".
     if (c.ingress.via || c.ingress.via6) {
         json in = {{"port", c.ingress.port}};

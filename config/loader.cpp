@@ -638,7 +638,7 @@ private:
     void read(const json& doc, Config& c) const {
         Obj top(*this, doc, "$",
                 {"eal", "workers", "mempool", "ports", "neighbors", "vrfs", "routes", "cluster", "default_action",
-                 "sessions", "arp", "icmp", "reassembly", "ingress", "node", "state", "metrics", "sync"},
+                 "sessions", "arp", "icmp", "reassembly", "ingress", "node", "state", "metrics", "sync", "policy"},
                 "a JSON object");
         LcoreSpec lcores = read_eal(top, c.eal);
         read_workers(top, c, lcores);
@@ -658,6 +658,25 @@ private:
         read_state(top, c.state);
         read_metrics(top, c.metrics);
         read_sync(top, c.sync);
+        read_policy(top, c.policy);
+    }
+
+    void read_policy(const Obj& top, PolicyConfig& p) const {
+        const json* j = top.get("policy");
+        if (!j) return;
+        Obj o(*this, *j, top.at("policy"), {"egress_firewall", "egress_firewall_reject"}, "an object");
+        if (const json* v = o.get("egress_firewall")) {
+            static const std::string what = "\"enforce\" or \"off\"";
+            const std::string& s = string(*v, o.at("egress_firewall"), what);
+            if (s != "enforce" && s != "off") expected(o.at("egress_firewall"), what, *v);
+            p.egress_firewall = s == "enforce";
+        }
+        if (const json* v = o.get("egress_firewall_reject")) {
+            static const std::string what = "\"drop\" or \"icmp\"";
+            const std::string& s = string(*v, o.at("egress_firewall_reject"), what);
+            if (s != "drop" && s != "icmp") expected(o.at("egress_firewall_reject"), what, *v);
+            p.egress_firewall_icmp = s == "icmp";
+        }
     }
 
     LcoreSpec read_eal(const Obj& top, EalConfig& e) const {

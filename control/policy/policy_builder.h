@@ -90,6 +90,10 @@ public:
     const ConfigTables* config_tables() const { return config_.get(); }
     std::string vrf_name(uint8_t index) const { return index < cfg_.vrfs.size() ? cfg_.vrfs[index].name : ""; }
 
+    // The EgressFirewall policy every snapshot from the next build on carries (null: none). It is
+    // shared, not copied: snapshots of one firewall version point at one table.
+    void set_egress_firewall(std::shared_ptr<const dp::EgressFirewallPolicy> fw) { egress_firewall_ = std::move(fw); }
+
 private:
     // One Service to re-resolve: its new state, or nullptr when it is gone.
     struct Work {
@@ -179,6 +183,7 @@ private:
     uint64_t generation_ = 0;
     // The generation since which the routes are unchanged (PolicySnapshot::route_generation).
     uint64_t route_generation_ = 0;
+    std::shared_ptr<const dp::EgressFirewallPolicy> egress_firewall_;
 };
 
 }  // namespace egw::control
