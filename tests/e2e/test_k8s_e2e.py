@@ -36,8 +36,9 @@ import test_metrics  # noqa: E402  (the exposition read through promtool, and th
 
 EGWCTL = harness.egwctl_binary()
 RESOURCES = ("egressservices", "services", "endpointslices", "nodes", "leases")
-# Watched for EgressIP by a client of their own (docs/kubernetes.md, "EgressIP").
-EGRESS_IP_RESOURCES = ("egressips", "namespaces", "pods")
+# Watched for EgressIP by a client of their own (docs/kubernetes.md, "EgressIP"), and the
+# EgressFirewalls on the same client ("EgressFirewall").
+EGRESS_IP_RESOURCES = ("egressips", "namespaces", "pods", "egressfirewalls")
 PEER = HERE / "peer.py"
 DEMO_CONFIG = REPO / "config" / "demo.json"
 
