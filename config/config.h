@@ -247,9 +247,19 @@ struct EgressIPConfig {
     bool operator==(const EgressIPConfig&) const = default;
 };
 
-// What the control thread's policy needs beyond the routes and the state source. Without a
-// "policy" section every member has its default.
+// `policy`: which other egress APIs egw enforces on its path, and what they need
+// (docs/configuration.md). Without a "policy" section every member has its default.
 struct PolicyConfig {
+    // egress_firewall as written ("enforce": true); unset, the state source's default:
+    // enforce_egress_firewall() says which.
+    std::optional<bool> egress_firewall;
+    bool egress_firewall_icmp = false;  // egress_firewall_reject "icmp": administratively prohibited
+    // EgressFirewall enforcement: by default on with the files source (egw is the only enforcement
+    // point a manifest directory has), off with kubernetes (OVN-Kubernetes enforces at the source
+    // node).
+    bool enforce_egress_firewall(StateSource source) const {
+        return egress_firewall.value_or(source == StateSource::files);
+    }
     // The DNS servers that resolve EgressFirewall's dnsName rules (control/dns), in order, each
     // "address:port" in canonical form ("10.0.0.53:53", "[fd00::53]:5353"). Empty: the
     // nameservers of /etc/resolv.conf.

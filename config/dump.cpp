@@ -178,6 +178,13 @@ json to_json(const Config& c) {
               {"node", node(c.node)},
               {"state", state(c.state)},
               {"metrics", metrics(c.metrics)}};
+    // Only what is set: an absent egress_firewall is the state source's default, which a reload
+    // changing the source must not see as a change of its own.
+    json policy = json::object();
+    if (c.policy.egress_firewall) policy["egress_firewall"] = *c.policy.egress_firewall ? "enforce" : "off";
+    if (c.policy.egress_firewall_icmp) policy["egress_firewall_reject"] = "icmp";
+    if (!c.policy.dns_servers.empty()) policy["dns_servers"] = c.policy.dns_servers;
+    if (!policy.empty()) j["policy"] = policy;
     // Only when set: an absent section is how the loader takes "no ingress next hop".
     if (c.ingress.via || c.ingress.via6) {
         json in = {{"port", c.ingress.port}};
@@ -189,8 +196,6 @@ json to_json(const Config& c) {
     if (c.sync.enabled) j["sync"] = sync(c.sync);
     // Only when set: an absent capacity is how the loader takes "unlimited".
     if (c.egress_ip.capacity) j["egress_ip"] = {{"capacity", *c.egress_ip.capacity}};
-    // Only when set: an absent section is how the loader takes the defaults.
-    if (!c.policy.dns_servers.empty()) j["policy"] = {{"dns_servers", c.policy.dns_servers}};
     return j;
 }
 

@@ -1444,8 +1444,20 @@ private:
     void read_policy(const Obj& top, PolicyConfig& p) const {
         const json* j = top.get("policy");
         if (!j) return;
-        Obj o(*this, *j, top.at("policy"), {"dns_servers"},
-              "an object like {\"dns_servers\": [\"10.96.0.10\", \"[fd00::53]:5353\"]}");
+        Obj o(*this, *j, top.at("policy"), {"egress_firewall", "egress_firewall_reject", "dns_servers"},
+              "an object like {\"egress_firewall\": \"enforce\", \"dns_servers\": [\"10.96.0.10\"]}");
+        if (const json* v = o.get("egress_firewall")) {
+            static const std::string what = "\"enforce\" or \"off\"";
+            const std::string& s = string(*v, o.at("egress_firewall"), what);
+            if (s != "enforce" && s != "off") expected(o.at("egress_firewall"), what, *v);
+            p.egress_firewall = s == "enforce";
+        }
+        if (const json* v = o.get("egress_firewall_reject")) {
+            static const std::string what = "\"drop\" or \"icmp\"";
+            const std::string& s = string(*v, o.at("egress_firewall_reject"), what);
+            if (s != "drop" && s != "icmp") expected(o.at("egress_firewall_reject"), what, *v);
+            p.egress_firewall_icmp = s == "icmp";
+        }
         const json* servers = o.get("dns_servers");
         if (!servers) return;
         static const std::string list_what =

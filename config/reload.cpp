@@ -37,9 +37,10 @@ bool under(std::string_view path, std::string_view prefix) {
 }
 
 bool live_reloadable(std::string_view path, StateSource source) {
-    for (std::string_view p : {"routes", "neighbors", "default_action", "arp.hold_packets", "arp.retry_ms",
-                               "arp.reachable_s", "arp.probes", "arp.unused_s", "arp.announce_count",
-                               "arp.announce_interval_ms", "ingress", "cluster.service_cidrs", "cluster.node_ips"})
+    for (std::string_view p :
+         {"routes", "neighbors", "default_action", "arp.hold_packets", "arp.retry_ms", "arp.reachable_s", "arp.probes",
+          "arp.unused_s", "arp.announce_count", "arp.announce_interval_ms", "ingress", "cluster.service_cidrs",
+          "cluster.node_ips", "policy.egress_firewall", "policy.egress_firewall_reject"})
         if (under(path, p)) return true;
     if (source == StateSource::files)
         for (std::string_view p : {"cluster.pod_cidrs", "node.labels", "state.poll_ms"})
@@ -73,6 +74,8 @@ void apply_live(Config& running, const Config& next) {
     running.ingress = next.ingress;
     running.cluster.service_cidrs = next.cluster.service_cidrs;
     running.cluster.node_ips = next.cluster.node_ips;
+    running.policy.egress_firewall = next.policy.egress_firewall;
+    running.policy.egress_firewall_icmp = next.policy.egress_firewall_icmp;
     if (running.state.source == StateSource::files) {
         running.cluster.pod_cidrs = next.cluster.pod_cidrs;
         running.node.labels = next.node.labels;

@@ -74,6 +74,8 @@ struct NewFlow {
     Ip6 nat_ip6;          // translate, IPv6
     const NextHop6* nh6;  // translate, IPv6
     IcmpError icmp;       // reject: answered with this ICMP error (gateway_icmp_error.h)
+    bool leaves_cluster;  // route: a pod's flow out of the cluster (the default action), which an
+                          // EgressFirewall governs; not an ingress answer nor a cluster destination
 };
 
 struct PacketMeta {

@@ -50,10 +50,11 @@ inline void reject_flow(NewFlow& f, IcmpError e, DropReason r) {
     f.reason = r;
 }
 
-inline void route_flow(NewFlow& f, uint8_t vrf, uint32_t service_id = kDefaultPolicyId) {
+inline void route_flow(NewFlow& f, uint8_t vrf, uint32_t service_id = kDefaultPolicyId, bool leaves = false) {
     f.action = NewFlow::Action::route;
     f.vrf = vrf;
     f.service_id = static_cast<uint16_t>(service_id);
+    f.leaves_cluster = leaves;
 }
 
 }  // namespace classify_detail
@@ -207,7 +208,7 @@ inline void classify_untranslated(const PolicySnapshot& p, uint16_t rx_port, con
     if (sid == F::kMissing || F::mode(p.services[sid]) == ServiceMode::inactive) {
         switch (p.default_action) {
         case DefaultAction::route:
-            return route_flow(f, kDefaultVrf);
+            return route_flow(f, kDefaultVrf, kDefaultPolicyId, true);
         case DefaultAction::drop:
             return drop_flow(f, DropReason::default_action_drop);
         case DefaultAction::masquerade:

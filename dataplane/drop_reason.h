@@ -67,7 +67,8 @@ namespace egw::dp {
       "chained frame (a fragment, a reassembled datagram) for a port whose device cannot transmit chains, and no "     \
       "free mbuf to copy it into")                                                                                     \
     X(unknown_vlan, "802.1Q-tagged frame whose VLAN id is no sub-port of the receiving port")                          \
-    X(vlan_no_headroom, "frame for a VLAN sub-port with no headroom left for its 802.1Q tag")
+    X(vlan_no_headroom, "frame for a VLAN sub-port with no headroom left for its 802.1Q tag")                          \
+    X(egress_firewall_denied, "a pod's new flow denied by its namespace's EgressFirewall")
 
 enum class DropReason : uint8_t {
 #define EGW_X(name, help) name,

@@ -22,13 +22,17 @@ namespace egw::dp {
       "destination unreachable, fragmentation needed: DF set and larger than the next hop's MTU")                      \
     X(admin_prohibited, 3, 13,                                                                                         \
       "destination unreachable, communication administratively prohibited: a pod to a served ingress IP (hairpin)")    \
+    X(firewall_prohibited, 3, 13,                                                                                      \
+      "destination unreachable, communication administratively prohibited: denied by an EgressFirewall")               \
     X(time_exceeded6, 3, 0, "ICMPv6 time exceeded, hop limit exceeded in transit: the hop limit would have left as 0") \
     X(no_route6, 1, 0,                                                                                                 \
       "ICMPv6 destination unreachable, no route to destination: none in the VRF nor the default table")                \
     X(packet_too_big, 2, 0, "ICMPv6 packet too big: larger than the next hop's MTU (routers never fragment IPv6)")     \
     X(port_unreachable6, 1, 4,                                                                                         \
       "ICMPv6 destination unreachable, port unreachable: UDP to the gateway's own IPv6 address")                       \
-    X(admin_prohibited6, 1, 1, "ICMPv6 destination unreachable, communication administratively prohibited")
+    X(admin_prohibited6, 1, 1, "ICMPv6 destination unreachable, communication administratively prohibited")            \
+    X(firewall_prohibited6, 1, 1,                                                                                      \
+      "ICMPv6 destination unreachable, communication administratively prohibited: denied by an EgressFirewall")
 
 enum class IcmpError : uint8_t {
 #define EGW_X(name, type, code, help) name,
@@ -100,6 +104,8 @@ inline constexpr IcmpError as_icmp6(IcmpError e) {
         return IcmpError::packet_too_big;
     case IcmpError::admin_prohibited:
         return IcmpError::admin_prohibited6;
+    case IcmpError::firewall_prohibited:
+        return IcmpError::firewall_prohibited6;
     case IcmpError::protocol_unreachable:
         return IcmpError::count;
     default:

@@ -3,7 +3,11 @@
 // What a worker does between bursts, on its own table: the expiry sweep (idle sessions, and
 // sessions whose policy no longer holds), and the control thread's requests for a session
 // listing and for closing a Service's sessions (Worker::dump_*, Worker::flush_*).
+#include <rte_branch_prediction.h>
+#include <rte_byteorder.h>
+
 #include <algorithm>
+#include <cstring>
 
 #include "dataplane/nat_session.h"
 #include "dataplane/worker.h"
@@ -81,7 +85,73 @@ bool reclaim_expired(Worker& w, const PolicySnapshot& p, Table& st, uint32_t& cu
     return false;
 }
 
+// Whether the firewall now denies an IPv4 session's flow; counts the deciding hit when it does.
+bool firewall_denies_session(Worker& w, const EgressFirewallPolicy& fw, const Session& s) {
+    uint32_t id = fw.pods.size() == 0 ? FlatMap::kMissing : fw.pods.find(rte_be_to_cpu_32(s.pod_ip));
+    if (id == FlatMap::kMissing) return false;
+    FirewallKey4 key{};
+    key.protocol = s.proto;
+    key.firewall_be = rte_cpu_to_be_32(id);
+    key.dst_be = s.remote_ip;
+    key.dst_port_be = s.remote_port;
+    const FirewallKey4* keys[1] = {&key};
+    uint32_t result = 0;
+    fw.table->classify4(keys, &result, 1);
+    if (!firewall_denies(result)) return false;
+    count(fw.hits_of(w.index)[fw.slot_of(id, result)]);
+    return true;
+}
+
+bool firewall_denies_session(Worker& w, const EgressFirewallPolicy& fw, const Session6& s) {
+    uint32_t id = fw.pods6.size() == 0 ? Ip6Map::kMissing : fw.pods6.find(s.pod_ip.b);
+    if (id == Ip6Map::kMissing) return false;
+    FirewallKey6 key{};
+    key.protocol = s.proto;
+    key.firewall_be = rte_cpu_to_be_32(id);
+    std::memcpy(key.dst, s.remote_ip.b, 16);
+    key.dst_port_be = s.remote_port;
+    const FirewallKey6* keys[1] = {&key};
+    uint32_t result = 0;
+    fw.table->classify6(keys, &result, 1);
+    if (!firewall_denies(result)) return false;
+    count(fw.hits_of(w.index)[fw.slot_of(id, result)]);
+    return true;
+}
+
 }  // namespace
+
+void worker_sweep_firewall(Worker& w, const PolicySnapshot& p) {
+    const EgressFirewallPolicy* fw = p.egress_firewall.get();
+    const uint32_t version = fw ? fw->version : 0;
+    if (unlikely(version != w.firewall_version)) {
+        // A new rule set (or none): sessions made under the old one are looked at again. Without
+        // any firewall nothing is denied, so there is nothing to look at.
+        w.firewall_version = version;
+        w.firewall_cursor = 0;
+        w.firewall_sweeping = fw != nullptr;
+    }
+    if (likely(!w.firewall_sweeping)) return;
+    const uint32_t cap4 = w.sessions.capacity();
+    const uint32_t slots = dump_slots(w);
+    auto cut = [&](auto& st, uint32_t idx) {
+        const auto& s = st.at(idx);
+        if ((s.in_use & kSessionInUse) && firewall_denies_session(w, *fw, s)) {
+            count(w.counters.sessions_expired);
+            close_session(w, st, idx);
+        }
+    };
+    uint32_t i = w.firewall_cursor;
+    for (uint32_t looked = 0;; ++i, ++looked) {
+        i = first_slot_handed_out(w, i);
+        if (i == slots || looked == kFirewallSweepPerIteration) break;
+        if (i < cap4)
+            cut(w.sessions, i);
+        else
+            cut(w.sessions6, i - cap4);
+    }
+    w.firewall_cursor = i;
+    if (i == slots) w.firewall_sweeping = false;
+}
 
 void worker_expire_step(Worker& w, const PolicySnapshot& p) {
     expire_step(w, p, w.sessions, w.sweep_cursor);

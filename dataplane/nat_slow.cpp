@@ -14,6 +14,7 @@
 // create will touch (the endpoint, the outside bucket of the first port candidates, the session
 // a taken port belongs to, the pool line to fill) are requested together, so that their cache
 // misses overlap instead of queueing one create behind the other.
+#include <netinet/in.h>
 #include <rte_branch_prediction.h>
 #include <rte_icmp.h>
 #include <rte_ip.h>
@@ -146,6 +147,66 @@ void pod_refund(Worker& w, const Pod& pod) {
     if (w.shared->pod_session_limit && w.shared->pod_budget) w.shared->pod_budget->release(pod_budget_key(pod));
 }
 
+// The destination port an EgressFirewall rule's `ports` compares (network order), 0 for protocols
+// without one (an echo, an unknown protocol). TCP and UDP have it in the flow key already.
+template <class F>
+uint16_t firewall_dst_port_be(const PacketMeta& pk, uint8_t protocol) {
+    if (pk.kind == Kind::tcp || pk.kind == Kind::udp) {
+        if constexpr (F::kIpv6)
+            return pk.key6.dport;
+        else
+            return pk.key.dport;
+    }
+    if (protocol == IPPROTO_SCTP && pk.l4 != nullptr && pk.l4_len >= 4) {
+        uint16_t port;
+        std::memcpy(&port, pk.l4 + 2, 2);
+        return port;
+    }
+    return 0;
+}
+
+// EgressFirewall (docs/kubernetes.md): whether a pod's new flow may leave, decided once, before
+// its session is made or it is routed untouched. Only a pod of a namespace with a firewall is
+// classified; the verdict is counted per rule (or as allowed by default) in the worker's row. A
+// denied flow is dropped, or answered with administratively prohibited when so configured.
+template <class F>
+bool egress_firewall_allows(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
+    const EgressFirewallPolicy* fw = p.egress_firewall.get();
+    if (likely(fw == nullptr)) return true;
+    const PacketMeta& pk = b.pkt[i];
+    uint32_t id;
+    uint32_t result = 0;
+    if constexpr (F::kIpv6) {
+        id = fw->pods6.size() == 0 ? Ip6Map::kMissing : fw->pods6.find(pk.ip6->src_addr);
+        if (id == Ip6Map::kMissing) return true;
+        FirewallKey6 key{};
+        key.protocol = pk.l4_proto;
+        key.firewall_be = rte_cpu_to_be_32(id);
+        std::memcpy(key.dst, pk.ip6->dst_addr, 16);
+        key.dst_port_be = firewall_dst_port_be<F>(pk, key.protocol);
+        const FirewallKey6* keys[1] = {&key};
+        fw->table->classify6(keys, &result, 1);
+    } else {
+        id = fw->pods.size() == 0 ? FlatMap::kMissing : fw->pods.find(rte_be_to_cpu_32(pk.ip->src_addr));
+        if (id == FlatMap::kMissing) return true;
+        FirewallKey4 key{};
+        key.protocol = pk.ip->next_proto_id;
+        key.firewall_be = rte_cpu_to_be_32(id);
+        key.dst_be = pk.ip->dst_addr;
+        key.dst_port_be = firewall_dst_port_be<F>(pk, key.protocol);
+        const FirewallKey4* keys[1] = {&key};
+        fw->table->classify4(keys, &result, 1);
+    }
+    count(fw->hits_of(w.index)[fw->slot_of(id, result)]);
+    if (likely(!firewall_denies(result))) return true;
+    if (fw->reject_icmp)
+        reply_icmp_error(b, i, F::kIpv6 ? IcmpError::firewall_prohibited6 : IcmpError::firewall_prohibited,
+                         DropReason::egress_firewall_denied);
+    else
+        b.drop(i, DropReason::egress_firewall_denied);
+    return false;
+}
+
 // Creates the session of an outgoing packet classified `translate`, in the table of its family.
 // Returns its index, or kNone with the packet marked as a drop.
 template <class F>
@@ -223,6 +284,9 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         return;
     case NewFlow::Action::route:
         if (pk.flow.service_id != kDefaultPolicyId) count(w.counters.ingress_out);
+        if (pk.flow.leaves_cluster &&
+            (pk.v6 ? !egress_firewall_allows<Ipv6>(w, p, b, i) : !egress_firewall_allows<Ipv4>(w, p, b, i)))
+            return;
         b.to_forward(i, pk.flow.vrf);
         return;
     case NewFlow::Action::drop:
@@ -238,10 +302,11 @@ void new_outgoing(Worker& w, const PolicySnapshot& p, Burst& b, unsigned i) {
         b.drop(i, DropReason::tcp_not_opening);
         return;
     }
-    if (pk.v6)
-        open_session<Ipv6>(w, p, b, i);
-    else
+    if (pk.v6) {
+        if (egress_firewall_allows<Ipv6>(w, p, b, i)) open_session<Ipv6>(w, p, b, i);
+    } else if (egress_firewall_allows<Ipv4>(w, p, b, i)) {
         open_session<Ipv4>(w, p, b, i);
+    }
 }
 
 // Back from outside with no session, either family: echo requests to the receiving port's

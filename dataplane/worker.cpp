@@ -119,6 +119,7 @@ unsigned worker_poll_once(Worker& w) {
     }
     worker_serve_dump(w);
     worker_serve_flush(w);
+    worker_sweep_firewall(w, *p);
     if (w.shared->qsbr) rte_rcu_qsbr_quiescent(w.shared->qsbr, w.index);
     uint64_t spent = rte_rdtsc() - start;
     count(w.counters.total_cycles, spent);

@@ -290,6 +290,11 @@ struct alignas(64) Worker {
     uint32_t flush_service = 0;
     uint32_t flush_cursor = 0;
     uint32_t flush_closed = 0;
+    // EgressFirewall sweep (maintenance.cpp): the policy version last seen, and while `sweeping`
+    // the next slot (in the listing's numbering) whose session is classified again.
+    uint32_t firewall_version = 0;
+    uint32_t firewall_cursor = 0;
+    bool firewall_sweeping = false;
 };
 
 inline constexpr uint32_t kDumpScanPerIteration = 1024;
@@ -310,6 +315,9 @@ inline uint32_t first_slot_handed_out(const Worker& w, uint32_t slot) {
 }
 inline constexpr uint32_t kFlushAll = ~uint32_t{0};
 inline constexpr uint32_t kFlushPerIteration = 4096;
+// Sessions the EgressFirewall sweep classifies again per poll-loop iteration: a pass over
+// 1,000,000 sessions takes some 250 iterations, well within one publication's interval.
+inline constexpr uint32_t kFirewallSweepPerIteration = 4096;
 
 // Sets up the worker's NAT port block for worker `index` of `shared.n_workers`.
 void worker_assign_port_block(Worker& w);
@@ -356,6 +364,12 @@ void worker_finish_dump(Worker& w);
 // Serves a pending flush request for one slice of the table. Called by the worker between
 // bursts.
 void worker_serve_flush(Worker& w);
+
+// After the EgressFirewall policy changes version, classifies the sessions again, a slice per
+// call, and closes those of pods its rules now deny (a rule change cuts established flows).
+// Nothing per packet: the slow path classifies new flows only. Called by the worker between
+// bursts.
+void worker_sweep_firewall(Worker& w, const PolicySnapshot& p);
 
 // One poll-loop iteration: receive, hand-offs, injected frames, transmit, expiry, listing and
 // flush requests, quiescent state. Returns the number of packets received.

@@ -130,6 +130,7 @@ py_suite apiserver discover:tests/apiserver:test_*.py
 py_suite e2e tests/e2e/test_e2e.py
 py_suite e2e-cases tests/e2e/test_cases_e2e.py
 py_suite mtu tests/e2e/test_mtu_e2e.py
+py_suite firewall tests/e2e/test_firewall_e2e.py
 py_suite ipv6 tests/e2e/test_ipv6_e2e.py
 py_suite vlan tests/e2e/test_vlan_e2e.py
 py_suite egress-qos tests/e2e/test_egress_qos_e2e.py

@@ -63,6 +63,8 @@ struct CliHost {
     std::function<Reply()> reload;
     // The packet trace the trace commands run (made by the first `trace start`).
     std::shared_ptr<PacketTrace> trace = nullptr;
+    // The EgressFirewalls applied, with hits (firewall::to_json()); empty when egwd gives none.
+    std::function<nlohmann::json()> egress_firewall = nullptr;
 };
 
 enum class Origin : uint8_t { console, socket };

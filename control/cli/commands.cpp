@@ -117,6 +117,11 @@ const Command kCommands[] = {
      "close every session of one EgressService (done by the workers that own them)", clear_sessions_service},
     {"clear sessions all", "sessions", "close every session", clear_sessions_all},
 
+    {"show egressfirewall [NS]", "services",
+     "EgressFirewall rules in force per namespace, in order, with the addresses each stands for now and its hits; "
+     "denied and allowed flows, objects ignored and why",
+     show_egressfirewall},
+
     {"show vrfs", "routing", "VRFs with their table number, ports, routes and Services", show_vrfs},
     {"show routes vrf VRF", "routing", "connected and static routes of one VRF", show_routes},
     {"show neighbors", "routing", "the ARP table: static, learned and incomplete entries", show_neighbors},

@@ -46,6 +46,7 @@ Reply show_lcores(Context& ctx, const Args& a);
 Reply show_k8s(Context& ctx, const Args& a);
 Reply show_egressips(Context& ctx, const Args& a);
 Reply show_sync(Context& ctx, const Args& a);
+Reply show_egressfirewall(Context& ctx, const Args& a);
 Reply show_drops(Context& ctx, const Args& a);
 Reply show_icmp(Context& ctx, const Args& a);
 Reply show_config(Context& ctx, const Args& a);

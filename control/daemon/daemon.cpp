@@ -15,6 +15,7 @@
 
 #include "config/reload.h"
 #include "control/cli/frontends.h"
+#include "control/firewall/firewall_state.h"
 #include "control/neighbor/neighbor_resolver.h"
 #include "control/policy/egress_qos_table.h"
 #include "control/policy/policy_builder.h"
@@ -22,8 +23,10 @@
 #include "control/runtime/runtime.h"
 #include "control/runtime/tx_stall.h"
 #include "control/status/status_file.h"
+#include "control/k8s_source/egress_ip_watch.h"
 #include "control/k8s_source/source.h"
 #include "control/manifests/manifest_dir.h"
+#include "control/metrics/egress_firewall.h"
 #include "control/metrics/exporter.h"
 #include "control/metrics/kubernetes.h"
 #include "control/metrics/sync.h"
@@ -121,6 +124,7 @@ void Daemon::setup() {
     builder_ = std::make_unique<PolicyBuilder>(cfg_, rt_->port_ids(), rt_->port_macs());
     resolver_ = std::make_unique<NeighborResolver>(cfg_, *rt_);
     tx_stalls_ = std::make_unique<TxStallLog>();
+    firewall_ = std::make_unique<firewall::EgressFirewallState>(static_cast<unsigned>(rt_->workers().size()));
     resolver_->install_static();
     exporter_ = std::make_unique<metrics::Exporter>(cfg_, *rt_);
     telemetry_ = std::make_unique<telemetry::Commands>(*exporter_);
@@ -135,6 +139,13 @@ void Daemon::setup() {
         source->set_serving_check([exporter] { return exporter->serving_problems(); });
         exporter_->add_readiness([source] { return source->serving_problems(); });
     }
+    // The firewall state outlives the exporter (made first) and copies its counts under its lock.
+    exporter_->add_families([fw = firewall_.get()](metrics::Writer& w) {
+        std::vector<metrics::FirewallNamespaceCounts> counts;
+        for (const auto& v : fw->views())
+            counts.push_back({v.namespace_, v.denied, v.allowed, v.rules.size()});
+        metrics::write_egress_firewall(w, counts);
+    });
     // Before the exporter starts: its families are registered with it.
     start_sync();
     exporter_->start();
@@ -160,10 +171,16 @@ void Daemon::setup() {
     if (k8s_) k8s_view = [this] { return k8s_source::describe(*k8s_); };
     std::function<nlohmann::json()> sync_view;
     if (sync_) sync_view = [this] { return sync_json(sync_->stats()); };
-    cli_ = std::make_unique<cli::Frontends>(
-        cli::CliHost{cfg_, *rt_, *builder_, *resolver_, k8s_ ? &k8s_->objects() : &manifests_->objects(), k8s_view,
-                     sync_view, [this] { return reload(); }},
-        opt_.interactive);
+    cli::CliHost host{cfg_,
+                      *rt_,
+                      *builder_,
+                      *resolver_,
+                      k8s_ ? &k8s_->objects() : &manifests_->objects(),
+                      k8s_view,
+                      sync_view,
+                      [this] { return reload(); }};
+    host.egress_firewall = [this] { return firewall::to_json(*firewall_, cfg_.policy.egress_firewall_icmp); };
+    cli_ = std::make_unique<cli::Frontends>(std::move(host), opt_.interactive);
 }
 
 // Only what changed goes to the builder and the log: with 10,000 EgressServices, copying or
@@ -171,9 +188,10 @@ void Daemon::setup() {
 void Daemon::reconcile(bool force) {
     model::ServiceDelta delta;
     if (k8s_) {
+        const bool firewall_changed = refresh_firewall();
         // Nothing but the ports and routes until every kind has been listed once.
         if (k8s_->poll(delta)) force = true;
-        if (!force) return;
+        if (!force && !firewall_changed) return;
     } else {
         auto scan = manifests_->scan();
         for (const auto& e : scan.errors)
@@ -194,8 +212,10 @@ void Daemon::reconcile(bool force) {
         }
         builder_->set_egress_qos(build_egress_qos_table(sel, manifests_->objects().pods));
         builder_->set_egress_qos_views(egress_qos_views(qos, manifests_->objects().pods));
+        refresh_firewall();
     }
     publisher_->publish(builder_->apply(delta));
+    firewall_->collect();
     // The first delta with Services in it is the first sync (before it, with the kubernetes
     // source, only ports and routes are published).
     bool first = !first_sync_logged_ && !delta.changed.empty();
@@ -238,9 +258,12 @@ cli::Reply Daemon::reload() {
     }
     config::apply_live(cfg_, next);
     self_.labels = cfg_.node.labels;
-    if (k8s_)
+    if (k8s_) {
+        next_firewall_look_ = {};  // policy.egress_firewall may have changed: compile again
+        refresh_firewall();
         publisher_->publish(builder_->apply(model::ServiceDelta{}));  // the Services stay; routes and actions move
-    else
+        firewall_->collect();
+    } else
         reconcile(true);  // node labels and pod CIDRs feed the files source's rules
     detail["applied"] = changes.live;
     detail["generation"] = builder_->generation();
@@ -250,12 +273,72 @@ cli::Reply Daemon::reload() {
     return cli::ok(fmt::format("reload: applied {} (policy generation {}).", applied, builder_->generation()), detail);
 }
 
+bool Daemon::refresh_firewall() {
+    model::ObjectSet from_api;
+    const model::ObjectSet* source = &from_api;
+    if (k8s_) {
+        k8s_source::EgressIPWatch* watch = k8s_->egress_ips();
+        if (!watch) return false;
+        // EgressFirewalls and pods move the counter; nodes (nodeSelector rules) are looked at again
+        // every few seconds.
+        const auto now = std::chrono::steady_clock::now();
+        const uint64_t changes = watch->firewall_changes();
+        if (changes == firewall_changes_seen_ && now < next_firewall_look_) return false;
+        firewall_changes_seen_ = changes;
+        next_firewall_look_ = now + std::chrono::seconds(5);
+        watch->copy_firewall_objects(from_api);
+        if (from_api.egress_firewalls.empty() && !firewall_->policy() && firewall_->views().empty()) return false;
+        k8s_->client().cache().read([&](const model::ObjectSet& objs) { from_api.nodes = objs.nodes; });
+    } else {
+        source = &manifests_->objects();
+    }
+    const model::ObjectSet& objects = *source;
+    // DNS names: no resolver is wired yet, so none has an address (firewall_state.h, DnsAnswers).
+    static const firewall::DnsAnswers kNoAnswers;
+    if (!firewall_->update(objects, kNoAnswers, cfg_.policy.enforce_egress_firewall(cfg_.state.source),
+                           cfg_.policy.egress_firewall_icmp)) {
+        if (std::string err = firewall_->last_error(); !err.empty() && err != firewall_error_logged_)
+            spdlog::error("EgressFirewall not applied, the rules in force stay: {}", err);
+        firewall_error_logged_ = firewall_->last_error();
+        return false;
+    }
+    builder_->set_egress_firewall(firewall_->policy());
+    firewall_error_logged_.clear();
+    std::map<std::string, std::string> said;
+    for (const auto& v : firewall_->views()) {
+        // What is said of an object, without the build time (which differs every time): a line is
+        // logged when this changed.
+        std::string what = fmt::format(
+            "EgressFirewall {}/default: {} rule(s) {} to {} pod address(es)", v.namespace_, v.rules.size(),
+            cfg_.policy.enforce_egress_firewall(cfg_.state.source) ? "applied"
+                                                                   : "read, not enforced (policy.egress_firewall off)",
+            v.pod_ips);
+        for (const std::string& p : v.problems) {
+            what += "; not applied: ";
+            what += p;
+        }
+        auto it = firewall_logged_.find(v.namespace_);
+        if (it == firewall_logged_.end() || it->second != what)
+            spdlog::info("{} (build {:.1f} ms)", what, firewall_->last_build_seconds() * 1e3);
+        said[v.namespace_] = std::move(what);
+    }
+    for (const auto& [ns, what] : firewall_logged_)
+        if (!said.count(ns))
+            spdlog::info("EgressFirewall {}/default: removed, its namespace's flows are not filtered", ns);
+    firewall_logged_ = std::move(said);
+    for (const std::string& line : firewall_->ignored())
+        if (firewall_ignored_logged_.insert(line).second) spdlog::warn("EgressFirewall {}", line);
+    return true;
+}
+
 void Daemon::write_status(bool running, bool final_write) {
     StatusInputs in{*rt_, *builder_, *resolver_, running, final_write};
     nlohmann::json doc = collect_status(in);
     // What `show egressips` shows: the addresses assigned to this gateway, and on the leader the
     // ones it cannot assign (docs/kubernetes.md, "EgressIP assignment").
     if (k8s_) doc["egress_ips"] = k8s_source::describe(*k8s_)["egress_ips"];
+    // Where egw owns policy (the files source), this is where an EgressFirewall's status is told.
+    doc["egress_firewall"] = firewall::to_json(*firewall_, cfg_.policy.egress_firewall_icmp);
     if (!write_status_file(opt_.status_file, doc) && !final_write)
         spdlog::warn("cannot write status file {}", opt_.status_file);
 }

@@ -7,10 +7,12 @@
 // parses the command line, sets up the logs and EAL, and hands over to it.
 #pragma once
 
+#include <chrono>
 #include <csignal>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,9 @@
 namespace egw::k8s_source {
 class Controller;
 }
+namespace egw::firewall {
+class EgressFirewallState;
+}  // namespace egw::firewall
 namespace egw::manifests {
 class ManifestDir;
 }
@@ -95,6 +100,9 @@ private:
     // sessions a second it covers 0.6 s of a stalled sync thread.
     static constexpr size_t kSyncRingEvents = 65536;
     void write_status(bool running, bool final_write);
+    // Compiles the EgressFirewalls of the state source's objects when they, the pods or the nodes
+    // changed; true when the builder was given a new policy to publish. Logs each applied object.
+    bool refresh_firewall();
 
     config::Config cfg_;
     DaemonOptions opt_;
@@ -108,6 +116,7 @@ private:
     std::unique_ptr<StandbyPorts> standby_ports_;  // with sync: the peers' NAT ports in the workers
     std::unique_ptr<k8s_source::Controller> k8s_;  // the kubernetes source, or null
     std::unique_ptr<PolicyBuilder> builder_;
+    std::unique_ptr<firewall::EgressFirewallState> firewall_;  // read by the CLI and the metrics
     std::unique_ptr<NeighborResolver> resolver_;
     std::unique_ptr<metrics::Exporter> exporter_;
     std::unique_ptr<telemetry::Commands> telemetry_;
@@ -115,6 +124,11 @@ private:
     std::unique_ptr<manifests::ManifestDir> manifests_;  // the files source (empty path with kubernetes)
     std::unique_ptr<cli::Frontends> cli_;
     std::unique_ptr<TxStallLog> tx_stalls_;
+    std::map<std::string, std::string> firewall_logged_;  // namespace -> what was last logged
+    std::set<std::string> firewall_ignored_logged_;       // "ns/name: ignored: ..." said once
+    std::string firewall_error_logged_;                   // the build error last logged
+    uint64_t firewall_changes_seen_ = ~uint64_t{0};       // kubernetes: EgressIPWatch::firewall_changes()
+    std::chrono::steady_clock::time_point next_firewall_look_{};
     model::GatewayIdentity self_;
     std::map<std::string, model::ServiceState> last_states_;   // as last logged
     std::map<std::string, model::EgressQoS> last_egress_qos_;  // the files source's, as last applied

@@ -25,6 +25,8 @@ const ResourceType& resource_for(model::Kind kind) {
         return resources::namespaces;
     case model::Kind::pod:
         return resources::pods;
+    case model::Kind::egress_firewall:
+        return resources::egress_firewalls;
     }
     return resources::nodes;
 }
@@ -58,6 +60,9 @@ void with_map(Set& s, model::Kind kind, F&& f) {
         break;
     case model::Kind::pod:
         f(s.pods);
+        break;
+    case model::Kind::egress_firewall:
+        f(s.egress_firewalls);
         break;
     }
 }
@@ -115,7 +120,8 @@ private:
 
 Cache::Cache() {
     for (auto k : {model::Kind::egress_service, model::Kind::service, model::Kind::endpoint_slice, model::Kind::node,
-                   model::Kind::lease, model::Kind::egress_ip, model::Kind::namespace_, model::Kind::pod})
+                   model::Kind::lease, model::Kind::egress_ip, model::Kind::namespace_, model::Kind::pod,
+                   model::Kind::egress_firewall})
         handlers_[k] = std::make_unique<KindHandler>(*this, k);
 }
 

@@ -25,6 +25,7 @@ const ResourceType leases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 const ResourceType egress_ips{"k8s.ovn.org", "v1", "egressips", "EgressIP", false};
 const ResourceType namespaces{"", "v1", "namespaces", "Namespace", false};
 const ResourceType pods{"", "v1", "pods", "Pod", true};
+const ResourceType egress_firewalls{"k8s.ovn.org", "v1", "egressfirewalls", "EgressFirewall", true};
 }  // namespace resources
 
 }  // namespace egw::k8s

@@ -23,14 +23,15 @@ struct ResourceType {
 };
 
 namespace resources {
-extern const ResourceType egress_services;  // k8s.ovn.org/v1 EgressService
-extern const ResourceType services;         // v1 Service
-extern const ResourceType endpoint_slices;  // discovery.k8s.io/v1 EndpointSlice
-extern const ResourceType nodes;            // v1 Node
-extern const ResourceType leases;           // coordination.k8s.io/v1 Lease
-extern const ResourceType egress_ips;       // k8s.ovn.org/v1 EgressIP (cluster-scoped)
-extern const ResourceType namespaces;       // v1 Namespace
-extern const ResourceType pods;             // v1 Pod
+extern const ResourceType egress_services;   // k8s.ovn.org/v1 EgressService
+extern const ResourceType services;          // v1 Service
+extern const ResourceType endpoint_slices;   // discovery.k8s.io/v1 EndpointSlice
+extern const ResourceType nodes;             // v1 Node
+extern const ResourceType leases;            // coordination.k8s.io/v1 Lease
+extern const ResourceType egress_ips;        // k8s.ovn.org/v1 EgressIP (cluster-scoped)
+extern const ResourceType namespaces;        // v1 Namespace
+extern const ResourceType pods;              // v1 Pod
+extern const ResourceType egress_firewalls;  // k8s.ovn.org/v1 EgressFirewall (namespaced)
 }  // namespace resources
 
 }  // namespace egw::k8s

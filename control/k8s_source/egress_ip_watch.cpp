@@ -3,12 +3,14 @@
 // See egress_ip_watch.h.
 #include "control/k8s_source/egress_ip_watch.h"
 
+#include <set>
+
 #include "control/k8s/log.h"
 
 namespace egw::k8s_source {
 
 std::vector<model::Kind> EgressIPWatch::kinds() {
-    return {model::Kind::egress_ip, model::Kind::namespace_, model::Kind::pod};
+    return {model::Kind::egress_ip, model::Kind::namespace_, model::Kind::pod, model::Kind::egress_firewall};
 }
 
 EgressIPWatch::EgressIPWatch(k8s::Credentials creds, k8s::ClientOptions opts)
@@ -46,6 +48,7 @@ void EgressIPWatch::log_when_synced() {
                 log_egress_ip(objs, name);
         });
         synced_logged_ = true;
+        firewall_changes_.fetch_add(1, std::memory_order_release);
         return;
     }
 }
@@ -73,6 +76,9 @@ void EgressIPWatch::log_egress_ip(const model::ObjectSet& objs, const std::strin
 }
 
 void EgressIPWatch::on_change(const k8s::Change& c) {
+    if (c.kind == model::Kind::egress_firewall || c.kind == model::Kind::pod)
+        firewall_changes_.fetch_add(1, std::memory_order_release);
+    if (c.kind == model::Kind::egress_firewall) return;  // no part of EgressIP selection
     std::lock_guard lk(mu_);
     client_->cache().read([&](const model::ObjectSet& objs) {
         const std::vector<std::string> changed = selection_.apply(objs, c.kind, c.key);
@@ -131,6 +137,18 @@ std::vector<AssignedEgressIP> assigned_to(const model::ObjectSet& objs, const st
 
 std::vector<AssignedEgressIP> EgressIPWatch::assigned_to(const std::string& node) const {
     return client_->cache().read([&](const model::ObjectSet& objs) { return k8s_source::assigned_to(objs, node); });
+}
+
+void EgressIPWatch::copy_firewall_objects(model::ObjectSet& out) const {
+    client_->cache().read([&](const model::ObjectSet& objs) {
+        out.egress_firewalls = objs.egress_firewalls;
+        out.pods.clear();
+        std::set<std::string> namespaces;
+        for (const auto& [key, fw] : objs.egress_firewalls)
+            namespaces.insert(fw.meta.namespace_);
+        for (const auto& [key, pod] : objs.pods)
+            if (namespaces.count(pod.meta.namespace_)) out.pods.emplace(key, pod);
+    });
 }
 
 std::vector<net::IpAddr> EgressIPWatch::selected_ips(const std::string& egress_ip) const {

@@ -13,6 +13,10 @@
 // has been listed (one line per EgressIP) and then whenever an EgressIP changes, and reported by
 // stats() (`show k8s`, key "egress_ips").
 //
+// The same client lists and watches EgressFirewalls (namespaced): their enforcement needs the pods
+// this watch keeps. copy_firewall_objects() hands egwd's control thread what it compiles, and
+// firewall_changes() tells it when to look again (control/firewall/firewall_state.h).
+//
 // Threads: the client's reflectors call on_change(), serialised by a mutex; a thread of its own
 // waits for the first lists to log what they brought; stats() may be called from any thread.
 #pragma once
@@ -69,7 +73,7 @@ struct EgressIPWatchStats {
 
 class EgressIPWatch {
 public:
-    static std::vector<model::Kind> kinds();  // EgressIP, Namespace, Pod
+    static std::vector<model::Kind> kinds();  // EgressIP, Namespace, Pod, EgressFirewall
 
     // Throws k8s::CredentialError as k8s::Client does.
     EgressIPWatch(k8s::Credentials creds, k8s::ClientOptions opts);
@@ -93,6 +97,12 @@ public:
     // Set it before start().
     void set_egress_ip_listener(std::function<void()> listener) { egress_ip_listener_ = std::move(listener); }
 
+    // Moves whenever an EgressFirewall or a pod changed (and once when the kinds are first listed).
+    uint64_t firewall_changes() const { return firewall_changes_.load(std::memory_order_acquire); }
+    // Every EgressFirewall, and the pods of the namespaces that have one, into `out` (its other
+    // maps untouched), copied under the cache's lock.
+    void copy_firewall_objects(model::ObjectSet& out) const;
+
 private:
     void on_change(const k8s::Change& c);
     void log_when_synced();
@@ -109,6 +119,7 @@ private:
     std::function<void()> egress_ip_listener_;
     std::thread sync_logger_;
     std::atomic<bool> stopping_{false};
+    std::atomic<uint64_t> firewall_changes_{0};
 };
 
 // stats() as JSON, for `show k8s`.

@@ -235,6 +235,7 @@ std::vector<std::string> HostDecider::keys_for(const std::vector<k8s::Change>& c
             case model::Kind::egress_ip:
             case model::Kind::namespace_:
             case model::Kind::pod:
+            case model::Kind::egress_firewall:
                 break;  // EgressIP selection (its own client) does not touch EgressService decisions
             }
         }

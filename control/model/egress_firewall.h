@@ -33,42 +33,8 @@ inline constexpr size_t kMaxEgressFirewallRules = 8000;
 // The only object name that counts in a namespace.
 inline constexpr const char* kEgressFirewallName = "default";
 
-enum class FirewallAction : uint8_t { allow, deny };
-
-const char* to_string(FirewallAction a);  // "Allow", "Deny"
-
-// One entry of ports[]: an IP protocol number (6 TCP, 17 UDP, 132 SCTP) and a destination port,
-// 0 standing for every port of the protocol (the port field left out).
-struct FirewallPort {
-    uint8_t protocol = 0;
-    uint16_t port = 0;
-    bool operator==(const FirewallPort&) const = default;
-};
-
-// to.dnsName, lower-cased and without a final dot. `wildcard` when it began with "*." (which
-// stands for exactly one more label); `name` keeps the "*." then.
-struct FirewallDnsName {
-    std::string name;
-    bool wildcard = false;
-    bool operator==(const FirewallDnsName&) const = default;
-};
-
-// Exactly one of to.cidrSelector (kept as its network, host bits cleared), to.dnsName and
-// to.nodeSelector.
-using FirewallDestination = std::variant<net::IpPrefix, FirewallDnsName, LabelSelector>;
-
-struct FirewallRule {
-    FirewallAction action = FirewallAction::allow;
-    FirewallDestination to;
-    std::vector<FirewallPort> ports;  // empty: every protocol and port
-    bool operator==(const FirewallRule&) const = default;
-};
-
-struct EgressFirewall {
-    ObjectMeta meta;
-    std::vector<FirewallRule> rules;  // spec.egress, in order
-    bool operator==(const EgressFirewall&) const = default;
-};
+// FirewallAction, FirewallPort, FirewallDnsName, FirewallDestination, FirewallRule and
+// EgressFirewall are in objects.h, beside the other kinds a state source reads.
 
 // Parses one EgressFirewall as the API server or a manifest gives it. `path` prefixes every JSON
 // path in an error. Throws ObjectError for a wrong apiVersion or kind and for any field egw reads

@@ -150,6 +150,7 @@ std::vector<std::string> EgressIPSelection::apply(const ObjectSet& objects, Kind
     case Kind::endpoint_slice:
     case Kind::node:
     case Kind::lease:
+    case Kind::egress_firewall:
         break;
     }
     std::sort(changed.begin(), changed.end());

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <utility>
 
+#include "control/model/egress_firewall.h"
 #include "control/model/rules.h"
 
 namespace egw::model {
@@ -25,7 +26,7 @@ struct KindInfo {
     bool namespaced;
 };
 
-constexpr std::array<KindInfo, 8> kKinds{{
+constexpr std::array<KindInfo, 9> kKinds{{
     {Kind::egress_service, "EgressService", "k8s.ovn.org/v1", true},
     {Kind::service, "Service", "v1", true},
     {Kind::endpoint_slice, "EndpointSlice", "discovery.k8s.io/v1", true},
@@ -34,6 +35,7 @@ constexpr std::array<KindInfo, 8> kKinds{{
     {Kind::egress_ip, "EgressIP", "k8s.ovn.org/v1", false},
     {Kind::namespace_, "Namespace", "v1", false},
     {Kind::pod, "Pod", "v1", true},
+    {Kind::egress_firewall, "EgressFirewall", "k8s.ovn.org/v1", true},
 }};
 
 const KindInfo& info(Kind k) {
@@ -571,8 +573,10 @@ Kind kind_of(const Object& o) {
                 return Kind::egress_ip;
             else if constexpr (std::is_same_v<T, Namespace>)
                 return Kind::namespace_;
-            else
+            else if constexpr (std::is_same_v<T, Pod>)
                 return Kind::pod;
+            else
+                return Kind::egress_firewall;
         },
         o);
 }
@@ -602,7 +606,8 @@ Object parse_object(const json& j, const std::string& path) {
     if (!k) {
         fail(child(path, "kind"),
              "unsupported kind " + json(kind).dump() + " (apiVersion " + json(api_version).dump() +
-                 "); egw reads EgressService, Service, EndpointSlice, Node, Lease, EgressIP, Namespace and Pod");
+                 "); egw reads EgressService, Service, EndpointSlice, Node, Lease, EgressIP, Namespace, Pod and "
+                 "EgressFirewall");
     }
     if (api_version != info(*k).api_version) {
         fail(child(path, "apiVersion"), std::string("expected \"") + info(*k).api_version + "\" for kind " + kind +
@@ -625,6 +630,8 @@ Object parse_object(const json& j, const std::string& path) {
         return parse_namespace(j, path);
     case Kind::pod:
         return parse_pod(j, path);
+    case Kind::egress_firewall:
+        return parse_egress_firewall(j, path);
     }
     fail(path, "unreachable");
 }
@@ -650,8 +657,10 @@ void ObjectSet::upsert(Object o) {
                 egress_ips.insert_or_assign(key, std::move(v));
             else if constexpr (std::is_same_v<T, Namespace>)
                 namespaces.insert_or_assign(key, std::move(v));
-            else
+            else if constexpr (std::is_same_v<T, Pod>)
                 pods.insert_or_assign(key, std::move(v));
+            else
+                egress_firewalls.insert_or_assign(key, std::move(v));
         },
         std::move(o));
 }
@@ -674,6 +683,8 @@ bool ObjectSet::erase(Kind kind, const std::string& key) {
         return namespaces.erase(key) > 0;
     case Kind::pod:
         return pods.erase(key) > 0;
+    case Kind::egress_firewall:
+        return egress_firewalls.erase(key) > 0;
     }
     return false;
 }
@@ -701,6 +712,8 @@ bool ObjectSet::contains(Kind kind, const std::string& key) const {
         return namespaces.count(key) > 0;
     case Kind::pod:
         return pods.count(key) > 0;
+    case Kind::egress_firewall:
+        return egress_firewalls.count(key) > 0;
     }
     return false;
 }
@@ -711,7 +724,7 @@ LabelSelector parse_label_selector(const json& s, const std::string& path) {
 
 size_t ObjectSet::size() const {
     return egress_services.size() + services.size() + endpoint_slices.size() + nodes.size() + leases.size() +
-           egress_ips.size() + namespaces.size() + pods.size();
+           egress_ips.size() + namespaces.size() + pods.size() + egress_firewalls.size();
 }
 
 }  // namespace egw::model

@@ -165,11 +165,51 @@ struct Pod {
     bool operator==(const Pod&) const = default;
 };
 
-using Object = std::variant<EgressService, Service, EndpointSlice, Node, Lease, EgressIP, Namespace, Pod>;
+// k8s.ovn.org/v1 EgressFirewall (namespaced); what its rules mean is in egress_firewall.h.
+enum class FirewallAction : uint8_t { allow, deny };
 
-enum class Kind { egress_service, service, endpoint_slice, node, lease, egress_ip, namespace_, pod };
+const char* to_string(FirewallAction a);  // "Allow", "Deny"
 
-// "EgressService", "Service", "EndpointSlice", "Node", "Lease", "EgressIP", "Namespace", "Pod".
+// One entry of ports[]: an IP protocol number (6 TCP, 17 UDP, 132 SCTP) and a destination port,
+// 0 standing for every port of the protocol (the port field left out).
+struct FirewallPort {
+    uint8_t protocol = 0;
+    uint16_t port = 0;
+    bool operator==(const FirewallPort&) const = default;
+};
+
+// to.dnsName, lower-cased and without a final dot. `wildcard` when it began with "*." (which
+// stands for exactly one more label); `name` keeps the "*." then.
+struct FirewallDnsName {
+    std::string name;
+    bool wildcard = false;
+    bool operator==(const FirewallDnsName&) const = default;
+};
+
+// Exactly one of to.cidrSelector (kept as its network, host bits cleared), to.dnsName and
+// to.nodeSelector.
+using FirewallDestination = std::variant<net::IpPrefix, FirewallDnsName, LabelSelector>;
+
+struct FirewallRule {
+    FirewallAction action = FirewallAction::allow;
+    FirewallDestination to;
+    std::vector<FirewallPort> ports;  // empty: every protocol and port
+    bool operator==(const FirewallRule&) const = default;
+};
+
+struct EgressFirewall {
+    ObjectMeta meta;
+    std::vector<FirewallRule> rules;  // spec.egress, in order
+    bool operator==(const EgressFirewall&) const = default;
+};
+
+using Object =
+    std::variant<EgressService, Service, EndpointSlice, Node, Lease, EgressIP, Namespace, Pod, EgressFirewall>;
+
+enum class Kind { egress_service, service, endpoint_slice, node, lease, egress_ip, namespace_, pod, egress_firewall };
+
+// "EgressService", "Service", "EndpointSlice", "Node", "Lease", "EgressIP", "Namespace", "Pod",
+// "EgressFirewall".
 const char* to_string(Kind k);
 // The kind named by a `kind` string as above; nullopt for anything else.
 std::optional<Kind> kind_from_string(std::string_view kind);
@@ -222,6 +262,7 @@ struct ObjectSet {
     std::map<std::string, EgressIP> egress_ips;
     std::map<std::string, Namespace> namespaces;
     std::map<std::string, Pod> pods;
+    std::map<std::string, EgressFirewall> egress_firewalls;
 
     // Inserts or replaces the object under its key.
     void upsert(Object o);

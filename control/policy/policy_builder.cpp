@@ -612,6 +612,7 @@ std::unique_ptr<dp::PolicySnapshot> PolicyBuilder::assemble() {
     snap->endpoints6 = endpoints6_;
     snap->nat_addresses6 = nat6_;
     snap->ingress_ports6 = ingress_ports6_;
+    snap->egress_firewall = egress_firewall_;
     snap->default_version = default_version_;
     snap->egress_qos = egress_qos_;
     return snap;

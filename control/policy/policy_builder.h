@@ -98,6 +98,10 @@ public:
     void set_egress_qos_views(std::vector<EgressQosView> views) { egress_qos_views_ = std::move(views); }
     const std::vector<EgressQosView>& egress_qos_views() const { return egress_qos_views_; }
 
+    // The EgressFirewall policy every snapshot from the next build on carries (null: none). It is
+    // shared, not copied: snapshots of one firewall version point at one table.
+    void set_egress_firewall(std::shared_ptr<const dp::EgressFirewallPolicy> fw) { egress_firewall_ = std::move(fw); }
+
 private:
     // One Service to re-resolve: its new state, or nullptr when it is gone.
     struct Work {
@@ -189,6 +193,7 @@ private:
     uint64_t route_generation_ = 0;
     dp::EgressQosTable egress_qos_;
     std::vector<EgressQosView> egress_qos_views_;
+    std::shared_ptr<const dp::EgressFirewallPolicy> egress_firewall_;
 };
 
 }  // namespace egw::control

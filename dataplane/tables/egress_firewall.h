@@ -12,8 +12,8 @@
 // they loaded for the current poll-loop iteration (the NAT slow path, at session creation).
 // Publication and reclamation: the table rides in the policy snapshot that points at it and is
 // destroyed with that snapshot, after the RCU grace period that frees it (policy.h); the
-// destructor frees the contexts (rte_acl_free). Until the slow-path hook lands, nothing publishes
-// a table: it is built and used by the control thread and the tests only.
+// destructor frees the contexts (rte_acl_free). EgressFirewallPolicy below carries it there, with
+// the pods it applies to and the hit counters.
 //
 // Priorities: rte_acl returns the highest-priority match, so rule i of a namespace gets
 // RTE_ACL_MAX_PRIORITY - i and the first rule wins; the firewall id is an exact field, so
@@ -26,6 +26,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "dataplane/tables/flat_map.h"
+#include "dataplane/tables/ip6_map.h"
 
 struct rte_acl_ctx;
 
@@ -110,6 +114,61 @@ private:
     size_t rules6_ = 0;
     rte_acl_ctx* ctx4_ = nullptr;
     rte_acl_ctx* ctx6_ = nullptr;
+};
+
+// Everything the workers read of the EgressFirewalls, published with the policy snapshot
+// (PolicySnapshot::egress_firewall) and built on the control thread (control/firewall/compile.h).
+// Read in the NAT slow path only: a pod's new flow is classified when its address is in `pods` or
+// `pods6`; an established session never looks here (the maintenance sweep does, once per version).
+// Immutable once published, but for the hit counters: each worker writes its own row with count()
+// and the control thread reads them relaxed. Snapshots that share a version share this object
+// (std::shared_ptr, released on the control thread only, after the grace period of the last
+// snapshot that held it).
+struct EgressFirewallPolicy {
+    uint32_t version = 0;      // changes with every new build: the workers' sweep starts over on a change
+    bool reject_icmp = false;  // denied flows answered with administratively prohibited, not dropped
+    std::unique_ptr<EgressFirewallTable> table;
+    FlatMap pods;  // pod IPv4 (host order) -> firewall id
+    Ip6Map pods6;  // pod IPv6 -> firewall id
+    // Hits: slot slot_base[id] + rule index for a rule's, slot_base[id] + rule_count[id] for the
+    // flows no rule of firewall `id` matched (allowed by default). One row of `stride` slots per
+    // worker, rows a whole number of cache lines apart so that no two workers write one line.
+    std::vector<uint32_t> slot_base;   // by firewall id (index 0 unused)
+    std::vector<uint32_t> rule_count;  // by firewall id
+    uint32_t stride = 0;
+    unsigned workers = 0;
+    struct alignas(64) HitLine {
+        uint64_t slot[8];
+    };
+    std::unique_ptr<HitLine[]> hit_lines;
+
+    // Sizes the hit rows for `n_workers` and the firewalls' rule counts (rule_count filled).
+    void size_hits(unsigned n_workers) {
+        slot_base.assign(rule_count.size(), 0);
+        uint32_t next = 0;
+        for (size_t id = 1; id < rule_count.size(); ++id) {
+            slot_base[id] = next;
+            next += rule_count[id] + 1;
+        }
+        stride = (next + 7) / 8 * 8;
+        workers = n_workers;
+        const size_t lines = size_t{stride} / 8 * n_workers;
+        hit_lines.reset(new HitLine[lines ? lines : 1]());
+    }
+    uint64_t* hits_of(unsigned worker) const {
+        return reinterpret_cast<uint64_t*>(hit_lines.get()) + size_t{stride} * worker;
+    }
+    // The slot of a classification result for firewall `id`.
+    uint32_t slot_of(uint32_t id, uint32_t result) const {
+        return slot_base[id] + (firewall_matched(result) ? firewall_rule_index(result) : rule_count[id]);
+    }
+    // Summed over the workers (control thread; relaxed loads of the workers' counters).
+    uint64_t hits(uint32_t slot) const {
+        uint64_t sum = 0;
+        for (unsigned w = 0; w < workers; ++w)
+            sum += __atomic_load_n(hits_of(w) + slot, __ATOMIC_RELAXED);
+        return sum;
+    }
 };
 
 }  // namespace egw::dp

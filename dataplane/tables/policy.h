@@ -21,10 +21,12 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "dataplane/ipv6.h"
+#include "dataplane/tables/egress_firewall.h"
 #include "dataplane/tables/egress_qos.h"
 #include "dataplane/tables/flat_map.h"
 #include "dataplane/tables/ip6_map.h"
@@ -234,6 +236,10 @@ struct PolicySnapshot {
     std::array<Ip6Map, 2> ingress_ports6;
     NextHop6 ingress_next_hop6{};
     bool has_ingress_next_hop6 = false;
+
+    // The EgressFirewalls in force (null: none, nothing classified). Read in the NAT slow path
+    // and the maintenance sweep only (egress_firewall.h).
+    std::shared_ptr<const EgressFirewallPolicy> egress_firewall;
 
     // The Service whose IPv6 ingress IP and port these are (`port` host order), Ip6Map::kMissing
     // if none.

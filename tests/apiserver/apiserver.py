@@ -3,8 +3,8 @@
 """A small Kubernetes API server for egw's control-plane tests.
 
 It serves the kinds egw reads (Node, Service, EndpointSlice, EgressService, Lease, and for EgressIP:
-EgressIP, Namespace, Pod; EgressFirewall and DNSNameResolver, which no state source of egw
-watches yet; EgressQoS) the way kube-apiserver does over JSON, from an in-memory multi-version
+EgressIP, Namespace, Pod; EgressFirewall; DNSNameResolver, which no state source of egw watches
+yet; EgressQoS) the way kube-apiserver does over JSON, from an in-memory multi-version
 store that behaves like etcd: one global resourceVersion counter, every write gets the next
 revision, and history is kept until it is compacted.
 

@@ -36,8 +36,9 @@ import test_metrics  # noqa: E402  (the exposition read through promtool, and th
 
 EGWCTL = harness.egwctl_binary()
 RESOURCES = ("egressservices", "services", "endpointslices", "nodes", "leases")
-# Watched for EgressIP by a client of their own (docs/kubernetes.md, "EgressIP").
-EGRESS_IP_RESOURCES = ("egressips", "namespaces", "pods")
+# Watched for EgressIP by a client of their own (docs/kubernetes.md, "EgressIP"), and the
+# EgressFirewalls on the same client ("EgressFirewall").
+EGRESS_IP_RESOURCES = ("egressips", "namespaces", "pods", "egressfirewalls")
 PEER = HERE / "peer.py"
 DEMO_CONFIG = REPO / "config" / "demo.json"
 
@@ -613,6 +614,48 @@ class KubernetesSourceE2E(unittest.TestCase):
         self.assertRegex(table, rf"eip-shop +192\.0\.2\.70 +{NODE} ")
         self.assertRegex(table, r"eip-shop +2001:db8::70 +unassigned: no node has an outside subnet that contains it")
         self.assertIn("assigned to this gateway: 1 address(es)", table)
+
+    def test_11_egress_firewalls_are_read_and_shown_not_enforced_by_default(self):
+        # Under Kubernetes policy.egress_firewall is off unless configured: the objects and the pods
+        # they apply to are read and shown (show egressfirewall), nothing is filtered.
+        api = self.h.api
+
+        def shown():
+            r = run([str(EGWCTL), "-p", FILE_PREFIX, "--json", "show", "egressfirewall"], 20)
+            return json.loads(r.stdout) if r.returncode == 0 else {}
+
+        def shop():
+            return next((n for n in shown().get("namespaces", []) if n["namespace"] == "shop"), None)
+
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "shop", "name": "web-1"},
+               "spec": {"nodeName": "worker-1"},
+               "status": {"phase": "Running", "podIPs": [{"ip": "10.128.7.5"}, {"ip": "fd00:10:128::7:5"}]}}
+        fw = {"apiVersion": "k8s.ovn.org/v1", "kind": "EgressFirewall",
+              "metadata": {"namespace": "shop", "name": "default"},
+              "spec": {"egress": [{"type": "Allow", "to": {"cidrSelector": "192.0.2.0/24"},
+                                   "ports": [{"protocol": "TCP", "port": 443}]},
+                                  {"type": "Deny", "to": {"cidrSelector": "0.0.0.0/0"}}]}}
+        try:
+            api.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {}}})
+            api.upsert(pod)
+            api.upsert(fw)
+            self.wait_for(lambda: (shop() or {}).get("pod_ips") == 2, CONVERGE_TIMEOUT,
+                          lambda: f"shop's EgressFirewall not shown: {shown()}\n{tail(self.egwd_log_path)}")
+            j = shown()
+            self.assertFalse(j["enforcing"], j)
+            rules = shop()["rules"]
+            self.assertEqual([(r["type"], r["to"], r["ports"]) for r in rules],
+                             [("Allow", "cidrSelector 192.0.2.0/24", "TCP/443"), ("Deny", "cidrSelector 0.0.0.0/0", "")])
+            table = run([str(EGWCTL), "-p", FILE_PREFIX, "show", "egressfirewall", "shop"], 20).stdout
+            self.assertIn("enforcement: off", table)
+            self.assertIn("shop/default: EgressFirewall Rules applied, 2 pod address(es)", table)
+            self.assertIn("EgressFirewall shop/default: 2 rule(s) read, not enforced",
+                          self.egwd_log_path.read_text(errors="replace"))
+        finally:
+            api.delete("EgressFirewall", "default", namespace="shop")
+            api.delete("Pod", "web-1", namespace="shop")
+            api.delete("Namespace", "shop", namespace="")
+        self.wait_for(lambda: shop() is None, CONVERGE_TIMEOUT, lambda: f"{shown()}")
 
     def test_98_rbac_grants_exactly_what_egwd_asked_for(self):
         # The test API server authorizes egwd with docker/k8s/rbac.yaml and logs every request with

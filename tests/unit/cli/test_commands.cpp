@@ -106,6 +106,8 @@ TEST_F(CommandsTest, EveryCommandParses) {
     EXPECT_EQ(pattern("show k8s"), "show k8s");
     EXPECT_EQ(pattern("show egressips"), "show egressips");
     EXPECT_EQ(pattern("show sync"), "show sync");
+    EXPECT_EQ(pattern("show egressfirewall"), "show egressfirewall [NS]");
+    EXPECT_EQ(pattern("sh egressf shop"), "show egressfirewall [NS]");
     EXPECT_EQ(pattern("show icmp"), "show icmp");
     EXPECT_EQ(pattern("reload config"), "reload config");
     EXPECT_EQ(pattern("set log level warn"), "set log level LEVEL");
@@ -220,10 +222,11 @@ TEST_F(CommandsTest, MessagesNameTheOffendingWord) {
 
 TEST_F(CommandsTest, Completion) {
     EXPECT_EQ(candidates(""), (std::vector<std::string>{"clear", "help", "quit", "reload", "set", "show", "trace"}));
-    EXPECT_EQ(candidates("show "), (std::vector<std::string>{
-                                       "arp",    "config",    "drops", "egressips", "egressqos", "icmp",     "k8s",
-                                       "lcores", "neighbors", "port",  "routes",    "service",   "services", "sessions",
-                                       "snat",   "steering",  "sync",  "trace",     "version",   "vlans",    "vrfs"}));
+    EXPECT_EQ(candidates("show "),
+              (std::vector<std::string>{
+                  "arp",      "config",    "drops", "egressfirewall", "egressips", "egressqos", "icmp",     "k8s",
+                  "lcores",   "neighbors", "port",  "routes",         "service",   "services",  "sessions", "snat",
+                  "steering", "sync",      "trace", "version",        "vlans",     "vrfs"}));
     EXPECT_EQ(candidates("show port "), (std::vector<std::string>{"info", "stats", "xstats"}));
     EXPECT_EQ(candidates("clear "), (std::vector<std::string>{"counters", "port", "sessions"}));
     EXPECT_EQ(candidates("show service "), (std::vector<std::string>{"default/db", "default/web", "shop/cart"}));

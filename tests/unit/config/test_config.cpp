@@ -366,6 +366,8 @@ TEST(Load, MinimalFileGetsDefaults) {
     EXPECT_TRUE(c.cluster.service_cidrs.empty());
     EXPECT_TRUE(c.cluster.node_ips.empty());
     EXPECT_EQ(c.default_action, DefaultAction::masquerade);
+    EXPECT_TRUE(c.policy.enforce_egress_firewall(c.state.source)) << "enforced by default with the files source";
+    EXPECT_FALSE(c.policy.egress_firewall_icmp);
     EXPECT_EQ(c.sessions.max_sessions, 1u << 20);
     EXPECT_EQ(c.sessions.max_sessions_ipv6, 1u << 20);
     EXPECT_EQ(c.sessions.port_min, 1024);
@@ -539,6 +541,7 @@ TEST(Load, FullFileEveryFieldLands) {
     EXPECT_EQ(c.state.source, StateSource::kubernetes);
     EXPECT_EQ(c.state.path, "");
     EXPECT_EQ(c.state.kubeconfig, "/etc/kubernetes/admin.conf");
+    EXPECT_FALSE(c.policy.enforce_egress_firewall(c.state.source)) << "off by default with the kubernetes source";
 }
 
 TEST(Load, CommentsAreAccepted) {
@@ -1558,6 +1561,13 @@ const ErrorCase kCases[] = {
      "expected \"route\", \"masquerade\" or \"drop\", got \"snat\""},
     {"DefaultActionCase", [](json& j) { j["default_action"] = "Drop"; }, "$.default_action",
      "expected \"route\", \"masquerade\" or \"drop\", got \"Drop\""},
+    {"PolicyNotObject", [](json& j) { j["policy"] = "enforce"; }, "$.policy", "expected an object, got \"enforce\""},
+    {"PolicyUnknownKey", [](json& j) { j["policy"] = {{"egress_firewalls", "off"}}; }, "$.policy.egress_firewalls",
+     "unknown key \"egress_firewalls\", expected one of: egress_firewall, egress_firewall_reject"},
+    {"EgressFirewallMode", [](json& j) { j["policy"] = {{"egress_firewall", "on"}}; }, "$.policy.egress_firewall",
+     "expected \"enforce\" or \"off\", got \"on\""},
+    {"EgressFirewallReject", [](json& j) { j["policy"] = {{"egress_firewall_reject", "reject"}}; },
+     "$.policy.egress_firewall_reject", "expected \"drop\" or \"icmp\", got \"reject\""},
 
     // --- node --------------------------------------------------------------------------------
     {"NodeNameUpperCase", [](json& j) { j["node"]["name"] = "GW-1"; }, "$.node.name",
@@ -2036,7 +2046,8 @@ json full_files_document() {
               "unused_s": 120, "announce_count": 2, "announce_interval_ms": 100},
       "node": {"name": "gw-1.example.com", "labels": {"egw.example.com/gateway": "true", "zone": ""}},
       "state": {"source": "files", "path": "/srv/egw/manifests", "poll_ms": 500},
-      "metrics": {"enabled": true, "listen": "0.0.0.0:9100"}
+      "metrics": {"enabled": true, "listen": "0.0.0.0:9100"},
+      "policy": {"egress_firewall": "off", "egress_firewall_reject": "icmp"}
     })");
 }
 

@@ -10,6 +10,8 @@
 //   next hop while sessions cache it;
 // - two workers, one receiving every flow and owning it;
 // - the pod budget of sessions.max_per_pod, drawn on by four threads at once;
+// - EgressFirewall policies rebuilt and published while a worker forwards and sweeps, their hits
+//   read by another thread;
 // - two and four workers each polling its own queue of every port, flows spread over the queues
 //   by the Toeplitz hash of the 4-tuple as a NIC egwd programmed does: the receiver owns each
 //   flow, with no hand-off, replies that hash to another queue are handed to the owner, counted
@@ -39,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "control/firewall/firewall_state.h"
 #include "dataplane/tables/neighbor_table.h"
 #include "dataplane/tables/neighbor_table6.h"
 #include "dataplane/tables/pod_budget.h"
@@ -248,6 +251,68 @@ TEST_F(DataplaneTest, ReservedPortsRepublishedWhileAWorkerAllocates) {
         else if (nat != sport)  // only when a flow whose own port was reserved drew it at random
             EXPECT_TRUE(given.count(sport)) << "pod port " << sport << " was free but not kept";
     }
+}
+
+// EgressFirewall policies rebuilt and published every round while a worker forwards (each new
+// version starts the worker's sweep over its sessions) and another thread reads the hits as the
+// metrics thread does. The flows under test are allowed by every rule set: none is cut, each
+// frame comes out once, and each flow counts as allowed exactly once (at its creation).
+TEST_F(DataplaneTest, EgressFirewallRebuiltWhileAWorkerForwardsAndHitsAreRead) {
+    Rig& r = start(threaded(1));
+    firewall::EgressFirewallState state(1);
+    model::ObjectSet objs;
+    model::Pod pod;
+    pod.meta.namespace_ = "shop";
+    pod.meta.name = "web-10";
+    pod.ips = {net::IpAddr::from_v4(kPod10)};
+    pod.phase = model::PodPhase::running;
+    objs.upsert(pod);
+    auto rules = [](unsigned round) {
+        nlohmann::json deny = {{"type", "Deny"},
+                               {"to", {{"cidrSelector", round % 2 ? "198.51.100.0/24" : "203.0.113.0/24"}}}};
+        nlohmann::json allow = {{"type", "Allow"}, {"to", {{"cidrSelector", "192.0.2.0/24"}}}};
+        return model::parse_egress_firewall({{"apiVersion", "k8s.ovn.org/v1"},
+                                             {"kind", "EgressFirewall"},
+                                             {"metadata", {{"name", "default"}, {"namespace", "shop"}}},
+                                             {"spec", {{"egress", {allow, deny}}}}});
+    };
+    Traffic t{r, {40000, 40001, 40002, 40003}, 4000};
+    std::atomic<bool> reading{true};
+    uint64_t reads = 0;
+    unsigned published = 0;
+    {
+        WorkerThreads threads(r);
+        std::thread reader([&] {
+            uint64_t last = 0;
+            while (reading.load()) {
+                for (const auto& v : state.views()) {
+                    EXPECT_GE(v.allowed, last) << "the allowed count went back";
+                    last = v.allowed;
+                    EXPECT_EQ(v.denied, 0u);
+                }
+                ++reads;
+            }
+        });
+        t.run(300, [&](unsigned round) {
+            objs.upsert(rules(round));
+            ASSERT_TRUE(state.update(objs, {}, true, false));
+            r.builder().set_egress_firewall(state.policy());
+            r.publish(churn(round));
+            state.collect();
+            ++published;
+        });
+        reading.store(false);
+        reader.join();
+    }
+    EXPECT_EQ(t.received, t.total);
+    EXPECT_GE(published, 300u);
+    EXPECT_GT(reads, 0u);
+    EXPECT_EQ(r.total_drops(), 0u);
+    EXPECT_EQ(r.sessions().size(), t.sports.size()) << "no allowed session was cut";
+    auto views = state.views();
+    ASSERT_EQ(views.size(), 1u);
+    EXPECT_EQ(views[0].allowed, t.sports.size()) << "each flow classified once, at its creation";
+    EXPECT_EQ(views[0].denied, 0u);
 }
 
 TEST_F(DataplaneTest, NeighbourMacRewrittenInPlaceWhileAWorkerForwards) {

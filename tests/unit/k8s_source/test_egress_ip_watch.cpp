@@ -2,7 +2,8 @@
 //
 // The EgressIP sources (control/k8s_source/egress_ip_watch.h) against the test API server:
 // EgressIPs, Namespaces and Pods listed and watched by the real reflectors, and the selection
-// following relabels, additions, removals and a relist after compacted history.
+// following relabels, additions, removals and a relist after compacted history; EgressFirewalls
+// watched beside them, with the pods of their namespaces.
 #include <gtest/gtest.h>
 
 #include "control/k8s_source/controller.h"
@@ -96,7 +97,7 @@ TEST_F(EgressIPWatchTest, ListsWatchesAndFollowsRelabels) {
     ASSERT_EQ(st.selected.size(), 2u);
     EXPECT_EQ(st.selected[1].name, "prod-web");
     EXPECT_EQ(st.selected[1].egress_ips, (std::vector<std::string>{"192.0.2.10", "2001:db8::10"}));
-    EXPECT_EQ(watch_->client().status().size(), 3u);
+    EXPECT_EQ(watch_->client().status().size(), 4u);  // EgressIP, Namespace, Pod, EgressFirewall
     auto logged = [&](const std::string& line) {
         return eventually([&] { return log_.sink().count(spdlog::level::info, line) == 1; });
     };
@@ -187,6 +188,37 @@ TEST_F(EgressIPWatchTest, AControllerWatchesThemAndStops) {
         [&] { return text(controller->egress_ips()->selected_ips("eip")) == std::vector<std::string>{"10.0.0.1"}; }));
     controller->stop();
     controller.reset();
+}
+
+// EgressFirewalls are listed and watched on the same client: copy_firewall_objects() gives every
+// one and the pods of their namespaces only, and firewall_changes() moves with either.
+TEST_F(EgressIPWatchTest, EgressFirewallsAndThePodsOfTheirNamespaces) {
+    json fw = {{"apiVersion", "k8s.ovn.org/v1"},
+               {"kind", "EgressFirewall"},
+               {"metadata", {{"namespace", "shop"}, {"name", "default"}}},
+               {"spec", {{"egress", json::array({{{"type", "Deny"}, {"to", {{"cidrSelector", "192.0.2.0/24"}}}}})}}}};
+    upsert(json::array({namespace_("shop"), namespace_("lab"), pod("shop", "web-1", json::object(), "10.128.0.5"),
+                        pod("lab", "web-2", json::object(), "10.128.1.5"), fw}));
+    start();
+    model::ObjectSet objs;
+    ASSERT_TRUE(eventually([&] {
+        watch_->copy_firewall_objects(objs);
+        return objs.egress_firewalls.size() == 1 && objs.pods.size() == 1;
+    }));
+    EXPECT_EQ(objs.egress_firewalls.at("shop/default").rules.size(), 1u);
+    EXPECT_EQ(objs.pods.count("shop/web-1"), 1u) << "the pods of namespaces with a firewall only";
+    const uint64_t before = watch_->firewall_changes();
+    upsert(pod("shop", "web-3", json::object(), "10.128.0.7"));
+    EXPECT_TRUE(eventually([&] { return watch_->firewall_changes() > before; }));
+    EXPECT_TRUE(eventually([&] {
+        watch_->copy_firewall_objects(objs);
+        return objs.pods.size() == 2;
+    }));
+    remove("EgressFirewall", "shop", "default");
+    EXPECT_TRUE(eventually([&] {
+        watch_->copy_firewall_objects(objs);
+        return objs.egress_firewalls.empty() && objs.pods.empty();
+    }));
 }
 
 }  // namespace

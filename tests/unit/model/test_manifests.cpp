@@ -668,3 +668,42 @@ TEST_F(ManifestTest, EgressQosIsReadBesideTheOtherKinds) {
     EXPECT_TRUE(md.scan().changed);
     EXPECT_TRUE(md.egress_qoses().empty());
 }
+
+// EgressFirewall manifests are read like the other kinds (namespaced: "default" when left out);
+// one with a bad rule is an error naming the file and the rule's path, and the rest is kept.
+TEST_F(ManifestTest, EgressFirewall) {
+    write("fw.yaml", R"(apiVersion: k8s.ovn.org/v1
+kind: EgressFirewall
+metadata: {name: default, namespace: shop}
+spec:
+  egress:
+  - type: Allow
+    to: {cidrSelector: 192.0.2.0/24}
+    ports: [{protocol: TCP, port: 443}]
+  - type: Deny
+    to: {cidrSelector: 0.0.0.0/0}
+)");
+    ManifestDir md(dir.string());
+    auto r = md.scan();
+    EXPECT_TRUE(r.errors.empty()) << joined(r.errors);
+    ASSERT_EQ(md.objects().egress_firewalls.count("shop/default"), 1u);
+    const auto& fw = md.objects().egress_firewalls.at("shop/default");
+    ASSERT_EQ(fw.rules.size(), 2u);
+    EXPECT_EQ(fw.rules[0].ports.at(0).port, 443);
+    EXPECT_EQ(fw.rules[1].action, egw::model::FirewallAction::deny);
+
+    write("bad-fw.yaml", R"(apiVersion: k8s.ovn.org/v1
+kind: EgressFirewall
+metadata: {name: default}
+spec:
+  egress:
+  - type: Reject
+    to: {cidrSelector: 192.0.2.0/24}
+)");
+    r = md.scan();
+    ASSERT_EQ(r.errors.size(), 1u) << joined(r.errors);
+    EXPECT_NE(r.errors[0].find("bad-fw.yaml"), std::string::npos) << r.errors[0];
+    EXPECT_NE(r.errors[0].find("spec.egress[0].type: expected one of Allow, Deny"), std::string::npos) << r.errors[0];
+    EXPECT_EQ(md.objects().egress_firewalls.count("default/default"), 0u);
+    EXPECT_EQ(md.objects().egress_firewalls.count("shop/default"), 1u);
+}

@@ -172,7 +172,7 @@ TEST(Objects, MetadataAndKindErrors) {
     j = json::parse(R"({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}})");
     EXPECT_EQ(error_of(j),
               "$.kind: unsupported kind \"Deployment\" (apiVersion \"apps/v1\"); egw reads "
-              "EgressService, Service, EndpointSlice, Node, Lease, EgressIP, Namespace and Pod");
+              "EgressService, Service, EndpointSlice, Node, Lease, EgressIP, Namespace, Pod and EgressFirewall");
 
     EXPECT_EQ(error_of(json::array()), "$: expected a Kubernetes object, got an array");
 }
@@ -189,6 +189,7 @@ TEST(Objects, SupportedKinds) {
     EXPECT_TRUE(egw::model::is_supported_kind("k8s.ovn.org/v1", "EgressIP"));
     EXPECT_TRUE(egw::model::is_supported_kind("v1", "Namespace"));
     EXPECT_TRUE(egw::model::is_supported_kind("v1", "Pod"));
+    EXPECT_TRUE(egw::model::is_supported_kind("k8s.ovn.org/v1", "EgressFirewall"));
     EXPECT_FALSE(egw::model::is_supported_kind("k8s.ovn.org/v1", "EgressQoS"));
     EXPECT_FALSE(egw::model::is_supported_kind("v1", "EgressIP"));
 }
