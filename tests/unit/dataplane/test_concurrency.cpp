@@ -246,10 +246,11 @@ TEST_F(DataplaneTest, ReservedPortsRepublishedWhileAWorkerAllocates) {
         given.insert(nat);
     EXPECT_EQ(given.size(), sports.size()) << "two flows share a port";
     for (auto [sport, nat] : t.nat_port_of) {
-        if (sport < 42000)
+        if (sport < 42000) {
             EXPECT_NE(nat, sport) << "a reserved port went to a local flow";
-        else if (nat != sport)  // only when a flow whose own port was reserved drew it at random
+        } else if (nat != sport) {  // only when a flow whose own port was reserved drew it at random
             EXPECT_TRUE(given.count(sport)) << "pod port " << sport << " was free but not kept";
+        }
     }
 }
 
