@@ -15,6 +15,8 @@
 
 #include "config/reload.h"
 #include "control/cli/frontends.h"
+#include "control/dns/dns_name_resolver_watch.h"
+#include "control/dns/resolver.h"
 #include "control/firewall/firewall_state.h"
 #include "control/neighbor/neighbor_resolver.h"
 #include "control/policy/egress_qos_table.h"
@@ -196,7 +198,8 @@ void Daemon::reconcile(bool force) {
         auto scan = manifests_->scan();
         for (const auto& e : scan.errors)
             spdlog::error("manifest {}", e);
-        if (!scan.changed && !force) return;
+        // A dnsName's addresses moving is a change of the firewall's rules as much as a file's.
+        if (!scan.changed && !force && !firewall_dns_moved()) return;
         delta = model::diff(last_states_,
                             model::evaluate_single_gateway(manifests_->objects(), self_, cfg_.cluster.pod_cidrs));
         // EgressQoS: the table follows the objects and the pods' labels and addresses; each
@@ -283,7 +286,7 @@ bool Daemon::refresh_firewall() {
         // every few seconds.
         const auto now = std::chrono::steady_clock::now();
         const uint64_t changes = watch->firewall_changes();
-        if (changes == firewall_changes_seen_ && now < next_firewall_look_) return false;
+        if (changes == firewall_changes_seen_ && now < next_firewall_look_ && !firewall_dns_moved()) return false;
         firewall_changes_seen_ = changes;
         next_firewall_look_ = now + std::chrono::seconds(5);
         watch->copy_firewall_objects(from_api);
@@ -293,9 +296,8 @@ bool Daemon::refresh_firewall() {
         source = &manifests_->objects();
     }
     const model::ObjectSet& objects = *source;
-    // DNS names: no resolver is wired yet, so none has an address (firewall_state.h, DnsAnswers).
-    static const firewall::DnsAnswers kNoAnswers;
-    if (!firewall_->update(objects, kNoAnswers, cfg_.policy.enforce_egress_firewall(cfg_.state.source),
+    const firewall::DnsAnswers answers = firewall_dns_answers(objects);
+    if (!firewall_->update(objects, answers, cfg_.policy.enforce_egress_firewall(cfg_.state.source),
                            cfg_.policy.egress_firewall_icmp)) {
         if (std::string err = firewall_->last_error(); !err.empty() && err != firewall_error_logged_)
             spdlog::error("EgressFirewall not applied, the rules in force stay: {}", err);
@@ -329,6 +331,69 @@ bool Daemon::refresh_firewall() {
     for (const std::string& line : firewall_->ignored())
         if (firewall_ignored_logged_.insert(line).second) spdlog::warn("EgressFirewall {}", line);
     return true;
+}
+
+bool Daemon::firewall_dns_moved() const {
+    return (dns_ && dns_->generation() != dns_generation_seen_) ||
+           (dns_watch_ && dns_watch_->generation() != dns_watch_generation_seen_);
+}
+
+std::map<std::string, std::vector<net::IpAddr>> Daemon::firewall_dns_answers(const model::ObjectSet& objects) {
+    std::set<std::string> exact;
+    bool wildcard = false;
+    for (const auto& [key, fw] : objects.egress_firewalls)
+        for (const auto& rule : fw.rules)
+            if (const auto* name = std::get_if<model::FirewallDnsName>(&rule.to)) {
+                if (name->wildcard)
+                    wildcard = true;
+                else
+                    exact.insert(name->name);
+            }
+    std::map<std::string, std::vector<net::IpAddr>> answers;
+    // The resolver starts with the first name and keeps running after the last one goes: a name
+    // that comes back is then asked at once, and an idle resolver costs a sleeping thread.
+    if (!exact.empty() && !dns_ && dns_error_logged_.empty()) {
+        try {
+            dns::ResolverOptions o;
+            o.servers = cfg_.policy.dns_servers;
+            dns_ = std::make_unique<dns::Resolver>(std::move(o));
+            spdlog::info("EgressFirewall: DNS resolver started ({})",
+                         cfg_.policy.dns_servers.empty() ? std::string("servers of /etc/resolv.conf")
+                                                         : fmt::format("{}", fmt::join(cfg_.policy.dns_servers, ", ")));
+        } catch (const std::exception& e) {
+            // Said once: until egwd restarts, dnsName rules match nothing (and say so per rule).
+            dns_error_logged_ = e.what();
+            spdlog::error("EgressFirewall: cannot start the DNS resolver, dnsName rules match nothing: {}", e.what());
+        }
+    }
+    if (dns_) {
+        std::vector<std::string> names(exact.begin(), exact.end());
+        if (names != dns_names_) {
+            dns_->set_names(names);
+            dns_names_ = std::move(names);
+        }
+        // The generation first: a change after it is seen by the next look, never lost.
+        dns_generation_seen_ = dns_->generation();
+        for (auto& [name, status] : dns_->snapshot()) {
+            std::vector<net::IpAddr>& addrs = answers[name];
+            for (const auto& a : status.addresses)
+                addrs.push_back(a.address);
+        }
+    }
+    // Wildcards: only the cluster's DNSNameResolver objects know what they matched.
+    if (wildcard && !dns_watch_ && k8s_) {
+        dns_watch_ = std::make_unique<dns::DnsNameResolverWatch>(k8s_->client().shared_transport());
+        dns_watch_->start();
+        spdlog::info("EgressFirewall: watching DNSNameResolver objects for wildcard dnsName rules");
+    }
+    if (dns_watch_) {
+        dns_watch_generation_seen_ = dns_watch_->generation();
+        for (auto& [name, addrs] : dns_watch_->addresses()) {
+            std::vector<net::IpAddr>& into = answers[name];
+            into.insert(into.end(), addrs.begin(), addrs.end());
+        }
+    }
+    return answers;
 }
 
 void Daemon::write_status(bool running, bool final_write) {

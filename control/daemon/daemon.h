@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/ip.h"
 #include "control/model/egress_qos.h"
 #include "control/model/rules.h"
 
@@ -26,6 +27,10 @@ class Controller;
 namespace egw::firewall {
 class EgressFirewallState;
 }  // namespace egw::firewall
+namespace egw::dns {
+class Resolver;
+class DnsNameResolverWatch;
+}  // namespace egw::dns
 namespace egw::manifests {
 class ManifestDir;
 }
@@ -103,6 +108,12 @@ private:
     // Compiles the EgressFirewalls of the state source's objects when they, the pods or the nodes
     // changed; true when the builder was given a new policy to publish. Logs each applied object.
     bool refresh_firewall();
+    // The addresses of the EgressFirewalls' dnsName rules now: exact names from the resolver
+    // (started when the first such name appears), wildcards from the DNSNameResolver objects
+    // (kubernetes source, watched from the first wildcard rule on). Never waits for DNS.
+    std::map<std::string, std::vector<net::IpAddr>> firewall_dns_answers(const model::ObjectSet& objects);
+    // A name's addresses moved since firewall_dns_answers() last read them.
+    bool firewall_dns_moved() const;
 
     config::Config cfg_;
     DaemonOptions opt_;
@@ -129,6 +140,12 @@ private:
     std::string firewall_error_logged_;                   // the build error last logged
     uint64_t firewall_changes_seen_ = ~uint64_t{0};       // kubernetes: EgressIPWatch::firewall_changes()
     std::chrono::steady_clock::time_point next_firewall_look_{};
+    std::unique_ptr<dns::Resolver> dns_;                    // exact dnsName rules, or null
+    std::unique_ptr<dns::DnsNameResolverWatch> dns_watch_;  // wildcard dnsName rules, or null
+    std::vector<std::string> dns_names_;                    // what dns_ was last asked for
+    uint64_t dns_generation_seen_ = 0;
+    uint64_t dns_watch_generation_seen_ = 0;
+    std::string dns_error_logged_;  // why the resolver could not start, said once
     model::GatewayIdentity self_;
     std::map<std::string, model::ServiceState> last_states_;   // as last logged
     std::map<std::string, model::EgressQoS> last_egress_qos_;  // the files source's, as last applied

@@ -634,25 +634,41 @@ class KubernetesSourceE2E(unittest.TestCase):
               "metadata": {"namespace": "shop", "name": "default"},
               "spec": {"egress": [{"type": "Allow", "to": {"cidrSelector": "192.0.2.0/24"},
                                    "ports": [{"protocol": "TCP", "port": 443}]},
+                                  {"type": "Allow", "to": {"dnsName": "*.example.com"}},
                                   {"type": "Deny", "to": {"cidrSelector": "0.0.0.0/0"}}]}}
+        # What the cluster's DNS resolved for the wildcard, as CoreDNS's plugin writes it: a
+        # wildcard rule stands for these addresses (egwd watches DNSNameResolver objects once a
+        # wildcard rule appears).
+        resolver = {"apiVersion": "network.openshift.io/v1alpha1", "kind": "DNSNameResolver",
+                    "metadata": {"namespace": "openshift-ovn-kubernetes", "name": "dns-wild"},
+                    "spec": {"name": "*.example.com."},
+                    "status": {"resolvedNames": [
+                        {"dnsName": "www.example.com.",
+                         "resolvedAddresses": [{"ip": "203.0.113.80", "ttlSeconds": 300,
+                                                "lastLookupTime": "2026-12-07T10:00:00Z"}]}]}}
         try:
             api.upsert({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {}}})
             api.upsert(pod)
             api.upsert(fw)
+            api.control("upsert", resolver)
             self.wait_for(lambda: (shop() or {}).get("pod_ips") == 2, CONVERGE_TIMEOUT,
                           lambda: f"shop's EgressFirewall not shown: {shown()}\n{tail(self.egwd_log_path)}")
             j = shown()
             self.assertFalse(j["enforcing"], j)
             rules = shop()["rules"]
             self.assertEqual([(r["type"], r["to"], r["ports"]) for r in rules],
-                             [("Allow", "cidrSelector 192.0.2.0/24", "TCP/443"), ("Deny", "cidrSelector 0.0.0.0/0", "")])
+                             [("Allow", "cidrSelector 192.0.2.0/24", "TCP/443"), ("Allow", "dnsName *.example.com", ""),
+                              ("Deny", "cidrSelector 0.0.0.0/0", "")])
+            self.wait_for(lambda: ((shop() or {}).get("rules") or [{}, {}])[1].get("addresses") == ["203.0.113.80"],
+                          CONVERGE_TIMEOUT, lambda: f"the wildcard's addresses not shown: {shop()}")
             table = run([str(EGWCTL), "-p", FILE_PREFIX, "show", "egressfirewall", "shop"], 20).stdout
             self.assertIn("enforcement: off", table)
             self.assertIn("shop/default: EgressFirewall Rules applied, 2 pod address(es)", table)
-            self.assertIn("EgressFirewall shop/default: 2 rule(s) read, not enforced",
+            self.assertIn("EgressFirewall shop/default: 3 rule(s) read, not enforced",
                           self.egwd_log_path.read_text(errors="replace"))
         finally:
             api.delete("EgressFirewall", "default", namespace="shop")
+            api.delete("DNSNameResolver", "dns-wild", namespace="openshift-ovn-kubernetes")
             api.delete("Pod", "web-1", namespace="shop")
             api.delete("Namespace", "shop", namespace="")
         self.wait_for(lambda: shop() is None, CONVERGE_TIMEOUT, lambda: f"{shown()}")
