@@ -1561,9 +1561,8 @@ const ErrorCase kCases[] = {
      "expected \"route\", \"masquerade\" or \"drop\", got \"snat\""},
     {"DefaultActionCase", [](json& j) { j["default_action"] = "Drop"; }, "$.default_action",
      "expected \"route\", \"masquerade\" or \"drop\", got \"Drop\""},
-    {"PolicyNotObject", [](json& j) { j["policy"] = "enforce"; }, "$.policy", "expected an object, got \"enforce\""},
     {"PolicyUnknownKey", [](json& j) { j["policy"] = {{"egress_firewalls", "off"}}; }, "$.policy.egress_firewalls",
-     "unknown key \"egress_firewalls\", expected one of: egress_firewall, egress_firewall_reject"},
+     "unknown key \"egress_firewalls\", expected one of: egress_firewall, egress_firewall_reject, dns_servers"},
     {"EgressFirewallMode", [](json& j) { j["policy"] = {{"egress_firewall", "on"}}; }, "$.policy.egress_firewall",
      "expected \"enforce\" or \"off\", got \"on\""},
     {"EgressFirewallReject", [](json& j) { j["policy"] = {{"egress_firewall_reject", "reject"}}; },
@@ -1700,9 +1699,9 @@ const ErrorCase kCases[] = {
      "expected an IP address and a UDP port like \"10.0.0.1:7470\" or \"[fd00::1]:7470\", got \"10.0.0.2\""},
     // --- policy --------------------------------------------------------------------------------
     {"PolicyNotObject", [](json& j) { j["policy"] = J(R"(["10.96.0.10"])"); }, "$.policy",
-     "expected an object like {\"dns_servers\": [\"10.96.0.10\", \"[fd00::53]:5353\"]}, got an array"},
+     "expected an object like {\"egress_firewall\": \"enforce\", \"dns_servers\": [\"10.96.0.10\"]}, got an array"},
     {"UnknownPolicy", [](json& j) { j["policy"] = J(R"({"dns": []})"); }, "$.policy.dns",
-     "unknown key \"dns\", expected one of: dns_servers"},
+     "unknown key \"dns\", expected one of: egress_firewall, egress_firewall_reject, dns_servers"},
     {"DnsServersNotArray", [](json& j) { j["policy"] = J(R"({"dns_servers": "10.96.0.10"})"); },
      "$.policy.dns_servers",
      "expected an array of DNS servers like [\"10.96.0.10\", \"[fd00::53]:5353\"] (empty: those of "

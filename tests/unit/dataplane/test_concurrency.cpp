@@ -281,6 +281,12 @@ TEST_F(DataplaneTest, EgressFirewallRebuiltWhileAWorkerForwardsAndHitsAreRead) {
     std::atomic<bool> reading{true};
     uint64_t reads = 0;
     unsigned published = 0;
+    // In force before the first frame: Traffic::run queues frames before it calls `between`, so a
+    // policy published there could come after the worker made the flows' sessions, unclassified.
+    objs.upsert(rules(0));
+    ASSERT_TRUE(state.update(objs, {}, true, false));
+    r.builder().set_egress_firewall(state.policy());
+    r.publish(churn(0));
     {
         WorkerThreads threads(r);
         std::thread reader([&] {
@@ -295,7 +301,7 @@ TEST_F(DataplaneTest, EgressFirewallRebuiltWhileAWorkerForwardsAndHitsAreRead) {
             }
         });
         t.run(300, [&](unsigned round) {
-            objs.upsert(rules(round));
+            objs.upsert(rules(round + 1));
             ASSERT_TRUE(state.update(objs, {}, true, false));
             r.builder().set_egress_firewall(state.policy());
             r.publish(churn(round));
