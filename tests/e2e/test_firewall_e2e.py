@@ -197,7 +197,9 @@ class FirewallE2E(unittest.TestCase):
         Path(cls.config).write_text(json.dumps(doc, indent=2))
         cls.start_dnsmasq(dns_port)
         rig.netns.up()
-        run(["ip", "netns", "exec", ns("ext1"), "ip", "addr", "add", f"{DNS_SECOND}/24", "dev", "eth0"], 10)
+        r = run(["ip", "-n", ns("ext1"), "addr", "add", f"{DNS_SECOND}/24", "dev", "eth0"], 10)
+        if r.returncode != 0:
+            raise RuntimeError(f"cannot add {DNS_SECOND} to ext1: {r.stderr}")
         rig.start_ready_egwd(cls.config, cls.status_file, FILE_PREFIX)
         rig.spawn_in(ns("ext1"), "echo", rig.workdir / "echo.py", ALLOWED_PORT, DENIED_PORT)
         rig.spawn_in(ns("ext1"), "echo_at", rig.workdir / "echo_at.py", DNS_PORT, SERVER, DNS_SECOND)
