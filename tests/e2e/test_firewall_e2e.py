@@ -11,12 +11,19 @@ A UDP echo server in ext1 (192.0.2.100) answers on two ports with the source it 
   a pod of a namespace without a firewall reaches the denied port.
 - A rule change (the manifest rewritten: the server's address denied) cuts a flow that was
   exchanging datagrams: its answers stop without any new connection, and a new flow is dropped.
+- A dnsName rule follows DNS: dnsmasq on the loopback of the namespace egwd runs in (its
+  `policy.dns_servers`) serves a name from a hosts file with a TTL of 5 s. `Allow dnsName` then
+  `Deny 0.0.0.0/0` lets flows to the name's address pass and denies (and counts) another address
+  of ext1; when the hosts file (and SIGHUP) moves the name to that other address, new flows follow
+  within the TTL and some slack, and `show egressfirewall` shows the rule's new address.
 
 Run from the repository root, as root:  python3 -m unittest -v tests/e2e/test_firewall_e2e.py
 """
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import textwrap
 import unittest
@@ -41,6 +48,12 @@ WEB_INGRESS = "192.0.2.50"
 SERVER = "192.0.2.100"
 ALLOWED_PORT = 9201
 DENIED_PORT = 9202
+# The dnsName case: the name moves from SERVER to DNS_SECOND (a second address of ext1), both
+# answered on DNS_PORT by an echo server bound to each address (so answers leave from it).
+DNS_NAME = "api.fw.test"
+DNS_SECOND = "192.0.2.101"
+DNS_PORT = 9203
+DNS_TTL = 5  # seconds, dnsmasq's --local-ttl: the resolver's floor
 
 PODS = textwrap.dedent("""\
     apiVersion: v1
@@ -75,6 +88,34 @@ DENY_SERVER = textwrap.dedent(f"""\
       egress:
       - type: Deny
         to: {{cidrSelector: {SERVER}/32}}
+""")
+
+ALLOW_NAME = textwrap.dedent(f"""\
+    apiVersion: k8s.ovn.org/v1
+    kind: EgressFirewall
+    metadata: {{name: default, namespace: default}}
+    spec:
+      egress:
+      - type: Allow
+        to: {{dnsName: {DNS_NAME}}}
+      - type: Deny
+        to: {{cidrSelector: 0.0.0.0/0}}
+""")
+
+# ECHO bound to each address given (port first), so each answer leaves from the address its
+# datagram was sent to, as egwd's session expects.
+ECHO_AT = textwrap.dedent("""\
+    import json, selectors, socket, sys
+    sel = selectors.DefaultSelector()
+    for addr in sys.argv[2:]:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((addr, int(sys.argv[1])))
+        sel.register(s, selectors.EVENT_READ)
+    print("ready", flush=True)
+    while True:
+        for key, _ in sel.select():
+            data, addr = key.fileobj.recvfrom(2048)
+            key.fileobj.sendto(json.dumps({"src": addr[0], "seq": data.decode()}).encode(), addr)
 """)
 
 # The echo server in ext1: answers each datagram on either port with the source it saw.
@@ -144,11 +185,54 @@ class FirewallE2E(unittest.TestCase):
         cls.firewall = cls.manifests / "firewall.yaml"
         cls.firewall.write_text(DENY_PORT)
         cls.status_file = rig.workdir / "status.json"
-        for name, text in (("echo.py", ECHO), ("once.py", ONCE), ("stream.py", STREAM)):
+        for name, text in (("echo.py", ECHO), ("once.py", ONCE), ("stream.py", STREAM), ("echo_at.py", ECHO_AT)):
             (rig.workdir / name).write_text(text)
+        # egwd's control thread runs in this (the suite's) namespace: its resolver asks dnsmasq on
+        # this namespace's loopback, at a port of its own.
+        cls.dns_hosts = rig.workdir / "hosts"
+        cls.write_hosts(SERVER)
+        dns_port = harness.free_port()
+        doc = json.loads(Path(cls.config).read_text())
+        doc.setdefault("policy", {})["dns_servers"] = [f"127.0.0.1:{dns_port}"]
+        Path(cls.config).write_text(json.dumps(doc, indent=2))
+        cls.start_dnsmasq(dns_port)
         rig.netns.up()
+        r = run(["ip", "-n", ns("ext1"), "addr", "add", f"{DNS_SECOND}/24", "dev", "eth0"], 10)
+        if r.returncode != 0:
+            raise RuntimeError(f"cannot add {DNS_SECOND} to ext1: {r.stderr}")
         rig.start_ready_egwd(cls.config, cls.status_file, FILE_PREFIX)
         rig.spawn_in(ns("ext1"), "echo", rig.workdir / "echo.py", ALLOWED_PORT, DENIED_PORT)
+        rig.spawn_in(ns("ext1"), "echo_at", rig.workdir / "echo_at.py", DNS_PORT, SERVER, DNS_SECOND)
+
+    @classmethod
+    def write_hosts(cls, address):
+        tmp = cls.dns_hosts.with_suffix(".tmp")
+        tmp.write_text(f"{address} {DNS_NAME}\n")
+        tmp.replace(cls.dns_hosts)
+
+    @classmethod
+    def start_dnsmasq(cls, port):
+        rig = cls.rig
+        log = rig.log_path("dnsmasq")
+        with open(log, "w") as out:
+            # In rig.procs, so the rig's cleanup stops it whatever happens to the suite.
+            proc = rig.procs["dnsmasq"] = harness.spawn(
+                ["dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
+                 f"--addn-hosts={cls.dns_hosts}", f"--local-ttl={DNS_TTL}", "--listen-address=127.0.0.1",
+                 "--bind-interfaces", f"--port={port}", "--local=/test/", "--user=root",
+                 f"--pid-file={rig.workdir / 'dnsmasq.pid'}", "--log-queries", f"--log-facility={log}.queries"],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        harness.wait_for(lambda: proc.poll() is not None or "started" in cls.read(Path(f"{log}.queries")), 10,
+                         lambda: f"dnsmasq did not start:\n{cls.read(log)}")
+        if proc.poll() is not None:
+            raise AssertionError(f"dnsmasq exited (dnsmasq-base installed?):\n{cls.read(log)}")
+
+    @staticmethod
+    def read(path):
+        try:
+            return Path(path).read_text(errors="replace")
+        except OSError:
+            return ""
 
     def status(self):
         return harness.read_status(self.status_file) or {}
@@ -166,8 +250,8 @@ class FirewallE2E(unittest.TestCase):
         return f"status egress_firewall: {json.dumps(self.status().get('egress_firewall'))}\n" + \
             harness.tail(self.rig.log_path("egwd"))
 
-    def once(self, pod, port):
-        r = run(["ip", "netns", "exec", ns("pods"), sys.executable, str(self.rig.workdir / "once.py"), pod, SERVER,
+    def once(self, pod, port, dst=SERVER):
+        r = run(["ip", "netns", "exec", ns("pods"), sys.executable, str(self.rig.workdir / "once.py"), pod, dst,
                  str(port)], 15)
         self.assertEqual(r.returncode, 0, r.stderr)
         return json.loads(r.stdout.strip().splitlines()[-1])
@@ -224,6 +308,57 @@ class FirewallE2E(unittest.TestCase):
                          lambda: f"the flow's datagrams were not denied\n{self.diag()}")
         out = self.once(FIREWALLED_POD, ALLOWED_PORT)
         self.assertIn("error", out, f"a new flow to the denied address answered: {out}")
+
+    def test_3_dns_name_rule_follows_dns(self):
+        # test_2's flow would hit this test's rules: it ends first.
+        harness.stop_process(self.rig.procs.pop("stream", None), signal.SIGTERM, grace=3)
+        self.firewall.write_text(ALLOW_NAME)
+        name_rule = f"dnsName {DNS_NAME}"
+
+        def rules():
+            return self.namespace("default").get("rules", [])
+
+        def name_addresses():
+            return [r.get("addresses") for r in rules() if r["to"] == name_rule]
+
+        def shown():
+            r = run([str(harness.egwctl_binary()), "-p", FILE_PREFIX, "show", "egressfirewall", "default"], 10)
+            return r.stdout if r.returncode == 0 else f"egwctl failed: {r.stderr}"
+
+        def deny_hits():
+            return sum(r["hits"] for r in rules() if r["to"] == "cidrSelector 0.0.0.0/0")
+
+        def passes(dst):
+            return self.once(FIREWALLED_POD, DNS_PORT, dst).get("answer", {}).get("src") == WEB_INGRESS
+
+        # The first answer comes from the resolver's first look (dnsmasq already serves the name).
+        harness.wait_for(lambda: name_addresses() == [[f"{SERVER}/32"]], 20,
+                         lambda: f"the dnsName rule did not get {SERVER}\n{self.diag()}")
+        self.assertEqual([r["to"] for r in rules()], [name_rule, "cidrSelector 0.0.0.0/0"])
+        self.assertIn(SERVER, shown())
+        out = self.once(FIREWALLED_POD, DNS_PORT, SERVER)
+        self.assertEqual(out.get("answer", {}).get("src"), WEB_INGRESS,
+                         f"the name's address did not pass: {out}\n{self.diag()}")
+        before, hits_before = self.denied_drops(), deny_hits()
+        out = self.once(FIREWALLED_POD, DNS_PORT, DNS_SECOND)
+        self.assertIn("error", out, f"another address passed: {out}")
+        harness.wait_for(lambda: self.denied_drops() > before and deny_hits() > hits_before, 10,
+                         lambda: f"the denied flow was not counted\n{self.diag()}")
+
+        # The name moves: the resolver asks again when the TTL runs out, and egwd recompiles.
+        self.write_hosts(DNS_SECOND)
+        self.rig.procs["dnsmasq"].send_signal(signal.SIGHUP)
+        harness.eventually_consistently(lambda: name_addresses() == [[f"{DNS_SECOND}/32"]], DNS_TTL + 10, 3,
+                                        lambda: f"the dnsName rule did not move to {DNS_SECOND}\n{self.diag()}",
+                                        interval=0.5)
+        text = shown()
+        self.assertIn(DNS_SECOND, text, text)
+        self.assertNotIn(SERVER, text, text)
+        # New flows follow the name, and keep following it (each probe a new socket, a new flow).
+        harness.hold(lambda: passes(DNS_SECOND) and not passes(SERVER), 4,
+                     lambda: f"new flows did not follow the name to {DNS_SECOND}\n{self.diag()}", interval=0.5)
+        out = self.once(FIREWALLED_POD, DNS_PORT, SERVER)
+        self.assertIn("error", out, f"the name's old address still passes: {out}")
 
 
 if __name__ == "__main__":

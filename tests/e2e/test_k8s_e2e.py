@@ -659,7 +659,7 @@ class KubernetesSourceE2E(unittest.TestCase):
             self.assertEqual([(r["type"], r["to"], r["ports"]) for r in rules],
                              [("Allow", "cidrSelector 192.0.2.0/24", "TCP/443"), ("Allow", "dnsName *.example.com", ""),
                               ("Deny", "cidrSelector 0.0.0.0/0", "")])
-            self.wait_for(lambda: ((shop() or {}).get("rules") or [{}, {}])[1].get("addresses") == ["203.0.113.80"],
+            self.wait_for(lambda: ((shop() or {}).get("rules") or [{}, {}])[1].get("addresses") == ["203.0.113.80/32"],
                           CONVERGE_TIMEOUT, lambda: f"the wildcard's addresses not shown: {shop()}")
             table = run([str(EGWCTL), "-p", FILE_PREFIX, "show", "egressfirewall", "shop"], 20).stdout
             self.assertIn("enforcement: off", table)
