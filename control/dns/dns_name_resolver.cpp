@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "config/json_text.h"
 #include "control/dns/dns_name_resolver.h"
 
 #include <algorithm>
@@ -22,16 +23,7 @@ std::string element(const std::string& path, size_t i) {
 }
 
 std::string describe(const json& v) {
-    if (v.is_object()) return "an object";
-    if (v.is_array()) return "an array";
-    if (v.is_string() && v.get_ref<const std::string&>().size() > 64) {
-        const std::string& s = v.get_ref<const std::string&>();
-        size_t cut = 61;
-        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80)
-            --cut;  // not inside a UTF-8 sequence: the dump would throw on half a character
-        return json(s.substr(0, cut) + "...").dump(-1, ' ', true, json::error_handler_t::replace);
-    }
-    return v.dump(-1, ' ', true, json::error_handler_t::replace);
+    return json_text::quote_refused(v);
 }
 
 [[noreturn]] void expected(const std::string& path, const std::string& what, const json& got) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // EgressFirewall parsing, selection and evaluation. See egress_firewall.h.
+#include "config/json_text.h"
 #include "control/model/egress_firewall.h"
 
 #include <netinet/in.h>
@@ -29,11 +30,7 @@ std::string element(const std::string& path, size_t i) {
 }
 
 std::string describe(const json& v) {
-    if (v.is_object()) return "an object";
-    if (v.is_array()) return "an array";
-    if (v.is_string() && v.get_ref<const std::string&>().size() > 64)
-        return json(v.get_ref<const std::string&>().substr(0, 61) + "...").dump();
-    return v.dump();
+    return json_text::quote_refused(v);
 }
 
 [[noreturn]] void fail(const std::string& path, const std::string& message) {

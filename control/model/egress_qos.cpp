@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // EgressQoS parsing, selection and evaluation. See egress_qos.h.
+#include "config/json_text.h"
 #include "control/model/egress_qos.h"
 
 #include <cctype>
@@ -27,11 +28,7 @@ std::string qos_element(const std::string& path, size_t i) {
 
 // A value as an error quotes it: containers by their type, long strings cut.
 std::string quoted(const json& v) {
-    if (v.is_object()) return "an object";
-    if (v.is_array()) return "an array";
-    if (v.is_string() && v.get_ref<const std::string&>().size() > 64)
-        return json(v.get_ref<const std::string&>().substr(0, 61) + "...").dump();
-    return v.dump();
+    return json_text::quote_refused(v);
 }
 
 [[noreturn]] void wanted(const std::string& path, const std::string& what, const json& got) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Parsing of the Kubernetes objects egw reads. See objects.h.
+#include "config/json_text.h"
 #include "control/model/objects.h"
 
 #include <arpa/inet.h>
@@ -66,19 +67,7 @@ std::string element(const std::string& path, size_t i) {
 
 // How a value looks in a message: scalars as JSON text (long strings cut), containers by type.
 std::string describe(const json& v) {
-    switch (v.type()) {
-    case json::value_t::object:
-        return "an object";
-    case json::value_t::array:
-        return "an array";
-    case json::value_t::string: {
-        const auto& s = v.get_ref<const std::string&>();
-        if (s.size() > 64) return json(s.substr(0, 61) + "...").dump();
-        return v.dump();
-    }
-    default:
-        return v.dump();
-    }
+    return json_text::quote_refused(v);
 }
 
 [[noreturn]] void fail(const std::string& path, const std::string& message) {

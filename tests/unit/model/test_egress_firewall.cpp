@@ -149,6 +149,15 @@ TEST(EgressFirewallParse, ErrorsNameTheFieldAndWhatWasExpected) {
         EXPECT_EQ(error_of(c.obj), c.error) << c.obj.dump();
 }
 
+// A long refused value is quoted cut short; a cut that fell inside a UTF-8 character made the
+// error's own JSON dump throw (json::type_error), not the ObjectError that names the field.
+TEST(EgressFirewallParse, ALongRefusedValueIsCutAtACharacterBoundary) {
+    const std::string cidr = std::string(60, 'a') + "\xc3\xa9" + std::string(10, 'b');  // bytes 60-61: one character
+    const std::string error = error_of(object(json::array({{{"type", "Deny"}, {"to", {{"cidrSelector", cidr}}}}})));
+    EXPECT_NE(error.find("got \"" + std::string(60, 'a') + "...\""), std::string::npos) << error;
+    EXPECT_EQ(error.rfind("$.spec.egress[0].to.cidrSelector: ", 0), 0u) << error;
+}
+
 TEST(EgressFirewallSelect, OnlyDefaultWithinTheRuleLimitApplies) {
     std::map<std::string, EgressFirewall> objects;
     auto add = [&](const std::string& ns, const std::string& name, size_t rules) {
